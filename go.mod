@@ -4,6 +4,9 @@ go 1.26.8
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/nlpodyssey/gopickle v0.2.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
 )
