@@ -1,0 +1,93 @@
+package importer
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/graphmill/graphmill/dataset"
+)
+
+// maxNodes is the largest node count a Raw can hold: ids are int32.
+const maxNodes = math.MaxInt32
+
+// validate checks every invariant of a Raw that the importers promise:
+// consistent lengths, node ids in range, labels in range, splits in range,
+// without duplicates, pairwise disjoint and labelled. Every importer runs it
+// before returning, so a nil error from an importer implies a usable Raw.
+func validate(r *dataset.Raw) error {
+	if r == nil {
+		return fmt.Errorf("nil dataset")
+	}
+	n := r.NumNodes
+	if n < 0 || n > maxNodes {
+		return fmt.Errorf("node count %d out of range [0,%d]", n, maxNodes)
+	}
+	if len(r.Src) != len(r.Dst) {
+		return fmt.Errorf("%d edge sources but %d edge destinations", len(r.Src), len(r.Dst))
+	}
+	for i, v := range r.Src {
+		if v < 0 || int(v) >= n {
+			return fmt.Errorf("edge %d: source %d out of range [0,%d)", i, v, n)
+		}
+	}
+	for i, v := range r.Dst {
+		if v < 0 || int(v) >= n {
+			return fmt.Errorf("edge %d: destination %d out of range [0,%d)", i, v, n)
+		}
+	}
+	if r.EdgeWeights != nil {
+		if len(r.EdgeWeights) != len(r.Src) {
+			return fmt.Errorf("%d edge weights for %d edges", len(r.EdgeWeights), len(r.Src))
+		}
+		for i, w := range r.EdgeWeights {
+			if math.IsNaN(float64(w)) || math.IsInf(float64(w), 0) {
+				return fmt.Errorf("edge %d: weight %v is not finite", i, w)
+			}
+		}
+	}
+	if r.FeatureDim < 0 {
+		return fmt.Errorf("negative feature dimension %d", r.FeatureDim)
+	}
+	if r.FeatureDim == 0 && r.Features != nil {
+		return fmt.Errorf("%d feature values but feature dimension 0", len(r.Features))
+	}
+	if r.FeatureDim > 0 && len(r.Features) != n*r.FeatureDim {
+		return fmt.Errorf("%d feature values, want %d nodes x %d = %d", len(r.Features), n, r.FeatureDim, n*r.FeatureDim)
+	}
+	if r.NumClasses < 0 {
+		return fmt.Errorf("negative class count %d", r.NumClasses)
+	}
+	if r.Labels != nil {
+		if len(r.Labels) != n {
+			return fmt.Errorf("%d labels for %d nodes", len(r.Labels), n)
+		}
+		for i, l := range r.Labels {
+			if l < -1 || int(l) >= r.NumClasses {
+				return fmt.Errorf("node %d: label %d out of range [0,%d) (or -1 for unlabelled)", i, l, r.NumClasses)
+			}
+		}
+	} else if r.NumClasses != 0 {
+		return fmt.Errorf("%d classes but no labels", r.NumClasses)
+	}
+	// owner records which split holds each node: 0 none, 1 train, 2 val, 3 test.
+	owner := make([]uint8, n)
+	for s, split := range [][]int32{r.Train, r.Val, r.Test} {
+		name := [...]string{"train", "val", "test"}[s]
+		for i, v := range split {
+			if v < 0 || int(v) >= n {
+				return fmt.Errorf("%s[%d]=%d out of range [0,%d)", name, i, v, n)
+			}
+			if o := owner[v]; o != 0 {
+				if int(o) == s+1 {
+					return fmt.Errorf("%s[%d]=%d appears twice in %s", name, i, v, name)
+				}
+				return fmt.Errorf("%s[%d]=%d is also in %s", name, i, v, [...]string{"train", "val", "test"}[o-1])
+			}
+			owner[v] = uint8(s + 1)
+			if r.Labels != nil && r.Labels[v] < 0 {
+				return fmt.Errorf("%s[%d]=%d is unlabelled", name, i, v)
+			}
+		}
+	}
+	return nil
+}
