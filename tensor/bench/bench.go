@@ -1,0 +1,212 @@
+// Package bench measures the speed of package tensor's GEMM on the matrix
+// shapes of GNN training, next to peers measured in the same run: gonum's
+// pure-Go blas32 (always) and OpenBLAS (when built with -tags openblas).
+// Because the machines are shared and timings are noisy, results are
+// reported as ratios against the peers measured in the same process,
+// interleaved shape by shape.
+//
+// Typical use (this is what "graphmill bench gemm" does):
+//
+//	res, err := bench.RunGemm(bench.GemmConfig{Threads: []int{1, 2}, Quick: true})
+//	for _, r := range res.Results { fmt.Println(r.Name, r.Threads, r.Ours, r.RatioOpenBLAS) }
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/openblas"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// GemmShape is one product op(A)·op(B) of shape (M×K)·(K×N).
+type GemmShape struct {
+	Name    string    // e.g. "sage-fwd"
+	TA, TB  tensor.Op // transposes as in tensor.Gemm
+	M, N, K int
+}
+
+// GNNShapes are the benchmarked products: for each layer shape X·W, the
+// forward product, the weight gradient Xᵀ·dY and the input gradient dY·Wᵀ.
+var GNNShapes = func() []GemmShape {
+	var s []GemmShape
+	for _, l := range []struct {
+		name    string
+		n, f, h int
+	}{{"16384x602x256", 16384, 602, 256}, {"4096x128x256", 4096, 128, 256}, {"2708x1433x16", 2708, 1433, 16}} {
+		s = append(s,
+			GemmShape{l.name + "/fwd X·W", tensor.NoTrans, tensor.NoTrans, l.n, l.h, l.f},
+			GemmShape{l.name + "/wgrad Xᵀ·dY", tensor.Trans, tensor.NoTrans, l.f, l.h, l.n},
+			GemmShape{l.name + "/xgrad dY·Wᵀ", tensor.NoTrans, tensor.Trans, l.n, l.f, l.h},
+		)
+	}
+	return s
+}()
+
+// GemmConfig selects what RunGemm measures.
+type GemmConfig struct {
+	Threads []int       // thread counts to measure; default {1, GOMAXPROCS}
+	Quick   bool        // fewer repetitions (finishes in well under 30 s)
+	Shapes  []GemmShape // default GNNShapes
+	NoGonum bool        // skip the gonum peer (it is slow on large shapes)
+}
+
+// GemmResult is the measurement of one shape at one thread count. Speeds are
+// in GFLOP/s (2·M·N·K floating-point operations per product), best of the
+// repetitions; a zero speed means the peer was not measured.
+type GemmResult struct {
+	Name          string  `json:"name"`
+	Op            string  `json:"op"` // BLAS letters, e.g. "TN" for Aᵀ·B
+	M             int     `json:"m"`
+	N             int     `json:"n"`
+	K             int     `json:"k"`
+	Threads       int     `json:"threads"`
+	Ours          float64 `json:"ours_gflops"`
+	OpenBLAS      float64 `json:"openblas_gflops,omitempty"`
+	Gonum         float64 `json:"gonum_gflops,omitempty"`
+	RatioOpenBLAS float64 `json:"ratio_vs_openblas,omitempty"` // Ours / OpenBLAS
+	RatioGonum    float64 `json:"ratio_vs_gonum,omitempty"`    // Ours / Gonum
+	MaxRelErr     float64 `json:"max_rel_err_vs_peer"`         // check of our result against a peer's
+}
+
+// GemmReport is the full output of RunGemm.
+type GemmReport struct {
+	Kernel     string       `json:"kernel"` // tensor.Kernel() used
+	GOMAXPROCS int          `json:"gomaxprocs"`
+	OpenBLAS   bool         `json:"openblas"` // whether OpenBLAS was built in
+	Results    []GemmResult `json:"results"`
+}
+
+// RunGemm measures every shape at every thread count.
+func RunGemm(cfg GemmConfig) (*GemmReport, error) {
+	if len(cfg.Threads) == 0 {
+		cfg.Threads = []int{1, runtime.GOMAXPROCS(0)}
+	}
+	if len(cfg.Shapes) == 0 {
+		cfg.Shapes = GNNShapes
+	}
+	for _, t := range cfg.Threads {
+		if t <= 0 {
+			return nil, fmt.Errorf("bench: thread count %d must be positive", t)
+		}
+	}
+	minTime, minReps := 600*time.Millisecond, 3
+	if cfg.Quick {
+		minTime, minReps = 80*time.Millisecond, 1
+	}
+	rep := &GemmReport{Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, s := range cfg.Shapes {
+		ar, ac := s.M, s.K
+		if s.TA == tensor.Trans {
+			ar, ac = ac, ar
+		}
+		br, bc := s.K, s.N
+		if s.TB == tensor.Trans {
+			br, bc = bc, br
+		}
+		a, b := randMatrix(rng, ar, ac), randMatrix(rng, br, bc)
+		c, cPeer := tensor.New(s.M, s.N), tensor.New(s.M, s.N)
+		flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)
+		for _, th := range cfg.Threads {
+			r := GemmResult{Name: s.Name, Op: s.TA.String() + s.TB.String(), M: s.M, N: s.N, K: s.K, Threads: th}
+			var err error
+			ours := func() {
+				if e := tensor.GemmThreads(th, s.TA, s.TB, 1, a, b, 0, c); e != nil {
+					err = e
+				}
+			}
+			r.Ours = flops / measure(ours, minTime, minReps) / 1e9
+			if err != nil {
+				return nil, err
+			}
+			if openblas.Available {
+				ob := func() {
+					if e := openblas.Sgemm(th, s.TA == tensor.Trans, s.TB == tensor.Trans, s.M, s.N, s.K, 1, a.Data, a.Cols, b.Data, b.Cols, 0, cPeer.Data, cPeer.Cols); e != nil {
+						err = e
+					}
+				}
+				r.OpenBLAS = flops / measure(ob, minTime, minReps) / 1e9
+				if err != nil {
+					return nil, err
+				}
+				r.RatioOpenBLAS = r.Ours / r.OpenBLAS
+			}
+			if !cfg.NoGonum {
+				// gonum's GEMM uses GOMAXPROCS workers: pin it to th.
+				old := runtime.GOMAXPROCS(th)
+				gn := func() {
+					blas32.Gemm(trans(s.TA), trans(s.TB), 1, general(a), general(b), 0, general(cPeer))
+				}
+				gMin, gReps := minTime, minReps
+				if cfg.Quick {
+					gMin = 0
+				}
+				r.Gonum = flops / measure(gn, gMin, gReps) / 1e9
+				runtime.GOMAXPROCS(old)
+				r.RatioGonum = r.Ours / r.Gonum
+			}
+			if openblas.Available || !cfg.NoGonum {
+				r.MaxRelErr = maxRelErr(c.Data, cPeer.Data)
+			}
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	return rep, nil
+}
+
+// measure runs f once to warm up, then repeatedly until minTime has passed
+// and at least minReps repetitions ran, and returns the best time in seconds.
+func measure(f func(), minTime time.Duration, minReps int) float64 {
+	start := time.Now()
+	f()
+	best := time.Since(start)
+	if minTime == 0 && best > 300*time.Millisecond {
+		return best.Seconds() // quick mode: the warm-up is the measurement
+	}
+	total := time.Duration(0)
+	for reps := 0; reps < minReps || total < minTime; reps++ {
+		t0 := time.Now()
+		f()
+		d := time.Since(t0)
+		total += d
+		best = min(best, d)
+	}
+	return best.Seconds()
+}
+
+func trans(o tensor.Op) blas.Transpose {
+	if o == tensor.Trans {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+func general(m tensor.Matrix) blas32.General {
+	return blas32.General{Rows: m.Rows, Cols: m.Cols, Stride: m.Cols, Data: m.Data}
+}
+
+func randMatrix(rng *rand.Rand, rows, cols int) tensor.Matrix {
+	m := tensor.New(rows, cols)
+	for i := range m.Data {
+		m.Data[i] = rng.Float32()*2 - 1
+	}
+	return m
+}
+
+// maxRelErr returns max |x-y| / (1 + max|y|).
+func maxRelErr(x, y []float32) float64 {
+	var scale, worst float64
+	for _, v := range y {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	for i := range x {
+		worst = math.Max(worst, math.Abs(float64(x[i])-float64(y[i])))
+	}
+	return worst / (1 + scale)
+}

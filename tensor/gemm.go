@@ -1,0 +1,305 @@
+package tensor
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Op says whether a GEMM operand is used as stored or transposed.
+type Op uint8
+
+const (
+	// NoTrans uses the operand as stored.
+	NoTrans Op = iota
+	// Trans uses the transpose of the operand.
+	Trans
+)
+
+// String returns "N" or "T", the BLAS letters.
+func (o Op) String() string {
+	if o == Trans {
+		return "T"
+	}
+	return "N"
+}
+
+// Cache blocking parameters (in elements). kc is the depth of a packed
+// panel; mc the rows of A processed against one packed block of B; nc the
+// columns of B packed at once. They are chosen so that a kc×NR micro-panel
+// of B stays in L1, an mc×kc block of A in L2 and a kc×nc block of B in L3.
+const (
+	blockMC = 384
+	blockNC = 4096
+)
+
+// Gemm computes C = alpha*op(A)*op(B) + beta*C using Threads() goroutines.
+// op(A) is m×k, op(B) is k×n and C is m×n. With beta == 0, C is only
+// written, so it may hold garbage (even NaN) on entry.
+//
+// Errors: ErrShape if the shapes do not fit, ErrEmpty if m, n or k is zero,
+// ErrAlias if C overlaps A or B. Gemm never panics on bad input.
+func Gemm(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
+	return GemmThreads(Threads(), tA, tB, alpha, a, b, beta, c)
+}
+
+// GemmThreads is Gemm with an explicit number of goroutines (threads <= 0
+// means Threads()).
+func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
+	for _, x := range []struct {
+		name string
+		m    Matrix
+	}{{"A", a}, {"B", b}, {"C", c}} {
+		if err := x.m.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand %s: %w", x.name, err)
+		}
+	}
+	m, k := a.Rows, a.Cols
+	rsA, csA := a.Cols, 1
+	if tA == Trans {
+		m, k = a.Cols, a.Rows
+		rsA, csA = 1, a.Cols
+	}
+	kb, n := b.Rows, b.Cols
+	if tB == Trans {
+		kb, n = b.Cols, b.Rows
+	}
+	if k != kb || c.Rows != m || c.Cols != n {
+		return fmt.Errorf("%w: gemm %s%s: op(A) %d×%d, op(B) %d×%d, C %d×%d",
+			ErrShape, tA, tB, m, k, kb, n, c.Rows, c.Cols)
+	}
+	if m == 0 || n == 0 || k == 0 {
+		return fmt.Errorf("%w: gemm %s%s: op(A) %d×%d, op(B) %d×%d", ErrEmpty, tA, tB, m, k, kb, n)
+	}
+	if overlaps(c.Data, a.Data) || overlaps(c.Data, b.Data) {
+		return fmt.Errorf("%w: gemm output C", ErrAlias)
+	}
+	if threads <= 0 {
+		threads = Threads()
+	}
+	set := ks()
+	mk := set.wide
+	if set.narrow != nil && n <= set.narrow.nr {
+		mk = set.narrow
+	}
+	j := &gemmJob{
+		m: m, n: n, k: k,
+		a: a.Data, rsA: rsA, csA: csA,
+		b: b.Data, transB: tB == Trans, ldb: b.Cols,
+		c: c.Data, ldc: c.Cols,
+		alpha: alpha, beta: beta, mk: mk,
+	}
+	j.kc = 256
+	if mk.nr >= 32 {
+		j.kc = 192
+	}
+	// Packing A costs a pass over the mc×kc block per block of B; it pays off
+	// when A is used transposed (its rows are then strided) or is reused
+	// across many column panels. Otherwise the micro-kernel reads A in place.
+	j.packA = tA == Trans || n > 4*mk.nr
+	// Never use more workers than row tiles.
+	tiles := (m + mk.mr - 1) / mk.mr
+	j.nt = max(1, min(threads, tiles))
+	return j.run()
+}
+
+// overlaps reports whether two slices share memory.
+func overlaps(x, y []float32) bool {
+	if len(x) == 0 || len(y) == 0 {
+		return false
+	}
+	x0 := uintptr(unsafe.Pointer(&x[0]))
+	y0 := uintptr(unsafe.Pointer(&y[0]))
+	return x0 < y0+uintptr(len(y))*4 && y0 < x0+uintptr(len(x))*4
+}
+
+type gemmJob struct {
+	m, n, k      int
+	a            []float32
+	rsA, csA     int
+	b            []float32
+	transB       bool
+	ldb          int
+	c            []float32
+	ldc          int
+	alpha, beta  float32
+	mk           *microKernel
+	kc           int
+	packA        bool
+	nt           int
+	bp           []float32 // packed block of B, shared by all workers
+	workers      []gemmWorker
+	scaledC      bool
+	curJC, curPC int
+	curNB, curKB int
+}
+
+type gemmWorker struct {
+	ap   []float32 // packed A block (mc×kc), or edge tile when A is not packed
+	tmp  []float32 // mr×nr edge output tile
+	r0   int       // first row of C owned by this worker
+	r1   int       // one past the last
+	done bool      // rows scaled by beta
+}
+
+func (j *gemmJob) run() error {
+	mr, nr := j.mk.mr, j.mk.nr
+	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
+	kcMax := min(j.kc, j.k)
+	j.bp = make([]float32, ncMax*kcMax)
+	j.workers = make([]gemmWorker, j.nt)
+	for w := range j.workers {
+		wk := &j.workers[w]
+		wk.r0, wk.r1 = split(j.m, mr, j.nt, w)
+		if j.packA {
+			wk.ap = make([]float32, min(blockMC, (wk.r1-wk.r0+mr-1)/mr*mr)*kcMax)
+		} else {
+			wk.ap = make([]float32, mr*kcMax)
+		}
+		wk.tmp = make([]float32, mr*nr)
+	}
+	if j.alpha == 0 {
+		return parallel(j.nt, func(w int) { j.scale(&j.workers[w]) })
+	}
+	for jc := 0; jc < j.n; jc += blockNC {
+		nb := min(blockNC, j.n-jc)
+		for pc := 0; pc < j.k; pc += j.kc {
+			kb := min(j.kc, j.k-pc)
+			j.curJC, j.curPC, j.curNB, j.curKB = jc, pc, nb, kb
+			panels := (nb + nr - 1) / nr
+			if err := parallel(min(j.nt, panels), func(w int) {
+				q0, q1 := split(panels, 1, min(j.nt, panels), w)
+				for q := q0; q < q1; q++ {
+					j.packB(q)
+				}
+			}); err != nil {
+				return err
+			}
+			if err := parallel(j.nt, func(w int) { j.compute(&j.workers[w]) }); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scale multiplies the worker's rows of C by beta (beta == 0 clears them,
+// ignoring NaNs already there).
+func (j *gemmJob) scale(wk *gemmWorker) {
+	if wk.done {
+		return
+	}
+	wk.done = true
+	if j.beta == 1 {
+		return
+	}
+	rows := j.c[wk.r0*j.ldc : wk.r1*j.ldc]
+	if j.beta == 0 {
+		clear(rows)
+		return
+	}
+	for i := range rows {
+		rows[i] *= j.beta
+	}
+}
+
+// packB packs column panel q of the current block of op(B) into j.bp:
+// element (p, jj) of the panel goes to bp[q*kb*nr + p*nr + jj], zero padded
+// to nr columns.
+func (j *gemmJob) packB(q int) {
+	nr, kb, pc := j.mk.nr, j.curKB, j.curPC
+	j0 := j.curJC + q*nr
+	w := min(nr, j.curJC+j.curNB-j0)
+	dst := j.bp[q*kb*nr : (q+1)*kb*nr]
+	if !j.transB {
+		for p := 0; p < kb; p++ {
+			row := dst[p*nr : (p+1)*nr]
+			src := j.b[(pc+p)*j.ldb+j0:]
+			copy(row[:w], src[:w])
+			clear(row[w:])
+		}
+		return
+	}
+	if w < nr {
+		clear(dst)
+	}
+	for jj := 0; jj < w; jj++ {
+		src := j.b[(j0+jj)*j.ldb+pc:]
+		src = src[:kb]
+		for p, v := range src {
+			dst[p*nr+jj] = v
+		}
+	}
+}
+
+// packATile packs rows [i0, i0+rows) × depths [pc, pc+kb) of op(A) into dst
+// as kb groups of mr floats (zero padded to mr rows).
+func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
+	mr := j.mk.mr
+	dst = dst[:kb*mr]
+	if rows < mr {
+		clear(dst)
+	}
+	if j.csA == 1 { // A not transposed: rows of A are contiguous in p
+		for r := 0; r < rows; r++ {
+			src := j.a[(i0+r)*j.rsA+pc:]
+			src = src[:kb]
+			for p, v := range src {
+				dst[p*mr+r] = v
+			}
+		}
+		return
+	}
+	// A transposed: rsA == 1, so the mr values for one p are contiguous.
+	for p := 0; p < kb; p++ {
+		src := j.a[(pc+p)*j.csA+i0:]
+		copy(dst[p*mr:p*mr+rows], src[:rows])
+	}
+}
+
+func (j *gemmJob) compute(wk *gemmWorker) {
+	j.scale(wk)
+	mr, nr := j.mk.mr, j.mk.nr
+	jc, pc, nb, kb := j.curJC, j.curPC, j.curNB, j.curKB
+	fn := j.mk.fn
+	for ic := wk.r0; ic < wk.r1; ic += blockMC {
+		mb := min(blockMC, wk.r1-ic)
+		if j.packA {
+			for t := 0; t*mr < mb; t++ {
+				j.packATile(wk.ap[t*mr*kb:], ic+t*mr, min(mr, mb-t*mr), pc, kb)
+			}
+		}
+		for jr := 0; jr < nb; jr += nr {
+			nw := min(nr, nb-jr)
+			bpanel := j.bp[(jr/nr)*kb*nr : (jr/nr+1)*kb*nr]
+			for ir := 0; ir < mb; ir += mr {
+				mw := min(mr, mb-ir)
+				i := ic + ir
+				var a []float32
+				rs, cs := 1, mr
+				switch {
+				case j.packA:
+					a = wk.ap[(ir/mr)*mr*kb:]
+				case mw < mr:
+					j.packATile(wk.ap, i, mw, pc, kb)
+					a = wk.ap
+				default:
+					a = j.a[i*j.rsA+pc*j.csA:]
+					rs, cs = j.rsA, j.csA
+				}
+				if mw == mr && nw == nr {
+					fn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha)
+					continue
+				}
+				clear(wk.tmp)
+				fn(kb, a, rs, cs, bpanel, wk.tmp, nr, j.alpha)
+				for r := 0; r < mw; r++ {
+					dst := j.c[(i+r)*j.ldc+jc+jr:]
+					dst = dst[:nw]
+					for jj, v := range wk.tmp[r*nr : r*nr+nw] {
+						dst[jj] += v
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// forEachKernel runs f once per kernel set available on this CPU (always
+// including the pure-Go "generic" set), restoring the default afterwards.
+func forEachKernel(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	def := Kernel()
+	defer SetKernel(def)
+	for _, name := range Kernels() {
+		if err := SetKernel(name); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, f)
+	}
+}
+
+func randMatrix(rng *rand.Rand, rows, cols int) Matrix {
+	m := New(rows, cols)
+	for i := range m.Data {
+		m.Data[i] = float32(rng.NormFloat64())
+	}
+	return m
+}
+
+// naiveGemm is the float64 reference: C = alpha*op(A)op(B) + beta*C.
+func naiveGemm(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) []float64 {
+	at := func(i, p int) float64 {
+		if tA == Trans {
+			return float64(a.At(p, i))
+		}
+		return float64(a.At(i, p))
+	}
+	bt := func(p, j int) float64 {
+		if tB == Trans {
+			return float64(b.At(j, p))
+		}
+		return float64(b.At(p, j))
+	}
+	k := a.Cols
+	if tA == Trans {
+		k = a.Rows
+	}
+	out := make([]float64, c.Rows*c.Cols)
+	for i := 0; i < c.Rows; i++ {
+		for j := 0; j < c.Cols; j++ {
+			var s float64
+			for p := 0; p < k; p++ {
+				s += at(i, p) * bt(p, j)
+			}
+			v := float64(alpha) * s
+			if beta != 0 {
+				v += float64(beta) * float64(c.At(i, j))
+			}
+			out[i*c.Cols+j] = v
+		}
+	}
+	return out
+}
+
+func shapeOf(op Op, rows, cols int) (int, int) {
+	if op == Trans {
+		return cols, rows
+	}
+	return rows, cols
+}
+
+func TestGemmMatchesNaive(t *testing.T) {
+	cases := []struct{ m, n, k int }{
+		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
+		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
+	}
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for _, tc := range cases {
+			for _, tA := range []Op{NoTrans, Trans} {
+				for _, tB := range []Op{NoTrans, Trans} {
+					for _, th := range []int{1, 2, 3} {
+						for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}} {
+							name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", tc.m, tc.n, tc.k, tA, tB, th, ab[0], ab[1])
+							ar, ac := shapeOf(tA, tc.m, tc.k)
+							br, bc := shapeOf(tB, tc.k, tc.n)
+							a, b := randMatrix(rng, ar, ac), randMatrix(rng, br, bc)
+							c := randMatrix(rng, tc.m, tc.n)
+							if ab[1] == 0 {
+								for i := range c.Data {
+									c.Data[i] = float32(math.NaN()) // beta == 0 must ignore C
+								}
+							}
+							want := naiveGemm(tA, tB, ab[0], a, b, ab[1], c)
+							if err := GemmThreads(th, tA, tB, ab[0], a, b, ab[1], c); err != nil {
+								t.Fatalf("%s: %v", name, err)
+							}
+							tol := 1e-4 * math.Sqrt(float64(tc.k)) * 4
+							for i, w := range want {
+								if d := math.Abs(float64(c.Data[i]) - w); !(d <= tol*(1+math.Abs(w))) {
+									t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/tc.n, i%tc.n, c.Data[i], w)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestGemmErrors(t *testing.T) {
+	a, b := New(3, 4), New(4, 5)
+	shared := New(4, 4)
+	cases := []struct {
+		name    string
+		tA, tB  Op
+		a, b, c Matrix
+		want    error
+	}{
+		{"ok", NoTrans, NoTrans, a, b, New(3, 5), nil},
+		{"inner mismatch", NoTrans, NoTrans, a, New(5, 5), New(3, 5), ErrShape},
+		{"bad C", NoTrans, NoTrans, a, b, New(3, 6), ErrShape},
+		{"trans mismatch", Trans, NoTrans, a, b, New(4, 5), ErrShape},
+		{"bad data len", NoTrans, NoTrans, Matrix{Rows: 3, Cols: 4, Data: make([]float32, 11)}, b, New(3, 5), ErrShape},
+		{"zero rows", NoTrans, NoTrans, New(0, 4), b, New(0, 5), ErrEmpty},
+		{"zero depth", NoTrans, NoTrans, New(3, 0), New(0, 5), New(3, 5), ErrEmpty},
+		{"alias", NoTrans, NoTrans, shared, shared, shared, ErrAlias},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Gemm(tc.tA, tc.tB, 1, tc.a, tc.b, 0, tc.c)
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAxpyDot(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 100, 256} {
+			x := randMatrix(rng, 1, n).Data
+			y := randMatrix(rng, 1, n).Data
+			var dot float64
+			want := make([]float64, n)
+			for i := range x {
+				dot += float64(x[i]) * float64(y[i])
+				want[i] = float64(y[i]) + 0.75*float64(x[i])
+			}
+			if got := Dot(x, y); math.Abs(float64(got)-dot) > 1e-4*(1+math.Abs(dot))*math.Sqrt(float64(n+1)) {
+				t.Errorf("n=%d: Dot = %v, want %v", n, got, dot)
+			}
+			Axpy(0.75, x, y)
+			for i := range y {
+				if math.Abs(float64(y[i])-want[i]) > 1e-5*(1+math.Abs(want[i])) {
+					t.Fatalf("n=%d: Axpy y[%d] = %v, want %v", n, i, y[i], want[i])
+				}
+			}
+		}
+	})
+}

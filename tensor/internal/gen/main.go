@@ -1,0 +1,204 @@
+//go:build ignore
+
+// Command gen writes tensor/kernels_amd64.s, the amd64 assembly micro-kernels
+// of package tensor. Run it with "go generate ./tensor" (see tensor/gen.go).
+//
+// The kernels are generated rather than hand-written because the register
+// tile (MR rows × NR columns) is a parameter: one template produces the
+// AVX2/FMA 6×16 kernel and the AVX-512 12×32 and 24×16 kernels.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+)
+
+var out bytes.Buffer
+
+func p(format string, args ...any) { fmt.Fprintf(&out, "\t"+format+"\n", args...) }
+func label(l string)              { fmt.Fprintf(&out, "%s:\n", l) }
+
+// gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32).
+// It computes C[0:mr,0:nr] += alpha * sum_k A[r*rsA + k*csA] * B[k*nr + j]
+// (strides in elements; B packed as k rows of nr floats).
+func gemm(name string, mr, nr int, wide bool) {
+	reg := "Y"
+	vl := 8
+	if wide {
+		reg = "Z"
+		vl = 16
+	}
+	nv := nr / vl // vectors per row
+	nacc := mr * nv
+	// Row-pointer registers: each covers three rows: (P), (P)(R8*1), (P)(R8*2).
+	ptrs := []string{"SI", "AX", "BX", "R11", "R12", "R13", "DX", "R10"}
+	ngroups := (mr + 2) / 3
+	if ngroups > len(ptrs) {
+		panic("too many rows")
+	}
+	bregs := nacc            // first B register
+	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nv), fmt.Sprintf("%s%d", reg, nacc+nv+1)}
+	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32)\n", name)
+	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-60\n", name)
+	p("MOVQ k+0(FP), CX")
+	p("MOVQ a+8(FP), SI")
+	p("MOVQ rsA+16(FP), R8")
+	p("SHLQ $2, R8")
+	p("MOVQ csA+24(FP), R9")
+	p("SHLQ $2, R9")
+	p("MOVQ b+32(FP), DI")
+	for g := 1; g < ngroups; g++ {
+		// ptr[g] = ptr[g-1] + 3*rs
+		p("LEAQ (%s)(R8*2), %s", ptrs[g-1], ptrs[g])
+		p("ADDQ R8, %s", ptrs[g])
+	}
+	for i := 0; i < nacc; i++ {
+		p("VXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
+	}
+	p("TESTQ CX, CX")
+	p("JEQ %s_done", name)
+	label(name + "_loop")
+	for v := 0; v < nv; v++ {
+		p("VMOVUPS %d(DI), %s%d", v*vl*4, reg, bregs+v)
+	}
+	for r := 0; r < mr; r++ {
+		g := r / 3
+		var addr string
+		switch r % 3 {
+		case 0:
+			addr = fmt.Sprintf("(%s)", ptrs[g])
+		case 1:
+			addr = fmt.Sprintf("(%s)(R8*1)", ptrs[g])
+		case 2:
+			addr = fmt.Sprintf("(%s)(R8*2)", ptrs[g])
+		}
+		b := bc[r%2]
+		p("VBROADCASTSS %s, %s", addr, b)
+		for v := 0; v < nv; v++ {
+			p("VFMADD231PS %s%d, %s, %s%d", reg, bregs+v, b, reg, r*nv+v)
+		}
+	}
+	for g := 0; g < ngroups; g++ {
+		p("ADDQ R9, %s", ptrs[g])
+	}
+	p("ADDQ $%d, DI", nr*4)
+	p("DECQ CX")
+	p("JNE %s_loop", name)
+	label(name + "_done")
+	p("MOVQ c+40(FP), DX")
+	p("MOVQ ldc+48(FP), R10")
+	p("SHLQ $2, R10")
+	p("VBROADCASTSS alpha+56(FP), %s", bc[0])
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			p("VFMADD213PS %d(DX), %s, %s%d", v*vl*4, bc[0], reg, r*nv+v)
+			p("VMOVUPS %s%d, %d(DX)", reg, r*nv+v, v*vl*4)
+		}
+		if r != mr-1 {
+			p("ADDQ R10, DX")
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// axpy emits func name(n int, alpha float32, x, y *float32): y[i] += alpha*x[i]
+// for i < n&^7; the caller handles the tail.
+func axpy(name string) {
+	fmt.Fprintf(&out, "\n// func %s(n int, alpha float32, x, y *float32)\n", name)
+	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-32\n", name)
+	p("MOVQ n+0(FP), CX")
+	p("VBROADCASTSS alpha+8(FP), Y15")
+	p("MOVQ x+16(FP), SI")
+	p("MOVQ y+24(FP), DI")
+	p("CMPQ CX, $32")
+	p("JLT %s_tail", name)
+	label(name + "_loop32")
+	for v := 0; v < 4; v++ {
+		p("VMOVUPS %d(DI), Y%d", v*32, v)
+	}
+	for v := 0; v < 4; v++ {
+		p("VFMADD231PS %d(SI), Y15, Y%d", v*32, v)
+	}
+	for v := 0; v < 4; v++ {
+		p("VMOVUPS Y%d, %d(DI)", v, v*32)
+	}
+	p("ADDQ $128, SI")
+	p("ADDQ $128, DI")
+	p("SUBQ $32, CX")
+	p("CMPQ CX, $32")
+	p("JGE %s_loop32", name)
+	label(name + "_tail")
+	p("CMPQ CX, $8")
+	p("JLT %s_done", name)
+	p("VMOVUPS (DI), Y0")
+	p("VFMADD231PS (SI), Y15, Y0")
+	p("VMOVUPS Y0, (DI)")
+	p("ADDQ $32, SI")
+	p("ADDQ $32, DI")
+	p("SUBQ $8, CX")
+	p("JMP %s_tail", name)
+	label(name + "_done")
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// dot emits func name(n int, x, y *float32) float32 over i < n&^7.
+func dot(name string) {
+	fmt.Fprintf(&out, "\n// func %s(n int, x, y *float32) float32\n", name)
+	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-28\n", name)
+	p("MOVQ n+0(FP), CX")
+	p("MOVQ x+8(FP), SI")
+	p("MOVQ y+16(FP), DI")
+	for v := 0; v < 4; v++ {
+		p("VXORPS Y%d, Y%d, Y%d", v, v, v)
+	}
+	p("CMPQ CX, $32")
+	p("JLT %s_tail", name)
+	label(name + "_loop32")
+	for v := 0; v < 4; v++ {
+		p("VMOVUPS %d(SI), Y%d", v*32, v+4)
+	}
+	for v := 0; v < 4; v++ {
+		p("VFMADD231PS %d(DI), Y%d, Y%d", v*32, v+4, v)
+	}
+	p("ADDQ $128, SI")
+	p("ADDQ $128, DI")
+	p("SUBQ $32, CX")
+	p("CMPQ CX, $32")
+	p("JGE %s_loop32", name)
+	label(name + "_tail")
+	p("CMPQ CX, $8")
+	p("JLT %s_done", name)
+	p("VMOVUPS (SI), Y4")
+	p("VFMADD231PS (DI), Y4, Y0")
+	p("ADDQ $32, SI")
+	p("ADDQ $32, DI")
+	p("SUBQ $8, CX")
+	p("JMP %s_tail", name)
+	label(name + "_done")
+	p("VADDPS Y1, Y0, Y0")
+	p("VADDPS Y3, Y2, Y2")
+	p("VADDPS Y2, Y0, Y0")
+	p("VEXTRACTF128 $1, Y0, X1")
+	p("VADDPS X1, X0, X0")
+	p("VHADDPS X0, X0, X0")
+	p("VHADDPS X0, X0, X0")
+	p("VZEROUPPER")
+	p("MOVSS X0, ret+24(FP)")
+	p("RET")
+}
+
+func main() {
+	out.WriteString("// Code generated by tensor/internal/gen; DO NOT EDIT.\n\n//go:build !noasm\n\n#include \"textflag.h\"\n")
+	gemm("sgemmAVX2x6x16", 6, 16, false)
+	gemm("sgemmAVX512x12x32", 12, 32, true)
+	gemm("sgemmAVX512x24x16", 24, 16, true)
+	axpy("axpyAVX2")
+	dot("dotAVX2")
+	if err := os.WriteFile("kernels_amd64.s", out.Bytes(), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

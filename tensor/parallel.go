@@ -1,0 +1,53 @@
+package tensor
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync"
+)
+
+// parallel runs f(0), …, f(n-1) concurrently (f(0) on the calling
+// goroutine) and waits for all of them. A panic in any f is recovered and
+// returned as an error, so a bug in a kernel never kills the process from a
+// worker goroutine.
+func parallel(n int, f func(w int)) (err error) {
+	if n <= 1 {
+		return protect(0, f)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for w := 1; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = protect(w, f)
+		}()
+	}
+	errs[0] = protect(0, f)
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func protect(w int, f func(w int)) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("tensor: internal error in worker %d: %v\n%s", w, r, debug.Stack())
+		}
+	}()
+	f(w)
+	return nil
+}
+
+// split returns the half-open range of the w-th of n near-equal parts of
+// [0, total), rounded to multiples of unit (the last part takes the rest).
+func split(total, unit, n, w int) (from, to int) {
+	units := (total + unit - 1) / unit
+	from = min(units*w/n*unit, total)
+	to = min(units*(w+1)/n*unit, total)
+	return from, to
+}
