@@ -1,0 +1,78 @@
+// Package par has the small parallel-loop helpers graphmill's packages share.
+package par
+
+import (
+	"context"
+	"runtime"
+	"sync"
+)
+
+// Workers returns n if positive, else runtime.GOMAXPROCS(0).
+func Workers(n int) int {
+	if n > 0 {
+		return n
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// Ranges splits [0, n) into k contiguous ranges of near-equal size and
+// returns their k+1 boundaries.
+func Ranges(n, k int) []int {
+	if k < 1 {
+		k = 1
+	}
+	b := make([]int, k+1)
+	for i := 0; i <= k; i++ {
+		b[i] = int(int64(n) * int64(i) / int64(k))
+	}
+	return b
+}
+
+// For runs fn(w, lo, hi) for the w-th of k contiguous ranges of [0, n), one
+// goroutine each, and waits for all of them. With k == 1 it runs inline.
+func For(k, n int, fn func(w, lo, hi int)) {
+	b := Ranges(n, k)
+	if k <= 1 {
+		fn(0, 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < k; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			fn(w, b[w], b[w+1])
+		}(w)
+	}
+	wg.Wait()
+}
+
+// Tasks runs fn(i) for i in [0, n) on k goroutines that take tasks in order
+// from a shared counter, stopping early when ctx is cancelled. It returns
+// ctx.Err() if the context was cancelled before all tasks ran.
+func Tasks(ctx context.Context, k, n int, fn func(worker, i int)) error {
+	var mu sync.Mutex
+	next := 0
+	var wg sync.WaitGroup
+	for w := 0; w < max(1, min(k, n)); w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				fn(w, i)
+			}
+		}(w)
+	}
+	wg.Wait()
+	if next < n {
+		return ctx.Err()
+	}
+	return nil
+}
