@@ -1,0 +1,239 @@
+package dataset
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/npy"
+)
+
+// tiny is a 4-node dataset: a path 0-1-2-3 plus a duplicate edge.
+func tiny() *Raw {
+	return &Raw{
+		Name: "tiny", NumNodes: 4,
+		Src: []int32{0, 1, 2, 0}, Dst: []int32{1, 2, 3, 1},
+		Build:    graph.BuildOptions{Symmetrize: true, Dedup: true},
+		Features: []float32{0, 1, 2, 3, 4, 5, 6, 7}, FeatureDim: 2,
+		Labels: []int32{0, 1, -1, 1}, NumClasses: 2,
+		Train: []int32{0, 1}, Val: []int32{3}, Test: []int32{2},
+	}
+}
+
+func TestWriteOpenRoundTrip(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Meta.NumNodes != 4 || d.Meta.NumEdges != 6 || d.Meta.FeatureDim != 2 || d.Meta.NumClasses != 2 {
+		t.Fatalf("meta %+v", d.Meta)
+	}
+	if !slices.Equal(d.Graph.InNeighbors(1), []int32{0, 2}) || !slices.Equal(d.Graph.InNeighbors(3), []int32{2}) {
+		t.Fatalf("graph %v %v", d.Graph.Indptr, d.Graph.Indices)
+	}
+	if !slices.Equal(d.Features[6:8], []float32{6, 7}) || !slices.Equal(d.Labels, []int32{0, 1, -1, 1}) {
+		t.Fatal("features or labels differ")
+	}
+	if !slices.Equal(d.Train, []int32{0, 1}) || d.Meta.Splits["val"] != 1 {
+		t.Fatal("splits differ")
+	}
+	if err := d.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// No temporary directories are left behind.
+	ents, _ := os.ReadDir(filepath.Dir(dir))
+	if len(ents) != 1 {
+		t.Fatalf("leftovers next to the dataset: %v", ents)
+	}
+}
+
+func TestWriteRefusesExistingAndOverwritesAtomically(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err == nil {
+		t.Fatal("overwrote without Overwrite")
+	}
+	// A failing write leaves the previous dataset intact.
+	bad := tiny()
+	bad.Labels[0] = 7
+	if err := Write(context.Background(), dir, bad, WriteOptions{Overwrite: true}); err == nil {
+		t.Fatal("bad labels accepted")
+	}
+	// A write aborted part-way (cancelled) also leaves it intact.
+	w, err := NewWriter(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Put(w, ArrayIndptr, []int64{0})
+	w.Abort()
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatalf("previous dataset damaged: %v", err)
+	}
+	d.Close()
+	r := tiny()
+	r.Name = "second"
+	if err := Write(context.Background(), dir, r, WriteOptions{Overwrite: true}); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(dir)
+	if err != nil || d.Meta.Name != "second" {
+		t.Fatalf("overwrite: %v %v", err, d.Meta.Name)
+	}
+	d.Close()
+}
+
+func TestRawValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*Raw)
+		want string
+	}{
+		{"edge range", func(r *Raw) { r.Dst[2] = 4 }, "edge 2 (2 -> 4)"},
+		{"negative id", func(r *Raw) { r.Src[0] = -1 }, "edge 0 (-1 -> 1)"},
+		{"label range", func(r *Raw) { r.Labels[3] = 2 }, "label of node 3 is 2"},
+		{"label below -1", func(r *Raw) { r.Labels[3] = -2 }, "label of node 3 is -2"},
+		{"split range", func(r *Raw) { r.Test[0] = 9 }, "test split entry 0 is 9"},
+		{"features", func(r *Raw) { r.Features = r.Features[:7] }, "7 feature values"},
+		{"labels len", func(r *Raw) { r.Labels = r.Labels[:3] }, "3 labels for 4 nodes"},
+		{"weights", func(r *Raw) { r.EdgeWeights = []float32{1} }, "1 edge weights"},
+	}
+	for _, c := range cases {
+		r := tiny()
+		c.mod(r)
+		if err := r.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestOpenRejectsDamage corrupts a written dataset in many ways and checks
+// that Open names the array and the problem.
+func TestOpenRejectsDamage(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   string
+	}{
+		{"truncated indices", func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, "indices.npy"), 2) }, "indices"},
+		{"truncated features", func(t *testing.T, dir string) { truncate(t, filepath.Join(dir, "features.npy"), 4) }, "features"},
+		{"missing labels", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "labels.npy")) }, "labels"},
+		{"no meta", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "meta.json")) }, "no meta.json"},
+		{"bad json", func(t *testing.T, dir string) { os.WriteFile(filepath.Join(dir, "meta.json"), []byte("{"), 0o644) }, "meta.json"},
+		{"version", func(t *testing.T, dir string) { editMeta(t, dir, func(m *Meta) { m.FormatVersion = 99 }) }, "format version 99"},
+		{"edge count", func(t *testing.T, dir string) { editMeta(t, dir, func(m *Meta) { m.NumEdges = 5 }) }, "indices has shape"},
+		{"meta dtype", func(t *testing.T, dir string) {
+			editMeta(t, dir, func(m *Meta) { a := m.Arrays[ArrayLabels]; a.DType = npy.Int64; m.Arrays[ArrayLabels] = a })
+		}, "labels has dtype"},
+		{"file dtype", func(t *testing.T, dir string) {
+			npy.WriteFile(filepath.Join(dir, "labels.npy"), []float32{0, 1, 0, 1})
+		}, "array labels holds <f4"},
+		{"label range", func(t *testing.T, dir string) {
+			npy.WriteFile(filepath.Join(dir, "labels.npy"), []int32{0, 5, 0, 1})
+		}, "labels[1] = 5"},
+		{"split range", func(t *testing.T, dir string) {
+			npy.WriteFile(filepath.Join(dir, "test_idx.npy"), []int32{-3})
+		}, "test_idx[0] = -3"},
+		{"indptr", func(t *testing.T, dir string) {
+			npy.WriteFile(filepath.Join(dir, "indptr.npy"), []int64{0, 4, 2, 5, 6})
+		}, "indptr is invalid at node 1"},
+		{"escape", func(t *testing.T, dir string) {
+			editMeta(t, dir, func(m *Meta) { a := m.Arrays[ArrayLabels]; a.File = "../x.npy"; m.Arrays[ArrayLabels] = a })
+		}, "outside the dataset"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ds")
+			if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			c.damage(t, dir)
+			d, err := Open(dir)
+			if err == nil {
+				d.Close()
+				t.Fatal("damaged dataset opened")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestVerifyFindsBadSource(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	npy.WriteFile(filepath.Join(dir, "indices.npy"), []int32{1, 0, 2, 1, 9, 2})
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "indices[4] = 9") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestNumpyOpensDataset(t *testing.T) {
+	py := "/usr/bin/python3"
+	if exec.Command(py, "-c", "import numpy").Run() != nil {
+		t.Skip("numpy not installed for /usr/bin/python3 (apt-get install python3-numpy)")
+	}
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import json, numpy as np, sys, os
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "meta.json")))
+for name, a in m["arrays"].items():
+    x = np.load(os.path.join(d, a["file"]), mmap_mode="r")
+    assert str(x.dtype) == {"<f4": "float32", "<i4": "int32", "<i8": "int64"}[a["dtype"]], (name, x.dtype)
+    assert list(x.shape) == a["shape"], (name, x.shape)
+f = np.load(os.path.join(d, "features.npy"), mmap_mode="r")
+assert f[3, 1] == 7
+ip = np.load(os.path.join(d, "indptr.npy")); ix = np.load(os.path.join(d, "indices.npy"))
+assert list(ix[ip[1]:ip[2]]) == [0, 2]
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+}
+
+func truncate(t *testing.T, path string, by int64) {
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()-by); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func editMeta(t *testing.T, dir string, f func(*Meta)) {
+	p := filepath.Join(dir, "meta.json")
+	b, _ := os.ReadFile(p)
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(&m)
+	b, _ = json.Marshal(m)
+	os.WriteFile(p, b, 0o644)
+}
