@@ -17,7 +17,7 @@ import (
 var out bytes.Buffer
 
 func p(format string, args ...any) { fmt.Fprintf(&out, "\t"+format+"\n", args...) }
-func label(l string)              { fmt.Fprintf(&out, "%s:\n", l) }
+func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 
 // gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32).
 // It computes C[0:mr,0:nr] += alpha * sum_k A[r*rsA + k*csA] * B[k*nr + j]
@@ -37,7 +37,7 @@ func gemm(name string, mr, nr int, wide bool) {
 	if ngroups > len(ptrs) {
 		panic("too many rows")
 	}
-	bregs := nacc            // first B register
+	bregs := nacc // first B register
 	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nv), fmt.Sprintf("%s%d", reg, nacc+nv+1)}
 	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32)\n", name)
 	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-60\n", name)

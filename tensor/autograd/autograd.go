@@ -1,0 +1,207 @@
+// Package autograd records operations on tensor.Matrix values on a Tape
+// and computes gradients by reverse-mode differentiation. It is the layer
+// that GNN models (GraphSAGE, GCN, GAT) and optimisers are built on.
+//
+// A training step looks like this:
+//
+//	w := autograd.NewParam("W", tensor.New(in, out))   // lives across steps
+//	b := autograd.NewParam("b", tensor.New(1, out))
+//	for step := range steps {
+//		tp := autograd.NewTape()
+//		x := tp.Const(features)                          // no gradient needed
+//		h := tp.Aggregate(block, x, tensor.Mean)         // neighbour mean
+//		h = tp.ReLU(tp.AddBias(tp.MatMul(h, w), b))
+//		loss := tp.NLL(tp.LogSoftmax(h), labels)         // 1×1
+//		autograd.ZeroGrad(w, b)
+//		if err := tp.Backward(loss); err != nil { ... }  // fills w.Grad, b.Grad
+//		// optimiser: w.Value.Data[i] -= lr * w.Grad.Data[i] ...
+//	}
+//
+// Parameters (NewParam) keep their Grad between Backward calls, so
+// gradients accumulate until ZeroGrad; intermediate values belong to the
+// tape and are dropped with it. A tape from NewInferenceTape records
+// nothing, turns Dropout into the identity and costs no gradient memory.
+//
+// Errors: shape mismatches are programming errors when building a model, so
+// the op methods panic with a message naming the op and the shapes (the
+// same idiom as indexing out of range). The kernels underneath never panic
+// in worker goroutines; they return errors, which become such panics here.
+// Backward returns an error instead of panicking. With Tape.CheckFinite set,
+// every op's output (and every gradient in Backward) is checked for NaN/Inf
+// and the first offender is reported with its op name, row and column.
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/tensor"
+)
+
+// Var is a value in the computation: a matrix, and, if it requires a
+// gradient, the gradient of the loss with respect to it (same shape, filled
+// by Backward).
+type Var struct {
+	Name  string        // for messages; ops name their outputs after themselves
+	Value tensor.Matrix // the value
+	Grad  tensor.Matrix // the gradient; zero-size until needed
+
+	requiresGrad bool
+}
+
+// NewParam returns a trainable parameter holding value: it requires a
+// gradient, which accumulates across Backward calls until ZeroGrad.
+func NewParam(name string, value tensor.Matrix) *Var {
+	return &Var{Name: name, Value: value, requiresGrad: true}
+}
+
+// RequiresGrad reports whether Backward computes a gradient for v.
+func (v *Var) RequiresGrad() bool { return v.requiresGrad }
+
+// Shape returns the rows and columns of the value.
+func (v *Var) Shape() (rows, cols int) { return v.Value.Rows, v.Value.Cols }
+
+// Scalar returns the single element of a 1×1 value (e.g. a loss).
+func (v *Var) Scalar() float32 {
+	if len(v.Value.Data) != 1 {
+		panic(fmt.Sprintf("autograd: Scalar of %s which is %d×%d", v.Name, v.Value.Rows, v.Value.Cols))
+	}
+	return v.Value.Data[0]
+}
+
+// grad returns the gradient, allocating it (zeroed) on first use.
+func (v *Var) grad() tensor.Matrix {
+	if len(v.Grad.Data) != len(v.Value.Data) || v.Grad.Rows != v.Value.Rows {
+		v.Grad = tensor.New(v.Value.Rows, v.Value.Cols)
+	}
+	return v.Grad
+}
+
+// ZeroGrad clears the gradients of the given parameters.
+func ZeroGrad(params ...*Var) {
+	for _, p := range params {
+		p.Grad.Zero()
+	}
+}
+
+// node is one recorded op: how to push out.Grad back to its inputs.
+type node struct {
+	name     string
+	out      *Var
+	backward func(g tensor.Matrix) error
+}
+
+// Tape records ops for reverse-mode differentiation. A Tape is used by one
+// goroutine (the kernels it calls are parallel themselves). Make a new tape
+// (or call Reset) for every training step.
+type Tape struct {
+	// CheckFinite makes every op check its output, and Backward every
+	// gradient, for NaN/Inf; the first one found panics (in an op) or is
+	// returned (by Backward) as a *tensor.NonFiniteError naming the op.
+	CheckFinite bool
+
+	nodes  []node
+	noGrad bool
+}
+
+// NewTape returns a tape in training mode.
+func NewTape() *Tape { return &Tape{} }
+
+// NewInferenceTape returns a tape in no-grad inference mode: nothing is
+// recorded, outputs never require gradients, Dropout is the identity.
+func NewInferenceTape() *Tape { return &Tape{noGrad: true} }
+
+// NoGrad reports whether the tape is in inference mode.
+func (t *Tape) NoGrad() bool { return t.noGrad }
+
+// Reset forgets the recorded ops so the tape can be reused.
+func (t *Tape) Reset() {
+	clear(t.nodes)
+	t.nodes = t.nodes[:0]
+}
+
+// Len returns the number of recorded ops.
+func (t *Tape) Len() int { return len(t.nodes) }
+
+// Const wraps a value that needs no gradient (input features, targets).
+func (t *Tape) Const(m tensor.Matrix) *Var { return &Var{Name: "const", Value: m} }
+
+// Input wraps a value whose gradient Backward should compute (for example
+// to inspect input saliency, or in gradient checks).
+func (t *Tape) Input(name string, m tensor.Matrix) *Var {
+	return &Var{Name: name, Value: m, requiresGrad: !t.noGrad}
+}
+
+// record creates the output of an op and, if any input requires a
+// gradient, records its backward function.
+func (t *Tape) record(name string, value tensor.Matrix, backward func(g tensor.Matrix) error, inputs ...*Var) *Var {
+	out := &Var{Name: name, Value: value}
+	if t.CheckFinite {
+		if err := tensor.CheckFinite(name, value); err != nil {
+			panic(err)
+		}
+	}
+	if t.noGrad {
+		return out
+	}
+	for _, in := range inputs {
+		if in.requiresGrad {
+			out.requiresGrad = true
+			break
+		}
+	}
+	if out.requiresGrad {
+		t.nodes = append(t.nodes, node{name: name, out: out, backward: backward})
+	}
+	return out
+}
+
+// Backward computes the gradients of loss, which must be 1×1, with respect
+// to every Var that requires one, adding them to their Grad.
+func (t *Tape) Backward(loss *Var) error {
+	if loss.Value.Rows != 1 || loss.Value.Cols != 1 {
+		return fmt.Errorf("autograd: Backward needs a 1×1 loss, %s is %d×%d", loss.Name, loss.Value.Rows, loss.Value.Cols)
+	}
+	seed := tensor.New(1, 1)
+	seed.Data[0] = 1
+	return t.BackwardFrom(loss, seed)
+}
+
+// BackwardFrom runs reverse mode from out with the given output gradient
+// (the same shape as out): afterwards each Var's Grad holds
+// d(Σ seed ⊙ out)/dVar added to what it held.
+func (t *Tape) BackwardFrom(out *Var, seed tensor.Matrix) error {
+	if t.noGrad {
+		return fmt.Errorf("autograd: Backward on an inference tape")
+	}
+	if !out.Value.SameShape(seed) {
+		return fmt.Errorf("%w: autograd: seed %d×%d for %s %d×%d", tensor.ErrShape, seed.Rows, seed.Cols, out.Name, out.Value.Rows, out.Value.Cols)
+	}
+	if !out.requiresGrad {
+		return fmt.Errorf("autograd: %s does not depend on any parameter or input that requires a gradient", out.Name)
+	}
+	if err := tensor.AddScaled(out.grad(), 1, seed); err != nil {
+		return err
+	}
+	for i := len(t.nodes) - 1; i >= 0; i-- {
+		n := t.nodes[i]
+		if len(n.out.Grad.Data) == 0 {
+			continue // does not contribute to out
+		}
+		if t.CheckFinite {
+			if err := tensor.CheckFinite("gradient of "+n.name, n.out.Grad); err != nil {
+				return err
+			}
+		}
+		if err := n.backward(n.out.Grad); err != nil {
+			return fmt.Errorf("autograd: backward of %s: %w", n.name, err)
+		}
+	}
+	return nil
+}
+
+// must turns a kernel error during graph construction into a panic.
+func must(op string, err error) {
+	if err != nil {
+		panic(fmt.Sprintf("autograd.%s: %v", op, err))
+	}
+}

@@ -1,0 +1,273 @@
+package autograd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/graphmill/graphmill/tensor"
+)
+
+func randM(rng *rand.Rand, r, c int) tensor.Matrix {
+	m := tensor.New(r, c)
+	for i := range m.Data {
+		m.Data[i] = float32(rng.NormFloat64())
+	}
+	return m
+}
+
+// awayFromZero maps values to ±[0.2, 1.2] so kinks (ReLU at 0) are never
+// within a finite-difference step.
+func awayFromZero(m tensor.Matrix) tensor.Matrix {
+	for i, v := range m.Data {
+		s := float32(1)
+		if v < 0 {
+			s = -1
+		}
+		m.Data[i] = s * (0.2 + float32(math.Mod(math.Abs(float64(v)), 1)))
+	}
+	return m
+}
+
+// testGraph is a small block: 5 destinations over 7 sources, with a
+// destination without edges, a repeated edge and a high-degree row.
+func testGraph() *tensor.CSR {
+	g := &tensor.CSR{
+		Indptr:  []int64{0, 2, 2, 5, 6, 10},
+		Indices: []int32{1, 3, 0, 6, 6, 2, 0, 1, 4, 5},
+		NumSrc:  7,
+	}
+	w, err := tensor.GCNWeights(g, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	g.Weights = w
+	return g
+}
+
+type gradCase struct {
+	name   string
+	inputs []tensor.Matrix
+	build  func(t *Tape, in []*Var) *Var
+}
+
+func gradCases() []gradCase {
+	rng := rand.New(rand.NewPCG(11, 12))
+	g := testGraph()
+	labels := []int32{2, -1, 0, 3, 1}
+	targets := tensor.New(4, 3)
+	for i := range targets.Data {
+		targets.Data[i] = float32(i%3) / 2
+	}
+	el := awayFromZero(randM(rng, 7, 2))
+	for i := range el.Data {
+		el.Data[i] *= 2 // |el| >= 0.4 > |er|: GAT scores stay off the LeakyReLU kink
+	}
+	er := randM(rng, 5, 2)
+	for i := range er.Data {
+		er.Data[i] = float32(math.Tanh(float64(er.Data[i]))) * 0.2
+	}
+	mm := func(ta, tb tensor.Op) gradCase {
+		ar, ac := 5, 4
+		if ta == tensor.Trans {
+			ar, ac = ac, ar
+		}
+		br, bc := 4, 3
+		if tb == tensor.Trans {
+			br, bc = bc, br
+		}
+		return gradCase{"MatMul" + ta.String() + tb.String(), []tensor.Matrix{randM(rng, ar, ac), randM(rng, br, bc)},
+			func(t *Tape, in []*Var) *Var { return t.MatMulOp(in[0], ta, in[1], tb) }}
+	}
+	return []gradCase{
+		mm(tensor.NoTrans, tensor.NoTrans), mm(tensor.NoTrans, tensor.Trans),
+		mm(tensor.Trans, tensor.NoTrans), mm(tensor.Trans, tensor.Trans),
+		{"Linear", []tensor.Matrix{randM(rng, 6, 5), randM(rng, 5, 4), randM(rng, 1, 4)},
+			func(t *Tape, in []*Var) *Var { return t.Linear(in[0], in[1], in[2]) }},
+		{"Add", []tensor.Matrix{randM(rng, 3, 4), randM(rng, 3, 4)}, func(t *Tape, in []*Var) *Var { return t.Add(in[0], in[1]) }},
+		{"Mul", []tensor.Matrix{randM(rng, 3, 4), randM(rng, 3, 4)}, func(t *Tape, in []*Var) *Var { return t.Mul(in[0], in[1]) }},
+		{"MulSelf", []tensor.Matrix{randM(rng, 3, 4)}, func(t *Tape, in []*Var) *Var { return t.Mul(in[0], in[0]) }},
+		{"Scale", []tensor.Matrix{randM(rng, 3, 4)}, func(t *Tape, in []*Var) *Var { return t.Scale(in[0], -1.5) }},
+		{"ReLU", []tensor.Matrix{awayFromZero(randM(rng, 4, 5))}, func(t *Tape, in []*Var) *Var { return t.ReLU(in[0]) }},
+		{"LeakyReLU", []tensor.Matrix{awayFromZero(randM(rng, 4, 5))}, func(t *Tape, in []*Var) *Var { return t.LeakyReLU(in[0], 0.2) }},
+		{"ELU", []tensor.Matrix{awayFromZero(randM(rng, 4, 5))}, func(t *Tape, in []*Var) *Var { return t.ELU(in[0], 1.3) }},
+		{"Dropout", []tensor.Matrix{randM(rng, 6, 5)}, func(t *Tape, in []*Var) *Var { return t.Dropout(in[0], 0.4, 99) }},
+		{"LogSoftmax", []tensor.Matrix{randM(rng, 4, 5)}, func(t *Tape, in []*Var) *Var { return t.LogSoftmax(in[0]) }},
+		{"CrossEntropy", []tensor.Matrix{randM(rng, 5, 4)}, func(t *Tape, in []*Var) *Var { return t.CrossEntropy(in[0], labels) }},
+		{"BCEWithLogits", []tensor.Matrix{randM(rng, 4, 3)}, func(t *Tape, in []*Var) *Var { return t.BCEWithLogits(in[0], targets) }},
+		{"Sum", []tensor.Matrix{randM(rng, 3, 2)}, func(t *Tape, in []*Var) *Var { return t.Sum(in[0]) }},
+		{"ConcatCols", []tensor.Matrix{randM(rng, 3, 2), randM(rng, 3, 4)}, func(t *Tape, in []*Var) *Var { return t.ConcatCols(in[0], in[1]) }},
+		{"Rows", []tensor.Matrix{randM(rng, 6, 3)}, func(t *Tape, in []*Var) *Var { return t.Rows(in[0], 1, 4) }},
+		{"AggregateSum", []tensor.Matrix{randM(rng, 7, 3)}, func(t *Tape, in []*Var) *Var { return t.Aggregate(g, in[0], tensor.Sum) }},
+		{"AggregateMean", []tensor.Matrix{randM(rng, 7, 3)}, func(t *Tape, in []*Var) *Var { return t.Aggregate(g, in[0], tensor.Mean) }},
+		{"AggregateGCN", []tensor.Matrix{randM(rng, 7, 3)}, func(t *Tape, in []*Var) *Var { return t.Aggregate(g, in[0], tensor.Weighted) }},
+		{"HeadDot", []tensor.Matrix{randM(rng, 4, 6), randM(rng, 2, 3)}, func(t *Tape, in []*Var) *Var { return t.HeadDot(in[0], in[1]) }},
+		{"GATAggregate", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
+			return t.GATAggregate(g, in[0], in[1], in[2], 2, 0.2)
+		}},
+		{"SAGELayer", []tensor.Matrix{randM(rng, 7, 3), randM(rng, 6, 4), randM(rng, 1, 4)}, func(t *Tape, in []*Var) *Var {
+			self := t.Rows(in[0], 0, 5)
+			neigh := t.Aggregate(g, in[0], tensor.Mean)
+			h := t.Linear(t.ConcatCols(self, neigh), in[1], in[2])
+			return t.CrossEntropy(t.ELU(h, 1), labels)
+		}},
+	}
+}
+
+// eval runs the forward pass on constants and returns Σ seed ⊙ out in float64.
+func eval(c gradCase, inputs []tensor.Matrix, seed tensor.Matrix) float64 {
+	t := NewTape()
+	vars := make([]*Var, len(inputs))
+	for i, m := range inputs {
+		vars[i] = t.Const(m)
+	}
+	out := c.build(t, vars)
+	var s float64
+	for i, v := range out.Value.Data {
+		s += float64(v) * float64(seed.Data[i])
+	}
+	return s
+}
+
+// TestGradients compares every op's backward pass with central finite
+// differences, under every kernel set.
+func TestGradients(t *testing.T) {
+	def := tensor.Kernel()
+	defer tensor.SetKernel(def)
+	for _, kn := range tensor.Kernels() {
+		if err := tensor.SetKernel(kn); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range gradCases() {
+			t.Run(kn+"/"+c.name, func(t *testing.T) {
+				tp := NewTape()
+				vars := make([]*Var, len(c.inputs))
+				for i, m := range c.inputs {
+					vars[i] = tp.Input(fmt.Sprint("in", i), m)
+				}
+				out := c.build(tp, vars)
+				rng := rand.New(rand.NewPCG(5, 6))
+				seed := randM(rng, out.Value.Rows, out.Value.Cols)
+				if err := tp.BackwardFrom(out, seed); err != nil {
+					t.Fatal(err)
+				}
+				const eps = 1e-2
+				for i, m := range c.inputs {
+					grad := vars[i].Grad
+					if len(grad.Data) != len(m.Data) {
+						t.Fatalf("input %d: no gradient", i)
+					}
+					for j := range m.Data {
+						orig := m.Data[j]
+						m.Data[j] = orig + eps
+						fp := eval(c, c.inputs, seed)
+						m.Data[j] = orig - eps
+						fm := eval(c, c.inputs, seed)
+						m.Data[j] = orig
+						num := (fp - fm) / (2 * eps)
+						ana := float64(grad.Data[j])
+						if math.Abs(num-ana) > 3e-3+2e-2*math.Abs(num) {
+							t.Errorf("input %d element %d: analytic %.6f, numeric %.6f", i, j, ana, num)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestParamGradAccumulatesAndZeroes(t *testing.T) {
+	w := NewParam("W", tensor.New(2, 2))
+	w.Value.Data[0] = 3
+	x := tensor.New(1, 2)
+	x.Data[0], x.Data[1] = 1, 2
+	step := func() {
+		tp := NewTape()
+		if err := tp.Backward(tp.Sum(tp.MatMul(tp.Const(x), w))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	step()
+	// d Σ(x·W) / dW[i][j] = x[i], twice.
+	want := []float32{2, 2, 4, 4}
+	for i, v := range w.Grad.Data {
+		if v != want[i] {
+			t.Fatalf("grad %v, want %v", w.Grad.Data, want)
+		}
+	}
+	ZeroGrad(w)
+	for _, v := range w.Grad.Data {
+		if v != 0 {
+			t.Fatalf("after ZeroGrad: %v", w.Grad.Data)
+		}
+	}
+}
+
+func TestInferenceTape(t *testing.T) {
+	w := NewParam("W", tensor.New(3, 3))
+	tp := NewInferenceTape()
+	x := tp.Const(tensor.New(2, 3))
+	y := tp.Dropout(tp.ReLU(tp.MatMul(x, w)), 0.5, 1)
+	if tp.Len() != 0 || y.RequiresGrad() {
+		t.Fatalf("inference tape recorded %d ops, output requires grad %v", tp.Len(), y.RequiresGrad())
+	}
+	if err := tp.Backward(tp.Sum(y)); err == nil {
+		t.Fatal("Backward on an inference tape succeeded")
+	}
+	train := NewTape()
+	train.Sum(train.ReLU(train.MatMul(train.Const(tensor.New(2, 3)), w)))
+	if train.Len() != 3 {
+		t.Fatalf("training tape recorded %d ops, want 3", train.Len())
+	}
+	train.Reset()
+	if train.Len() != 0 {
+		t.Fatal("Reset kept ops")
+	}
+}
+
+func TestCheckFiniteNamesOpAndPosition(t *testing.T) {
+	tp := NewTape()
+	tp.CheckFinite = true
+	x := tensor.New(2, 3)
+	x.Data[4] = float32(math.Inf(1))
+	defer func() {
+		r := recover()
+		err, ok := r.(error)
+		var nf *tensor.NonFiniteError
+		if !ok || !errors.As(err, &nf) || nf.Row != 1 || nf.Col != 1 || nf.Name != "ReLU" {
+			t.Fatalf("recovered %v, want a NonFiniteError in ReLU at (1, 1)", r)
+		}
+	}()
+	tp.ReLU(tp.Input("x", x))
+}
+
+func TestShapePanics(t *testing.T) {
+	cases := []struct {
+		name string
+		f    func(t *Tape)
+		want string
+	}{
+		{"MatMul", func(t *Tape) { t.MatMul(t.Const(tensor.New(2, 3)), t.Const(tensor.New(4, 2))) }, "MatMul"},
+		{"AddBias", func(t *Tape) { t.AddBias(t.Const(tensor.New(2, 3)), t.Const(tensor.New(1, 2))) }, "bias"},
+		{"Add", func(t *Tape) { t.Add(t.Const(tensor.New(2, 3)), t.Const(tensor.New(3, 2))) }, "Add"},
+		{"NLL labels", func(t *Tape) { t.NLL(t.Const(tensor.New(2, 3)), []int32{0}) }, "labels"},
+		{"NLL class", func(t *Tape) { t.NLL(t.Const(tensor.New(1, 3)), []int32{3}) }, "label 3"},
+		{"Aggregate", func(t *Tape) { t.Aggregate(testGraph(), t.Const(tensor.New(6, 2)), tensor.Sum) }, "block 7→5"},
+		{"MatMul empty", func(t *Tape) { t.MatMul(t.Const(tensor.New(0, 3)), t.Const(tensor.New(3, 2))) }, "zero-size"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if r == nil || !strings.Contains(fmt.Sprint(r), c.want) {
+					t.Fatalf("panic %v, want one mentioning %q", r, c.want)
+				}
+			}()
+			c.f(NewTape())
+		})
+	}
+}

@@ -1,0 +1,376 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/tensor"
+)
+
+// into runs f on v's gradient if v requires one.
+func into(v *Var, f func(dv tensor.Matrix) error) error {
+	if !v.requiresGrad {
+		return nil
+	}
+	return f(v.grad())
+}
+
+func shapePanic(op string, format string, args ...any) {
+	panic(fmt.Sprintf("autograd.%s: %v: %s", op, tensor.ErrShape, fmt.Sprintf(format, args...)))
+}
+
+// MatMul returns a·b.
+func (t *Tape) MatMul(a, b *Var) *Var { return t.MatMulOp(a, tensor.NoTrans, b, tensor.NoTrans) }
+
+// MatMulOp returns op(a)·op(b) where op transposes when told to.
+func (t *Tape) MatMulOp(a *Var, ta tensor.Op, b *Var, tb tensor.Op) *Var {
+	m, k := a.Shape()
+	if ta == tensor.Trans {
+		m, k = k, m
+	}
+	k2, n := b.Shape()
+	if tb == tensor.Trans {
+		k2, n = n, k2
+	}
+	if k != k2 {
+		shapePanic("MatMul", "%s %d×%d (%s) times %s %d×%d (%s)", a.Name, a.Value.Rows, a.Value.Cols, ta, b.Name, b.Value.Rows, b.Value.Cols, tb)
+	}
+	out := tensor.New(m, n)
+	must("MatMul", tensor.Gemm(ta, tb, 1, a.Value, b.Value, 0, out))
+	return t.record("MatMul", out, func(g tensor.Matrix) error {
+		// C = op(A)op(B): dop(A) = G op(B)ᵀ, dop(B) = op(A)ᵀ G.
+		if err := into(a, func(da tensor.Matrix) error {
+			if ta == tensor.NoTrans { // dA = G·op(B)ᵀ
+				return tensor.Gemm(tensor.NoTrans, flip(tb), 1, g, b.Value, 1, da)
+			}
+			// A is stored k×m: dA = op(B)·Gᵀ
+			return tensor.Gemm(tb, tensor.Trans, 1, b.Value, g, 1, da)
+		}); err != nil {
+			return err
+		}
+		return into(b, func(db tensor.Matrix) error {
+			if tb == tensor.NoTrans { // dB = op(A)ᵀ·G
+				return tensor.Gemm(flip(ta), tensor.NoTrans, 1, a.Value, g, 1, db)
+			}
+			// B is stored n×k: dB = Gᵀ·op(A)
+			return tensor.Gemm(tensor.Trans, ta, 1, g, a.Value, 1, db)
+		})
+	}, a, b)
+}
+
+func flip(o tensor.Op) tensor.Op {
+	if o == tensor.Trans {
+		return tensor.NoTrans
+	}
+	return tensor.Trans
+}
+
+// Linear returns x·w + b (b is 1×cols(w), or nil for no bias).
+func (t *Tape) Linear(x, w, b *Var) *Var {
+	y := t.MatMul(x, w)
+	if b == nil {
+		return y
+	}
+	return t.AddBias(y, b)
+}
+
+// AddBias returns x with the 1×cols row b added to every row.
+func (t *Tape) AddBias(x, b *Var) *Var {
+	if b.Value.Rows != 1 || b.Value.Cols != x.Value.Cols {
+		shapePanic("AddBias", "bias %s is %d×%d, want 1×%d", b.Name, b.Value.Rows, b.Value.Cols, x.Value.Cols)
+	}
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	must("AddBias", tensor.AddBias(out, x.Value, b.Value.Data))
+	return t.record("AddBias", out, func(g tensor.Matrix) error {
+		if err := into(x, func(dx tensor.Matrix) error { return tensor.AddScaled(dx, 1, g) }); err != nil {
+			return err
+		}
+		return into(b, func(db tensor.Matrix) error { return tensor.SumRowsInto(db.Data, g) })
+	}, x, b)
+}
+
+func sameShape(op string, a, b *Var) {
+	if !a.Value.SameShape(b.Value) {
+		shapePanic(op, "%s is %d×%d, %s is %d×%d", a.Name, a.Value.Rows, a.Value.Cols, b.Name, b.Value.Rows, b.Value.Cols)
+	}
+}
+
+// Add returns a + b (same shapes).
+func (t *Tape) Add(a, b *Var) *Var {
+	sameShape("Add", a, b)
+	out := tensor.New(a.Value.Rows, a.Value.Cols)
+	must("Add", tensor.Add(out, a.Value, b.Value))
+	return t.record("Add", out, func(g tensor.Matrix) error {
+		if err := into(a, func(da tensor.Matrix) error { return tensor.AddScaled(da, 1, g) }); err != nil {
+			return err
+		}
+		return into(b, func(db tensor.Matrix) error { return tensor.AddScaled(db, 1, g) })
+	}, a, b)
+}
+
+// Mul returns the elementwise product a ⊙ b.
+func (t *Tape) Mul(a, b *Var) *Var {
+	sameShape("Mul", a, b)
+	out := tensor.New(a.Value.Rows, a.Value.Cols)
+	must("Mul", tensor.Mul(out, a.Value, b.Value))
+	return t.record("Mul", out, func(g tensor.Matrix) error {
+		tmp := tensor.New(g.Rows, g.Cols)
+		if err := into(a, func(da tensor.Matrix) error {
+			if err := tensor.Mul(tmp, g, b.Value); err != nil {
+				return err
+			}
+			return tensor.AddScaled(da, 1, tmp)
+		}); err != nil {
+			return err
+		}
+		return into(b, func(db tensor.Matrix) error {
+			if err := tensor.Mul(tmp, g, a.Value); err != nil {
+				return err
+			}
+			return tensor.AddScaled(db, 1, tmp)
+		})
+	}, a, b)
+}
+
+// Scale returns s*x.
+func (t *Tape) Scale(x *Var, s float32) *Var {
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	must("Scale", tensor.Scale(out, s, x.Value))
+	return t.record("Scale", out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error { return tensor.AddScaled(dx, s, g) })
+	}, x)
+}
+
+type gradFn func(dx, x, y, dy tensor.Matrix) error
+
+func (t *Tape) unary(name string, x *Var, fwd func(dst, x tensor.Matrix) error, bwd gradFn) *Var {
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	must(name, fwd(out, x.Value))
+	return t.record(name, out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error { return bwd(dx, x.Value, out, g) })
+	}, x)
+}
+
+// ReLU returns max(x, 0).
+func (t *Tape) ReLU(x *Var) *Var { return t.unary("ReLU", x, tensor.ReLU, tensor.ReLUGrad) }
+
+// LeakyReLU returns x where positive and slope*x elsewhere.
+func (t *Tape) LeakyReLU(x *Var, slope float32) *Var {
+	return t.unary("LeakyReLU", x,
+		func(d, x tensor.Matrix) error { return tensor.LeakyReLU(d, x, slope) },
+		func(dx, x, y, dy tensor.Matrix) error { return tensor.LeakyReLUGrad(dx, x, y, dy, slope) })
+}
+
+// ELU returns x where positive and alpha*(exp(x)-1) elsewhere.
+func (t *Tape) ELU(x *Var, alpha float32) *Var {
+	return t.unary("ELU", x,
+		func(d, x tensor.Matrix) error { return tensor.ELU(d, x, alpha) },
+		func(dx, x, y, dy tensor.Matrix) error { return tensor.ELUGrad(dx, x, y, dy, alpha) })
+}
+
+// Dropout zeroes elements with probability p and scales the rest by
+// 1/(1-p); the mask is determined by seed (use a new seed every step). On
+// an inference tape, or with p == 0, it returns x unchanged.
+func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
+	if t.noGrad || p == 0 {
+		return x
+	}
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	mask := tensor.New(x.Value.Rows, x.Value.Cols)
+	must("Dropout", tensor.Dropout(out, mask, x.Value, p, seed))
+	return t.record("Dropout", out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error {
+			tmp := tensor.New(g.Rows, g.Cols)
+			if err := tensor.Mul(tmp, g, mask); err != nil {
+				return err
+			}
+			return tensor.AddScaled(dx, 1, tmp)
+		})
+	}, x)
+}
+
+// LogSoftmax returns the row-wise log-softmax of x.
+func (t *Tape) LogSoftmax(x *Var) *Var {
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	must("LogSoftmax", tensor.LogSoftmax(out, x.Value))
+	return t.record("LogSoftmax", out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error { return tensor.LogSoftmaxGrad(dx, out, g) })
+	}, x)
+}
+
+// NLL returns the 1×1 mean negative log-likelihood of the labels under the
+// log-probabilities logp (rows with a negative label are ignored; with no
+// labelled row the loss is 0).
+func (t *Tape) NLL(logp *Var, labels []int32) *Var {
+	loss, count, err := tensor.NLLLoss(logp.Value, labels)
+	must("NLL", err)
+	out := tensor.New(1, 1)
+	out.Data[0] = loss
+	return t.record("NLL", out, func(g tensor.Matrix) error {
+		return into(logp, func(d tensor.Matrix) error { return tensor.NLLLossGrad(d, labels, count, g.Data[0]) })
+	}, logp)
+}
+
+// CrossEntropy returns NLL(LogSoftmax(logits), labels).
+func (t *Tape) CrossEntropy(logits *Var, labels []int32) *Var {
+	return t.NLL(t.LogSoftmax(logits), labels)
+}
+
+// BCEWithLogits returns the 1×1 mean binary cross-entropy between
+// sigmoid(logits) and targets (same shape, values in [0, 1]).
+func (t *Tape) BCEWithLogits(logits *Var, targets tensor.Matrix) *Var {
+	loss, err := tensor.BCEWithLogits(logits.Value, targets)
+	must("BCEWithLogits", err)
+	out := tensor.New(1, 1)
+	out.Data[0] = loss
+	return t.record("BCEWithLogits", out, func(g tensor.Matrix) error {
+		return into(logits, func(d tensor.Matrix) error { return tensor.BCEWithLogitsGrad(d, logits.Value, targets, g.Data[0]) })
+	}, logits)
+}
+
+// Sum returns the 1×1 sum of all elements of x.
+func (t *Tape) Sum(x *Var) *Var {
+	var s float64
+	for _, v := range x.Value.Data {
+		s += float64(v)
+	}
+	out := tensor.New(1, 1)
+	out.Data[0] = float32(s)
+	return t.record("Sum", out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error {
+			for i := range dx.Data {
+				dx.Data[i] += g.Data[0]
+			}
+			return nil
+		})
+	}, x)
+}
+
+// ConcatCols returns [a | b]: the columns of a followed by those of b (the
+// GraphSAGE combination of self and neighbour features).
+func (t *Tape) ConcatCols(a, b *Var) *Var {
+	if a.Value.Rows != b.Value.Rows {
+		shapePanic("ConcatCols", "%s has %d rows, %s has %d", a.Name, a.Value.Rows, b.Name, b.Value.Rows)
+	}
+	ca, cb := a.Value.Cols, b.Value.Cols
+	out := tensor.New(a.Value.Rows, ca+cb)
+	for i := 0; i < out.Rows; i++ {
+		copy(out.Row(i)[:ca], a.Value.Row(i))
+		copy(out.Row(i)[ca:], b.Value.Row(i))
+	}
+	return t.record("ConcatCols", out, func(g tensor.Matrix) error {
+		if err := into(a, func(da tensor.Matrix) error {
+			for i := 0; i < g.Rows; i++ {
+				tensor.Axpy(1, g.Row(i)[:ca], da.Row(i))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return into(b, func(db tensor.Matrix) error {
+			for i := 0; i < g.Rows; i++ {
+				tensor.Axpy(1, g.Row(i)[ca:], db.Row(i))
+			}
+			return nil
+		})
+	}, a, b)
+}
+
+// Rows returns rows [from, to) of x (a copy). In a sampled block whose
+// destinations are the first sources, Rows(h, 0, block.NumDst()) gives the
+// destinations' own features.
+func (t *Tape) Rows(x *Var, from, to int) *Var {
+	if from < 0 || to < from || to > x.Value.Rows {
+		shapePanic("Rows", "rows [%d, %d) of %s with %d rows", from, to, x.Name, x.Value.Rows)
+	}
+	out := x.Value.RowSlice(from, to).Clone()
+	return t.record("Rows", out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error {
+			return tensor.AddScaled(dx.RowSlice(from, to), 1, g)
+		})
+	}, x)
+}
+
+// Aggregate returns, for each destination of the block g, the Sum, Mean or
+// Weighted sum (g.Weights, e.g. from tensor.GCNWeights) of the rows of x
+// (NumSrc rows) over its in-edges: a NumDst × cols(x) matrix. Its backward
+// gathers over g.T() (built on first use and cached in g).
+func (t *Tape) Aggregate(g *tensor.CSR, x *Var, mode tensor.Reduce) *Var {
+	out := tensor.New(g.NumDst(), x.Value.Cols)
+	name := "Aggregate(" + mode.String() + ")"
+	must(name, tensor.Aggregate(out, g, x.Value, mode))
+	if x.requiresGrad && !t.noGrad {
+		g.T() // build the transpose now, on the tape's goroutine
+	}
+	return t.record(name, out, func(gy tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error { return tensor.AggregateGrad(dx, g, gy, mode) })
+	}, x)
+}
+
+// HeadDot returns the per-head attention terms of GAT: for h with
+// heads*F columns and a (heads × F), out[n, k] = h[n, head k]·a[k]
+// (an N × heads matrix). Use it for el = HeadDot(h, aSrc) and
+// er = HeadDot(hDst, aDst).
+func (t *Tape) HeadDot(h, a *Var) *Var {
+	heads, f := a.Shape()
+	if heads == 0 || h.Value.Cols != heads*f {
+		shapePanic("HeadDot", "%s has %d columns, attention %s is %d×%d", h.Name, h.Value.Cols, a.Name, heads, f)
+	}
+	n := h.Value.Rows
+	out := tensor.New(n, heads)
+	for i := 0; i < n; i++ {
+		r := h.Value.Row(i)
+		for k := 0; k < heads; k++ {
+			out.Data[i*heads+k] = tensor.Dot(r[k*f:(k+1)*f], a.Value.Row(k))
+		}
+	}
+	return t.record("HeadDot", out, func(g tensor.Matrix) error {
+		if err := into(h, func(dh tensor.Matrix) error {
+			for i := 0; i < n; i++ {
+				r := dh.Row(i)
+				for k := 0; k < heads; k++ {
+					tensor.Axpy(g.Data[i*heads+k], a.Value.Row(k), r[k*f:(k+1)*f])
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return into(a, func(da tensor.Matrix) error {
+			for i := 0; i < n; i++ {
+				r := h.Value.Row(i)
+				for k := 0; k < heads; k++ {
+					tensor.Axpy(g.Data[i*heads+k], r[k*f:(k+1)*f], da.Row(k))
+				}
+			}
+			return nil
+		})
+	}, h, a)
+}
+
+// GATAggregate is GAT's attention aggregation (see tensor.GATAggregate):
+// h is NumSrc × heads*F, el is NumSrc × heads, er is NumDst × heads; the
+// result is NumDst × heads*F (concatenated heads; average them yourself
+// for a final layer if wanted).
+func (t *Tape) GATAggregate(g *tensor.CSR, h, el, er *Var, heads int, slope float32) *Var {
+	out := tensor.New(g.NumDst(), h.Value.Cols)
+	alpha := make([]float32, g.NumEdges()*heads)
+	must("GATAggregate", tensor.GATAggregate(out, alpha, g, h.Value, el.Value, er.Value, heads, slope))
+	if !t.noGrad {
+		g.T()
+	}
+	return t.record("GATAggregate", out, func(gy tensor.Matrix) error {
+		if !h.requiresGrad && !el.requiresGrad && !er.requiresGrad {
+			return nil
+		}
+		// The kernel computes all three gradients; scratch for the unneeded.
+		dh, del, der := gradOrScratch(h), gradOrScratch(el), gradOrScratch(er)
+		return tensor.GATAggregateGrad(dh, del, der, g, h.Value, el.Value, er.Value, alpha, gy, heads, slope)
+	}, h, el, er)
+}
+
+func gradOrScratch(v *Var) tensor.Matrix {
+	if v.requiresGrad {
+		return v.grad()
+	}
+	return tensor.New(v.Value.Rows, v.Value.Cols)
+}

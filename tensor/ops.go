@@ -1,0 +1,426 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+)
+
+// This file holds the dense elementwise and row-wise kernels. Forward
+// kernels write their result into dst (which may be one of the inputs when
+// the shapes allow); backward kernels ("…Grad") ADD into the gradient they
+// are given, so gradients from several uses of a value accumulate.
+
+func sameShapes(op string, ms ...Matrix) error {
+	for i, m := range ms {
+		if err := m.Validate(); err != nil {
+			return fmt.Errorf("%s: operand %d: %w", op, i, err)
+		}
+		if !m.SameShape(ms[0]) {
+			return fmt.Errorf("%w: %s: operand %d is %d×%d, operand 0 is %d×%d", ErrShape, op, i, m.Rows, m.Cols, ms[0].Rows, ms[0].Cols)
+		}
+	}
+	return nil
+}
+
+// parallelFor calls f(lo, hi) on chunks of [0, n) from Threads() goroutines,
+// handing out chunks of the given size dynamically (good for skewed work
+// such as high-degree rows). Single-threaded when n is small.
+func parallelFor(n, chunk int, f func(lo, hi int)) error {
+	nt := min(Threads(), (n+chunk-1)/chunk)
+	if nt <= 1 {
+		return protect(0, func(int) { f(0, n) })
+	}
+	var next atomic.Int64
+	return parallel(nt, func(int) {
+		for {
+			lo := int(next.Add(int64(chunk))) - chunk
+			if lo >= n {
+				return
+			}
+			f(lo, min(lo+chunk, n))
+		}
+	})
+}
+
+// elementwise applies f to chunks of the flat index range in parallel.
+func elementwise(n int, f func(lo, hi int)) error {
+	return parallelFor(n, 1<<15, f)
+}
+
+// Add sets dst = a + b elementwise.
+func Add(dst, a, b Matrix) error {
+	if err := sameShapes("Add", dst, a, b); err != nil {
+		return err
+	}
+	return elementwise(len(dst.Data), func(lo, hi int) {
+		d, x, y := dst.Data[lo:hi], a.Data[lo:hi], b.Data[lo:hi]
+		for i := range d {
+			d[i] = x[i] + y[i]
+		}
+	})
+}
+
+// Mul sets dst = a ⊙ b (elementwise product).
+func Mul(dst, a, b Matrix) error {
+	if err := sameShapes("Mul", dst, a, b); err != nil {
+		return err
+	}
+	return elementwise(len(dst.Data), func(lo, hi int) {
+		d, x, y := dst.Data[lo:hi], a.Data[lo:hi], b.Data[lo:hi]
+		for i := range d {
+			d[i] = x[i] * y[i]
+		}
+	})
+}
+
+// AddScaled sets dst += alpha*x (the BLAS axpy on matrices).
+func AddScaled(dst Matrix, alpha float32, x Matrix) error {
+	if err := sameShapes("AddScaled", dst, x); err != nil {
+		return err
+	}
+	return elementwise(len(dst.Data), func(lo, hi int) { Axpy(alpha, x.Data[lo:hi], dst.Data[lo:hi]) })
+}
+
+// Scale sets dst = alpha*x.
+func Scale(dst Matrix, alpha float32, x Matrix) error {
+	if err := sameShapes("Scale", dst, x); err != nil {
+		return err
+	}
+	return elementwise(len(dst.Data), func(lo, hi int) {
+		d, s := dst.Data[lo:hi], x.Data[lo:hi]
+		for i := range d {
+			d[i] = alpha * s[i]
+		}
+	})
+}
+
+// AddBias sets dst[i, j] = x[i, j] + bias[j]; bias has x.Cols elements.
+func AddBias(dst, x Matrix, bias []float32) error {
+	if err := sameShapes("AddBias", dst, x); err != nil {
+		return err
+	}
+	if len(bias) != x.Cols {
+		return fmt.Errorf("%w: AddBias: bias has %d elements, x has %d columns", ErrShape, len(bias), x.Cols)
+	}
+	return parallelFor(x.Rows, 256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d, s := dst.Row(i), x.Row(i)
+			for j, b := range bias {
+				d[j] = s[j] + b
+			}
+		}
+	})
+}
+
+// SumRowsInto adds the column sums of x to dst (len x.Cols): dst[j] += Σ_i x[i, j].
+// It is the gradient of AddBias with respect to the bias.
+func SumRowsInto(dst []float32, x Matrix) error {
+	if err := x.Validate(); err != nil {
+		return err
+	}
+	if len(dst) != x.Cols {
+		return fmt.Errorf("%w: SumRowsInto: dst has %d elements, x has %d columns", ErrShape, len(dst), x.Cols)
+	}
+	for i := 0; i < x.Rows; i++ {
+		Axpy(1, x.Row(i), dst)
+	}
+	return nil
+}
+
+// mapGrad is the shared shape of the activation kernels.
+func mapUnary(op string, dst, x Matrix, f func(v float32) float32) error {
+	if err := sameShapes(op, dst, x); err != nil {
+		return err
+	}
+	return elementwise(len(dst.Data), func(lo, hi int) {
+		d, s := dst.Data[lo:hi], x.Data[lo:hi]
+		for i, v := range s {
+			d[i] = f(v)
+		}
+	})
+}
+
+// gradUnary sets dx += dy * f'(x) where deriv(x, y) returns f'(x) given
+// the input x and the output y = f(x).
+func gradUnary(op string, dx, x, y, dy Matrix, deriv func(x, y float32) float32) error {
+	if err := sameShapes(op, dx, x, y, dy); err != nil {
+		return err
+	}
+	return elementwise(len(dx.Data), func(lo, hi int) {
+		d, xs, ys, g := dx.Data[lo:hi], x.Data[lo:hi], y.Data[lo:hi], dy.Data[lo:hi]
+		for i := range d {
+			d[i] += g[i] * deriv(xs[i], ys[i])
+		}
+	})
+}
+
+// ReLU sets dst = max(x, 0).
+func ReLU(dst, x Matrix) error {
+	return mapUnary("ReLU", dst, x, func(v float32) float32 { return max(v, 0) })
+}
+
+// ReLUGrad adds dy * 1[x > 0] to dx (y is the forward output, unused).
+func ReLUGrad(dx, x, y, dy Matrix) error {
+	return gradUnary("ReLUGrad", dx, x, y, dy, func(x, _ float32) float32 {
+		if x > 0 {
+			return 1
+		}
+		return 0
+	})
+}
+
+// LeakyReLU sets dst = x for x > 0 and slope*x otherwise.
+func LeakyReLU(dst, x Matrix, slope float32) error {
+	return mapUnary("LeakyReLU", dst, x, func(v float32) float32 { return leaky(v, slope) })
+}
+
+// LeakyReLUGrad adds dy * (1 or slope) to dx.
+func LeakyReLUGrad(dx, x, y, dy Matrix, slope float32) error {
+	return gradUnary("LeakyReLUGrad", dx, x, y, dy, func(x, _ float32) float32 { return leakyDeriv(x, slope) })
+}
+
+func leaky(v, slope float32) float32 {
+	if v > 0 {
+		return v
+	}
+	return slope * v
+}
+
+func leakyDeriv(v, slope float32) float32 {
+	if v > 0 {
+		return 1
+	}
+	return slope
+}
+
+// ELU sets dst = x for x > 0 and alpha*(exp(x)-1) otherwise.
+func ELU(dst, x Matrix, alpha float32) error {
+	return mapUnary("ELU", dst, x, func(v float32) float32 {
+		if v > 0 {
+			return v
+		}
+		return alpha * float32(math.Expm1(float64(v)))
+	})
+}
+
+// ELUGrad adds dy * ELU'(x) to dx, using y = ELU(x): ELU'(x) = y + alpha for x <= 0.
+func ELUGrad(dx, x, y, dy Matrix, alpha float32) error {
+	return gradUnary("ELUGrad", dx, x, y, dy, func(x, y float32) float32 {
+		if x > 0 {
+			return 1
+		}
+		return y + alpha
+	})
+}
+
+// Dropout zeroes each element of x with probability p and scales the others
+// by 1/(1-p) (inverted dropout), writing the result to dst and the applied
+// factors (0 or 1/(1-p)) to mask, which the backward pass multiplies by.
+// The same seed gives the same mask. p must be in [0, 1).
+func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
+	if err := sameShapes("Dropout", dst, mask, x); err != nil {
+		return err
+	}
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("tensor: Dropout: probability %v not in [0, 1)", p)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	keep := float32(1 / (1 - p))
+	for i, v := range x.Data {
+		f := keep
+		if rng.Float64() < p {
+			f = 0
+		}
+		mask.Data[i] = f
+		dst.Data[i] = v * f
+	}
+	return nil
+}
+
+// LogSoftmax sets each row of dst to the log-softmax of the row of x:
+// dst[i, j] = x[i, j] - log Σ_k exp(x[i, k]), computed stably.
+func LogSoftmax(dst, x Matrix) error {
+	if err := sameShapes("LogSoftmax", dst, x); err != nil {
+		return err
+	}
+	if x.Cols == 0 && x.Rows > 0 {
+		return fmt.Errorf("%w: LogSoftmax of rows with no columns", ErrEmpty)
+	}
+	return parallelFor(x.Rows, 128, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s, d := x.Row(i), dst.Row(i)
+			m := s[0]
+			for _, v := range s {
+				m = max(m, v)
+			}
+			var sum float64
+			for _, v := range s {
+				sum += math.Exp(float64(v - m))
+			}
+			lse := m + float32(math.Log(sum))
+			for j, v := range s {
+				d[j] = v - lse
+			}
+		}
+	})
+}
+
+// LogSoftmaxGrad adds the gradient of LogSoftmax to dx given its output y
+// and the output gradient dy: dx += dy - exp(y) * Σ_j dy[i, j].
+func LogSoftmaxGrad(dx, y, dy Matrix) error {
+	if err := sameShapes("LogSoftmaxGrad", dx, y, dy); err != nil {
+		return err
+	}
+	return parallelFor(y.Rows, 128, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ys, g, d := y.Row(i), dy.Row(i), dx.Row(i)
+			var s float32
+			for _, v := range g {
+				s += v
+			}
+			for j, v := range ys {
+				d[j] += g[j] - float32(math.Exp(float64(v)))*s
+			}
+		}
+	})
+}
+
+// NLLLoss returns the mean negative log-likelihood -mean_i logp[i, labels[i]]
+// over the rows whose label is >= 0 (a negative label marks a row to ignore)
+// and the number of rows counted. logp is typically LogSoftmax output.
+func NLLLoss(logp Matrix, labels []int32) (loss float32, count int, err error) {
+	if err := logp.Validate(); err != nil {
+		return 0, 0, err
+	}
+	if len(labels) != logp.Rows {
+		return 0, 0, fmt.Errorf("%w: NLLLoss: %d labels for %d rows", ErrShape, len(labels), logp.Rows)
+	}
+	var sum float64
+	for i, y := range labels {
+		if y < 0 {
+			continue
+		}
+		if int(y) >= logp.Cols {
+			return 0, 0, fmt.Errorf("%w: NLLLoss: label %d of row %d not below %d classes", ErrShape, y, i, logp.Cols)
+		}
+		sum -= float64(logp.At(i, int(y)))
+		count++
+	}
+	if count == 0 {
+		return 0, 0, nil
+	}
+	return float32(sum / float64(count)), count, nil
+}
+
+// NLLLossGrad adds g * d(NLLLoss)/d(logp) to dlogp: -g/count at each
+// labelled (row, label) position.
+func NLLLossGrad(dlogp Matrix, labels []int32, count int, g float32) error {
+	if len(labels) != dlogp.Rows {
+		return fmt.Errorf("%w: NLLLossGrad: %d labels for %d rows", ErrShape, len(labels), dlogp.Rows)
+	}
+	if count == 0 {
+		return nil
+	}
+	f := -g / float32(count)
+	for i, y := range labels {
+		if y >= 0 {
+			dlogp.Data[i*dlogp.Cols+int(y)] += f
+		}
+	}
+	return nil
+}
+
+// BCEWithLogits returns the mean over all elements of the binary cross-entropy
+// between sigmoid(x) and targets t in [0, 1], computed stably as
+// max(x, 0) - x*t + log(1 + exp(-|x|)).
+func BCEWithLogits(x, t Matrix) (float32, error) {
+	if err := sameShapes("BCEWithLogits", x, t); err != nil {
+		return 0, err
+	}
+	if len(x.Data) == 0 {
+		return 0, fmt.Errorf("%w: BCEWithLogits", ErrEmpty)
+	}
+	var sum float64
+	for i, v := range x.Data {
+		xv := float64(v)
+		sum += math.Max(xv, 0) - xv*float64(t.Data[i]) + math.Log1p(math.Exp(-math.Abs(xv)))
+	}
+	return float32(sum / float64(len(x.Data))), nil
+}
+
+// BCEWithLogitsGrad adds g * (sigmoid(x) - t) / len to dx.
+func BCEWithLogitsGrad(dx, x, t Matrix, g float32) error {
+	if err := sameShapes("BCEWithLogitsGrad", dx, x, t); err != nil {
+		return err
+	}
+	f := g / float32(len(x.Data))
+	for i, v := range x.Data {
+		sig := 1 / (1 + math.Exp(-float64(v)))
+		dx.Data[i] += f * (float32(sig) - t.Data[i])
+	}
+	return nil
+}
+
+// RowSum writes the sum of each row of x into dst (len x.Rows).
+func RowSum(dst []float32, x Matrix) error {
+	return rowReduce("RowSum", dst, x, func(r []float32) float32 {
+		var s float32
+		for _, v := range r {
+			s += v
+		}
+		return s
+	})
+}
+
+// RowMax writes the maximum of each row of x into dst (len x.Rows).
+func RowMax(dst []float32, x Matrix) error {
+	return rowReduce("RowMax", dst, x, func(r []float32) float32 {
+		m := r[0]
+		for _, v := range r {
+			m = max(m, v)
+		}
+		return m
+	})
+}
+
+// RowArgmax writes the column of the (first) maximum of each row of x into dst.
+func RowArgmax(dst []int32, x Matrix) error {
+	if err := x.Validate(); err != nil {
+		return err
+	}
+	if len(dst) != x.Rows {
+		return fmt.Errorf("%w: RowArgmax: dst has %d elements for %d rows", ErrShape, len(dst), x.Rows)
+	}
+	if x.Cols == 0 && x.Rows > 0 {
+		return fmt.Errorf("%w: RowArgmax of rows with no columns", ErrEmpty)
+	}
+	for i := range dst {
+		r := x.Row(i)
+		best := 0
+		for j, v := range r {
+			if v > r[best] {
+				best = j
+			}
+		}
+		dst[i] = int32(best)
+	}
+	return nil
+}
+
+func rowReduce(op string, dst []float32, x Matrix, f func([]float32) float32) error {
+	if err := x.Validate(); err != nil {
+		return err
+	}
+	if len(dst) != x.Rows {
+		return fmt.Errorf("%w: %s: dst has %d elements for %d rows", ErrShape, op, len(dst), x.Rows)
+	}
+	if x.Cols == 0 && x.Rows > 0 {
+		return fmt.Errorf("%w: %s of rows with no columns", ErrEmpty, op)
+	}
+	for i := range dst {
+		dst[i] = f(x.Row(i))
+	}
+	return nil
+}
