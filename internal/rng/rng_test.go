@@ -1,0 +1,65 @@
+package rng
+
+import (
+	"math"
+	"testing"
+)
+
+func TestIntNUniform(t *testing.T) {
+	r := New(1)
+	const n, draws = 10, 200000
+	var c [n]int
+	for i := 0; i < draws; i++ {
+		v := r.IntN(n)
+		if v < 0 || v >= n {
+			t.Fatalf("IntN out of range: %d", v)
+		}
+		c[v]++
+	}
+	chi := 0.0
+	exp := float64(draws) / n
+	for _, x := range c {
+		chi += (float64(x) - exp) * (float64(x) - exp) / exp
+	}
+	if chi > 27.9 { // 99.9% quantile of chi-squared with 9 degrees of freedom
+		t.Fatalf("chi-squared %.1f: not uniform %v", chi, c)
+	}
+}
+
+func TestNormalishMoments(t *testing.T) {
+	r := New(7)
+	var s, s2 float64
+	const k = 400000
+	for i := 0; i < k; i++ {
+		x := float64(r.Normalish())
+		s += x
+		s2 += x * x
+	}
+	mean, vr := s/k, s2/k-(s/k)*(s/k)
+	if math.Abs(mean) > 0.01 || math.Abs(vr-1) > 0.02 {
+		t.Fatalf("mean %.4f var %.4f", mean, vr)
+	}
+}
+
+func TestDeriveDistinct(t *testing.T) {
+	seen := map[uint64]bool{}
+	for i := uint64(0); i < 1000; i++ {
+		s := Derive(42, i)
+		if seen[s] {
+			t.Fatal("repeated derived seed")
+		}
+		seen[s] = true
+	}
+	if New(3).Uint64() != New(3).Uint64() || New(3).Uint64() == New(4).Uint64() {
+		t.Fatal("seeding is not deterministic or ignores the seed")
+	}
+}
+
+func BenchmarkIntN(b *testing.B) {
+	r := New(1)
+	s := 0
+	for i := 0; i < b.N; i++ {
+		s += r.IntN(1000003)
+	}
+	_ = s
+}

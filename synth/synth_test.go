@@ -1,0 +1,180 @@
+package synth
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/graphmill/graphmill/dataset"
+)
+
+func generate(t *testing.T, cfg Config) *dataset.Dataset {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "syn")
+	if _, err := Generate(context.Background(), dir, cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestGenerateProperties(t *testing.T) {
+	cfg := Config{Nodes: 20000, Edges: 300000, FeatureDim: 16, Classes: 5, Homophily: 0.8, Seed: 3}
+	d := generate(t, cfg)
+	if err := d.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g := d.Graph
+	if g.NumNodes != 20000 || g.NumEdges() != 300000 || d.Meta.FeatureDim != 16 || d.Meta.NumClasses != 5 {
+		t.Fatalf("counts: %+v", d.Meta)
+	}
+	same, maxDeg := 0, 0
+	for v := int32(0); v < int32(g.NumNodes); v++ {
+		nb := g.InNeighbors(v)
+		maxDeg = max(maxDeg, len(nb))
+		for i, u := range nb {
+			if u == v {
+				t.Fatalf("self-loop at %d", v)
+			}
+			if i > 0 && nb[i-1] >= u {
+				t.Fatalf("list of %d not strictly increasing: %v", v, nb)
+			}
+			if d.Labels[u] == d.Labels[v] {
+				same++
+			}
+		}
+	}
+	// Homophily 0.8 plus the 1/5 of random edges that land in-class.
+	if h := float64(same) / 300000; h < 0.8 || h > 0.88 {
+		t.Errorf("edge homophily %.3f, want about 0.84", h)
+	}
+	if maxDeg < 10*15 {
+		t.Errorf("max in-degree %d: degrees are not heavy-tailed (mean 15)", maxDeg)
+	}
+	if out := slices.Max(g.OutDegrees()); out < 10*15 {
+		t.Errorf("max out-degree %d: popularity is not heavy-tailed", out)
+	}
+	// Features are informative: nearest class centroid beats chance clearly.
+	f := d.Meta.FeatureDim
+	cent := make([]float64, 5*f)
+	cnt := make([]float64, 5)
+	for v := 0; v < g.NumNodes; v++ {
+		c := d.Labels[v]
+		cnt[c]++
+		for j := 0; j < f; j++ {
+			cent[int(c)*f+j] += float64(d.Features[v*f+j])
+		}
+	}
+	for c := 0; c < 5; c++ {
+		for j := 0; j < f; j++ {
+			cent[c*f+j] /= cnt[c]
+		}
+	}
+	correct := 0
+	for v := 0; v < g.NumNodes; v++ {
+		best, bestD := 0, 1e300
+		for c := 0; c < 5; c++ {
+			dist := 0.0
+			for j := 0; j < f; j++ {
+				x := float64(d.Features[v*f+j]) - cent[c*f+j]
+				dist += x * x
+			}
+			if dist < bestD {
+				best, bestD = c, dist
+			}
+		}
+		if int32(best) == d.Labels[v] {
+			correct++
+		}
+	}
+	if acc := float64(correct) / float64(g.NumNodes); acc < 0.3 || acc > 0.9 {
+		t.Errorf("nearest-centroid accuracy %.3f: features should be informative but not trivial", acc)
+	}
+	total := d.Meta.Splits["train"] + d.Meta.Splits["val"] + d.Meta.Splits["test"]
+	if tr := d.Meta.Splits["train"]; tr < 1800 || tr > 2200 || total > 20000 {
+		t.Errorf("splits %v", d.Meta.Splits)
+	}
+}
+
+func TestGenerateDeterministicAcrossWorkers(t *testing.T) {
+	var dirs []string
+	for _, w := range []int{1, 2, 3} {
+		dir := filepath.Join(t.TempDir(), "syn")
+		cfg := Config{Nodes: 40000, Edges: 200000, FeatureDim: 4, Classes: 3, Seed: 9, Workers: w}
+		if _, err := Generate(context.Background(), dir, cfg, false); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	for _, f := range []string{"indices.npy", "indptr.npy", "features.npy", "labels.npy", "train_idx.npy"} {
+		a, _ := os.ReadFile(filepath.Join(dirs[0], f))
+		for _, d := range dirs[1:] {
+			b, _ := os.ReadFile(filepath.Join(d, f))
+			if !bytes.Equal(a, b) {
+				t.Fatalf("%s differs between worker counts", f)
+			}
+		}
+	}
+}
+
+func TestGenerateSmallAndDense(t *testing.T) {
+	// A complete graph: every node needs every other node.
+	d := generate(t, Config{Nodes: 6, Edges: 30, Classes: 2, Homophily: 1, Seed: 1})
+	if d.Graph.NumEdges() != 30 {
+		t.Fatalf("edges %d", d.Graph.NumEdges())
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Nodes: 1, Classes: 1}, "nodes must be"},
+		{Config{Nodes: 5, Edges: 21, Classes: 1}, "do not fit"},
+		{Config{Nodes: 5, Classes: 0}, "classes"},
+		{Config{Nodes: 5, Classes: 2, Homophily: 2}, "homophily"},
+		{Config{Nodes: 5, Classes: 2, Exponent: 0.5}, "exponent"},
+		{Config{Nodes: 5, Classes: 2, TrainFrac: 0.9, ValFrac: 0.2}, "split"},
+	}
+	for _, c := range cases {
+		_, err := Generate(context.Background(), filepath.Join(t.TempDir(), "x"), c.cfg, false)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestGenerateCancelledLeavesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	parent := t.TempDir()
+	_, err := Generate(ctx, filepath.Join(parent, "x"), Config{Nodes: 100000, Edges: 1000000, Classes: 2, FeatureDim: 8}, false)
+	if err == nil {
+		t.Fatal("cancelled generation succeeded")
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+		t.Fatalf("left %v behind", ents)
+	}
+}
+
+// BenchmarkGenerate reports synthetic generation throughput.
+func BenchmarkGenerate(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		dir := filepath.Join(b.TempDir(), "syn")
+		cfg := Config{Nodes: 1_000_000, Edges: 20_000_000, FeatureDim: 128, Classes: 16, Seed: uint64(i)}
+		if _, err := Generate(context.Background(), dir, cfg, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(20e6*float64(b.N)/b.Elapsed().Seconds()/1e6, "Medges/s")
+	b.ReportMetric(1e6*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mnodes/s")
+}
