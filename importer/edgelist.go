@@ -92,7 +92,7 @@ func ReadEdgeList(rd io.Reader, name string, opts EdgeListOptions) (*dataset.Raw
 	}
 	lr := newLineReader(rd)
 	info := &EdgeListInfo{MaxID: -1}
-	var src, dst []int64
+	var src, dst chunked
 	var weights []float32
 	columns := 0
 	for {
@@ -146,20 +146,20 @@ func ReadEdgeList(rd io.Reader, name string, opts EdgeListOptions) (*dataset.Raw
 		} else if cols != columns {
 			return nil, nil, fmt.Errorf("%s: line %d: %d columns, but earlier lines have %d", name, lr.line, cols, columns)
 		}
-		src = append(src, u)
-		dst = append(dst, v)
+		src.add(u)
+		dst.add(v)
 		if cols == 3 {
 			weights = append(weights, float32(w))
 		}
 		info.MaxID = max(info.MaxID, u, v)
 	}
-	info.Edges = len(src)
+	info.Edges = src.n
 	info.Weighted = columns == 3
 	r := &dataset.Raw{Name: opts.Name, Source: name, Build: opts.Build}
 	if info.Weighted {
 		r.EdgeWeights = weights
 	}
-	if err := relabelEdges(r, src, dst, info, opts); err != nil {
+	if err := relabelEdges(r, &src, &dst, info, opts); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := validate(r); err != nil {
@@ -179,7 +179,7 @@ func skipSep(b []byte, i int) (int, bool) {
 }
 
 // relabelEdges fills r.NumNodes, r.Src and r.Dst from the int64 ids.
-func relabelEdges(r *dataset.Raw, src, dst []int64, info *EdgeListInfo, opts EdgeListOptions) error {
+func relabelEdges(r *dataset.Raw, src, dst *chunked, info *EdgeListInfo, opts EdgeListOptions) error {
 	keep := opts.Relabel == RelabelNever
 	if opts.Relabel == RelabelAuto && info.MaxID < maxNodes-1 {
 		span := info.MaxID + 1
@@ -187,11 +187,14 @@ func relabelEdges(r *dataset.Raw, src, dst []int64, info *EdgeListInfo, opts Edg
 			span = max(span, int64(opts.NumNodes))
 		}
 		// Count distinct ids with a bitmap when it is small.
-		if span <= 64*int64(len(src))+64 {
+		if span <= 64*int64(src.n)+64 {
 			seen := make([]uint64, (span+63)/64)
-			for _, ids := range [][]int64{src, dst} {
-				for _, v := range ids {
-					seen[v>>6] |= 1 << (v & 63)
+			// Ids are below 2^31-1 here, so the blocks are int32.
+			for _, c := range []*chunked{src, dst} {
+				for _, block := range c.blocks32 {
+					for _, v := range block {
+						seen[v>>6] |= 1 << (v & 63)
+					}
 				}
 			}
 			d := 0
@@ -214,11 +217,15 @@ func relabelEdges(r *dataset.Raw, src, dst []int64, info *EdgeListInfo, opts Edg
 			n = opts.NumNodes
 		}
 		r.NumNodes = n
-		r.Src, r.Dst = narrow(src), narrow(dst)
+		r.Src, r.Dst = src.narrow(), dst.narrow()
 		return nil
 	}
-	ids := make([]int64, 0, len(src)+len(dst))
-	ids = append(append(ids, src...), dst...)
+	ids := make([]int64, 0, src.n+dst.n)
+	for _, c := range []*chunked{src, dst} {
+		for _, block := range c.int64s() {
+			ids = append(ids, block...)
+		}
+	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	if len(ids) >= maxNodes {
@@ -235,18 +242,81 @@ func relabelEdges(r *dataset.Raw, src, dst []int64, info *EdgeListInfo, opts Edg
 		k, _ := slices.BinarySearch(ids, v)
 		return int32(k)
 	}
-	r.Src = make([]int32, len(src))
-	r.Dst = make([]int32, len(dst))
-	for i := range src {
-		r.Src[i], r.Dst[i] = lookup(src[i]), lookup(dst[i])
-	}
+	r.Src, r.Dst = src.mapped(lookup), dst.mapped(lookup)
 	return nil
 }
 
-func narrow(a []int64) []int32 {
-	out := make([]int32, len(a))
-	for i, v := range a {
-		out[i] = int32(v)
+// chunked is an append-only id sequence stored in fixed-size blocks, so
+// that growing it never copies what was already parsed. It stores int32
+// until an id needs more bits, then switches to int64.
+type chunked struct {
+	blocks32 [][]int32
+	blocks   [][]int64 // used once wide
+	wide     bool
+	n        int
+}
+
+const chunkSize = 1 << 16
+
+func (c *chunked) add(v int64) {
+	if v > math.MaxInt32 && !c.wide {
+		c.widen()
+	}
+	if c.wide {
+		if c.n%chunkSize == 0 {
+			c.blocks = append(c.blocks, make([]int64, 0, chunkSize))
+		}
+		last := &c.blocks[len(c.blocks)-1]
+		*last = append(*last, v)
+	} else {
+		if c.n%chunkSize == 0 {
+			c.blocks32 = append(c.blocks32, make([]int32, 0, chunkSize))
+		}
+		last := &c.blocks32[len(c.blocks32)-1]
+		*last = append(*last, int32(v))
+	}
+	c.n++
+}
+
+func (c *chunked) widen() {
+	for _, b := range c.blocks32 {
+		w := make([]int64, len(b), chunkSize)
+		for i, v := range b {
+			w[i] = int64(v)
+		}
+		c.blocks = append(c.blocks, w)
+	}
+	c.blocks32, c.wide = nil, true
+}
+
+// int64s returns the blocks as int64 values, widening them if needed.
+func (c *chunked) int64s() [][]int64 {
+	if !c.wide {
+		c.widen()
+	}
+	return c.blocks
+}
+
+// narrow returns the values as int32 (the caller checked the range).
+func (c *chunked) narrow() []int32 {
+	out := make([]int32, 0, c.n)
+	for _, b := range c.blocks32 {
+		out = append(out, b...)
+	}
+	for _, b := range c.blocks {
+		for _, v := range b {
+			out = append(out, int32(v))
+		}
+	}
+	return out
+}
+
+func (c *chunked) mapped(f func(int64) int32) []int32 {
+	out := make([]int32, 0, c.n)
+	for _, b := range c.int64s() {
+		for _, v := range b {
+			out = append(out, f(v))
+		}
 	}
 	return out
 }

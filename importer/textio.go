@@ -140,6 +140,33 @@ var (
 // at b[i] and returns the value and the index after the last digit.
 func parseUint(b []byte, i int) (int64, int, error) {
 	j := i
+	var v uint64
+	for j < len(b) {
+		c := b[j] - '0'
+		if c > 9 {
+			break
+		}
+		v = v*10 + uint64(c)
+		j++
+	}
+	if j-i > 18 {
+		// Up to 18 digits always fit; longer numbers are checked again.
+		return parseUintSlow(b, i)
+	}
+	if j == i {
+		if j < len(b) && b[j] == '-' {
+			return 0, j, errNegative
+		}
+		if j < len(b) && b[j] == '+' {
+			return parseUintPlus(b, j)
+		}
+		return 0, j, errNotInt
+	}
+	return int64(v), j, nil
+}
+
+func parseUintSlow(b []byte, i int) (int64, int, error) {
+	j := i
 	var v int64
 	for j < len(b) {
 		c := b[j] - '0'
@@ -151,15 +178,6 @@ func parseUint(b []byte, i int) (int64, int, error) {
 		}
 		v = v*10 + int64(c)
 		j++
-	}
-	if j == i {
-		if j < len(b) && b[j] == '-' {
-			return 0, j, errNegative
-		}
-		if j < len(b) && b[j] == '+' {
-			return parseUintPlus(b, j)
-		}
-		return 0, j, errNotInt
 	}
 	return v, j, nil
 }
