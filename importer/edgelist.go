@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -90,38 +91,36 @@ func ReadEdgeList(rd io.Reader, name string, opts EdgeListOptions) (*dataset.Raw
 	if opts.NumNodes < 0 || opts.NumNodes > maxNodes {
 		return nil, nil, fmt.Errorf("%s: NumNodes %d out of range", name, opts.NumNodes)
 	}
-	lr := newLineReader(rd)
 	info := &EdgeListInfo{MaxID: -1}
-	var src, dst chunked
+	var edges edgeStore
 	var weights []float32
-	columns := 0
-	for {
-		line, err := lr.next()
-		if err == io.EOF {
-			break
+	var maxID int64
+	columns := 0 // 2 or 3 once the first edge line is seen
+	lineNo := 0
+	// slow parses one whole line of any form (comments, weights, errors).
+	slow := func(line []byte) error {
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: line %d: %w", name, lr.line+1, err)
-		}
-		if lr.line == 1 {
+		if lineNo == 1 {
 			line = trimBOM(line)
 		}
 		i := skipSpace(line, 0)
 		if i == len(line) || line[i] == '#' || line[i] == '%' {
 			info.Comments++
-			continue
+			return nil
 		}
 		u, i, err := parseUint(line, i)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: line %d: source %s: %w", name, lr.line, quote(line), err)
+			return fmt.Errorf("source %s: %w", quote(line), err)
 		}
 		i, ok := skipSep(line, i)
 		if !ok {
-			return nil, nil, fmt.Errorf("%s: line %d: want two node ids, got %s", name, lr.line, quote(line))
+			return fmt.Errorf("want two node ids, got %s", quote(line))
 		}
 		v, i, err := parseUint(line, i)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: line %d: destination %s: %w", name, lr.line, quote(line), err)
+			return fmt.Errorf("destination %s: %w", quote(line), err)
 		}
 		cols := 2
 		var w float64
@@ -129,7 +128,7 @@ func ReadEdgeList(rd io.Reader, name string, opts EdgeListOptions) (*dataset.Raw
 			end := tokenEnd(line, j)
 			w, err = strconv.ParseFloat(unsafe.String(&line[j], end-j), 32)
 			if err != nil || math.IsNaN(w) || math.IsInf(w, 0) {
-				return nil, nil, fmt.Errorf("%s: line %d: weight %q is not a finite number", name, lr.line, line[j:end])
+				return fmt.Errorf("weight %q is not a finite number", line[j:end])
 			}
 			cols, i = 3, end
 		}
@@ -138,34 +137,139 @@ func ReadEdgeList(rd io.Reader, name string, opts EdgeListOptions) (*dataset.Raw
 				j = skipSpace(line, j+1)
 			}
 			if j < len(line) {
-				return nil, nil, fmt.Errorf("%s: line %d: unexpected extra column in %s (want \"src dst [weight]\")", name, lr.line, quote(line))
+				return fmt.Errorf("unexpected extra column in %s (want \"src dst [weight]\")", quote(line))
 			}
 		}
 		if columns == 0 {
 			columns = cols
 		} else if cols != columns {
-			return nil, nil, fmt.Errorf("%s: line %d: %d columns, but earlier lines have %d", name, lr.line, cols, columns)
+			return fmt.Errorf("%d columns, but earlier lines have %d", cols, columns)
 		}
-		src.add(u)
-		dst.add(v)
+		edges.add(u, v)
 		if cols == 3 {
 			weights = append(weights, float32(w))
 		}
-		info.MaxID = max(info.MaxID, u, v)
+		maxID = max(maxID, u, v)
+		return nil
 	}
-	info.Edges = src.n
+	br := blockReader{r: rd}
+	for {
+		block, err := br.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: line %d: %w", name, lineNo+1, err)
+		}
+		// block holds whole lines, each ending in '\n'. The loop handles
+		// the common "digits blank digits" line inline and hands anything
+		// else to slow.
+		for p := 0; p < len(block); {
+			lineNo++
+			q := p
+			var u, v uint64
+			for q < len(block) && block[q]-'0' <= 9 {
+				u = u*10 + uint64(block[q]-'0')
+				q++
+			}
+			nu := q - p
+			q0 := q
+			for block[q] == ' ' || block[q] == '\t' {
+				q++
+			}
+			if block[q] == ',' && columns != 3 {
+				q++
+				for block[q] == ' ' || block[q] == '\t' {
+					q++
+				}
+			}
+			sep := q > q0
+			q1 := q
+			for q < len(block) && block[q]-'0' <= 9 {
+				v = v*10 + uint64(block[q]-'0')
+				q++
+			}
+			nv := q - q1
+			for block[q] == ' ' || block[q] == '\t' || block[q] == '\r' {
+				q++
+			}
+			if nu > 0 && nu <= 18 && sep && nv > 0 && nv <= 18 && block[q] == '\n' && columns != 3 && lineNo > 1 {
+				columns = 2
+				edges.add(int64(u), int64(v))
+				maxID = max(maxID, int64(u), int64(v))
+				p = q + 1
+				continue
+			}
+			end := p + bytes.IndexByte(block[p:], '\n')
+			if err := slow(block[p:end]); err != nil {
+				return nil, nil, fmt.Errorf("%s: line %d: %w", name, lineNo, err)
+			}
+			p = end + 1
+		}
+	}
+	if edges.n > 0 {
+		info.MaxID = maxID
+	}
+	info.Edges = edges.n
 	info.Weighted = columns == 3
 	r := &dataset.Raw{Name: opts.Name, Source: name, Build: opts.Build}
 	if info.Weighted {
 		r.EdgeWeights = weights
 	}
-	if err := relabelEdges(r, &src, &dst, info, opts); err != nil {
+	if err := relabelEdges(r, &edges, info, opts); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := validate(r); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return r, info, nil
+}
+
+// blockReader returns a stream in blocks of whole lines, each block ending
+// in '\n' (one is added after a last line without it).
+type blockReader struct {
+	r          io.Reader
+	buf        []byte
+	start, end int // unreturned data
+	eof        bool
+}
+
+func (b *blockReader) next() ([]byte, error) {
+	if b.buf == nil {
+		b.buf = make([]byte, readBufSize)
+	}
+	for {
+		if i := bytes.LastIndexByte(b.buf[b.start:b.end], '\n'); i >= 0 {
+			blk := b.buf[b.start : b.start+i+1]
+			b.start += i + 1
+			return blk, nil
+		}
+		if b.eof {
+			if b.start == b.end {
+				return nil, io.EOF
+			}
+			// Last line without '\n'.
+			if b.end == len(b.buf) {
+				b.buf = append(b.buf, 0)
+			}
+			b.buf[b.end] = '\n'
+			b.end++
+			continue
+		}
+		// Move the partial line to the front; grow for very long lines.
+		n := copy(b.buf, b.buf[b.start:b.end])
+		b.start, b.end = 0, n
+		if n == len(b.buf) {
+			b.buf = append(b.buf, make([]byte, len(b.buf))...)
+		}
+		m, err := b.r.Read(b.buf[b.end:])
+		b.end += m
+		if err == io.EOF {
+			b.eof = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // skipSep skips the separator between two columns: blanks with at most
@@ -179,7 +283,7 @@ func skipSep(b []byte, i int) (int, bool) {
 }
 
 // relabelEdges fills r.NumNodes, r.Src and r.Dst from the int64 ids.
-func relabelEdges(r *dataset.Raw, src, dst *chunked, info *EdgeListInfo, opts EdgeListOptions) error {
+func relabelEdges(r *dataset.Raw, edges *edgeStore, info *EdgeListInfo, opts EdgeListOptions) error {
 	keep := opts.Relabel == RelabelNever
 	if opts.Relabel == RelabelAuto && info.MaxID < maxNodes-1 {
 		span := info.MaxID + 1
@@ -187,14 +291,12 @@ func relabelEdges(r *dataset.Raw, src, dst *chunked, info *EdgeListInfo, opts Ed
 			span = max(span, int64(opts.NumNodes))
 		}
 		// Count distinct ids with a bitmap when it is small.
-		if span <= 64*int64(src.n)+64 {
+		if span <= 64*int64(edges.n)+64 {
 			seen := make([]uint64, (span+63)/64)
 			// Ids are below 2^31-1 here, so the blocks are int32.
-			for _, c := range []*chunked{src, dst} {
-				for _, block := range c.blocks32 {
-					for _, v := range block {
-						seen[v>>6] |= 1 << (v & 63)
-					}
+			for _, b := range edges.blocks32() {
+				for _, v := range b {
+					seen[v>>6] |= 1 << (v & 63)
 				}
 			}
 			d := 0
@@ -217,15 +319,11 @@ func relabelEdges(r *dataset.Raw, src, dst *chunked, info *EdgeListInfo, opts Ed
 			n = opts.NumNodes
 		}
 		r.NumNodes = n
-		r.Src, r.Dst = src.narrow(), dst.narrow()
+		r.Src, r.Dst = edges.split(nil)
 		return nil
 	}
-	ids := make([]int64, 0, src.n+dst.n)
-	for _, c := range []*chunked{src, dst} {
-		for _, block := range c.int64s() {
-			ids = append(ids, block...)
-		}
-	}
+	ids := make([]int64, 0, 2*edges.n)
+	edges.ids(func(v int64) { ids = append(ids, v) })
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	if len(ids) >= maxNodes {
@@ -242,81 +340,106 @@ func relabelEdges(r *dataset.Raw, src, dst *chunked, info *EdgeListInfo, opts Ed
 		k, _ := slices.BinarySearch(ids, v)
 		return int32(k)
 	}
-	r.Src, r.Dst = src.mapped(lookup), dst.mapped(lookup)
+	r.Src, r.Dst = edges.split(lookup)
 	return nil
 }
 
-// chunked is an append-only id sequence stored in fixed-size blocks, so
-// that growing it never copies what was already parsed. It stores int32
-// until an id needs more bits, then switches to int64.
-type chunked struct {
-	blocks32 [][]int32
-	blocks   [][]int64 // used once wide
-	wide     bool
-	n        int
+// edgeStore is an append-only list of (src, dst) pairs stored in
+// fixed-size blocks, so that growing it never copies what was already
+// parsed. It stores int32 pairs until an id needs more bits, then switches
+// to int64.
+type edgeStore struct {
+	cur    []int32   // block being filled (int32 mode)
+	full32 [][]int32 // filled blocks (int32 mode)
+	wide   [][]int64 // all blocks once an id exceeded int32
+	n      int
 }
 
-const chunkSize = 1 << 16
+const chunkSize = 1 << 17 // ids per block
 
-func (c *chunked) add(v int64) {
-	if v > math.MaxInt32 && !c.wide {
-		c.widen()
-	}
-	if c.wide {
-		if c.n%chunkSize == 0 {
-			c.blocks = append(c.blocks, make([]int64, 0, chunkSize))
+func (e *edgeStore) add(u, v int64) {
+	e.n++
+	if uint64(u|v) <= math.MaxInt32 && e.wide == nil {
+		if len(e.cur) == cap(e.cur) {
+			if e.cur != nil {
+				e.full32 = append(e.full32, e.cur)
+			}
+			e.cur = make([]int32, 0, chunkSize)
 		}
-		last := &c.blocks[len(c.blocks)-1]
-		*last = append(*last, v)
-	} else {
-		if c.n%chunkSize == 0 {
-			c.blocks32 = append(c.blocks32, make([]int32, 0, chunkSize))
-		}
-		last := &c.blocks32[len(c.blocks32)-1]
-		*last = append(*last, int32(v))
+		e.cur = append(e.cur, int32(u), int32(v))
+		return
 	}
-	c.n++
+	if e.wide == nil {
+		e.widen()
+	}
+	last := &e.wide[len(e.wide)-1]
+	if len(*last) == cap(*last) {
+		e.wide = append(e.wide, make([]int64, 0, chunkSize))
+		last = &e.wide[len(e.wide)-1]
+	}
+	*last = append(*last, u, v)
 }
 
-func (c *chunked) widen() {
-	for _, b := range c.blocks32 {
+func (e *edgeStore) blocks32() [][]int32 {
+	if e.cur == nil {
+		return e.full32
+	}
+	return append(e.full32[:len(e.full32):len(e.full32)], e.cur)
+}
+
+func (e *edgeStore) widen() {
+	for _, b := range e.blocks32() {
 		w := make([]int64, len(b), chunkSize)
 		for i, v := range b {
 			w[i] = int64(v)
 		}
-		c.blocks = append(c.blocks, w)
+		e.wide = append(e.wide, w)
 	}
-	c.blocks32, c.wide = nil, true
+	if e.wide == nil {
+		e.wide = [][]int64{make([]int64, 0, chunkSize)}
+	}
+	e.cur, e.full32 = nil, nil
 }
 
-// int64s returns the blocks as int64 values, widening them if needed.
-func (c *chunked) int64s() [][]int64 {
-	if !c.wide {
-		c.widen()
-	}
-	return c.blocks
-}
-
-// narrow returns the values as int32 (the caller checked the range).
-func (c *chunked) narrow() []int32 {
-	out := make([]int32, 0, c.n)
-	for _, b := range c.blocks32 {
-		out = append(out, b...)
-	}
-	for _, b := range c.blocks {
+// ids calls f with every id, sources and destinations alike.
+func (e *edgeStore) ids(f func(int64)) {
+	for _, b := range e.blocks32() {
 		for _, v := range b {
-			out = append(out, int32(v))
+			f(int64(v))
 		}
 	}
-	return out
-}
-
-func (c *chunked) mapped(f func(int64) int32) []int32 {
-	out := make([]int32, 0, c.n)
-	for _, b := range c.int64s() {
+	for _, b := range e.wide {
 		for _, v := range b {
-			out = append(out, f(v))
+			f(v)
 		}
 	}
-	return out
+}
+
+// split returns the sources and destinations mapped through f (nil: the
+// ids as they are, which the caller checked fit in int32).
+func (e *edgeStore) split(f func(int64) int32) (src, dst []int32) {
+	src, dst = make([]int32, 0, e.n), make([]int32, 0, e.n)
+	if f == nil {
+		for _, b := range e.blocks32() {
+			for i := 0; i+1 < len(b); i += 2 {
+				src = append(src, b[i])
+				dst = append(dst, b[i+1])
+			}
+		}
+		f = func(v int64) int32 { return int32(v) }
+	} else {
+		for _, b := range e.blocks32() {
+			for i := 0; i+1 < len(b); i += 2 {
+				src = append(src, f(int64(b[i])))
+				dst = append(dst, f(int64(b[i+1])))
+			}
+		}
+	}
+	for _, b := range e.wide {
+		for i := 0; i+1 < len(b); i += 2 {
+			src = append(src, f(b[i]))
+			dst = append(dst, f(b[i+1]))
+		}
+	}
+	return src, dst
 }
