@@ -280,3 +280,30 @@ func EncodeHeader(dtype DType, shape []int) ([]byte, error) {
 	}
 	return nil, errors.New("npy: header too long")
 }
+
+// Name returns numpy's name for the dtype ("float32", "int64", ...).
+func (d DType) Name() string {
+	switch d {
+	case Float32:
+		return "float32"
+	case Float16:
+		return "float16"
+	case Float64:
+		return "float64"
+	case Int8:
+		return "int8"
+	case Uint8:
+		return "uint8"
+	case Bool:
+		return "bool"
+	case Int16:
+		return "int16"
+	case Uint16:
+		return "uint16"
+	case Int32:
+		return "int32"
+	case Int64:
+		return "int64"
+	}
+	return string(d)
+}

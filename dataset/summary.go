@@ -1,0 +1,127 @@
+package dataset
+
+import (
+	"math"
+
+	"github.com/graphmill/graphmill/graph"
+)
+
+// Summary is what 'graphmill data info' reports about a dataset. Its JSON
+// keys are stable.
+type Summary struct {
+	Name          string         `json:"name"`
+	Dir           string         `json:"dir"`
+	NumNodes      int            `json:"num_nodes"`
+	NumEdges      int64          `json:"num_edges"`
+	FeatureDim    int            `json:"feature_dim"`
+	FeatureDType  string         `json:"feature_dtype,omitempty"`
+	NumClasses    int            `json:"num_classes"`
+	Splits        map[string]int `json:"splits"`
+	TrainSize     int            `json:"train_size"`
+	ValSize       int            `json:"val_size"`
+	TestSize      int            `json:"test_size"`
+	Symmetrized   bool           `json:"symmetrized"`
+	SelfLoops     string         `json:"self_loops"`
+	HasWeights    bool           `json:"has_weights"`
+	InDegree      DegreeSummary  `json:"in_degree"`
+	OutDegree     DegreeSummary  `json:"out_degree"`
+	Features      *FeatureStats  `json:"features,omitempty"`
+	LabelCounts   []int          `json:"label_counts,omitempty"`
+	Unlabelled    int            `json:"unlabelled"`
+	Bytes         int64          `json:"bytes"`
+	FormatVersion int            `json:"format_version"`
+}
+
+// DegreeSummary is graph.DegreeStats with JSON names.
+type DegreeSummary struct {
+	Min      int32   `json:"min"`
+	Max      int32   `json:"max"`
+	Mean     float64 `json:"mean"`
+	Median   int32   `json:"median"`
+	Isolated int     `json:"zero"`
+}
+
+// FeatureStats summarises the feature matrix over (a sample of) its rows.
+type FeatureStats struct {
+	Rows     int     `json:"rows_scanned"`
+	Mean     float64 `json:"mean"`
+	Std      float64 `json:"std"`
+	Min      float32 `json:"min"`
+	Max      float32 `json:"max"`
+	NonZero  float64 `json:"nonzero_fraction"`
+	NonFinite int     `json:"non_finite"`
+}
+
+// maxStatRows bounds the rows Summarize reads for feature statistics, so
+// info stays fast on datasets larger than memory.
+const maxStatRows = 100_000
+
+// Summarize computes the Summary of an opened dataset. Degree statistics
+// read the whole graph; feature statistics read at most 100,000 evenly
+// spaced rows.
+func (d *Dataset) Summarize() Summary {
+	m := d.Meta
+	s := Summary{
+		Name: m.Name, Dir: d.Dir, NumNodes: m.NumNodes, NumEdges: m.NumEdges,
+		FeatureDim: m.FeatureDim, NumClasses: m.NumClasses, Splits: m.Splits,
+		TrainSize: m.Splits["train"], ValSize: m.Splits["val"], TestSize: m.Splits["test"],
+		Symmetrized: m.Graph.Symmetric, SelfLoops: m.Graph.SelfLoops, HasWeights: m.Graph.HasWeights,
+		FormatVersion: m.FormatVersion,
+	}
+	for _, a := range d.arrays {
+		s.Bytes += a.DataOffset + a.DataBytes()
+	}
+	s.InDegree = degSummary(graph.Stats(d.Graph.InDegrees()))
+	s.OutDegree = degSummary(graph.Stats(d.Graph.OutDegrees()))
+	if d.FeatureArray != nil {
+		s.FeatureDType = d.FeatureArray.DType.Name()
+	}
+	if d.Features != nil && m.NumNodes > 0 && m.FeatureDim > 0 {
+		s.Features = featureStats(d.Features, m.NumNodes, m.FeatureDim)
+	}
+	if d.Labels != nil {
+		s.LabelCounts = make([]int, m.NumClasses)
+		for _, c := range d.Labels {
+			if c < 0 {
+				s.Unlabelled++
+			} else {
+				s.LabelCounts[c]++
+			}
+		}
+	}
+	return s
+}
+
+func degSummary(st graph.DegreeStats) DegreeSummary {
+	return DegreeSummary{Min: st.Min, Max: st.Max, Mean: st.Mean, Median: st.Median, Isolated: st.Zero}
+}
+
+func featureStats(x []float32, n, f int) *FeatureStats {
+	step := max(1, n/maxStatRows)
+	st := &FeatureStats{Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
+	var sum, sum2 float64
+	var nz, cnt int
+	for v := 0; v < n; v += step {
+		st.Rows++
+		for _, x := range x[v*f : (v+1)*f] {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				st.NonFinite++
+				continue
+			}
+			sum += float64(x)
+			sum2 += float64(x) * float64(x)
+			st.Min = min(st.Min, x)
+			st.Max = max(st.Max, x)
+			if x != 0 {
+				nz++
+			}
+			cnt++
+		}
+	}
+	if cnt > 0 {
+		st.Mean = sum / float64(cnt)
+		st.Std = math.Sqrt(max(0, sum2/float64(cnt)-st.Mean*st.Mean))
+		st.NonZero = float64(nz) / float64(cnt)
+	}
+	return st
+}
