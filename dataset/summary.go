@@ -43,12 +43,12 @@ type DegreeSummary struct {
 
 // FeatureStats summarises the feature matrix over (a sample of) its rows.
 type FeatureStats struct {
-	Rows     int     `json:"rows_scanned"`
-	Mean     float64 `json:"mean"`
-	Std      float64 `json:"std"`
-	Min      float32 `json:"min"`
-	Max      float32 `json:"max"`
-	NonZero  float64 `json:"nonzero_fraction"`
+	Rows      int     `json:"rows_scanned"`
+	Mean      float64 `json:"mean"`
+	Std       float64 `json:"std"`
+	Min       float32 `json:"min"`
+	Max       float32 `json:"max"`
+	NonZero   float64 `json:"nonzero_fraction"`
 	NonFinite int     `json:"non_finite"`
 }
 

@@ -196,4 +196,3 @@ func printSummary(w io.Writer, s dataset.Summary) {
 		fmt.Fprintf(w, "  splits      train %d  val %d  test %d\n", s.TrainSize, s.ValSize, s.TestSize)
 	}
 }
-
