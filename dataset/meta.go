@@ -61,7 +61,11 @@ type Meta struct {
 	NumNodes      int    `json:"num_nodes"`
 	NumEdges      int64  `json:"num_edges"`
 	FeatureDim    int    `json:"feature_dim"`
-	NumClasses    int    `json:"num_classes"`
+	// FeatureDType is "float32" (default when empty), "float16" (stored
+	// as numpy float16) or "bfloat16" (stored as uint16 bit patterns,
+	// since numpy has no bfloat16).
+	FeatureDType string `json:"feature_dtype,omitempty"`
+	NumClasses   int    `json:"num_classes"`
 	// Graph records how the stored graph was built from the source edges.
 	Graph GraphMeta `json:"graph"`
 	// Splits maps "train", "val", "test" to their sizes.
