@@ -225,7 +225,7 @@ func assemblePlanetoid(p *planetoidParts, display func(string) string) (*dataset
 		}
 		n = max(n, int(t)+1)
 	}
-	if n > maxNodes || f > 0 && n > (1<<40)/f {
+	if n > maxNodes || f > 0 && n > maxDenseFeatures/f {
 		return nil, fmt.Errorf("%s: %d nodes x %d features is too large", display("test.index"), n, f)
 	}
 	r := &dataset.Raw{
