@@ -1,0 +1,149 @@
+package tensor
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestElementwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 3))
+	a, b := randMatrix(rng, 70, 513), randMatrix(rng, 70, 513)
+	cases := []struct {
+		name string
+		run  func(dst Matrix) error
+		ref  func(x, y float32) float32
+	}{
+		{"Add", func(d Matrix) error { return Add(d, a, b) }, func(x, y float32) float32 { return x + y }},
+		{"Mul", func(d Matrix) error { return Mul(d, a, b) }, func(x, y float32) float32 { return x * y }},
+		{"Scale", func(d Matrix) error { return Scale(d, 3, a) }, func(x, _ float32) float32 { return 3 * x }},
+		{"ReLU", func(d Matrix) error { return ReLU(d, a) }, func(x, _ float32) float32 { return max(x, 0) }},
+		{"LeakyReLU", func(d Matrix) error { return LeakyReLU(d, a, 0.1) }, func(x, _ float32) float32 {
+			if x < 0 {
+				return 0.1 * x
+			}
+			return x
+		}},
+		{"ELU", func(d Matrix) error { return ELU(d, a, 1) }, func(x, _ float32) float32 {
+			if x < 0 {
+				return float32(math.Exp(float64(x)) - 1)
+			}
+			return x
+		}},
+	}
+	forEachKernel(t, func(t *testing.T) {
+		for _, c := range cases {
+			d := New(70, 513)
+			if err := c.run(d); err != nil {
+				t.Fatal(err)
+			}
+			for i := range d.Data {
+				if w := c.ref(a.Data[i], b.Data[i]); math.Abs(float64(d.Data[i]-w)) > 1e-6 {
+					t.Fatalf("%s[%d] = %v, want %v", c.name, i, d.Data[i], w)
+				}
+			}
+			if err := c.run(New(70, 512)); !errors.Is(err, ErrShape) {
+				t.Fatalf("%s with wrong shape: %v", c.name, err)
+			}
+		}
+	})
+}
+
+func TestLogSoftmaxNLL(t *testing.T) {
+	x, _ := FromSlice(2, 3, []float32{1, 2, 3, 1000, 0, -1000})
+	y := New(2, 3)
+	if err := LogSoftmax(y, x); err != nil {
+		t.Fatal(err)
+	}
+	lse := math.Log(math.Exp(1) + math.Exp(2) + math.Exp(3))
+	want := []float64{1 - lse, 2 - lse, 3 - lse, 0, -1000, -2000}
+	for i, w := range want {
+		if math.Abs(float64(y.Data[i])-w) > 1e-4*(1+math.Abs(w)) {
+			t.Fatalf("logsoftmax %v, want %v", y.Data, want)
+		}
+	}
+	loss, n, err := NLLLoss(y, []int32{2, -1})
+	if err != nil || n != 1 || math.Abs(float64(loss)-(lse-3)) > 1e-5 {
+		t.Fatalf("NLL = %v, %d, %v", loss, n, err)
+	}
+	if _, _, err := NLLLoss(y, []int32{3, 0}); !errors.Is(err, ErrShape) {
+		t.Fatalf("out-of-range label: %v", err)
+	}
+}
+
+func TestBCEWithLogitsStable(t *testing.T) {
+	x, _ := FromSlice(1, 4, []float32{0, 100, -100, 2})
+	tg, _ := FromSlice(1, 4, []float32{1, 1, 0, 0})
+	got, err := BCEWithLogits(x, tg)
+	want := (math.Log(2) + 0 + 0 + (2 + math.Log1p(math.Exp(-2)))) / 4
+	if err != nil || math.Abs(float64(got)-want) > 1e-5 {
+		t.Fatalf("BCE = %v (%v), want %v", got, err, want)
+	}
+}
+
+func TestReductions(t *testing.T) {
+	x, _ := FromSlice(3, 3, []float32{1, 5, 2, -1, -3, -2, 7, 7, 0})
+	sum, mx := make([]float32, 3), make([]float32, 3)
+	arg := make([]int32, 3)
+	if err := errors.Join(RowSum(sum, x), RowMax(mx, x), RowArgmax(arg, x)); err != nil {
+		t.Fatal(err)
+	}
+	if [3]float32(sum) != [3]float32{8, -6, 14} || [3]float32(mx) != [3]float32{5, -1, 7} || [3]int32(arg) != [3]int32{1, 0, 0} {
+		t.Fatalf("sum %v max %v argmax %v", sum, mx, arg)
+	}
+	if err := RowSum(make([]float32, 2), x); !errors.Is(err, ErrShape) {
+		t.Fatalf("short dst: %v", err)
+	}
+	if err := RowMax(make([]float32, 2), New(2, 0)); !errors.Is(err, ErrEmpty) {
+		t.Fatalf("no columns: %v", err)
+	}
+}
+
+func TestDropoutSeeded(t *testing.T) {
+	x := New(100, 100)
+	for i := range x.Data {
+		x.Data[i] = 1
+	}
+	run := func(seed uint64) Matrix {
+		d, m := New(100, 100), New(100, 100)
+		if err := Dropout(d, m, x, 0.25, seed); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a, b, c := run(1), run(1), run(2)
+	var zeros, same int
+	for i := range a.Data {
+		if a.Data[i] != b.Data[i] {
+			t.Fatal("same seed, different masks")
+		}
+		if a.Data[i] == 0 {
+			zeros++
+		} else if a.Data[i] != 1/0.75 {
+			t.Fatalf("kept value %v, want %v", a.Data[i], 1/0.75)
+		}
+		if a.Data[i] == c.Data[i] {
+			same++
+		}
+	}
+	if zeros < 2300 || zeros > 2700 || same == len(a.Data) {
+		t.Fatalf("%d zeros of 10000 at p=0.25; %d equal to another seed", zeros, same)
+	}
+	if err := Dropout(a, b, x, 1, 1); err == nil {
+		t.Fatal("p = 1 accepted")
+	}
+}
+
+func TestCheckFinite(t *testing.T) {
+	m := New(3, 4)
+	if err := CheckFinite("m", m); err != nil {
+		t.Fatal(err)
+	}
+	m.Set(2, 1, float32(math.NaN()))
+	err := CheckFinite("m", m)
+	var nf *NonFiniteError
+	if !errors.As(err, &nf) || nf.Row != 2 || nf.Col != 1 || !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("CheckFinite = %v", err)
+	}
+}
