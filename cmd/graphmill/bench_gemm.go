@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/bench"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	var (
+		asJSON  bool
+		quick   bool
+		threads []int
+		kernel  string
+		noGonum bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gemm",
+		Short: "Measure graphmill's float32 GEMM on GNN shapes against gonum and OpenBLAS",
+		Long: `Measure graphmill's float32 matrix products (package tensor) on the shapes of
+GNN training: for each layer X·W (16384×602·602×256, 4096×128·128×256 and
+2708×1433·1433×16) the forward product, the weight gradient Xᵀ·dY and the
+input gradient dY·Wᵀ.
+
+Peers are measured in the same run, interleaved shape by shape, with the same
+thread count: gonum's pure-Go blas32 (always, unless --no-gonum) and OpenBLAS
+(only in binaries built with "go build -tags openblas", which needs cgo and
+libopenblas-dev). Cores are shared, so read the ratios, not the absolute
+GFLOP/s. Speeds are the best of several repetitions; each result also carries
+the largest difference from the peer's product, relative to its largest value.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if kernel != "" {
+				if err := tensor.SetKernel(kernel); err != nil {
+					return err
+				}
+			}
+			rep, err := bench.RunGemm(bench.GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			fmt.Printf("kernel %s, GOMAXPROCS %d, OpenBLAS built in: %v\n", rep.Kernel, rep.GOMAXPROCS, rep.OpenBLAS)
+			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "shape\top\tthreads\tours GF/s\topenblas GF/s\tours/openblas\tgonum GF/s\tours/gonum\t")
+			for _, r := range rep.Results {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", r.Name, r.Op, r.Threads, r.Ours,
+					opt(r.OpenBLAS, "%.1f"), opt(r.RatioOpenBLAS, "%.2f"), opt(r.Gonum, "%.1f"), opt(r.RatioGonum, "%.1f"))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the results as JSON (one object with a \"results\" array) instead of a table")
+	f.BoolVar(&quick, "quick", false, "fewer repetitions per measurement; finishes in under 30 seconds on 2 cores")
+	f.IntSliceVar(&threads, "threads", nil, "comma-separated thread counts to measure, e.g. 1,2 (default 1 and GOMAXPROCS)")
+	f.StringVar(&kernel, "kernel", "", "kernel set to use: generic (pure Go), avx2 or avx512 (default: the best this CPU supports)")
+	f.BoolVar(&noGonum, "no-gonum", false, "skip the gonum peer (it takes most of the time on large shapes)")
+	benchCmd.AddCommand(cmd)
+}
+
+func opt(v float64, format string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
+}
