@@ -1,0 +1,207 @@
+// Package safetensors reads and writes the safetensors format that
+// PyTorch users load with safetensors.torch.load_file: an 8-byte
+// little-endian header length, a JSON header mapping tensor names to dtype,
+// shape and byte offsets (plus an optional "__metadata__" string map), then
+// the raw little-endian tensor bytes.
+//
+// graphmill implements it itself because the format is a page of code and
+// no maintained Go module for it is reachable from our module proxy. Only
+// float32 ("F32") tensors are written; F32, F16, BF16, I32 and I64 headers
+// are understood when reading (non-F32 data is rejected by Load's callers
+// with a clear message).
+package safetensors
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"unsafe"
+)
+
+// Tensor is one named float32 tensor.
+type Tensor struct {
+	Name  string
+	Shape []int
+	Data  []float32
+}
+
+type entry struct {
+	DType   string   `json:"dtype"`
+	Shape   []int    `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+// ErrFormat is wrapped by every error about a malformed file.
+var ErrFormat = errors.New("not a valid safetensors file")
+
+// maxHeader bounds the JSON header we accept (safetensors' own limit is 100 MB).
+const maxHeader = 100 << 20
+
+// Write writes tensors and metadata to path atomically (temporary file,
+// fsync, rename), so a crash never leaves a half-written checkpoint.
+func Write(path string, tensors []Tensor, metadata map[string]string) error {
+	header := map[string]any{}
+	if len(metadata) > 0 {
+		header["__metadata__"] = metadata
+	}
+	off := int64(0)
+	for _, t := range tensors {
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		if n != len(t.Data) {
+			return fmt.Errorf("safetensors: tensor %s has shape %v but %d values", t.Name, t.Shape, len(t.Data))
+		}
+		if _, dup := header[t.Name]; dup || t.Name == "__metadata__" {
+			return fmt.Errorf("safetensors: duplicate or reserved tensor name %q", t.Name)
+		}
+		size := int64(len(t.Data)) * 4
+		header[t.Name] = entry{DType: "F32", Shape: append([]int{}, t.Shape...), Offsets: [2]int64{off, off + size}}
+		off += size
+	}
+	hj, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	// Pad the header with spaces so the data starts 8-byte aligned.
+	for len(hj)%8 != 0 {
+		hj = append(hj, ' ')
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	var lenb [8]byte
+	binary.LittleEndian.PutUint64(lenb[:], uint64(len(hj)))
+	werr := func() error {
+		if _, err := tmp.Write(lenb[:]); err != nil {
+			return err
+		}
+		if _, err := tmp.Write(hj); err != nil {
+			return err
+		}
+		for _, t := range tensors {
+			if len(t.Data) == 0 {
+				continue
+			}
+			b := unsafe.Slice((*byte)(unsafe.Pointer(&t.Data[0])), len(t.Data)*4)
+			if _, err := tmp.Write(b); err != nil {
+				return err
+			}
+		}
+		return tmp.Sync()
+	}()
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("writing %s: %w", path, werr)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// File is a parsed safetensors file.
+type File struct {
+	Tensors  map[string]Tensor
+	Metadata map[string]string
+	// Order lists tensor names by data offset.
+	Order []string
+}
+
+// Read parses the file at path, validating the header, offsets and dtypes.
+func Read(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	out, err := parse(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+func parse(r io.ReaderAt, size int64) (*File, error) {
+	var lenb [8]byte
+	if _, err := r.ReadAt(lenb[:], 0); err != nil {
+		return nil, fmt.Errorf("%w: too short for a header length", ErrFormat)
+	}
+	hl := binary.LittleEndian.Uint64(lenb[:])
+	if hl > maxHeader || int64(hl) > size-8 {
+		return nil, fmt.Errorf("%w: header length %d does not fit in a %d-byte file", ErrFormat, hl, size)
+	}
+	hj := make([]byte, hl)
+	if _, err := r.ReadAt(hj, 8); err != nil {
+		return nil, fmt.Errorf("%w: truncated header", ErrFormat)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(hj, &raw); err != nil {
+		return nil, fmt.Errorf("%w: header is not a JSON object: %v", ErrFormat, err)
+	}
+	data := size - 8 - int64(hl)
+	out := &File{Tensors: map[string]Tensor{}}
+	type span struct {
+		name   string
+		lo, hi int64
+	}
+	var spans []span
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(msg, &out.Metadata); err != nil {
+				return nil, fmt.Errorf("%w: __metadata__ must map strings to strings", ErrFormat)
+			}
+			continue
+		}
+		var e entry
+		if err := json.Unmarshal(msg, &e); err != nil {
+			return nil, fmt.Errorf("%w: tensor %s: %v", ErrFormat, name, err)
+		}
+		if e.DType != "F32" {
+			return nil, fmt.Errorf("tensor %s has dtype %s; graphmill checkpoints hold F32 only", name, e.DType)
+		}
+		n := int64(1)
+		for _, d := range e.Shape {
+			if d < 0 || d > math.MaxInt32 {
+				return nil, fmt.Errorf("%w: tensor %s has bad shape %v", ErrFormat, name, e.Shape)
+			}
+			n *= int64(d)
+			if n > data {
+				return nil, fmt.Errorf("%w: tensor %s shape %v exceeds the file", ErrFormat, name, e.Shape)
+			}
+		}
+		lo, hi := e.Offsets[0], e.Offsets[1]
+		if lo < 0 || hi < lo || hi > data || hi-lo != 4*n {
+			return nil, fmt.Errorf("%w: tensor %s: offsets [%d, %d) do not hold shape %v within %d data bytes", ErrFormat, name, lo, hi, e.Shape, data)
+		}
+		vals := make([]float32, n)
+		if n > 0 {
+			b := unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*n)
+			if _, err := r.ReadAt(b, 8+int64(hl)+lo); err != nil {
+				return nil, fmt.Errorf("%w: tensor %s: %v", ErrFormat, name, err)
+			}
+		}
+		out.Tensors[name] = Tensor{Name: name, Shape: e.Shape, Data: vals}
+		spans = append(spans, span{name, lo, hi})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo || spans[i].lo == spans[j].lo && spans[i].name < spans[j].name })
+	for i, s := range spans {
+		if i > 0 && s.lo < spans[i-1].hi {
+			return nil, fmt.Errorf("%w: tensors %s and %s overlap", ErrFormat, spans[i-1].name, s.name)
+		}
+		out.Order = append(out.Order, s.name)
+	}
+	return out, nil
+}
