@@ -88,14 +88,17 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 		c: c.Data, ldc: c.Cols,
 		alpha: alpha, beta: beta, mk: mk,
 	}
-	j.kc = 256
+	kc := 256
 	if mk.nr >= 32 {
-		j.kc = 192
+		kc = 192
 	}
-	// Packing A costs a pass over the mc×kc block per block of B; it pays off
-	// when A is used transposed (its rows are then strided) or is reused
-	// across many column panels. Otherwise the micro-kernel reads A in place.
-	j.packA = tA == Trans || n > 4*mk.nr
+	// Split k into equal blocks rather than leaving a thin last one.
+	j.kc = (k + (k+kc-1)/kc - 1) / ((k + kc - 1) / kc)
+	// Packing A costs a pass over A; it pays off only when A is used
+	// transposed (its rows are then strided) and each packed tile is reused
+	// for several column panels of B. Otherwise the micro-kernel reads A in
+	// place through its strides.
+	j.packA = tA == Trans && n > 2*mk.nr
 	// Never use more workers than row tiles.
 	tiles := (m + mk.mr - 1) / mk.mr
 	j.nt = max(1, min(threads, tiles))
@@ -128,7 +131,6 @@ type gemmJob struct {
 	nt           int
 	bp           []float32 // packed block of B, shared by all workers
 	workers      []gemmWorker
-	scaledC      bool
 	curJC, curPC int
 	curNB, curKB int
 }
@@ -182,7 +184,7 @@ func (j *gemmJob) run() error {
 	return nil
 }
 
-// scale multiplies the worker's rows of C by beta (beta == 0 clears them,
+// scale multiplies the worker's rows of C by beta (beta == 0 with alpha == 0 clears them,
 // ignoring NaNs already there).
 func (j *gemmJob) scale(wk *gemmWorker) {
 	if wk.done {
@@ -194,7 +196,10 @@ func (j *gemmJob) scale(wk *gemmWorker) {
 	}
 	rows := j.c[wk.r0*j.ldc : wk.r1*j.ldc]
 	if j.beta == 0 {
-		clear(rows)
+		if j.alpha == 0 {
+			clear(rows)
+		}
+		// Otherwise the first depth block overwrites C (acc == false).
 		return
 	}
 	for i := range rows {
@@ -261,6 +266,7 @@ func (j *gemmJob) compute(wk *gemmWorker) {
 	mr, nr := j.mk.mr, j.mk.nr
 	jc, pc, nb, kb := j.curJC, j.curPC, j.curNB, j.curKB
 	fn := j.mk.fn
+	acc := j.beta != 0 || pc > 0 // false: overwrite C, it was not scaled
 	for ic := wk.r0; ic < wk.r1; ic += blockMC {
 		mb := min(blockMC, wk.r1-ic)
 		if j.packA {
@@ -268,18 +274,38 @@ func (j *gemmJob) compute(wk *gemmWorker) {
 				j.packATile(wk.ap[t*mr*kb:], ic+t*mr, min(mr, mb-t*mr), pc, kb)
 			}
 		}
-		for jr := 0; jr < nb; jr += nr {
-			nw := min(nr, nb-jr)
-			bpanel := j.bp[(jr/nr)*kb*nr : (jr/nr+1)*kb*nr]
-			for ir := 0; ir < mb; ir += mr {
+		// Loop order: normally column panels outer, so a kc×nr micro-panel of
+		// B stays in L1 while the A block streams from L2 (BLIS order). For a
+		// shallow product (small k) the cost is writing C, so row tiles go
+		// outer and C is written a full row tile at a time.
+		rowsOuter := j.k <= 64
+		nPanels := (nb + nr - 1) / nr
+		nTiles := (mb + mr - 1) / mr
+		outer, inner := nPanels, nTiles
+		if rowsOuter {
+			outer, inner = nTiles, nPanels
+		}
+		for o := 0; o < outer; o++ {
+			for in := 0; in < inner; in++ {
+				q, t := o, in
+				if rowsOuter {
+					q, t = in, o
+				}
+				jr, ir := q*nr, t*mr
+				nw := min(nr, nb-jr)
+				bpanel := j.bp[q*kb*nr : (q+1)*kb*nr]
 				mw := min(mr, mb-ir)
 				i := ic + ir
 				var a []float32
 				rs, cs := 1, mr
 				switch {
 				case j.packA:
-					a = wk.ap[(ir/mr)*mr*kb:]
+					a = wk.ap[t*mr*kb:]
 				case mw < mr:
+					if rowsOuter && q > 0 {
+						a = wk.ap // packed for q == 0
+						break
+					}
 					j.packATile(wk.ap, i, mw, pc, kb)
 					a = wk.ap
 				default:
@@ -287,15 +313,19 @@ func (j *gemmJob) compute(wk *gemmWorker) {
 					rs, cs = j.rsA, j.csA
 				}
 				if mw == mr && nw == nr {
-					fn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha)
+					fn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc)
 					continue
 				}
-				clear(wk.tmp)
-				fn(kb, a, rs, cs, bpanel, wk.tmp, nr, j.alpha)
+				fn(kb, a, rs, cs, bpanel, wk.tmp, nr, j.alpha, false)
 				for r := 0; r < mw; r++ {
 					dst := j.c[(i+r)*j.ldc+jc+jr:]
 					dst = dst[:nw]
-					for jj, v := range wk.tmp[r*nr : r*nr+nw] {
+					src := wk.tmp[r*nr : r*nr+nw]
+					if !acc {
+						copy(dst, src)
+						continue
+					}
+					for jj, v := range src {
 						dst[jj] += v
 					}
 				}

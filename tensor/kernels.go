@@ -17,9 +17,10 @@ import (
 
 // microKernel computes C[0:mr, 0:nr] += alpha * Σ_p A[r*rsA+p*csA] * B[p*nr+j]
 // for p < k, with B packed as k rows of nr floats and C rows ldc apart.
+// With acc false it overwrites C instead (C = alpha * A·B) without reading it.
 type microKernel struct {
 	mr, nr int
-	fn     func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32)
+	fn     func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool)
 }
 
 // kernelSet is one implementation of every kernel.
@@ -150,7 +151,7 @@ func dotGeneric(x, y []float32) float32 {
 }
 
 // gemmKernelGeneric is the pure-Go 4×4 micro-kernel.
-func gemmKernelGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32) {
+func gemmKernelGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
 	b = b[:4*k]
 	ai := 0
@@ -178,6 +179,11 @@ func gemmKernelGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int
 		c31 += a3 * b1
 		c32 += a3 * b2
 		c33 += a3 * b3
+	}
+	if !acc {
+		for r := 0; r < 4; r++ {
+			clear(c[r*ldc : r*ldc+4])
+		}
 	}
 	r := c[0:4:4]
 	r[0] += alpha * c00

@@ -19,9 +19,10 @@ var out bytes.Buffer
 func p(format string, args ...any) { fmt.Fprintf(&out, "\t"+format+"\n", args...) }
 func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 
-// gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32).
-// It computes C[0:mr,0:nr] += alpha * sum_k A[r*rsA + k*csA] * B[k*nr + j]
-// (strides in elements; B packed as k rows of nr floats).
+// gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int).
+// It computes C[0:mr,0:nr] (+)= alpha * sum_k A[r*rsA + k*csA] * B[k*nr + j]
+// (strides in elements; B packed as k rows of nr floats), adding to C when
+// accumulate != 0 and overwriting C (without reading it) otherwise.
 func gemm(name string, mr, nr int, wide bool) {
 	reg := "Y"
 	vl := 8
@@ -39,8 +40,8 @@ func gemm(name string, mr, nr int, wide bool) {
 	}
 	bregs := nacc // first B register
 	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nv), fmt.Sprintf("%s%d", reg, nacc+nv+1)}
-	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32)\n", name)
-	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-60\n", name)
+	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)\n", name)
+	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
 	p("MOVQ k+0(FP), CX")
 	p("MOVQ a+8(FP), SI")
 	p("MOVQ rsA+16(FP), R8")
@@ -90,9 +91,24 @@ func gemm(name string, mr, nr int, wide bool) {
 	p("MOVQ ldc+48(FP), R10")
 	p("SHLQ $2, R10")
 	p("VBROADCASTSS alpha+56(FP), %s", bc[0])
+	p("MOVQ accumulate+64(FP), CX")
+	p("TESTQ CX, CX")
+	p("JEQ %s_store", name)
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv; v++ {
 			p("VFMADD213PS %d(DX), %s, %s%d", v*vl*4, bc[0], reg, r*nv+v)
+			p("VMOVUPS %s%d, %d(DX)", reg, r*nv+v, v*vl*4)
+		}
+		if r != mr-1 {
+			p("ADDQ R10, DX")
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+	label(name + "_store")
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv; v++ {
+			p("VMULPS %s, %s%d, %s%d", bc[0], reg, r*nv+v, reg, r*nv+v)
 			p("VMOVUPS %s%d, %d(DX)", reg, r*nv+v, v*vl*4)
 		}
 		if r != mr-1 {
