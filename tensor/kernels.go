@@ -29,6 +29,7 @@ type kernelSet struct {
 	wide   *microKernel // the default GEMM micro-kernel
 	narrow *microKernel // optional, used when the output has at most narrow.nr columns
 	axpy   func(alpha float32, x, y []float32)
+	axpyPF func(alpha float32, x, y, pf []float32) // axpy that prefetches pf
 	dot    func(x, y []float32) float32
 }
 
@@ -54,6 +55,7 @@ func init() {
 	registerKernels("generic", &kernelSet{
 		wide: &microKernel{mr: 4, nr: 4, fn: gemmKernelGeneric},
 		axpy: axpyGeneric, dot: dotGeneric,
+		axpyPF: func(alpha float32, x, y, _ []float32) { axpyGeneric(alpha, x, y) },
 	})
 	registerArchKernels()
 	// GRAPHMILL_KERNEL=generic (or avx2, avx512) overrides the choice.

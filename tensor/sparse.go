@@ -198,6 +198,9 @@ func (g *CSR) edgeWeight(mode Reduce, d int, e int64) float32 {
 	return 1
 }
 
+// prefetchAhead is how many edges ahead the aggregation kernels prefetch.
+const prefetchAhead = 4
+
 // Aggregate sets out[d] = Σ_{e into d} w_e * x[Indices[e]] with w_e = 1 (Sum),
 // 1/indegree(d) (Mean) or Weights[e] (Weighted). x has NumSrc rows; out has
 // NumDst rows and x.Cols columns. Parallel over destinations. Indices are
@@ -206,7 +209,11 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 	if err := checkAgg("Aggregate", g, x, out, mode); err != nil {
 		return err
 	}
-	axpy := ks().axpy
+	axpy := ks().axpyPF
+	ne := int64(len(g.Indices))
+	// Source rows are read in random order, so the time goes to memory
+	// latency: each axpy prefetches the row needed prefetchAhead edges later.
+	next := func(e int64) []float32 { return x.Row(int(g.Indices[min(e+prefetchAhead, ne-1)])) }
 	return parallelFor(g.NumDst(), 64, func(lo, hi int) {
 		for d := lo; d < hi; d++ {
 			o := out.Row(d)
@@ -214,12 +221,12 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 			e0, e1 := g.Indptr[d], g.Indptr[d+1]
 			if mode == Weighted {
 				for e := e0; e < e1; e++ {
-					axpy(g.Weights[e], x.Row(int(g.Indices[e])), o)
+					axpy(g.Weights[e], x.Row(int(g.Indices[e])), o, next(e))
 				}
 				continue
 			}
 			for e := e0; e < e1; e++ {
-				axpy(1, x.Row(int(g.Indices[e])), o)
+				axpy(1, x.Row(int(g.Indices[e])), o, next(e))
 			}
 			if mode == Mean && e1 > e0 {
 				inv := 1 / float32(e1-e0)
@@ -240,13 +247,15 @@ func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
 		return err
 	}
 	t := g.T()
-	axpy := ks().axpy
+	axpy := ks().axpyPF
+	nq := int64(len(t.Dst))
 	return parallelFor(g.NumSrc, 64, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			o := dx.Row(s)
 			for q := t.Indptr[s]; q < t.Indptr[s+1]; q++ {
 				d := int(t.Dst[q])
-				axpy(g.edgeWeight(mode, d, t.Edge[q]), dy.Row(d), o)
+				pf := dy.Row(int(t.Dst[min(q+prefetchAhead, nq-1)]))
+				axpy(g.edgeWeight(mode, d, t.Edge[q]), dy.Row(d), o, pf)
 			}
 		}
 	})

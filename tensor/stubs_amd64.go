@@ -26,6 +26,11 @@ func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, 
 //go:noescape
 func axpyAVX2(n int, alpha float32, x, y *float32)
 
+// axpyPFAVX2 is axpyAVX2 that also prefetches n floats at pf.
+//
+//go:noescape
+func axpyPFAVX2(n int, alpha float32, x, y, pf *float32)
+
 // dotAVX2 returns the sum of x[i]*y[i] for i < n&^7.
 //
 //go:noescape
@@ -42,7 +47,7 @@ func registerArchKernels() {
 			wide: &microKernel{mr: 6, nr: 16, fn: func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool) {
 				sgemmAVX2x6x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc))
 			}},
-			axpy: axpyVec, dot: dotVec,
+			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 		})
 	}
 	if hasAVX512 {
@@ -53,7 +58,7 @@ func registerArchKernels() {
 			narrow: &microKernel{mr: 24, nr: 16, fn: func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool) {
 				sgemmAVX512x24x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc))
 			}},
-			axpy: axpyVec, dot: dotVec,
+			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 		})
 	}
 }
@@ -71,6 +76,19 @@ func axpyVec(alpha float32, x, y []float32) {
 	y = y[:n]
 	if n >= 8 {
 		axpyAVX2(n, alpha, &x[0], &y[0])
+	}
+	for i := n &^ 7; i < n; i++ {
+		y[i] += alpha * x[i]
+	}
+}
+
+// axpyPFVec is axpyVec that prefetches pf (len(pf) >= len(x)) meanwhile.
+func axpyPFVec(alpha float32, x, y, pf []float32) {
+	n := len(x)
+	y = y[:n]
+	if n >= 8 {
+		_ = pf[n-1]
+		axpyPFAVX2(n, alpha, &x[0], &y[0], &pf[0])
 	}
 	for i := n &^ 7; i < n; i++ {
 		y[i] += alpha * x[i]

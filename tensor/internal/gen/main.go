@@ -160,6 +160,52 @@ func axpy(name string) {
 	p("RET")
 }
 
+// axpyPF emits func name(n int, alpha float32, x, y, pf *float32): like axpy
+// but it also prefetches the n floats at pf (the next source row of a
+// sparse aggregation) while it works.
+func axpyPF(name string) {
+	fmt.Fprintf(&out, "\n// func %s(n int, alpha float32, x, y, pf *float32)\n", name)
+	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+	p("MOVQ n+0(FP), CX")
+	p("VBROADCASTSS alpha+8(FP), Y15")
+	p("MOVQ x+16(FP), SI")
+	p("MOVQ y+24(FP), DI")
+	p("MOVQ pf+32(FP), DX")
+	p("CMPQ CX, $32")
+	p("JLT %s_tail", name)
+	label(name + "_loop32")
+	p("PREFETCHT0 (DX)")
+	p("PREFETCHT0 64(DX)")
+	for v := 0; v < 4; v++ {
+		p("VMOVUPS %d(DI), Y%d", v*32, v)
+	}
+	for v := 0; v < 4; v++ {
+		p("VFMADD231PS %d(SI), Y15, Y%d", v*32, v)
+	}
+	for v := 0; v < 4; v++ {
+		p("VMOVUPS Y%d, %d(DI)", v, v*32)
+	}
+	p("ADDQ $128, SI")
+	p("ADDQ $128, DI")
+	p("ADDQ $128, DX")
+	p("SUBQ $32, CX")
+	p("CMPQ CX, $32")
+	p("JGE %s_loop32", name)
+	label(name + "_tail")
+	p("CMPQ CX, $8")
+	p("JLT %s_done", name)
+	p("VMOVUPS (DI), Y0")
+	p("VFMADD231PS (SI), Y15, Y0")
+	p("VMOVUPS Y0, (DI)")
+	p("ADDQ $32, SI")
+	p("ADDQ $32, DI")
+	p("SUBQ $8, CX")
+	p("JMP %s_tail", name)
+	label(name + "_done")
+	p("VZEROUPPER")
+	p("RET")
+}
+
 // dot emits func name(n int, x, y *float32) float32 over i < n&^7.
 func dot(name string) {
 	fmt.Fprintf(&out, "\n// func %s(n int, x, y *float32) float32\n", name)
@@ -212,6 +258,7 @@ func main() {
 	gemm("sgemmAVX512x12x32", 12, 32, true)
 	gemm("sgemmAVX512x24x16", 24, 16, true)
 	axpy("axpyAVX2")
+	axpyPF("axpyPFAVX2")
 	dot("dotAVX2")
 	if err := os.WriteFile("kernels_amd64.s", out.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
