@@ -119,6 +119,9 @@ func ReadEdgeList(rd io.Reader, name string, opts EdgeListOptions) (*dataset.Raw
 			return fmt.Errorf("want two node ids, got %s", quote(line))
 		}
 		v, i, err := parseUint(line, i)
+		if err == nil && i < len(line) && !isSpace(line[i]) && line[i] != ',' {
+			err = errNotInt
+		}
 		if err != nil {
 			return fmt.Errorf("destination %s: %w", quote(line), err)
 		}

@@ -61,9 +61,15 @@ func scanPickle(data []byte) error {
 		case 'J', 'j', 'r', 0x84:
 			err = need(4)
 			p += 4
-		case 'G', 0x95:
+		case 'G':
 			err = need(8)
 			p += 8
+		case 0x95: // FRAME: gopickle allocates the announced frame size
+			if err = need(8); err == nil {
+				k := binary.LittleEndian.Uint64(data[p:])
+				p += 8
+				err = need(k)
+			}
 		case 'U', 'C', 0x8c, 0x8a:
 			if err = need(1); err == nil {
 				k := uint64(data[p])
