@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -99,10 +100,127 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	// for several column panels of B. Otherwise the micro-kernel reads A in
 	// place through its strides.
 	j.packA = tA == Trans && n > 2*mk.nr
-	// Never use more workers than row tiles.
-	tiles := (m + mk.mr - 1) / mk.mr
-	j.nt = max(1, min(threads, tiles))
-	return j.run()
+	return j.runParallel(threads)
+}
+
+// runParallel splits the product into independent sub-products, one per
+// worker, each run by the serial blocked algorithm with its own packing
+// buffers, so workers never wait for each other (no barriers between
+// blocks: a worker descheduled by a busy machine delays only itself).
+// The split dimension is the one with the least duplicated work:
+//
+//   - rows of C (m): every worker packs all of op(B): (nt-1)·k·n extra;
+//   - columns of C (n): every worker packs all of op(A) if A is packed:
+//     (nt-1)·m·k extra, nothing when A is read in place;
+//   - depth (k): workers other than the first compute into private m×n
+//     buffers that are then added to C: about 2·nt·m·n extra (this suits
+//     weight gradients Xᵀ·dY, whose k is the number of nodes).
+func (j *gemmJob) runParallel(threads int) error {
+	mr, nr := j.mk.mr, j.mk.nr
+	tiles, panels := (j.m+mr-1)/mr, (j.n+nr-1)/nr
+	nt := max(1, min(threads, max(tiles, panels, j.k/128)))
+	j.nt = 1
+	if nt == 1 {
+		return j.run()
+	}
+	const invalid = math.MaxInt
+	costM, costN, costK := invalid, invalid, invalid
+	if tiles >= nt {
+		costM = (nt - 1) * j.k * j.n
+	}
+	if panels >= nt {
+		costN = 0
+		if j.packA {
+			costN = (nt - 1) * j.m * j.k
+		}
+	}
+	if j.k >= 128*nt {
+		costK = 2 * nt * j.m * j.n
+	}
+	subs := make([]gemmJob, nt)
+	var bufs [][]float32
+	// Splitting rows is the BLIS choice (each worker reuses its A block over
+	// all of B); keep it whenever its duplicated packing is cheap. Packing
+	// one element costs roughly as much time as 100 flops of the kernel, so
+	// "cheap" means under ~5% of a worker's 2·m·n·k/nt flops.
+	if costM != invalid && costM <= j.m*j.n*j.k/(1000*nt) {
+		costN, costK = invalid, invalid
+	}
+	switch {
+	case costM == invalid && costN == invalid && costK == invalid:
+		return j.run()
+	case costN < costM && costN <= costK:
+		for w := range subs {
+			s := *j
+			j0, j1 := split(j.n, nr, nt, w)
+			s.n = j1 - j0
+			if j.transB {
+				s.b = j.b[j0*j.ldb:]
+			} else {
+				s.b = j.b[j0:]
+			}
+			s.c = j.c[j0:]
+			subs[w] = s
+		}
+	case costM <= costK:
+		for w := range subs {
+			s := *j
+			i0, i1 := split(j.m, mr, nt, w)
+			s.m = i1 - i0
+			s.a = j.a[i0*j.rsA:]
+			s.c = j.c[i0*j.ldc:]
+			subs[w] = s
+		}
+	default:
+		bufs = make([][]float32, nt)
+		for w := range subs {
+			s := *j
+			p0, p1 := split(j.k, 64, nt, w)
+			s.k = p1 - p0
+			s.a = j.a[p0*j.csA:]
+			if j.transB {
+				s.b = j.b[p0:]
+			} else {
+				s.b = j.b[p0*j.ldb:]
+			}
+			if w > 0 {
+				bufs[w] = make([]float32, j.m*j.n)
+				s.c, s.ldc, s.beta = bufs[w], j.n, 0
+			}
+			subs[w] = s
+		}
+	}
+	for w := range subs {
+		if subs[w].m == 0 || subs[w].n == 0 || subs[w].k == 0 {
+			subs[w].m = 0 // nothing to do (an empty split)
+		}
+	}
+	if err := parallel(nt, func(w int) {
+		if subs[w].m == 0 {
+			return
+		}
+		if err := subs[w].run(); err != nil {
+			panic(err) // turned back into an error by parallel
+		}
+	}); err != nil {
+		return err
+	}
+	if bufs == nil {
+		return nil
+	}
+	// Depth split: add the private partial products to C, rows in parallel.
+	return parallel(nt, func(w int) {
+		i0, i1 := split(j.m, 1, nt, w)
+		for i := i0; i < i1; i++ {
+			row := j.c[i*j.ldc : i*j.ldc+j.n]
+			for _, buf := range bufs[1:] {
+				if buf != nil {
+					axpyRow := buf[i*j.n : (i+1)*j.n]
+					ks().axpy(1, axpyRow, row)
+				}
+			}
+		}
+	})
 }
 
 // overlaps reports whether two slices share memory.
@@ -194,16 +312,18 @@ func (j *gemmJob) scale(wk *gemmWorker) {
 	if j.beta == 1 {
 		return
 	}
-	rows := j.c[wk.r0*j.ldc : wk.r1*j.ldc]
-	if j.beta == 0 {
-		if j.alpha == 0 {
-			clear(rows)
+	for i := wk.r0; i < wk.r1; i++ {
+		row := j.c[i*j.ldc : i*j.ldc+j.n]
+		if j.beta == 0 {
+			if j.alpha == 0 {
+				clear(row)
+			}
+			// Otherwise the first depth block overwrites C (acc == false).
+			continue
 		}
-		// Otherwise the first depth block overwrites C (acc == false).
-		return
-	}
-	for i := range rows {
-		rows[i] *= j.beta
+		for c := range row {
+			row[c] *= j.beta
+		}
 	}
 }
 

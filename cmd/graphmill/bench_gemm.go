@@ -18,6 +18,7 @@ func init() {
 		threads []int
 		kernel  string
 		noGonum bool
+		filter  string
 	)
 	cmd := &cobra.Command{
 		Use:   "gemm",
@@ -40,7 +41,7 @@ the largest difference from the peer's product, relative to its largest value.`,
 					return err
 				}
 			}
-			rep, err := bench.RunGemm(bench.GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum})
+			rep, err := bench.RunGemm(bench.GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum, Filter: filter})
 			if err != nil {
 				return err
 			}
@@ -65,6 +66,7 @@ the largest difference from the peer's product, relative to its largest value.`,
 	f.IntSliceVar(&threads, "threads", nil, "comma-separated thread counts to measure, e.g. 1,2 (default 1 and GOMAXPROCS)")
 	f.StringVar(&kernel, "kernel", "", "kernel set to use: generic (pure Go), avx2 or avx512 (default: the best this CPU supports)")
 	f.BoolVar(&noGonum, "no-gonum", false, "skip the gonum peer (it takes most of the time on large shapes)")
+	f.StringVar(&filter, "shape", "", "only measure shapes whose name contains this text, e.g. 4096x128 or wgrad")
 	benchCmd.AddCommand(cmd)
 }
 

@@ -16,6 +16,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/graphmill/graphmill/tensor"
@@ -54,6 +55,7 @@ type GemmConfig struct {
 	Quick   bool        // fewer repetitions (finishes in well under 30 s)
 	Shapes  []GemmShape // default GNNShapes
 	NoGonum bool        // skip the gonum peer (it is slow on large shapes)
+	Filter  string      // if set, only shapes whose Name contains it
 }
 
 // GemmResult is the measurement of one shape at one thread count. Speeds are
@@ -102,6 +104,9 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 	rep := &GemmReport{Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, s := range cfg.Shapes {
+		if !strings.Contains(s.Name, cfg.Filter) {
+			continue
+		}
 		ar, ac := s.M, s.K
 		if s.TA == tensor.Trans {
 			ar, ac = ac, ar
