@@ -184,7 +184,7 @@ func (j *gemmJob) runParallel(threads int) error {
 				s.b = j.b[p0*j.ldb:]
 			}
 			if w > 0 {
-				bufs[w] = make([]float32, j.m*j.n)
+				bufs[w] = getBuf(j.m * j.n)
 				s.c, s.ldc, s.beta = bufs[w], j.n, 0
 			}
 			subs[w] = s
@@ -209,6 +209,11 @@ func (j *gemmJob) runParallel(threads int) error {
 		return nil
 	}
 	// Depth split: add the private partial products to C, rows in parallel.
+	defer func() {
+		for _, b := range bufs {
+			putBuf(b)
+		}
+	}()
 	return parallel(nt, func(w int) {
 		i0, i1 := split(j.m, 1, nt, w)
 		for i := i0; i < i1; i++ {
@@ -265,17 +270,20 @@ func (j *gemmJob) run() error {
 	mr, nr := j.mk.mr, j.mk.nr
 	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
 	kcMax := min(j.kc, j.k)
-	j.bp = make([]float32, ncMax*kcMax)
+	j.bp = getBuf(ncMax * kcMax)
+	defer putBuf(j.bp)
 	j.workers = make([]gemmWorker, j.nt)
 	for w := range j.workers {
 		wk := &j.workers[w]
 		wk.r0, wk.r1 = split(j.m, mr, j.nt, w)
 		if j.packA {
-			wk.ap = make([]float32, min(blockMC, (wk.r1-wk.r0+mr-1)/mr*mr)*kcMax)
+			wk.ap = getBuf(min(blockMC, (wk.r1-wk.r0+mr-1)/mr*mr) * kcMax)
 		} else {
-			wk.ap = make([]float32, mr*kcMax)
+			wk.ap = getBuf(mr * kcMax)
 		}
-		wk.tmp = make([]float32, mr*nr)
+		wk.tmp = getBuf(mr * nr)
+		defer putBuf(wk.ap)
+		defer putBuf(wk.tmp)
 	}
 	if j.alpha == 0 {
 		return parallel(j.nt, func(w int) { j.scale(&j.workers[w]) })

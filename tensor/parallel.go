@@ -51,3 +51,22 @@ func split(total, unit, n, w int) (from, to int) {
 	to = min(units*(w+1)/n*unit, total)
 	return from, to
 }
+
+// bufPool recycles the packing buffers of Gemm, which would otherwise be
+// allocated (and zeroed) on every call.
+var bufPool sync.Pool
+
+// getBuf returns a slice of n float32s with unspecified contents.
+func getBuf(n int) []float32 {
+	if p, ok := bufPool.Get().(*[]float32); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]float32, n)
+}
+
+// putBuf returns a slice obtained from getBuf to the pool.
+func putBuf(b []float32) {
+	if cap(b) > 0 {
+		bufPool.Put(&b)
+	}
+}
