@@ -93,13 +93,21 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	if mk.nr >= 32 {
 		kc = 192
 	}
+	// A is packed when it is used transposed: the micro-kernel would
+	// otherwise read mr floats from each of kc rows far apart, a pattern the
+	// hardware prefetcher does not follow. Untransposed, the kernel reads A
+	// in place through its strides (mr sequential streams), saving a pass.
+	j.packA = tA == Trans
+	if tA == Trans && n <= mk.nr {
+		// A single column panel (e.g. a weight gradient Xᵀ·dY with 16
+		// outputs): packed A would be used once, so stream A instead. With
+		// a shallow depth block, the tiles of one block read kc rows of A
+		// sequentially (kc prefetcher streams) and C, which is small, stays
+		// in cache across blocks.
+		j.packA, j.stream, kc = false, true, 16
+	}
 	// Split k into equal blocks rather than leaving a thin last one.
 	j.kc = (k + (k+kc-1)/kc - 1) / ((k + kc - 1) / kc)
-	// Packing A costs a pass over A; it pays off only when A is used
-	// transposed (its rows are then strided) and each packed tile is reused
-	// for several column panels of B. Otherwise the micro-kernel reads A in
-	// place through its strides.
-	j.packA = tA == Trans && n > 2*mk.nr
 	return j.runParallel(threads)
 }
 
@@ -251,6 +259,7 @@ type gemmJob struct {
 	mk           *microKernel
 	kc           int
 	packA        bool
+	stream       bool // read A in place with shallow blocks, row tiles outer
 	nt           int
 	bp           []float32 // packed block of B, shared by all workers
 	workers      []gemmWorker
@@ -389,6 +398,28 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 	}
 }
 
+// packABlock packs rows [i0, i0+mb) × depths [pc, pc+kb) of op(A) as
+// consecutive tiles for packATile. When A is transposed its storage rows
+// run along m, so the block is read row by row (sequentially, which the
+// hardware prefetcher follows) instead of tile by tile.
+func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
+	mr := j.mk.mr
+	if j.csA == 1 || mb%mr != 0 {
+		for t := 0; t*mr < mb; t++ {
+			j.packATile(dst[t*mr*kb:], i0+t*mr, min(mr, mb-t*mr), pc, kb)
+		}
+		return
+	}
+	tiles := mb / mr
+	for p := 0; p < kb; p++ {
+		src := j.a[(pc+p)*j.csA+i0:]
+		src = src[:mb]
+		for t := 0; t < tiles; t++ {
+			copy(dst[t*mr*kb+p*mr:t*mr*kb+p*mr+mr], src[t*mr:t*mr+mr])
+		}
+	}
+}
+
 func (j *gemmJob) compute(wk *gemmWorker) {
 	j.scale(wk)
 	mr, nr := j.mk.mr, j.mk.nr
@@ -398,15 +429,13 @@ func (j *gemmJob) compute(wk *gemmWorker) {
 	for ic := wk.r0; ic < wk.r1; ic += blockMC {
 		mb := min(blockMC, wk.r1-ic)
 		if j.packA {
-			for t := 0; t*mr < mb; t++ {
-				j.packATile(wk.ap[t*mr*kb:], ic+t*mr, min(mr, mb-t*mr), pc, kb)
-			}
+			j.packABlock(wk.ap, ic, mb, pc, kb)
 		}
 		// Loop order: normally column panels outer, so a kc×nr micro-panel of
 		// B stays in L1 while the A block streams from L2 (BLIS order). For a
 		// shallow product (small k) the cost is writing C, so row tiles go
 		// outer and C is written a full row tile at a time.
-		rowsOuter := j.k <= 64
+		rowsOuter := j.k <= 64 || j.stream
 		nPanels := (nb + nr - 1) / nr
 		nTiles := (mb + mr - 1) / mr
 		outer, inner := nPanels, nTiles
