@@ -1,0 +1,471 @@
+package partition
+
+import (
+	"math"
+
+	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// pq is an indexed binary max-heap of vertices keyed by gain.
+type pq struct {
+	heap []int32
+	pos  []int32 // position in heap, -1 if absent
+	key  []int64
+}
+
+func newPQ(n int) *pq {
+	q := &pq{heap: make([]int32, 0, 64), pos: make([]int32, n), key: make([]int64, n)}
+	for i := range q.pos {
+		q.pos[i] = -1
+	}
+	return q
+}
+
+func (q *pq) len() int            { return len(q.heap) }
+func (q *pq) has(v int32) bool    { return q.pos[v] >= 0 }
+func (q *pq) top() (int32, int64) { return q.heap[0], q.key[q.heap[0]] }
+
+func (q *pq) reset() {
+	for _, v := range q.heap {
+		q.pos[v] = -1
+	}
+	q.heap = q.heap[:0]
+}
+
+func (q *pq) push(v int32, k int64) {
+	q.key[v] = k
+	q.pos[v] = int32(len(q.heap))
+	q.heap = append(q.heap, v)
+	q.up(len(q.heap) - 1)
+}
+
+func (q *pq) update(v int32, k int64) {
+	old := q.key[v]
+	q.key[v] = k
+	if k > old {
+		q.up(int(q.pos[v]))
+	} else {
+		q.down(int(q.pos[v]))
+	}
+}
+
+func (q *pq) remove(v int32) {
+	i := int(q.pos[v])
+	last := len(q.heap) - 1
+	q.swap(i, last)
+	q.heap = q.heap[:last]
+	q.pos[v] = -1
+	if i < last {
+		q.up(i)
+		q.down(i)
+	}
+}
+
+func (q *pq) pop() int32 {
+	v := q.heap[0]
+	q.remove(v)
+	return v
+}
+
+func (q *pq) swap(i, j int) {
+	q.heap[i], q.heap[j] = q.heap[j], q.heap[i]
+	q.pos[q.heap[i]] = int32(i)
+	q.pos[q.heap[j]] = int32(j)
+}
+
+func (q *pq) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if q.key[q.heap[p]] >= q.key[q.heap[i]] {
+			return
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (q *pq) down(i int) {
+	n := len(q.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && q.key[q.heap[r]] > q.key[q.heap[l]] {
+			m = r
+		}
+		if q.key[q.heap[i]] >= q.key[q.heap[m]] {
+			return
+		}
+		q.swap(i, m)
+		i = m
+	}
+}
+
+// bisector holds the state of one 2-way partitioning of a level.
+type bisector struct {
+	l      *level
+	ncon   int
+	side   []int8
+	ext    []int64 // weight of edges to the other side
+	in     []int64 // weight of edges to the own side
+	pw     [2][]int64
+	limit  [2][]float64
+	target [2][]float64
+	tot    []int64
+}
+
+func newBisector(l *level, ncon int, frac, tol float64) *bisector {
+	b := &bisector{l: l, ncon: ncon, side: make([]int8, l.n), ext: make([]int64, l.n), in: make([]int64, l.n), tot: make([]int64, ncon)}
+	maxvw := make([]int64, ncon)
+	for v := 0; v < l.n; v++ {
+		for c := 0; c < ncon; c++ {
+			w := int64(l.vw[v*ncon+c])
+			b.tot[c] += w
+			maxvw[c] = max(maxvw[c], w)
+		}
+	}
+	for s := 0; s < 2; s++ {
+		f := frac
+		if s == 1 {
+			f = 1 - frac
+		}
+		b.pw[s] = make([]int64, ncon)
+		b.limit[s] = make([]float64, ncon)
+		b.target[s] = make([]float64, ncon)
+		for c := 0; c < ncon; c++ {
+			t := f * float64(b.tot[c])
+			b.target[s][c] = t
+			b.limit[s][c] = t*tol + float64(maxvw[c])/2
+		}
+	}
+	return b
+}
+
+// overweight returns how far side s is over its limit (max over
+// constraints, relative to the target), or 0 if within.
+func (b *bisector) overweight(s int8) float64 {
+	o := 0.0
+	for c := 0; c < b.ncon; c++ {
+		if d := float64(b.pw[s][c]) - b.limit[s][c]; d > 0 && b.target[s][c] > 0 {
+			o = max(o, d/b.target[s][c])
+		}
+	}
+	return o
+}
+
+// fits reports whether v can join side s without exceeding its limit.
+func (b *bisector) fits(v int32, s int8) bool {
+	for c := 0; c < b.ncon; c++ {
+		w := b.l.vw[int(v)*b.ncon+c]
+		if w > 0 && float64(b.pw[s][c]+int64(w)) > b.limit[s][c] {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *bisector) move(v int32, to int8) {
+	from := b.side[v]
+	b.side[v] = to
+	for c := 0; c < b.ncon; c++ {
+		w := int64(b.l.vw[int(v)*b.ncon+c])
+		b.pw[from][c] -= w
+		b.pw[to][c] += w
+	}
+}
+
+// computeDegrees fills ext, in and pw from side and returns the cut.
+func (b *bisector) computeDegrees() int64 {
+	l := b.l
+	cut := int64(0)
+	for s := 0; s < 2; s++ {
+		clear(b.pw[s])
+	}
+	for v := 0; v < l.n; v++ {
+		var e, i int64
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			if b.side[l.adj[j]] != b.side[v] {
+				e += int64(l.ewAt(j))
+			} else {
+				i += int64(l.ewAt(j))
+			}
+		}
+		b.ext[v], b.in[v] = e, i
+		cut += e
+		for c := 0; c < b.ncon; c++ {
+			b.pw[b.side[v]][c] += int64(l.vw[v*b.ncon+c])
+		}
+	}
+	return cut / 2
+}
+
+// grow runs greedy graph growing: side 1 holds everything, and vertices
+// join side 0, best gain first, from a random seed, until side 0 reaches
+// its target weight of constraint 0.
+func (b *bisector) grow(r *rng.Rand, q *pq) {
+	l := b.l
+	for v := range b.side {
+		b.side[v] = 1
+	}
+	for c := 0; c < b.ncon; c++ {
+		b.pw[0][c], b.pw[1][c] = 0, b.tot[c]
+	}
+	// gain of moving v to side 0 = (edges to 0) - (edges to 1).
+	deg := b.in
+	for v := 0; v < l.n; v++ {
+		d := int64(0)
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			d += int64(l.ewAt(j))
+		}
+		deg[v] = d
+		b.ext[v] = 0 // edges to side 0
+	}
+	q.reset()
+	target := b.target[0][0]
+	if b.tot[0] == 0 {
+		return
+	}
+	// skipped marks vertices too heavy to join side 0.
+	skipped := make([]bool, l.n)
+	for float64(b.pw[0][0]) < target {
+		if q.len() == 0 {
+			// Start (or restart, for a disconnected graph) from a random
+			// vertex still on side 1.
+			start := r.IntN(l.n)
+			v := int32(-1)
+			for i := 0; i < l.n; i++ {
+				u := int32((start + i) % l.n)
+				if b.side[u] == 1 && !skipped[u] {
+					v = u
+					break
+				}
+			}
+			if v < 0 {
+				return
+			}
+			q.push(v, 0)
+		}
+		v := q.pop()
+		if !b.fits(v, 0) && b.pw[0][0] > 0 {
+			skipped[v] = true
+			continue
+		}
+		b.move(v, 0)
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			u := l.adj[j]
+			if b.side[u] != 1 {
+				continue
+			}
+			b.ext[u] += int64(l.ewAt(j))
+			g := 2*b.ext[u] - deg[u]
+			if q.has(u) {
+				q.update(u, g)
+			} else {
+				q.push(u, g)
+			}
+		}
+	}
+}
+
+// fm runs Fiduccia-Mattheyses passes with balance, keeping the best
+// (balanced first, then smallest cut) prefix of each pass. It returns the
+// cut.
+func (b *bisector) fm(passes int, qs [2]*pq, moved []int32, locked []bool) int64 {
+	l := b.l
+	cut := b.computeDegrees()
+	limit := min(max(l.n/100, 15), 100)
+	for pass := 0; pass < passes; pass++ {
+		qs[0].reset()
+		qs[1].reset()
+		for v := 0; v < l.n; v++ {
+			if b.ext[v] > 0 {
+				qs[b.side[v]].push(int32(v), b.ext[v]-b.in[v])
+			}
+		}
+		bestCut, bestOver := cut, b.overweight(0)+b.overweight(1)
+		bestLen := 0
+		moved = moved[:0]
+		for len(moved)-bestLen < limit {
+			// Pick the side to move from.
+			var from int8
+			o0, o1 := b.overweight(0), b.overweight(1)
+			switch {
+			case o0 > 0 && o0 >= o1:
+				from = 0
+			case o1 > 0:
+				from = 1
+			case qs[0].len() == 0 && qs[1].len() == 0:
+				from = -1
+			case qs[0].len() == 0:
+				from = 1
+			case qs[1].len() == 0:
+				from = 0
+			default:
+				_, g0 := qs[0].top()
+				_, g1 := qs[1].top()
+				from = 0
+				if g1 > g0 || g1 == g0 && float64(b.pw[1][0])/b.target[1][0] > float64(b.pw[0][0])/b.target[0][0] {
+					from = 1
+				}
+			}
+			if from < 0 || qs[from].len() == 0 {
+				break
+			}
+			v := qs[from].pop()
+			to := 1 - from
+			if !b.fits(v, to) && b.overweight(from) == 0 {
+				locked[v] = true
+				moved = append(moved, -v-1) // a skipped vertex, not moved
+				continue
+			}
+			cut -= b.ext[v] - b.in[v]
+			b.move(v, to)
+			b.ext[v], b.in[v] = b.in[v], b.ext[v]
+			locked[v] = true
+			moved = append(moved, v)
+			for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+				u := l.adj[j]
+				w := int64(l.ewAt(j))
+				if b.side[u] == to {
+					b.in[u] += w
+					b.ext[u] -= w
+				} else {
+					b.in[u] -= w
+					b.ext[u] += w
+				}
+				if locked[u] {
+					continue
+				}
+				q := qs[b.side[u]]
+				if q.has(u) {
+					q.update(u, b.ext[u]-b.in[u])
+				} else if b.ext[u] > 0 {
+					q.push(u, b.ext[u]-b.in[u])
+				}
+			}
+			over := b.overweight(0) + b.overweight(1)
+			if over < bestOver || over == bestOver && cut < bestCut {
+				bestCut, bestOver, bestLen = cut, over, len(moved)
+			}
+		}
+		// Undo the moves after the best prefix.
+		for i := len(moved) - 1; i >= bestLen; i-- {
+			v := moved[i]
+			if v < 0 {
+				continue
+			}
+			b.move(v, 1-b.side[v])
+		}
+		for _, v := range moved {
+			if v < 0 {
+				v = -v - 1
+			}
+			locked[v] = false
+		}
+		cut = b.computeDegrees()
+		if bestLen == 0 {
+			break
+		}
+	}
+	return cut
+}
+
+// bisect splits l into two sides with weight fractions frac and 1-frac
+// (within tol), trying tries random starts and keeping the best.
+func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int) []int8 {
+	type result struct {
+		side []int8
+		cut  int64
+		over float64
+	}
+	res := make([]result, tries)
+	run := func(t int) {
+		b := newBisector(l, ncon, frac, tol)
+		r := rng.New(rng.Derive(seed, uint64(t)))
+		q := newPQ(l.n)
+		b.grow(r, q)
+		qs := [2]*pq{q, newPQ(l.n)}
+		cut := b.fm(4, qs, make([]int32, 0, l.n), make([]bool, l.n))
+		res[t] = result{b.side, cut, b.overweight(0) + b.overweight(1)}
+	}
+	if workers > 1 && l.n > 2000 {
+		_ = par.Tasks(bgctx, workers, tries, func(_, t int) { run(t) })
+	} else {
+		for t := 0; t < tries; t++ {
+			run(t)
+		}
+	}
+	best := 0
+	for t := 1; t < tries; t++ {
+		if res[t].over < res[best].over || res[t].over == res[best].over && res[t].cut < res[best].cut {
+			best = t
+		}
+	}
+	return res[best].side
+}
+
+// split returns the subgraphs induced by the two sides, with the original
+// ids of their vertices.
+func split(l *level, ncon int, side []int8, ids []int32) (subs [2]*level, subIDs [2][]int32) {
+	local := make([]int32, l.n)
+	var cnt [2]int
+	for v, s := range side {
+		local[v] = int32(cnt[s])
+		cnt[s]++
+	}
+	for s := 0; s < 2; s++ {
+		subs[s] = &level{n: cnt[s], xadj: make([]int64, 1, cnt[s]+1), vw: make([]int32, 0, cnt[s]*ncon), ew: []int32{}}
+		subIDs[s] = make([]int32, 0, cnt[s])
+	}
+	for v := 0; v < l.n; v++ {
+		s := side[v]
+		sl := subs[s]
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			u := l.adj[j]
+			if side[u] == s {
+				sl.adj = append(sl.adj, local[u])
+				sl.ew = append(sl.ew, l.ewAt(j))
+			}
+		}
+		sl.xadj = append(sl.xadj, int64(len(sl.adj)))
+		sl.vw = append(sl.vw, l.vw[v*ncon:(v+1)*ncon]...)
+		subIDs[s] = append(subIDs[s], ids[v])
+	}
+	return
+}
+
+// recursiveBisection partitions l into k parts numbered from first,
+// writing where[ids[v]] for every vertex v of l.
+func recursiveBisection(l *level, ncon, k, first int, ids []int32, where []int32, tol float64, tries int, seed uint64, workers int) {
+	if k == 1 || l.n <= 1 {
+		for _, id := range ids {
+			where[id] = int32(first)
+		}
+		return
+	}
+	if l.n <= k {
+		// Fewer vertices than parts: one vertex per part.
+		for v, id := range ids {
+			where[id] = int32(first + v)
+		}
+		return
+	}
+	k0 := k / 2
+	side := bisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers)
+	subs, subIDs := split(l, ncon, side, ids)
+	recursiveBisection(subs[0], ncon, k0, first, subIDs[0], where, tol, tries, rng.Derive(seed, 1000), workers)
+	recursiveBisection(subs[1], ncon, k-k0, first+k0, subIDs[1], where, tol, tries, rng.Derive(seed, 1001), workers)
+}
+
+// bisectionTolerance is the per-bisection imbalance that compounds to imb
+// over log2(k) levels of recursion.
+func bisectionTolerance(imb float64, k int) float64 {
+	depth := math.Ceil(math.Log2(float64(k)))
+	if depth < 1 {
+		return imb
+	}
+	return math.Pow(imb, 1/depth)
+}

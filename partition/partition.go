@@ -1,0 +1,359 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// Method selects a partitioning algorithm.
+type Method string
+
+const (
+	// Multilevel is the METIS-style multilevel k-way partitioner: best cut.
+	Multilevel Method = "metis"
+	// Fennel is the one-pass streaming partitioner of Tsourakakis et al.
+	// (WSDM 2014): a worse cut, but little memory beyond the graph.
+	Fennel Method = "fennel"
+	// Random assigns nodes to parts uniformly at random (exactly balanced
+	// node counts): the baseline every other method must beat.
+	Random Method = "random"
+)
+
+// Methods lists the methods ParseMethod accepts.
+var Methods = []Method{Multilevel, Fennel, Random}
+
+// ParseMethod returns the method called s ("metis" or "multilevel",
+// "fennel", "random"), case-insensitively.
+func ParseMethod(s string) (Method, error) {
+	switch strings.ToLower(s) {
+	case "metis", "multilevel", "":
+		return Multilevel, nil
+	case "fennel":
+		return Fennel, nil
+	case "random":
+		return Random, nil
+	}
+	return "", fmt.Errorf("partition: unknown method %q (want metis, fennel or random)", s)
+}
+
+// DefaultImbalance is the default balance tolerance: a part may hold up
+// to 3% more than the average, like METIS's default ufactor of 30.
+const DefaultImbalance = 1.03
+
+// Options controls Partition.
+type Options struct {
+	// Parts is the number of parts K, in [1, number of nodes].
+	Parts int
+	// Method is the algorithm (default Multilevel).
+	Method Method
+	// Imbalance is the balance tolerance: every part holds at most
+	// Imbalance times the average node count (and the average of every
+	// extra weight). Default DefaultImbalance; must be >= 1.
+	Imbalance float64
+	// Weights are extra balance constraints, each a non-negative weight
+	// per node balanced across parts together with the node count (for
+	// example 1 for training nodes and 0 otherwise, or node degrees to
+	// balance edges). Multilevel and Fennel honour them; Random ignores
+	// them.
+	Weights [][]int32
+	// Seed makes the result reproducible: the same graph, options and seed
+	// give the same partition whatever the number of workers.
+	Seed uint64
+	// Workers bounds the goroutines used (0: all cores).
+	Workers int
+}
+
+// Result is a partition of a graph's nodes.
+type Result struct {
+	// Parts holds the part of every node, in [0, NumParts).
+	Parts []int32
+	// NumParts is K.
+	NumParts int
+	// Stats describes the cut and the balance.
+	Stats Stats
+}
+
+// Partition splits the nodes of g into opts.Parts parts so that few edges
+// join different parts and every part's node count (and extra weights)
+// stays within the imbalance tolerance.
+//
+// It fails if Parts is not in [1, NumNodes], if Imbalance is below 1, or
+// if a weight vector has the wrong length or a negative entry.
+// Disconnected graphs and isolated nodes are fine. With Multilevel the
+// balance is guaranteed for the node count; extra constraints are met
+// whenever the heaviest nodes allow it, and Stats reports what was
+// reached.
+func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
+	n := g.NumNodes()
+	k := opts.Parts
+	if k <= 0 {
+		return nil, fmt.Errorf("partition: number of parts must be positive, got %d", k)
+	}
+	if k > n {
+		return nil, fmt.Errorf("partition: %d parts for a graph of %d nodes (at most one part per node)", k, n)
+	}
+	if opts.Imbalance == 0 {
+		opts.Imbalance = DefaultImbalance
+	}
+	if !(opts.Imbalance >= 1) || math.IsInf(opts.Imbalance, 0) {
+		return nil, fmt.Errorf("partition: imbalance must be >= 1 (e.g. 1.03 for 3%%), got %g", opts.Imbalance)
+	}
+	for i, w := range opts.Weights {
+		if len(w) != n {
+			return nil, fmt.Errorf("partition: weight vector %d has %d entries for %d nodes", i, len(w), n)
+		}
+		for v, x := range w {
+			if x < 0 {
+				return nil, fmt.Errorf("partition: weight vector %d: node %d has negative weight %d", i, v, x)
+			}
+		}
+	}
+	method, err := ParseMethod(string(opts.Method))
+	if err != nil {
+		return nil, err
+	}
+	var parts []int32
+	switch {
+	case k == 1:
+		parts = make([]int32, n)
+	case method == Random:
+		parts = randomParts(n, k, opts.Seed)
+	case method == Fennel:
+		parts, err = fennel(ctx, g, k, opts)
+	default:
+		parts, err = multilevel(ctx, g, k, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := ComputeStats(g, parts, k, opts.Weights, opts.Workers)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Parts: parts, NumParts: k, Stats: st}, nil
+}
+
+// vertexWeights returns the level-0 weights: the node count then the extra
+// constraints, interleaved per node.
+func vertexWeights(n int, extra [][]int32) ([]int32, int) {
+	ncon := 1 + len(extra)
+	vw := make([]int32, n*ncon)
+	for v := 0; v < n; v++ {
+		vw[v*ncon] = 1
+		for c, w := range extra {
+			vw[v*ncon+1+c] = w[v]
+		}
+	}
+	return vw, ncon
+}
+
+// multilevel runs coarsening, initial partitioning and refinement.
+func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, error) {
+	workers := par.Workers(opts.Workers)
+	n := g.NumNodes()
+	vw, ncon := vertexWeights(n, opts.Weights)
+	tot := make([]int64, ncon)
+	for v := 0; v < n; v++ {
+		for c := 0; c < ncon; c++ {
+			tot[c] += int64(vw[v*ncon+c])
+		}
+	}
+	coarsenTo := max(30*k, 200)
+	maxvw := make([]int32, ncon)
+	for c := range maxvw {
+		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(tot[c])/float64(coarsenTo)))))
+	}
+	r := rng.New(opts.Seed)
+	debugf("start")
+	levels := []*level{{n: n, xadj: g.Xadj, adj: g.Adjncy, ew: g.EdgeWeights, vw: vw}}
+	for cur := levels[0]; cur.n > coarsenTo; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		match, cn := cur.match(r, ncon, maxvw)
+		if float64(cn) > 0.95*float64(cur.n) {
+			break
+		}
+		next := cur.contract(match, cn, ncon, workers)
+		debugf("level %d: n=%d m=%d", len(levels), next.n, len(next.adj))
+		levels = append(levels, next)
+		cur = next
+	}
+	coarsest := levels[len(levels)-1]
+	where := make([]int32, coarsest.n)
+	ids := make([]int32, coarsest.n)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	debugf("coarsened")
+	recursiveBisection(coarsest, ncon, k, 0, ids, where, bisectionTolerance(opts.Imbalance, k), 8, rng.Derive(opts.Seed, 7), workers)
+	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers)
+	for i := len(levels) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		l := levels[i]
+		if i < len(levels)-1 {
+			where = project(l, where, workers)
+			levels[i+1] = nil // free the coarser level
+			l.cmap = nil
+		}
+		rf.setLevel(l, where)
+		if rf.overloaded() {
+			rf.balance()
+		}
+		gain := rf.greedy(10)
+		debugf("refined level %d n=%d gain=%d", i, l.n, gain)
+		if rf.overloaded() {
+			rf.balance()
+			rf.greedy(2)
+		}
+	}
+	return where, nil
+}
+
+// randomParts assigns a random permutation of the nodes to parts in equal
+// consecutive runs, so part sizes differ by at most one.
+func randomParts(n, k int, seed uint64) []int32 {
+	perm := randomPerm(rng.New(seed), n)
+	parts := make([]int32, n)
+	for i, v := range perm {
+		parts[v] = int32(int64(i) * int64(k) / int64(n))
+	}
+	return parts
+}
+
+// Stats describes a partition.
+type Stats struct {
+	// EdgeCut is the number (total weight) of undirected edges whose ends
+	// lie in different parts; CutFraction divides it by the edge count.
+	EdgeCut     int64   `json:"edge_cut"`
+	CutFraction float64 `json:"cut_fraction"`
+	// PartSizes holds the node count of every part.
+	PartSizes []int64 `json:"part_sizes"`
+	// Imbalance is the largest part size divided by the average (1 is
+	// perfect balance).
+	Imbalance float64 `json:"imbalance"`
+	// WeightImbalance holds the same ratio for every extra weight vector.
+	WeightImbalance []float64 `json:"weight_imbalance,omitempty"`
+	// EmptyParts counts parts without nodes.
+	EmptyParts int `json:"empty_parts"`
+}
+
+// ComputeStats measures the partition parts (k parts) of g: edge cut,
+// part sizes and imbalance of the node count and of each weight vector.
+func ComputeStats(g *Graph, parts []int32, k int, weights [][]int32, workers int) (Stats, error) {
+	n := g.NumNodes()
+	if len(parts) != n {
+		return Stats{}, fmt.Errorf("partition: %d part ids for %d nodes", len(parts), n)
+	}
+	for v, p := range parts {
+		if p < 0 || int(p) >= k {
+			return Stats{}, fmt.Errorf("partition: node %d is in part %d, outside [0, %d)", v, p, k)
+		}
+	}
+	s := Stats{EdgeCut: EdgeCut(g, parts, workers), PartSizes: make([]int64, k)}
+	if m := g.NumEdges(); m > 0 {
+		s.CutFraction = float64(s.EdgeCut) / float64(m)
+	}
+	for _, p := range parts {
+		s.PartSizes[p]++
+	}
+	s.Imbalance = imbalanceOf(s.PartSizes, int64(n))
+	for _, sz := range s.PartSizes {
+		if sz == 0 {
+			s.EmptyParts++
+		}
+	}
+	for _, w := range weights {
+		if len(w) != n {
+			return Stats{}, errors.New("partition: weight vector length differs from node count")
+		}
+		pw := make([]int64, k)
+		tot := int64(0)
+		for v, x := range w {
+			pw[parts[v]] += int64(x)
+			tot += int64(x)
+		}
+		s.WeightImbalance = append(s.WeightImbalance, imbalanceOf(pw, tot))
+	}
+	return s, nil
+}
+
+func imbalanceOf(pw []int64, tot int64) float64 {
+	if tot == 0 {
+		return 1
+	}
+	m := int64(0)
+	for _, x := range pw {
+		m = max(m, x)
+	}
+	return float64(m) * float64(len(pw)) / float64(tot)
+}
+
+// EdgeCut returns the total weight of the undirected edges of g whose
+// endpoints lie in different parts.
+func EdgeCut(g *Graph, parts []int32, workers int) int64 {
+	workers = par.Workers(workers)
+	sums := make([]int64, workers)
+	par.For(workers, g.NumNodes(), func(w, lo, hi int) {
+		s := int64(0)
+		for v := lo; v < hi; v++ {
+			p := parts[v]
+			for j := g.Xadj[v]; j < g.Xadj[v+1]; j++ {
+				if parts[g.Adjncy[j]] != p {
+					if g.EdgeWeights != nil {
+						s += int64(g.EdgeWeights[j])
+					} else {
+						s++
+					}
+				}
+			}
+		}
+		sums[w] = s
+	})
+	t := int64(0)
+	for _, s := range sums {
+		t += s
+	}
+	return t / 2
+}
+
+// Reorder returns the node order that makes every part contiguous: order
+// lists the nodes of part 0, then part 1, ..., each part's nodes in
+// increasing id (order[newID] = oldID), and offsets[p]..offsets[p+1] is
+// part p's range of new ids (len k+1).
+func Reorder(parts []int32, k int) (order []int32, offsets []int64) {
+	offsets = make([]int64, k+1)
+	for _, p := range parts {
+		offsets[p+1]++
+	}
+	for p := 0; p < k; p++ {
+		offsets[p+1] += offsets[p]
+	}
+	next := make([]int64, k)
+	copy(next, offsets[:k])
+	order = make([]int32, len(parts))
+	for v, p := range parts {
+		order[next[p]] = int32(v)
+		next[p]++
+	}
+	return order, offsets
+}
+
+// Inverse returns the inverse of a permutation: inv[perm[i]] = i.
+func Inverse(perm []int32) []int32 {
+	inv := make([]int32, len(perm))
+	for i, v := range perm {
+		inv[v] = int32(i)
+	}
+	return inv
+}
+
+var debugf = func(string, ...any) {}

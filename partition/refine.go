@@ -1,0 +1,297 @@
+package partition
+
+import (
+	"slices"
+
+	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// refiner improves a k-way partition of one level by greedy boundary moves
+// under the balance constraints, and restores balance when it is violated.
+type refiner struct {
+	l       *level
+	ncon, k int
+	where   []int32
+	id, ed  []int32 // weight of edges inside / leaving the vertex's part
+	pw      []int64 // k*ncon part weights
+	limit   []int64 // ncon: the most a part may weigh
+	avg     []float64
+	conn    []int64 // k scratch: connectivity to each part
+	touched []int32
+	bnd     []int32
+	r       *rng.Rand
+	workers int
+}
+
+func newRefiner(k, ncon int, tot []int64, imb float64, r *rng.Rand, workers int) *refiner {
+	rf := &refiner{k: k, ncon: ncon, pw: make([]int64, k*ncon), limit: make([]int64, ncon), avg: make([]float64, ncon),
+		conn: make([]int64, k), r: r, workers: workers}
+	for c := 0; c < ncon; c++ {
+		rf.avg[c] = float64(tot[c]) / float64(k)
+		rf.limit[c] = balanceLimit(tot[c], k, imb)
+	}
+	return rf
+}
+
+// balanceLimit is the largest weight a part may have: imb times the
+// average, but never less than the average rounded up (so that tiny
+// graphs can be balanced at all).
+func balanceLimit(tot int64, k int, imb float64) int64 {
+	l := int64(imb * float64(tot) / float64(k))
+	return max(l, (tot+int64(k)-1)/int64(k))
+}
+
+// setLevel points the refiner at level l with partition where and computes
+// degrees and part weights.
+func (rf *refiner) setLevel(l *level, where []int32) {
+	rf.l, rf.where = l, where
+	if cap(rf.id) >= l.n {
+		rf.id, rf.ed = rf.id[:l.n], rf.ed[:l.n]
+	} else {
+		rf.id, rf.ed = make([]int32, l.n), make([]int32, l.n)
+	}
+	par.For(rf.workers, l.n, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			p := where[v]
+			var in, ex int32
+			for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+				w := l.ewAt(j)
+				if where[l.adj[j]] == p {
+					in += w
+				} else {
+					ex += w
+				}
+			}
+			rf.id[v], rf.ed[v] = in, ex
+		}
+	})
+	clear(rf.pw)
+	ncon := rf.ncon
+	for v := 0; v < l.n; v++ {
+		p := int(where[v])
+		for c := 0; c < ncon; c++ {
+			rf.pw[p*ncon+c] += int64(l.vw[v*ncon+c])
+		}
+	}
+}
+
+// fits reports whether v can join part q within every constraint's limit.
+func (rf *refiner) fits(v int32, q int32) bool {
+	ncon := rf.ncon
+	for c := 0; c < ncon; c++ {
+		w := int64(rf.l.vw[int(v)*ncon+c])
+		if w > 0 && rf.pw[int(q)*ncon+c]+w > rf.limit[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// load returns part q's largest weight relative to the average.
+func (rf *refiner) load(q int32) float64 {
+	m := 0.0
+	for c := 0; c < rf.ncon; c++ {
+		if rf.avg[c] > 0 {
+			m = max(m, float64(rf.pw[int(q)*rf.ncon+c])/rf.avg[c])
+		}
+	}
+	return m
+}
+
+// connect fills conn/touched with v's edge weight to each other part.
+func (rf *refiner) connect(v int32) {
+	l := rf.l
+	p := rf.where[v]
+	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+		q := rf.where[l.adj[j]]
+		if q == p {
+			continue
+		}
+		if rf.conn[q] == 0 {
+			rf.touched = append(rf.touched, q)
+		}
+		rf.conn[q] += int64(l.ewAt(j))
+	}
+}
+
+func (rf *refiner) clearConn() {
+	for _, q := range rf.touched {
+		rf.conn[q] = 0
+	}
+	rf.touched = rf.touched[:0]
+}
+
+// move moves v to part to, where it has connTo weight of edges.
+func (rf *refiner) move(v, to int32, connTo int64) {
+	l := rf.l
+	from := rf.where[v]
+	rf.where[v] = to
+	ncon := rf.ncon
+	for c := 0; c < ncon; c++ {
+		w := int64(l.vw[int(v)*ncon+c])
+		rf.pw[int(from)*ncon+c] -= w
+		rf.pw[int(to)*ncon+c] += w
+	}
+	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+		u := l.adj[j]
+		w := l.ewAt(j)
+		switch rf.where[u] {
+		case from:
+			rf.id[u] -= w
+			rf.ed[u] += w
+		case to:
+			rf.id[u] += w
+			rf.ed[u] -= w
+		}
+	}
+	deg := rf.id[v] + rf.ed[v]
+	rf.id[v] = int32(connTo)
+	rf.ed[v] = deg - int32(connTo)
+}
+
+// greedy runs up to passes passes of greedy boundary refinement: each
+// boundary vertex, in random order, moves to the neighbouring part of
+// largest positive gain that has room, or of zero gain if that improves
+// the balance. It returns the total gain.
+func (rf *refiner) greedy(passes int) int64 {
+	total := int64(0)
+	for pass := 0; pass < passes; pass++ {
+		bnd := rf.bnd[:0]
+		for v := 0; v < rf.l.n; v++ {
+			if rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] {
+				bnd = append(bnd, int32(v))
+			}
+		}
+		for i := len(bnd) - 1; i > 0; i-- {
+			j := rf.r.IntN(i + 1)
+			bnd[i], bnd[j] = bnd[j], bnd[i]
+		}
+		rf.bnd = bnd
+		moves, gain := 0, int64(0)
+		for _, v := range bnd {
+			if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
+				continue
+			}
+			rf.connect(v)
+			id := int64(rf.id[v])
+			p := rf.where[v]
+			best, bestGain := int32(-1), int64(-1)
+			for _, q := range rf.touched {
+				g := rf.conn[q] - id
+				if g < 0 || g < bestGain || !rf.fits(v, q) {
+					continue
+				}
+				if g > bestGain || rf.load(q) < rf.load(best) {
+					best, bestGain = q, g
+				}
+			}
+			if best >= 0 && (bestGain > 0 || rf.zeroGainHelps(v, p, best)) {
+				rf.move(v, best, rf.conn[best])
+				moves++
+				gain += bestGain
+			}
+			rf.clearConn()
+		}
+		total += gain
+		if moves == 0 || gain == 0 && pass > 0 {
+			break
+		}
+	}
+	return total
+}
+
+// zeroGainHelps reports whether moving v from p to q improves the balance
+// of constraint 0 between the two parts.
+func (rf *refiner) zeroGainHelps(v, p, q int32) bool {
+	ncon := rf.ncon
+	w := int64(rf.l.vw[int(v)*ncon])
+	return rf.pw[int(q)*ncon]+w < rf.pw[int(p)*ncon]
+}
+
+// overloaded reports whether any part exceeds a limit.
+func (rf *refiner) overloaded() bool {
+	for p := 0; p < rf.k; p++ {
+		for c := 0; c < rf.ncon; c++ {
+			if rf.pw[p*rf.ncon+c] > rf.limit[c] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// helps reports whether v carries weight in a constraint its part exceeds.
+func (rf *refiner) helps(v int32) bool {
+	p := int(rf.where[v])
+	for c := 0; c < rf.ncon; c++ {
+		if rf.pw[p*rf.ncon+c] > rf.limit[c] && rf.l.vw[int(v)*rf.ncon+c] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// balance moves vertices out of overloaded parts, boundary vertices of
+// best gain first, into neighbouring parts with room, else into the least
+// loaded part with room, until no part is overloaded or nothing can move.
+func (rf *refiner) balance() {
+	for round := 0; round < 4 && rf.overloaded(); round++ {
+		type cand struct {
+			v   int32
+			key int32
+		}
+		var cands []cand
+		for v := 0; v < rf.l.n; v++ {
+			if rf.helps(int32(v)) {
+				cands = append(cands, cand{int32(v), rf.ed[v] - rf.id[v]})
+			}
+		}
+		slices.SortStableFunc(cands, func(a, b cand) int { return int(b.key) - int(a.key) })
+		for _, c := range cands {
+			v := c.v
+			if !rf.helps(v) {
+				continue
+			}
+			rf.connect(v)
+			best, bestGain := int32(-1), int64(0)
+			for _, q := range rf.touched {
+				if g := rf.conn[q]; (best < 0 || g > bestGain) && rf.fits(v, q) {
+					best, bestGain = q, g
+				}
+			}
+			if best < 0 {
+				// No neighbouring part has room: the least loaded one.
+				bl := 0.0
+				for q := int32(0); q < int32(rf.k); q++ {
+					if q != rf.where[v] && rf.fits(v, q) {
+						if ld := rf.load(q); best < 0 || ld < bl {
+							best, bl = q, ld
+						}
+					}
+				}
+				if best >= 0 {
+					bestGain = rf.conn[best]
+				}
+			}
+			if best >= 0 {
+				rf.move(v, best, bestGain)
+			}
+			rf.clearConn()
+			if !rf.overloaded() {
+				return
+			}
+		}
+	}
+}
+
+// project maps the partition of the coarser level onto l.
+func project(l *level, coarse []int32, workers int) []int32 {
+	where := make([]int32, l.n)
+	par.For(workers, l.n, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			where[v] = coarse[l.cmap[v]]
+		}
+	})
+	return where
+}
