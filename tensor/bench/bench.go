@@ -97,7 +97,7 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 			return nil, fmt.Errorf("bench: thread count %d must be positive", t)
 		}
 	}
-	minTime, minReps := 600*time.Millisecond, 3
+	minTime, minReps := time.Second, 5
 	if cfg.Quick {
 		minTime, minReps = 150*time.Millisecond, 2
 	}
