@@ -66,22 +66,22 @@ type EdgeListInfo struct {
 // EdgeList reads a plain-text edge list from path: one edge per line, two
 // non-negative integer node ids separated by spaces, tabs or a comma, and
 // an optional third column with a float weight. Lines starting with '#' or
-// '%' and blank lines are skipped; gzip and bzip2 files are decompressed
-// (detected from their magic bytes). Errors name the file and line.
-func EdgeList(path string, opts EdgeListOptions) (*dataset.Raw, error) {
+// '%' and blank lines are skipped, as is a '#' comment after the columns;
+// gzip and bzip2 files are decompressed (detected from their magic bytes).
+// Errors name the file and line.
+//
+// Ids are kept or relabelled as opts.Relabel says; the returned info
+// reports which (with the original ids when relabelled) and the counts.
+func EdgeList(path string, opts EdgeListOptions) (*dataset.Raw, *EdgeListInfo, error) {
 	f, err := openText(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if opts.Name == "" {
 		opts.Name = baseName(path)
 	}
-	r, _, err := ReadEdgeList(f, path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return ReadEdgeList(f, path, opts)
 }
 
 // ReadEdgeList is EdgeList reading an uncompressed stream; name is used in

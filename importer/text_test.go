@@ -19,9 +19,12 @@ const structureDir = "../../shared/data/structure-only"
 func TestEdgeListEnron(t *testing.T) {
 	path := filepath.Join(structureDir, "email-Enron.txt.gz")
 	needDir(t, path)
-	r, err := EdgeList(path, EdgeListOptions{})
+	r, info, err := EdgeList(path, EdgeListOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if info.Relabelled || info.Edges != 367662 || info.Comments != 4 || info.MaxID != 36691 || info.Distinct != 36692 {
+		t.Errorf("info %+v", info)
 	}
 	if r.NumNodes != 36692 || len(r.Src) != 367662 {
 		t.Errorf("nodes %d, edges %d; want 36692, 367662", r.NumNodes, len(r.Src))
@@ -152,7 +155,7 @@ func TestEdgeListCompressed(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := EdgeList(path, EdgeListOptions{})
+		r, _, err := EdgeList(path, EdgeListOptions{})
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -166,11 +169,11 @@ func TestEdgeListCompressed(t *testing.T) {
 	for name, data := range bad {
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, data, 0o644)
-		if _, err := EdgeList(path, EdgeListOptions{}); err == nil || !strings.Contains(err.Error(), path) {
+		if _, _, err := EdgeList(path, EdgeListOptions{}); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: error %v, want one naming the file", name, err)
 		}
 	}
-	if _, err := EdgeList(filepath.Join(dir, "missing.txt"), EdgeListOptions{}); err == nil {
+	if _, _, err := EdgeList(filepath.Join(dir, "missing.txt"), EdgeListOptions{}); err == nil {
 		t.Error("missing file: no error")
 	}
 }
