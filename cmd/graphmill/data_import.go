@@ -25,6 +25,7 @@ type importFlags struct {
 	split                    string
 	trainPerClass, val, test int
 	seed                     uint64
+	ogbSplit                 string
 }
 
 func init() {
@@ -74,6 +75,7 @@ The output is written atomically: a failed import leaves nothing (or the old dat
 	fl.IntVar(&f.val, "val", 500, "npz --split random: validation nodes in total")
 	fl.IntVar(&f.test, "test", 1000, "npz --split random: test nodes in total (0: all remaining nodes)")
 	fl.Uint64Var(&f.seed, "seed", 0, "npz --split random: random seed")
+	fl.StringVar(&f.ogbSplit, "ogb-split", "", "ogb: the split sub-directory of split/ to use (default: the only one)")
 	fl.IntVar(&f.workers, "workers", 0, "graph builder goroutines (0 = all cores)")
 	return c
 }
@@ -142,13 +144,26 @@ func readSource(f *importFlags) (*dataset.Raw, error) {
 		if err != nil {
 			return nil, err
 		}
-		return importer.EdgeList(f.src, importer.EdgeListOptions{Relabel: rl, NumNodes: f.numNodes, Name: f.name})
+		raw, info, err := importer.EdgeList(f.src, importer.EdgeListOptions{Relabel: rl, NumNodes: f.numNodes, Name: f.name})
+		if err == nil && info.Relabelled {
+			fmt.Fprintf(cli.Stderr, "node ids renumbered densely: %d distinct ids, largest %d\n", info.Distinct, info.MaxID)
+		}
+		return raw, err
 	case "metis":
 		return importer.METIS(f.src)
 	case "npz":
-		return readNPZ(f)
+		var opts importer.NPZOptions
+		switch f.split {
+		case "random":
+			opts = importer.NPZOptions{RandomSplit: true, TrainPerClass: f.trainPerClass, Val: f.val, Test: f.test, Seed: f.seed}
+		case "none":
+		default:
+			return nil, fmt.Errorf("--split %q: want random or none", f.split)
+		}
+		opts.Name = f.name
+		return importer.NPZ(f.src, opts)
 	case "ogb":
-		return readOGB(f)
+		return importer.OGB(f.src, f.ogbSplit)
 	}
 	return nil, fmt.Errorf("unknown --format %q: want planetoid, npz, ogb, edgelist or metis", f.format)
 }

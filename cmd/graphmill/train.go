@@ -1,0 +1,331 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/internal/curves"
+	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/train"
+)
+
+// trainFlags are the flags of "graphmill train".
+type trainFlags struct {
+	dataset, model, mode              string
+	epochs, hidden, layers, heads     int
+	lr, wd, dropout, attnDropout      float64
+	optimizer, schedule               string
+	fanouts                           string
+	batch, prefetch, workers, threads int
+	evalEvery, patience, logEvery     int
+	overlap, normalize                bool
+	seed                              uint64
+	metricsOut, plotOut, save         string
+	quiet                             bool
+}
+
+func init() {
+	rootCmd.AddCommand(newTrainCmd(), newEvalCmd(), newPredictCmd())
+}
+
+func newTrainCmd() *cobra.Command {
+	var f trainFlags
+	c := &cobra.Command{
+		Use:   "train",
+		Short: "Train a GNN (GCN, GraphSAGE, GAT) and report its test accuracy",
+		Long: `Train a GNN node classifier and report validation and test accuracy.
+
+With no flags it trains a 2-layer GCN on the built-in Cora with the published settings
+(hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs) in a few seconds.
+Each model has its own good defaults (gat: 8 heads x 8 hidden, dropout 0.6, lr 0.005;
+sage: sampled minibatches, fanouts 25,10, hidden 256); any flag given overrides them.
+
+The model with the best validation accuracy is kept (and saved with --save); the test
+accuracy reported is that model's.`,
+		Example: `  graphmill train
+  graphmill train --model gat --epochs 300 --plot curves.png
+  graphmill train --model sage --mode sampled --fanouts 25,10 --batch 256 --save sage.safetensors
+  graphmill train --dataset data/citeseer --metrics-out run.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, &f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
+	fl.StringVar(&f.model, "model", "gcn", "model: gcn, sage or gat")
+	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step) or sampled (minibatches); default per model (gcn, gat: full; sage: sampled)")
+	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 400, sage 20)")
+	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 256)")
+	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers")
+	fl.IntVar(&f.heads, "heads", 8, "GAT: attention heads in hidden layers")
+	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model: gcn 0.01, gat 0.005, sage 0.003)")
+	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default per model: gcn, gat 5e-4 (gcn: first layer only), sage 0)")
+	fl.Float64Var(&f.dropout, "dropout", -1, "dropout on each layer's input (default per model: 0.5; gat 0.6)")
+	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "GAT: dropout on attention coefficients (default 0.6)")
+	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
+	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
+	fl.StringVar(&f.fanouts, "fanouts", "25,10", "sampled mode: neighbours sampled per layer, input layer first (-1 = all)")
+	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
+	fl.IntVar(&f.prefetch, "prefetch", 4, "sampled mode: minibatches prepared ahead of training")
+	fl.IntVar(&f.workers, "workers", 0, "sampled mode: sampling goroutines (0 = all cores)")
+	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
+	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
+	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations without a better validation accuracy (0 = never; default per model: gat 100, others 0)")
+	fl.IntVar(&f.logEvery, "log-every", 0, "print a line every k evaluations (default: 10 in full mode, 1 in sampled mode)")
+	fl.BoolVar(&f.overlap, "overlap-eval", false, "evaluate epoch k on a snapshot of the weights while epoch k+1 trains")
+	fl.BoolVar(&f.normalize, "normalize-features", true, "row-normalise the features (PyG's NormalizeFeatures), as the published Planetoid settings do")
+	fl.Uint64Var(&f.seed, "seed", 0, "random seed (initialisation, dropout, shuffling, sampling)")
+	fl.StringVar(&f.metricsOut, "metrics-out", "", "write the per-epoch history and the summary as JSON to this file")
+	fl.StringVar(&f.plotOut, "plot", "", "draw loss and accuracy curves to this file (.png, .svg or .pdf)")
+	fl.StringVar(&f.save, "save", "", "save the best model to this safetensors file (loadable by PyTorch)")
+	fl.BoolVar(&f.quiet, "quiet", false, "print only the final summary")
+	return c
+}
+
+// buildConfig turns flags into a train.Config on top of the model's defaults.
+func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
+	kind, err := nn.ParseKind(f.model)
+	if err != nil {
+		return train.Config{}, err
+	}
+	cfg := train.Defaults(kind)
+	fl := cmd.Flags()
+	set := func(name string) bool { return fl.Changed(name) }
+	if set("mode") {
+		cfg.Mode = train.Mode(strings.ToLower(f.mode))
+	}
+	if set("epochs") {
+		cfg.Epochs = f.epochs
+	}
+	if set("hidden") {
+		cfg.Model.Hidden = f.hidden
+	}
+	cfg.Model.Layers = f.layers
+	if kind == nn.GAT {
+		cfg.Model.Heads = f.heads
+	}
+	if set("lr") {
+		cfg.Optimizer.LR = f.lr
+	}
+	if set("weight-decay") {
+		cfg.Optimizer.WeightDecay = f.wd
+	}
+	if set("dropout") {
+		cfg.Model.Dropout = f.dropout
+	}
+	if set("attn-dropout") {
+		cfg.Model.AttnDropout = f.attnDropout
+	}
+	cfg.Optimizer.Name = f.optimizer
+	if err := nn.ParseSchedule(f.schedule); err != nil {
+		return cfg, err
+	}
+	cfg.Schedule = nn.Schedule{Kind: f.schedule, Base: cfg.Optimizer.LR, StepSize: max(1, cfg.Epochs/4), Gamma: 0.5, Epochs: cfg.Epochs}
+	fan, err := parseFanouts(f.fanouts)
+	if err != nil {
+		return cfg, err
+	}
+	if set("fanouts") || len(fan) == cfg.Model.Layers {
+		cfg.Fanouts = fan
+	}
+	if set("batch") {
+		cfg.BatchSize = f.batch
+	}
+	cfg.Prefetch, cfg.Workers, cfg.Threads = f.prefetch, f.workers, f.threads
+	cfg.EvalEvery = f.evalEvery
+	if set("patience") {
+		cfg.Patience = f.patience
+	}
+	cfg.OverlapEval, cfg.NormalizeFeatures = f.overlap, f.normalize
+	cfg.Seed, cfg.Model.Seed = f.seed, f.seed
+	return cfg, nil
+}
+
+func parseFanouts(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v == 0 || v < -1 {
+			return nil, fmt.Errorf("--fanouts %q: want positive integers or -1 (all neighbours), comma separated", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runTrain(cmd *cobra.Command, f *trainFlags) error {
+	cfg, err := buildConfig(cmd, f)
+	if err != nil {
+		return err
+	}
+	ds, err := builtin.Open(cmd.Context(), f.dataset)
+	if err != nil {
+		return err
+	}
+	defer ds.Close()
+	out := cmd.OutOrStdout()
+	logEvery := f.logEvery
+	if logEvery <= 0 {
+		logEvery = 10
+		if cfg.Mode == train.Sampled {
+			logEvery = 1
+		}
+	}
+	var bar *cli.Bar
+	evals := 0
+	hooks := train.Hooks{}
+	if !f.quiet {
+		if cfg.Mode == train.Full {
+			bar = cli.NewBar(int64(cfg.Epochs), "training")
+			hooks.Epoch = func(s train.EpochStats) {
+				bar.Set(int64(s.Epoch + 1))
+				bar.Describe(fmt.Sprintf("loss %.4f", s.Loss))
+				if s.ValAcc != nil {
+					evals++
+					if evals%logEvery == 0 {
+						printEpoch(out, s)
+					}
+				}
+			}
+		} else {
+			hooks.EpochStart = func(epoch, batches int) {
+				bar = cli.NewBar(int64(batches), fmt.Sprintf("epoch %d", epoch))
+			}
+			hooks.Batch = func(epoch, batch int, loss float64) {
+				bar.Set(int64(batch + 1))
+				bar.Describe(fmt.Sprintf("epoch %d loss %.4f", epoch, loss))
+			}
+			hooks.Epoch = func(s train.EpochStats) {
+				bar.Finish()
+				if s.ValAcc != nil {
+					evals++
+					if evals%logEvery == 0 {
+						printEpoch(out, s)
+					}
+				}
+			}
+		}
+	}
+	r, err := train.NewRunner(ds, cfg, hooks)
+	if err != nil {
+		return err
+	}
+	cfg = r.Config()
+	if !f.quiet {
+		fmt.Fprintf(out, "training %s (%s mode) on %s: %d nodes, %d edges, %d features, %d classes; split %d/%d/%d\n",
+			cfg.Model.Kind, cfg.Mode, ds.Meta.Name, ds.Meta.NumNodes, ds.Meta.NumEdges, ds.Meta.FeatureDim, ds.Meta.NumClasses,
+			len(ds.Train), len(ds.Val), len(ds.Test))
+	}
+	res, err := r.Run(cmd.Context())
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	printSummary2(out, res.Summary)
+	if f.metricsOut != "" {
+		if err := writeMetrics(f.metricsOut, cfg, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "metrics written to %s\n", f.metricsOut)
+	}
+	if f.plotOut != "" {
+		pts := make([]curves.Point, len(res.History))
+		for i, h := range res.History {
+			pts[i] = curves.Point{Epoch: h.Epoch, Loss: h.Loss, TrainAcc: h.TrainAcc, ValAcc: orNaN(h.ValAcc), TestAcc: orNaN(h.TestAcc)}
+		}
+		title := fmt.Sprintf("%s on %s (%s): test acc %.2f%%", cfg.Model.Kind, ds.Meta.Name, cfg.Mode, 100*res.Summary.TestAcc)
+		if err := curves.Write(f.plotOut, title, pts); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "curves drawn to %s\n", f.plotOut)
+	}
+	if f.save != "" {
+		meta := map[string]string{
+			"dataset":            ds.Meta.Name,
+			"normalize_features": strconv.FormatBool(cfg.NormalizeFeatures),
+			"best_val_acc":       strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64),
+			"test_acc":           strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64),
+		}
+		if err := res.Model.Save(f.save, meta); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "model saved to %s (%d parameters)\n", f.save, res.Model.NumParams())
+	}
+	return nil
+}
+
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+func printEpoch(w io.Writer, s train.EpochStats) {
+	fmt.Fprintf(w, "epoch %4d  loss %.4f  train %.2f%%  val %.2f%%  test %.2f%%  %s\n",
+		s.Epoch, s.Loss, 100*s.TrainAcc, 100*orNaN(s.ValAcc), 100*orNaN(s.TestAcc), units.Duration(secs(s.Seconds)))
+}
+
+func printSummary2(w io.Writer, s train.Summary) {
+	stop := ""
+	if s.StoppedEarly {
+		stop = ", stopped early"
+	}
+	fmt.Fprintf(w, "best validation accuracy %.2f%% at epoch %d (%d epochs%s)\n", 100*s.BestValAcc, s.BestEpoch, s.Epochs, stop)
+	fmt.Fprintf(w, "test accuracy %.2f%%\n", 100*s.TestAcc)
+	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; total %s\n",
+		units.Duration(secs(s.EpochSeconds)), units.Duration(secs(s.SampleSeconds)), units.Duration(secs(s.GatherSeconds)),
+		units.Duration(secs(s.ComputeSeconds)), units.Duration(secs(s.WaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(secs(s.TotalSeconds)))
+}
+
+func writeMetrics(path string, cfg train.Config, res *train.Result) error {
+	b, err := json.MarshalIndent(struct {
+		Config  train.Config       `json:"config"`
+		Summary train.Summary      `json:"summary"`
+		History []train.EpochStats `json:"history"`
+		// Top-level copies of the headline numbers.
+		TestAcc      float64 `json:"test_acc"`
+		BestValAcc   float64 `json:"best_val_acc"`
+		EpochSeconds float64 `json:"epoch_seconds"`
+	}{cfg, res.Summary, res.History, res.Summary.TestAcc, res.Summary.BestValAcc, res.Summary.EpochSeconds}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+// writeFileAtomic writes data to path via a temporary file and a rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,0 +1,89 @@
+// Package nn holds graphmill's GNN layers (SAGEConv, GCNConv, GATConv),
+// the models stacked from them, optimisers (SGD, Adam, AdamW), learning-rate
+// schedules and safetensors checkpoints.
+//
+// A layer maps the features of a block's source nodes to features of its
+// destination nodes. A Block is one message-flow graph: its destination
+// nodes are the first NumDst of its source nodes (DGL's to_block and PyG's
+// "seeds first" convention), so a layer finds each destination's own
+// features in the first rows of its input. Full-graph training uses one
+// block whose sources and destinations are all nodes; sampled training uses
+// one block per layer, input layer first.
+//
+//	m, _ := nn.NewModel(nn.Config{Kind: nn.SAGE, In: 1433, Hidden: 256, Out: 7, Layers: 2, Dropout: 0.5})
+//	tp := autograd.NewTape()
+//	logits := m.Forward(tp, blocks, tp.Const(x), true, seed)
+//	loss := tp.CrossEntropy(logits, labels)
+//	tp.Backward(loss)
+//	opt.Step(m.Params())
+//
+// Parameter names and layouts follow PyTorch Geometric's modules (weights
+// are [out, in] like torch.nn.Linear), so a checkpoint written by Save
+// loads into the equivalent PyG model with load_state_dict (see README).
+package nn
+
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/tensor"
+)
+
+// Block is one message-flow graph: edges from source rows to destination
+// rows, compressed over destinations. Src holds the global id of every
+// source row (destinations first); CSR.Indices are positions in Src.
+type Block struct {
+	CSR    *tensor.CSR
+	NumDst int
+	Src    []int32
+
+	loops *tensor.CSR // CSR plus one self-loop per destination, built on demand
+	gcn   *tensor.CSR // loops with GCN weights, built on demand
+}
+
+// NewBlock wraps a destination-compressed block. src holds the global ids
+// of the sources, destinations first; indptr has numDst+1 offsets and
+// indices hold positions in src.
+func NewBlock(indptr []int64, indices []int32, src []int32, numDst int) (*Block, error) {
+	b := &Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: len(src)}, NumDst: numDst, Src: src}
+	if numDst > len(src) || len(indptr) != numDst+1 {
+		return nil, fmt.Errorf("nn: block with %d destinations, %d sources and %d offsets", numDst, len(src), len(indptr))
+	}
+	if err := b.CSR.Validate(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// FullGraph returns the block of a whole graph: every node is both a source
+// and a destination, and Src is the identity.
+func FullGraph(g *graph.CSC) *Block {
+	src := make([]int32, g.NumNodes)
+	for i := range src {
+		src[i] = int32(i)
+	}
+	return &Block{CSR: &tensor.CSR{Indptr: g.Indptr, Indices: g.Indices, NumSrc: g.NumNodes}, NumDst: g.NumNodes, Src: src}
+}
+
+// WithSelfLoops returns the block's CSR with exactly one self-loop per
+// destination (existing self-loops are dropped first), as GCN and GAT use.
+// It is built once and cached.
+func (b *Block) WithSelfLoops() *tensor.CSR {
+	if b.loops != nil {
+		return b.loops
+	}
+	c := b.CSR
+	indptr := make([]int64, b.NumDst+1)
+	indices := make([]int32, 0, len(c.Indices)+b.NumDst)
+	for d := 0; d < b.NumDst; d++ {
+		indices = append(indices, int32(d))
+		for e := c.Indptr[d]; e < c.Indptr[d+1]; e++ {
+			if s := c.Indices[e]; s != int32(d) {
+				indices = append(indices, s)
+			}
+		}
+		indptr[d+1] = int64(len(indices))
+	}
+	b.loops = &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: c.NumSrc}
+	return b.loops
+}

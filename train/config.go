@@ -1,0 +1,107 @@
+// Package train runs GNN training and evaluation: full-graph and sampled
+// minibatch loops, evaluation every k epochs (optionally overlapped with the
+// next epoch's training), early stopping with the best weights restored,
+// layer-wise full-neighbour inference, and per-epoch metrics.
+package train
+
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/nn"
+)
+
+// Mode selects the training loop.
+type Mode string
+
+// The training loops.
+const (
+	Full    Mode = "full"    // one step per epoch on the whole graph
+	Sampled Mode = "sampled" // minibatches of seed nodes with sampled neighbourhoods
+)
+
+// Config holds everything that determines a training run.
+type Config struct {
+	Model nn.Config `json:"model"`
+	Mode  Mode      `json:"mode"`
+	// Epochs is the maximum number of epochs.
+	Epochs int `json:"epochs"`
+	// Optimizer configures the optimiser (adam, adamw, sgd).
+	Optimizer nn.OptimConfig `json:"optimizer"`
+	// DecayFirstLayerOnly applies weight decay to the first layer only, as
+	// Kipf & Welling's GCN does.
+	DecayFirstLayerOnly bool `json:"decay_first_layer_only"`
+	// Schedule is the learning-rate schedule ("constant", "step", "cosine").
+	Schedule nn.Schedule `json:"schedule"`
+	// EvalEvery evaluates on validation and test every k epochs (>= 1).
+	EvalEvery int `json:"eval_every"`
+	// Patience stops training after this many evaluations without a better
+	// validation accuracy (0: never stop early). The best weights are
+	// restored at the end either way.
+	Patience int `json:"patience"`
+	// OverlapEval evaluates epoch k on a snapshot of the weights while
+	// epoch k+1 trains.
+	OverlapEval bool `json:"overlap_eval"`
+	// NormalizeFeatures row-normalises the features (PyG's
+	// NormalizeFeatures), as the published Planetoid settings do.
+	NormalizeFeatures bool `json:"normalize_features"`
+	// Fanouts, BatchSize, Prefetch and Workers configure sampled training.
+	Fanouts   []int `json:"fanouts,omitempty"`
+	BatchSize int   `json:"batch_size,omitempty"`
+	Prefetch  int   `json:"prefetch,omitempty"`
+	Workers   int   `json:"workers,omitempty"`
+	// EvalBatchSize is the batch of nodes in layer-wise inference.
+	EvalBatchSize int `json:"eval_batch_size"`
+	// Seed determines initialisation, dropout, shuffling and sampling.
+	Seed uint64 `json:"seed"`
+	// Threads bounds the kernels' goroutines (0: all cores).
+	Threads int `json:"threads"`
+}
+
+// Defaults returns good defaults for a model kind (the published settings
+// for GCN and GAT on Planetoid; PyG's GraphSAGE example for SAGE).
+func Defaults(kind nn.Kind) Config {
+	c := Config{
+		Model:     nn.Config{Kind: kind, Hidden: 16, Layers: 2, Dropout: 0.5},
+		Mode:      Full,
+		Epochs:    200,
+		Optimizer: nn.OptimConfig{Name: "adam", LR: 0.01, WeightDecay: 5e-4},
+		Schedule:  nn.Schedule{Kind: "constant"},
+		EvalEvery: 1, Patience: 0, NormalizeFeatures: true,
+		Fanouts: []int{25, 10}, BatchSize: 64, Prefetch: 4, EvalBatchSize: 4096,
+	}
+	switch kind {
+	case nn.GCN:
+		c.DecayFirstLayerOnly = true
+	case nn.GAT:
+		c.Model.Hidden, c.Model.Heads, c.Model.OutHeads = 8, 8, 1
+		c.Model.Dropout, c.Model.AttnDropout = 0.6, 0.6
+		c.Optimizer.LR = 0.005
+		c.Epochs, c.Patience = 400, 100
+	case nn.SAGE:
+		c.Mode = Sampled
+		c.Model.Hidden = 256
+		c.Epochs = 20
+		c.Optimizer.LR = 0.003
+		c.Optimizer.WeightDecay = 0
+	}
+	return c
+}
+
+// validate checks the configuration.
+func (c *Config) validate() error {
+	switch {
+	case c.Mode != Full && c.Mode != Sampled:
+		return fmt.Errorf("unknown mode %q: want full or sampled", c.Mode)
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs must be >= 1, got %d", c.Epochs)
+	case c.EvalEvery < 1:
+		return fmt.Errorf("eval-every must be >= 1, got %d", c.EvalEvery)
+	case c.Patience < 0:
+		return fmt.Errorf("patience must be >= 0, got %d", c.Patience)
+	case c.Mode == Sampled && c.BatchSize < 1:
+		return fmt.Errorf("batch size must be >= 1, got %d", c.BatchSize)
+	case c.Mode == Sampled && len(c.Fanouts) != c.Model.Layers:
+		return fmt.Errorf("%d fanouts for %d layers: give one fanout per layer", len(c.Fanouts), c.Model.Layers)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package train
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/importer"
+	"github.com/graphmill/graphmill/nn"
+)
+
+const planetoidDir = "../../shared/data/planetoid"
+
+// planetoid imports a Planetoid dataset from the shared data into a
+// temporary native dataset, or skips if the files are absent.
+func planetoid(t testing.TB, name string) *dataset.Dataset {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(planetoidDir, "ind."+name+".graph")); err != nil {
+		t.Skipf("shared Planetoid %s not present: %v", name, err)
+	}
+	raw, err := importer.Planetoid(planetoidDir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), name)
+	if err := dataset.Write(context.Background(), dir, raw, dataset.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// meanTestAcc trains with seeds 0..4 and returns the mean test accuracy.
+func meanTestAcc(t *testing.T, d *dataset.Dataset, cfg Config) float64 {
+	t.Helper()
+	sum := 0.0
+	for seed := uint64(0); seed < 5; seed++ {
+		cfg.Seed, cfg.Model.Seed = seed, seed
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: best val %.3f test %.3f (epoch %d, %.1f ms/epoch)", seed, res.Summary.BestValAcc, res.Summary.TestAcc, res.Summary.BestEpoch, 1000*res.Summary.EpochSeconds)
+		sum += res.Summary.TestAcc
+	}
+	return sum / 5
+}
+
+// TestGCNPlanetoid checks the published GCN setting (2 layers, 16 hidden,
+// dropout 0.5, lr 0.01, weight decay 5e-4, 200 epochs) against Kipf &
+// Welling's published accuracies: Cora 81.5, CiteSeer 70.3; our bar is one
+// point below.
+func TestGCNPlanetoid(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		bar  float64
+	}{{"cora", 0.805}, {"citeseer", 0.695}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := planetoid(t, c.name)
+			acc := meanTestAcc(t, d, Defaults(nn.GCN))
+			t.Logf("GCN %s: mean test accuracy %.4f over 5 seeds (bar %.3f)", c.name, acc, c.bar)
+			if acc < c.bar {
+				t.Errorf("GCN %s: mean test accuracy %.4f is below %.3f", c.name, acc, c.bar)
+			}
+		})
+	}
+}

@@ -1,0 +1,391 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// EpochStats is one epoch's record in the metrics history.
+type EpochStats struct {
+	Epoch    int     `json:"epoch"`
+	Loss     float64 `json:"loss"`
+	TrainAcc float64 `json:"train_acc"`
+	// ValAcc and TestAcc are set on evaluated epochs.
+	ValAcc  *float64 `json:"val_acc,omitempty"`
+	TestAcc *float64 `json:"test_acc,omitempty"`
+	LR      float64  `json:"lr"`
+	Batches int      `json:"batches"`
+	Seconds float64  `json:"seconds"`
+	// The epoch's time split: sampling and gathering (done by the loader's
+	// goroutines, so they overlap compute), compute (forward, backward,
+	// optimiser) and waiting for the loader.
+	SampleSeconds  float64 `json:"sample_seconds"`
+	GatherSeconds  float64 `json:"gather_seconds"`
+	ComputeSeconds float64 `json:"compute_seconds"`
+	WaitSeconds    float64 `json:"wait_seconds"`
+	EvalSeconds    float64 `json:"eval_seconds,omitempty"`
+}
+
+// Summary is the outcome of a run.
+type Summary struct {
+	Model        string  `json:"model"`
+	Mode         string  `json:"mode"`
+	Dataset      string  `json:"dataset"`
+	BestValAcc   float64 `json:"best_val_acc"`
+	TestAcc      float64 `json:"test_acc"`
+	BestEpoch    int     `json:"best_epoch"`
+	Epochs       int     `json:"epochs"`
+	StoppedEarly bool    `json:"stopped_early"`
+	// EpochSeconds is the mean wall time of a training epoch (without
+	// evaluation), and its split as in EpochStats.
+	EpochSeconds   float64 `json:"epoch_seconds"`
+	SampleSeconds  float64 `json:"sample_seconds"`
+	GatherSeconds  float64 `json:"gather_seconds"`
+	ComputeSeconds float64 `json:"compute_seconds"`
+	WaitSeconds    float64 `json:"wait_seconds"`
+	SeedsPerSecond float64 `json:"seeds_per_second"`
+	TotalSeconds   float64 `json:"total_seconds"`
+	NumParams      int     `json:"num_params"`
+	Seed           uint64  `json:"seed"`
+	Threads        int     `json:"threads"`
+}
+
+// Result is what Run returns: the history, the summary and the trained
+// model (with the best weights restored).
+type Result struct {
+	History []EpochStats `json:"history"`
+	Summary Summary      `json:"summary"`
+	Model   *nn.Model    `json:"-"`
+}
+
+// Hooks receive progress; any may be nil.
+type Hooks struct {
+	// EpochStart is called before each epoch with its number of batches.
+	EpochStart func(epoch, batches int)
+	// Batch is called after each training step with the running loss.
+	Batch func(epoch, batch int, loss float64)
+	// Epoch is called after each epoch (after its evaluation, if any, is
+	// known; with overlapped evaluation that is one epoch later).
+	Epoch func(EpochStats)
+}
+
+// Runner holds the state of a training run on one dataset.
+type Runner struct {
+	cfg    Config
+	ds     *dataset.Dataset
+	x      tensor.Matrix // features (normalised copy or the mapping)
+	deg    []float32     // in-degrees, for GCN
+	labels []int32
+	hooks  Hooks
+}
+
+// NewRunner checks cfg against the dataset and prepares features.
+func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks) (*Runner, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := ds.Meta
+	if ds.Features == nil {
+		return nil, fmt.Errorf("dataset %s has no float32 features (feature_dim %d, dtype %q): training needs them", m.Name, m.FeatureDim, m.FeatureDType)
+	}
+	if ds.Labels == nil || m.NumClasses < 2 {
+		return nil, fmt.Errorf("dataset %s has no labels to train on", m.Name)
+	}
+	if len(ds.Train) == 0 {
+		return nil, fmt.Errorf("dataset %s has an empty training split", m.Name)
+	}
+	if cfg.Model.In != 0 && cfg.Model.In != m.FeatureDim {
+		return nil, fmt.Errorf("model input width %d does not match the dataset's %d features", cfg.Model.In, m.FeatureDim)
+	}
+	if cfg.Model.Out != 0 && cfg.Model.Out != m.NumClasses {
+		return nil, fmt.Errorf("model output width %d does not match the dataset's %d classes", cfg.Model.Out, m.NumClasses)
+	}
+	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
+	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks}
+	r.x = tensor.Matrix{Rows: m.NumNodes, Cols: m.FeatureDim, Data: ds.Features}
+	if cfg.NormalizeFeatures {
+		r.x = normalizeRows(r.x)
+	}
+	deg := ds.Graph.InDegrees()
+	r.deg = make([]float32, len(deg))
+	for i, d := range deg {
+		r.deg[i] = float32(d)
+	}
+	return r, nil
+}
+
+// Config returns the effective configuration (with In and Out filled).
+func (r *Runner) Config() Config { return r.cfg }
+
+// Features returns the (possibly normalised) feature matrix.
+func (r *Runner) Features() tensor.Matrix { return r.x }
+
+// NewModel builds a freshly initialised model for the run.
+func (r *Runner) NewModel() (*nn.Model, error) { return nn.NewModel(r.cfg.Model, r.deg) }
+
+// normalizeRows returns a copy of x with each row divided by its sum (rows
+// summing to 0 are left as they are), like PyG's NormalizeFeatures.
+func normalizeRows(x tensor.Matrix) tensor.Matrix {
+	out := x.Clone()
+	for i := 0; i < out.Rows; i++ {
+		row := out.Row(i)
+		var s float64
+		for _, v := range row {
+			s += float64(v)
+		}
+		if s != 0 {
+			inv := float32(1 / s)
+			for j := range row {
+				row[j] *= inv
+			}
+		}
+	}
+	return out
+}
+
+// Evaluate returns the validation and test accuracy of m.
+func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (val, test float64, err error) {
+	logits, err := Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize)
+	if err != nil {
+		return 0, 0, err
+	}
+	return accuracy(logits, r.labels, r.ds.Val), accuracy(logits, r.labels, r.ds.Test), nil
+}
+
+// Predict returns the model's logits for every node.
+func (r *Runner) Predict(ctx context.Context, m *nn.Model) (tensor.Matrix, error) {
+	return Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize)
+}
+
+// evalJob is an evaluation of one epoch's weights, possibly running in the
+// background.
+type evalJob struct {
+	epoch     int
+	snapshot  *nn.Model
+	val, test float64
+	secs      float64
+	err       error
+	done      chan struct{}
+}
+
+// Run trains a model and returns its history, summary and the model with
+// the best validation weights restored.
+func (r *Runner) Run(ctx context.Context) (*Result, error) {
+	cfg := r.cfg
+	if cfg.Threads > 0 {
+		prev := tensor.Threads()
+		tensor.SetThreads(cfg.Threads)
+		defer tensor.SetThreads(prev)
+	}
+	model, err := r.NewModel()
+	if err != nil {
+		return nil, err
+	}
+	opt, err := r.optimizer(model)
+	if err != nil {
+		return nil, err
+	}
+	step, err := r.stepper(ctx, model, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer step.close()
+	res := &Result{Summary: Summary{
+		Model: string(cfg.Model.Kind), Mode: string(cfg.Mode), Dataset: r.ds.Meta.Name,
+		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1,
+	}}
+	start := time.Now()
+	best := math.Inf(-1)
+	var bestModel *nn.Model
+	sinceBest := 0
+	var pending *evalJob
+	var pendingStats *EpochStats
+	finish := func(j *evalJob, st *EpochStats) error {
+		<-j.done
+		if j.err != nil {
+			return j.err
+		}
+		st.ValAcc, st.TestAcc, st.EvalSeconds = &j.val, &j.test, j.secs
+		if j.val > best {
+			best, bestModel, sinceBest = j.val, j.snapshot, 0
+			res.Summary.BestValAcc, res.Summary.TestAcc, res.Summary.BestEpoch = j.val, j.test, j.epoch
+		} else {
+			sinceBest++
+		}
+		res.History = append(res.History, *st)
+		if r.hooks.Epoch != nil {
+			r.hooks.Epoch(*st)
+		}
+		return nil
+	}
+	var trainSecs, sampleS, gatherS, computeS, waitS float64
+	seeds := 0
+	epochs := 0
+	for epoch := 0; epoch < cfg.Epochs; epoch++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		lr := cfg.Schedule.LR(epoch)
+		if cfg.Schedule.Base == 0 {
+			lr = cfg.Optimizer.LR
+		}
+		opt.SetLR(lr)
+		t0 := time.Now()
+		st, err := step.epoch(epoch)
+		if err != nil {
+			return nil, err
+		}
+		st.Epoch, st.LR = epoch, lr
+		st.Seconds = time.Since(t0).Seconds()
+		trainSecs += st.Seconds
+		sampleS += st.SampleSeconds
+		gatherS += st.GatherSeconds
+		computeS += st.ComputeSeconds
+		waitS += st.WaitSeconds
+		seeds += len(r.ds.Train)
+		epochs++
+		// The previous epoch's overlapped evaluation has finished running
+		// alongside this epoch: account for it first.
+		if pending != nil {
+			if err := finish(pending, pendingStats); err != nil {
+				return nil, err
+			}
+			pending, pendingStats = nil, nil
+		}
+		if (epoch+1)%cfg.EvalEvery == 0 || epoch == cfg.Epochs-1 {
+			j := &evalJob{epoch: epoch, snapshot: cloneModel(model, r), done: make(chan struct{})}
+			run := func() {
+				defer close(j.done)
+				t := time.Now()
+				j.val, j.test, j.err = r.Evaluate(ctx, j.snapshot)
+				j.secs = time.Since(t).Seconds()
+			}
+			stc := st
+			if cfg.OverlapEval && epoch < cfg.Epochs-1 {
+				go run()
+				pending, pendingStats = j, &stc
+			} else {
+				run()
+				if err := finish(j, &stc); err != nil {
+					return nil, err
+				}
+			}
+		} else {
+			res.History = append(res.History, st)
+			if r.hooks.Epoch != nil {
+				r.hooks.Epoch(st)
+			}
+		}
+		if cfg.Patience > 0 && sinceBest >= cfg.Patience {
+			res.Summary.StoppedEarly = true
+			break
+		}
+	}
+	if pending != nil {
+		if err := finish(pending, pendingStats); err != nil {
+			return nil, err
+		}
+	}
+	if bestModel != nil {
+		model = bestModel
+	}
+	s := &res.Summary
+	s.Epochs = epochs
+	s.EpochSeconds = trainSecs / float64(epochs)
+	s.SampleSeconds, s.GatherSeconds = sampleS/float64(epochs), gatherS/float64(epochs)
+	s.ComputeSeconds, s.WaitSeconds = computeS/float64(epochs), waitS/float64(epochs)
+	s.SeedsPerSecond = float64(seeds) / trainSecs
+	s.TotalSeconds = time.Since(start).Seconds()
+	res.Model = model
+	return res, nil
+}
+
+// cloneModel returns a copy of m's weights in a new model (the snapshot an
+// evaluation uses while training goes on).
+func cloneModel(m *nn.Model, r *Runner) *nn.Model {
+	c, err := nn.NewModel(m.Config, r.deg)
+	if err != nil {
+		panic(err) // m was built from the same config
+	}
+	src, dst := m.Params(), c.Params()
+	for i := range src {
+		copy(dst[i].Value.Data, src[i].Value.Data)
+	}
+	return c
+}
+
+func (r *Runner) optimizer(m *nn.Model) (nn.Optimizer, error) {
+	oc := r.cfg.Optimizer
+	if r.cfg.DecayFirstLayerOnly && len(m.Layers) > 1 {
+		oc.Decay = map[*autograd.Var]float64{}
+		for _, l := range m.Layers[1:] {
+			for _, p := range l.Params() {
+				oc.Decay[p] = 0
+			}
+		}
+	}
+	return nn.NewOptimizer(oc)
+}
+
+// stepper runs the training steps of one epoch.
+type stepper interface {
+	epoch(epoch int) (EpochStats, error)
+	close()
+}
+
+func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
+	if r.cfg.Mode == Full {
+		return &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph)}, nil
+	}
+	return r.sampledStepper(ctx, m, opt)
+}
+
+// fullStepper takes one step per epoch on the whole graph.
+type fullStepper struct {
+	r      *Runner
+	m      *nn.Model
+	opt    nn.Optimizer
+	block  *nn.Block
+	masked []int32
+}
+
+func (s *fullStepper) epoch(epoch int) (EpochStats, error) {
+	r := s.r
+	if s.masked == nil {
+		s.masked = make([]int32, len(r.labels))
+		for i := range s.masked {
+			s.masked[i] = -1
+		}
+		for _, v := range r.ds.Train {
+			s.masked[v] = r.labels[v]
+		}
+	}
+	t := time.Now()
+	tp := autograd.NewTape()
+	logits := s.m.Forward(tp, []*nn.Block{s.block}, tp.Const(r.x), true, rng.Derive(r.cfg.Seed, uint64(epoch)))
+	loss := tp.CrossEntropy(logits, s.masked)
+	params := s.m.Params()
+	autograd.ZeroGrad(params...)
+	if err := tp.Backward(loss); err != nil {
+		return EpochStats{}, err
+	}
+	l := float64(loss.Scalar())
+	if math.IsNaN(l) || math.IsInf(l, 0) {
+		return EpochStats{}, fmt.Errorf("loss is %v at epoch %d (step 0): lower the learning rate or check the features for NaN/Inf", l, epoch)
+	}
+	s.opt.Step(params)
+	if r.hooks.Batch != nil {
+		r.hooks.Batch(epoch, 0, l)
+	}
+	return EpochStats{Loss: l, TrainAcc: accuracy(logits.Value, r.labels, r.ds.Train), Batches: 1, ComputeSeconds: time.Since(t).Seconds()}, nil
+}
+
+func (s *fullStepper) close() {}
