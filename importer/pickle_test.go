@@ -190,6 +190,16 @@ func TestPlanetoidSynthetic(t *testing.T) {
 	if _, err := PlanetoidFS(bad, "syn"); err == nil || !strings.Contains(err.Error(), "ind.syn.ally") {
 		t.Errorf("short ally: %v", err)
 	}
+	// A label row with two classes set is not one-hot.
+	var p pickleBuilder
+	p.op("\x80\x02")
+	p.ndarray("i4", []int32{3, 2}, rawLE([]int32{1, 0, 0, 1, 1, 1}))
+	p.op(".")
+	bad = syntheticPlanetoid()
+	bad["ind.syn.ty"] = &fstest.MapFile{Data: p.Bytes()}
+	if _, err := PlanetoidFS(bad, "syn"); err == nil || !strings.Contains(err.Error(), "ind.syn.ty: row 2 is not one-hot") {
+		t.Errorf("two-hot ty: %v", err)
+	}
 	bad = syntheticPlanetoid()
 	bad["ind.syn.tx"] = &fstest.MapFile{Data: csrPickle([][]float32{{1, 2, 3, 4}, {0, 0, 0, 0}, {0, 0, 0, 0}}, 4)}
 	if _, err := PlanetoidFS(bad, "syn"); err == nil || !strings.Contains(err.Error(), "ind.syn.tx: 4 feature columns, but allx has 3") {

@@ -286,3 +286,26 @@ func BenchmarkReadMETISWave(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(r.Src)*b.N)/b.Elapsed().Seconds(), "edges/s")
 }
+
+func BenchmarkReadEdgeListEnron(b *testing.B) {
+	path := filepath.Join(structureDir, "email-Enron.txt.gz")
+	needDir(b, path)
+	f, err := openText(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		r, _, err := ReadEdgeList(bytes.NewReader(data), "enron", EdgeListOptions{})
+		if err != nil || len(r.Src) != 367662 {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(367662*b.N)/b.Elapsed().Seconds(), "edges/s")
+}
