@@ -99,13 +99,21 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32) ([]int32, int) {
 		if match[v] >= 0 {
 			continue
 		}
-		best, bestW := int32(-1), int32(0)
+		best, bestW := int32(-1), 0.0
 		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
 			u := l.adj[j]
 			if match[u] >= 0 {
 				continue
 			}
-			w := l.ewAt(j)
+			var w float64
+			if l.ew == nil {
+				w = 1
+			} else if expRating {
+				e := float64(l.ew[j])
+				w = e * e / float64(l.vw[int(u)*ncon])
+			} else {
+				w = float64(l.ew[j])
+			}
 			if w > bestW && fits(u, v) {
 				best, bestW = u, w
 				if l.ew == nil {
@@ -287,3 +295,5 @@ func (l *level) contract(match []int32, cn, ncon, workers int) *level {
 	}
 	return cl
 }
+
+var expRating = true

@@ -454,7 +454,7 @@ func recursiveBisection(l *level, ncon, k, first int, ids []int32, where []int32
 		return
 	}
 	k0 := k / 2
-	side := bisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers)
+	side := mlBisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers)
 	subs, subIDs := split(l, ncon, side, ids)
 	recursiveBisection(subs[0], ncon, k0, first, subIDs[0], where, tol, tries, rng.Derive(seed, 1000), workers)
 	recursiveBisection(subs[1], ncon, k-k0, first+k0, subIDs[1], where, tol, tries, rng.Derive(seed, 1001), workers)
@@ -468,4 +468,45 @@ func bisectionTolerance(imb float64, k int) float64 {
 		return imb
 	}
 	return math.Pow(imb, 1/depth)
+}
+
+// mlBisect is a multilevel bisection: it coarsens l further by heavy-edge
+// matching to about 100 vertices, bisects the coarsest graph (bisect), and
+// projects the sides back level by level with FM refinement at each.
+func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int) []int8 {
+	const coarsenTo = 100
+	if l.n <= 2*coarsenTo {
+		return bisect(l, ncon, frac, tol, tries, seed, workers)
+	}
+	maxvw := make([]int32, ncon)
+	for c := range maxvw {
+		t := int64(0)
+		for v := 0; v < l.n; v++ {
+			t += int64(l.vw[v*ncon+c])
+		}
+		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(t)/coarsenTo))))
+	}
+	r := rng.New(rng.Derive(seed, 99))
+	levels := []*level{l}
+	for cur := l; cur.n > coarsenTo; {
+		match, cn := cur.match(r, ncon, maxvw)
+		if float64(cn) > 0.95*float64(cur.n) {
+			break
+		}
+		next := cur.contract(match, cn, ncon, 1)
+		levels = append(levels, next)
+		cur = next
+	}
+	side := bisect(levels[len(levels)-1], ncon, frac, tol, tries, seed, workers)
+	for i := len(levels) - 2; i >= 0; i-- {
+		fine := levels[i]
+		b := newBisector(fine, ncon, frac, tol)
+		for v := 0; v < fine.n; v++ {
+			b.side[v] = side[fine.cmap[v]]
+		}
+		fine.cmap = nil
+		b.fm(4, [2]*pq{newPQ(fine.n), newPQ(fine.n)}, make([]int32, 0, fine.n), make([]bool, fine.n))
+		side = b.side
+	}
+	return side
 }

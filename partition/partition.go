@@ -165,6 +165,9 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		}
 	}
 	coarsenTo := max(30*k, 200)
+	if expCoarsenDiv > 0 {
+		coarsenTo = max(coarsenTo, int(float64(n)/(expCoarsenDiv*math.Log2(float64(k)))))
+	}
 	maxvw := make([]int32, ncon)
 	for c := range maxvw {
 		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(tot[c])/float64(coarsenTo)))))
@@ -192,7 +195,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		ids[i] = int32(i)
 	}
 	debugf("coarsened")
-	recursiveBisection(coarsest, ncon, k, 0, ids, where, bisectionTolerance(opts.Imbalance, k), 8, rng.Derive(opts.Seed, 7), workers)
+	recursiveBisection(coarsest, ncon, k, 0, ids, where, bisectionTolerance(opts.Imbalance, k), expTries, rng.Derive(opts.Seed, 7), workers)
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
@@ -357,3 +360,8 @@ func Inverse(perm []int32) []int32 {
 }
 
 var debugf = func(string, ...any) {}
+
+var (
+	expCoarsenDiv = 0.0
+	expTries      = 8
+)

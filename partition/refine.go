@@ -20,6 +20,8 @@ type refiner struct {
 	conn    []int64 // k scratch: connectivity to each part
 	touched []int32
 	bnd     []int32
+	q       *pq
+	visited []bool
 	r       *rng.Rand
 	workers int
 }
@@ -150,15 +152,23 @@ func (rf *refiner) move(v, to int32, connTo int64) {
 	rf.ed[v] = deg - int32(connTo)
 }
 
-// greedy runs up to passes passes of greedy boundary refinement: each
-// boundary vertex, in random order, moves to the neighbouring part of
-// largest positive gain that has room, or of zero gain if that improves
-// the balance. It returns the total gain.
+// greedy runs up to passes passes of greedy boundary refinement. A pass
+// visits boundary vertices once each, best ed-id first (a vertex enters
+// the queue when a neighbour's move makes it a candidate), and moves each
+// to the neighbouring part of largest positive gain that has room, or of
+// zero gain if that improves the balance. It returns the total gain.
 func (rf *refiner) greedy(passes int) int64 {
 	total := int64(0)
+	n := rf.l.n
+	if rf.q == nil || len(rf.q.pos) < n {
+		rf.q = newPQ(n)
+		rf.visited = make([]bool, n)
+	}
+	q := rf.q
+	visited := rf.visited[:n]
 	for pass := 0; pass < passes; pass++ {
 		bnd := rf.bnd[:0]
-		for v := 0; v < rf.l.n; v++ {
+		for v := 0; v < n; v++ {
 			if rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] {
 				bnd = append(bnd, int32(v))
 			}
@@ -167,9 +177,16 @@ func (rf *refiner) greedy(passes int) int64 {
 			j := rf.r.IntN(i + 1)
 			bnd[i], bnd[j] = bnd[j], bnd[i]
 		}
+		for _, v := range bnd {
+			q.push(v, int64(rf.ed[v]-rf.id[v]))
+		}
 		rf.bnd = bnd
 		moves, gain := 0, int64(0)
-		for _, v := range bnd {
+		l := rf.l
+		for q.len() > 0 {
+			v := q.pop()
+			visited[v] = true
+			rf.bnd = append(rf.bnd, v)
 			if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
 				continue
 			}
@@ -177,21 +194,39 @@ func (rf *refiner) greedy(passes int) int64 {
 			id := int64(rf.id[v])
 			p := rf.where[v]
 			best, bestGain := int32(-1), int64(-1)
-			for _, q := range rf.touched {
-				g := rf.conn[q] - id
-				if g < 0 || g < bestGain || !rf.fits(v, q) {
+			for _, t := range rf.touched {
+				g := rf.conn[t] - id
+				if g < 0 || g < bestGain || !rf.fits(v, t) {
 					continue
 				}
-				if g > bestGain || rf.load(q) < rf.load(best) {
-					best, bestGain = q, g
+				if g > bestGain || rf.load(t) < rf.load(best) {
+					best, bestGain = t, g
 				}
 			}
 			if best >= 0 && (bestGain > 0 || rf.zeroGainHelps(v, p, best)) {
 				rf.move(v, best, rf.conn[best])
 				moves++
 				gain += bestGain
+				for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+					u := l.adj[j]
+					if visited[u] {
+						continue
+					}
+					if rf.ed[u] > 0 && rf.ed[u] >= rf.id[u] {
+						if q.has(u) {
+							q.update(u, int64(rf.ed[u]-rf.id[u]))
+						} else {
+							q.push(u, int64(rf.ed[u]-rf.id[u]))
+						}
+					} else if q.has(u) {
+						q.remove(u)
+					}
+				}
 			}
 			rf.clearConn()
+		}
+		for _, v := range rf.bnd {
+			visited[v] = false
 		}
 		total += gain
 		if moves == 0 || gain == 0 && pass > 0 {
