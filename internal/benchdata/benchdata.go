@@ -1,0 +1,177 @@
+// Package benchdata measures the data layer: graph build throughput and
+// peak memory per edge, synthetic generation throughput, and the time to
+// open a multi-gigabyte native dataset. 'graphmill bench data' prints it.
+package benchdata
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/memstat"
+	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/synth"
+)
+
+// Options sizes the benchmark.
+type Options struct {
+	// BuildNodes and BuildEdges size the random edge list given to the
+	// graph builder.
+	BuildNodes, BuildEdges int
+	// GenNodes, GenEdges and GenFeatures size the synthetic dataset that
+	// is generated (timed) and then opened (timed).
+	GenNodes    int
+	GenEdges    int64
+	GenFeatures int
+	// Dir holds the generated dataset; it is reused when it already
+	// holds one of the requested size (then generation is not re-timed).
+	Dir     string
+	Workers int
+	// Progress is told which step runs.
+	Progress func(step string)
+}
+
+// Quick and Full are the standard sizes: Full builds 50M edges and opens a
+// dataset of more than 2 GB.
+var (
+	Quick = Options{BuildNodes: 1_000_000, BuildEdges: 10_000_000, GenNodes: 500_000, GenEdges: 5_000_000, GenFeatures: 64}
+	Full  = Options{BuildNodes: 5_000_000, BuildEdges: 50_000_000, GenNodes: 4_000_000, GenEdges: 60_000_000, GenFeatures: 128}
+)
+
+// BuildResult is one graph build measurement.
+type BuildResult struct {
+	Name          string  `json:"name"`
+	Nodes         int     `json:"nodes"`
+	InputEdges    int     `json:"input_edges"`
+	OutputEdges   int64   `json:"output_edges"`
+	Seconds       float64 `json:"seconds"`
+	EdgesPerSec   float64 `json:"edges_per_second"`
+	PeakBytes     int64   `json:"peak_rss_bytes"`
+	PeakPerEdge   float64 `json:"peak_bytes_per_input_edge"`
+	InputPerEdge  float64 `json:"input_bytes_per_edge"`
+	OutputPerEdge float64 `json:"output_bytes_per_input_edge"`
+}
+
+// Report is the benchmark's result.
+type Report struct {
+	Workers        int           `json:"workers"`
+	Builds         []BuildResult `json:"builds"`
+	GenNodes       int           `json:"gen_nodes"`
+	GenEdges       int64         `json:"gen_edges"`
+	GenFeatures    int           `json:"gen_features"`
+	GenSeconds     float64       `json:"gen_seconds,omitempty"`
+	GenEdgesPerSec float64       `json:"gen_edges_per_second,omitempty"`
+	GenBytesPerSec float64       `json:"gen_bytes_per_second,omitempty"`
+	GenReused      bool          `json:"gen_reused"`
+	DatasetBytes   int64         `json:"dataset_bytes"`
+	OpenSeconds    float64       `json:"open_seconds"`
+	VerifySeconds  float64       `json:"verify_seconds"`
+}
+
+// Run measures and returns the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	rep := &Report{Workers: par.Workers(o.Workers), GenNodes: o.GenNodes, GenEdges: o.GenEdges, GenFeatures: o.GenFeatures}
+	step := func(s string) {
+		if o.Progress != nil {
+			o.Progress(s)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		opts graph.BuildOptions
+	}{
+		{"as-is", graph.BuildOptions{}},
+		{"symmetrize+dedup", graph.BuildOptions{Symmetrize: true, Dedup: true, SelfLoops: graph.RemoveSelfLoops}},
+	} {
+		step(fmt.Sprintf("building a %d-edge graph (%s)", o.BuildEdges, c.name))
+		b, err := measureBuild(ctx, o, c.name, c.opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Builds = append(rep.Builds, b)
+	}
+	if o.Dir == "" {
+		return nil, fmt.Errorf("benchdata: no directory for the generated dataset")
+	}
+	if d, err := dataset.Open(o.Dir); err == nil && d.Meta.NumNodes == o.GenNodes && d.Meta.NumEdges == o.GenEdges && d.Meta.FeatureDim == o.GenFeatures {
+		d.Close()
+		rep.GenReused = true
+	} else {
+		if err == nil {
+			d.Close()
+		}
+		step(fmt.Sprintf("generating %d nodes, %d edges, %d features", o.GenNodes, o.GenEdges, o.GenFeatures))
+		t := time.Now()
+		cfg := synth.Config{Name: "bench", Nodes: o.GenNodes, Edges: o.GenEdges, FeatureDim: o.GenFeatures, Classes: 16, Seed: 1, Workers: o.Workers}
+		if _, err := synth.Generate(ctx, o.Dir, cfg, true); err != nil {
+			return nil, err
+		}
+		rep.GenSeconds = time.Since(t).Seconds()
+		rep.GenEdgesPerSec = float64(o.GenEdges) / rep.GenSeconds
+	}
+	rep.DatasetBytes = dirBytes(o.Dir)
+	if rep.GenSeconds > 0 {
+		rep.GenBytesPerSec = float64(rep.DatasetBytes) / rep.GenSeconds
+	}
+	step("opening the dataset")
+	t := time.Now()
+	d, err := dataset.Open(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	rep.OpenSeconds = time.Since(t).Seconds()
+	step("verifying every edge")
+	t = time.Now()
+	err = d.Verify(ctx)
+	rep.VerifySeconds = time.Since(t).Seconds()
+	d.Close()
+	return rep, err
+}
+
+func measureBuild(ctx context.Context, o Options, name string, opts graph.BuildOptions) (BuildResult, error) {
+	n, m := o.BuildNodes, o.BuildEdges
+	src := make([]int32, m)
+	dst := make([]int32, m)
+	par.For(par.Workers(o.Workers), m, func(w, lo, hi int) {
+		var r rng.Rand
+		r.Seed(rng.Derive(7, uint64(lo)))
+		for i := lo; i < hi; i++ {
+			src[i], dst[i] = int32(r.IntN(n)), int32(r.IntN(n))
+		}
+	})
+	opts.Workers = o.Workers
+	memstat.ResetPeak()
+	before := memstat.RSS()
+	t := time.Now()
+	g, err := graph.Build(ctx, n, src, dst, nil, opts)
+	if err != nil {
+		return BuildResult{}, err
+	}
+	secs := time.Since(t).Seconds()
+	peak := memstat.Peak()
+	res := BuildResult{
+		Name: name, Nodes: n, InputEdges: m, OutputEdges: g.NumEdges(), Seconds: secs,
+		EdgesPerSec: float64(m) / secs, PeakBytes: peak,
+		InputPerEdge: 8, OutputPerEdge: float64(g.Bytes()) / float64(m),
+	}
+	if before > 0 {
+		res.PeakPerEdge = float64(peak) / float64(m)
+	}
+	return res, nil
+}
+
+func dirBytes(dir string) int64 {
+	var total int64
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if st, err := os.Stat(filepath.Join(dir, e.Name())); err == nil {
+			total += st.Size()
+		}
+	}
+	return total
+}
