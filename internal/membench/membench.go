@@ -1,0 +1,202 @@
+// Package membench measures the memory-system ceilings that graphmill's
+// data-loading code is judged against, on the machine it runs on and in
+// the same run: independent random small reads over a large array (the
+// access pattern of neighbour sampling), sequential copy bandwidth, and
+// random-row gathers (the access pattern of feature fetching). Each
+// measurement runs on a given number of goroutines at once and reports the
+// total rate, so "sampler edges/s divided by RandomReads(..., workers)" is
+// a fair ratio for the same worker count.
+//
+//	a, free := membench.AllocHuge[uint32](n) // like the graph: huge pages
+//	defer free()
+//	r := membench.RandomReads(a, 1, 300*time.Millisecond)
+//	fmt.Println(r.PerSec) // reads per second
+package membench
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// Result is one measurement.
+type Result struct {
+	// Ops is the number of operations done (reads, bytes or rows).
+	Ops int64
+	// Elapsed is the wall time they took.
+	Elapsed time.Duration
+	// PerSec is Ops per second.
+	PerSec float64
+	// Workers is the number of goroutines that ran concurrently.
+	Workers int
+	// CPUPerSec is the rate per CPU-second of each goroutine's own thread,
+	// summed over the goroutines: the rate the workers would reach if each
+	// had a core to itself. On a machine shared with other work, it is far
+	// less noisy than PerSec.
+	CPUPerSec float64
+}
+
+// Work runs fn on workers goroutines, each locked to its OS thread, and
+// returns the summed operation count with wall and per-thread CPU rates.
+// fn(w) does the work of worker w and returns its operation count.
+func Work(workers int, fn func(w int) int64) Result {
+	workers = max(workers, 1)
+	var wg sync.WaitGroup
+	ops := make([]int64, workers)
+	cpu := make([]time.Duration, workers)
+	start := time.Now()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0 := ThreadCPU()
+			ops[w] = fn(w)
+			cpu[w] = ThreadCPU() - c0
+		}(w)
+	}
+	wg.Wait()
+	return result(ops, cpu, time.Since(start))
+}
+
+func result(ops []int64, cpu []time.Duration, el time.Duration) Result {
+	r := Result{Elapsed: el, Workers: len(ops)}
+	for w, o := range ops {
+		r.Ops += o
+		if cpu[w] > 0 {
+			r.CPUPerSec += float64(o) / cpu[w].Seconds()
+		}
+	}
+	r.PerSec = float64(r.Ops) / el.Seconds()
+	return r
+}
+
+// sink defeats dead-code elimination of the measured loads.
+var sink uint64
+
+var sinkMu sync.Mutex
+
+// run starts workers goroutines, each calling step(w, r) until the time
+// budget is spent, and sums the operations step reports.
+func run(workers int, d time.Duration, step func(w int, r *rng.Rand) (ops int64, sum uint64)) Result {
+	deadline := time.Now().Add(d)
+	return Work(workers, func(w int) int64 {
+		r := rng.New(rng.Derive(0x5eed, uint64(w)))
+		var s uint64
+		var ops int64
+		for time.Now().Before(deadline) {
+			n, x := step(w, r)
+			ops += n
+			s += x
+		}
+		sinkMu.Lock()
+		sink += s
+		sinkMu.Unlock()
+		return ops
+	})
+}
+
+// RandomReads measures independent random 4-byte reads per second over a
+// on workers goroutines for about d. Every read's address comes from a
+// random generator, not from a previous read, so the memory system may
+// serve many at once, as it can for a sampler that reads the neighbour
+// lists of many nodes.
+func RandomReads(a []uint32, workers int, d time.Duration) Result {
+	n := uint64(len(a))
+	return run(workers, d, func(_ int, r *rng.Rand) (int64, uint64) {
+		const batch = 1 << 14
+		var s uint64
+		for i := 0; i < batch; i += 4 {
+			x := r.Uint64()
+			// Two 32-bit draws per 64-bit number, multiply-shift to [0,n).
+			i0 := (x & 0xffffffff) * n >> 32
+			i1 := (x >> 32) * n >> 32
+			y := r.Uint64()
+			i2 := (y & 0xffffffff) * n >> 32
+			i3 := (y >> 32) * n >> 32
+			s += uint64(a[i0]) + uint64(a[i1]) + uint64(a[i2]) + uint64(a[i3])
+		}
+		return batch, s
+	})
+}
+
+// SeqCopy measures sequential copy bandwidth in bytes per second (bytes
+// copied, each read once and written once): every worker copies its own
+// buffer of size bytes into another, repeatedly.
+func SeqCopy(size int, workers int, d time.Duration) Result {
+	workers = max(workers, 1)
+	src := make([][]byte, workers)
+	dst := make([][]byte, workers)
+	for w := range src {
+		src[w] = make([]byte, size)
+		dst[w] = make([]byte, size)
+		for i := 0; i < size; i += 4096 {
+			src[w][i] = byte(i)
+			dst[w][i] = 1
+		}
+	}
+	const chunk = 1 << 20
+	off := make([]int, workers)
+	res := run(workers, d, func(w int, _ *rng.Rand) (int64, uint64) {
+		o := off[w]
+		if o+chunk > size {
+			o = 0
+		}
+		n := copy(dst[w][o:o+chunk], src[w][o:o+chunk])
+		off[w] = o + chunk
+		return int64(n), uint64(dst[w][o])
+	})
+	runtime.KeepAlive(dst)
+	return res
+}
+
+// RandomRows measures random-row gathers per second: each worker copies
+// rows of dim float32 values chosen uniformly at random from table into a
+// contiguous buffer of 1024 rows, as a feature gather does, with no other
+// work. Multiply Result.PerSec by 4*dim for bytes per second.
+func RandomRows(table []float32, dim int, workers int, d time.Duration) Result {
+	rows := uint64(len(table) / dim)
+	const batch = 1024
+	outs := make([][]float32, max(workers, 1))
+	for w := range outs {
+		outs[w] = make([]float32, batch*dim)
+	}
+	return run(workers, d, func(w int, r *rng.Rand) (int64, uint64) {
+		out := outs[w]
+		for i := 0; i < batch; i++ {
+			v := int((r.Uint64() >> 32) * rows >> 32)
+			copy(out[i*dim:(i+1)*dim], table[v*dim:(v+1)*dim])
+		}
+		return batch, uint64(out[0])
+	})
+}
+
+// GatherRows measures the same copy loop as RandomRows over the given ids
+// (cycling through them), so a gather implementation can be compared with
+// a plain loop on exactly the same rows.
+func GatherRows(table []float32, dim int, ids []int32, workers int, d time.Duration) Result {
+	const batch = 1024
+	outs := make([][]float32, max(workers, 1))
+	pos := make([]int, max(workers, 1))
+	for w := range outs {
+		outs[w] = make([]float32, batch*dim)
+		pos[w] = w * len(ids) / max(workers, 1)
+	}
+	return run(workers, d, func(w int, _ *rng.Rand) (int64, uint64) {
+		out := outs[w]
+		p := pos[w]
+		for i := 0; i < batch; i++ {
+			if p == len(ids) {
+				p = 0
+			}
+			v := int(ids[p])
+			p++
+			copy(out[i*dim:(i+1)*dim], table[v*dim:(v+1)*dim])
+		}
+		pos[w] = p
+		return batch, uint64(out[0])
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package sample
+
+func adviseHuge([]uint64) {}

@@ -1,0 +1,51 @@
+// Package sample draws neighbour-sampled minibatches (message-flow graphs)
+// from a graph.CSC for minibatch GNN training, the way GraphSAGE, DGL's
+// NeighborSampler, PyG's NeighborLoader and torch-quiver do, at close to the
+// memory system's speed.
+//
+// A Sampler is built once for a graph and a list of fanouts, one per hop,
+// starting at the seeds (PyG's and quiver's order: Fanouts{25, 10} takes 25
+// in-neighbours of every seed and then 10 of every node reached):
+//
+//	s, err := sample.New(g, sample.Config{Fanouts: []int{25, 10}})
+//	mb, err := s.Sample(seeds, 42)           // one minibatch, seeded with 42
+//	for _, b := range mb.Blocks { ... }      // input layer first
+//	mb.InputNodes                            // nodes whose features the first layer reads
+//
+// Each Block is one layer's bipartite message-flow graph, compressed over
+// its destination nodes: the sampled in-edges of destination i are
+// Indices[Indptr[i]:Indptr[i+1]], and Indices holds LOCAL positions into
+// SrcNodes. The first NumDst source nodes are the destination nodes
+// themselves (DGL's to_block convention, PyG's "seeds first"), so a layer's
+// output rows line up with the next layer's input rows and a GNN can take
+// the destination's own features as h[:NumDst]. The last block's
+// destinations are the seeds, in the order given. EdgeIDs holds each
+// sampled edge's global id: g.EdgeIDs[p] when the graph has edge ids, else
+// the edge's position p in the CSC. A Block converts to the aggregation
+// kernels' tensor.CSR by copying the fields:
+//
+//	tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, NumSrc: b.NumSrc()}
+//
+// Sampling is uniform without replacement by default; Config.Replace draws
+// with replacement and Config.Weighted draws in proportion to the graph's
+// edge weights. A fanout of -1 takes every in-neighbour.
+// SampleExcluding leaves given edge ids out of the population (link
+// prediction: do not let a model see the edges it must predict).
+//
+// Results depend only on the graph, the configuration, the seeds and the
+// seed value: each hop of a minibatch draws from its own rng stream derived
+// from the seed, so a loader running any number of sampling goroutines
+// produces the same minibatches. A Sampler is safe for concurrent use; its
+// per-call scratch (the relabelling hash map and bitsets) is pooled, and
+// SampleInto reuses a MiniBatch's buffers, so steady-state sampling does not
+// allocate.
+//
+// Relabelling global ids to local positions uses a radix-partitioned hash
+// map: a hop's ids are distributed by hash into partitions of about 2,000,
+// each relabelled with a small table that stays in the L1 cache, so memory
+// per concurrent call is proportional to the minibatch, not to the graph,
+// and probes do not miss the cache. Config.Relabel = RelabelDense selects a
+// generation-stamped array of 8 bytes per graph node instead, which the
+// benchmarks compare it with (the hash map is as fast or faster on a
+// 10M-node graph and needs no per-graph memory).
+package sample

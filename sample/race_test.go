@@ -1,0 +1,5 @@
+//go:build race
+
+package sample
+
+func init() { raceEnabled = true }

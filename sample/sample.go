@@ -1,0 +1,634 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"sync"
+
+	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// Relabel selects the structure that maps global node ids to positions in
+// a minibatch.
+type Relabel int
+
+const (
+	// RelabelHash uses an open-addressing hash map sized to the minibatch
+	// (the default): memory per concurrent call grows with the minibatch,
+	// not with the graph.
+	RelabelHash Relabel = iota
+	// RelabelDense uses a generation-stamped array with one 8-byte entry
+	// per graph node, allocated once per concurrent call. It avoids hashing
+	// but its random accesses span 8 bytes x NumNodes, so it is slower on
+	// large graphs; it exists to be measured against RelabelHash.
+	RelabelDense
+)
+
+// String returns "hash" or "dense".
+func (r Relabel) String() string {
+	switch r {
+	case RelabelHash:
+		return "hash"
+	case RelabelDense:
+		return "dense"
+	}
+	return fmt.Sprintf("Relabel(%d)", int(r))
+}
+
+// Config describes how a Sampler draws neighbours.
+type Config struct {
+	// Fanouts holds the number of in-neighbours to draw per node at each
+	// hop, starting at the seeds; -1 takes all of them. Fanouts{25, 10}
+	// gives a two-layer minibatch.
+	Fanouts []int
+	// Replace draws with replacement: exactly fanout draws per node that
+	// has any in-neighbour (a neighbour may repeat). By default draws are
+	// without replacement, and a node with at most fanout in-neighbours
+	// keeps all of them.
+	Replace bool
+	// Weighted draws each in-edge with probability proportional to its
+	// weight (graph.CSC.Weights, which must be present, finite and
+	// non-negative). Edges of weight 0 are never drawn. Without
+	// replacement it is Efraimidis-Spirakis weighted sampling (successive
+	// draws proportional to weight among the edges not yet drawn).
+	Weighted bool
+	// Relabel selects the global-to-local id map; the zero value is
+	// RelabelHash.
+	Relabel Relabel
+}
+
+// Sampler draws neighbour-sampled minibatches from one graph. It is safe
+// for concurrent use; each call uses pooled scratch space.
+type Sampler struct {
+	g    *graph.CSC
+	cfg  Config
+	pool sync.Pool
+
+	eidOnce sync.Once
+	eidPos  []int64 // inverse of g.EdgeIDs: id -> CSC position, -1 if absent
+}
+
+// New returns a sampler for g. It checks the configuration (at least one
+// fanout, each -1 or positive; weights present and valid when Weighted) and
+// the graph's shape; it does not read every edge of the graph except to
+// validate weights.
+func New(g *graph.CSC, cfg Config) (*Sampler, error) {
+	if g == nil {
+		return nil, errors.New("sample: nil graph")
+	}
+	if len(g.Indptr) != g.NumNodes+1 || g.Indptr[g.NumNodes] != int64(len(g.Indices)) {
+		return nil, fmt.Errorf("sample: graph indptr has %d entries for %d nodes and %d edges", len(g.Indptr), g.NumNodes, len(g.Indices))
+	}
+	if err := CheckFanouts(cfg.Fanouts); err != nil {
+		return nil, err
+	}
+	if cfg.Relabel != RelabelHash && cfg.Relabel != RelabelDense {
+		return nil, fmt.Errorf("sample: unknown relabel mode %d", int(cfg.Relabel))
+	}
+	if cfg.Weighted {
+		if g.Weights == nil {
+			return nil, errors.New("sample: weighted sampling needs edge weights, but the graph has none")
+		}
+		if len(g.Weights) != len(g.Indices) {
+			return nil, fmt.Errorf("sample: graph has %d weights for %d edges", len(g.Weights), len(g.Indices))
+		}
+		for i, w := range g.Weights {
+			if !(w >= 0) || math.IsInf(float64(w), 1) {
+				return nil, fmt.Errorf("sample: edge weight %d is %v; weighted sampling needs finite weights >= 0", i, w)
+			}
+		}
+	}
+	if g.EdgeIDs != nil && len(g.EdgeIDs) != len(g.Indices) {
+		return nil, fmt.Errorf("sample: graph has %d edge ids for %d edges", len(g.EdgeIDs), len(g.Indices))
+	}
+	cfg.Fanouts = slices.Clone(cfg.Fanouts)
+	s := &Sampler{g: g, cfg: cfg}
+	s.pool.New = func() any { return &scratch{} }
+	return s, nil
+}
+
+// CheckFanouts reports whether fanouts is a valid list: at least one hop,
+// each fanout -1 (all neighbours) or positive.
+func CheckFanouts(fanouts []int) error {
+	if len(fanouts) == 0 {
+		return errors.New("sample: no fanouts (give one per layer, e.g. 25,10)")
+	}
+	for i, k := range fanouts {
+		if k == 0 || k < -1 {
+			return fmt.Errorf("sample: fanout %d of hop %d; use a positive count or -1 for all neighbours", k, i)
+		}
+	}
+	return nil
+}
+
+// Graph returns the sampled graph.
+func (s *Sampler) Graph() *graph.CSC { return s.g }
+
+// Config returns the sampler's configuration.
+func (s *Sampler) Config() Config {
+	c := s.cfg
+	c.Fanouts = slices.Clone(c.Fanouts)
+	return c
+}
+
+// Block is one layer's message-flow graph, compressed over destinations.
+// Its fields have the meanings of tensor.CSR's: the sampled in-edges of
+// destination i are Indices[Indptr[i]:Indptr[i+1]], each a position in
+// SrcNodes.
+type Block struct {
+	// SrcNodes holds the global ids of the layer's input nodes; the first
+	// NumDst of them are the destination nodes.
+	SrcNodes []int32
+	// NumDst is the number of destination nodes.
+	NumDst int
+	// Indptr has NumDst+1 offsets into Indices.
+	Indptr []int64
+	// Indices holds, for every sampled edge, the local position of its
+	// source node in SrcNodes.
+	Indices []int32
+	// EdgeIDs holds every sampled edge's global id: graph.CSC.EdgeIDs[p]
+	// when the graph has edge ids, else its CSC position p.
+	EdgeIDs []int64
+}
+
+// NumSrc returns the number of source nodes.
+func (b *Block) NumSrc() int { return len(b.SrcNodes) }
+
+// NumEdges returns the number of sampled edges.
+func (b *Block) NumEdges() int { return len(b.Indices) }
+
+// DstNodes returns the global ids of the destination nodes.
+func (b *Block) DstNodes() []int32 { return b.SrcNodes[:b.NumDst] }
+
+// MiniBatch is one sampled minibatch. Its slices are owned by it and are
+// overwritten when it is passed to SampleInto again.
+type MiniBatch struct {
+	// Seeds holds the seed nodes, in the order given: the last block's
+	// destinations.
+	Seeds []int32
+	// InputNodes holds the nodes whose features the first layer reads:
+	// Blocks[0].SrcNodes.
+	InputNodes []int32
+	// Blocks holds one block per layer, input layer first.
+	Blocks []Block
+
+	nodes []int32 // all nodes in first-seen order; every SrcNodes is a prefix
+	hops  []hopBuf
+}
+
+type hopBuf struct {
+	indptr  []int64
+	indices []int32
+	eids    []int64
+}
+
+// NumEdges returns the number of sampled edges over all blocks.
+func (mb *MiniBatch) NumEdges() int {
+	n := 0
+	for i := range mb.Blocks {
+		n += len(mb.Blocks[i].Indices)
+	}
+	return n
+}
+
+// Sample draws a minibatch for seeds with the given random seed.
+func (s *Sampler) Sample(seeds []int32, seed uint64) (*MiniBatch, error) {
+	mb := &MiniBatch{}
+	if err := s.SampleInto(mb, seeds, seed); err != nil {
+		return nil, err
+	}
+	return mb, nil
+}
+
+// SampleInto draws a minibatch for seeds into mb, reusing its buffers.
+// Seeds must be distinct node ids; there must be at least one.
+func (s *Sampler) SampleInto(mb *MiniBatch, seeds []int32, seed uint64) error {
+	return s.sample(mb, seeds, seed, nil)
+}
+
+// SampleExcluding is SampleInto with the edges whose ids are in exclude
+// left out of the sampling population (as if they were not in the graph).
+// Ids are graph.CSC.EdgeIDs values when the graph has edge ids (the first
+// such call builds an inverse index of 8 bytes per edge; ids no edge
+// carries are ignored), else CSC positions, which must be in range.
+func (s *Sampler) SampleExcluding(mb *MiniBatch, seeds []int32, seed uint64, exclude []int64) error {
+	return s.sample(mb, seeds, seed, exclude)
+}
+
+// scratch is the per-call working memory, pooled by the Sampler.
+type scratch struct {
+	hash  idMap
+	dense denseMap
+	spans []int64   // lo, hi per destination node
+	bits  []uint64  // Floyd membership bitset (all zero between uses)
+	cum   []float64 // weighted: prefix sums
+	keys  []wkey    // weighted without replacement
+	wtmp  []float32 // weights of a non-contiguous candidate list
+	excl  []int64   // sorted excluded CSC positions
+	cand  []int64   // candidate positions of a node with exclusions
+}
+
+// noCandidates is the non-nil empty candidate list of a node whose every
+// in-edge is excluded.
+var noCandidates = []int64{}
+
+type wkey struct {
+	key float64
+	off int64
+}
+
+func (s *Sampler) sample(mb *MiniBatch, seeds []int32, seed uint64, exclude []int64) error {
+	g := s.g
+	if len(seeds) == 0 {
+		return errors.New("sample: empty seed set")
+	}
+	n := int32(g.NumNodes)
+	for i, v := range seeds {
+		if v < 0 || v >= n {
+			return fmt.Errorf("sample: seed %d (index %d) is not a node id in [0, %d)", v, i, n)
+		}
+	}
+	sc := s.pool.Get().(*scratch)
+	defer s.pool.Put(sc)
+	if err := s.setExclusions(sc, exclude); err != nil {
+		return err
+	}
+	dense := s.cfg.Relabel == RelabelDense
+	nodes := append(mb.nodes[:0], seeds...)
+	mb.nodes = nodes
+	if dense {
+		sc.dense.begin(g.NumNodes)
+		for i, v := range seeds {
+			if _, ins := sc.dense.getOrInsert(v, int32(i)); !ins {
+				return fmt.Errorf("sample: seed %d appears more than once (index %d)", v, i)
+			}
+		}
+	} else if v, dup := sc.hash.hasDuplicate(seeds); dup {
+		return fmt.Errorf("sample: seed %d appears more than once", v)
+	}
+	L := len(s.cfg.Fanouts)
+	for len(mb.hops) < L {
+		mb.hops = append(mb.hops, hopBuf{})
+	}
+	numDst := make([]int, 0, 8)
+	var r rng.Rand
+	for h, k := range s.cfg.Fanouts {
+		nd := len(nodes)
+		numDst = append(numDst, nd)
+		hb := &mb.hops[h]
+		bound := s.spans(sc, nodes[:nd], k)
+		hb.indptr = grow(hb.indptr, nd+1)
+		hb.indices = grow(hb.indices, bound)
+		hb.eids = grow(hb.eids, bound)
+		r.Seed(rng.Derive(seed, uint64(h)))
+		e := s.draw(sc, &r, k, hb)
+		hb.indices = hb.indices[:e]
+		hb.eids = hb.eids[:e]
+		// Relabel in place: global source ids become local positions, new
+		// nodes are appended in first-seen order.
+		if cap(nodes) < nd+e {
+			nodes = slices.Grow(nodes, nd+e-len(nodes))
+		}
+		if dense {
+			nodes = sc.dense.relabel(hb.indices, nodes)
+		} else {
+			nodes = sc.hash.relabel(hb.indices, nodes)
+		}
+		if g.EdgeIDs != nil {
+			for q, p := range hb.eids {
+				hb.eids[q] = g.EdgeIDs[p]
+			}
+		}
+	}
+	mb.nodes = nodes
+	mb.Seeds = nodes[:len(seeds):len(seeds)]
+	if cap(mb.Blocks) < L {
+		mb.Blocks = make([]Block, L)
+	}
+	mb.Blocks = mb.Blocks[:L]
+	for h := 0; h < L; h++ {
+		nsrc := len(nodes)
+		if h+1 < L {
+			nsrc = numDst[h+1]
+		}
+		hb := &mb.hops[h]
+		mb.Blocks[L-1-h] = Block{
+			SrcNodes: nodes[:nsrc:nsrc],
+			NumDst:   numDst[h],
+			Indptr:   hb.indptr,
+			Indices:  hb.indices,
+			EdgeIDs:  hb.eids,
+		}
+	}
+	mb.InputNodes = mb.Blocks[0].SrcNodes
+	return nil
+}
+
+// grow returns s resliced to length n, reallocating if needed.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
+}
+
+// spans reads the neighbour range of every destination node (a tight loop
+// of independent loads, so that the memory system serves many at once) and
+// returns an upper bound on the number of edges the hop draws.
+func (s *Sampler) spans(sc *scratch, dst []int32, k int) int {
+	sc.spans = grow(sc.spans, 2*len(dst))
+	sp := sc.spans
+	indptr := s.g.Indptr
+	bound := 0
+	for i, v := range dst {
+		lo, hi := indptr[v], indptr[v+1]
+		sp[2*i], sp[2*i+1] = lo, hi
+		d := int(hi - lo)
+		switch {
+		case k < 0:
+			bound += d
+		case s.cfg.Replace:
+			if d > 0 {
+				bound += k
+			}
+		default:
+			bound += min(d, k)
+		}
+	}
+	return bound
+}
+
+// draw samples the in-edges of every destination of the hop into hb
+// (global source ids in indices, CSC positions in eids) and returns the
+// number of edges drawn.
+func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *hopBuf) int {
+	g := s.g
+	ind := g.Indices
+	out, pos, ip := hb.indices, hb.eids, hb.indptr
+	sp := sc.spans
+	nd := len(sp) / 2
+	ip[0] = 0
+	e := 0
+	exclusions := len(sc.excl) > 0
+	simple := !s.cfg.Weighted && !s.cfg.Replace
+	for i := 0; i < nd; i++ {
+		lo, hi := sp[2*i], sp[2*i+1]
+		d := int(hi - lo)
+		var cand []int64
+		if exclusions {
+			cand = sc.candidates(lo, hi)
+			if cand != nil {
+				d = len(cand)
+			}
+		}
+		if cand == nil && (k < 0 || (simple && d <= k)) {
+			// All neighbours.
+			for p := lo; p < hi; p++ {
+				pos[e] = p
+				e++
+			}
+			ip[i+1] = int64(e)
+			continue
+		}
+		var w []float32
+		if s.cfg.Weighted {
+			if cand == nil {
+				w = g.Weights[lo:hi]
+			} else {
+				sc.wtmp = grow(sc.wtmp, len(cand))
+				for j, p := range cand {
+					sc.wtmp[j] = g.Weights[p]
+				}
+				w = sc.wtmp
+			}
+		}
+		c := s.pick(sc, r, d, k, w, pos[e:])
+		if cand == nil {
+			for q := e; q < e+c; q++ {
+				pos[q] += lo
+			}
+		} else {
+			for q := e; q < e+c; q++ {
+				pos[q] = cand[pos[q]]
+			}
+		}
+		e += c
+		ip[i+1] = int64(e)
+	}
+	// Read the sources in a separate tight loop of independent loads, so
+	// that the memory system serves many cache misses at once.
+	for q, p := range pos[:e] {
+		out[q] = ind[p]
+	}
+	return e
+}
+
+// pick chooses offsets in [0, d) for one node (fanout k, weights w when
+// weighted) and writes them to out, returning how many it wrote.
+func (s *Sampler) pick(sc *scratch, r *rng.Rand, d, k int, w []float32, out []int64) int {
+	if d == 0 {
+		return 0
+	}
+	if k < 0 {
+		for j := 0; j < d; j++ {
+			out[j] = int64(j)
+		}
+		return d
+	}
+	if s.cfg.Weighted {
+		if s.cfg.Replace {
+			return sc.weightedReplace(r, k, w, out)
+		}
+		return sc.weighted(r, k, w, out)
+	}
+	if s.cfg.Replace {
+		for j := 0; j < k; j++ {
+			out[j] = int64(r.IntN(d))
+		}
+		return k
+	}
+	if d <= k {
+		for j := 0; j < d; j++ {
+			out[j] = int64(j)
+		}
+		return d
+	}
+	if d <= 64 {
+		// Floyd's algorithm with the chosen set in one register; the
+		// offsets come out sorted.
+		var mask uint64
+		for j := d - k; j < d; j++ {
+			t := uint(r.IntN(j + 1))
+			if mask>>t&1 != 0 {
+				t = uint(j)
+			}
+			mask |= 1 << t
+		}
+		c := 0
+		for mask != 0 {
+			out[c] = int64(bits.TrailingZeros64(mask))
+			mask &= mask - 1
+			c++
+		}
+		return c
+	}
+	// Floyd's algorithm with a scratch bitset, cleared afterwards.
+	if words := (d + 63) / 64; len(sc.bits) < words {
+		sc.bits = make([]uint64, words)
+	}
+	b := sc.bits
+	c := 0
+	for j := d - k; j < d; j++ {
+		t := r.IntN(j + 1)
+		if b[t>>6]>>(uint(t)&63)&1 != 0 {
+			t = j
+		}
+		b[t>>6] |= 1 << (uint(t) & 63)
+		out[c] = int64(t)
+		c++
+	}
+	for _, t := range out[:c] {
+		b[t>>6] = 0
+	}
+	return c
+}
+
+// weightedReplace draws k offsets with replacement, each with probability
+// w[j]/sum(w), by binary search over prefix sums.
+func (sc *scratch) weightedReplace(r *rng.Rand, k int, w []float32, out []int64) int {
+	sc.cum = grow(sc.cum, len(w))
+	cum := sc.cum
+	total := 0.0
+	last := -1
+	for j, x := range w {
+		total += float64(x)
+		cum[j] = total
+		if x > 0 {
+			last = j
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	for j := 0; j < k; j++ {
+		u := r.Float64() * total
+		lo, hi := 0, len(cum)
+		for lo < hi { // first index with cum > u
+			mid := int(uint(lo+hi) >> 1)
+			if cum[mid] > u {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		if lo > last { // rounding: u*total may round up to total
+			lo = last
+		}
+		out[j] = int64(lo)
+	}
+	return k
+}
+
+// weighted draws min(k, #positive weights) offsets without replacement by
+// Efraimidis-Spirakis: the k smallest keys E_j/w[j], E_j ~ Exp(1).
+func (sc *scratch) weighted(r *rng.Rand, k int, w []float32, out []int64) int {
+	keys := sc.keys[:0]
+	for j, x := range w {
+		if x > 0 {
+			u := 1 - r.Float64() // (0, 1]
+			keys = append(keys, wkey{-math.Log(u) / float64(x), int64(j)})
+		}
+	}
+	sc.keys = keys
+	if len(keys) > k {
+		slices.SortFunc(keys, func(a, b wkey) int {
+			if a.key < b.key {
+				return -1
+			}
+			if a.key > b.key {
+				return 1
+			}
+			return 0
+		})
+		keys = keys[:k]
+	}
+	for j, kk := range keys {
+		out[j] = kk.off
+	}
+	return len(keys)
+}
+
+// setExclusions turns edge ids into sorted CSC positions in sc.excl.
+func (s *Sampler) setExclusions(sc *scratch, exclude []int64) error {
+	sc.excl = sc.excl[:0]
+	if len(exclude) == 0 {
+		return nil
+	}
+	m := int64(len(s.g.Indices))
+	if s.g.EdgeIDs == nil {
+		for _, id := range exclude {
+			if id < 0 || id >= m {
+				return fmt.Errorf("sample: excluded edge id %d is not an edge position in [0, %d)", id, m)
+			}
+			sc.excl = append(sc.excl, id)
+		}
+	} else {
+		s.eidOnce.Do(s.buildEdgeIndex)
+		for _, id := range exclude {
+			if id < 0 {
+				return fmt.Errorf("sample: excluded edge id %d is negative", id)
+			}
+			if id < int64(len(s.eidPos)) && s.eidPos[id] >= 0 {
+				sc.excl = append(sc.excl, s.eidPos[id])
+			}
+		}
+	}
+	slices.Sort(sc.excl)
+	sc.excl = slices.Compact(sc.excl)
+	return nil
+}
+
+// buildEdgeIndex inverts g.EdgeIDs.
+func (s *Sampler) buildEdgeIndex() {
+	maxID := int64(-1)
+	for _, id := range s.g.EdgeIDs {
+		maxID = max(maxID, id)
+	}
+	pos := make([]int64, maxID+1)
+	for i := range pos {
+		pos[i] = -1
+	}
+	for p, id := range s.g.EdgeIDs {
+		if id >= 0 {
+			pos[id] = int64(p)
+		}
+	}
+	s.eidPos = pos
+}
+
+// candidates returns the positions in [lo, hi) that are not excluded, or
+// nil if none is excluded.
+func (sc *scratch) candidates(lo, hi int64) []int64 {
+	a, _ := slices.BinarySearch(sc.excl, lo)
+	if a == len(sc.excl) || sc.excl[a] >= hi {
+		return nil
+	}
+	c := sc.cand[:0]
+	x := sc.excl[a:]
+	for p := lo; p < hi; p++ {
+		if len(x) > 0 && x[0] == p {
+			x = x[1:]
+			continue
+		}
+		c = append(c, p)
+	}
+	sc.cand = c
+	if len(c) == 0 {
+		return noCandidates
+	}
+	return c
+}
