@@ -24,17 +24,17 @@ func BenchmarkRelabel(b *testing.B) {
 			var m idMap
 			var d denseMap
 			res := membench.Work(1, func(int) int64 {
-			for i := 0; i < b.N; i++ {
-				copy(idx, src)
-				switch mode {
-				case "hash":
-					nodes = m.relabel(idx, nodes[:0])
-				case "dense":
-					d.begin(10_000_000)
-					nodes = d.relabel(idx, nodes[:0])
+				for i := 0; i < b.N; i++ {
+					copy(idx, src)
+					switch mode {
+					case "hash":
+						nodes = m.relabel(idx, nodes[:0])
+					case "dense":
+						d.begin(10_000_000)
+						nodes = d.relabel(idx, nodes[:0])
+					}
 				}
-			}
-			return int64(b.N*len(idx))
+				return int64(b.N * len(idx))
 			})
 			b.ReportMetric(1e9/res.CPUPerSec, "cpu-ns/id")
 		})
