@@ -6,6 +6,7 @@ package gpmetis
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/graphmill/graphmill/partition"
@@ -70,6 +72,11 @@ type Run struct {
 	// Reported is the partitioning time gpmetis prints itself (excluding
 	// its I/O), or 0 if its output could not be parsed.
 	Reported time.Duration
+	// CPU is the user+system CPU time of the process, and MaxRSS its peak
+	// resident set in bytes (VmHWM polled every 2ms from /proc; 0 where
+	// there is no /proc).
+	CPU    time.Duration
+	MaxRSS int64
 	// Output is what gpmetis printed.
 	Output string
 }
@@ -105,9 +112,38 @@ func Partition(ctx context.Context, g *partition.Graph, k int, imbalance float64
 func PartitionFile(ctx context.Context, path string, n, k int, imbalance float64, seed int) (*Run, error) {
 	ufactor := int((imbalance-1)*1000 + 0.5)
 	cmd := exec.CommandContext(ctx, Binary, fmt.Sprintf("-ufactor=%d", ufactor), fmt.Sprintf("-seed=%d", seed), path, strconv.Itoa(k))
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("gpmetis: %w", err)
+	}
+	// The child's rusage max RSS counts the parent's memory (Linux carries
+	// the high-water mark across the vfork+exec), so poll the child's own
+	// VmHWM instead; it is monotonic, so the last reading is within one
+	// polling interval of the peak.
+	var hwm atomic.Int64
+	stop := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		path := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		for {
+			if v := readHWM(path); v > 0 {
+				hwm.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	err := cmd.Wait()
 	wall := time.Since(start)
+	close(stop)
+	<-polled
+	out := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("gpmetis: %w\n%s", err, out)
 	}
@@ -118,6 +154,10 @@ func PartitionFile(ctx context.Context, path string, n, k int, imbalance float64
 		return nil, err
 	}
 	r := &Run{Parts: parts, Wall: wall, Output: string(out)}
+	if ps := cmd.ProcessState; ps != nil {
+		r.CPU = ps.UserTime() + ps.SystemTime()
+	}
+	r.MaxRSS = hwm.Load()
 	if m := partTimeRE.FindSubmatch(out); m != nil {
 		if s, err := strconv.ParseFloat(string(m[1]), 64); err == nil {
 			r.Reported = time.Duration(s * float64(time.Second))
@@ -150,4 +190,22 @@ func ReadParts(path string, n, k int) ([]int32, error) {
 		return nil, fmt.Errorf("%s: %d part ids for %d nodes", path, len(parts), n)
 	}
 	return parts, nil
+}
+
+// readHWM returns the VmHWM line of a /proc/PID/status file in bytes.
+func readHWM(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	i := bytes.Index(b, []byte("VmHWM:"))
+	if i < 0 {
+		return 0
+	}
+	f := bytes.Fields(b[i+6:])
+	if len(f) == 0 {
+		return 0
+	}
+	kb, _ := strconv.ParseInt(string(f[0]), 10, 64)
+	return kb << 10
 }

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/partition/partbench"
+)
+
+func init() {
+	benchCmd.AddCommand(newBenchPartitionCmd())
+}
+
+func newBenchPartitionCmd() *cobra.Command {
+	var (
+		cfg     partbench.Config
+		parts   string
+		asJSON  bool
+		noMetis bool
+	)
+	c := &cobra.Command{
+		Use:   "partition",
+		Short: "Compare the partitioner with METIS (gpmetis): edge cut, balance, time, memory",
+		Long: `Partition the shared graphs (wave.graph.bz2 and email-Enron.txt.gz from
+DATA/structure-only, Cora, CiteSeer from DATA/planetoid) and a synthetic graph of
+5M nodes (generated once into the cache directory) into K = 4, 16, 64 parts,
+and, when gpmetis is on PATH (apt-get install metis), run "gpmetis -ufactor=30"
+on the same graph in the same run. cut_ratio = ours/gpmetis edge cut; time_ratio
+= our partitioning time / gpmetis's own reported partitioning time (neither
+includes reading the graph). --quick skips the synthetic graph.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.DataDir == "" {
+				cfg.DataDir = findData()
+			}
+			if cfg.CacheDir == "" {
+				cfg.CacheDir = filepath.Join(builtin.CacheDir(), "bench")
+			}
+			for _, f := range strings.Split(parts, ",") {
+				k, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || k <= 0 {
+					return fmt.Errorf("--parts: %q is not a positive integer", f)
+				}
+				cfg.Parts = append(cfg.Parts, k)
+			}
+			cfg.NoGpmetis = noMetis
+			cfg.Log = func(format string, a ...any) { fmt.Fprintf(cli.Stderr, format+"\n", a...) }
+			rep, err := partbench.Measure(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			w := cmd.OutOrStdout()
+			for _, r := range rep.Records {
+				fmt.Fprintln(w, r.Line())
+			}
+			for _, s := range rep.Skipped {
+				fmt.Fprintln(w, "skipped:", s)
+			}
+			if !rep.Gpmetis {
+				fmt.Fprintln(w, "gpmetis not on PATH: no comparison (apt-get install metis)")
+			} else {
+				fmt.Fprintf(w, "max cut ratio %.3f, max time ratio %.2f; total %.2fs ours vs %.2fs gpmetis\n", rep.MaxCutRatio, rep.MaxTimeRatio, rep.GraphmillTotal, rep.GpmetisTotal)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.BoolVar(&cfg.Quick, "quick", false, "shared graphs only (under 30 seconds)")
+	f.StringVar(&cfg.DataDir, "data", "", "shared data directory (default $GRAPHMILL_DATA, else ../shared/data or ../../shared/data)")
+	f.StringVar(&cfg.CacheDir, "cache", "", "where the synthetic graph is generated once (default <graphmill cache>/bench)")
+	f.StringVar(&parts, "parts", "4,16,64", "comma-separated part counts")
+	f.Float64Var(&cfg.Imbalance, "imbalance", 1.03, "balance tolerance (gpmetis -ufactor = 1000*(imbalance-1))")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of both partitioners")
+	f.IntVar(&cfg.SynthNodes, "synth-nodes", 5_000_000, "nodes of the synthetic graph")
+	f.Int64Var(&cfg.SynthEdges, "synth-edges", 25_000_000, "directed edges of the synthetic graph")
+	f.BoolVar(&noMetis, "no-gpmetis", false, "do not run gpmetis even if installed")
+	return c
+}
+
+// findData locates the shared data directory.
+func findData() string {
+	if d := os.Getenv("GRAPHMILL_DATA"); d != "" {
+		return d
+	}
+	for _, d := range []string{"../shared/data", "../../shared/data", "../../../shared/data"} {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return "../shared/data"
+}

@@ -1,0 +1,367 @@
+// Package partbench measures graphmill's partitioners against METIS's
+// gpmetis on the same graphs in the same run: edge cut, balance, time,
+// CPU time and peak memory, for several part counts. It backs
+// "graphmill bench partition".
+package partbench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/cora"
+	"github.com/graphmill/graphmill/importer"
+	"github.com/graphmill/graphmill/partition"
+	"github.com/graphmill/graphmill/partition/gpmetis"
+	"github.com/graphmill/graphmill/synth"
+)
+
+// Config selects what to measure.
+type Config struct {
+	// DataDir holds structure-only/ and planetoid/ (the shared data).
+	DataDir string
+	// CacheDir is where the synthetic graph is generated once and reused.
+	CacheDir string
+	// Quick measures the shared graphs only (no synthetic graph).
+	Quick bool
+	// SynthNodes and SynthEdges size the synthetic graph (defaults 5M
+	// nodes and 25M directed edges).
+	SynthNodes int
+	SynthEdges int64
+	// Parts lists the part counts (default 4, 16, 64).
+	Parts []int
+	// Imbalance is the balance tolerance (default 1.03, gpmetis
+	// -ufactor=30).
+	Imbalance float64
+	// Seed seeds both partitioners.
+	Seed uint64
+	// Repeat runs each partitioner this many times and keeps the fastest
+	// (default 3, 1 for graphs over 5M edges): the machine may be shared.
+	Repeat int
+	// NoGpmetis skips the gpmetis comparison even when it is installed.
+	NoGpmetis bool
+	// Log, if set, receives progress lines.
+	Log func(format string, args ...any)
+}
+
+// Run is one partitioner's result on one graph and part count.
+type Run struct {
+	EdgeCut   int64   `json:"edge_cut"`
+	Imbalance float64 `json:"imbalance"`
+	// Seconds is the wall time of partitioning (graph in memory), the
+	// fastest of the repeats.
+	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the user+system CPU time spent.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// PeakRSSBytes is the resident-set high-water mark of the process
+	// during the run (for graphmill: the whole benchmark process,
+	// including the loaded graph, reset before each run).
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+}
+
+// GpmetisRun adds gpmetis's own figures to a Run.
+type GpmetisRun struct {
+	Run
+	// Seconds (in Run) is the wall time of the gpmetis process, which
+	// includes reading the text graph; ReportedSeconds is the
+	// partitioning time gpmetis prints (no I/O; METIS's timers measure
+	// the process's CPU time, so it does not grow when the machine is
+	// busy). The fastest of the repeats is kept.
+	ReportedSeconds float64 `json:"reported_seconds"`
+}
+
+// Record is one graph and part count.
+type Record struct {
+	Graph string `json:"graph"`
+	Nodes int    `json:"nodes"`
+	Edges int64  `json:"edges"` // undirected
+	Parts int    `json:"parts"`
+	// BuildSeconds is the time to build the undirected graph (not
+	// included in Ours.Seconds).
+	BuildSeconds float64     `json:"build_seconds"`
+	Ours         Run         `json:"ours"`
+	Gpmetis      *GpmetisRun `json:"gpmetis,omitempty"`
+	// CutRatio is ours/gpmetis edge cut; TimeRatio ours/gpmetis's
+	// reported partitioning time; TimeRatioWall ours/gpmetis's process
+	// wall time; CPURatio ours/gpmetis CPU time.
+	CutRatio      float64 `json:"cut_ratio,omitempty"`
+	TimeRatio     float64 `json:"time_ratio,omitempty"`
+	TimeRatioWall float64 `json:"time_ratio_wall,omitempty"`
+	CPURatio      float64 `json:"cpu_ratio,omitempty"`
+}
+
+// Report is the whole benchmark.
+type Report struct {
+	GOMAXPROCS     int      `json:"gomaxprocs"`
+	Gpmetis        bool     `json:"gpmetis"`
+	MemoryNote     string   `json:"memory_note"`
+	Records        []Record `json:"records"`
+	Skipped        []string `json:"skipped,omitempty"`
+	MaxCutRatio    float64  `json:"max_cut_ratio,omitempty"`
+	MaxTimeRatio   float64  `json:"max_time_ratio,omitempty"`
+	TotalSeconds   float64  `json:"total_seconds"`
+	GraphmillTotal float64  `json:"graphmill_seconds"`
+	GpmetisTotal   float64  `json:"gpmetis_reported_seconds"`
+}
+
+type source struct {
+	name string
+	load func(ctx context.Context) (*partition.Graph, error)
+}
+
+func (c *Config) sources() ([]source, []string) {
+	var srcs []source
+	var skipped []string
+	have := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	fromRaw := func(r *dataset.Raw, ctx context.Context) (*partition.Graph, error) {
+		return partition.FromEdges(ctx, r.NumNodes, r.Src, r.Dst, 0)
+	}
+	wave := filepath.Join(c.DataDir, "structure-only", "wave.graph.bz2")
+	if have(wave) {
+		srcs = append(srcs, source{"wave", func(ctx context.Context) (*partition.Graph, error) {
+			r, err := importer.METIS(wave)
+			if err != nil {
+				return nil, err
+			}
+			return fromRaw(r, ctx)
+		}})
+	} else {
+		skipped = append(skipped, "wave: "+wave+" not found")
+	}
+	enron := filepath.Join(c.DataDir, "structure-only", "email-Enron.txt.gz")
+	if have(enron) {
+		srcs = append(srcs, source{"email-Enron", func(ctx context.Context) (*partition.Graph, error) {
+			r, _, err := importer.EdgeList(enron, importer.EdgeListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return fromRaw(r, ctx)
+		}})
+	} else {
+		skipped = append(skipped, "email-Enron: "+enron+" not found")
+	}
+	srcs = append(srcs, source{"cora", func(ctx context.Context) (*partition.Graph, error) {
+		r, err := cora.Raw()
+		if err != nil {
+			return nil, err
+		}
+		return fromRaw(r, ctx)
+	}})
+	pl := filepath.Join(c.DataDir, "planetoid")
+	if have(filepath.Join(pl, "ind.citeseer.graph")) {
+		srcs = append(srcs, source{"citeseer", func(ctx context.Context) (*partition.Graph, error) {
+			r, err := importer.Planetoid(pl, "citeseer")
+			if err != nil {
+				return nil, err
+			}
+			return fromRaw(r, ctx)
+		}})
+	} else {
+		skipped = append(skipped, "citeseer: "+pl+" not found")
+	}
+	if !c.Quick {
+		name := fmt.Sprintf("synthetic-%s-%s", shortCount(int64(c.SynthNodes)), shortCount(c.SynthEdges))
+		dir := filepath.Join(c.CacheDir, name)
+		srcs = append(srcs, source{name, func(ctx context.Context) (*partition.Graph, error) {
+			d, err := dataset.Open(dir)
+			if err != nil {
+				c.logf("generating %s into %s (once)", name, dir)
+				if _, err := synth.Generate(ctx, dir, synth.Config{Name: name, Nodes: c.SynthNodes, Edges: c.SynthEdges, Classes: 16, Seed: 1}, true); err != nil {
+					return nil, err
+				}
+				if d, err = dataset.Open(dir); err != nil {
+					return nil, err
+				}
+			}
+			defer d.Close()
+			return partition.FromCSC(ctx, d.Graph, 0)
+		}})
+	}
+	return srcs, skipped
+}
+
+func shortCount(n int64) string {
+	switch {
+	case n%1_000_000 == 0:
+		return strconv.FormatInt(n/1_000_000, 10) + "M"
+	case n%1000 == 0:
+		return strconv.FormatInt(n/1000, 10) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (c *Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		c.Log(format, args...)
+	}
+}
+
+// Measure runs the benchmark.
+func Measure(ctx context.Context, c Config) (*Report, error) {
+	if c.Parts == nil {
+		c.Parts = []int{4, 16, 64}
+	}
+	if c.Imbalance == 0 {
+		c.Imbalance = partition.DefaultImbalance
+	}
+	if c.SynthNodes == 0 {
+		c.SynthNodes = 5_000_000
+	}
+	if c.SynthEdges == 0 {
+		c.SynthEdges = 5 * int64(c.SynthNodes)
+	}
+	start := time.Now()
+	rep := &Report{
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Gpmetis:    !c.NoGpmetis && gpmetis.Available(),
+		MemoryNote: "peak_rss_bytes: graphmill = VmHWM of the benchmark process, reset (clear_refs) before each run, so it includes the graph already in memory; gpmetis = ru_maxrss of its process",
+	}
+	srcs, skipped := c.sources()
+	rep.Skipped = skipped
+	tmp, err := os.MkdirTemp("", "partbench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	for _, s := range srcs {
+		c.logf("loading %s", s.name)
+		t0 := time.Now()
+		g, err := s.load(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		build := time.Since(t0).Seconds()
+		var metisFile string
+		if rep.Gpmetis {
+			metisFile = filepath.Join(tmp, s.name+".graph")
+			f, err := os.Create(metisFile)
+			if err != nil {
+				return nil, err
+			}
+			if err := gpmetis.WriteGraph(f, g); err != nil {
+				f.Close()
+				return nil, err
+			}
+			if err := f.Close(); err != nil {
+				return nil, err
+			}
+		}
+		for _, k := range c.Parts {
+			if k > g.NumNodes() {
+				continue
+			}
+			rec := Record{Graph: s.name, Nodes: g.NumNodes(), Edges: g.NumEdges(), Parts: k, BuildSeconds: build}
+			repeat := c.Repeat
+			if repeat <= 0 {
+				repeat = 3
+				if g.NumEdges() > 5_000_000 {
+					repeat = 1
+				}
+			}
+			for i := 0; i < repeat; i++ {
+				runtime.GC()
+				debug.FreeOSMemory()
+				resetPeakRSS()
+				cpu0 := cpuTime()
+				t := time.Now()
+				res, err := partition.Partition(ctx, g, partition.Options{Parts: k, Imbalance: c.Imbalance, Seed: c.Seed})
+				if err != nil {
+					return nil, fmt.Errorf("%s k=%d: %w", s.name, k, err)
+				}
+				r := Run{EdgeCut: res.Stats.EdgeCut, Imbalance: res.Stats.Imbalance, Seconds: time.Since(t).Seconds(), CPUSeconds: (cpuTime() - cpu0).Seconds(), PeakRSSBytes: peakRSS()}
+				if i == 0 || r.Seconds < rec.Ours.Seconds {
+					rec.Ours = r
+				}
+			}
+			if rep.Gpmetis {
+				var run *gpmetis.Run
+				for i := 0; i < repeat; i++ {
+					r, err := gpmetis.PartitionFile(ctx, metisFile, g.NumNodes(), k, c.Imbalance, int(c.Seed))
+					if err != nil {
+						return nil, fmt.Errorf("%s k=%d: %w", s.name, k, err)
+					}
+					if run == nil || r.Reported < run.Reported {
+						run = r
+					}
+				}
+				st, err := partition.ComputeStats(g, run.Parts, k, nil, 0)
+				if err != nil {
+					return nil, err
+				}
+				gr := &GpmetisRun{Run: Run{EdgeCut: st.EdgeCut, Imbalance: st.Imbalance, Seconds: run.Wall.Seconds(), CPUSeconds: run.CPU.Seconds(), PeakRSSBytes: run.MaxRSS}, ReportedSeconds: run.Reported.Seconds()}
+				rec.Gpmetis = gr
+				if gr.EdgeCut > 0 {
+					rec.CutRatio = float64(rec.Ours.EdgeCut) / float64(gr.EdgeCut)
+				} else if rec.Ours.EdgeCut == 0 {
+					rec.CutRatio = 1
+				}
+				if gr.ReportedSeconds > 0 {
+					rec.TimeRatio = rec.Ours.Seconds / gr.ReportedSeconds
+				}
+				rec.TimeRatioWall = rec.Ours.Seconds / gr.Seconds
+				if gr.CPUSeconds > 0 {
+					rec.CPURatio = rec.Ours.CPUSeconds / gr.CPUSeconds
+				}
+				rep.MaxCutRatio = max(rep.MaxCutRatio, rec.CutRatio)
+				rep.MaxTimeRatio = max(rep.MaxTimeRatio, rec.TimeRatio)
+				rep.GpmetisTotal += gr.ReportedSeconds
+			}
+			rep.GraphmillTotal += rec.Ours.Seconds
+			c.logf("%s", rec.Line())
+			rep.Records = append(rep.Records, rec)
+		}
+		if metisFile != "" {
+			os.Remove(metisFile)
+		}
+	}
+	rep.TotalSeconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// Line is a one-line human summary of the record.
+func (r Record) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-24s k=%-3d cut %9d imb %.3f %8.3fs cpu %7.3fs rss %6.0fMB", r.Graph, r.Parts, r.Ours.EdgeCut, r.Ours.Imbalance, r.Ours.Seconds, r.Ours.CPUSeconds, float64(r.Ours.PeakRSSBytes)/(1<<20))
+	if g := r.Gpmetis; g != nil {
+		fmt.Fprintf(&b, " | gpmetis cut %9d imb %.3f %8.3fs (wall %.3fs) rss %6.0fMB | cut x%.3f time x%.2f", g.EdgeCut, g.Imbalance, g.ReportedSeconds, g.Seconds, float64(g.PeakRSSBytes)/(1<<20), r.CutRatio, r.TimeRatio)
+	}
+	return b.String()
+}
+
+// resetPeakRSS resets the kernel's RSS high-water mark of this process
+// (Linux; a no-op elsewhere or without permission).
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS returns VmHWM of this process in bytes (0 if unknown).
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,341 @@
+package partition
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// edgeSet is an undirected test graph as a set of pairs u < v.
+type edgeSet struct {
+	n     int
+	pairs [][2]int32
+}
+
+func (e edgeSet) graph(t testing.TB) *Graph {
+	t.Helper()
+	var src, dst []int32
+	for _, p := range e.pairs {
+		src = append(src, p[0])
+		dst = append(dst, p[1])
+	}
+	g, err := FromEdges(context.Background(), e.n, src, dst, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// naiveCut counts distinct undirected non-loop pairs crossing parts.
+func (e edgeSet) naiveCut(parts []int32) int64 {
+	seen := map[[2]int32]bool{}
+	cut := int64(0)
+	for _, p := range e.pairs {
+		a, b := min(p[0], p[1]), max(p[0], p[1])
+		if a == b || seen[[2]int32{a, b}] {
+			continue
+		}
+		seen[[2]int32{a, b}] = true
+		if parts[a] != parts[b] {
+			cut++
+		}
+	}
+	return cut
+}
+
+func grid(w, h int) edgeSet {
+	e := edgeSet{n: w * h}
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			v := int32(y*w + x)
+			if x+1 < w {
+				e.pairs = append(e.pairs, [2]int32{v, v + 1})
+			}
+			if y+1 < h {
+				e.pairs = append(e.pairs, [2]int32{v, v + int32(w)})
+			}
+		}
+	}
+	return e
+}
+
+// messy is a graph with communities, a disconnected clique, isolated
+// nodes, self-loops and duplicate edges.
+func messy(n int, seed uint64) edgeSet {
+	r := rand.New(rand.NewPCG(seed, 1))
+	e := edgeSet{n: n}
+	comm := n / 8
+	for i := 0; i < 4*n; i++ {
+		u := r.IntN(n - 20)
+		v := u/comm*comm + r.IntN(comm)
+		if r.IntN(10) == 0 {
+			v = r.IntN(n - 20)
+		}
+		if v >= n-20 {
+			v = u
+		}
+		e.pairs = append(e.pairs, [2]int32{int32(u), int32(v)})
+		if i%50 == 0 {
+			e.pairs = append(e.pairs, [2]int32{int32(v), int32(u)}, [2]int32{int32(u), int32(u)})
+		}
+	}
+	// A separate 10-clique; the last 10 nodes are isolated.
+	for a := n - 20; a < n-10; a++ {
+		for b := a + 1; b < n-10; b++ {
+			e.pairs = append(e.pairs, [2]int32{int32(a), int32(b)})
+		}
+	}
+	return e
+}
+
+func star(n int) edgeSet {
+	e := edgeSet{n: n}
+	for v := 1; v < n; v++ {
+		e.pairs = append(e.pairs, [2]int32{0, int32(v)})
+	}
+	return e
+}
+
+func TestPartitionProperties(t *testing.T) {
+	graphs := []struct {
+		name string
+		e    edgeSet
+	}{
+		{"grid", grid(40, 30)},
+		{"messy", messy(3000, 1)},
+		{"star", star(500)},
+		{"path", grid(200, 1)},
+		{"tiny", grid(3, 1)},
+		{"no-edges", edgeSet{n: 50}},
+	}
+	for _, gc := range graphs {
+		g := gc.e.graph(t)
+		for _, m := range Methods {
+			for _, k := range []int{1, 2, 3, 7, 16} {
+				if k > gc.e.n {
+					continue
+				}
+				opts := Options{Parts: k, Method: m, Seed: 42, Workers: 2}
+				res, err := Partition(context.Background(), g, opts)
+				if err != nil {
+					t.Fatalf("%s %s k=%d: %v", gc.name, m, k, err)
+				}
+				if len(res.Parts) != gc.e.n || res.NumParts != k {
+					t.Fatalf("%s %s k=%d: %d parts for %d nodes", gc.name, m, k, len(res.Parts), gc.e.n)
+				}
+				if want := gc.e.naiveCut(res.Parts); res.Stats.EdgeCut != want {
+					t.Errorf("%s %s k=%d: reported cut %d, naive cut %d", gc.name, m, k, res.Stats.EdgeCut, want)
+				}
+				limit := balanceLimit(int64(gc.e.n), k, DefaultImbalance)
+				for p, sz := range res.Stats.PartSizes {
+					if sz > limit {
+						t.Errorf("%s %s k=%d: part %d has %d nodes, limit %d", gc.name, m, k, p, sz, limit)
+					}
+				}
+				// Deterministic for a seed, whatever the workers.
+				opts.Workers = 1
+				again, err := Partition(context.Background(), g, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(again.Parts, res.Parts) {
+					t.Errorf("%s %s k=%d: different result with 1 worker", gc.name, m, k)
+				}
+			}
+		}
+	}
+}
+
+func TestMultilevelQuality(t *testing.T) {
+	e := grid(64, 64)
+	g := e.graph(t)
+	for _, tc := range []struct {
+		k       int
+		maxCut  int64 // about 1.3x the best known cut of the grid
+		randMul int64 // random must be at least this many times worse
+	}{
+		{2, 64 * 13 / 10, 20},
+		{4, 128 * 13 / 10, 15},
+		{16, 384 * 13 / 10, 8},
+	} {
+		res, err := Partition(context.Background(), g, Options{Parts: tc.k, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rnd, _ := Partition(context.Background(), g, Options{Parts: tc.k, Method: Random, Seed: 1})
+		fen, _ := Partition(context.Background(), g, Options{Parts: tc.k, Method: Fennel, Seed: 1})
+		t.Logf("k=%d: multilevel %d, fennel %d, random %d", tc.k, res.Stats.EdgeCut, fen.Stats.EdgeCut, rnd.Stats.EdgeCut)
+		if res.Stats.EdgeCut > tc.maxCut {
+			t.Errorf("k=%d: cut %d, want <= %d", tc.k, res.Stats.EdgeCut, tc.maxCut)
+		}
+		if res.Stats.EdgeCut*tc.randMul > rnd.Stats.EdgeCut {
+			t.Errorf("k=%d: cut %d not %dx better than random's %d", tc.k, res.Stats.EdgeCut, tc.randMul, rnd.Stats.EdgeCut)
+		}
+		if fen.Stats.EdgeCut >= rnd.Stats.EdgeCut {
+			t.Errorf("k=%d: fennel cut %d not better than random's %d", tc.k, fen.Stats.EdgeCut, rnd.Stats.EdgeCut)
+		}
+	}
+}
+
+func TestMultiConstraint(t *testing.T) {
+	e := messy(4000, 3)
+	g := e.graph(t)
+	r := rand.New(rand.NewPCG(5, 5))
+	train := make([]int32, e.n)
+	for v := range train {
+		if r.IntN(10) == 0 {
+			train[v] = 1
+		}
+	}
+	deg := make([]int32, e.n)
+	for v := range deg {
+		deg[v] = int32(g.Degree(int32(v)))
+	}
+	for _, m := range []Method{Multilevel, Fennel} {
+		for _, k := range []int{4, 16} {
+			res, err := Partition(context.Background(), g, Options{Parts: k, Method: m, Weights: [][]int32{train, deg}, Seed: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s k=%d: cut %d imbalance nodes %.3f train %.3f edges %.3f", m, k, res.Stats.EdgeCut, res.Stats.Imbalance, res.Stats.WeightImbalance[0], res.Stats.WeightImbalance[1])
+			if res.Stats.Imbalance > DefaultImbalance+1e-9 {
+				t.Errorf("%s k=%d: node imbalance %.3f", m, k, res.Stats.Imbalance)
+			}
+			// The extra constraints: integer limits can add one unit.
+			for i, x := range res.Stats.WeightImbalance {
+				if x > DefaultImbalance+0.03 {
+					t.Errorf("%s k=%d: constraint %d imbalance %.3f", m, k, i, x)
+				}
+			}
+		}
+	}
+}
+
+func TestPartitionErrors(t *testing.T) {
+	g := grid(4, 4).graph(t)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"zero parts", Options{Parts: 0}, "must be positive"},
+		{"negative parts", Options{Parts: -3}, "must be positive"},
+		{"too many parts", Options{Parts: 17}, "17 parts for a graph of 16 nodes"},
+		{"imbalance below 1", Options{Parts: 2, Imbalance: 0.9}, "imbalance must be >= 1"},
+		{"weights length", Options{Parts: 2, Weights: [][]int32{{1, 2}}}, "has 2 entries for 16 nodes"},
+		{"negative weight", Options{Parts: 2, Weights: [][]int32{make16(-1)}}, "negative weight"},
+		{"method", Options{Parts: 2, Method: "kahip"}, "unknown method"},
+	} {
+		_, err := Partition(context.Background(), g, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+	empty := &Graph{Xadj: []int64{0}}
+	if _, err := Partition(context.Background(), empty, Options{Parts: 1}); err == nil {
+		t.Error("partitioning an empty graph succeeded")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Partition(ctx, grid(100, 100).graph(t), Options{Parts: 4}); err == nil {
+		t.Error("cancelled context: no error")
+	}
+}
+
+func make16(x int32) []int32 {
+	w := make([]int32, 16)
+	for i := range w {
+		w[i] = 1
+	}
+	w[5] = x
+	return w
+}
+
+func TestReorder(t *testing.T) {
+	parts := []int32{2, 0, 1, 0, 2, 2, 0}
+	order, offsets := Reorder(parts, 4)
+	if want := []int64{0, 3, 4, 7, 7}; !slices.Equal(offsets, want) {
+		t.Fatalf("offsets %v, want %v", offsets, want)
+	}
+	if want := []int32{1, 3, 6, 2, 0, 4, 5}; !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
+	}
+	inv := Inverse(order)
+	seen := make([]bool, len(parts))
+	for v := range parts {
+		if order[inv[v]] != int32(v) || seen[inv[v]] {
+			t.Fatalf("not a bijection at %d", v)
+		}
+		seen[inv[v]] = true
+		p := parts[v]
+		if int64(inv[v]) < offsets[p] || int64(inv[v]) >= offsets[p+1] {
+			t.Fatalf("node %d of part %d got new id %d outside its range", v, p, inv[v])
+		}
+	}
+}
+
+func TestFromCSCAndValidate(t *testing.T) {
+	e := messy(500, 9)
+	var src, dst []int32
+	for _, p := range e.pairs {
+		src = append(src, p[0])
+		dst = append(dst, p[1])
+	}
+	// A directed graph (no symmetrization) with loops and duplicates.
+	g := e.graph(t)
+	csc, err := graphBuildDirected(e.n, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := FromCSC(context.Background(), csc, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.Xadj, g.Xadj) || !slices.Equal(h.Adjncy, g.Adjncy) {
+		t.Error("FromCSC differs from FromEdges")
+	}
+	bad := []struct {
+		name string
+		g    *Graph
+		want string
+	}{
+		{"asymmetric", &Graph{Xadj: []int64{0, 1, 1}, Adjncy: []int32{1}}, "not symmetric"},
+		{"loop", &Graph{Xadj: []int64{0, 1}, Adjncy: []int32{0}}, "self-loop"},
+		{"range", &Graph{Xadj: []int64{0, 1, 1}, Adjncy: []int32{5}}, "outside"},
+		{"offsets", &Graph{Xadj: []int64{0, 2, 1}, Adjncy: []int32{1}}, "offsets"},
+		{"repeated", &Graph{Xadj: []int64{0, 2, 4}, Adjncy: []int32{1, 1, 0, 0}}, "repeated"},
+		{"weights", &Graph{Xadj: []int64{0, 1, 2}, Adjncy: []int32{1, 0}, EdgeWeights: []int32{1, 2}}, "weights"},
+	}
+	for _, b := range bad {
+		if err := b.g.Validate(); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%s: %v, want %q", b.name, err, b.want)
+		}
+	}
+}
+
+func TestWeightedGraph(t *testing.T) {
+	// Two triangles joined by a light edge, heavy edges inside.
+	g := &Graph{
+		Xadj:        []int64{0, 2, 4, 7, 10, 12, 14},
+		Adjncy:      []int32{1, 2, 0, 2, 0, 1, 3, 2, 4, 5, 3, 5, 3, 4},
+		EdgeWeights: []int32{9, 9, 9, 9, 9, 9, 1, 1, 9, 9, 9, 9, 9, 9},
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Partition(context.Background(), g, Options{Parts: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.EdgeCut != 1 {
+		t.Errorf("cut %d, want 1 (parts %v)", res.Stats.EdgeCut, res.Parts)
+	}
+}
