@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -142,92 +143,99 @@ func (j *gemmJob) runParallel(threads int) error {
 	if j.k >= 128*nt {
 		costK = 2 * nt * j.m * j.n
 	}
-	subs := make([]gemmJob, nt)
-	var bufs [][]float32
-	// Splitting rows is the BLIS choice (each worker reuses its A block over
-	// all of B); keep it whenever its duplicated packing is cheap. Packing
-	// one element costs roughly as much time as 100 flops of the kernel, so
-	// "cheap" means under ~5% of a worker's 2·m·n·k/nt flops.
-	if costM != invalid && costM <= j.m*j.n*j.k/(1000*nt) {
-		costN, costK = invalid, invalid
-	}
+	// Choose the split, then cut it into more chunks than workers and let
+	// workers take chunks as they come: on a busy machine a worker that
+	// starts late (its core is taken) takes fewer chunks instead of making
+	// the others wait for it.
+	var total, unit, factor int
+	var kind byte
 	switch {
 	case costM == invalid && costN == invalid && costK == invalid:
 		return j.run()
 	case costN < costM && costN <= costK:
-		for w := range subs {
-			s := *j
-			j0, j1 := split(j.n, nr, nt, w)
-			s.n = j1 - j0
-			if j.transB {
-				s.b = j.b[j0*j.ldb:]
-			} else {
-				s.b = j.b[j0:]
-			}
-			s.c = j.c[j0:]
-			subs[w] = s
-		}
+		kind, total, unit, factor = 'n', j.n, nr, 2
 	case costM <= costK:
-		for w := range subs {
-			s := *j
-			i0, i1 := split(j.m, mr, nt, w)
-			s.m = i1 - i0
-			s.a = j.a[i0*j.rsA:]
-			s.c = j.c[i0*j.ldc:]
-			subs[w] = s
-		}
+		kind, total, unit, factor = 'm', j.m, mr, 2
 	default:
-		bufs = make([][]float32, nt)
-		for w := range subs {
-			s := *j
-			p0, p1 := split(j.k, 64, nt, w)
-			s.k = p1 - p0
-			s.a = j.a[p0*j.csA:]
-			if j.transB {
-				s.b = j.b[p0:]
-			} else {
-				s.b = j.b[p0*j.ldb:]
-			}
-			if w > 0 {
-				bufs[w] = getBuf(j.m * j.n)
-				s.c, s.ldc, s.beta = bufs[w], j.n, 0
-			}
-			subs[w] = s
-		}
+		kind, total, unit, factor = 'k', j.k, 64, 4
 	}
-	for w := range subs {
-		if subs[w].m == 0 || subs[w].n == 0 || subs[w].k == 0 {
-			subs[w].m = 0 // nothing to do (an empty split)
-		}
-	}
-	if err := parallel(nt, func(w int) {
-		if subs[w].m == 0 {
-			return
-		}
-		if err := subs[w].run(); err != nil {
-			panic(err) // turned back into an error by parallel
-		}
-	}); err != nil {
-		return err
-	}
-	if bufs == nil {
-		return nil
-	}
-	// Depth split: add the private partial products to C, rows in parallel.
+	chunks := min((total+unit-1)/unit, factor*nt)
+	var next atomic.Int64
+	bufs := make([][]float32, nt) // depth split: private partial products
 	defer func() {
 		for _, b := range bufs {
 			putBuf(b)
 		}
 	}()
+	err := parallel(nt, func(w int) {
+		for {
+			ch := int(next.Add(1)) - 1
+			if ch >= chunks {
+				return
+			}
+			lo, hi := split(total, unit, chunks, ch)
+			if lo >= hi {
+				continue
+			}
+			s := *j
+			switch kind {
+			case 'n':
+				s.n = hi - lo
+				if j.transB {
+					s.b = j.b[lo*j.ldb:]
+				} else {
+					s.b = j.b[lo:]
+				}
+				s.c = j.c[lo:]
+			case 'm':
+				s.m = hi - lo
+				s.a = j.a[lo*j.rsA:]
+				s.c = j.c[lo*j.ldc:]
+			case 'k':
+				s.k = hi - lo
+				s.a = j.a[lo*j.csA:]
+				if j.transB {
+					s.b = j.b[lo:]
+				} else {
+					s.b = j.b[lo*j.ldb:]
+				}
+				s.ldc, s.beta = j.n, 1
+				if bufs[w] == nil {
+					bufs[w] = getBuf(j.m * j.n)
+					s.beta = 0 // first chunk of this worker: overwrite
+				}
+				s.c = bufs[w]
+			}
+			if err := s.run(); err != nil {
+				panic(err) // turned back into an error by parallel
+			}
+		}
+	})
+	if err != nil || kind != 'k' {
+		return err
+	}
+	// Depth split: C = beta*C + Σ partial products, rows in parallel.
 	return parallel(nt, func(w int) {
 		i0, i1 := split(j.m, 1, nt, w)
 		for i := i0; i < i1; i++ {
 			row := j.c[i*j.ldc : i*j.ldc+j.n]
-			for _, buf := range bufs[1:] {
-				if buf != nil {
-					axpyRow := buf[i*j.n : (i+1)*j.n]
-					ks().axpy(1, axpyRow, row)
+			first := true
+			for _, buf := range bufs {
+				if buf == nil {
+					continue
 				}
+				part := buf[i*j.n : (i+1)*j.n]
+				switch {
+				case first && j.beta == 0:
+					copy(row, part)
+				case first && j.beta != 1:
+					for c := range row {
+						row[c] = j.beta*row[c] + part[c]
+					}
+				default:
+					ks().axpy(1, part, row)
+				}
+				first = false
 			}
 		}
 	})

@@ -2,8 +2,10 @@ package tensor
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // parallel runs f(0), …, f(n-1) concurrently (f(0) on the calling
@@ -16,12 +18,18 @@ func parallel(n int, f func(w int)) (err error) {
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
+	startPool()
 	for w := 1; w < n; w++ {
 		wg.Add(1)
-		go func() {
+		task := func() {
 			defer wg.Done()
 			errs[w] = protect(w, f)
-		}()
+		}
+		select {
+		case tasks <- task: // a pool worker takes it, at once if it is spinning
+		default:
+			go task()
+		}
 	}
 	errs[0] = protect(0, f)
 	wg.Wait()
@@ -31,6 +39,46 @@ func parallel(n int, f func(w int)) (err error) {
 		}
 	}
 	return nil
+}
+
+// The worker pool. Kernels run one parallel region after another (a GEMM,
+// then a bias add, then its backward products...), each a millisecond or
+// so. Starting goroutines for each region means waking parked OS threads,
+// which on a loaded machine can cost as much as the region itself. Pool
+// workers instead spin for a short while after each task, as OpenBLAS's
+// threads do, so back-to-back regions start at once; then they park.
+var (
+	tasks     chan func()
+	poolOnce  sync.Once
+	spinDelay = 50 * time.Microsecond
+)
+
+func startPool() {
+	poolOnce.Do(func() {
+		n := max(runtime.GOMAXPROCS(0)-1, 1)
+		tasks = make(chan func(), n)
+		for range n {
+			go poolWorker()
+		}
+	})
+}
+
+func poolWorker() {
+	for {
+		task := <-tasks
+		for task != nil {
+			task()
+			task = nil
+			deadline := time.Now().Add(spinDelay)
+			for task == nil && time.Now().Before(deadline) {
+				select {
+				case task = <-tasks:
+				default:
+					runtime.Gosched()
+				}
+			}
+		}
+	}
 }
 
 func protect(w int, f func(w int)) (err error) {
