@@ -34,8 +34,8 @@ const (
 type EdgeListOptions struct {
 	// Relabel chooses whether node ids are kept or renumbered densely.
 	Relabel Relabel
-	// NumNodes, if positive, is the node count when ids are kept (so that
-	// trailing isolated nodes exist); ids must be below it.
+	// NumNodes, if positive, is the node count, so that nodes without
+	// edges after the largest id exist; kept ids must be below it.
 	NumNodes int
 	// Build is copied to Raw.Build. The zero value builds the graph from
 	// the edges as listed; set Symmetrize for a list of undirected edges
@@ -53,7 +53,7 @@ type EdgeListInfo struct {
 	// MaxID is the largest node id in the file (-1 without edges).
 	MaxID int64
 	// Distinct is the number of distinct node ids seen (0 when not
-	// computed: ids kept without relabelling and RelabelNever).
+	// computed, as with RelabelNever).
 	Distinct int
 	// Relabelled says whether ids were renumbered; then OrigIDs[v] is the
 	// file's id of node v.
