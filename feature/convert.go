@@ -1,0 +1,127 @@
+package feature
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"unsafe"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/npy"
+)
+
+// ConvertDataset writes a copy of dataset d to dir with its features
+// stored as dtype (float16 halves the bytes, with numpy's float16 rounding;
+// bfloat16 keeps float32's range with 8 significant bits). The other
+// arrays are copied unchanged. The copy is written atomically (see
+// dataset.Writer); an existing dir is replaced only if overwrite is set.
+func ConvertDataset(ctx context.Context, d *dataset.Dataset, dir string, dtype DType, overwrite bool) error {
+	src, err := Open(d, Options{})
+	if err != nil {
+		return err
+	}
+	w, err := dataset.NewWriter(dir, overwrite)
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Abort()
+		}
+	}()
+	for _, name := range slices.Sorted(maps.Keys(d.Meta.Arrays)) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		am := d.Meta.Arrays[name]
+		if name == dataset.ArrayFeatures {
+			if err := writeFeatures(ctx, w, src, dtype); err != nil {
+				return err
+			}
+			continue
+		}
+		a, err := npy.Open(filepath.Join(d.Dir, am.File))
+		if err != nil {
+			return err
+		}
+		aw, err := w.Create(name, am.DType, am.Shape...)
+		if err == nil {
+			_, err = aw.Write(a.Data)
+			if err == nil {
+				err = aw.Close()
+			} else {
+				aw.Abort()
+			}
+		}
+		a.Close()
+		if err != nil {
+			return fmt.Errorf("copying %s: %w", name, err)
+		}
+	}
+	m := d.Meta
+	m.FeatureDType = dtype.String()
+	if err := w.Commit(m); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// writeFeatures streams src's rows as dtype in chunks.
+func writeFeatures(ctx context.Context, w *dataset.Writer, src *Store, dtype DType) error {
+	nd := npy.Float32
+	switch dtype {
+	case Float16:
+		nd = npy.Float16
+	case BFloat16:
+		nd = npy.Uint16
+	}
+	aw, err := w.Create(dataset.ArrayFeatures, nd, src.n, src.dim)
+	if err != nil {
+		return err
+	}
+	if err := encodeRows(ctx, aw, src, dtype); err != nil {
+		aw.Abort()
+		return fmt.Errorf("writing features: %w", err)
+	}
+	return aw.Close()
+}
+
+func encodeRows(ctx context.Context, out io.Writer, src *Store, dtype DType) error {
+	const rows = 4096
+	f := make([]float32, rows*src.dim)
+	h := make([]uint16, rows*src.dim)
+	ids := make([]int32, rows)
+	for lo := 0; lo < src.n; lo += rows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k := min(rows, src.n-lo)
+		for i := range ids[:k] {
+			ids[i] = int32(lo + i)
+		}
+		x := f[:k*src.dim]
+		if err := src.Gather(ids[:k], x); err != nil {
+			return err
+		}
+		var b []byte
+		switch dtype {
+		case Float32:
+			b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x)*4)
+		case Float16:
+			EncodeF16(h[:len(x)], x)
+			b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(h))), len(x)*2)
+		case BFloat16:
+			EncodeBF16(h[:len(x)], x)
+			b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(h))), len(x)*2)
+		}
+		if _, err := out.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}

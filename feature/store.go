@@ -1,0 +1,359 @@
+package feature
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/npy"
+)
+
+// DType is how feature values are stored.
+type DType int
+
+const (
+	// Float32 stores 4 bytes per value.
+	Float32 DType = iota
+	// Float16 stores IEEE binary16 (numpy float16), 2 bytes per value.
+	Float16
+	// BFloat16 stores bfloat16 (the top half of a float32), 2 bytes per
+	// value; numpy has no bfloat16, so files hold its uint16 bit patterns.
+	BFloat16
+)
+
+// String returns "float32", "float16" or "bfloat16", the names
+// dataset.Meta.FeatureDType uses.
+func (t DType) String() string {
+	switch t {
+	case Float32:
+		return "float32"
+	case Float16:
+		return "float16"
+	case BFloat16:
+		return "bfloat16"
+	}
+	return fmt.Sprintf("DType(%d)", int(t))
+}
+
+// Size returns the bytes per value.
+func (t DType) Size() int {
+	if t == Float32 {
+		return 4
+	}
+	return 2
+}
+
+// ParseDType parses "float32" (or ""), "float16"/"half"/"f16" or
+// "bfloat16"/"bf16".
+func ParseDType(s string) (DType, error) {
+	switch s {
+	case "", "float32", "f32":
+		return Float32, nil
+	case "float16", "half", "f16":
+		return Float16, nil
+	case "bfloat16", "bf16":
+		return BFloat16, nil
+	}
+	return 0, fmt.Errorf("feature dtype %q: want float32, float16 or bfloat16", s)
+}
+
+// Options configures a Store.
+type Options struct {
+	// Workers bounds the goroutines one Gather uses (0 = GOMAXPROCS).
+	// Gathers of less than 256 KiB run on the calling goroutine.
+	Workers int
+	// InMemory copies the rows into anonymous memory (with transparent
+	// huge pages) instead of reading them through the file mapping. Leave
+	// it off for features larger than RAM: they are then read from disk
+	// through the mapping as they are gathered, and the hot cache keeps
+	// the most used rows in memory.
+	InMemory bool
+	// CacheBytes is the hot-row cache budget in bytes (0 = no cache). The
+	// cache holds the first rows of CacheOrder, as many as fit, in the
+	// storage dtype, plus a node-to-slot map of 4 bytes per node that is
+	// not counted in the budget. A budget at least the size of all rows is
+	// clamped to them (CacheStats.Clamped says so).
+	CacheBytes int64
+	// CacheOrder lists nodes hottest first (see DegreeOrder and HotOrder);
+	// required when CacheBytes > 0.
+	CacheOrder []int32
+}
+
+// Store serves feature rows by node id as float32, whatever the storage
+// dtype. It is safe for concurrent use.
+type Store struct {
+	n, dim int
+	dtype  DType
+	rowB   int
+	data   []byte // backing rows (mapping or in-memory copy)
+	free   []func()
+
+	// Hot cache.
+	slot   []int32 // node -> slot, -1 if not cached; nil without cache
+	cache  []byte
+	cached int
+	clamp  bool
+
+	hits, misses atomic.Int64
+	workers      int
+}
+
+// New returns a store over data, numRows rows of dim values of dtype,
+// little-endian and row-major (len(data) must be numRows*dim*dtype.Size()).
+// The store reads data in place unless opts.InMemory is set.
+func New(data []byte, dtype DType, numRows, dim int, opts Options) (*Store, error) {
+	if dtype != Float32 && dtype != Float16 && dtype != BFloat16 {
+		return nil, fmt.Errorf("feature: unknown dtype %v", dtype)
+	}
+	if numRows < 0 || dim <= 0 {
+		return nil, fmt.Errorf("feature: %d rows of dimension %d", numRows, dim)
+	}
+	rowB := dim * dtype.Size()
+	if int64(len(data)) != int64(numRows)*int64(rowB) {
+		return nil, fmt.Errorf("feature: %d bytes for %d rows of %d %v values", len(data), numRows, dim, dtype)
+	}
+	s := &Store{n: numRows, dim: dim, dtype: dtype, rowB: rowB, data: data, workers: par.Workers(opts.Workers)}
+	if opts.InMemory && len(data) > 0 {
+		buf, free := allocHuge(len(data))
+		s.free = append(s.free, free)
+		const chunk = 1 << 20
+		par.For(s.workers, (len(data)+chunk-1)/chunk, func(_, lo, hi int) {
+			a, b := lo*chunk, min(hi*chunk, len(data))
+			copy(buf[a:b], data[a:b])
+		})
+		s.data = buf
+	}
+	if opts.CacheBytes < 0 {
+		return nil, fmt.Errorf("feature: negative cache budget %d", opts.CacheBytes)
+	}
+	if opts.CacheBytes > 0 {
+		if err := s.buildCache(opts.CacheBytes, opts.CacheOrder); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// FromFloat32 returns a store over x, numRows rows of dim float32 values.
+func FromFloat32(x []float32, numRows, dim int, opts Options) (*Store, error) {
+	return New(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x)*4), Float32, numRows, dim, opts)
+}
+
+// Open returns a store over a dataset's features, whatever their stored
+// dtype (dataset.Meta.FeatureDType).
+func Open(d *dataset.Dataset, opts Options) (*Store, error) {
+	a := d.FeatureArray
+	if a == nil {
+		return nil, fmt.Errorf("feature: dataset %s has no features", d.Dir)
+	}
+	dt, err := ParseDType(d.Meta.FeatureDType)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case dt == Float32 && a.DType != npy.Float32,
+		dt == Float16 && a.DType != npy.Float16,
+		dt == BFloat16 && a.DType != npy.Uint16:
+		return nil, fmt.Errorf("feature: dataset %s says %v features but stores %s", d.Dir, dt, a.DType)
+	}
+	if len(a.Shape) != 2 {
+		return nil, fmt.Errorf("feature: features array has shape %v, want [nodes, dim]", a.Shape)
+	}
+	return New(a.Data, dt, a.Shape[0], a.Shape[1], opts)
+}
+
+// buildCache copies the first rows of order into the cache table.
+func (s *Store) buildCache(budget int64, order []int32) error {
+	if order == nil {
+		return errors.New("feature: a cache budget needs a CacheOrder (e.g. DegreeOrder)")
+	}
+	rows := budget / int64(s.rowB)
+	if rows >= int64(s.n) {
+		s.clamp = budget > int64(s.n)*int64(s.rowB)
+		rows = int64(s.n)
+	}
+	rows = min(rows, int64(len(order)))
+	if rows == 0 {
+		return nil
+	}
+	s.slot = make([]int32, s.n)
+	for i := range s.slot {
+		s.slot[i] = -1
+	}
+	k := 0
+	for _, v := range order {
+		if k == int(rows) {
+			break
+		}
+		if v < 0 || int(v) >= s.n {
+			return fmt.Errorf("feature: cache order holds %d, not a row in [0, %d)", v, s.n)
+		}
+		if s.slot[v] >= 0 {
+			continue // repeated: keep the first
+		}
+		s.slot[v] = int32(k)
+		k++
+	}
+	s.cached = k
+	buf, free := allocHuge(k * s.rowB)
+	s.free = append(s.free, free)
+	s.cache = buf
+	par.For(s.workers, s.n, func(_, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			if sl := s.slot[v]; sl >= 0 {
+				copy(buf[int(sl)*s.rowB:int(sl+1)*s.rowB], s.data[v*s.rowB:(v+1)*s.rowB])
+			}
+		}
+	})
+	return nil
+}
+
+// NumRows returns the number of rows (nodes).
+func (s *Store) NumRows() int { return s.n }
+
+// Dim returns the number of values per row.
+func (s *Store) Dim() int { return s.dim }
+
+// DType returns the storage dtype.
+func (s *Store) DType() DType { return s.dtype }
+
+// Close releases in-memory copies. The store must not be used afterwards.
+func (s *Store) Close() error {
+	for _, f := range s.free {
+		f()
+	}
+	s.free = nil
+	s.data, s.cache = nil, nil
+	return nil
+}
+
+// CacheStats describes the hot cache and its use since the last ResetStats.
+type CacheStats struct {
+	// Rows and Bytes are the cached rows and the bytes their table takes.
+	Rows  int
+	Bytes int64
+	// MapBytes is the size of the node-to-slot map.
+	MapBytes int64
+	// Clamped reports that the budget exceeded the features and was
+	// clamped to them.
+	Clamped bool
+	// Hits and Misses count gathered rows served from the cache and from
+	// the backing store.
+	Hits, Misses int64
+}
+
+// HitRate returns Hits / (Hits + Misses), or 0 before any gather.
+func (c CacheStats) HitRate() float64 {
+	if c.Hits+c.Misses == 0 {
+		return 0
+	}
+	return float64(c.Hits) / float64(c.Hits+c.Misses)
+}
+
+// CacheStats returns the cache's size and hit counts.
+func (s *Store) CacheStats() CacheStats {
+	return CacheStats{
+		Rows: s.cached, Bytes: int64(len(s.cache)), MapBytes: int64(len(s.slot)) * 4,
+		Clamped: s.clamp, Hits: s.hits.Load(), Misses: s.misses.Load(),
+	}
+}
+
+// ResetStats zeroes the hit and miss counters.
+func (s *Store) ResetStats() {
+	s.hits.Store(0)
+	s.misses.Store(0)
+}
+
+// parallelBytes is the gather size below which Gather runs on the calling
+// goroutine.
+const parallelBytes = 256 << 10
+
+// Gather copies the rows of ids, converted to float32, into out, which
+// must hold len(ids)*Dim() values: row i of out is the feature row of
+// node ids[i]. It returns an error, and leaves out partly written, if an
+// id is out of range.
+func (s *Store) Gather(ids []int32, out []float32) error {
+	if len(out) != len(ids)*s.dim {
+		return fmt.Errorf("feature: output holds %d values, want %d ids x %d", len(out), len(ids), s.dim)
+	}
+	k := min(s.workers, max(1, len(ids)*s.dim*4/parallelBytes))
+	if k <= 1 {
+		return s.gather(ids, out)
+	}
+	errs := make([]error, k)
+	par.For(k, len(ids), func(w, lo, hi int) {
+		errs[w] = s.gather(ids[lo:hi], out[lo*s.dim:hi*s.dim])
+	})
+	return errors.Join(errs...)
+}
+
+// gather is the sequential Gather.
+func (s *Store) gather(ids []int32, out []float32) error {
+	dim, n := s.dim, uint32(s.n)
+	var hits int
+	for i, v := range ids {
+		if uint32(v) >= n {
+			return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
+		}
+		src := s.data
+		r := int(v)
+		if s.slot != nil {
+			if sl := s.slot[v]; sl >= 0 {
+				src, r = s.cache, int(sl)
+				hits++
+			}
+		}
+		row := src[r*s.rowB : (r+1)*s.rowB]
+		dst := out[i*dim : (i+1)*dim]
+		switch s.dtype {
+		case Float32:
+			copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(row))), dim))
+		case Float16:
+			DecodeF16(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), dim))
+		case BFloat16:
+			DecodeBF16(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), dim))
+		}
+	}
+	if s.slot != nil {
+		s.hits.Add(int64(hits))
+		s.misses.Add(int64(len(ids) - hits))
+	}
+	return nil
+}
+
+// DegreeOrder ranks nodes by how often they appear as a source in g
+// (their out-degree in the CSC, i.e. how often neighbour sampling can
+// reach them), hottest first, ties by id: the in-degree order of
+// torch-quiver and PaGraph, taken in the direction sampling uses.
+func DegreeOrder(g *graph.CSC) []int32 {
+	deg := g.OutDegrees()
+	score := make([]uint32, len(deg))
+	for i, d := range deg {
+		score[i] = uint32(d)
+	}
+	return HotOrder(score)
+}
+
+// HotOrder returns the nodes with a positive score, highest score first,
+// ties by id (e.g. counts from sample.Sampler.CountInputs, GNNLab's
+// pre-sampling policy).
+func HotOrder(score []uint32) []int32 {
+	keys := make([]uint64, 0, len(score)/4)
+	for v, c := range score {
+		if c > 0 {
+			keys = append(keys, uint64(^c)<<32|uint64(v))
+		}
+	}
+	slices.Sort(keys)
+	order := make([]int32, len(keys))
+	for i, k := range keys {
+		order[i] = int32(uint32(k))
+	}
+	return order
+}
