@@ -224,7 +224,7 @@ func (pw *partWriter) write(dir string, p int, inner []int32) (PartInfo, error) 
 		lo, hi := g.Indptr[v], g.Indptr[v+1]
 		nedges += hi - lo
 		for _, u := range g.Indices[lo:hi] {
-			if pw.localOf[u] < 0 {
+			if pw.localOf[u] == -1 {
 				pw.localOf[u] = -2
 				halo = append(halo, u)
 			}
