@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/nlpodyssey/gopickle/pickle"
@@ -146,6 +147,10 @@ func findClass(module, name string) (any, error) {
 		return defaultDictClass{}, nil
 	case "__builtin__.list", "builtins.list":
 		return listClass{}, nil
+	case "_codecs.encode":
+		// Python 3 pickles byte strings with protocol 2 as
+		// _codecs.encode(unicode, "latin1").
+		return latin1Encode{}, nil
 	}
 	return nil, fmt.Errorf("unsupported pickled class %s.%s", module, name)
 }
@@ -305,6 +310,32 @@ type pyDefaultDict struct{ items types.Dict }
 func (d *pyDefaultDict) Set(k, v any) { d.items.Set(k, v) }
 
 type listClass struct{}
+
+type latin1Encode struct{}
+
+func (latin1Encode) Call(args ...any) (any, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("_codecs.encode: %d arguments, want 2", len(args))
+	}
+	s, ok1 := args[0].(string)
+	enc, ok2 := args[1].(string)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("_codecs.encode(%T, %T), want strings", args[0], args[1])
+	}
+	switch strings.ToLower(enc) {
+	case "latin1", "latin-1", "iso-8859-1", "iso8859-1":
+	default:
+		return nil, fmt.Errorf("_codecs.encode: unsupported encoding %q", enc)
+	}
+	out := make([]byte, 0, len(s))
+	for _, r := range s {
+		if r > 0xff {
+			return nil, fmt.Errorf("_codecs.encode: %U is not latin-1", r)
+		}
+		out = append(out, byte(r))
+	}
+	return out, nil
+}
 
 // pyInt converts a pickled Python int to int64.
 func pyInt(v any) (int64, error) {

@@ -215,6 +215,48 @@ func TestPlanetoidSynthetic(t *testing.T) {
 	}
 }
 
+func TestDecodePickleLatin1(t *testing.T) {
+	// Python 3 writes an ndarray's bytes with protocol 2 as
+	// _codecs.encode(u"...", "latin1"), the unicode string UTF-8 encoded.
+	raw := rawLE([]float32{1, -2.5})
+	var u []rune
+	for _, b := range raw {
+		u = append(u, rune(b))
+	}
+	utf := string(u)
+	var p pickleBuilder
+	p.op("\x80\x02")
+	p.global("numpy.core.multiarray", "_reconstruct")
+	p.global("numpy", "ndarray")
+	p.op("K\x00\x85")
+	p.str("b")
+	p.op("\x87R(K\x01(")
+	p.int(2)
+	p.op("t")
+	p.global("numpy", "dtype")
+	p.str("f4")
+	p.op("K\x00K\x01\x87R(K\x03")
+	p.str("<")
+	p.op("NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb\x89")
+	p.global("_codecs", "encode")
+	p.op("X")
+	binary.Write(&p, binary.LittleEndian, uint32(len(utf)))
+	p.op(utf)
+	p.str("latin1")
+	p.op("\x86Rtb.")
+	v, err := decodePickle(p.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := asNDArray(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(a.floats()) != "[1 -2.5]" {
+		t.Errorf("values %v", a.floats())
+	}
+}
+
 func TestDecodePickle(t *testing.T) {
 	csr := csrPickle([][]float32{{0, 2}, {1, 0}, {0, 0}}, 2)
 	v, err := decodePickle(csr)
