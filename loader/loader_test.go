@@ -1,0 +1,240 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/sample"
+)
+
+func cora(t testing.TB) *dataset.Dataset {
+	t.Helper()
+	d, err := builtin.Open(context.Background(), "cora")
+	if err != nil {
+		t.Skipf("cora unavailable: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func setup(t testing.TB) (*dataset.Dataset, *sample.Sampler, *feature.Store) {
+	d := cora(t)
+	s, err := sample.New(d.Graph, sample.Config{Fanouts: []int{10, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := feature.Open(d, feature.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, s, st
+}
+
+// waitGoroutines waits until the number of goroutines is back to n.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutine leak: %d > %d\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestEpoch(t *testing.T) {
+	d, s, st := setup(t)
+	seeds := d.Train
+	for _, tc := range []struct {
+		workers, prefetch, bs int
+		dropLast              bool
+	}{{1, 1, 16, false}, {3, 4, 16, true}, {2, 2, 1000, false}, {4, 1, 7, false}} {
+		base := runtime.NumGoroutine()
+		l, err := New(s, st, d.Labels, seeds, Config{BatchSize: tc.bs, DropLast: tc.dropLast, Shuffle: true, Seed: 5, SampleWorkers: tc.workers, Prefetch: tc.prefetch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := sample.Batches(seeds, tc.bs, true, rng.Derive(5, 3), tc.dropLast)
+		if l.NumBatches() != len(want) {
+			t.Fatalf("NumBatches %d, want %d", l.NumBatches(), len(want))
+		}
+		it := l.Epoch(context.Background(), 3)
+		var seen []int32
+		var edges, rows int64
+		i := 0
+		for it.Next() {
+			b := it.Batch()
+			if b.Index != i {
+				t.Fatalf("batch %d arrived at position %d", b.Index, i)
+			}
+			ref, err := s.Sample(want[i], rng.Derive(rng.Derive(5, 3), uint64(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ref.Blocks, b.MiniBatch.Blocks) {
+				t.Fatalf("workers=%d: batch %d differs from sampling it directly", tc.workers, i)
+			}
+			feat := make([]float32, len(ref.InputNodes)*st.Dim())
+			if err := st.Gather(ref.InputNodes, feat); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(feat, b.Features) {
+				t.Fatalf("batch %d: features differ", i)
+			}
+			for k, v := range b.MiniBatch.Seeds {
+				if b.Labels[k] != d.Labels[v] {
+					t.Fatalf("batch %d: label of seed %d is %d, want %d", i, v, b.Labels[k], d.Labels[v])
+				}
+			}
+			seen = append(seen, b.MiniBatch.Seeds...)
+			edges += int64(b.MiniBatch.NumEdges())
+			rows += int64(len(b.MiniBatch.InputNodes))
+			i++
+		}
+		it.Close()
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if i != len(want) {
+			t.Fatalf("%d batches, want %d", i, len(want))
+		}
+		if !tc.dropLast {
+			slices.Sort(seen)
+			if !slices.Equal(seen, slices.Sorted(slices.Values(seeds))) {
+				t.Fatal("the epoch's seeds are not the seed set")
+			}
+		}
+		stats := it.Stats()
+		if stats.Batches != i || stats.Edges != edges || stats.Rows != rows || stats.SampleWorkers != tc.workers {
+			t.Fatalf("stats %+v, want %d batches, %d edges, %d rows", stats, i, edges, rows)
+		}
+		if stats.Sample <= 0 || stats.Gather <= 0 || stats.Bottleneck() == "none" || !strings.Contains(stats.String(), "bottleneck") {
+			t.Fatalf("stage timings missing: %v", stats)
+		}
+		waitGoroutines(t, base)
+	}
+}
+
+func TestNoFeaturesNoLabels(t *testing.T) {
+	d, s, _ := setup(t)
+	l, err := New(s, nil, nil, d.Train, Config{BatchSize: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := l.Epoch(context.Background(), 0)
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		if it.Batch().Features != nil || it.Batch().Labels != nil {
+			t.Fatal("features or labels without a fetcher or labels")
+		}
+		n++
+	}
+	if n != l.NumBatches() || it.Err() != nil {
+		t.Fatalf("%d batches, err %v", n, it.Err())
+	}
+}
+
+func TestCancelAndClose(t *testing.T) {
+	d, s, st := setup(t)
+	base := runtime.NumGoroutine()
+	l, err := New(s, st, d.Labels, d.Train, Config{BatchSize: 4, SampleWorkers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cancel the context mid-epoch.
+	ctx, cancel := context.WithCancel(context.Background())
+	it := l.Epoch(ctx, 0)
+	for k := 0; k < 3 && it.Next(); k++ {
+	}
+	cancel()
+	for it.Next() { // drains what was already prefetched, then stops
+	}
+	if !errors.Is(it.Err(), context.Canceled) {
+		t.Fatalf("Err = %v, want context.Canceled", it.Err())
+	}
+	it.Close()
+	waitGoroutines(t, base)
+	// Close early without cancelling, twice.
+	it = l.Epoch(context.Background(), 1)
+	it.Next()
+	it.Close()
+	it.Close()
+	if it.Next() {
+		t.Fatal("Next after Close returned true")
+	}
+	waitGoroutines(t, base)
+	// Close before the first Next.
+	l.Epoch(context.Background(), 2).Close()
+	waitGoroutines(t, base)
+}
+
+type failingFetcher struct{ dim int }
+
+func (f failingFetcher) Dim() int { return f.dim }
+func (f failingFetcher) Gather([]int32, []float32) error {
+	return errors.New("disk on fire")
+}
+
+func TestStageErrors(t *testing.T) {
+	d, s, _ := setup(t)
+	base := runtime.NumGoroutine()
+	l, _ := New(s, failingFetcher{4}, nil, d.Train, Config{BatchSize: 8})
+	it := l.Epoch(context.Background(), 0)
+	for it.Next() {
+	}
+	if it.Err() == nil || !strings.Contains(it.Err().Error(), "disk on fire") {
+		t.Fatalf("Err = %v, want the fetcher's error", it.Err())
+	}
+	it.Close()
+	// A seed the sampler rejects.
+	bad := append(slices.Clone(d.Train[:20]), int32(d.Meta.NumNodes))
+	l, _ = New(s, nil, nil, bad, Config{BatchSize: 8, SampleWorkers: 2})
+	it = l.Epoch(context.Background(), 0)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if it.Err() == nil || !strings.Contains(it.Err().Error(), "batch 2") || n != 2 {
+		t.Fatalf("%d batches then Err = %v, want 2 then an error for batch 2", n, it.Err())
+	}
+	it.Close()
+	waitGoroutines(t, base)
+}
+
+func TestBadConfig(t *testing.T) {
+	d, s, st := setup(t)
+	for _, tc := range []struct {
+		name   string
+		s      Sampler
+		labels []int32
+		seeds  []int32
+		cfg    Config
+		want   string
+	}{
+		{"nil sampler", nil, nil, d.Train, Config{BatchSize: 1}, "nil sampler"},
+		{"batch 0", s, nil, d.Train, Config{}, "batch size"},
+		{"no seeds", s, nil, nil, Config{BatchSize: 4}, "no seeds"},
+		{"negative workers", s, nil, d.Train, Config{BatchSize: 4, SampleWorkers: -1}, "negative"},
+		{"seed without label", s, d.Labels[:10], d.Train, Config{BatchSize: 4}, "no label"},
+		{"drop everything", s, nil, d.Train[:3], Config{BatchSize: 4, DropLast: true}, "no full batch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.s, st, tc.labels, tc.seeds, tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
