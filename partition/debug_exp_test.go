@@ -17,3 +17,5 @@ func init() {
 		fmt.Printf("%8.3fs "+f+"\n", append([]any{time.Since(t0).Seconds()}, a...)...)
 	}
 }
+
+func SetExp(div float64, tries int, rating bool) { expCoarsenDiv, expTries, expRating = div, tries, rating }
