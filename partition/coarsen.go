@@ -108,11 +108,11 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32) ([]int32, int) {
 			var w float64
 			if l.ew == nil {
 				w = 1
-			} else if expRating {
-				e := float64(l.ew[j])
-				w = e * e / float64(l.vw[int(u)*ncon])
 			} else {
-				w = float64(l.ew[j])
+				// Rating w^2/weight(u) prefers light partners, which keeps
+				// coarse vertex weights even and improves the cut.
+				e := float64(l.ew[j])
+				w = e * e / float64(max(1, l.vw[int(u)*ncon]))
 			}
 			if w > bestW && fits(u, v) {
 				best, bestW = u, w
@@ -295,5 +295,3 @@ func (l *level) contract(match []int32, cn, ncon, workers int) *level {
 	}
 	return cl
 }
-
-var expRating = true

@@ -165,15 +165,11 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		}
 	}
 	coarsenTo := max(30*k, 200)
-	if expCoarsenDiv > 0 {
-		coarsenTo = max(coarsenTo, int(float64(n)/(expCoarsenDiv*math.Log2(float64(k)))))
-	}
 	maxvw := make([]int32, ncon)
 	for c := range maxvw {
 		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(tot[c])/float64(coarsenTo)))))
 	}
 	r := rng.New(opts.Seed)
-	debugf("start")
 	levels := []*level{{n: n, xadj: g.Xadj, adj: g.Adjncy, ew: g.EdgeWeights, vw: vw}}
 	for cur := levels[0]; cur.n > coarsenTo; {
 		if err := ctx.Err(); err != nil {
@@ -184,7 +180,6 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 			break
 		}
 		next := cur.contract(match, cn, ncon, workers)
-		debugf("level %d: n=%d m=%d", len(levels), next.n, len(next.adj))
 		levels = append(levels, next)
 		cur = next
 	}
@@ -194,8 +189,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 	for i := range ids {
 		ids[i] = int32(i)
 	}
-	debugf("coarsened")
-	recursiveBisection(coarsest, ncon, k, 0, ids, where, bisectionTolerance(opts.Imbalance, k), expTries, rng.Derive(opts.Seed, 7), workers)
+	recursiveBisection(coarsest, ncon, k, 0, ids, where, bisectionTolerance(opts.Imbalance, k), 8, rng.Derive(opts.Seed, 7), workers)
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
@@ -211,8 +205,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		if rf.overloaded() {
 			rf.balance()
 		}
-		gain := rf.greedy(10)
-		debugf("refined level %d n=%d gain=%d", i, l.n, gain)
+		rf.greedy(10)
 		if rf.overloaded() {
 			rf.balance()
 			rf.greedy(2)
@@ -358,10 +351,3 @@ func Inverse(perm []int32) []int32 {
 	}
 	return inv
 }
-
-var debugf = func(string, ...any) {}
-
-var (
-	expCoarsenDiv = 0.0
-	expTries      = 8
-)
