@@ -181,5 +181,5 @@ func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
 
 // gatAggregate is GAT's attention aggregation with attention dropout p.
 func gatAggregate(tp *autograd.Tape, c *tensor.CSR, h, el, er *autograd.Var, heads int, p float64, seed uint64) *autograd.Var {
-	return tp.GATAggregate(c, h, el, er, heads, 0.2)
+	return tp.GATAggregateDropout(c, h, el, er, heads, 0.2, p, seed)
 }

@@ -274,8 +274,19 @@ func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
 // alpha (len NumEdges*heads, edge-major: alpha[e*heads+k]) receives the
 // attention coefficients, which GATAggregateGrad needs. g.Weights is ignored.
 func GATAggregate(out Matrix, alpha []float32, g *CSR, h, el, er Matrix, heads int, slope float32) error {
+	return GATAggregateKeep(out, alpha, nil, g, h, el, er, heads, slope)
+}
+
+// GATAggregateKeep is GATAggregate with attention dropout: keep (nil, or
+// len NumEdges*heads like alpha) multiplies each attention coefficient in
+// the weighted sum (mask/(1-p) for dropout p), while alpha receives the
+// coefficients before the multiplication, as GATAggregateGradKeep needs.
+func GATAggregateKeep(out Matrix, alpha, keep []float32, g *CSR, h, el, er Matrix, heads int, slope float32) error {
 	if err := checkGAT("GATAggregate", g, h, el, er, out, alpha, heads); err != nil {
 		return err
+	}
+	if keep != nil && len(keep) != len(alpha) {
+		return fmt.Errorf("%w: GATAggregate: keep has %d elements, want %d", ErrShape, len(keep), len(alpha))
 	}
 	f := h.Cols / heads
 	axpy := ks().axpy
@@ -305,9 +316,13 @@ func GATAggregate(out Matrix, alpha []float32, g *CSR, h, el, er Matrix, heads i
 				inv := float32(1 / sum)
 				ok := o[k*f : (k+1)*f]
 				for e := e0; e < e1; e++ {
-					p := &alpha[e*int64(heads)+int64(k)]
-					*p *= inv
-					axpy(*p, h.Row(int(g.Indices[e]))[k*f:(k+1)*f], ok)
+					i := e*int64(heads) + int64(k)
+					alpha[i] *= inv
+					a := alpha[i]
+					if keep != nil {
+						a *= keep[i]
+					}
+					axpy(a, h.Row(int(g.Indices[e]))[k*f:(k+1)*f], ok)
 				}
 			}
 		}
@@ -320,9 +335,18 @@ func GATAggregate(out Matrix, alpha []float32, g *CSR, h, el, er Matrix, heads i
 // per destination and source-side terms per source over the transpose, so
 // there are no concurrent writes to a row.
 func GATAggregateGrad(dh, del, der Matrix, g *CSR, h, el, er Matrix, alpha []float32, dy Matrix, heads int, slope float32) error {
+	return GATAggregateGradKeep(dh, del, der, g, h, el, er, alpha, nil, dy, heads, slope)
+}
+
+// GATAggregateGradKeep is GATAggregateGrad for GATAggregateKeep: alpha are
+// the coefficients before, keep the multipliers of, attention dropout.
+func GATAggregateGradKeep(dh, del, der Matrix, g *CSR, h, el, er Matrix, alpha, keep []float32, dy Matrix, heads int, slope float32) error {
 	hm, elm, erm := h, el, er
 	if err := checkGAT("GATAggregateGrad", g, hm, elm, erm, dy, alpha, heads); err != nil {
 		return err
+	}
+	if keep != nil && len(keep) != len(alpha) {
+		return fmt.Errorf("%w: GATAggregateGrad: keep has %d elements, want %d", ErrShape, len(keep), len(alpha))
 	}
 	if err := sameShapes("GATAggregateGrad", dh, hm); err != nil {
 		return err
@@ -348,6 +372,9 @@ func GATAggregateGrad(dh, del, der Matrix, g *CSR, h, el, er Matrix, alpha []flo
 				for e := e0; e < e1; e++ {
 					i := e*int64(heads) + int64(k)
 					da := dot(gy[k*f:(k+1)*f], hm.Row(int(g.Indices[e]))[k*f:(k+1)*f])
+					if keep != nil {
+						da *= keep[i]
+					}
 					dz[i] = da
 					s += alpha[i] * da
 				}
@@ -376,7 +403,11 @@ func GATAggregateGrad(dh, del, der Matrix, g *CSR, h, el, er Matrix, alpha []flo
 				gy := dy.Row(d)
 				for k := 0; k < heads; k++ {
 					i := e*int64(heads) + int64(k)
-					axpy(alpha[i], gy[k*f:(k+1)*f], o[k*f:(k+1)*f])
+					a := alpha[i]
+					if keep != nil {
+						a *= keep[i]
+					}
+					axpy(a, gy[k*f:(k+1)*f], o[k*f:(k+1)*f])
 					del.Data[s*heads+k] += dz[i]
 				}
 			}

@@ -352,9 +352,27 @@ func (t *Tape) HeadDot(h, a *Var) *Var {
 // result is NumDst × heads*F (concatenated heads; average them yourself
 // for a final layer if wanted).
 func (t *Tape) GATAggregate(g *tensor.CSR, h, el, er *Var, heads int, slope float32) *Var {
+	return t.GATAggregateDropout(g, h, el, er, heads, slope, 0, 0)
+}
+
+// GATAggregateDropout is GATAggregate with dropout p on the attention
+// coefficients (each edge and head kept with probability 1-p and scaled by
+// 1/(1-p), the mask drawn from seed), as GAT trains. On an inference tape,
+// or with p == 0, it is GATAggregate.
+func (t *Tape) GATAggregateDropout(g *tensor.CSR, h, el, er *Var, heads int, slope float32, p float64, seed uint64) *Var {
 	out := tensor.New(g.NumDst(), h.Value.Cols)
 	alpha := make([]float32, g.NumEdges()*heads)
-	must("GATAggregate", tensor.GATAggregate(out, alpha, g, h.Value, el.Value, er.Value, heads, slope))
+	var keep []float32
+	if p > 0 && !t.noGrad {
+		keep = make([]float32, len(alpha))
+		mask := tensor.Matrix{Rows: 1, Cols: len(keep), Data: keep}
+		ones := tensor.New(1, len(keep))
+		for i := range ones.Data {
+			ones.Data[i] = 1
+		}
+		must("GATAggregate", tensor.Dropout(tensor.New(1, len(keep)), mask, ones, p, seed))
+	}
+	must("GATAggregate", tensor.GATAggregateKeep(out, alpha, keep, g, h.Value, el.Value, er.Value, heads, slope))
 	if !t.noGrad {
 		g.T()
 	}
@@ -364,7 +382,7 @@ func (t *Tape) GATAggregate(g *tensor.CSR, h, el, er *Var, heads int, slope floa
 		}
 		// The kernel computes all three gradients; scratch for the unneeded.
 		dh, del, der := gradOrScratch(h), gradOrScratch(el), gradOrScratch(er)
-		return tensor.GATAggregateGrad(dh, del, der, g, h.Value, el.Value, er.Value, alpha, gy, heads, slope)
+		return tensor.GATAggregateGradKeep(dh, del, der, g, h.Value, el.Value, er.Value, alpha, keep, gy, heads, slope)
 	}, h, el, er)
 }
 
