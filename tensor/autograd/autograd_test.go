@@ -108,6 +108,12 @@ func gradCases() []gradCase {
 		{"GATAggregate", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
 			return t.GATAggregate(g, in[0], in[1], in[2], 2, 0.2)
 		}},
+		{"GATAggregateDropout", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
+			return t.GATAggregateDropout(g, in[0], in[1], in[2], 2, 0.2, 0.5, 42)
+		}},
+		{"GATAggregateDropout", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
+			return t.GATAggregateDropout(g, in[0], in[1], in[2], 2, 0.2, 0.3, 7)
+		}},
 		{"SAGELayer", []tensor.Matrix{randM(rng, 7, 3), randM(rng, 6, 4), randM(rng, 1, 4)}, func(t *Tape, in []*Var) *Var {
 			self := t.Rows(in[0], 0, 5)
 			neigh := t.Aggregate(g, in[0], tensor.Mean)
@@ -269,5 +275,31 @@ func TestShapePanics(t *testing.T) {
 			}()
 			c.f(NewTape())
 		})
+	}
+}
+
+// TestGATDropoutChangesOutput checks that attention dropout really drops:
+// with p > 0 the training output differs from the undropped one, and an
+// inference tape ignores p.
+func TestGATDropoutChangesOutput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	g := testGraph()
+	h, el, er := randM(rng, 7, 6), randM(rng, 7, 2), randM(rng, 5, 2)
+	tp := NewTape()
+	plain := tp.GATAggregate(g, tp.Const(h), tp.Const(el), tp.Const(er), 2, 0.2).Value
+	drop := tp.GATAggregateDropout(g, tp.Const(h), tp.Const(el), tp.Const(er), 2, 0.2, 0.5, 1).Value
+	same := true
+	for i := range plain.Data {
+		same = same && plain.Data[i] == drop.Data[i]
+	}
+	if same {
+		t.Fatal("attention dropout did not change the output")
+	}
+	it := NewInferenceTape()
+	inf := it.GATAggregateDropout(g, it.Const(h), it.Const(el), it.Const(er), 2, 0.2, 0.5, 1).Value
+	for i := range plain.Data {
+		if plain.Data[i] != inf.Data[i] {
+			t.Fatal("inference tape applied attention dropout")
+		}
 	}
 }
