@@ -111,9 +111,6 @@ func gradCases() []gradCase {
 		{"GATAggregateDropout", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
 			return t.GATAggregateDropout(g, in[0], in[1], in[2], 2, 0.2, 0.5, 42)
 		}},
-		{"GATAggregateDropout", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
-			return t.GATAggregateDropout(g, in[0], in[1], in[2], 2, 0.2, 0.3, 7)
-		}},
 		{"SAGELayer", []tensor.Matrix{randM(rng, 7, 3), randM(rng, 6, 4), randM(rng, 1, 4)}, func(t *Tape, in []*Var) *Var {
 			self := t.Rows(in[0], 0, 5)
 			neigh := t.Aggregate(g, in[0], tensor.Mean)
