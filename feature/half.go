@@ -78,9 +78,17 @@ func F32ToBF16(f float32) uint16 {
 }
 
 // DecodeF16 converts len(dst) half-precision values from src to float32.
+// Normal numbers take a branch-free fast path (rebias the exponent, shift
+// the mantissa); zeros, subnormals, infinities and NaNs go through
+// F16ToF32.
 func DecodeF16(dst []float32, src []uint16) {
 	src = src[:len(dst)]
 	for i, h := range src {
+		x := uint32(h)
+		if e := x & 0x7c00; e != 0 && e != 0x7c00 {
+			dst[i] = math.Float32frombits((x&0x8000)<<16 | ((x&0x7fff)<<13 + 112<<23))
+			continue
+		}
 		dst[i] = F16ToF32(h)
 	}
 }

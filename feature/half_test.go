@@ -38,6 +38,11 @@ func TestF16ToF32Exhaustive(t *testing.T) {
 		if got != want || math.Signbit(got) != math.Signbit(want) {
 			t.Fatalf("%#04x: got %v, want %v", h, got, want)
 		}
+		var dec [1]float32
+		DecodeF16(dec[:], []uint16{h})
+		if math.Float32bits(dec[0]) != math.Float32bits(float32(got)) {
+			t.Fatalf("DecodeF16(%#04x) = %v, F16ToF32 %v", h, dec[0], got)
+		}
 		if back := F32ToF16(float32(got)); back != h {
 			t.Fatalf("round trip of %#04x (%v) gave %#04x", h, got, back)
 		}

@@ -155,48 +155,29 @@ func SeqCopy(size int, workers int, d time.Duration) Result {
 
 // RandomRows measures random-row gathers per second: each worker copies
 // rows of dim float32 values chosen uniformly at random from table into a
-// contiguous buffer of 1024 rows, as a feature gather does, with no other
-// work. Multiply Result.PerSec by 4*dim for bytes per second.
-func RandomRows(table []float32, dim int, workers int, d time.Duration) Result {
+// contiguous output buffer of outRows rows (a minibatch's worth: the
+// output must be written to memory too), as a feature gather does, with
+// no other work. Multiply Result.PerSec by 4*dim for bytes per second.
+func RandomRows(table []float32, dim, outRows int, workers int, d time.Duration) Result {
 	rows := uint64(len(table) / dim)
 	const batch = 1024
+	outRows = max(outRows, batch)
 	outs := make([][]float32, max(workers, 1))
+	pos := make([]int, len(outs))
 	for w := range outs {
-		outs[w] = make([]float32, batch*dim)
+		outs[w] = make([]float32, outRows*dim)
 	}
 	return run(workers, d, func(w int, r *rng.Rand) (int64, uint64) {
 		out := outs[w]
-		for i := 0; i < batch; i++ {
+		p := pos[w]
+		if p+batch > outRows {
+			p = 0
+		}
+		for i := p; i < p+batch; i++ {
 			v := int((r.Uint64() >> 32) * rows >> 32)
 			copy(out[i*dim:(i+1)*dim], table[v*dim:(v+1)*dim])
 		}
-		return batch, uint64(out[0])
-	})
-}
-
-// GatherRows measures the same copy loop as RandomRows over the given ids
-// (cycling through them), so a gather implementation can be compared with
-// a plain loop on exactly the same rows.
-func GatherRows(table []float32, dim int, ids []int32, workers int, d time.Duration) Result {
-	const batch = 1024
-	outs := make([][]float32, max(workers, 1))
-	pos := make([]int, max(workers, 1))
-	for w := range outs {
-		outs[w] = make([]float32, batch*dim)
-		pos[w] = w * len(ids) / max(workers, 1)
-	}
-	return run(workers, d, func(w int, _ *rng.Rand) (int64, uint64) {
-		out := outs[w]
-		p := pos[w]
-		for i := 0; i < batch; i++ {
-			if p == len(ids) {
-				p = 0
-			}
-			v := int(ids[p])
-			p++
-			copy(out[i*dim:(i+1)*dim], table[v*dim:(v+1)*dim])
-		}
-		pos[w] = p
-		return batch, uint64(out[0])
+		pos[w] = p + batch
+		return batch, uint64(out[p*dim])
 	})
 }

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/loader/loadbench"
+	"github.com/graphmill/graphmill/sample"
+)
+
+func init() {
+	benchCmd.AddCommand(newBenchSampleCmd())
+}
+
+func newBenchSampleCmd() *cobra.Command {
+	var (
+		quick, asJSON                bool
+		dataDir, cache, nodes, edges string
+		fanouts, datasets            []string
+		workers                      []int
+		batch, batches, dim          int
+		seed                         uint64
+		ceilingTime, consumer        time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "sample",
+		Short: "Measure neighbour sampling, feature gathering and the loader against memory ceilings",
+		Long: `Measure, on a synthetic power-law graph (10M nodes, 200M edges, 128 features by
+default; generated once into --data-dir and reused) and on Cora:
+
+  sampling   sampled edges per second for each fanout list and worker count
+  gather     feature rows (and GB) per second from memory (float32, float16) and
+             through the dataset's file mapping, with and without the hot cache
+  cache      hit rate of the two cache admission policies under --feature-cache:
+             "degree" (how often a node is a source in the CSC: quiver, PaGraph)
+             and "presample" (how often one epoch of sampling reads it: GNNLab),
+             on minibatches of another epoch
+  loader     the fraction of time a consumer needing --consumer-time per batch
+             is kept busy by the pipelined loader
+
+In the same run it measures the machine's ceilings: independent random 4-byte
+reads per second over an array as large as the graph, sequential copy
+bandwidth, and random feature-row copies per second from the in-memory feature
+table, and prints every speed as a ratio to its ceiling. Graph and features
+are held in memory with transparent huge pages for both the measurements and
+the ceilings.
+
+Rates are per CPU-second of each worker's thread (what the workers reach with
+a core each; steady on a shared machine), with wall-clock rates alongside.
+Ceilings are re-measured around every measurement and the best kept.`,
+		Example: `  graphmill bench sample --quick
+  graphmill bench sample --json > sample.json
+  graphmill bench sample --fanouts 25,10 --workers 1,2,4 --feature-cache 0.1G --datasets cora`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := loadbench.Full()
+			if quick {
+				cfg = loadbench.Quick()
+			}
+			f := cmd.Flags()
+			if f.Changed("nodes") {
+				n, err := units.ParseCount(nodes)
+				if err != nil {
+					return fmt.Errorf("--nodes: %w", err)
+				}
+				cfg.SynthNodes = int(n)
+			}
+			if f.Changed("edges") {
+				m, err := units.ParseCount(edges)
+				if err != nil {
+					return fmt.Errorf("--edges: %w", err)
+				}
+				cfg.SynthEdges = m
+			}
+			if f.Changed("feature-dim") {
+				cfg.SynthDim = dim
+			}
+			if f.Changed("datasets") {
+				cfg.Datasets = datasets
+			}
+			if f.Changed("fanouts") {
+				cfg.Fanouts = nil
+				for _, s := range fanouts {
+					fo, err := sample.ParseFanouts(s)
+					if err != nil {
+						return fmt.Errorf("--fanouts: %w", err)
+					}
+					cfg.Fanouts = append(cfg.Fanouts, fo)
+				}
+			}
+			if f.Changed("workers") {
+				cfg.Workers = workers
+			}
+			if f.Changed("batch-size") {
+				cfg.BatchSize = batch
+			}
+			if f.Changed("batches") {
+				cfg.Batches = batches
+			}
+			if f.Changed("ceiling-time") {
+				cfg.CeilingTime = ceilingTime
+			}
+			if f.Changed("consumer-time") {
+				cfg.ConsumerTime = consumer
+			}
+			if f.Changed("seed") {
+				cfg.Seed = seed
+			}
+			if cache != "" {
+				b, err := units.ParseBytes(cache)
+				if err != nil {
+					return fmt.Errorf("--feature-cache: %w", err)
+				}
+				cfg.CacheBytes = b
+			}
+			cfg.SynthDir = dataDir
+			cfg.Step = cli.Step
+			var bar *cli.Bar
+			var barWhat string
+			cfg.Progress = func(what string, done, total int) {
+				if what != barWhat {
+					if bar != nil {
+						bar.Finish()
+					}
+					bar, barWhat = cli.NewBar(int64(total), what), what
+				}
+				bar.Set(int64(done))
+			}
+			rep, err := loadbench.Run(cmd.Context(), cfg)
+			if bar != nil {
+				bar.Finish()
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			printSampleReport(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.BoolVar(&quick, "quick", false, "small configuration: a 1M-node, 20M-edge graph and short measurements (under 30 s)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON (datasets[].ceilings, sampling, gather, cache, loader)")
+	f.StringVar(&dataDir, "data-dir", "", "directory of the synthetic dataset, generated there if absent (default: <cache dir>/bench/synth-n<nodes>-e<edges>-f<dim>-s<seed>)")
+	f.StringSliceVar(&datasets, "datasets", []string{"synthetic", "cora"}, `datasets to measure: "synthetic", "cora" or dataset directories, comma-separated`)
+	f.StringVar(&nodes, "nodes", "10M", "nodes of the synthetic graph (1M with --quick)")
+	f.StringVar(&edges, "edges", "200M", "edges of the synthetic graph (20M with --quick)")
+	f.IntVar(&dim, "feature-dim", 128, "feature dimension of the synthetic graph")
+	f.StringArrayVar(&fanouts, "fanouts", []string{"25,10", "15,10,5"}, "fanout list per hop from the seeds, e.g. 25,10 (-1 = all neighbours); repeat the flag for several")
+	f.IntSliceVar(&workers, "workers", []int{1, 2}, "worker counts to measure, comma-separated")
+	f.IntVar(&batch, "batch-size", 1024, "seeds per minibatch")
+	f.IntVar(&batches, "batches", 100, "minibatches per measurement (20 with --quick)")
+	f.StringVar(&cache, "feature-cache", "", `hot feature cache budget, e.g. 2GiB or 0.1G (default: 10% of the features)`)
+	f.DurationVar(&ceilingTime, "ceiling-time", 300*time.Millisecond, "duration of each ceiling measurement (100ms with --quick)")
+	f.DurationVar(&consumer, "consumer-time", 5*time.Millisecond, "simulated training step per batch in the loader measurement")
+	f.Uint64Var(&seed, "seed", 1, "random seed (also names the synthetic dataset)")
+	return c
+}
+
+func printSampleReport(w io.Writer, rep *loadbench.Report) {
+	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', tabwriter.AlignRight)
+	defer tw.Flush()
+	mps := func(x float64) string { return units.Count(x) + "/s" }
+	for _, d := range rep.Datasets {
+		fmt.Fprintf(tw, "\n%s: %s nodes, %s edges, %d features (graph %s, features %s), batch %d, GOMAXPROCS %d\n",
+			d.Name, units.Count(d.Nodes), units.Count(d.Edges), d.FeatureDim, units.Bytes(d.GraphBytes), units.Bytes(d.FeatureBytes), rep.BatchSize, rep.GOMAXPROCS)
+		for _, n := range d.Notes {
+			fmt.Fprintf(tw, "  note: %s\n", n)
+		}
+		fmt.Fprintln(tw, "\nceilings\tworkers\trandom 4B reads\t(wall)\tseq copy\trandom rows\t(wall)\t")
+		for _, c := range d.Ceilings {
+			fmt.Fprintf(tw, "\t%d\t%s\t%s\t%s/s\t%s\t%s\t\n", c.Workers, mps(c.RandomReads), mps(c.RandomReadsWall), units.Bytes(int64(c.SeqCopy)), mps(c.RandomRows), mps(c.RandomRowsWall))
+		}
+		fmt.Fprintln(tw, "\nsampling\tfanouts\trelabel\tworkers\tedges/batch\tedges/s\t(wall)\tms/batch\tx random reads\t")
+		for _, s := range d.Sampling {
+			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%s\t%.2f\t%.2f\t\n", s.Fanouts, s.Relabel, s.Workers, units.Count(s.EdgesPerBatch), mps(s.EdgesPerSec), mps(s.EdgesPerSecWall), s.MsPerBatch, s.Ratio)
+		}
+		if len(d.Gather) > 0 {
+			fmt.Fprintln(tw, "\ngather\tsource\tids\tworkers\trows/s\t(wall)\tGB/s\tx random rows\thit rate\t")
+			for _, g := range d.Gather {
+				hr := ""
+				if strings.Contains(g.Source, "cache") {
+					hr = fmt.Sprintf("%.1f%%", 100*g.HitRate)
+				}
+				fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.2f\t%s\t\n", g.Source, g.IDs, g.Workers, mps(g.RowsPerSec), mps(g.RowsPerSecWall), g.BytesPerSec/1e9, g.Ratio, hr)
+			}
+		}
+		if len(d.Cache) > 0 {
+			fmt.Fprintln(tw, "\ncache\tpolicy\tbudget\trows cached\thit rate\t")
+			for _, c := range d.Cache {
+				fmt.Fprintf(tw, "\t%s\t%s\t%s (%.1f%%)\t%.1f%%\t\n", c.Policy, units.Bytes(c.BudgetBytes), units.Count(c.Rows), 100*c.RowFraction, 100*c.HitRate)
+			}
+		}
+		if len(d.Loader) > 0 {
+			fmt.Fprintln(tw, "\nloader\tfanouts\tfeatures\tworkers\tconsumer\tbatches\tsample ms/batch\tgather ms/batch\tconsumer busy\tbottleneck\t")
+			for _, l := range d.Loader {
+				fmt.Fprintf(tw, "\t%s\t%v\t%d\t%.1f ms\t%d\t%.2f\t%.2f\t%.1f%%\t%s\t\n", l.Fanouts, l.Features, l.SampleWorkers, l.ConsumerMs, l.Batches, l.SampleMsPerBatch, l.GatherMsPerBatch, 100*l.Busy, l.Bottleneck)
+			}
+		}
+	}
+}

@@ -1,0 +1,11 @@
+package loadbench
+
+import "unsafe"
+
+// unsafeBytes views a uint16 slice as little-endian bytes (amd64/arm64).
+func unsafeBytes(s []uint16) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 2*len(s))
+}

@@ -1,0 +1,777 @@
+// Package loadbench is the benchmark behind "graphmill bench sample": it
+// measures neighbour sampling, feature gathering, the hot-row cache and
+// the pipelined loader on a dataset, and, in the same run, the machine's
+// memory ceilings they are judged against (internal/membench), reporting
+// every speed as a ratio to its ceiling.
+//
+// Rates are given two ways. Wall rates (per second of elapsed time) are
+// what a user sees, but on a machine shared with other work they swing
+// with the load. CPU rates (per CPU-second of each worker's own thread,
+// summed over workers) are what the workers reach when each has a core to
+// itself, and are far steadier; ratios to ceilings use CPU rates on both
+// sides.
+package loadbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/membench"
+	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/loader"
+	"github.com/graphmill/graphmill/sample"
+	"github.com/graphmill/graphmill/synth"
+)
+
+// Config describes a benchmark run.
+type Config struct {
+	// Datasets lists what to measure: "synthetic" (generated into
+	// SynthDir, or reused if present), "cora", or dataset directories.
+	Datasets []string
+	// SynthDir is where the synthetic dataset lives; empty means a
+	// directory named after its sizes under builtin.CacheDir()/bench.
+	SynthDir string
+	// SynthNodes, SynthEdges and SynthDim size the synthetic dataset.
+	SynthNodes int
+	SynthEdges int64
+	SynthDim   int
+	// Fanouts lists the fanout lists to sample with.
+	Fanouts [][]int
+	// BatchSize is the number of seeds per minibatch.
+	BatchSize int
+	// Workers lists the worker counts to measure.
+	Workers []int
+	// CacheBytes is the hot-cache budget; 0 means 10% of the features.
+	CacheBytes int64
+	// Batches is the number of minibatches per sampling or gather
+	// measurement.
+	Batches int
+	// CeilingTime is how long each ceiling is measured.
+	CeilingTime time.Duration
+	// ConsumerTime is the simulated training step of the loader test.
+	ConsumerTime time.Duration
+	// Seed seeds everything.
+	Seed uint64
+	// CompareDense also measures the first fanout list with the dense
+	// (generation-stamped array) relabelling.
+	CompareDense bool
+	// Step runs a long step with progress reporting (nil: just run it).
+	Step func(what string, fn func() error) error
+	// Progress, if set, is called as minibatches complete.
+	Progress func(what string, done, total int)
+}
+
+// Quick returns the small configuration of --quick: a 1M-node graph,
+// short measurements.
+func Quick() Config {
+	return Config{
+		Datasets: []string{"synthetic", "cora"}, SynthNodes: 1_000_000, SynthEdges: 20_000_000, SynthDim: 128,
+		Fanouts: [][]int{{25, 10}, {15, 10, 5}}, BatchSize: 1024, Workers: []int{1, 2},
+		Batches: 20, CeilingTime: 100 * time.Millisecond, ConsumerTime: 5 * time.Millisecond, Seed: 1,
+	}
+}
+
+// Full returns the default configuration: a 10M-node, 200M-edge graph.
+func Full() Config {
+	c := Quick()
+	c.SynthNodes, c.SynthEdges = 10_000_000, 200_000_000
+	c.Batches, c.CeilingTime = 100, 300*time.Millisecond
+	c.CompareDense = true
+	return c
+}
+
+// Report is the result of a run.
+type Report struct {
+	GOMAXPROCS int             `json:"gomaxprocs"`
+	BatchSize  int             `json:"batch_size"`
+	Datasets   []DatasetReport `json:"datasets"`
+}
+
+// DatasetReport holds the measurements on one dataset.
+type DatasetReport struct {
+	Name         string         `json:"name"`
+	Dir          string         `json:"dir"`
+	Nodes        int            `json:"nodes"`
+	Edges        int64          `json:"edges"`
+	FeatureDim   int            `json:"feature_dim"`
+	GraphBytes   int64          `json:"graph_bytes"`
+	FeatureBytes int64          `json:"feature_bytes"`
+	Ceilings     []Ceiling      `json:"ceilings"`
+	Sampling     []SampleResult `json:"sampling"`
+	Gather       []GatherResult `json:"gather"`
+	Cache        []CacheResult  `json:"cache"`
+	Loader       []LoaderResult `json:"loader,omitempty"`
+	Notes        []string       `json:"notes,omitempty"`
+	seeds        []int32
+	g            *graph.CSC
+}
+
+// Ceiling holds the machine's memory ceilings for one worker count.
+type Ceiling struct {
+	Workers int `json:"workers"`
+	// RandomReads is independent random 4-byte reads per CPU-second over
+	// an array as large as the graph (RandomReadsWall per wall second).
+	RandomReads     float64 `json:"random_reads_per_s"`
+	RandomReadsWall float64 `json:"random_reads_per_s_wall"`
+	// SeqCopy is sequential copy bandwidth, bytes per CPU-second.
+	SeqCopy float64 `json:"seq_copy_bytes_per_s"`
+	// RandomRows is random feature-row copies per CPU-second from the
+	// in-memory feature table (RandomRowsWall per wall second).
+	RandomRows     float64 `json:"random_rows_per_s"`
+	RandomRowsWall float64 `json:"random_rows_per_s_wall"`
+}
+
+// SampleResult is one sampling measurement.
+type SampleResult struct {
+	Fanouts string `json:"fanouts"`
+	Workers int    `json:"workers"`
+	Relabel string `json:"relabel"`
+	Batches int    `json:"batches"`
+	// EdgesPerBatch is the mean number of sampled edges per minibatch.
+	EdgesPerBatch float64 `json:"edges_per_batch"`
+	// EdgesPerSec is sampled edges per CPU-second; Wall per wall second.
+	EdgesPerSec     float64 `json:"edges_per_s"`
+	EdgesPerSecWall float64 `json:"edges_per_s_wall"`
+	// MsPerBatch is the wall time per minibatch (all workers together).
+	MsPerBatch float64 `json:"ms_per_batch"`
+	// Ratio is EdgesPerSec over the random-read ceiling for as many workers.
+	Ratio float64 `json:"ratio_to_random_reads"`
+}
+
+// GatherResult is one gather measurement.
+type GatherResult struct {
+	// Source is "memory float32", "memory float16", "mmap float32" or
+	// "mmap float32 + cache".
+	Source  string `json:"source"`
+	IDs     string `json:"ids"` // "uniform" or "sampled"
+	Workers int    `json:"workers"`
+	// RowsPerSec is gathered rows per CPU-second; Wall per wall second.
+	RowsPerSec     float64 `json:"rows_per_s"`
+	RowsPerSecWall float64 `json:"rows_per_s_wall"`
+	// BytesPerSec is float32 output bytes per CPU-second.
+	BytesPerSec float64 `json:"bytes_per_s"`
+	// Ratio is RowsPerSec over the random-row ceiling for as many workers.
+	Ratio float64 `json:"ratio_to_random_rows"`
+	// HitRate is the cache hit rate when a cache is used.
+	HitRate float64 `json:"hit_rate,omitempty"`
+}
+
+// CacheResult is the hit rate of one admission policy.
+type CacheResult struct {
+	Policy      string  `json:"policy"` // "degree" or "presample"
+	BudgetBytes int64   `json:"budget_bytes"`
+	Rows        int     `json:"rows"`
+	RowFraction float64 `json:"row_fraction"`
+	// HitRate is the fraction of the input nodes of held-out minibatches
+	// (another epoch) whose rows are cached.
+	HitRate float64 `json:"hit_rate"`
+}
+
+// LoaderResult is the pipelined loader with a consumer that takes a fixed
+// time per batch.
+type LoaderResult struct {
+	Fanouts       string `json:"fanouts"`
+	SampleWorkers int    `json:"sample_workers"`
+	// Features reports whether the pipeline gathered features.
+	Features   bool    `json:"features"`
+	ConsumerMs float64 `json:"consumer_ms"`
+	Batches    int     `json:"batches"`
+	// Busy is the fraction of the consumer's time spent working rather
+	// than waiting for batches.
+	Busy float64 `json:"consumer_busy"`
+	// SampleMsPerBatch and GatherMsPerBatch are the stages' times per
+	// batch (sampling summed over workers, divided by their number).
+	SampleMsPerBatch float64 `json:"sample_ms_per_batch"`
+	GatherMsPerBatch float64 `json:"gather_ms_per_batch"`
+	Bottleneck       string  `json:"bottleneck"`
+}
+
+// Run performs the benchmark.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Step == nil {
+		cfg.Step = func(_ string, fn func() error) error { return fn() }
+	}
+	if cfg.BatchSize <= 0 || len(cfg.Fanouts) == 0 || len(cfg.Workers) == 0 || cfg.Batches <= 0 {
+		return nil, fmt.Errorf("loadbench: need a batch size, fanouts, worker counts and a batch count")
+	}
+	for _, f := range cfg.Fanouts {
+		if err := sample.CheckFanouts(f); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range cfg.Workers {
+		if w <= 0 {
+			return nil, fmt.Errorf("loadbench: worker count %d", w)
+		}
+	}
+	rep := &Report{GOMAXPROCS: par.Workers(0), BatchSize: cfg.BatchSize}
+	for _, name := range cfg.Datasets {
+		dr, err := runDataset(ctx, cfg, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Datasets = append(rep.Datasets, *dr)
+	}
+	return rep, nil
+}
+
+// SynthDir returns the default directory of the synthetic dataset.
+func SynthDir(cfg Config) string {
+	return filepath.Join(builtin.CacheDir(), "bench", fmt.Sprintf("synth-n%d-e%d-f%d-s%d", cfg.SynthNodes, cfg.SynthEdges, cfg.SynthDim, cfg.Seed))
+}
+
+func openDataset(ctx context.Context, cfg Config, name string) (*dataset.Dataset, error) {
+	if name != "synthetic" {
+		return builtin.Open(ctx, name)
+	}
+	dir := cfg.SynthDir
+	if dir == "" {
+		dir = SynthDir(cfg)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
+		err := cfg.Step(fmt.Sprintf("generated synthetic graph (%d nodes, %d edges) in %s", cfg.SynthNodes, cfg.SynthEdges, dir), func() error {
+			_, err := synth.Generate(ctx, dir, synth.Config{Nodes: cfg.SynthNodes, Edges: cfg.SynthEdges, FeatureDim: cfg.SynthDim, Classes: 16, Seed: cfg.Seed}, false)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	d, err := dataset.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if d.Meta.NumNodes != cfg.SynthNodes || d.Meta.NumEdges != cfg.SynthEdges {
+		d.Close()
+		return nil, fmt.Errorf("%s holds %d nodes and %d edges, not the %d and %d asked for; remove it or give another --data-dir", dir, d.Meta.NumNodes, d.Meta.NumEdges, cfg.SynthNodes, cfg.SynthEdges)
+	}
+	return d, nil
+}
+
+type env struct {
+	cfg     Config
+	d       *dataset.Dataset
+	g       *graph.CSC // in huge-page memory
+	feats   []float32  // in huge-page memory, nil without features
+	dim     int
+	readArr []uint32
+	ceil    map[int]*Ceiling
+	rep     *DatasetReport
+	seeds   []int32
+	frees   []func()
+	batches [][]int32 // epoch 0
+	held    [][]int32 // epoch 1 (held out for cache hit rates)
+	sampled [][]int32 // input nodes of sampled minibatches of epoch 0
+	outRows int       // mean number of input nodes per minibatch
+}
+
+func (e *env) close() {
+	for _, f := range e.frees {
+		f()
+	}
+	e.d.Close()
+}
+
+func runDataset(ctx context.Context, cfg Config, name string) (*DatasetReport, error) {
+	d, err := openDataset(ctx, cfg, name)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, d: d, ceil: map[int]*Ceiling{}}
+	defer e.close()
+	e.rep = &DatasetReport{Name: d.Meta.Name, Dir: d.Dir, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim}
+	if err := cfg.Step("loaded graph and features into memory (huge pages)", e.load); err != nil {
+		return nil, err
+	}
+	e.rep.GraphBytes = e.g.Bytes()
+	e.rep.FeatureBytes = int64(len(e.feats)) * 4
+	if err := e.makeBatches(); err != nil {
+		return nil, err
+	}
+	if e.sampled, err = e.inputBatches(e.batches, cfg.Batches); err != nil {
+		return nil, err
+	}
+	for _, b := range e.sampled {
+		e.outRows += len(b)
+	}
+	e.outRows /= max(1, len(e.sampled))
+	for _, w := range cfg.Workers {
+		e.ceiling(w, ceilAll)
+	}
+	if err := e.sampling(ctx); err != nil {
+		return nil, err
+	}
+	if e.feats != nil {
+		if err := e.gather(); err != nil {
+			return nil, err
+		}
+		if err := e.cache(ctx); err != nil {
+			return nil, err
+		}
+		if err := e.loader(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range cfg.Workers {
+		e.rep.Ceilings = append(e.rep.Ceilings, *e.ceil[w])
+	}
+	return e.rep, nil
+}
+
+// load copies the graph and float32 features into huge-page memory, the
+// way a trainer that has the RAM would hold them.
+func (e *env) load() error {
+	g := e.d.Graph
+	indptr, f1 := membench.AllocHuge[int64](len(g.Indptr))
+	indices, f2 := membench.AllocHuge[int32](len(g.Indices))
+	e.frees = append(e.frees, f1, f2)
+	parCopy(indptr, g.Indptr)
+	parCopy(indices, g.Indices)
+	e.g = &graph.CSC{NumNodes: g.NumNodes, Indptr: indptr, Indices: indices}
+	if e.d.FeatureArray != nil {
+		st, err := feature.Open(e.d, feature.Options{})
+		if err != nil {
+			return err
+		}
+		e.dim = st.Dim()
+		feats, f3 := membench.AllocHuge[float32](g.NumNodes * e.dim)
+		e.frees = append(e.frees, f3)
+		const rows = 1 << 14
+		ids := make([][]int32, par.Workers(0))
+		errs := make([]error, len(ids))
+		par.For(len(ids), (g.NumNodes+rows-1)/rows, func(w, lo, hi int) {
+			for c := lo; c < hi; c++ {
+				a, b := c*rows, min((c+1)*rows, g.NumNodes)
+				ids[w] = ids[w][:0]
+				for v := a; v < b; v++ {
+					ids[w] = append(ids[w], int32(v))
+				}
+				if err := st.Gather(ids[w], feats[a*e.dim:b*e.dim]); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		e.feats = feats
+	}
+	// The random-read ceiling's array, as large as the graph, written so
+	// that its pages are real (untouched anonymous pages all alias one
+	// zero page and would never miss the cache).
+	arr, f4 := membench.AllocHuge[uint32](int(max(e.g.Bytes()/4, 1<<20)))
+	e.frees = append(e.frees, f4)
+	par.For(par.Workers(0), len(arr), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			arr[i] = uint32(i)
+		}
+	})
+	e.readArr = arr
+	return nil
+}
+
+func parCopy[T any](dst, src []T) {
+	const chunk = 1 << 20
+	par.For(par.Workers(0), (len(src)+chunk-1)/chunk, func(_, lo, hi int) {
+		copy(dst[lo*chunk:min(hi*chunk, len(src))], src[lo*chunk:min(hi*chunk, len(src))])
+	})
+}
+
+// makeBatches picks the seeds (the training split, or all nodes when it
+// holds fewer than four batches) and two epochs of minibatches.
+func (e *env) makeBatches() error {
+	seeds := e.d.Train
+	if len(seeds) < 4*e.cfg.BatchSize {
+		seeds = make([]int32, e.d.Meta.NumNodes)
+		for i := range seeds {
+			seeds[i] = int32(i)
+		}
+		e.rep.Notes = append(e.rep.Notes, fmt.Sprintf("seeds: all %d nodes (the training split is smaller than 4 batches)", len(seeds)))
+	}
+	e.seeds = seeds
+	var err error
+	e.batches, err = sample.Batches(seeds, e.cfg.BatchSize, true, rng.Derive(e.cfg.Seed, 0), true)
+	if err != nil {
+		return err
+	}
+	if len(e.batches) == 0 {
+		e.batches, _ = sample.Batches(seeds, e.cfg.BatchSize, true, rng.Derive(e.cfg.Seed, 0), false)
+	}
+	e.held, _ = sample.Batches(seeds, e.cfg.BatchSize, true, rng.Derive(e.cfg.Seed, 1), false)
+	return nil
+}
+
+// Ceiling kinds.
+const (
+	ceilReads = 1 << iota
+	ceilCopy
+	ceilRows
+	ceilAll = ceilReads | ceilCopy | ceilRows
+)
+
+// ceiling (re)measures the given ceilings for w workers, keeping the best
+// of all measurements (the least disturbed by other load). Calling it
+// right before a measurement keeps both under the same machine load.
+func (e *env) ceiling(w, kinds int) *Ceiling {
+	t := e.cfg.CeilingTime
+	c := e.ceil[w]
+	if c == nil {
+		c = &Ceiling{Workers: w}
+		e.ceil[w] = c
+	}
+	if kinds&ceilReads != 0 {
+		r := membench.RandomReads(e.readArr, w, t)
+		c.RandomReads, c.RandomReadsWall = max(c.RandomReads, r.CPUPerSec), max(c.RandomReadsWall, r.PerSec)
+	}
+	if kinds&ceilCopy != 0 {
+		c.SeqCopy = max(c.SeqCopy, membench.SeqCopy(64<<20, w, t).CPUPerSec)
+	}
+	if kinds&ceilRows != 0 && e.feats != nil {
+		r := membench.RandomRows(e.feats, e.dim, e.outRows, w, t)
+		c.RandomRows, c.RandomRowsWall = max(c.RandomRows, r.CPUPerSec), max(c.RandomRowsWall, r.PerSec)
+	}
+	return c
+}
+
+// batch returns the i-th minibatch's seeds, cycling through the epoch.
+func (e *env) batch(i int) []int32 { return e.batches[i%len(e.batches)] }
+
+func (e *env) sampling(ctx context.Context) error {
+	for fi, fan := range e.cfg.Fanouts {
+		relabels := []sample.Relabel{sample.RelabelHash}
+		if fi == 0 && e.cfg.CompareDense {
+			relabels = append(relabels, sample.RelabelDense)
+		}
+		for _, relabel := range relabels {
+			s, err := sample.New(e.g, sample.Config{Fanouts: fan, Relabel: relabel})
+			if err != nil {
+				return err
+			}
+			for _, w := range e.cfg.Workers {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				e.ceiling(w, ceilReads)
+				n := e.cfg.Batches
+				var next, done atomic.Int64
+				var errOnce atomic.Value
+				what := fmt.Sprintf("sampling %s (%v, %d workers)", sample.FormatFanouts(fan), relabel, w)
+				res := membench.Work(w, func(int) int64 {
+					mb := &sample.MiniBatch{}
+					var edges int64
+					for {
+						i := int(next.Add(1) - 1)
+						if i >= n {
+							return edges
+						}
+						if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
+							errOnce.CompareAndSwap(nil, err)
+							return edges
+						}
+						edges += int64(mb.NumEdges())
+						if e.cfg.Progress != nil {
+							e.cfg.Progress(what, int(done.Add(1)), n)
+						}
+					}
+				})
+				if err, _ := errOnce.Load().(error); err != nil {
+					return err
+				}
+				c := e.ceil[w]
+				e.rep.Sampling = append(e.rep.Sampling, SampleResult{
+					Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: n,
+					EdgesPerBatch: float64(res.Ops) / float64(n),
+					EdgesPerSec:   res.CPUPerSec, EdgesPerSecWall: res.PerSec,
+					MsPerBatch: res.Elapsed.Seconds() * 1000 / float64(n),
+					Ratio:      res.CPUPerSec / c.RandomReads,
+				})
+			}
+		}
+	}
+	return nil
+}
+
+// inputBatches samples the input nodes of up to n minibatches of the
+// first fanout list (from the given epoch's batches).
+func (e *env) inputBatches(batches [][]int32, n int) ([][]int32, error) {
+	s, err := sample.New(e.g, sample.Config{Fanouts: e.cfg.Fanouts[0]})
+	if err != nil {
+		return nil, err
+	}
+	n = min(n, len(batches))
+	out := make([][]int32, n)
+	errs := make([]error, n)
+	_ = par.Tasks(context.Background(), par.Workers(0), n, func(_, i int) {
+		mb, err := s.Sample(batches[i], rng.Derive(e.cfg.Seed+7, uint64(i)))
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		out[i] = mb.InputNodes
+	})
+	return out, errors.Join(errs...)
+}
+
+func (e *env) gather() error {
+	sampled := e.sampled
+	// Uniform ids: as many as a sampled minibatch's input nodes.
+	r := rng.New(e.cfg.Seed)
+	uniform := make([][]int32, len(sampled))
+	for i, s := range sampled {
+		u := make([]int32, len(s))
+		for j := range u {
+			u[j] = int32(r.IntN(e.d.Meta.NumNodes))
+		}
+		uniform[i] = u
+	}
+	mem, err := feature.FromFloat32(e.feats, e.d.Meta.NumNodes, e.dim, feature.Options{Workers: 1})
+	if err != nil {
+		return err
+	}
+	half, free := membench.AllocHuge[uint16](len(e.feats))
+	defer free()
+	par.For(par.Workers(0), e.d.Meta.NumNodes, func(_, lo, hi int) {
+		feature.EncodeF16(half[lo*e.dim:hi*e.dim], e.feats[lo*e.dim:hi*e.dim])
+	})
+	hbytes := unsafeBytes(half)
+	mem16, err := feature.New(hbytes, feature.Float16, e.d.Meta.NumNodes, e.dim, feature.Options{Workers: 1})
+	if err != nil {
+		return err
+	}
+	mapped, err := feature.Open(e.d, feature.Options{Workers: 1})
+	if err != nil {
+		return err
+	}
+	type src struct {
+		name string
+		st   *feature.Store
+		ids  map[string][][]int32
+	}
+	all := map[string][][]int32{"uniform": uniform, "sampled": sampled}
+	for _, sc := range []src{
+		{"memory float32", mem, all},
+		{"memory float16", mem16, map[string][][]int32{"sampled": sampled}},
+		{"mmap " + e.d.FeatureArray.DType.Name(), mapped, map[string][][]int32{"sampled": sampled}},
+	} {
+		for _, kind := range []string{"uniform", "sampled"} {
+			ids := sc.ids[kind]
+			if ids == nil {
+				continue
+			}
+			for _, w := range e.cfg.Workers {
+				c := e.ceiling(w, ceilRows)
+				res, err := gatherRate(sc.st, ids, e.dim, w)
+				if err != nil {
+					return err
+				}
+				e.rep.Gather = append(e.rep.Gather, GatherResult{
+					Source: sc.name, IDs: kind, Workers: w,
+					RowsPerSec: res.CPUPerSec, RowsPerSecWall: res.PerSec, BytesPerSec: res.CPUPerSec * float64(4*e.dim),
+					Ratio: res.CPUPerSec / c.RandomRows,
+				})
+			}
+		}
+	}
+	return nil
+}
+
+// gatherRate gathers every id list once on w concurrent goroutines, each
+// taking lists in turn, into output buffers allocated and touched
+// beforehand (so page faults are not timed).
+func gatherRate(st *feature.Store, ids [][]int32, dim, w int) (membench.Result, error) {
+	maxRows := 0
+	for _, b := range ids {
+		maxRows = max(maxRows, len(b))
+	}
+	outs := make([][]float32, w)
+	for i := range outs {
+		outs[i] = make([]float32, maxRows*dim)
+		for j := 0; j < len(outs[i]); j += 1024 {
+			outs[i][j] = 1
+		}
+	}
+	var next atomic.Int64
+	var firstErr atomic.Value
+	res := membench.Work(w, func(wk int) int64 {
+		out := outs[wk]
+		var rows int64
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(ids) {
+				return rows
+			}
+			if err := st.Gather(ids[i], out[:len(ids[i])*dim]); err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return rows
+			}
+			rows += int64(len(ids[i]))
+		}
+	})
+	err, _ := firstErr.Load().(error)
+	return res, err
+}
+
+// cache compares the admission policies: hit rates on held-out batches,
+// and the gather rate through the mapping with the degree-ordered cache.
+func (e *env) cache(ctx context.Context) error {
+	n := e.d.Meta.NumNodes
+	rowB := int64(4 * e.dim)
+	budget := e.cfg.CacheBytes
+	if budget == 0 {
+		budget = int64(n) * rowB / 10
+	}
+	rows := int(min(budget/rowB, int64(n)))
+	heldInputs, err := e.inputBatches(e.held, e.cfg.Batches)
+	if err != nil {
+		return err
+	}
+	s, err := sample.New(e.g, sample.Config{Fanouts: e.cfg.Fanouts[0]})
+	if err != nil {
+		return err
+	}
+	var counts []uint32
+	err = e.cfg.Step(fmt.Sprintf("pre-sampled %d minibatches to rank nodes", len(e.batches)), func() error {
+		var err error
+		counts, err = s.CountInputs(ctx, e.batches, e.cfg.Seed+11, 0)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	orders := []struct {
+		name  string
+		order []int32
+	}{{"degree", feature.DegreeOrder(e.g)}, {"presample", feature.HotOrder(counts)}}
+	for _, o := range orders {
+		in := make([]bool, n)
+		k := min(rows, len(o.order))
+		for _, v := range o.order[:k] {
+			in[v] = true
+		}
+		var hit, total int
+		for _, b := range heldInputs {
+			for _, v := range b {
+				if in[v] {
+					hit++
+				}
+			}
+			total += len(b)
+		}
+		e.rep.Cache = append(e.rep.Cache, CacheResult{
+			Policy: o.name, BudgetBytes: budget, Rows: k, RowFraction: float64(k) / float64(n),
+			HitRate: float64(hit) / float64(max(total, 1)),
+		})
+	}
+	st, err := feature.Open(e.d, feature.Options{Workers: 1, CacheBytes: budget, CacheOrder: orders[0].order})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, w := range e.cfg.Workers {
+		c := e.ceiling(w, ceilRows)
+		st.ResetStats()
+		res, err := gatherRate(st, heldInputs, e.dim, w)
+		if err != nil {
+			return err
+		}
+		e.rep.Gather = append(e.rep.Gather, GatherResult{
+			Source: "mmap " + e.d.FeatureArray.DType.Name() + " + degree cache", IDs: "sampled", Workers: w,
+			RowsPerSec: res.CPUPerSec, RowsPerSecWall: res.PerSec, BytesPerSec: res.CPUPerSec * float64(4*e.dim),
+			Ratio: res.CPUPerSec / c.RandomRows, HitRate: st.CacheStats().HitRate(),
+		})
+	}
+	return nil
+}
+
+// loader runs the pipeline with a consumer that spins for ConsumerTime
+// per batch, with the largest worker count, without and with features.
+func (e *env) loader(ctx context.Context) error {
+	w := e.cfg.Workers[len(e.cfg.Workers)-1]
+	st, err := feature.FromFloat32(e.feats, e.d.Meta.NumNodes, e.dim, feature.Options{Workers: w})
+	if err != nil {
+		return err
+	}
+	// The first fanout list without and with features, and a light one
+	// (10,5) whose sampling alone is faster than a 5 ms consumer.
+	for _, run := range []struct {
+		fan []int
+		f   loader.Fetcher
+	}{{e.cfg.Fanouts[0], nil}, {e.cfg.Fanouts[0], st}, {[]int{10, 5}, nil}} {
+		s, err := sample.New(e.g, sample.Config{Fanouts: run.fan})
+		if err != nil {
+			return err
+		}
+		r, err := e.runLoader(ctx, s, run.f, w)
+		if err != nil {
+			return err
+		}
+		e.rep.Loader = append(e.rep.Loader, *r)
+	}
+	return nil
+}
+
+func (e *env) runLoader(ctx context.Context, s *sample.Sampler, f loader.Fetcher, w int) (*LoaderResult, error) {
+	var labels []int32
+	if f != nil {
+		labels = e.d.Labels
+	}
+	l, err := loader.New(s, f, labels, e.seeds, loader.Config{BatchSize: e.cfg.BatchSize, Shuffle: true, Seed: e.cfg.Seed, SampleWorkers: w, Prefetch: 4})
+	if err != nil {
+		return nil, err
+	}
+	n := min(e.cfg.Batches, l.NumBatches())
+	it := l.Epoch(ctx, 0)
+	defer it.Close()
+	what := "loader (sampling only)"
+	if f != nil {
+		what = "loader (sampling + features)"
+	}
+	k := 0
+	for k < n && it.Next() {
+		spin(e.cfg.ConsumerTime)
+		k++
+		if e.cfg.Progress != nil {
+			e.cfg.Progress(what, k, n)
+		}
+	}
+	stats := it.Stats()
+	it.Close()
+	if err := it.Err(); err != nil {
+		return nil, err
+	}
+	per := func(d time.Duration, div int) float64 {
+		return d.Seconds() * 1000 / float64(max(1, stats.Batches)) / float64(max(1, div))
+	}
+	return &LoaderResult{
+		Fanouts: sample.FormatFanouts(s.Config().Fanouts), SampleWorkers: w, Features: f != nil,
+		ConsumerMs: e.cfg.ConsumerTime.Seconds() * 1000, Batches: stats.Batches, Busy: stats.Utilization(),
+		SampleMsPerBatch: per(stats.Sample, w), GatherMsPerBatch: per(stats.Gather, 1), Bottleneck: stats.Bottleneck(),
+	}, nil
+}
+
+// spin burns CPU for d, like a training step would.
+func spin(d time.Duration) {
+	end := time.Now().Add(d)
+	x := uint64(1)
+	for time.Now().Before(end) {
+		for i := 0; i < 1000; i++ {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	spinSink.Add(x)
+}
+
+var spinSink atomic.Uint64
