@@ -125,7 +125,6 @@ func (j *gemmJob) runParallel(threads int) error {
 	mr, nr := j.mk.mr, j.mk.nr
 	tiles, panels := (j.m+mr-1)/mr, (j.n+nr-1)/nr
 	nt := max(1, min(threads, max(tiles, panels, j.k/128)))
-	j.nt = 1
 	if nt == 1 {
 		return j.run()
 	}
@@ -252,95 +251,92 @@ func overlaps(x, y []float32) bool {
 }
 
 type gemmJob struct {
-	m, n, k      int
-	a            []float32
-	rsA, csA     int
-	b            []float32
-	transB       bool
-	ldb          int
-	c            []float32
-	ldc          int
-	alpha, beta  float32
-	mk           *microKernel
-	kc           int
-	packA        bool
-	stream       bool // read A in place with shallow blocks, row tiles outer
-	nt           int
-	bp           []float32 // packed block of B, shared by all workers
-	workers      []gemmWorker
-	curJC, curPC int
-	curNB, curKB int
+	m, n, k     int
+	a           []float32
+	rsA, csA    int
+	b           []float32
+	transB      bool
+	ldb         int
+	c           []float32
+	ldc         int
+	alpha, beta float32
+	mk          *microKernel
+	kc          int
+	packA       bool
+	stream      bool      // read A in place with shallow blocks, row tiles outer
+	ap          []float32 // packed A block (mc×kc), or an edge tile when A is not packed
+	tmp         []float32 // mr×nr edge output tile
 }
 
-type gemmWorker struct {
-	ap   []float32 // packed A block (mc×kc), or edge tile when A is not packed
-	tmp  []float32 // mr×nr edge output tile
-	r0   int       // first row of C owned by this worker
-	r1   int       // one past the last
-	done bool      // rows scaled by beta
-}
+// fullDepthLimit is the largest packed op(B) (k × nc floats, 1 MiB) packed
+// whole rather than one kc-deep block at a time. Then each block of C rows
+// stays in cache while all depth blocks are added to it, so C goes through
+// memory once instead of once per depth block.
+const fullDepthLimit = 1 << 18
 
+// run computes the product serially (parallel callers give each worker its
+// own sub-product): the GotoBLAS/BLIS loop nest over column blocks (nc),
+// depth blocks (kc) and row blocks (mc) around the micro-kernel.
 func (j *gemmJob) run() error {
 	mr, nr := j.mk.mr, j.mk.nr
 	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
 	kcMax := min(j.kc, j.k)
-	j.bp = getBuf(ncMax * kcMax)
-	defer putBuf(j.bp)
-	j.workers = make([]gemmWorker, j.nt)
-	for w := range j.workers {
-		wk := &j.workers[w]
-		wk.r0, wk.r1 = split(j.m, mr, j.nt, w)
-		if j.packA {
-			wk.ap = getBuf(min(blockMC, (wk.r1-wk.r0+mr-1)/mr*mr) * kcMax)
-		} else {
-			wk.ap = getBuf(mr * kcMax)
-		}
-		wk.tmp = getBuf(mr * nr)
-		defer putBuf(wk.ap)
-		defer putBuf(wk.tmp)
+	fullDepth := !j.stream && j.k*ncMax <= fullDepthLimit
+	bp := getBuf(ncMax * kcMax)
+	if fullDepth {
+		putBuf(bp)
+		bp = getBuf(ncMax * j.k)
 	}
+	defer putBuf(bp)
+	if j.packA {
+		j.ap = getBuf(min(blockMC, (j.m+mr-1)/mr*mr) * kcMax)
+	} else {
+		j.ap = getBuf(mr * kcMax)
+	}
+	j.tmp = getBuf(mr * nr)
+	defer putBuf(j.ap)
+	defer putBuf(j.tmp)
+	j.scale()
 	if j.alpha == 0 {
-		return parallel(j.nt, func(w int) { j.scale(&j.workers[w]) })
+		return nil
 	}
 	for jc := 0; jc < j.n; jc += blockNC {
 		nb := min(blockNC, j.n-jc)
+		npad := (nb + nr - 1) / nr * nr
+		if fullDepth {
+			// Depth block pc is packed at bp[pc*npad:].
+			for pc := 0; pc < j.k; pc += j.kc {
+				j.packB(bp[pc*npad:], jc, nb, pc, min(j.kc, j.k-pc))
+			}
+			for ic := 0; ic < j.m; ic += blockMC {
+				for pc := 0; pc < j.k; pc += j.kc {
+					j.block(bp[pc*npad:], ic, min(blockMC, j.m-ic), jc, nb, pc, min(j.kc, j.k-pc))
+				}
+			}
+			continue
+		}
 		for pc := 0; pc < j.k; pc += j.kc {
 			kb := min(j.kc, j.k-pc)
-			j.curJC, j.curPC, j.curNB, j.curKB = jc, pc, nb, kb
-			panels := (nb + nr - 1) / nr
-			if err := parallel(min(j.nt, panels), func(w int) {
-				q0, q1 := split(panels, 1, min(j.nt, panels), w)
-				for q := q0; q < q1; q++ {
-					j.packB(q)
-				}
-			}); err != nil {
-				return err
-			}
-			if err := parallel(j.nt, func(w int) { j.compute(&j.workers[w]) }); err != nil {
-				return err
+			j.packB(bp, jc, nb, pc, kb)
+			for ic := 0; ic < j.m; ic += blockMC {
+				j.block(bp, ic, min(blockMC, j.m-ic), jc, nb, pc, kb)
 			}
 		}
 	}
 	return nil
 }
 
-// scale multiplies the worker's rows of C by beta (beta == 0 with alpha == 0 clears them,
-// ignoring NaNs already there).
-func (j *gemmJob) scale(wk *gemmWorker) {
-	if wk.done {
+// scale multiplies C by beta. With beta == 0 it leaves C alone (the first
+// depth block overwrites it, so NaNs there do not leak) unless alpha == 0
+// too, when it clears C.
+func (j *gemmJob) scale() {
+	if j.beta == 1 || (j.beta == 0 && j.alpha != 0) {
 		return
 	}
-	wk.done = true
-	if j.beta == 1 {
-		return
-	}
-	for i := wk.r0; i < wk.r1; i++ {
+	for i := 0; i < j.m; i++ {
 		row := j.c[i*j.ldc : i*j.ldc+j.n]
 		if j.beta == 0 {
-			if j.alpha == 0 {
-				clear(row)
-			}
-			// Otherwise the first depth block overwrites C (acc == false).
+			clear(row)
 			continue
 		}
 		for c := range row {
@@ -349,31 +345,33 @@ func (j *gemmJob) scale(wk *gemmWorker) {
 	}
 }
 
-// packB packs column panel q of the current block of op(B) into j.bp:
-// element (p, jj) of the panel goes to bp[q*kb*nr + p*nr + jj], zero padded
-// to nr columns.
-func (j *gemmJob) packB(q int) {
-	nr, kb, pc := j.mk.nr, j.curKB, j.curPC
-	j0 := j.curJC + q*nr
-	w := min(nr, j.curJC+j.curNB-j0)
-	dst := j.bp[q*kb*nr : (q+1)*kb*nr]
-	if !j.transB {
-		for p := 0; p < kb; p++ {
-			row := dst[p*nr : (p+1)*nr]
-			src := j.b[(pc+p)*j.ldb+j0:]
-			copy(row[:w], src[:w])
-			clear(row[w:])
+// packB packs columns [jc, jc+nb) × depths [pc, pc+kb) of op(B) into dst
+// as column panels of nr: element (p, jj) of panel q goes to
+// dst[q*kb*nr + p*nr + jj], zero padded to nr columns.
+func (j *gemmJob) packB(dst []float32, jc, nb, pc, kb int) {
+	nr := j.mk.nr
+	for q := 0; q*nr < nb; q++ {
+		j0 := jc + q*nr
+		w := min(nr, jc+nb-j0)
+		panel := dst[q*kb*nr : (q+1)*kb*nr]
+		if !j.transB {
+			for p := 0; p < kb; p++ {
+				row := panel[p*nr : (p+1)*nr]
+				src := j.b[(pc+p)*j.ldb+j0:]
+				copy(row[:w], src[:w])
+				clear(row[w:])
+			}
+			continue
 		}
-		return
-	}
-	if w < nr {
-		clear(dst)
-	}
-	for jj := 0; jj < w; jj++ {
-		src := j.b[(j0+jj)*j.ldb+pc:]
-		src = src[:kb]
-		for p, v := range src {
-			dst[p*nr+jj] = v
+		if w < nr {
+			clear(panel)
+		}
+		for jj := 0; jj < w; jj++ {
+			src := j.b[(j0+jj)*j.ldb+pc:]
+			src = src[:kb]
+			for p, v := range src {
+				panel[p*nr+jj] = v
+			}
 		}
 	}
 }
@@ -425,71 +423,68 @@ func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	}
 }
 
-func (j *gemmJob) compute(wk *gemmWorker) {
-	j.scale(wk)
+// block multiplies rows [ic, ic+mb) × depths [pc, pc+kb) of op(A) by the
+// packed depth block bp of op(B) (columns [jc, jc+nb)) into C.
+func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 	mr, nr := j.mk.mr, j.mk.nr
-	jc, pc, nb, kb := j.curJC, j.curPC, j.curNB, j.curKB
 	fn := j.mk.fn
 	acc := j.beta != 0 || pc > 0 // false: overwrite C, it was not scaled
-	for ic := wk.r0; ic < wk.r1; ic += blockMC {
-		mb := min(blockMC, wk.r1-ic)
-		if j.packA {
-			j.packABlock(wk.ap, ic, mb, pc, kb)
-		}
-		// Loop order: normally column panels outer, so a kc×nr micro-panel of
-		// B stays in L1 while the A block streams from L2 (BLIS order). For a
-		// shallow product (small k) the cost is writing C, so row tiles go
-		// outer and C is written a full row tile at a time.
-		rowsOuter := j.k <= 64 || j.stream
-		nPanels := (nb + nr - 1) / nr
-		nTiles := (mb + mr - 1) / mr
-		outer, inner := nPanels, nTiles
-		if rowsOuter {
-			outer, inner = nTiles, nPanels
-		}
-		for o := 0; o < outer; o++ {
-			for in := 0; in < inner; in++ {
-				q, t := o, in
-				if rowsOuter {
-					q, t = in, o
+	if j.packA {
+		j.packABlock(j.ap, ic, mb, pc, kb)
+	}
+	// Loop order: normally column panels outer, so a kc×nr micro-panel of
+	// B stays in L1 while the A block streams from L2 (BLIS order). For a
+	// shallow product (small k) the cost is writing C, so row tiles go
+	// outer and C is written a full row tile at a time.
+	rowsOuter := j.k <= 64 || j.stream
+	nPanels := (nb + nr - 1) / nr
+	nTiles := (mb + mr - 1) / mr
+	outer, inner := nPanels, nTiles
+	if rowsOuter {
+		outer, inner = nTiles, nPanels
+	}
+	for o := 0; o < outer; o++ {
+		for in := 0; in < inner; in++ {
+			q, t := o, in
+			if rowsOuter {
+				q, t = in, o
+			}
+			jr, ir := q*nr, t*mr
+			nw := min(nr, nb-jr)
+			bpanel := bp[q*kb*nr : (q+1)*kb*nr]
+			mw := min(mr, mb-ir)
+			i := ic + ir
+			var a []float32
+			rs, cs := 1, mr
+			switch {
+			case j.packA:
+				a = j.ap[t*mr*kb:]
+			case mw < mr:
+				if rowsOuter && q > 0 {
+					a = j.ap // packed for q == 0
+					break
 				}
-				jr, ir := q*nr, t*mr
-				nw := min(nr, nb-jr)
-				bpanel := j.bp[q*kb*nr : (q+1)*kb*nr]
-				mw := min(mr, mb-ir)
-				i := ic + ir
-				var a []float32
-				rs, cs := 1, mr
-				switch {
-				case j.packA:
-					a = wk.ap[t*mr*kb:]
-				case mw < mr:
-					if rowsOuter && q > 0 {
-						a = wk.ap // packed for q == 0
-						break
-					}
-					j.packATile(wk.ap, i, mw, pc, kb)
-					a = wk.ap
-				default:
-					a = j.a[i*j.rsA+pc*j.csA:]
-					rs, cs = j.rsA, j.csA
-				}
-				if mw == mr && nw == nr {
-					fn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc)
+				j.packATile(j.ap, i, mw, pc, kb)
+				a = j.ap
+			default:
+				a = j.a[i*j.rsA+pc*j.csA:]
+				rs, cs = j.rsA, j.csA
+			}
+			if mw == mr && nw == nr {
+				fn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc)
+				continue
+			}
+			fn(kb, a, rs, cs, bpanel, j.tmp, nr, j.alpha, false)
+			for r := 0; r < mw; r++ {
+				dst := j.c[(i+r)*j.ldc+jc+jr:]
+				dst = dst[:nw]
+				src := j.tmp[r*nr : r*nr+nw]
+				if !acc {
+					copy(dst, src)
 					continue
 				}
-				fn(kb, a, rs, cs, bpanel, wk.tmp, nr, j.alpha, false)
-				for r := 0; r < mw; r++ {
-					dst := j.c[(i+r)*j.ldc+jc+jr:]
-					dst = dst[:nw]
-					src := wk.tmp[r*nr : r*nr+nw]
-					if !acc {
-						copy(dst, src)
-						continue
-					}
-					for jj, v := range src {
-						dst[jj] += v
-					}
+				for jj, v := range src {
+					dst[jj] += v
 				}
 			}
 		}

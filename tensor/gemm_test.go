@@ -76,6 +76,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 	cases := []struct{ m, n, k int }{
 		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
 		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
+		{14, 1100, 300}, // packed B over the full-depth limit: one depth block at a time
 	}
 	forEachKernel(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
