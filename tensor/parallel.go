@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -100,21 +101,24 @@ func split(total, unit, n, w int) (from, to int) {
 	return from, to
 }
 
-// bufPool recycles the packing buffers of Gemm, which would otherwise be
-// allocated (and zeroed) on every call.
-var bufPool sync.Pool
+// bufPools recycle the packing buffers of Gemm, which would otherwise be
+// allocated (and zeroed) on every call; one pool per power-of-two size.
+var bufPools [48]sync.Pool
 
 // getBuf returns a slice of n float32s with unspecified contents.
 func getBuf(n int) []float32 {
-	if p, ok := bufPool.Get().(*[]float32); ok && cap(*p) >= n {
+	c := bits.Len(uint(n))
+	if p, ok := bufPools[c].Get().(*[]float32); ok {
 		return (*p)[:n]
 	}
-	return make([]float32, n)
+	return make([]float32, n, 1<<c)
 }
 
 // putBuf returns a slice obtained from getBuf to the pool.
 func putBuf(b []float32) {
-	if cap(b) > 0 {
-		bufPool.Put(&b)
+	c := cap(b)
+	if c == 0 || c&(c-1) != 0 {
+		return // not from getBuf
 	}
+	bufPools[bits.Len(uint(c))-1].Put(&b)
 }
