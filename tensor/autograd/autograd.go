@@ -17,6 +17,23 @@
 //		// optimiser: w.Value.Data[i] -= lr * w.Grad.Data[i] ...
 //	}
 //
+// The ops are methods of Tape, each returning a new *Var:
+//
+//   - dense: MatMul, MatMulOp (with transposes), Linear (x·W + b), AddBias,
+//     Add, Mul (elementwise), Scale, Sum (to 1×1), ConcatCols, Rows;
+//   - activations: ReLU, LeakyReLU, ELU, Dropout (seeded);
+//   - losses: LogSoftmax, NLL, CrossEntropy (= NLL∘LogSoftmax),
+//     BCEWithLogits — the loss ops return 1×1 Vars;
+//   - graph: Aggregate (sum, mean, or weighted e.g. GCN over a tensor.CSR
+//     block), HeadDot (GAT attention terms a·h per head), GATAggregate and
+//     GATAggregateDropout (edge softmax attention, several heads).
+//
+// A GraphSAGE layer is ConcatCols(Rows(h, 0, numDst), Aggregate(block, h,
+// tensor.Mean)) followed by Linear; a GCN layer is Aggregate(block, h,
+// tensor.Weighted) with tensor.GCNWeights as the block's Weights, then
+// MatMul; a GAT layer is z := MatMul(h, W), el := HeadDot(z, aSrc),
+// er := HeadDot(Rows(z, 0, numDst), aDst), GATAggregate(block, z, el, er, …).
+//
 // Parameters (NewParam) keep their Grad between Backward calls, so
 // gradients accumulate until ZeroGrad; intermediate values belong to the
 // tape and are dropped with it. A tape from NewInferenceTape records
