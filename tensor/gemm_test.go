@@ -165,3 +165,35 @@ func TestAxpyDot(t *testing.T) {
 		}
 	})
 }
+
+// TestGemmConcurrentCallers runs products from several goroutines at once
+// (sharing the worker pool and the buffer pools) and checks every result.
+func TestGemmConcurrentCallers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	a, b := randMatrix(rng, 130, 70), randMatrix(rng, 70, 90)
+	want := naiveGemm(NoTrans, NoTrans, 1, a, b, 0, New(130, 90))
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			c := New(130, 90)
+			for range 5 {
+				if err := GemmThreads(2, NoTrans, NoTrans, 1, a, b, 0, c); err != nil {
+					errs <- err
+					return
+				}
+				for i, w := range want {
+					if math.Abs(float64(c.Data[i])-w) > 1e-3*(1+math.Abs(w)) {
+						errs <- fmt.Errorf("C[%d] = %v, want %v", i, c.Data[i], w)
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
