@@ -49,6 +49,9 @@ type Config struct {
 	BatchSize int   `json:"batch_size,omitempty"`
 	Prefetch  int   `json:"prefetch,omitempty"`
 	Workers   int   `json:"workers,omitempty"`
+	// FeatureCacheBytes is the hot-row cache budget of the feature store
+	// in sampled training on un-normalised features (0: no cache).
+	FeatureCacheBytes int64 `json:"feature_cache_bytes,omitempty"`
 	// EvalBatchSize is the batch of nodes in layer-wise inference.
 	EvalBatchSize int `json:"eval_batch_size"`
 	// Seed determines initialisation, dropout, shuffling and sampling.
@@ -79,10 +82,8 @@ func Defaults(kind nn.Kind) Config {
 		c.Epochs, c.Patience = 400, 100
 	case nn.SAGE:
 		c.Mode = Sampled
-		c.Model.Hidden = 256
-		c.Epochs = 20
-		c.Optimizer.LR = 0.003
-		c.Optimizer.WeightDecay = 0
+		c.Model.Hidden = 64
+		c.Epochs = 50
 	}
 	return c
 }

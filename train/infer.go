@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"math"
 
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/nn"
@@ -107,4 +108,32 @@ func accuracy(logits tensor.Matrix, labels []int32, ids []int32) float64 {
 		return 0
 	}
 	return float64(correct) / float64(total)
+}
+
+// nllLoss returns the mean negative log-likelihood of the labels of ids
+// under softmax(logits) (unlabelled nodes skipped; 0 if none).
+func nllLoss(logits tensor.Matrix, labels []int32, ids []int32) float64 {
+	var sum float64
+	n := 0
+	for _, v := range ids {
+		y := labels[v]
+		if y < 0 {
+			continue
+		}
+		row := logits.Row(int(v))
+		m := row[0]
+		for _, x := range row {
+			m = max(m, x)
+		}
+		var z float64
+		for _, x := range row {
+			z += math.Exp(float64(x - m))
+		}
+		sum += math.Log(z) - float64(row[y]-m)
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }

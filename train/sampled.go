@@ -2,11 +2,142 @@ package train
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"math"
+	"time"
 
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/loader"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/sample"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
+// sampledStepper trains on neighbour-sampled minibatches delivered by the
+// loader pipeline, which samples and gathers ahead of the training steps.
+type sampledStepper struct {
+	ctx   context.Context
+	r     *Runner
+	m     *nn.Model
+	opt   nn.Optimizer
+	ld    *loader.Loader
+	store *feature.Store
+}
+
 func (r *Runner) sampledStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
-	return nil, errors.New("sampled training: not wired yet")
+	cfg := r.cfg
+	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: cfg.Fanouts})
+	if err != nil {
+		return nil, err
+	}
+	store, err := r.featureStore()
+	if err != nil {
+		return nil, err
+	}
+	ld, err := loader.New(s, store, r.labels, r.ds.Train, loader.Config{
+		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
+		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
+	})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return &sampledStepper{ctx: ctx, r: r, m: m, opt: opt, ld: ld, store: store}, nil
+}
+
+// featureStore serves the features the model trains on: the normalised
+// in-memory copy, or the dataset's mapping (with the hot-row cache when a
+// budget is set).
+func (r *Runner) featureStore() (*feature.Store, error) {
+	m := r.ds.Meta
+	if r.cfg.NormalizeFeatures || r.cfg.FeatureCacheBytes == 0 && r.ds.Features != nil {
+		return feature.FromFloat32(r.x.Data, m.NumNodes, m.FeatureDim, feature.Options{Workers: 1})
+	}
+	opts := feature.Options{Workers: 1, CacheBytes: r.cfg.FeatureCacheBytes}
+	if opts.CacheBytes > 0 {
+		opts.CacheOrder = feature.DegreeOrder(r.ds.Graph)
+	}
+	return feature.Open(r.ds, opts)
+}
+
+func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
+	r := s.r
+	if r.hooks.EpochStart != nil {
+		r.hooks.EpochStart(epoch, s.ld.NumBatches())
+	}
+	it := s.ld.Epoch(s.ctx, epoch)
+	defer it.Close()
+	params := s.m.Params()
+	var st EpochStats
+	var lossSum float64
+	correct, total := 0, 0
+	var compute time.Duration
+	for it.Next() {
+		b := it.Batch()
+		t := time.Now()
+		mb := b.MiniBatch
+		blocks := make([]*nn.Block, len(mb.Blocks))
+		for i := range mb.Blocks {
+			sb := &mb.Blocks[i]
+			blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes}
+		}
+		x := tensor.Matrix{Rows: len(mb.InputNodes), Cols: s.store.Dim(), Data: b.Features}
+		tp := autograd.NewTape()
+		logits := s.m.Forward(tp, blocks, tp.Const(x), true, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
+		loss := tp.CrossEntropy(logits, b.Labels)
+		autograd.ZeroGrad(params...)
+		if err := tp.Backward(loss); err != nil {
+			return st, err
+		}
+		l := float64(loss.Scalar())
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return st, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, b.Index)
+		}
+		s.opt.Step(params)
+		n := len(b.Labels)
+		lossSum += l * float64(n)
+		c, k := countCorrect(logits.Value, b.Labels)
+		correct, total = correct+c, total+k
+		st.Batches++
+		compute += time.Since(t)
+		if r.hooks.Batch != nil {
+			r.hooks.Batch(epoch, b.Index, l)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return st, err
+	}
+	ls := it.Stats()
+	st.Loss = lossSum / float64(max(total, 1))
+	st.TrainAcc = float64(correct) / float64(max(total, 1))
+	st.SampleSeconds = ls.Sample.Seconds()
+	st.GatherSeconds = ls.Gather.Seconds()
+	st.WaitSeconds = ls.Wait.Seconds()
+	st.ComputeSeconds = compute.Seconds()
+	return st, nil
+}
+
+func (s *sampledStepper) close() { s.store.Close() }
+
+// countCorrect counts rows whose argmax equals their (non-negative) label.
+func countCorrect(logits tensor.Matrix, labels []int32) (correct, total int) {
+	for i, y := range labels {
+		if y < 0 {
+			continue
+		}
+		row := logits.Row(i)
+		best := 0
+		for j := range row {
+			if row[j] > row[best] {
+				best = j
+			}
+		}
+		if int32(best) == y {
+			correct++
+		}
+		total++
+	}
+	return correct, total
 }

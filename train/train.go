@@ -21,6 +21,7 @@ type EpochStats struct {
 	// ValAcc and TestAcc are set on evaluated epochs.
 	ValAcc  *float64 `json:"val_acc,omitempty"`
 	TestAcc *float64 `json:"test_acc,omitempty"`
+	ValLoss *float64 `json:"val_loss,omitempty"`
 	LR      float64  `json:"lr"`
 	Batches int      `json:"batches"`
 	Seconds float64  `json:"seconds"`
@@ -40,6 +41,7 @@ type Summary struct {
 	Mode         string  `json:"mode"`
 	Dataset      string  `json:"dataset"`
 	BestValAcc   float64 `json:"best_val_acc"`
+	BestValLoss  float64 `json:"best_val_loss"`
 	TestAcc      float64 `json:"test_acc"`
 	BestEpoch    int     `json:"best_epoch"`
 	Epochs       int     `json:"epochs"`
@@ -151,13 +153,23 @@ func normalizeRows(x tensor.Matrix) tensor.Matrix {
 	return out
 }
 
-// Evaluate returns the validation and test accuracy of m.
-func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (val, test float64, err error) {
+// Evaluation holds the metrics of one evaluation.
+type Evaluation struct {
+	ValAcc, TestAcc, ValLoss float64
+}
+
+// Evaluate returns the validation and test accuracy and the validation
+// loss of m.
+func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	logits, err := Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize)
 	if err != nil {
-		return 0, 0, err
+		return Evaluation{}, err
 	}
-	return accuracy(logits, r.labels, r.ds.Val), accuracy(logits, r.labels, r.ds.Test), nil
+	return Evaluation{
+		ValAcc:  accuracy(logits, r.labels, r.ds.Val),
+		TestAcc: accuracy(logits, r.labels, r.ds.Test),
+		ValLoss: nllLoss(logits, r.labels, r.ds.Val),
+	}, nil
 }
 
 // Predict returns the model's logits for every node.
@@ -168,12 +180,12 @@ func (r *Runner) Predict(ctx context.Context, m *nn.Model) (tensor.Matrix, error
 // evalJob is an evaluation of one epoch's weights, possibly running in the
 // background.
 type evalJob struct {
-	epoch     int
-	snapshot  *nn.Model
-	val, test float64
-	secs      float64
-	err       error
-	done      chan struct{}
+	epoch    int
+	snapshot *nn.Model
+	ev       Evaluation
+	secs     float64
+	err      error
+	done     chan struct{}
 }
 
 // Run trains a model and returns its history, summary and the model with
@@ -203,7 +215,11 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1,
 	}}
 	start := time.Now()
-	best := math.Inf(-1)
+	// Selection and patience follow the original GAT code: an evaluation
+	// resets the patience counter if it matches the best validation
+	// accuracy or the lowest validation loss so far; the kept model is the
+	// one with the best accuracy, ties broken by the lower loss.
+	best, bestLoss, lowestLoss := math.Inf(-1), math.Inf(1), math.Inf(1)
 	var bestModel *nn.Model
 	sinceBest := 0
 	var pending *evalJob
@@ -213,12 +229,18 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		if j.err != nil {
 			return j.err
 		}
-		st.ValAcc, st.TestAcc, st.EvalSeconds = &j.val, &j.test, j.secs
-		if j.val > best {
-			best, bestModel, sinceBest = j.val, j.snapshot, 0
-			res.Summary.BestValAcc, res.Summary.TestAcc, res.Summary.BestEpoch = j.val, j.test, j.epoch
+		ev := j.ev
+		st.ValAcc, st.TestAcc, st.ValLoss, st.EvalSeconds = &ev.ValAcc, &ev.TestAcc, &ev.ValLoss, j.secs
+		if ev.ValAcc >= best || ev.ValLoss <= lowestLoss {
+			sinceBest = 0
 		} else {
 			sinceBest++
+		}
+		lowestLoss = min(lowestLoss, ev.ValLoss)
+		if ev.ValAcc > best || ev.ValAcc == best && ev.ValLoss < bestLoss {
+			best, bestLoss, bestModel = ev.ValAcc, ev.ValLoss, j.snapshot
+			res.Summary.BestValAcc, res.Summary.BestValLoss = ev.ValAcc, ev.ValLoss
+			res.Summary.TestAcc, res.Summary.BestEpoch = ev.TestAcc, j.epoch
 		}
 		res.History = append(res.History, *st)
 		if r.hooks.Epoch != nil {
@@ -265,7 +287,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			run := func() {
 				defer close(j.done)
 				t := time.Now()
-				j.val, j.test, j.err = r.Evaluate(ctx, j.snapshot)
+				j.ev, j.err = r.Evaluate(ctx, j.snapshot)
 				j.secs = time.Since(t).Seconds()
 			}
 			stc := st

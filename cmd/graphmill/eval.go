@@ -38,14 +38,14 @@ func newEvalCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			val, test, err := r.Evaluate(cmd.Context(), m)
+			ev, err := r.Evaluate(cmd.Context(), m)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"val_acc": val, "test_acc": test, "dataset": d.Meta.Name, "model": string(m.Config.Kind)})
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"val_acc": ev.ValAcc, "test_acc": ev.TestAcc, "val_loss": ev.ValLoss, "dataset": d.Meta.Name, "model": string(m.Config.Kind)})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s on %s: validation accuracy %.2f%%, test accuracy %.2f%%\n", m.Config.Kind, d.Meta.Name, 100*val, 100*test)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s on %s: validation accuracy %.2f%%, test accuracy %.2f%%\n", m.Config.Kind, d.Meta.Name, 100*ev.ValAcc, 100*ev.TestAcc)
 			return nil
 		},
 	}

@@ -50,7 +50,7 @@ func newTrainCmd() *cobra.Command {
 With no flags it trains a 2-layer GCN on the built-in Cora with the published settings
 (hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs) in a few seconds.
 Each model has its own good defaults (gat: 8 heads x 8 hidden, dropout 0.6, lr 0.005;
-sage: sampled minibatches, fanouts 25,10, hidden 256); any flag given overrides them.
+sage: sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs); any flag given overrides them.
 
 The model with the best validation accuracy is kept (and saved with --save); the test
 accuracy reported is that model's.`,
@@ -65,17 +65,17 @@ accuracy reported is that model's.`,
 	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	fl.StringVar(&f.model, "model", "gcn", "model: gcn, sage or gat")
 	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step) or sampled (minibatches); default per model (gcn, gat: full; sage: sampled)")
-	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 400, sage 20)")
-	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 256)")
+	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 400, sage 50)")
+	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64)")
 	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers")
 	fl.IntVar(&f.heads, "heads", 8, "GAT: attention heads in hidden layers")
-	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model: gcn 0.01, gat 0.005, sage 0.003)")
-	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default per model: gcn, gat 5e-4 (gcn: first layer only), sage 0)")
+	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model: gcn, sage 0.01, gat 0.005)")
+	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default 5e-4; gcn: first layer only, as Kipf & Welling)")
 	fl.Float64Var(&f.dropout, "dropout", -1, "dropout on each layer's input (default per model: 0.5; gat 0.6)")
 	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "GAT: dropout on attention coefficients (default 0.6)")
 	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
-	fl.StringVar(&f.fanouts, "fanouts", "25,10", "sampled mode: neighbours sampled per layer, input layer first (-1 = all)")
+	fl.StringVar(&f.fanouts, "fanouts", "25,10", "sampled mode: neighbours sampled per node at each hop, starting at the seeds as PyG's num_neighbors (-1 = all)")
 	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
 	fl.IntVar(&f.prefetch, "prefetch", 4, "sampled mode: minibatches prepared ahead of training")
 	fl.IntVar(&f.workers, "workers", 0, "sampled mode: sampling goroutines (0 = all cores)")
