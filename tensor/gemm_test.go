@@ -84,7 +84,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 			for _, tA := range []Op{NoTrans, Trans} {
 				for _, tB := range []Op{NoTrans, Trans} {
 					for _, th := range []int{1, 2, 3} {
-						for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}} {
+						for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}, {0, 0.5}} {
 							name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", tc.m, tc.n, tc.k, tA, tB, th, ab[0], ab[1])
 							ar, ac := shapeOf(tA, tc.m, tc.k)
 							br, bc := shapeOf(tB, tc.k, tc.n)
