@@ -57,7 +57,13 @@ the largest difference from the peer's product, relative to its largest value.`,
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", r.Name, r.Op, r.Threads, r.Ours,
 					opt(r.OpenBLAS, "%.1f"), opt(r.RatioOpenBLAS, "%.2f"), opt(r.Gonum, "%.1f"), opt(r.RatioGonum, "%.1f"))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if rep.MinRatioOpenBLAS > 0 {
+				fmt.Printf("smallest ours/openblas ratio: %.2f\n", rep.MinRatioOpenBLAS)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()

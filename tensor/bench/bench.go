@@ -82,6 +82,9 @@ type GemmReport struct {
 	GOMAXPROCS int          `json:"gomaxprocs"`
 	OpenBLAS   bool         `json:"openblas"` // whether OpenBLAS was built in
 	Results    []GemmResult `json:"results"`
+	// MinRatioOpenBLAS is the smallest Ours/OpenBLAS over all results (0
+	// without OpenBLAS): the figure the ≥ 0.6 target is about.
+	MinRatioOpenBLAS float64 `json:"min_ratio_vs_openblas,omitempty"`
 }
 
 // RunGemm measures every shape at every thread count.
@@ -162,6 +165,9 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 				r.MaxRelErr = maxRelErr(c.Data, cPeer.Data)
 			}
 			rep.Results = append(rep.Results, r)
+			if r.RatioOpenBLAS > 0 && (rep.MinRatioOpenBLAS == 0 || r.RatioOpenBLAS < rep.MinRatioOpenBLAS) {
+				rep.MinRatioOpenBLAS = r.RatioOpenBLAS
+			}
 		}
 	}
 	return rep, nil
