@@ -32,6 +32,8 @@ type Config struct {
 	DecayFirstLayerOnly bool `json:"decay_first_layer_only"`
 	// Schedule is the learning-rate schedule ("constant", "step", "cosine").
 	Schedule nn.Schedule `json:"schedule"`
+	// SkipEval trains without any evaluation (for throughput benchmarks).
+	SkipEval bool `json:"skip_eval,omitempty"`
 	// EvalEvery evaluates on validation and test every k epochs (>= 1).
 	EvalEvery int `json:"eval_every"`
 	// Patience stops training after this many evaluations without a better
@@ -42,7 +44,9 @@ type Config struct {
 	// epoch k+1 trains.
 	OverlapEval bool `json:"overlap_eval"`
 	// NormalizeFeatures row-normalises the features (PyG's
-	// NormalizeFeatures), as the published Planetoid settings do.
+	// NormalizeFeatures), as the published Planetoid settings do. It is
+	// skipped (and reported false by Runner.Config) when some feature is
+	// negative.
 	NormalizeFeatures bool `json:"normalize_features"`
 	// Fanouts, BatchSize, Prefetch and Workers configure sampled training.
 	Fanouts   []int `json:"fanouts,omitempty"`

@@ -114,7 +114,14 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks) (*Runner, error) {
 	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks}
 	r.x = tensor.Matrix{Rows: m.NumNodes, Cols: m.FeatureDim, Data: ds.Features}
 	if cfg.NormalizeFeatures {
-		r.x = normalizeRows(r.x)
+		// Row normalisation is meant for non-negative bag-of-words style
+		// features; on features with negative values a row may sum to
+		// about zero and blow up, so it is skipped there.
+		if nonNegative(r.x.Data) {
+			r.x = normalizeRows(r.x)
+		} else {
+			r.cfg.NormalizeFeatures = false
+		}
 	}
 	deg := ds.Graph.InDegrees()
 	r.deg = make([]float32, len(deg))
@@ -132,6 +139,16 @@ func (r *Runner) Features() tensor.Matrix { return r.x }
 
 // NewModel builds a freshly initialised model for the run.
 func (r *Runner) NewModel() (*nn.Model, error) { return nn.NewModel(r.cfg.Model, r.deg) }
+
+// nonNegative reports whether no value of x is negative (or NaN).
+func nonNegative(x []float32) bool {
+	for _, v := range x {
+		if !(v >= 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // normalizeRows returns a copy of x with each row divided by its sum (rows
 // summing to 0 are left as they are), like PyG's NormalizeFeatures.
@@ -282,7 +299,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			}
 			pending, pendingStats = nil, nil
 		}
-		if (epoch+1)%cfg.EvalEvery == 0 || epoch == cfg.Epochs-1 {
+		if !cfg.SkipEval && ((epoch+1)%cfg.EvalEvery == 0 || epoch == cfg.Epochs-1) {
 			j := &evalJob{epoch: epoch, snapshot: cloneModel(model, r), done: make(chan struct{})}
 			run := func() {
 				defer close(j.done)
