@@ -78,11 +78,14 @@ func F32ToBF16(f float32) uint16 {
 }
 
 // DecodeF16 converts len(dst) half-precision values from src to float32.
-// Normal numbers take a branch-free fast path (rebias the exponent, shift
-// the mantissa); zeros, subnormals, infinities and NaNs go through
-// F16ToF32.
+// On amd64 with F16C it uses the VCVTPH2PS instruction, 8 values at a time
+// (exact like F16ToF32, except that signalling NaNs come out quiet).
+// Otherwise normal numbers take a branch-free path (rebias the exponent,
+// shift the mantissa) and the rest goes through F16ToF32.
 func DecodeF16(dst []float32, src []uint16) {
 	src = src[:len(dst)]
+	k := decodeF16Fast(dst, src)
+	dst, src = dst[k:], src[k:]
 	for i, h := range src {
 		x := uint32(h)
 		if e := x & 0x7c00; e != 0 && e != 0x7c00 {
@@ -93,9 +96,12 @@ func DecodeF16(dst []float32, src []uint16) {
 	}
 }
 
-// DecodeBF16 converts len(dst) bfloat16 values from src to float32.
+// DecodeBF16 converts len(dst) bfloat16 values from src to float32 (with
+// AVX2 on amd64, 8 values at a time).
 func DecodeBF16(dst []float32, src []uint16) {
 	src = src[:len(dst)]
+	k := decodeBF16Fast(dst, src)
+	dst, src = dst[k:], src[k:]
 	for i, h := range src {
 		dst[i] = math.Float32frombits(uint32(h) << 16)
 	}

@@ -38,11 +38,6 @@ func TestF16ToF32Exhaustive(t *testing.T) {
 		if got != want || math.Signbit(got) != math.Signbit(want) {
 			t.Fatalf("%#04x: got %v, want %v", h, got, want)
 		}
-		var dec [1]float32
-		DecodeF16(dec[:], []uint16{h})
-		if math.Float32bits(dec[0]) != math.Float32bits(float32(got)) {
-			t.Fatalf("DecodeF16(%#04x) = %v, F16ToF32 %v", h, dec[0], got)
-		}
 		if back := F32ToF16(float32(got)); back != h {
 			t.Fatalf("round trip of %#04x (%v) gave %#04x", h, got, back)
 		}
@@ -167,6 +162,39 @@ func TestBF16(t *testing.T) {
 	} {
 		if got := F32ToBF16(tc.f); got != tc.want {
 			t.Errorf("F32ToBF16(%v) = %#04x, want %#04x", tc.f, got, tc.want)
+		}
+	}
+}
+
+// TestDecodeExhaustive checks the slice decoders (SIMD where available)
+// against the scalar conversions for every bit pattern, at every offset
+// of an 8-wide block and in the scalar tail.
+func TestDecodeExhaustive(t *testing.T) {
+	src := make([]uint16, 1<<16+5)
+	for i := range src {
+		src[i] = uint16(i * 40503) // a permutation, so neighbours differ
+	}
+	for _, tc := range []struct {
+		name   string
+		decode func([]float32, []uint16)
+		ref    func(uint16) float32
+	}{{"f16", DecodeF16, F16ToF32}, {"bf16", DecodeBF16, BF16ToF32}} {
+		for _, off := range []int{0, 3} {
+			s := src[off:]
+			dst := make([]float32, len(s))
+			tc.decode(dst, s)
+			for i, h := range s {
+				want := tc.ref(h)
+				if want != want {
+					if dst[i] == dst[i] {
+						t.Fatalf("%s: NaN %#04x decoded to %v", tc.name, h, dst[i])
+					}
+					continue
+				}
+				if math.Float32bits(dst[i]) != math.Float32bits(want) {
+					t.Fatalf("%s: %#04x decoded to %v, want %v", tc.name, h, dst[i], want)
+				}
+			}
 		}
 	}
 }

@@ -301,15 +301,10 @@ func (s *Store) gather(ids []int32, out []float32) error {
 		if uint32(v) >= n {
 			return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
 		}
-		src := s.data
-		r := int(v)
-		if s.slot != nil {
-			if sl := s.slot[v]; sl >= 0 {
-				src, r = s.cache, int(sl)
-				hits++
-			}
+		row, hit := s.row(v)
+		if hit {
+			hits++
 		}
-		row := src[r*s.rowB : (r+1)*s.rowB]
 		dst := out[i*dim : (i+1)*dim]
 		switch s.dtype {
 		case Float32:
@@ -325,6 +320,17 @@ func (s *Store) gather(ids []int32, out []float32) error {
 		s.misses.Add(int64(len(ids) - hits))
 	}
 	return nil
+}
+
+// row returns the stored bytes of row v (which must be in range) and
+// whether they come from the cache.
+func (s *Store) row(v int32) ([]byte, bool) {
+	if s.slot != nil {
+		if sl := s.slot[v]; sl >= 0 {
+			return s.cache[int(sl)*s.rowB : int(sl+1)*s.rowB], true
+		}
+	}
+	return s.data[int(v)*s.rowB : int(v+1)*s.rowB], false
 }
 
 // DegreeOrder ranks nodes by how often they appear as a source in g

@@ -98,7 +98,7 @@ func BenchmarkLoaderBusy(b *testing.B) {
 				st := it.Stats()
 				it.Close()
 				total.Busy += st.Busy
-				total.Wait += st.Wait
+				total.Wait += st.Wait // FirstWait (pipeline fill) excluded
 				total.Sample += st.Sample
 				total.Gather += st.Gather
 				total.Batches += st.Batches

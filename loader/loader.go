@@ -137,14 +137,17 @@ func (l *Loader) NumBatches() int {
 }
 
 // Stats holds per-stage timings of an epoch so far. Sample and Gather are
-// summed over the goroutines of their stage; Wait is the time the
-// consumer spent blocked in Next, Busy the time it spent between calls.
+// summed over the goroutines of their stage; FirstWait is the time the
+// consumer waited for the first batch (the pipeline filling up), Wait the
+// time it spent blocked in later calls to Next, Busy the time it spent
+// between calls.
 type Stats struct {
 	Batches int
 	// Edges and Rows count sampled edges and gathered feature rows.
 	Edges, Rows int64
 	Sample      time.Duration
 	Gather      time.Duration
+	FirstWait   time.Duration
 	Wait        time.Duration
 	Busy        time.Duration
 	Elapsed     time.Duration
@@ -152,8 +155,9 @@ type Stats struct {
 	SampleWorkers int
 }
 
-// Utilization is the fraction of the consumer's time spent outside Next:
-// Busy / (Busy + Wait). Close to 1 means the pipeline keeps up.
+// Utilization is the fraction of the consumer's time spent outside Next
+// once the pipeline has filled: Busy / (Busy + Wait), FirstWait excluded.
+// Close to 1 means the pipeline keeps up.
 func (s Stats) Utilization() float64 {
 	if s.Busy+s.Wait == 0 {
 		return 0
@@ -180,8 +184,8 @@ func (s Stats) Bottleneck() string {
 // String summarises the stats on one line.
 func (s Stats) String() string {
 	per := func(d time.Duration) time.Duration { return d / time.Duration(max(1, s.Batches)) }
-	return fmt.Sprintf("%d batches in %v: sample %v/batch (%d workers), gather %v/batch, consumer busy %v wait %v/batch (%.1f%% busy), bottleneck %s",
-		s.Batches, s.Elapsed.Round(time.Millisecond), per(s.Sample), s.SampleWorkers, per(s.Gather),
+	return fmt.Sprintf("%d batches in %v: first batch after %v, sample %v/batch (%d workers), gather %v/batch, consumer busy %v wait %v/batch (%.1f%% busy), bottleneck %s",
+		s.Batches, s.Elapsed.Round(time.Millisecond), s.FirstWait, per(s.Sample), s.SampleWorkers, per(s.Gather),
 		per(s.Busy), per(s.Wait), 100*s.Utilization(), s.Bottleneck())
 }
 
@@ -351,7 +355,11 @@ func (it *Iter) Next() bool {
 	}
 	b, ok := <-it.out
 	end := time.Now()
-	it.stats.Wait += end.Sub(now)
+	if it.stats.Batches == 0 && ok {
+		it.stats.FirstWait += end.Sub(now)
+	} else {
+		it.stats.Wait += end.Sub(now)
+	}
 	it.lastRet = end
 	if !ok {
 		it.done = true
