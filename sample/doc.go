@@ -41,7 +41,7 @@
 // allocate.
 //
 // Relabelling global ids to local positions uses a radix-partitioned hash
-// map: a hop's ids are distributed by hash into partitions of about 2,000,
+// map: a hop's ids are distributed by hash into partitions of about 4,000,
 // each relabelled with a small table that stays in the L1 cache, so memory
 // per concurrent call is proportional to the minibatch, not to the graph,
 // and probes do not miss the cache. Config.Relabel = RelabelDense selects a
