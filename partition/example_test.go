@@ -29,12 +29,13 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	// order[newID] = oldID; part p owns new ids offsets[p]..offsets[p+1]-1.
 	order, offsets := partition.Reorder(res.Parts, res.NumParts)
-	fmt.Println("nodes:", len(order), "part ranges:", offsets)
+	fmt.Println("nodes:", len(order), "parts:", len(offsets)-1, "first part starts at", offsets[0])
 	fmt.Println("balanced:", res.Stats.Imbalance <= partition.DefaultImbalance)
 	fmt.Println("cut at most 50 of", g.NumEdges(), "edges:", res.Stats.EdgeCut <= 50)
 	// Output:
-	// nodes: 400 part ranges: [0 100 200 300 400]
+	// nodes: 400 parts: 4 first part starts at 0
 	// balanced: true
 	// cut at most 50 of 760 edges: true
 }

@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
@@ -351,13 +353,27 @@ func (b *bisector) fm(passes int, qs [2]*pq, moved []int32, locked []bool) int64
 				bestCut, bestOver, bestLen = cut, over, len(moved)
 			}
 		}
-		// Undo the moves after the best prefix.
+		// Undo the moves after the best prefix, updating the degrees.
 		for i := len(moved) - 1; i >= bestLen; i-- {
 			v := moved[i]
 			if v < 0 {
 				continue
 			}
-			b.move(v, 1-b.side[v])
+			to := 1 - b.side[v]
+			cut -= b.ext[v] - b.in[v]
+			b.move(v, to)
+			b.ext[v], b.in[v] = b.in[v], b.ext[v]
+			for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+				u := l.adj[j]
+				w := int64(l.ewAt(j))
+				if b.side[u] == to {
+					b.in[u] += w
+					b.ext[u] -= w
+				} else {
+					b.in[u] -= w
+					b.ext[u] += w
+				}
+			}
 		}
 		for _, v := range moved {
 			if v < 0 {
@@ -365,7 +381,6 @@ func (b *bisector) fm(passes int, qs [2]*pq, moved []int32, locked []bool) int64
 			}
 			locked[v] = false
 		}
-		cut = b.computeDegrees()
 		if bestLen == 0 {
 			break
 		}
@@ -374,8 +389,124 @@ func (b *bisector) fm(passes int, qs [2]*pq, moved []int32, locked []bool) int64
 }
 
 // bisect splits l into two sides with weight fractions frac and 1-frac
-// (within tol), trying tries random starts and keeping the best.
+// (within tol). Small connected components (fillers) are set aside: the
+// rest is bisected with the balance limits of the whole graph, so the cut
+// can fall where the graph is thin, and the fillers, heaviest first, then
+// go where there is most room.
 func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int) []int8 {
+	comp, weights := components(l, ncon)
+	tot := int64(0)
+	for v := 0; v < l.n; v++ {
+		tot += int64(l.vw[v*ncon])
+	}
+	filler := make([]bool, len(weights)/ncon)
+	fill := int64(0)
+	for c := range filler {
+		if w := weights[c*ncon]; float64(w) <= 0.02*float64(tot) {
+			filler[c] = true
+			fill += w
+		}
+	}
+	if fill == 0 || fill == tot || float64(fill) < 0.01*float64(tot) {
+		return bisectCore(l, ncon, frac, tol, tries, seed, workers, nil)
+	}
+	mark := make([]int8, l.n)
+	for v := range mark {
+		if filler[comp[v]] {
+			mark[v] = 1
+		}
+	}
+	ids := make([]int32, l.n)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	subs, subIDs := split(l, ncon, mark, ids)
+	whole := newBisector(l, ncon, frac, tol)
+	coreSide := bisectCore(subs[0], ncon, frac, tol, tries, seed, workers, &whole.limit)
+	side := make([]int8, l.n)
+	pw := [2][]int64{make([]int64, ncon), make([]int64, ncon)}
+	for i, v := range subIDs[0] {
+		side[v] = coreSide[i]
+		for c := 0; c < ncon; c++ {
+			pw[coreSide[i]][c] += int64(l.vw[int(v)*ncon+c])
+		}
+	}
+	// Fillers, heaviest first, to the side with the most relative room.
+	var fcs []int
+	for c, f := range filler {
+		if f {
+			fcs = append(fcs, c)
+		}
+	}
+	slices.SortStableFunc(fcs, func(a, b int) int { return cmp.Compare(weights[b*ncon], weights[a*ncon]) })
+	compSide := make([]int8, len(filler))
+	for _, c := range fcs {
+		room := func(s int) float64 {
+			r := math.Inf(1)
+			for k := 0; k < ncon; k++ {
+				if whole.target[s][k] > 0 {
+					r = min(r, (whole.limit[s][k]-float64(pw[s][k]+weights[c*ncon+k]))/whole.target[s][k])
+				}
+			}
+			return r
+		}
+		s := int8(0)
+		if room(1) > room(0) {
+			s = 1
+		}
+		compSide[c] = s
+		for k := 0; k < ncon; k++ {
+			pw[s][k] += weights[c*ncon+k]
+		}
+	}
+	for v := range side {
+		if filler[comp[v]] {
+			side[v] = compSide[comp[v]]
+		}
+	}
+	return side
+}
+
+// components labels the connected components of l and returns each
+// vertex's component and the ncon weights of every component.
+func components(l *level, ncon int) ([]int32, []int64) {
+	comp := make([]int32, l.n)
+	for i := range comp {
+		comp[i] = -1
+	}
+	var weights []int64
+	var stack []int32
+	nc := int32(0)
+	for s := 0; s < l.n; s++ {
+		if comp[s] >= 0 {
+			continue
+		}
+		w := make([]int64, ncon)
+		comp[s] = nc
+		stack = append(stack[:0], int32(s))
+		for len(stack) > 0 {
+			v := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for c := 0; c < ncon; c++ {
+				w[c] += int64(l.vw[int(v)*ncon+c])
+			}
+			for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+				if u := l.adj[j]; comp[u] < 0 {
+					comp[u] = nc
+					stack = append(stack, u)
+				}
+			}
+		}
+		weights = append(weights, w...)
+		nc++
+	}
+	return comp, weights
+}
+
+// bisectCore is bisect without the filler logic, trying tries random
+// starts and keeping the best. limits, if non-nil, replaces the balance
+// limits (those of a larger graph this one is the core of).
+func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int, limits *[2][]float64) []int8 {
 	type result struct {
 		side []int8
 		cut  int64
@@ -384,6 +515,9 @@ func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, worke
 	res := make([]result, tries)
 	run := func(t int) {
 		b := newBisector(l, ncon, frac, tol)
+		if limits != nil {
+			b.limit = [2][]float64{slices.Clone(limits[0]), slices.Clone(limits[1])}
+		}
 		r := rng.New(rng.Derive(seed, uint64(t)))
 		q := newPQ(l.n)
 		b.grow(r, q)
@@ -478,6 +612,8 @@ func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, wor
 	if l.n <= 2*coarsenTo {
 		return bisect(l, ncon, frac, tol, tries, seed, workers)
 	}
+	lc := *l // contract sets cmap: work on a copy, l may be shared
+	l = &lc
 	maxvw := make([]int32, ncon)
 	for c := range maxvw {
 		t := int64(0)

@@ -184,12 +184,8 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		cur = next
 	}
 	coarsest := levels[len(levels)-1]
-	where := make([]int32, coarsest.n)
-	ids := make([]int32, coarsest.n)
-	for i := range ids {
-		ids[i] = int32(i)
-	}
-	recursiveBisection(coarsest, ncon, k, 0, ids, where, bisectionTolerance(opts.Imbalance, k), 8, rng.Derive(opts.Seed, 7), workers)
+	var where []int32
+	where = initialKWay(coarsest, ncon, k, tot, opts.Imbalance, opts.Seed, workers)
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
@@ -206,6 +202,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 			rf.balance()
 		}
 		rf.greedy(10)
+		rf.fm(fmPassesKWay, fmLimitKWay)
 		if rf.overloaded() {
 			rf.balance()
 			rf.greedy(2)
@@ -350,4 +347,67 @@ func Inverse(perm []int32) []int32 {
 		inv[v] = int32(i)
 	}
 	return inv
+}
+
+// Refinement effort: k-way FM passes per level and the number of moves
+// without improvement after which a pass stops; initial partitions tried.
+const (
+	fmPassesKWay = 1
+	fmLimitKWay  = 100
+	initRuns     = 2
+)
+
+// cutOf returns the edge cut of where on level l.
+func cutOf(l *level, where []int32) int64 {
+	c := int64(0)
+	for v := 0; v < l.n; v++ {
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			if where[l.adj[j]] != where[v] {
+				c += int64(l.ewAt(j))
+			}
+		}
+	}
+	return c / 2
+}
+
+// initialKWay partitions the coarsest level by recursive bisection,
+// several times from different seeds (in parallel), refines each with the
+// k-way greedy refiner, and keeps the best balanced one.
+func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, workers int) []int32 {
+	runs := initRuns
+	type result struct {
+		where []int32
+		cut   int64
+		over  bool
+	}
+	res := make([]result, runs)
+	_ = par.Tasks(bgctx, workers, runs, func(_, i int) {
+		where := make([]int32, l.n)
+		ids := make([]int32, l.n)
+		for v := range ids {
+			ids[v] = int32(v)
+		}
+		s := rng.Derive(seed, uint64(7+i))
+		recursiveBisection(l, ncon, k, 0, ids, where, bisectionTolerance(imb, k), 8, s, 1)
+		rf := newRefiner(k, ncon, tot, imb, rng.New(rng.Derive(s, 1)), 1)
+		rf.setLevel(l, where)
+		if rf.overloaded() {
+			rf.balance()
+		}
+		rf.greedy(10)
+		res[i] = result{where, cutOf(l, where), rf.overloaded()}
+	})
+	best := 0
+	for i := 1; i < runs; i++ {
+		if res[i].over != res[best].over {
+			if !res[i].over {
+				best = i
+			}
+			continue
+		}
+		if res[i].cut < res[best].cut {
+			best = i
+		}
+	}
+	return res[best].where
 }

@@ -22,6 +22,7 @@ type refiner struct {
 	bnd     []int32
 	q       *pq
 	visited []bool
+	exact   []bool
 	r       *rng.Rand
 	workers int
 }
@@ -229,7 +230,9 @@ func (rf *refiner) greedy(passes int) int64 {
 			visited[v] = false
 		}
 		total += gain
-		if moves == 0 || gain == 0 && pass > 0 {
+		// Stop when a pass gains less than 0.1% of the cut.
+		cut := rf.cut()
+		if moves == 0 || gain*1000 < cut {
 			break
 		}
 	}
@@ -329,4 +332,151 @@ func project(l *level, coarse []int32, workers int) []int32 {
 		}
 	})
 	return where
+}
+
+// bestMove returns v's best target part with room and the gain of moving
+// there (which may be negative), or -1. conn must hold v's connectivity.
+func (rf *refiner) bestMove(v int32) (int32, int64) {
+	id := int64(rf.id[v])
+	best, bestGain := int32(-1), int64(0)
+	for _, t := range rf.touched {
+		g := rf.conn[t] - id
+		if (best < 0 || g > bestGain || g == bestGain && rf.load(t) < rf.load(best)) && rf.fits(v, t) {
+			best, bestGain = t, g
+		}
+	}
+	return best, bestGain
+}
+
+// fm runs k-way Fiduccia-Mattheyses passes: boundary vertices move, best
+// gain first, even when the gain is negative, each at most once a pass,
+// and the pass is rolled back to its best prefix (smallest cut, then
+// better balance). A pass stops after limit moves without improvement.
+// It returns the total gain.
+func (rf *refiner) fm(passes, limit int) int64 {
+	l := rf.l
+	n := l.n
+	if rf.q == nil || len(rf.q.pos) < n {
+		rf.q = newPQ(n)
+		rf.visited = make([]bool, n)
+	}
+	q := rf.q
+	locked := rf.visited[:n]
+	type mv struct {
+		v    int32
+		from int32
+	}
+	var moved []mv
+	total := int64(0)
+	// Vertices of high degree stay out of FM: updating their gains after
+	// every neighbour's move would cost O(degree^2) on power-law graphs.
+	hub := max(32, 4*int64(len(l.adj))/int64(max(1, n)))
+	if cap(rf.exact) < n {
+		rf.exact = make([]bool, n)
+	}
+	exact := rf.exact[:n]
+	// The queue is keyed by ed-id, an upper bound of the gain that needs
+	// no scan of the neighbours; the exact best move is found on pop.
+	key := func(u int32) (int64, bool) { return int64(rf.ed[u] - rf.id[u]), true }
+	for pass := 0; pass < passes; pass++ {
+		bnd := rf.bnd[:0]
+		for v := 0; v < n; v++ {
+			if rf.ed[v] > 0 {
+				bnd = append(bnd, int32(v))
+			}
+		}
+		for i := len(bnd) - 1; i > 0; i-- {
+			j := rf.r.IntN(i + 1)
+			bnd[i], bnd[j] = bnd[j], bnd[i]
+		}
+		rf.bnd = bnd
+		for _, v := range bnd {
+			if l.xadj[v+1]-l.xadj[v] > hub {
+				continue
+			}
+			if g, ok := key(v); ok {
+				q.push(v, g)
+			}
+		}
+		moved = moved[:0]
+		delta, best, bestLen := int64(0), int64(0), 0
+		for q.len() > 0 && len(moved)-bestLen < limit {
+			v := q.pop()
+			rf.connect(v)
+			t, g := rf.bestMove(v)
+			if t < 0 {
+				rf.clearConn()
+				continue
+			}
+			if !exact[v] && q.len() > 0 {
+				// Keys are upper bounds (ed-id): v is the best only if
+				// its exact gain beats the next bound; else requeue it
+				// with its exact gain.
+				if _, next := q.top(); g < next {
+					rf.clearConn()
+					exact[v] = true
+					q.push(v, g)
+					continue
+				}
+			}
+			from := rf.where[v]
+			rf.move(v, t, rf.conn[t])
+			rf.clearConn()
+			locked[v] = true
+			exact[v] = false
+			moved = append(moved, mv{v, from})
+			delta += g
+			if delta > best {
+				best, bestLen = delta, len(moved)
+			}
+			for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+				u := l.adj[j]
+				if locked[u] {
+					continue
+				}
+				if rf.ed[u] > 0 && l.xadj[u+1]-l.xadj[u] <= hub {
+					exact[u] = false
+					if g, ok := key(u); ok {
+						if q.has(u) {
+							q.update(u, g)
+						} else {
+							q.push(u, g)
+						}
+						continue
+					}
+				}
+				if q.has(u) {
+					q.remove(u)
+				}
+			}
+		}
+		for _, v := range q.heap {
+			exact[v] = false
+		}
+		q.reset()
+		for i := len(moved) - 1; i >= bestLen; i-- {
+			m := moved[i]
+			rf.connect(m.v)
+			rf.move(m.v, m.from, rf.conn[m.from])
+			rf.clearConn()
+		}
+		for _, m := range moved {
+			locked[m.v] = false
+		}
+		total += best
+		if best == 0 {
+			break
+		}
+	}
+	return total
+}
+
+// cut returns the current edge cut of the level (from the external
+// degrees).
+func (rf *refiner) cut() int64 {
+	c := int64(0)
+	for _, e := range rf.ed {
+		c += int64(e)
+	}
+	return c / 2
 }
