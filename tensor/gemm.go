@@ -160,7 +160,11 @@ func (j *gemmJob) runParallel(threads int) error {
 	}
 	chunks := min((total+unit-1)/unit, factor*nt)
 	var next atomic.Int64
-	bufs := make([][]float32, nt) // depth split: private partial products
+	// Depth split: one private partial product per chunk (not per
+	// worker), added to C in chunk order, so the result does not depend on
+	// which worker took which chunk: the same inputs and thread count give
+	// bit-identical results, which reproducible training needs.
+	bufs := make([][]float32, chunks)
 	defer func() {
 		for _, b := range bufs {
 			putBuf(b)
@@ -198,12 +202,9 @@ func (j *gemmJob) runParallel(threads int) error {
 				} else {
 					s.b = j.b[lo*j.ldb:]
 				}
-				s.ldc, s.beta = j.n, 1
-				if bufs[w] == nil {
-					bufs[w] = getBuf(j.m * j.n)
-					s.beta = 0 // first chunk of this worker: overwrite
-				}
-				s.c = bufs[w]
+				s.ldc, s.beta = j.n, 0
+				bufs[ch] = getBuf(j.m * j.n)
+				s.c = bufs[ch]
 			}
 			if err := s.run(); err != nil {
 				panic(err) // turned back into an error by parallel

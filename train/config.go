@@ -83,7 +83,7 @@ func Defaults(kind nn.Kind) Config {
 		c.Model.Hidden, c.Model.Heads, c.Model.OutHeads = 8, 8, 1
 		c.Model.Dropout, c.Model.AttnDropout = 0.6, 0.6
 		c.Optimizer.LR = 0.005
-		c.Epochs, c.Patience = 400, 100
+		c.Epochs, c.Patience = 1000, 100
 	case nn.SAGE:
 		c.Mode = Sampled
 		c.Model.Hidden = 64

@@ -92,14 +92,7 @@ func accuracy(logits tensor.Matrix, labels []int32, ids []int32) float64 {
 		if y < 0 {
 			continue
 		}
-		row := logits.Row(int(v))
-		best := 0
-		for j := range row {
-			if row[j] > row[best] {
-				best = j
-			}
-		}
-		if int32(best) == y {
+		if argmax(logits.Row(int(v))) == y {
 			correct++
 		}
 		total++
@@ -108,6 +101,17 @@ func accuracy(logits tensor.Matrix, labels []int32, ids []int32) float64 {
 		return 0
 	}
 	return float64(correct) / float64(total)
+}
+
+// argmax returns the index of the largest value of row (the first on ties).
+func argmax(row []float32) int32 {
+	best := 0
+	for j := range row {
+		if row[j] > row[best] {
+			best = j
+		}
+	}
+	return int32(best)
 }
 
 // nllLoss returns the mean negative log-likelihood of the labels of ids

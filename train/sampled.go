@@ -127,14 +127,7 @@ func countCorrect(logits tensor.Matrix, labels []int32) (correct, total int) {
 		if y < 0 {
 			continue
 		}
-		row := logits.Row(i)
-		best := 0
-		for j := range row {
-			if row[j] > row[best] {
-				best = j
-			}
-		}
-		if int32(best) == y {
+		if argmax(logits.Row(i)) == y {
 			correct++
 		}
 		total++

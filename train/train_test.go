@@ -1,0 +1,212 @@
+package train
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/nn"
+)
+
+func cora(t *testing.T) *dataset.Dataset {
+	t.Helper()
+	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
+	d, err := builtin.Open(context.Background(), "cora")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func run(t *testing.T, d *dataset.Dataset, cfg Config) *Result {
+	t.Helper()
+	r, err := NewRunner(d, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// history strips wall-clock fields so runs can be compared.
+func history(res *Result) []EpochStats {
+	out := make([]EpochStats, len(res.History))
+	for i, h := range res.History {
+		h.Seconds, h.SampleSeconds, h.GatherSeconds, h.ComputeSeconds, h.WaitSeconds, h.EvalSeconds = 0, 0, 0, 0, 0, 0
+		out[i] = h
+	}
+	return out
+}
+
+func TestReproducible(t *testing.T) {
+	d := cora(t)
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.GAT} {
+		t.Run(string(kind), func(t *testing.T) {
+			cfg := Defaults(kind)
+			cfg.Epochs, cfg.Threads, cfg.Workers, cfg.Seed, cfg.Model.Seed = 4, 2, 2, 3, 3
+			a, b := run(t, d, cfg), run(t, d, cfg)
+			if !reflect.DeepEqual(history(a), history(b)) {
+				t.Fatalf("same seed, different histories:\n%+v\n%+v", history(a), history(b))
+			}
+			cfg.Seed, cfg.Model.Seed = 4, 4
+			if c := run(t, d, cfg); reflect.DeepEqual(history(a), history(c)) {
+				t.Fatal("a different seed gave the same history")
+			}
+		})
+	}
+}
+
+func TestOverlappedEvalMatchesSequential(t *testing.T) {
+	d := cora(t)
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE} {
+		cfg := Defaults(kind)
+		cfg.Epochs, cfg.Threads, cfg.Workers = 6, 2, 2
+		seq := run(t, d, cfg)
+		cfg.OverlapEval = true
+		ovl := run(t, d, cfg)
+		if !reflect.DeepEqual(history(seq), history(ovl)) || seq.Summary.TestAcc != ovl.Summary.TestAcc {
+			t.Fatalf("%s: overlapped evaluation differs:\n%+v\n%+v", kind, history(seq), history(ovl))
+		}
+		for _, h := range ovl.History {
+			if h.ValAcc == nil {
+				t.Fatalf("%s: epoch %d has no evaluation", kind, h.Epoch)
+			}
+		}
+	}
+}
+
+// TestLayerwiseInferenceMatchesFullGraph checks that batched layer-wise
+// inference computes exactly what one full-graph forward pass computes.
+func TestLayerwiseInferenceMatchesFullGraph(t *testing.T) {
+	d := cora(t)
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.GAT} {
+		cfg := Defaults(kind)
+		cfg.Model.Layers, cfg.Fanouts = 3, []int{5, 5, 5}
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := r.NewModel()
+		full, err := Infer(context.Background(), m, d.Graph, r.Features(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batched, err := Infer(context.Background(), m, d.Graph, r.Features(), 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range full.Data {
+			if math.Abs(float64(full.Data[i]-batched.Data[i])) > 1e-4*(1+math.Abs(float64(full.Data[i]))) {
+				t.Fatalf("%s: element %d differs: %g vs %g", kind, i, full.Data[i], batched.Data[i])
+			}
+		}
+	}
+}
+
+func TestCheckpointRoundTrip(t *testing.T) {
+	d := cora(t)
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.GAT} {
+		cfg := Defaults(kind)
+		cfg.Epochs = 3
+		res := run(t, d, cfg)
+		p := filepath.Join(t.TempDir(), "m.safetensors")
+		if err := res.Model.Save(p, map[string]string{"normalize_features": "true"}); err != nil {
+			t.Fatal(err)
+		}
+		r, m, err := Load(d, p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := r.Evaluate(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.ValAcc != res.Summary.BestValAcc || ev.TestAcc != res.Summary.TestAcc {
+			t.Fatalf("%s: reloaded model scores %.4f/%.4f, trained %.4f/%.4f", kind, ev.ValAcc, ev.TestAcc, res.Summary.BestValAcc, res.Summary.TestAcc)
+		}
+	}
+}
+
+func TestLoadRejectsMismatch(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs = 1
+	res := run(t, d, cfg)
+	p := filepath.Join(t.TempDir(), "m.safetensors")
+	res.Model.Save(p, nil)
+	f, _ := readCheckpoint(t, p)
+	// A model with another hidden width must refuse these weights.
+	other := cfg.Model
+	other.Hidden = 32
+	other.In, other.Out = 1433, 7
+	m2, err := nn.NewModel(other, make([]float32, 2708))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.LoadParams(f, p); err == nil || !strings.Contains(err.Error(), "convs.0.lin.weight") {
+		t.Fatalf("mismatched load: %v", err)
+	}
+	sage := other
+	sage.Kind, sage.Hidden = nn.SAGE, 16
+	m3, _ := nn.NewModel(sage, nil)
+	if err := m3.LoadParams(f, p); err == nil || !strings.Contains(err.Error(), "no tensor") {
+		t.Fatalf("wrong model kind: %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	d := cora(t)
+	cases := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"features", func(c *Config) { c.Model.In = 100 }, "does not match the dataset's 1433 features"},
+		{"classes", func(c *Config) { c.Model.Out = 3 }, "does not match the dataset's 7 classes"},
+		{"fanouts", func(c *Config) { c.Mode = Sampled; c.Fanouts = []int{5} }, "1 fanouts for 2 layers"},
+		{"epochs", func(c *Config) { c.Epochs = 0 }, "epochs must be"},
+		{"mode", func(c *Config) { c.Mode = "x" }, "unknown mode"},
+	}
+	for _, c := range cases {
+		cfg := Defaults(nn.GCN)
+		c.mod(&cfg)
+		if _, err := NewRunner(d, cfg, Hooks{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+	// An empty training split.
+	empty := *d
+	empty.Train = []int32{}
+	if _, err := NewRunner(&empty, Defaults(nn.GCN), Hooks{}); err == nil || !strings.Contains(err.Error(), "empty training split") {
+		t.Errorf("empty split: %v", err)
+	}
+}
+
+func TestNaNLossStopsWithEpoch(t *testing.T) {
+	d := cora(t)
+	bad := *d
+	x := make([]float32, len(d.Features))
+	copy(x, d.Features)
+	x[5] = float32(math.Inf(1))
+	bad.Features = x
+	cfg := Defaults(nn.GCN)
+	cfg.NormalizeFeatures = false
+	r, err := NewRunner(&bad, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "epoch 0") {
+		t.Fatalf("got %v, want an error naming epoch 0", err)
+	}
+}
+
