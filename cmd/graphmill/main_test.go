@@ -155,3 +155,60 @@ func TestGenerateThenInfo(t *testing.T) {
 		t.Fatalf("verify: %v %s", err, s)
 	}
 }
+
+// TestTrainEvalPredict runs the main job briefly end to end: train with
+// metrics, plot and checkpoint, then eval and predict from the checkpoint.
+func TestTrainEvalPredict(t *testing.T) {
+	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
+	dir := t.TempDir()
+	ckpt, metrics, plot := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "run.json"), filepath.Join(dir, "c.png")
+	out, err := run(t, "train", "--epochs", "30", "--quiet", "--save", ckpt, "--metrics-out", metrics, "--plot", plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "test accuracy") {
+		t.Fatalf("no summary in %q", out)
+	}
+	var m struct {
+		TestAcc      float64           `json:"test_acc"`
+		BestValAcc   float64           `json:"best_val_acc"`
+		EpochSeconds float64           `json:"epoch_seconds"`
+		History      []json.RawMessage `json:"history"`
+	}
+	b, _ := os.ReadFile(metrics)
+	if err := json.Unmarshal(b, &m); err != nil || len(m.History) != 30 || m.TestAcc < 0.5 || m.EpochSeconds <= 0 {
+		t.Fatalf("metrics %+v (%v)", m, err)
+	}
+	if png, _ := os.ReadFile(plot); !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatal("no PNG plot")
+	}
+	js, err := run(t, "eval", "--load", ckpt, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		TestAcc float64 `json:"test_acc"`
+	}
+	if err := json.Unmarshal([]byte(js), &ev); err != nil || ev.TestAcc != m.TestAcc {
+		t.Fatalf("eval test acc %v, training reported %v (%v)", ev.TestAcc, m.TestAcc, err)
+	}
+	pd := filepath.Join(dir, "pred")
+	if _, err := run(t, "predict", "--load", ckpt, "--out", pd); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"predictions.npy", "probabilities.npy"} {
+		if _, err := os.Stat(filepath.Join(pd, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A corrupt checkpoint is a clear error.
+	os.WriteFile(ckpt, []byte("garbage!garbage!"), 0o644)
+	if _, err := run(t, "eval", "--load", ckpt); err == nil || !strings.Contains(err.Error(), "m.safetensors") {
+		t.Fatalf("corrupt checkpoint: %v", err)
+	}
+	for _, args := range [][]string{{"train", "--model", "mlp"}, {"train", "--fanouts", "25,0"}, {"train", "--mode", "sampled", "--batch", "0"}} {
+		if _, err := run(t, args...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
