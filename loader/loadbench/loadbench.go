@@ -504,18 +504,18 @@ func (e *env) sampling(ctx context.Context) error {
 	return nil
 }
 
-// inputBatches samples the input nodes of up to n minibatches of the
-// first fanout list (from the given epoch's batches).
+// inputBatches samples the input nodes of n minibatches of the first
+// fanout list, cycling through the given epoch's batches (with a different
+// random seed on every pass) when it has fewer than n.
 func (e *env) inputBatches(batches [][]int32, n int) ([][]int32, error) {
 	s, err := sample.New(e.g, sample.Config{Fanouts: e.cfg.Fanouts[0]})
 	if err != nil {
 		return nil, err
 	}
-	n = min(n, len(batches))
 	out := make([][]int32, n)
 	errs := make([]error, n)
 	_ = par.Tasks(context.Background(), par.Workers(0), n, func(_, i int) {
-		mb, err := s.Sample(batches[i], rng.Derive(e.cfg.Seed+7, uint64(i)))
+		mb, err := s.Sample(batches[i%len(batches)], rng.Derive(e.cfg.Seed+7, uint64(i)))
 		if err != nil {
 			errs[i] = err
 			return
@@ -732,25 +732,35 @@ func (e *env) runLoader(ctx context.Context, s *sample.Sampler, f loader.Fetcher
 	if err != nil {
 		return nil, err
 	}
-	n := min(e.cfg.Batches, l.NumBatches())
-	it := l.Epoch(ctx, 0)
-	defer it.Close()
 	what := "loader (sampling only)"
 	if f != nil {
 		what = "loader (sampling + features)"
 	}
-	k := 0
-	for k < n && it.Next() {
-		spin(e.cfg.ConsumerTime)
-		k++
-		if e.cfg.Progress != nil {
-			e.cfg.Progress(what, k, n)
+	// Run epochs until Batches batches have been consumed (small datasets
+	// have few batches per epoch).
+	n := e.cfg.Batches
+	var stats loader.Stats
+	for k, epoch := 0, 0; k < n; epoch++ {
+		it := l.Epoch(ctx, epoch)
+		for k < n && it.Next() {
+			spin(e.cfg.ConsumerTime)
+			k++
+			if e.cfg.Progress != nil {
+				e.cfg.Progress(what, k, n)
+			}
 		}
-	}
-	stats := it.Stats()
-	it.Close()
-	if err := it.Err(); err != nil {
-		return nil, err
+		st := it.Stats()
+		it.Close()
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+		stats.Batches += st.Batches
+		stats.Busy += st.Busy
+		stats.Wait += st.Wait
+		stats.FirstWait += st.FirstWait
+		stats.Sample += st.Sample
+		stats.Gather += st.Gather
+		stats.SampleWorkers = st.SampleWorkers
 	}
 	per := func(d time.Duration, div int) float64 {
 		return d.Seconds() * 1000 / float64(max(1, stats.Batches)) / float64(max(1, div))
