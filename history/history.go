@@ -1,0 +1,174 @@
+// Package history holds GNNAutoScale's historical embeddings: one
+// [nodes × width] table per layer, from which a batch pulls the rows of its
+// halo nodes (computed in earlier batches) and into which it pushes the
+// fresh rows of its own nodes.
+//
+// Tables are float32 or float16 (half the memory, converted on pull and
+// push), in anonymous memory or in a file mapping for tables larger than
+// RAM. Pull and Push split their rows over goroutines. A Store is safe for
+// concurrent Pulls, and for a Pull concurrent with a Push of disjoint rows;
+// GAS training orders a batch's Push after the next batch's Pull, so a pull
+// never races with a push of the same rows.
+package history
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/par"
+)
+
+// Options configures a Store.
+type Options struct {
+	// Half stores rows as float16.
+	Half bool
+	// Path, if set, backs the table by a file mapping there (created,
+	// truncated to size, and removed on Close) instead of anonymous memory.
+	Path string
+	// Workers bounds the goroutines of Pull and Push (0: all cores).
+	Workers int
+}
+
+// Store is one layer's history table.
+type Store struct {
+	n, dim  int
+	half    bool
+	f32     []float32
+	f16     []uint16
+	mapping []byte
+	path    string
+	workers int
+}
+
+// New returns a zeroed table of n rows of dim values.
+func New(n, dim int, opts Options) (*Store, error) {
+	if n < 0 || dim <= 0 {
+		return nil, fmt.Errorf("history: bad table shape %d × %d", n, dim)
+	}
+	s := &Store{n: n, dim: dim, half: opts.Half, workers: par.Workers(opts.Workers)}
+	elem := 4
+	if s.half {
+		elem = 2
+	}
+	size := n * dim * elem
+	var buf []byte
+	if opts.Path != "" && size > 0 {
+		f, err := os.OpenFile(opts.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
+		defer f.Close()
+		if err := f.Truncate(int64(size)); err != nil {
+			os.Remove(opts.Path)
+			return nil, fmt.Errorf("history: %s: %w", opts.Path, err)
+		}
+		m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			os.Remove(opts.Path)
+			return nil, fmt.Errorf("history: mapping %s: %w", opts.Path, err)
+		}
+		s.mapping, s.path, buf = m, opts.Path, m
+	} else {
+		buf = make([]byte, size)
+	}
+	if size > 0 {
+		if s.half {
+			s.f16 = unsafe.Slice((*uint16)(unsafe.Pointer(&buf[0])), n*dim)
+		} else {
+			s.f32 = unsafe.Slice((*float32)(unsafe.Pointer(&buf[0])), n*dim)
+		}
+	}
+	return s, nil
+}
+
+// Rows returns the number of rows; Dim the width of a row.
+func (s *Store) Rows() int { return s.n }
+
+// Dim returns the width of a row.
+func (s *Store) Dim() int { return s.dim }
+
+// Bytes returns the table's size in bytes.
+func (s *Store) Bytes() int64 {
+	if s.half {
+		return int64(s.n) * int64(s.dim) * 2
+	}
+	return int64(s.n) * int64(s.dim) * 4
+}
+
+// Close releases the table (and removes its file, if any).
+func (s *Store) Close() error {
+	if s.mapping == nil {
+		s.f32, s.f16 = nil, nil
+		return nil
+	}
+	err := unix.Munmap(s.mapping)
+	s.mapping, s.f32, s.f16 = nil, nil, nil
+	if rerr := os.Remove(s.path); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (s *Store) check(op string, ids []int32, rows []float32) error {
+	if len(rows) != len(ids)*s.dim {
+		return fmt.Errorf("history: %s: %d values for %d rows of %d", op, len(rows), len(ids), s.dim)
+	}
+	for i, v := range ids {
+		if v < 0 || int(v) >= s.n {
+			return fmt.Errorf("history: %s: id %d (position %d) is outside [0, %d)", op, v, i, s.n)
+		}
+	}
+	return nil
+}
+
+// Pull copies the rows of ids into out (len(ids)*Dim values).
+func (s *Store) Pull(ids []int32, out []float32) error {
+	if err := s.check("pull", ids, out); err != nil {
+		return err
+	}
+	d := s.dim
+	s.parallel(len(ids), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v := int(ids[i])
+			if s.half {
+				feature.DecodeF16(out[i*d:(i+1)*d], s.f16[v*d:(v+1)*d])
+			} else {
+				copy(out[i*d:(i+1)*d], s.f32[v*d:(v+1)*d])
+			}
+		}
+	})
+	return nil
+}
+
+// Push stores rows (len(ids)*Dim values) as the rows of ids.
+func (s *Store) Push(ids []int32, rows []float32) error {
+	if err := s.check("push", ids, rows); err != nil {
+		return err
+	}
+	d := s.dim
+	s.parallel(len(ids), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			v := int(ids[i])
+			if s.half {
+				feature.EncodeF16(s.f16[v*d:(v+1)*d], rows[i*d:(i+1)*d])
+			} else {
+				copy(s.f32[v*d:(v+1)*d], rows[i*d:(i+1)*d])
+			}
+		}
+	})
+	return nil
+}
+
+// parallel splits n rows over the workers when the copy is large enough
+// to pay for the goroutines.
+func (s *Store) parallel(n int, fn func(lo, hi int)) {
+	k := s.workers
+	if n*s.dim < 1<<15 {
+		k = 1
+	}
+	par.For(k, n, func(_, lo, hi int) { fn(lo, hi) })
+}

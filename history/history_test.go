@@ -1,0 +1,90 @@
+package history
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestPushPull(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts Options
+		tol  float64
+	}{
+		{"f32-mem", Options{}, 0},
+		{"f16-mem", Options{Half: true}, 1e-3},
+		{"f32-file", Options{Path: "h.bin"}, 0},
+		{"f16-file", Options{Half: true, Path: "h16.bin"}, 1e-3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.opts.Path != "" {
+				c.opts.Path = filepath.Join(t.TempDir(), c.opts.Path)
+			}
+			s, err := New(5000, 16, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ids := make([]int32, 2500)
+			rows := make([]float32, 2500*16)
+			for i := range ids {
+				ids[i] = int32((i * 2 * 7) % 5000) // even rows only, scattered
+				for j := 0; j < 16; j++ {
+					rows[i*16+j] = float32(i) + float32(j)/16
+				}
+			}
+			if err := s.Push(ids, rows); err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, len(rows))
+			if err := s.Pull(ids, out); err != nil {
+				t.Fatal(err)
+			}
+			for i := range out {
+				if d := math.Abs(float64(out[i] - rows[i])); d > c.tol*math.Abs(float64(rows[i])) {
+					t.Fatalf("value %d: pulled %g, pushed %g", i, out[i], rows[i])
+				}
+			}
+			// Untouched rows stay zero.
+			z := make([]float32, 16)
+			if err := s.Pull([]int32{1}, z); err != nil || z[3] != 0 {
+				t.Fatalf("row 1: %v %v", z, err)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	if _, err := New(10, 0, Options{}); err == nil {
+		t.Fatal("zero width accepted")
+	}
+	s, _ := New(10, 4, Options{})
+	if err := s.Pull([]int32{10}, make([]float32, 4)); err == nil || !strings.Contains(err.Error(), "id 10") {
+		t.Fatalf("out of range: %v", err)
+	}
+	if err := s.Push([]int32{1}, make([]float32, 3)); err == nil {
+		t.Fatal("short rows accepted")
+	}
+}
+
+// TestConcurrentPullPushDisjoint runs pulls and pushes of disjoint rows at
+// once (the pipelined GAS pattern) under the race detector.
+func TestConcurrentPullPushDisjoint(t *testing.T) {
+	s, _ := New(1000, 8, Options{Workers: 2})
+	a := make([]int32, 500)
+	b := make([]int32, 500)
+	for i := range a {
+		a[i], b[i] = int32(i), int32(500+i)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.Push(b, make([]float32, 500*8)) }()
+	for k := 0; k < 4; k++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.Pull(a, make([]float32, 500*8)) }()
+	}
+	wg.Wait()
+}
