@@ -196,7 +196,9 @@ func parse(r io.ReaderAt, size int64) (*File, error) {
 		out.Tensors[name] = Tensor{Name: name, Shape: e.Shape, Data: vals}
 		spans = append(spans, span{name, lo, hi})
 	}
-	sort.Slice(spans, func(i, j int) bool { return spans[i].lo < spans[j].lo || spans[i].lo == spans[j].lo && spans[i].name < spans[j].name })
+	sort.Slice(spans, func(i, j int) bool {
+		return spans[i].lo < spans[j].lo || spans[i].lo == spans[j].lo && spans[i].name < spans[j].name
+	})
 	for i, s := range spans {
 		if i > 0 && s.lo < spans[i-1].hi {
 			return nil, fmt.Errorf("%w: tensors %s and %s overlap", ErrFormat, spans[i-1].name, s.name)

@@ -209,4 +209,3 @@ func TestNaNLossStopsWithEpoch(t *testing.T) {
 		t.Fatalf("got %v, want an error naming epoch 0", err)
 	}
 }
-
