@@ -108,6 +108,7 @@ func gradCases() []gradCase {
 		{"GATAggregate", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
 			return t.GATAggregate(g, in[0], in[1], in[2], 2, 0.2)
 		}},
+		{"ConcatRows", []tensor.Matrix{randM(rng, 2, 3), randM(rng, 3, 3)}, func(t *Tape, in []*Var) *Var { return t.ConcatRows(in[0], in[1]) }},
 		{"GATAggregateDropout", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
 			return t.GATAggregateDropout(g, in[0], in[1], in[2], 2, 0.2, 0.5, 42)
 		}},
