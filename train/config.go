@@ -17,6 +17,7 @@ type Mode string
 const (
 	Full    Mode = "full"    // one step per epoch on the whole graph
 	Sampled Mode = "sampled" // minibatches of seed nodes with sampled neighbourhoods
+	GAS     Mode = "gas"     // GNNAutoScale: batches of graph parts, halo rows from histories
 )
 
 // Config holds everything that determines a training run.
@@ -56,6 +57,13 @@ type Config struct {
 	// FeatureCacheBytes is the hot-row cache budget of the feature store
 	// in sampled training on un-normalised features (0: no cache).
 	FeatureCacheBytes int64 `json:"feature_cache_bytes,omitempty"`
+	// Parts and PartsPerBatch configure GAS training: the graph is split
+	// into Parts parts by the multilevel partitioner and every batch holds
+	// PartsPerBatch of them (shuffled each epoch).
+	Parts         int `json:"parts,omitempty"`
+	PartsPerBatch int `json:"parts_per_batch,omitempty"`
+	// HalfHistory stores GAS histories as float16.
+	HalfHistory bool `json:"half_history,omitempty"`
 	// EvalBatchSize is the batch of nodes in layer-wise inference.
 	EvalBatchSize int `json:"eval_batch_size"`
 	// Seed determines initialisation, dropout, shuffling and sampling.
@@ -75,6 +83,7 @@ func Defaults(kind nn.Kind) Config {
 		Schedule:  nn.Schedule{Kind: "constant"},
 		EvalEvery: 1, Patience: 0, NormalizeFeatures: true,
 		Fanouts: []int{25, 10}, BatchSize: 64, Prefetch: 4, EvalBatchSize: 4096,
+		Parts: 40, PartsPerBatch: 10,
 	}
 	switch kind {
 	case nn.GCN:
@@ -95,8 +104,12 @@ func Defaults(kind nn.Kind) Config {
 // validate checks the configuration.
 func (c *Config) validate() error {
 	switch {
-	case c.Mode != Full && c.Mode != Sampled:
-		return fmt.Errorf("unknown mode %q: want full or sampled", c.Mode)
+	case c.Mode != Full && c.Mode != Sampled && c.Mode != GAS:
+		return fmt.Errorf("unknown mode %q: want full, sampled or gas", c.Mode)
+	case c.Mode == GAS && (c.Parts < 1 || c.PartsPerBatch < 1 || c.PartsPerBatch > c.Parts):
+		return fmt.Errorf("gas mode needs parts >= 1 and 1 <= parts per batch <= parts, got %d and %d", c.Parts, c.PartsPerBatch)
+	case c.Mode == GAS && c.OverlapEval:
+		return fmt.Errorf("gas mode evaluates with the training histories, so it cannot overlap evaluation with training")
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs must be >= 1, got %d", c.Epochs)
 	case c.EvalEvery < 1:

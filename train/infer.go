@@ -17,15 +17,25 @@ import (
 // batch, whatever the depth; on a graph of at most batchSize nodes it is a
 // plain full-graph forward pass.
 func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batchSize int) (tensor.Matrix, error) {
+	return InferLayers(ctx, m, g, x, batchSize, nil)
+}
+
+// InferLayers is Infer that also hands every layer's full output (the
+// input of the next layer) to onLayer, e.g. to fill GNNAutoScale's
+// histories.
+func InferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batchSize int, onLayer func(l int, h tensor.Matrix) error) (tensor.Matrix, error) {
 	n := g.NumNodes
 	if batchSize <= 0 || batchSize >= n {
-		tp := autograd.NewInferenceTape()
-		out := m.Forward(tp, []*nn.Block{nn.FullGraph(g)}, tp.Const(x), false, 0)
-		return out.Value, nil
+		batchSize = n
 	}
-	pos := make([]int32, n)
-	for i := range pos {
-		pos[i] = -1
+	var full *nn.Block
+	if batchSize == n {
+		full = nn.FullGraph(g)
+	}
+	pos := newPos(n)
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(i)
 	}
 	h := x
 	for l := range m.Layers {
@@ -35,43 +45,65 @@ func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batc
 				return tensor.Matrix{}, err
 			}
 			hi := min(n, lo+batchSize)
-			b := fullBlock(g, lo, hi, pos)
-			in := gatherRows(h, b.Src)
+			b, in := full, h
+			if b == nil {
+				b = blockOf(g, ids[lo:hi], pos)
+				in = gatherRows(h, b.Src)
+			}
 			tp := autograd.NewInferenceTape()
 			y := m.ForwardLayer(tp, l, b, tp.Const(in), false, 0)
 			copy(out.Data[lo*out.Cols:hi*out.Cols], y.Value.Data)
+		}
+		if onLayer != nil && l < len(m.Layers)-1 {
+			if err := onLayer(l, out); err != nil {
+				return tensor.Matrix{}, err
+			}
 		}
 		h = out
 	}
 	return h, nil
 }
 
-// fullBlock builds the block of destination nodes [lo, hi) with all their
-// in-neighbours. pos must be all -1 on entry and is restored on exit.
-func fullBlock(g *graph.CSC, lo, hi int, pos []int32) *nn.Block {
-	src := make([]int32, 0, hi-lo)
-	for v := lo; v < hi; v++ {
-		pos[v] = int32(len(src))
-		src = append(src, int32(v))
+// newPos returns a node -> local position scratch map, all -1.
+func newPos(n int) []int32 {
+	pos := make([]int32, n)
+	for i := range pos {
+		pos[i] = -1
 	}
-	e0, e1 := g.Indptr[lo], g.Indptr[hi]
-	indptr := make([]int64, hi-lo+1)
-	indices := make([]int32, e1-e0)
-	for v := lo; v < hi; v++ {
+	return pos
+}
+
+// blockOf builds the block whose destinations are dst (distinct nodes),
+// with all their in-neighbours: sources are dst followed by the other
+// in-neighbours (the halo) in first-seen order. pos must be all -1 on entry
+// and is restored on exit.
+func blockOf(g *graph.CSC, dst []int32, pos []int32) *nn.Block {
+	src := make([]int32, 0, len(dst))
+	for _, v := range dst {
+		pos[v] = int32(len(src))
+		src = append(src, v)
+	}
+	indptr := make([]int64, len(dst)+1)
+	for i, v := range dst {
+		indptr[i+1] = indptr[i] + g.Indptr[v+1] - g.Indptr[v]
+	}
+	indices := make([]int32, indptr[len(dst)])
+	for i, v := range dst {
+		k := indptr[i]
 		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
 			u := g.Indices[p]
 			if pos[u] < 0 {
 				pos[u] = int32(len(src))
 				src = append(src, u)
 			}
-			indices[p-e0] = pos[u]
+			indices[k] = pos[u]
+			k++
 		}
-		indptr[v-lo+1] = g.Indptr[v+1] - e0
 	}
 	for _, u := range src {
 		pos[u] = -1
 	}
-	return &nn.Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: len(src)}, NumDst: hi - lo, Src: src}
+	return &nn.Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: len(src)}, NumDst: len(dst), Src: src}
 }
 
 // gatherRows copies the rows ids of x into a new matrix.

@@ -121,6 +121,10 @@ func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
 
 func (s *sampledStepper) close() { s.store.Close() }
 
+func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+	return s.r.Evaluate(ctx, m)
+}
+
 // countCorrect counts rows whose argmax equals their (non-negative) label.
 func countCorrect(logits tensor.Matrix, labels []int32) (correct, total int) {
 	for i, y := range labels {

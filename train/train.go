@@ -182,11 +182,16 @@ func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) 
 	if err != nil {
 		return Evaluation{}, err
 	}
+	return r.score(logits), nil
+}
+
+// score computes the evaluation metrics from every node's logits.
+func (r *Runner) score(logits tensor.Matrix) Evaluation {
 	return Evaluation{
 		ValAcc:  accuracy(logits, r.labels, r.ds.Val),
 		TestAcc: accuracy(logits, r.labels, r.ds.Test),
 		ValLoss: nllLoss(logits, r.labels, r.ds.Val),
-	}, nil
+	}
 }
 
 // Predict returns the model's logits for every node.
@@ -304,7 +309,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			run := func() {
 				defer close(j.done)
 				t := time.Now()
-				j.ev, j.err = r.Evaluate(ctx, j.snapshot)
+				j.ev, j.err = step.evaluate(ctx, j.snapshot)
 				j.secs = time.Since(t).Seconds()
 			}
 			stc := st
@@ -374,15 +379,19 @@ func (r *Runner) optimizer(m *nn.Model) (nn.Optimizer, error) {
 	return nn.NewOptimizer(oc)
 }
 
-// stepper runs the training steps of one epoch.
+// stepper runs the training steps of one epoch, and evaluates.
 type stepper interface {
 	epoch(epoch int) (EpochStats, error)
+	evaluate(ctx context.Context, m *nn.Model) (Evaluation, error)
 	close()
 }
 
 func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
-	if r.cfg.Mode == Full {
+	switch r.cfg.Mode {
+	case Full:
 		return &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph)}, nil
+	case GAS:
+		return r.gasStepper(ctx, m, opt)
 	}
 	return r.sampledStepper(ctx, m, opt)
 }
@@ -428,3 +437,7 @@ func (s *fullStepper) epoch(epoch int) (EpochStats, error) {
 }
 
 func (s *fullStepper) close() {}
+
+func (s *fullStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+	return s.r.Evaluate(ctx, m)
+}

@@ -37,8 +37,8 @@ func run(t *testing.T, d *dataset.Dataset, cfg Config) *Result {
 	return res
 }
 
-// history strips wall-clock fields so runs can be compared.
-func history(res *Result) []EpochStats {
+// stripTimes strips wall-clock fields so runs can be compared.
+func stripTimes(res *Result) []EpochStats {
 	out := make([]EpochStats, len(res.History))
 	for i, h := range res.History {
 		h.Seconds, h.SampleSeconds, h.GatherSeconds, h.ComputeSeconds, h.WaitSeconds, h.EvalSeconds = 0, 0, 0, 0, 0, 0
@@ -54,14 +54,38 @@ func TestReproducible(t *testing.T) {
 			cfg := Defaults(kind)
 			cfg.Epochs, cfg.Threads, cfg.Workers, cfg.Seed, cfg.Model.Seed = 4, 2, 2, 3, 3
 			a, b := run(t, d, cfg), run(t, d, cfg)
-			if !reflect.DeepEqual(history(a), history(b)) {
-				t.Fatalf("same seed, different histories:\n%+v\n%+v", history(a), history(b))
+			if !reflect.DeepEqual(stripTimes(a), stripTimes(b)) {
+				t.Fatalf("same seed, different histories:\n%+v\n%+v", stripTimes(a), stripTimes(b))
 			}
 			cfg.Seed, cfg.Model.Seed = 4, 4
-			if c := run(t, d, cfg); reflect.DeepEqual(history(a), history(c)) {
+			if c := run(t, d, cfg); reflect.DeepEqual(stripTimes(a), stripTimes(c)) {
 				t.Fatal("a different seed gave the same history")
 			}
 		})
+	}
+}
+
+func TestGASReproducibleAndRaceFree(t *testing.T) {
+	d := cora(t)
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE} {
+		cfg := Defaults(kind)
+		cfg.Mode, cfg.Epochs, cfg.Threads, cfg.Parts, cfg.PartsPerBatch = GAS, 3, 2, 8, 3
+		a, b := run(t, d, cfg), run(t, d, cfg)
+		if !reflect.DeepEqual(stripTimes(a), stripTimes(b)) {
+			t.Fatalf("%s: same seed, different GAS histories", kind)
+		}
+		if a.History[2].Batches != 3 {
+			t.Fatalf("%s: %d batches, want 3 (8 parts, 3 per batch)", kind, a.History[2].Batches)
+		}
+	}
+	cfg := Defaults(nn.GCN)
+	cfg.Mode, cfg.OverlapEval = GAS, true
+	if _, err := NewRunner(d, cfg, Hooks{}); err == nil {
+		t.Fatal("gas with overlapped evaluation accepted")
+	}
+	cfg.OverlapEval, cfg.PartsPerBatch = false, 50
+	if _, err := NewRunner(d, cfg, Hooks{}); err == nil {
+		t.Fatal("more parts per batch than parts accepted")
 	}
 }
 
@@ -73,8 +97,8 @@ func TestOverlappedEvalMatchesSequential(t *testing.T) {
 		seq := run(t, d, cfg)
 		cfg.OverlapEval = true
 		ovl := run(t, d, cfg)
-		if !reflect.DeepEqual(history(seq), history(ovl)) || seq.Summary.TestAcc != ovl.Summary.TestAcc {
-			t.Fatalf("%s: overlapped evaluation differs:\n%+v\n%+v", kind, history(seq), history(ovl))
+		if !reflect.DeepEqual(stripTimes(seq), stripTimes(ovl)) || seq.Summary.TestAcc != ovl.Summary.TestAcc {
+			t.Fatalf("%s: overlapped evaluation differs:\n%+v\n%+v", kind, stripTimes(seq), stripTimes(ovl))
 		}
 		for _, h := range ovl.History {
 			if h.ValAcc == nil {

@@ -30,7 +30,8 @@ type trainFlags struct {
 	fanouts                           string
 	batch, prefetch, workers, threads int
 	evalEvery, patience, logEvery     int
-	overlap, normalize                bool
+	overlap, normalize, halfHistory   bool
+	parts, partsPerBatch              int
 	seed                              uint64
 	metricsOut, plotOut, save         string
 	quiet                             bool
@@ -64,8 +65,8 @@ accuracy reported is that model's.`,
 	fl := c.Flags()
 	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	fl.StringVar(&f.model, "model", "gcn", "model: gcn, sage or gat")
-	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step) or sampled (minibatches); default per model (gcn, gat: full; sage: sampled)")
-	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 400, sage 50)")
+	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled)")
+	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64)")
 	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers")
 	fl.IntVar(&f.heads, "heads", 8, "GAT: attention heads in hidden layers")
@@ -79,6 +80,9 @@ accuracy reported is that model's.`,
 	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
 	fl.IntVar(&f.prefetch, "prefetch", 4, "sampled mode: minibatches prepared ahead of training")
 	fl.IntVar(&f.workers, "workers", 0, "sampled mode: sampling goroutines (0 = all cores)")
+	fl.IntVar(&f.parts, "parts", 40, "gas mode: number of graph parts (multilevel partitioner)")
+	fl.IntVar(&f.partsPerBatch, "parts-per-batch", 10, "gas mode: parts per batch (shuffled each epoch)")
+	fl.BoolVar(&f.halfHistory, "half-history", false, "gas mode: store historical embeddings as float16 (half the memory)")
 	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
 	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations without a better validation accuracy (0 = never; default per model: gat 100, others 0)")
@@ -143,6 +147,7 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 		cfg.BatchSize = f.batch
 	}
 	cfg.Prefetch, cfg.Workers, cfg.Threads = f.prefetch, f.workers, f.threads
+	cfg.Parts, cfg.PartsPerBatch, cfg.HalfHistory = f.parts, f.partsPerBatch, f.halfHistory
 	cfg.EvalEvery = f.evalEvery
 	if set("patience") {
 		cfg.Patience = f.patience
@@ -186,7 +191,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	evals := 0
 	hooks := train.Hooks{}
 	if !f.quiet {
-		if cfg.Mode == train.Full {
+		if cfg.Mode != train.Sampled {
 			bar = cli.NewBar(int64(cfg.Epochs), "training")
 			hooks.Epoch = func(s train.EpochStats) {
 				bar.Set(int64(s.Epoch + 1))

@@ -1,0 +1,295 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/graphmill/graphmill/history"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/partition"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// gasStepper trains with GNNAutoScale (Fey et al., ICML 2021): every batch
+// is a few parts of a METIS-quality partition; each layer computes fresh
+// rows for the batch's own nodes and takes its halo's rows (in-neighbours
+// outside the batch) from a per-layer history, filled by an inference pass
+// before training and refreshed by every batch. Memory depends on the batch,
+// not the graph: no layer ever materialises rows for all nodes.
+//
+// While a batch computes, the next batch is built and its halo rows are
+// pulled in a goroutine; the batch pushes its fresh rows only after that
+// pull has finished, so the histories each batch sees do not depend on
+// timing (runs are reproducible).
+type gasStepper struct {
+	r      *Runner
+	m      *nn.Model
+	opt    nn.Optimizer
+	parts  [][]int32 // nodes of every part
+	hist   []*history.Store
+	masked []int32 // labels of training nodes, -1 elsewhere
+	filled bool
+}
+
+// gasBatch is a batch with its block, input features and pulled halo rows.
+type gasBatch struct {
+	block  *nn.Block
+	x      tensor.Matrix   // features of block.Src
+	halo   []tensor.Matrix // per hidden layer: history rows of the halo
+	labels []int32
+	secs   float64 // time to build it
+	err    error
+}
+
+func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
+	cfg := r.cfg
+	g := r.ds.Graph
+	if cfg.Parts > g.NumNodes {
+		return nil, fmt.Errorf("gas: %d parts for %d nodes", cfg.Parts, g.NumNodes)
+	}
+	pg, err := partition.FromCSC(ctx, g, cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	res, err := partition.Partition(ctx, pg, partition.Options{Parts: cfg.Parts, Seed: cfg.Seed, Workers: cfg.Workers})
+	if err != nil {
+		return nil, err
+	}
+	s := &gasStepper{r: r, m: m, opt: opt, parts: make([][]int32, cfg.Parts)}
+	for v, p := range res.Parts {
+		s.parts[p] = append(s.parts[p], int32(v))
+	}
+	for l := 0; l < len(m.Layers)-1; l++ {
+		h, err := history.New(g.NumNodes, m.Layers[l].OutDim(), history.Options{Half: cfg.HalfHistory, Workers: cfg.Workers})
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.hist = append(s.hist, h)
+	}
+	s.masked = make([]int32, len(r.labels))
+	for i := range s.masked {
+		s.masked[i] = -1
+	}
+	for _, v := range r.ds.Train {
+		s.masked[v] = r.labels[v]
+	}
+	return s, nil
+}
+
+func (s *gasStepper) close() {
+	for _, h := range s.hist {
+		h.Close()
+	}
+}
+
+// fill computes every layer for all nodes once (layer-wise inference) and
+// stores the hidden layers in the histories, as GAS does before training.
+func (s *gasStepper) fill(ctx context.Context, m *nn.Model) error {
+	all := make([]int32, s.r.ds.Meta.NumNodes)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	_, err := InferLayers(ctx, m, s.r.ds.Graph, s.r.x, s.r.cfg.EvalBatchSize, func(l int, h tensor.Matrix) error {
+		return s.hist[l].Push(all, h.Data)
+	})
+	return err
+}
+
+// groups returns the batches of an epoch: parts shuffled with the epoch's
+// seed (in order when epoch < 0), PartsPerBatch at a time.
+func (s *gasStepper) groups(epoch int) [][]int32 {
+	k := len(s.parts)
+	order := make([]int, k)
+	for i := range order {
+		order[i] = i
+	}
+	if epoch >= 0 {
+		r := rng.New(rng.Derive(s.r.cfg.Seed, uint64(epoch)|1<<32))
+		for i := k - 1; i > 0; i-- {
+			j := r.IntN(i + 1)
+			order[i], order[j] = order[j], order[i]
+		}
+	}
+	per := s.r.cfg.PartsPerBatch
+	var out [][]int32
+	for i := 0; i < k; i += per {
+		var nodes []int32
+		for _, p := range order[i:min(k, i+per)] {
+			nodes = append(nodes, s.parts[p]...)
+		}
+		out = append(out, nodes)
+	}
+	return out
+}
+
+// prepare builds a batch and pulls its halo rows.
+func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
+	t := time.Now()
+	r := s.r
+	b := &gasBatch{block: blockOf(r.ds.Graph, nodes, pos)}
+	b.x = gatherRows(r.x, b.block.Src)
+	halo := b.block.Src[b.block.NumDst:]
+	for _, h := range s.hist {
+		m := tensor.New(len(halo), h.Dim())
+		if err := h.Pull(halo, m.Data); err != nil {
+			b.err = err
+			return b
+		}
+		b.halo = append(b.halo, m)
+	}
+	b.labels = make([]int32, len(nodes))
+	for i, v := range nodes {
+		b.labels[i] = s.masked[v]
+	}
+	b.secs = time.Since(t).Seconds()
+	return b
+}
+
+// forward runs the model on a batch: layer l reads the batch's fresh rows
+// of layer l-1 stacked over the halo rows pulled from history l-1. It
+// returns the logits of the batch's nodes and the fresh hidden rows.
+func (s *gasStepper) forward(tp *autograd.Tape, m *nn.Model, b *gasBatch, train bool, seed uint64) (*autograd.Var, []tensor.Matrix) {
+	h := tp.Const(b.x)
+	var fresh []tensor.Matrix
+	for l := range m.Layers {
+		out := m.ForwardLayer(tp, l, b.block, h, train, seed)
+		if l == len(m.Layers)-1 {
+			return out, fresh
+		}
+		fresh = append(fresh, out.Value)
+		h = tp.ConcatRows(out, tp.Const(b.halo[l]))
+	}
+	panic("unreachable")
+}
+
+// push stores a batch's fresh hidden rows in the histories.
+func (s *gasStepper) push(b *gasBatch, fresh []tensor.Matrix) error {
+	dst := b.block.Src[:b.block.NumDst]
+	for l, f := range fresh {
+		if err := s.hist[l].Push(dst, f.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run iterates the batches of groups, preparing batch i+1 while batch i
+// computes, and calls step on every batch; step returns the fresh rows to
+// push, which happens after the next batch's pull.
+func (s *gasStepper) run(ctx context.Context, groups [][]int32, step func(i int, b *gasBatch) ([]tensor.Matrix, error)) (prepSecs, waitSecs float64, err error) {
+	n := s.r.ds.Meta.NumNodes
+	pos := [2][]int32{newPos(n), newPos(n)}
+	next := make(chan *gasBatch, 1)
+	launch := func(i int) {
+		go func() { next <- s.prepare(groups[i], pos[i%2]) }()
+	}
+	launch(0)
+	for i := range groups {
+		t := time.Now()
+		cur := <-next
+		waitSecs += time.Since(t).Seconds()
+		prepSecs += cur.secs
+		if cur.err != nil {
+			return prepSecs, waitSecs, cur.err
+		}
+		if i+1 < len(groups) {
+			launch(i + 1)
+		}
+		fresh, err := step(i, cur)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if i+1 < len(groups) {
+			// The next batch's pull must finish before this batch pushes.
+			t := time.Now()
+			nb := <-next
+			waitSecs += time.Since(t).Seconds()
+			next <- nb
+		}
+		if err != nil {
+			return prepSecs, waitSecs, err
+		}
+		if err := s.push(cur, fresh); err != nil {
+			return prepSecs, waitSecs, err
+		}
+	}
+	return prepSecs, waitSecs, nil
+}
+
+func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
+	r := s.r
+	ctx := context.Background()
+	if !s.filled {
+		if err := s.fill(ctx, s.m); err != nil {
+			return EpochStats{}, err
+		}
+		s.filled = true
+	}
+	groups := s.groups(epoch)
+	if r.hooks.EpochStart != nil {
+		r.hooks.EpochStart(epoch, len(groups))
+	}
+	params := s.m.Params()
+	var st EpochStats
+	var lossSum float64
+	correct, total := 0, 0
+	start := time.Now()
+	prep, wait, err := s.run(ctx, groups, func(i int, b *gasBatch) ([]tensor.Matrix, error) {
+		tp := autograd.NewTape()
+		logits, fresh := s.forward(tp, s.m, b, true, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
+		loss := tp.CrossEntropy(logits, b.labels)
+		c, k := countCorrect(logits.Value, b.labels)
+		st.Batches++
+		if k == 0 {
+			return fresh, nil // no training node in this batch: nothing to learn
+		}
+		autograd.ZeroGrad(params...)
+		if err := tp.Backward(loss); err != nil {
+			return nil, err
+		}
+		l := float64(loss.Scalar())
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return nil, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, i)
+		}
+		s.opt.Step(params)
+		lossSum += l * float64(k)
+		correct, total = correct+c, total+k
+		if r.hooks.Batch != nil {
+			r.hooks.Batch(epoch, i, l)
+		}
+		return fresh, nil
+	})
+	if err != nil {
+		return st, err
+	}
+	st.Loss = lossSum / float64(max(total, 1))
+	st.TrainAcc = float64(correct) / float64(max(total, 1))
+	st.GatherSeconds, st.WaitSeconds = prep, wait
+	st.ComputeSeconds = time.Since(start).Seconds() - wait
+	return st, nil
+}
+
+// evaluate runs every batch without gradients, with the same histories
+// (refreshing them as it goes, as GAS's mini-batch inference does), and
+// scores the batches' logits.
+func (s *gasStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+	r := s.r
+	logits := tensor.New(r.ds.Meta.NumNodes, m.Layers[len(m.Layers)-1].OutDim())
+	_, _, err := s.run(ctx, s.groups(-1), func(_ int, b *gasBatch) ([]tensor.Matrix, error) {
+		tp := autograd.NewInferenceTape()
+		out, fresh := s.forward(tp, m, b, false, 0)
+		for i, v := range b.block.Src[:b.block.NumDst] {
+			copy(logits.Row(int(v)), out.Value.Row(i))
+		}
+		return fresh, nil
+	})
+	if err != nil {
+		return Evaluation{}, err
+	}
+	return r.score(logits), nil
+}
