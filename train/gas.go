@@ -81,6 +81,14 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 	return s, nil
 }
 
+func (s *gasStepper) historyBytes() int64 {
+	var n int64
+	for _, h := range s.hist {
+		n += h.Bytes()
+	}
+	return n
+}
+
 func (s *gasStepper) close() {
 	for _, h := range s.hist {
 		h.Close()
@@ -257,6 +265,7 @@ func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
 			return nil, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, i)
 		}
 		s.opt.Step(params)
+		r.notePeak()
 		lossSum += l * float64(k)
 		correct, total = correct+c, total+k
 		if r.hooks.Batch != nil {

@@ -96,6 +96,7 @@ func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
 			return st, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, b.Index)
 		}
 		s.opt.Step(params)
+		r.notePeak()
 		n := len(b.Labels)
 		lossSum += l * float64(n)
 		c, k := countCorrect(logits.Value, b.Labels)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
@@ -33,6 +34,11 @@ type EpochStats struct {
 	ComputeSeconds float64 `json:"compute_seconds"`
 	WaitSeconds    float64 `json:"wait_seconds"`
 	EvalSeconds    float64 `json:"eval_seconds,omitempty"`
+	// PeakHeapBytes is the largest Go heap in use seen after a training
+	// step of the epoch; PeakRSSBytes the process's resident-set high-water
+	// mark during the epoch (Linux).
+	PeakHeapBytes int64 `json:"peak_heap_bytes"`
+	PeakRSSBytes  int64 `json:"peak_rss_bytes"`
 }
 
 // Summary is the outcome of a run.
@@ -56,8 +62,13 @@ type Summary struct {
 	SeedsPerSecond float64 `json:"seeds_per_second"`
 	TotalSeconds   float64 `json:"total_seconds"`
 	NumParams      int     `json:"num_params"`
-	Seed           uint64  `json:"seed"`
-	Threads        int     `json:"threads"`
+	// PeakHeapBytes and PeakRSSBytes are the largest over the epochs;
+	// HistoryBytes is the size of GAS's history tables (0 otherwise).
+	PeakHeapBytes int64  `json:"peak_heap_bytes"`
+	PeakRSSBytes  int64  `json:"peak_rss_bytes"`
+	HistoryBytes  int64  `json:"history_bytes,omitempty"`
+	Seed          uint64 `json:"seed"`
+	Threads       int    `json:"threads"`
 }
 
 // Result is what Run returns: the history, the summary and the trained
@@ -87,7 +98,13 @@ type Runner struct {
 	deg    []float32     // in-degrees, for GCN
 	labels []int32
 	hooks  Hooks
+
+	heapPeak int64 // largest heap seen after a step in this epoch
 }
+
+// notePeak samples the Go heap after a training step, when the step's
+// activations and gradients are still alive.
+func (r *Runner) notePeak() { r.heapPeak = max(r.heapPeak, memstat.HeapInUse()) }
 
 // NewRunner checks cfg against the dataset and prepares features.
 func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks) (*Runner, error) {
@@ -232,9 +249,13 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer step.close()
+	var historyBytes int64
+	if h, ok := step.(interface{ historyBytes() int64 }); ok {
+		historyBytes = h.historyBytes()
+	}
 	res := &Result{Summary: Summary{
 		Model: string(cfg.Model.Kind), Mode: string(cfg.Mode), Dataset: r.ds.Meta.Name,
-		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1,
+		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1, HistoryBytes: historyBytes,
 	}}
 	start := time.Now()
 	// Selection and patience follow the original GAT code: an evaluation
@@ -283,10 +304,15 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		}
 		opt.SetLR(lr)
 		t0 := time.Now()
+		memstat.ResetPeak()
+		r.heapPeak = memstat.HeapInUse()
 		st, err := step.epoch(epoch)
 		if err != nil {
 			return nil, err
 		}
+		st.PeakHeapBytes, st.PeakRSSBytes = r.heapPeak, memstat.Peak()
+		res.Summary.PeakHeapBytes = max(res.Summary.PeakHeapBytes, st.PeakHeapBytes)
+		res.Summary.PeakRSSBytes = max(res.Summary.PeakRSSBytes, st.PeakRSSBytes)
 		st.Epoch, st.LR = epoch, lr
 		st.Seconds = time.Since(t0).Seconds()
 		trainSecs += st.Seconds
@@ -430,6 +456,7 @@ func (s *fullStepper) epoch(epoch int) (EpochStats, error) {
 		return EpochStats{}, fmt.Errorf("loss is %v at epoch %d (step 0): lower the learning rate or check the features for NaN/Inf", l, epoch)
 	}
 	s.opt.Step(params)
+	r.notePeak()
 	if r.hooks.Batch != nil {
 		r.hooks.Batch(epoch, 0, l)
 	}

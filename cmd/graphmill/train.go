@@ -294,6 +294,11 @@ func printSummary2(w io.Writer, s train.Summary) {
 	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; total %s\n",
 		units.Duration(secs(s.EpochSeconds)), units.Duration(secs(s.SampleSeconds)), units.Duration(secs(s.GatherSeconds)),
 		units.Duration(secs(s.ComputeSeconds)), units.Duration(secs(s.WaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(secs(s.TotalSeconds)))
+	hist := ""
+	if s.HistoryBytes > 0 {
+		hist = ", of which histories " + units.Bytes(s.HistoryBytes)
+	}
+	fmt.Fprintf(w, "peak memory: Go heap %s, resident %s%s\n", units.Bytes(s.PeakHeapBytes), units.Bytes(s.PeakRSSBytes), hist)
 }
 
 func writeMetrics(path string, cfg train.Config, res *train.Result) error {

@@ -6,6 +6,7 @@ package memstat
 import (
 	"bufio"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 )
@@ -41,4 +42,16 @@ func field(name string) int64 {
 		}
 	}
 	return 0
+}
+
+// HeapInUse returns the bytes of live and not yet swept heap objects
+// (runtime/metrics' /memory/classes/heap/objects:bytes): cheap enough to
+// sample after every training step.
+func HeapInUse() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
