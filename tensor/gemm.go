@@ -56,10 +56,8 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 		}
 	}
 	m, k := a.Rows, a.Cols
-	rsA, csA := a.Cols, 1
 	if tA == Trans {
 		m, k = a.Cols, a.Rows
-		rsA, csA = 1, a.Cols
 	}
 	kb, n := b.Rows, b.Cols
 	if tB == Trans {
@@ -77,6 +75,60 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	}
 	if threads <= 0 {
 		threads = Threads()
+	}
+	if m <= 32 && n >= 8*m {
+		return gemmSwapped(threads, tA, tB, alpha, a, b, beta, c)
+	}
+	return gemm(threads, tA, tB, alpha, a, b, beta, c)
+}
+
+// gemmSwapped computes a product with few rows and many columns (such as
+// the weight gradient dYᵀ·X of a layer stored as out×in) as its transpose
+// Cᵀ = op(B)ᵀ·op(A)ᵀ into a scratch matrix, then adds that to C. The large
+// operand then plays A, which the kernels read in place (streaming it once)
+// instead of packing it.
+func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
+	m, n := c.Rows, c.Cols
+	t := Matrix{Rows: n, Cols: m, Data: getBuf(n * m)}
+	defer putBuf(t.Data)
+	if err := gemm(threads, flipOp(tB), flipOp(tA), alpha, b, a, 0, t); err != nil {
+		return err
+	}
+	for i := 0; i < m; i++ {
+		row := c.Data[i*n : (i+1)*n]
+		for jj := range row {
+			v := t.Data[jj*m+i]
+			switch beta {
+			case 0:
+				row[jj] = v
+			case 1:
+				row[jj] += v
+			default:
+				row[jj] = beta*row[jj] + v
+			}
+		}
+	}
+	return nil
+}
+
+func flipOp(o Op) Op {
+	if o == Trans {
+		return NoTrans
+	}
+	return Trans
+}
+
+// gemm runs a validated product.
+func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
+	m, k := a.Rows, a.Cols
+	rsA, csA := a.Cols, 1
+	if tA == Trans {
+		m, k = a.Cols, a.Rows
+		rsA, csA = 1, a.Cols
+	}
+	n := b.Cols
+	if tB == Trans {
+		n = b.Rows
 	}
 	set := ks()
 	mk := set.wide

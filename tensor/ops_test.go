@@ -147,3 +147,35 @@ func TestCheckFinite(t *testing.T) {
 		t.Fatalf("CheckFinite = %v", err)
 	}
 }
+
+func TestDropoutThreadInvariantAndRate(t *testing.T) {
+	x := New(300, 300) // several random-stream chunks
+	for i := range x.Data {
+		x.Data[i] = 1
+	}
+	for _, p := range []float64{0.1, 0.5, 0.6} {
+		var masks [][]float32
+		for _, th := range []int{1, 4} {
+			SetThreads(th)
+			d, m := New(300, 300), New(300, 300)
+			if err := Dropout(d, m, x, p, 123); err != nil {
+				t.Fatal(err)
+			}
+			masks = append(masks, m.Data)
+		}
+		SetThreads(0)
+		zeros := 0
+		for i := range masks[0] {
+			if masks[0][i] != masks[1][i] {
+				t.Fatalf("p=%v: mask differs between 1 and 4 threads at %d", p, i)
+			}
+			if masks[0][i] == 0 {
+				zeros++
+			}
+		}
+		// 90000 Bernoulli(p) draws: 5 standard deviations is under 0.009.
+		if rate := float64(zeros) / 90000; math.Abs(rate-p) > 0.009 {
+			t.Errorf("p=%v: dropped fraction %.4f", p, rate)
+		}
+	}
+}
