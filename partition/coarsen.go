@@ -240,6 +240,35 @@ func (l *level) contract(match []int32, cn, ncon, workers int) *level {
 			if u == v {
 				nx = 1
 			}
+			if d := l.xadj[v+1] - l.xadj[v] + l.xadj[u+1] - l.xadj[u]; d <= 24 {
+				// Few edges: merge by scanning the short output list,
+				// which stays in cache, instead of the large table.
+				for _, x := range xs[:nx] {
+					for j := l.xadj[x]; j < l.xadj[x+1]; j++ {
+						cu := cmap[l.adj[j]]
+						if cu == int32(c) {
+							continue
+						}
+						wt := int32(1)
+						if l.ew != nil {
+							wt = l.ew[j]
+						}
+						i := start
+						for ; i < pos; i++ {
+							if cadj[i] == cu {
+								cew[i] += wt
+								break
+							}
+						}
+						if i == pos {
+							cadj[pos] = cu
+							cew[pos] = wt
+							pos++
+						}
+					}
+				}
+				goto done
+			}
 			for _, x := range xs[:nx] {
 				for j := l.xadj[x]; j < l.xadj[x+1]; j++ {
 					cu := cmap[l.adj[j]]
@@ -263,6 +292,7 @@ func (l *level) contract(match []int32, cn, ncon, workers int) *level {
 			for j := start; j < pos; j++ {
 				ht[cadj[j]] = -1
 			}
+		done:
 			cl.xadj[c+1] = pos - start
 			for k := 0; k < ncon; k++ {
 				wv := l.vw[int(v)*ncon+k]

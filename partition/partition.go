@@ -201,7 +201,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		if rf.overloaded() {
 			rf.balance()
 		}
-		rf.greedy(10)
+		rf.greedyBatch(10)
 		rf.fm(fmPassesKWay, fmLimitKWay)
 		if rf.overloaded() {
 			rf.balance()

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/graphmill/graphmill/internal/par"
@@ -400,7 +401,10 @@ func (rf *refiner) fm(passes, limit int) int64 {
 		}
 		moved = moved[:0]
 		delta, best, bestLen := int64(0), int64(0), 0
-		for q.len() > 0 && len(moved)-bestLen < limit {
+		// Work budget: every pop scans a vertex's neighbours.
+		budget := 2*len(bnd) + 1000
+		for q.len() > 0 && len(moved)-bestLen < limit && budget > 0 {
+			budget--
 			v := q.pop()
 			rf.connect(v)
 			t, g := rf.bestMove(v)
@@ -479,4 +483,119 @@ func (rf *refiner) cut() int64 {
 		c += int64(e)
 	}
 	return c / 2
+}
+
+// connectInto fills conn (indexed by part) with v's edge weight to each
+// other part, appending the parts touched to touched.
+func (rf *refiner) connectInto(v int32, conn []int64, touched []int32) []int32 {
+	l := rf.l
+	p := rf.where[v]
+	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+		q := rf.where[l.adj[j]]
+		if q == p {
+			continue
+		}
+		if conn[q] == 0 {
+			touched = append(touched, q)
+		}
+		if l.ew == nil {
+			conn[q]++
+		} else {
+			conn[q] += int64(l.ew[j])
+		}
+	}
+	return touched
+}
+
+// pick returns the greedy move of v given its connectivity: the part of
+// largest non-negative gain with room (ties to the less loaded part),
+// accepted if the gain is positive or the move improves the balance.
+func (rf *refiner) pick(v int32, conn []int64, touched []int32) (int32, int64) {
+	id := int64(rf.id[v])
+	best, bestGain := int32(-1), int64(-1)
+	for _, t := range touched {
+		g := conn[t] - id
+		if g < 0 || g < bestGain || !rf.fits(v, t) {
+			continue
+		}
+		if g > bestGain || rf.load(t) < rf.load(best) {
+			best, bestGain = t, g
+		}
+	}
+	if best >= 0 && (bestGain > 0 || rf.zeroGainHelps(v, rf.where[v], best)) {
+		return best, bestGain
+	}
+	return -1, 0
+}
+
+// greedyBatch is greedy refinement in rounds that parallelise: every
+// candidate's best move is computed on a snapshot by all workers, then the
+// moves are applied best gain first, each re-checked against the current
+// state. The result does not depend on the number of workers.
+func (rf *refiner) greedyBatch(passes int) int64 {
+	type cand struct {
+		v    int32
+		gain int64
+	}
+	l := rf.l
+	n := l.n
+	nch := max(1, min(256, n/4096))
+	bounds := par.Ranges(n, nch)
+	workers := rf.workers
+	conns := make([][]int64, workers)
+	for w := range conns {
+		conns[w] = make([]int64, rf.k)
+	}
+	res := make([][]cand, nch)
+	var all []cand
+	total := int64(0)
+	for pass := 0; pass < passes; pass++ {
+		_ = par.Tasks(bgctx, workers, nch, func(w, c int) {
+			conn := conns[w]
+			var touched []int32
+			out := res[c][:0]
+			for v := int32(bounds[c]); v < int32(bounds[c+1]); v++ {
+				if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
+					continue
+				}
+				touched = rf.connectInto(v, conn, touched[:0])
+				if t, g := rf.pick(v, conn, touched); t >= 0 {
+					out = append(out, cand{v, g})
+				}
+				for _, q := range touched {
+					conn[q] = 0
+				}
+			}
+			res[c] = out
+		})
+		all = all[:0]
+		for _, r := range res {
+			all = append(all, r...)
+		}
+		slices.SortFunc(all, func(a, b cand) int {
+			if a.gain != b.gain {
+				return cmp.Compare(b.gain, a.gain)
+			}
+			return cmp.Compare(a.v, b.v)
+		})
+		moves, gain := 0, int64(0)
+		for _, c := range all {
+			v := c.v
+			if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
+				continue
+			}
+			rf.touched = rf.connectInto(v, rf.conn, rf.touched[:0])
+			if t, g := rf.pick(v, rf.conn, rf.touched); t >= 0 {
+				rf.move(v, t, rf.conn[t])
+				moves++
+				gain += g
+			}
+			rf.clearConn()
+		}
+		total += gain
+		if moves == 0 || gain*1000 < rf.cut() {
+			break
+		}
+	}
+	return total
 }
