@@ -22,6 +22,13 @@ type level struct {
 	// cmap maps each vertex to its vertex in the next coarser level (set
 	// when the coarser level is built).
 	cmap []int32
+	// keep says the level's graph stays in memory for refinement.
+	keep bool
+}
+
+// bytes returns the memory of the level's graph arrays.
+func (l *level) bytes() int64 {
+	return int64(len(l.xadj))*8 + int64(len(l.adj)+len(l.ew)+len(l.vw))*4
 }
 
 // ewAt returns the weight of adjacency entry j.

@@ -67,6 +67,14 @@ type Options struct {
 	Seed uint64
 	// Workers bounds the goroutines used (0: all cores).
 	Workers int
+	// MaxCoarseBytes bounds the memory of the coarse graphs Multilevel
+	// keeps for refinement (0: 6 times the input graph's Bytes). A coarse
+	// level that would exceed it, and has not at least halved the edges
+	// of the last kept level, is freed as soon as the next level is
+	// built and is only projected through, not refined, while
+	// uncoarsening: less memory for a slightly worse cut on graphs whose
+	// edges do not shrink when coarsened.
+	MaxCoarseBytes int64
 }
 
 // Result is a partition of a graph's nodes.
@@ -170,7 +178,12 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(tot[c])/float64(coarsenTo)))))
 	}
 	r := rng.New(opts.Seed)
-	levels := []*level{{n: n, xadj: g.Xadj, adj: g.Adjncy, ew: g.EdgeWeights, vw: vw}}
+	levels := []*level{{n: n, xadj: g.Xadj, adj: g.Adjncy, ew: g.EdgeWeights, vw: vw, keep: true}}
+	budget := opts.MaxCoarseBytes
+	if budget <= 0 {
+		budget = 6 * g.Bytes()
+	}
+	kept, lastKept := int64(0), len(g.Adjncy)
 	for cur := levels[0]; cur.n > coarsenTo; {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -181,6 +194,17 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		}
 		next := cur.contract(match, cn, ncon, workers)
 		levels = append(levels, next)
+		if cur != levels[0] && !cur.keep {
+			// Over the memory budget: keep only the map to the coarser
+			// level; this level is not refined while uncoarsening.
+			cur.xadj, cur.adj, cur.ew, cur.vw = nil, nil, nil, nil
+		}
+		nb := next.bytes()
+		next.keep = kept+nb <= budget || 2*len(next.adj) <= lastKept
+		if next.keep {
+			kept += nb
+			lastKept = len(next.adj)
+		}
 		cur = next
 	}
 	coarsest := levels[len(levels)-1]
@@ -196,6 +220,9 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 			where = project(l, where, workers)
 			levels[i+1] = nil // free the coarser level
 			l.cmap = nil
+		}
+		if l.xadj == nil {
+			continue // a level dropped for memory: projected only
 		}
 		rf.setLevel(l, where)
 		if rf.overloaded() {

@@ -341,3 +341,37 @@ func TestWeightedGraph(t *testing.T) {
 		t.Errorf("cut %d, want 1 (parts %v)", res.Stats.EdgeCut, res.Parts)
 	}
 }
+
+func TestMemoryBudget(t *testing.T) {
+	// A random graph: its coarse levels keep most edges, so a small
+	// budget drops them.
+	r := rand.New(rand.NewPCG(3, 4))
+	e := edgeSet{n: 20000}
+	for i := 0; i < 100000; i++ {
+		e.pairs = append(e.pairs, [2]int32{int32(r.IntN(e.n)), int32(r.IntN(e.n))})
+	}
+	g := e.graph(t)
+	full, err := Partition(context.Background(), g, Options{Parts: 8, Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tiny budget drops most coarse levels: still a valid, balanced
+	// partition, with a cut in the same range.
+	small, err := Partition(context.Background(), g, Options{Parts: 8, Seed: 4, MaxCoarseBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cut %d with all levels, %d with a 1-byte budget", full.Stats.EdgeCut, small.Stats.EdgeCut)
+	if small.Stats.Imbalance > DefaultImbalance+1e-9 {
+		t.Errorf("imbalance %.3f", small.Stats.Imbalance)
+	}
+	if want := e.naiveCut(small.Parts); small.Stats.EdgeCut != want {
+		t.Errorf("cut %d, naive %d", small.Stats.EdgeCut, want)
+	}
+	if small.Stats.EdgeCut == full.Stats.EdgeCut {
+		t.Error("same cut: no level was dropped?")
+	}
+	if small.Stats.EdgeCut > full.Stats.EdgeCut*12/10 {
+		t.Errorf("cut %d with a small budget, %d without", small.Stats.EdgeCut, full.Stats.EdgeCut)
+	}
+}
