@@ -224,8 +224,14 @@ const dropoutChunk = 1 << 14
 // by 1/(1-p) (inverted dropout), writing the result to dst and the applied
 // factors (0 or 1/(1-p)) to mask, which the backward pass multiplies by.
 // The same seed gives the same mask. p must be in [0, 1); it is applied
-// with 16-bit resolution (each 64-bit draw decides four elements).
+// with 16-bit resolution (each 64-bit draw decides four elements). Pass
+// the zero Matrix as mask when no backward pass needs it (e.g. dropout on
+// input features).
 func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
+	noMask := mask.Data == nil && mask.Rows == 0 && mask.Cols == 0
+	if noMask {
+		mask = x // shape check only; never written
+	}
 	if err := sameShapes("Dropout", dst, mask, x); err != nil {
 		return err
 	}
@@ -245,7 +251,11 @@ func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
 		for ch := lo; ch < hi; ch++ {
 			r := rng.New(rng.Derive(seed, uint64(ch)))
 			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
-			xs, ms, ds := x.Data[i0:i1], mask.Data[i0:i1], dst.Data[i0:i1]
+			xs, ds := x.Data[i0:i1], dst.Data[i0:i1]
+			var ms []float32
+			if !noMask {
+				ms = mask.Data[i0:i1]
+			}
 			var bits uint64
 			for i, v := range xs {
 				if i&3 == 0 {
@@ -255,7 +265,9 @@ func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
 				k := 1 ^ ((bits&0xffff - thr) >> 63)
 				bits >>= 16
 				f := factors[k&1]
-				ms[i] = f
+				if ms != nil {
+					ms[i] = f
+				}
 				ds[i] = v * f
 			}
 		}

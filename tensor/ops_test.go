@@ -130,6 +130,15 @@ func TestDropoutSeeded(t *testing.T) {
 	if zeros < 2300 || zeros > 2700 || same == len(a.Data) {
 		t.Fatalf("%d zeros of 10000 at p=0.25; %d equal to another seed", zeros, same)
 	}
+	noMask := New(100, 100)
+	if err := Dropout(noMask, Matrix{}, x, 0.25, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range noMask.Data {
+		if noMask.Data[i] != a.Data[i] {
+			t.Fatal("dropout without a mask differs from dropout with one")
+		}
+	}
 	if err := Dropout(a, b, x, 1, 1); err == nil {
 		t.Fatal("p = 1 accepted")
 	}

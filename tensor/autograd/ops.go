@@ -175,7 +175,10 @@ func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
 		return x
 	}
 	out := tensor.New(x.Value.Rows, x.Value.Cols)
-	mask := tensor.New(x.Value.Rows, x.Value.Cols)
+	var mask tensor.Matrix // only kept when a gradient flows back through it
+	if x.requiresGrad {
+		mask = tensor.New(x.Value.Rows, x.Value.Cols)
+	}
 	must("Dropout", tensor.Dropout(out, mask, x.Value, p, seed))
 	return t.record("Dropout", out, func(g tensor.Matrix) error {
 		return into(x, func(dx tensor.Matrix) error {
