@@ -14,18 +14,19 @@ type Kind string
 
 // The model families.
 const (
-	SAGE Kind = "sage"
-	GCN  Kind = "gcn"
-	GAT  Kind = "gat"
+	SAGE  Kind = "sage"
+	GCN   Kind = "gcn"
+	GAT   Kind = "gat"
+	APPNP Kind = "appnp"
 )
 
 // ParseKind parses "sage", "gcn" or "gat".
 func ParseKind(s string) (Kind, error) {
 	switch k := Kind(strings.ToLower(s)); k {
-	case SAGE, GCN, GAT:
+	case SAGE, GCN, GAT, APPNP:
 		return k, nil
 	}
-	return "", fmt.Errorf("unknown model %q: want sage, gcn or gat", s)
+	return "", fmt.Errorf("unknown model %q: want sage, gcn, gat or appnp", s)
 }
 
 // Config describes a model.
@@ -36,7 +37,8 @@ type Config struct {
 	In     int `json:"in"`
 	Hidden int `json:"hidden"`
 	Out    int `json:"out"`
-	// Layers is the number of message-passing layers (>= 1).
+	// Layers is the number of message-passing layers (>= 1); for APPNP
+	// the number of propagation steps K (after its MLP).
 	Layers int `json:"layers"`
 	// Dropout is applied to the input of every layer during training.
 	Dropout float64 `json:"dropout"`
@@ -46,6 +48,8 @@ type Config struct {
 	OutHeads int `json:"out_heads,omitempty"`
 	// AttnDropout is GAT's dropout on attention coefficients.
 	AttnDropout float64 `json:"attn_dropout,omitempty"`
+	// Alpha is APPNP's teleport probability (default 0.1).
+	Alpha float64 `json:"alpha,omitempty"`
 	// Seed initialises the weights.
 	Seed uint64 `json:"seed"`
 }
@@ -66,8 +70,22 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	if c.Dropout < 0 || c.Dropout >= 1 || c.AttnDropout < 0 || c.AttnDropout >= 1 {
 		return nil, fmt.Errorf("nn: dropout must be in [0, 1)")
 	}
-	if c.Kind == GCN && deg == nil {
-		return nil, fmt.Errorf("nn: GCN needs the graph's degrees")
+	if (c.Kind == GCN || c.Kind == APPNP) && deg == nil {
+		return nil, fmt.Errorf("nn: %s needs the graph's degrees", c.Kind)
+	}
+	if c.Kind == APPNP {
+		if c.Alpha == 0 {
+			c.Alpha = 0.1
+		}
+		if !(c.Alpha > 0 && c.Alpha <= 1) || c.Hidden < 1 {
+			return nil, fmt.Errorf("nn: APPNP needs alpha in (0, 1] and hidden >= 1, got %g and %d", c.Alpha, c.Hidden)
+		}
+		r := rng.New(rng.Derive(c.Seed, 0x1417))
+		m := &Model{Config: c, Layers: []Layer{newMLPLayer(r, c.In, c.Hidden, c.Out, c.Dropout)}}
+		for k := 0; k < c.Layers; k++ {
+			m.Layers = append(m.Layers, &propLayer{alpha: float32(c.Alpha), deg: deg, dim: c.Out})
+		}
+		return m, nil
 	}
 	if c.Kind == GAT {
 		c.Heads = max(c.Heads, 1)
@@ -136,8 +154,28 @@ func (m *Model) NumParams() int {
 }
 
 // ForwardLayer runs layer l on block b: dropout on the input (training
-// only), the layer, and the activation unless l is the last layer.
+// only), the layer, and the activation unless l is the last layer. For
+// APPNP's propagation layers (l >= 1) use ForwardLayerH0.
 func (m *Model) ForwardLayer(tp *autograd.Tape, l int, b *Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
+	return m.ForwardLayerH0(tp, l, b, x, nil, train, seed)
+}
+
+// NeedsH0 reports whether layer l reads the predictions h0 of its
+// destinations (APPNP's teleport term), the output of layer 0.
+func (m *Model) NeedsH0(l int) bool { return m.Config.Kind == APPNP && l > 0 }
+
+// ForwardLayerH0 is ForwardLayer with h0, the output of layer 0 for the
+// block's destination rows, for layers where NeedsH0 holds (nil otherwise).
+func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var {
+	if m.Config.Kind == APPNP {
+		if l == 0 {
+			if train && m.Config.Dropout > 0 {
+				x = tp.Dropout(x, m.Config.Dropout, rng.Derive(seed, 0))
+			}
+			return m.Layers[0].Forward(tp, b, x, train, rng.Derive(seed, 1))
+		}
+		return m.Layers[l].(*propLayer).propagate(tp, b, x, h0)
+	}
 	if train && m.Config.Dropout > 0 {
 		x = tp.Dropout(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)))
 	}
@@ -157,12 +195,23 @@ func (m *Model) ForwardLayer(tp *autograd.Tape, l int, b *Block, x *autograd.Var
 // It returns the logits of the last block's destination nodes.
 func (m *Model) Forward(tp *autograd.Tape, blocks []*Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
 	h := x
+	var h0 *autograd.Var
 	for l := range m.Layers {
 		b := blocks[0]
 		if len(blocks) > 1 {
 			b = blocks[l]
 		}
-		h = m.ForwardLayer(tp, l, b, h, train, seed)
+		var h0dst *autograd.Var
+		if m.NeedsH0(l) && h0 != nil {
+			h0dst = h0
+			if b.NumDst != h0.Value.Rows {
+				h0dst = tp.Rows(h0, 0, b.NumDst)
+			}
+		}
+		h = m.ForwardLayerH0(tp, l, b, h, h0dst, train, seed)
+		if l == 0 {
+			h0 = h
+		}
 	}
 	return h
 }

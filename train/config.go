@@ -93,12 +93,24 @@ func Defaults(kind nn.Kind) Config {
 		c.Model.Dropout, c.Model.AttnDropout = 0.6, 0.6
 		c.Optimizer.LR = 0.005
 		c.Epochs, c.Patience = 1000, 100
+	case nn.APPNP:
+		c.Model.Hidden, c.Model.Layers, c.Model.Alpha = 64, 10, 0.1
+		c.DecayFirstLayerOnly = true
 	case nn.SAGE:
 		c.Mode = Sampled
 		c.Model.Hidden = 64
 		c.Epochs = 50
 	}
 	return c
+}
+
+// numLayers is the number of blocks a sampled minibatch needs (APPNP's
+// MLP counts as a layer).
+func (c *Config) numLayers() int {
+	if c.Model.Kind == nn.APPNP {
+		return c.Model.Layers + 1
+	}
+	return c.Model.Layers
 }
 
 // validate checks the configuration.
@@ -118,8 +130,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("patience must be >= 0, got %d", c.Patience)
 	case c.Mode == Sampled && c.BatchSize < 1:
 		return fmt.Errorf("batch size must be >= 1, got %d", c.BatchSize)
-	case c.Mode == Sampled && len(c.Fanouts) != c.Model.Layers:
-		return fmt.Errorf("%d fanouts for %d layers: give one fanout per layer", len(c.Fanouts), c.Model.Layers)
+	case c.Mode == Sampled && len(c.Fanouts) != c.numLayers():
+		return fmt.Errorf("%d fanouts for %d layers: give one fanout per layer", len(c.Fanouts), c.numLayers())
 	}
 	return nil
 }

@@ -164,8 +164,16 @@ func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
 func (s *gasStepper) forward(tp *autograd.Tape, m *nn.Model, b *gasBatch, train bool, seed uint64) (*autograd.Var, []tensor.Matrix) {
 	h := tp.Const(b.x)
 	var fresh []tensor.Matrix
+	var h0 *autograd.Var // layer 0's rows of the batch (APPNP's teleport)
 	for l := range m.Layers {
-		out := m.ForwardLayer(tp, l, b.block, h, train, seed)
+		var h0dst *autograd.Var
+		if m.NeedsH0(l) {
+			h0dst = h0
+		}
+		out := m.ForwardLayerH0(tp, l, b.block, h, h0dst, train, seed)
+		if l == 0 {
+			h0 = out
+		}
 		if l == len(m.Layers)-1 {
 			return out, fresh
 		}

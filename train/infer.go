@@ -38,6 +38,7 @@ func InferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix
 		ids[i] = int32(i)
 	}
 	h := x
+	var h0 tensor.Matrix // layer 0's output, for APPNP's teleport term
 	for l := range m.Layers {
 		out := tensor.New(n, m.Layers[l].OutDim())
 		for lo := 0; lo < n; lo += batchSize {
@@ -51,8 +52,15 @@ func InferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix
 				in = gatherRows(h, b.Src)
 			}
 			tp := autograd.NewInferenceTape()
-			y := m.ForwardLayer(tp, l, b, tp.Const(in), false, 0)
+			var h0dst *autograd.Var
+			if m.NeedsH0(l) {
+				h0dst = tp.Const(h0.RowSlice(lo, hi))
+			}
+			y := m.ForwardLayerH0(tp, l, b, tp.Const(in), h0dst, false, 0)
 			copy(out.Data[lo*out.Cols:hi*out.Cols], y.Value.Data)
+		}
+		if l == 0 {
+			h0 = out
 		}
 		if onLayer != nil && l < len(m.Layers)-1 {
 			if err := onLayer(l, out); err != nil {

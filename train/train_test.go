@@ -42,6 +42,7 @@ func stripTimes(res *Result) []EpochStats {
 	out := make([]EpochStats, len(res.History))
 	for i, h := range res.History {
 		h.Seconds, h.SampleSeconds, h.GatherSeconds, h.ComputeSeconds, h.WaitSeconds, h.EvalSeconds = 0, 0, 0, 0, 0, 0
+		h.PeakHeapBytes, h.PeakRSSBytes = 0, 0
 		out[i] = h
 	}
 	return out
@@ -67,7 +68,7 @@ func TestReproducible(t *testing.T) {
 
 func TestGASReproducibleAndRaceFree(t *testing.T) {
 	d := cora(t)
-	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE} {
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.APPNP} {
 		cfg := Defaults(kind)
 		cfg.Mode, cfg.Epochs, cfg.Threads, cfg.Parts, cfg.PartsPerBatch = GAS, 3, 2, 8, 3
 		a, b := run(t, d, cfg), run(t, d, cfg)
@@ -112,9 +113,12 @@ func TestOverlappedEvalMatchesSequential(t *testing.T) {
 // inference computes exactly what one full-graph forward pass computes.
 func TestLayerwiseInferenceMatchesFullGraph(t *testing.T) {
 	d := cora(t)
-	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.GAT} {
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.GAT, nn.APPNP} {
 		cfg := Defaults(kind)
 		cfg.Model.Layers, cfg.Fanouts = 3, []int{5, 5, 5}
+		if kind == nn.APPNP {
+			cfg.Fanouts = append(cfg.Fanouts, 5)
+		}
 		r, err := NewRunner(d, cfg, Hooks{})
 		if err != nil {
 			t.Fatal(err)

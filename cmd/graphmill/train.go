@@ -64,11 +64,11 @@ accuracy reported is that model's.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
-	fl.StringVar(&f.model, "model", "gcn", "model: gcn, sage or gat")
+	fl.StringVar(&f.model, "model", "gcn", "model: gcn, sage, gat or appnp (MLP + K personalised-PageRank propagation steps)")
 	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled)")
 	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64)")
-	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers")
+	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers (appnp: propagation steps K, default 10)")
 	fl.IntVar(&f.heads, "heads", 8, "GAT: attention heads in hidden layers")
 	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model: gcn, sage 0.01, gat 0.005)")
 	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default 5e-4; gcn: first layer only, as Kipf & Welling)")
@@ -115,7 +115,9 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	if set("hidden") {
 		cfg.Model.Hidden = f.hidden
 	}
-	cfg.Model.Layers = f.layers
+	if set("layers") {
+		cfg.Model.Layers = f.layers
+	}
 	if kind == nn.GAT {
 		cfg.Model.Heads = f.heads
 	}

@@ -82,6 +82,28 @@ class GATConv(torch.nn.Module):
         out = out.reshape(N, -1) if s.concat else out.mean(1)
         return out + s.bias
 
+class MLP(torch.nn.Module):
+    def __init__(s, i, h, o):
+        super().__init__()
+        s.lin1 = torch.nn.Linear(i, h)
+        s.lin2 = torch.nn.Linear(h, o)
+    def forward(s, x):
+        return s.lin2(torch.relu(s.lin1(x)))
+
+class APPNP(torch.nn.Module):
+    def __init__(s, c):
+        super().__init__()
+        s.convs = torch.nn.ModuleList([MLP(c["in"], c["hidden"], c["out"])])
+        s.K, s.alpha = c["layers"], c.get("alpha", 0.1)
+    def forward(s, x):
+        h0 = s.convs[0](x)
+        deg = scatter_sum(torch.ones(len(dst_l)), dst_l, N)
+        norm = deg[src_l].rsqrt() * deg[dst_l].rsqrt()
+        h = h0
+        for _ in range(s.K):
+            h = (1 - s.alpha) * scatter_sum(h[src_l] * norm[:, None], dst_l, N) + s.alpha * h0
+        return h
+
 class Net(torch.nn.Module):
     def __init__(s, c):
         super().__init__()
@@ -103,7 +125,7 @@ class Net(torch.nn.Module):
             if l < len(s.convs) - 1: x = s.act(x)
         return x
 
-net = Net(cfg)
+net = APPNP(cfg) if cfg["kind"] == "appnp" else Net(cfg)
 net.load_state_dict(sd, strict=True)
 with torch.no_grad():
     out = net(x).numpy()

@@ -1,0 +1,76 @@
+package nn
+
+import (
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// APPNP (Klicpera et al., ICLR 2019, "Predict then Propagate") is one of
+// the deep models of the GNNAutoScale paper: an MLP predicts per node, then
+// K propagation layers spread the predictions with personalised PageRank,
+// h_{k+1} = (1-α)·Â·h_k + α·h_0 with Â the GCN-normalised adjacency with
+// self-loops. In a Model of Kind APPNP, layer 0 is the MLP and layers 1..K
+// propagate; each propagation layer is a message-passing layer of its own,
+// so GNNAutoScale keeps a history per layer.
+
+// mlpLayer is APPNP's predictor: lin2(dropout(relu(lin1(x)))) on the
+// block's destination rows.
+type mlpLayer struct {
+	Lin1, Bias1, Lin2, Bias2 *autograd.Var
+	dropout                  float64
+	out                      int
+}
+
+func newMLPLayer(r *rng.Rand, in, hidden, out int, dropout float64) *mlpLayer {
+	return &mlpLayer{
+		Lin1:    autograd.NewParam("lin1.weight", glorot(r, hidden, in, in, hidden)),
+		Bias1:   autograd.NewParam("lin1.bias", tensor.New(1, hidden)),
+		Lin2:    autograd.NewParam("lin2.weight", glorot(r, out, hidden, hidden, out)),
+		Bias2:   autograd.NewParam("lin2.bias", tensor.New(1, out)),
+		dropout: dropout, out: out,
+	}
+}
+
+// Forward implements Layer.
+func (l *mlpLayer) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
+	if b.NumDst != x.Value.Rows {
+		x = tp.Rows(x, 0, b.NumDst)
+	}
+	h := tp.ReLU(tp.AddBias(linear(tp, x, l.Lin1), l.Bias1))
+	if train && l.dropout > 0 {
+		h = tp.Dropout(h, l.dropout, seed)
+	}
+	return tp.AddBias(linear(tp, h, l.Lin2), l.Bias2)
+}
+
+// Params implements Layer.
+func (l *mlpLayer) Params() []*autograd.Var { return []*autograd.Var{l.Lin1, l.Bias1, l.Lin2, l.Bias2} }
+
+// OutDim implements Layer.
+func (l *mlpLayer) OutDim() int { return l.out }
+
+// propLayer is one APPNP propagation step; it has no parameters.
+type propLayer struct {
+	alpha float32
+	deg   []float32
+	dim   int
+}
+
+// Forward implements Layer without the teleport term; the model calls
+// propagate instead.
+func (l *propLayer) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
+	return tp.Aggregate(gcnCSR(b, l.deg), x, tensor.Weighted)
+}
+
+// propagate returns (1-α)·Â·x + α·h0 for the block's destinations, where
+// h0 holds the predictions of those destinations.
+func (l *propLayer) propagate(tp *autograd.Tape, b *Block, x, h0 *autograd.Var) *autograd.Var {
+	return tp.Add(tp.Scale(l.Forward(tp, b, x, false, 0), 1-l.alpha), tp.Scale(h0, l.alpha))
+}
+
+// Params implements Layer.
+func (l *propLayer) Params() []*autograd.Var { return nil }
+
+// OutDim implements Layer.
+func (l *propLayer) OutDim() int { return l.dim }
