@@ -76,7 +76,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 	cases := []struct{ m, n, k int }{
 		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
 		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
-		{40, 900, 300}, // packed B over the full-depth limit: one depth block at a time
+		{40, 900, 300},
 	}
 	forEachKernel(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -108,6 +108,34 @@ func TestGemmMatchesNaive(t *testing.T) {
 									t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/tc.n, i%tc.n, c.Data[i], w)
 								}
 							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestGemmDepthBlocked repeats some products with whole-depth packing of B
+// turned off, so the one-depth-block-at-a-time loop is checked too.
+func TestGemmDepthBlocked(t *testing.T) {
+	defer func(v int) { fullDepthLimit = v }(fullDepthLimit)
+	fullDepthLimit = 0
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 5))
+		for _, tc := range []struct{ m, n, k int }{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}} {
+			for _, tA := range []Op{NoTrans, Trans} {
+				for _, tB := range []Op{NoTrans, Trans} {
+					ar, ac := shapeOf(tA, tc.m, tc.k)
+					br, bc := shapeOf(tB, tc.k, tc.n)
+					a, b, c := randMatrix(rng, ar, ac), randMatrix(rng, br, bc), randMatrix(rng, tc.m, tc.n)
+					want := naiveGemm(tA, tB, 1.5, a, b, 0.5, c)
+					if err := GemmThreads(2, tA, tB, 1.5, a, b, 0.5, c); err != nil {
+						t.Fatal(err)
+					}
+					for i, w := range want {
+						if math.Abs(float64(c.Data[i])-w) > 1e-4*math.Sqrt(float64(tc.k))*4*(1+math.Abs(w)) {
+							t.Fatalf("%v %s%s: C[%d] = %v, want %v", tc, tA, tB, i, c.Data[i], w)
 						}
 					}
 				}
