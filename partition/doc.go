@@ -25,12 +25,17 @@
 //     degree, then pairing leftover vertices that share a neighbour, which
 //     keeps power-law graphs shrinking) and accumulates vertex and edge
 //     weights, down to about 30*K vertices; the contraction runs in
-//     parallel. The coarsest graph is split by recursive bisection, each
-//     bisection itself multilevel: greedy graph growing from 8 random
-//     seeds (run in parallel) with Fiduccia-Mattheyses refinement, best
-//     kept. While uncoarsening, every level is refined by greedy k-way
-//     boundary moves taken from a gain-ordered queue, within the balance
-//     limits, with a balancing pass when a limit is exceeded.
+//     parallel. The coarsest graph is split twice (in parallel) by
+//     recursive bisection, and the better split kept. Each bisection is
+//     itself multilevel: greedy graph growing from 8 random seeds with
+//     Fiduccia-Mattheyses (FM) refinement, small connected components set
+//     aside and packed in afterwards (so that the cut falls where the
+//     graph is thin, not where the balance happens to be reached), and FM
+//     at every level back up. While uncoarsening, every level is refined
+//     by greedy boundary moves computed in parallel and applied best gain
+//     first, then one pass of k-way FM (negative moves allowed, rolled
+//     back to the best prefix; gains evaluated lazily), within the
+//     balance limits, with a balancing pass when a limit is exceeded.
 //   - Fennel is the one-pass streaming partitioner of Tsourakakis et al.
 //     (WSDM 2014), with hard balance limits: a worse cut, but it needs
 //     only the graph and 8*K+4 bytes per node more.
@@ -47,12 +52,24 @@
 // nodes are fine (FromCSC and FromEdges drop self-loops and duplicates).
 //
 // Memory of Multilevel: the input Graph (8 B/node + 8 B/undirected edge)
-// plus the coarser levels (each about half the nodes of the previous,
-// with 4 B edge weights per entry: together at most about 1.3x the input
-// graph's entries at 8 B), plus about 40 B/node of matching, mapping and
-// refinement arrays. A 200M-edge graph (400M stored entries, 1.6 GB)
-// needs about 6 GB in all. FromCSC additionally needs a reversed copy
-// of the input's indices (4 B/input edge) while it runs.
+// plus the coarse levels, which hold 8 B per stored entry (4 B id + 4 B
+// weight, two entries per edge) plus 12 B per node. On graphs that coarsen
+// well (meshes, social graphs) the levels together hold about as many
+// entries as the input; on graphs whose edges do not shrink when
+// coarsened (random edges between communities) they could hold ten times
+// more, so coarse levels beyond Options.MaxCoarseBytes (default 6x the
+// input graph) are dropped after use and only projected through. Add
+// about 60 B/node of matching, mapping and refinement arrays and the
+// largest contraction in flight (two levels). Measured peak RSS of the
+// whole benchmark process on the 5M-node, 25M-edge synthetic graph
+// (undirected: 50M entries) is in partition/README.md. At the default
+// budget the worst case is about 8 (input) + 48 (kept levels) + 16
+// (levels kept because they halved the edges) + 32 (two levels in
+// flight) = about 100 B per undirected edge, so a 200M-edge graph needs at
+// most about 20 GB (lower MaxCoarseBytes for less), and typically far
+// less.
+// FromCSC additionally needs a reversed copy of the input's indices (4
+// B/input edge) while it runs.
 //
 // # Partitioned datasets
 //

@@ -85,6 +85,8 @@ includes reading the graph). --quick skips the synthetic graph.`,
 	f.IntVar(&cfg.SynthNodes, "synth-nodes", 5_000_000, "nodes of the synthetic graph")
 	f.Int64Var(&cfg.SynthEdges, "synth-edges", 25_000_000, "directed edges of the synthetic graph")
 	f.BoolVar(&noMetis, "no-gpmetis", false, "do not run gpmetis even if installed")
+	f.StringSliceVar(&cfg.Graphs, "graphs", nil, "only these graphs (name prefixes: wave, email-Enron, cora, citeseer, synthetic)")
+	f.IntVar(&cfg.Repeat, "repeat", 0, "runs per partitioner, fastest kept (0: 3, or 1 above 5M edges)")
 	return c
 }
 

@@ -46,6 +46,9 @@ type Config struct {
 	// Repeat runs each partitioner this many times and keeps the fastest
 	// (default 3, 1 for graphs over 5M edges): the machine may be shared.
 	Repeat int
+	// Graphs, if non-empty, restricts the run to the graphs whose names
+	// start with one of these prefixes (e.g. "wave", "synthetic").
+	Graphs []string
 	// NoGpmetis skips the gpmetis comparison even when it is installed.
 	NoGpmetis bool
 	// Log, if set, receives progress lines.
@@ -226,6 +229,18 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 	}
 	srcs, skipped := c.sources()
 	rep.Skipped = skipped
+	if len(c.Graphs) > 0 {
+		var keep []source
+		for _, s := range srcs {
+			for _, p := range c.Graphs {
+				if strings.HasPrefix(s.name, p) {
+					keep = append(keep, s)
+					break
+				}
+			}
+		}
+		srcs = keep
+	}
 	tmp, err := os.MkdirTemp("", "partbench-")
 	if err != nil {
 		return nil, err
