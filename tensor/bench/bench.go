@@ -100,9 +100,9 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 			return nil, fmt.Errorf("bench: thread count %d must be positive", t)
 		}
 	}
-	minTime, minReps := time.Second, 5
+	minTime, minReps, blocks := time.Second, 5, 3
 	if cfg.Quick {
-		minTime, minReps = 150*time.Millisecond, 2
+		minTime, minReps, blocks = 150*time.Millisecond, 2, 2
 	}
 	rep := &GemmReport{Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -136,7 +136,17 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 					}
 				})
 			}
-			best := measure(impls, minTime, minReps)
+			// Ours and OpenBLAS are timed in alternating blocks (ours, OpenBLAS,
+			// ours, ...), each a run of back-to-back calls as in training, so
+			// each keeps its threads warm in its own block. OpenBLAS's threads
+			// busy-wait for about 0.1 s after a multi-threaded call; after its
+			// block we wait for them to sleep, or our second worker would
+			// share a core with a spinning OpenBLAS thread.
+			cool := make([]time.Duration, len(impls))
+			if openblas.Available && th > 1 {
+				cool[1] = openblasSpin
+			}
+			best := measureBlocks(impls, cool, minTime/time.Duration(blocks), blocks)
 			if err != nil {
 				return nil, err
 			}
@@ -171,6 +181,36 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// openblasSpin is how long OpenBLAS's threads keep spinning after a call
+// (its THREAD_TIMEOUT of 2^28 cycles, about 0.1 s) plus a margin.
+const openblasSpin = 150 * time.Millisecond
+
+// measureBlocks warms every f up, then times blocks of back-to-back calls:
+// blocks rounds, in each of which every fs[i] runs for blockTime (at least
+// twice) and is followed by a pause of cool[i]. It returns each f's best
+// time in seconds.
+func measureBlocks(fs []func(), cool []time.Duration, blockTime time.Duration, blocks int) []float64 {
+	best := make([]float64, len(fs))
+	for i, f := range fs {
+		t0 := time.Now()
+		f()
+		best[i] = time.Since(t0).Seconds()
+		time.Sleep(cool[i])
+	}
+	for range blocks {
+		for i, f := range fs {
+			start := time.Now()
+			for reps := 0; reps < 2 || time.Since(start) < blockTime; reps++ {
+				t0 := time.Now()
+				f()
+				best[i] = min(best[i], time.Since(t0).Seconds())
+			}
+			time.Sleep(cool[i])
+		}
+	}
+	return best
 }
 
 // measure runs every f once to warm up, then in rounds (each f once per
