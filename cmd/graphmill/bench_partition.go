@@ -66,7 +66,9 @@ includes reading the graph). --quick skips the synthetic graph.`,
 			for _, s := range rep.Skipped {
 				fmt.Fprintln(w, "skipped:", s)
 			}
-			if !rep.Gpmetis {
+			if noMetis {
+				fmt.Fprintln(w, "gpmetis comparison skipped (--no-gpmetis)")
+			} else if !rep.Gpmetis {
 				fmt.Fprintln(w, "gpmetis not on PATH: no comparison (apt-get install metis)")
 			} else {
 				fmt.Fprintf(w, "max cut ratio %.3f, max time ratio %.2f; total %.2fs ours vs %.2fs gpmetis\n", rep.MaxCutRatio, rep.MaxTimeRatio, rep.GraphmillTotal, rep.GpmetisTotal)

@@ -225,7 +225,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 	rep := &Report{
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Gpmetis:    !c.NoGpmetis && gpmetis.Available(),
-		MemoryNote: "peak_rss_bytes: graphmill = VmHWM of the benchmark process, reset (clear_refs) before each run, so it includes the graph already in memory; gpmetis = ru_maxrss of its process",
+		MemoryNote: "peak_rss_bytes: graphmill = VmHWM of the benchmark process, reset (clear_refs) before each run, so it includes the graph already in memory; gpmetis = VmHWM of the gpmetis process, polled every 2 ms; gpmetis reported_seconds is its own partitioning timer (CPU time, no I/O)",
 	}
 	srcs, skipped := c.sources()
 	rep.Skipped = skipped
