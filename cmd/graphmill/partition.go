@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,6 +49,9 @@ streaming), random (baseline).`,
 			m, err := partition.ParseMethod(method)
 			if err != nil {
 				return err
+			}
+			if _, err := os.Stat(out); err == nil && !overwrite {
+				return fmt.Errorf("%s already exists (use --overwrite to replace it)", out)
 			}
 			d, err := builtin.Open(ctx, args[0])
 			if err != nil {
