@@ -17,6 +17,8 @@ func init() {
 		quick, asJSON bool
 		dir           string
 		workers       int
+		buildNodes    string
+		buildEdges    string
 	)
 	c := &cobra.Command{
 		Use:   "data",
@@ -36,6 +38,20 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 				o = benchdata.Quick
 			}
 			o.Workers = workers
+			if buildNodes != "" {
+				n, err := units.ParseCount(buildNodes)
+				if err != nil {
+					return fmt.Errorf("--build-nodes: %w", err)
+				}
+				o.BuildNodes = int(n)
+			}
+			if buildEdges != "" {
+				m, err := units.ParseCount(buildEdges)
+				if err != nil {
+					return fmt.Errorf("--build-edges: %w", err)
+				}
+				o.BuildEdges = int(m)
+			}
 			o.Dir = dir
 			if o.Dir == "" {
 				o.Dir = filepath.Join(builtin.CacheDir(), fmt.Sprintf("bench-data-%d-%d", o.GenNodes, o.GenEdges))
@@ -75,5 +91,7 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the dataset that is opened (default: in the cache directory)")
 	c.Flags().IntVar(&workers, "workers", 0, "goroutines for building and generating (0 = all cores)")
+	c.Flags().StringVar(&buildNodes, "build-nodes", "", "nodes of the random graph given to the builder (default 5M; quick 1M)")
+	c.Flags().StringVar(&buildEdges, "build-edges", "", "edges of the random graph given to the builder (default 50M; quick 10M), e.g. 200M")
 	benchCmd.AddCommand(c)
 }
