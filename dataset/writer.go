@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/npy"
 )
 
@@ -92,42 +93,18 @@ func (w *Writer) Commit(m Meta) error {
 		w.Abort()
 		return err
 	}
-	if err := writeSynced(filepath.Join(w.tmp, "meta.json"), append(b, '\n')); err != nil {
+	if err := atomicfile.WriteSynced(filepath.Join(w.tmp, "meta.json"), append(b, '\n')); err != nil {
 		w.Abort()
 		return err
 	}
-	if err := syncDir(w.tmp); err != nil {
+	if err := atomicfile.SyncDir(w.tmp); err != nil {
 		w.Abort()
 		return err
 	}
 	w.done = true
-	var old string
-	if _, err := os.Stat(w.dir); err == nil {
-		if !w.overwrite {
-			os.RemoveAll(w.tmp)
-			return fmt.Errorf("%s appeared while writing; not replacing it", w.dir)
-		}
-		// Move the old dataset aside, move the new one in, then delete the
-		// old one: at every instant a complete dataset exists at one of
-		// the two names.
-		old = w.tmp + ".old"
-		if err := os.Rename(w.dir, old); err != nil {
-			os.RemoveAll(w.tmp)
-			return err
-		}
-	}
-	if err := os.Rename(w.tmp, w.dir); err != nil {
-		if old != "" {
-			os.Rename(old, w.dir)
-		}
+	if err := atomicfile.ReplaceDir(w.tmp, w.dir, w.overwrite); err != nil {
 		os.RemoveAll(w.tmp)
 		return err
-	}
-	if err := syncDir(filepath.Dir(w.dir)); err != nil {
-		return err
-	}
-	if old != "" {
-		return os.RemoveAll(old)
 	}
 	return nil
 }
@@ -138,29 +115,4 @@ func (w *Writer) Abort() {
 		w.done = true
 		os.RemoveAll(w.tmp)
 	}
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

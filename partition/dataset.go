@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/npy"
 )
 
@@ -186,13 +187,13 @@ func WriteDataset(ctx context.Context, d *dataset.Dataset, res *Result, dir stri
 	if err != nil {
 		return nil, err
 	}
-	if err := writeSynced(filepath.Join(tmp, BookFile), append(b, '\n')); err != nil {
+	if err := atomicfile.WriteSynced(filepath.Join(tmp, BookFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return nil, err
 	}
-	if err := replaceDir(tmp, dir, opts.Overwrite); err != nil {
+	if err := atomicfile.ReplaceDir(tmp, dir, opts.Overwrite); err != nil {
 		return nil, err
 	}
 	committed = true
@@ -441,60 +442,6 @@ func OpenPart(dir string, book *Book, p int) (*dataset.Dataset, []int32, error) 
 		return nil, nil, fmt.Errorf("%s: %d global ids for %d local nodes", pd, len(ids), d.Meta.NumNodes)
 	}
 	return d, ids, nil
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// replaceDir renames tmp to dir; an existing dir (allowed only with
-// overwrite) is moved aside first and deleted after, so that a complete
-// directory exists at one of the two names at every instant.
-func replaceDir(tmp, dir string, overwrite bool) error {
-	var old string
-	if _, err := os.Stat(dir); err == nil {
-		if !overwrite {
-			return fmt.Errorf("%s appeared while writing; not replacing it", dir)
-		}
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
-		return err
-	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
-		return err
-	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
 }
 
 // BalanceWeights returns the extra balance constraints of d, as DGL's

@@ -19,9 +19,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"unsafe"
+
+	"github.com/graphmill/graphmill/internal/atomicfile"
 )
 
 // Tensor is one named float32 tensor.
@@ -74,18 +75,13 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 	for len(hj)%8 != 0 {
 		hj = append(hj, ' ')
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
 	var lenb [8]byte
 	binary.LittleEndian.PutUint64(lenb[:], uint64(len(hj)))
-	werr := func() error {
-		if _, err := tmp.Write(lenb[:]); err != nil {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if _, err := w.Write(lenb[:]); err != nil {
 			return err
 		}
-		if _, err := tmp.Write(hj); err != nil {
+		if _, err := w.Write(hj); err != nil {
 			return err
 		}
 		for _, t := range tensors {
@@ -93,19 +89,12 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 				continue
 			}
 			b := unsafe.Slice((*byte)(unsafe.Pointer(&t.Data[0])), len(t.Data)*4)
-			if _, err := tmp.Write(b); err != nil {
+			if _, err := w.Write(b); err != nil {
 				return err
 			}
 		}
-		return tmp.Sync()
-	}()
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("writing %s: %w", path, werr)
-	}
-	return os.Rename(tmp.Name(), path)
+		return nil
+	})
 }
 
 // File is a parsed safetensors file.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/npy"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/train"
@@ -118,10 +120,18 @@ Each file is written atomically.`,
 }
 
 func writeNpyAtomic[T npy.Elem](path string, data []T, shape ...int) error {
-	tmp := path + ".tmp"
-	if err := npy.WriteFile(tmp, data, shape...); err != nil {
-		os.Remove(tmp)
+	if shape == nil {
+		shape = []int{len(data)}
+	}
+	hdr, err := npy.EncodeHeader(npy.DTypeOf[T](), shape)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if _, err := w.Write(hdr); err != nil {
+			return err
+		}
+		_, err := w.Write(npy.AsBytes(data))
+		return err
+	})
 }

@@ -5,9 +5,11 @@ package curves
 import (
 	"fmt"
 	"image/color"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/graphmill/graphmill/internal/atomicfile"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -86,7 +88,7 @@ func Write(path, title string, pts []Point) error {
 	loss.Draw(canvases[0][0])
 	acc.Draw(canvases[1][0])
 	if ext == "png" {
-		return saveAtomic(path, func(f writerTo) error {
+		return atomicfile.Write(path, func(f io.Writer) error {
 			_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(f)
 			return err
 		})
