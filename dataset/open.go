@@ -206,8 +206,11 @@ func (d *Dataset) Close() error {
 	return errors.Join(errs...)
 }
 
-// AdviseHuge asks for transparent huge pages on the graph and feature
-// arrays, which makes random access 1.7-2x faster on large datasets.
+// AdviseHuge asks for transparent huge pages on the dataset's mappings. It
+// is a hint: on kernels whose transparent huge pages cover anonymous memory
+// only (the "madvise" setting of these machines) file mappings stay on 4 KiB
+// pages, and the 1.7-2x faster random access needs a copy into anonymous
+// huge-page memory instead (feature.Options.InMemory, internal/hugemem).
 func (d *Dataset) AdviseHuge() {
 	for _, a := range d.arrays {
 		a.AdviseHuge()

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/membench"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
@@ -20,7 +21,7 @@ const benchRows, benchDim, benchBatch = 1 << 20, 128, 100_000
 
 func benchData() ([]float32, []int32) {
 	benchOnce.Do(func() {
-		benchTable, _ = membench.AllocHuge[float32](benchRows * benchDim)
+		benchTable, _ = hugemem.Alloc[float32](benchRows * benchDim)
 		par.For(par.Workers(0), benchRows, func(_, lo, hi int) {
 			r := rng.New(uint64(lo))
 			for i := lo * benchDim; i < hi*benchDim; i++ {
@@ -51,7 +52,7 @@ func BenchmarkGather(b *testing.B) {
 			case Float32:
 				st, err = FromFloat32(table, benchRows, benchDim, Options{Workers: 1})
 			default:
-				h, free := allocHuge(len(table) * 2)
+				h, free := hugemem.Alloc[byte](len(table) * 2)
 				defer free()
 				enc := EncodeF16
 				if dtype == BFloat16 {

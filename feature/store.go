@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/npy"
 )
@@ -119,7 +120,7 @@ func New(data []byte, dtype DType, numRows, dim int, opts Options) (*Store, erro
 	}
 	s := &Store{n: numRows, dim: dim, dtype: dtype, rowB: rowB, data: data, workers: par.Workers(opts.Workers)}
 	if opts.InMemory && len(data) > 0 {
-		buf, free := allocHuge(len(data))
+		buf, free := hugemem.Alloc[byte](len(data))
 		s.free = append(s.free, free)
 		const chunk = 1 << 20
 		par.For(s.workers, (len(data)+chunk-1)/chunk, func(_, lo, hi int) {
@@ -201,7 +202,7 @@ func (s *Store) buildCache(budget int64, order []int32) error {
 		k++
 	}
 	s.cached = k
-	buf, free := allocHuge(k * s.rowB)
+	buf, free := hugemem.Alloc[byte](k * s.rowB)
 	s.free = append(s.free, free)
 	s.cache = buf
 	par.For(s.workers, s.n, func(_, lo, hi int) {

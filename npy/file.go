@@ -97,8 +97,8 @@ func (a *Array) Close() error {
 }
 
 // AdviseHuge asks the kernel to back the mapping with transparent huge
-// pages, which speeds up random access to large arrays 1.7-2x. It is a hint:
-// errors are ignored.
+// pages. It is a hint (errors are ignored) that kernels applying huge pages
+// to anonymous memory only do not follow for file mappings.
 func (a *Array) AdviseHuge() { adviseHuge(a.mapping) }
 
 // AdviseRandom tells the kernel that access will be random, so it does not

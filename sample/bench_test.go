@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/membench"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/synth"
@@ -49,13 +50,13 @@ func benchGraph(b *testing.B) (*graph.CSC, []int32) {
 		}
 		defer d.Close()
 		g := d.Graph
-		indptr, _ := membench.AllocHuge[int64](len(g.Indptr))
-		indices, _ := membench.AllocHuge[int32](len(g.Indices))
+		indptr, _ := hugemem.Alloc[int64](len(g.Indptr))
+		indices, _ := hugemem.Alloc[int32](len(g.Indices))
 		copy(indptr, g.Indptr)
 		copy(indices, g.Indices)
 		benchG = &graph.CSC{NumNodes: g.NumNodes, Indptr: indptr, Indices: indices}
 		benchTrain = append([]int32(nil), d.Train...)
-		arr, free := membench.AllocHuge[uint32](int(benchG.Bytes() / 4))
+		arr, free := hugemem.Alloc[uint32](int(benchG.Bytes() / 4))
 		for i := range arr {
 			arr[i] = uint32(i)
 		}

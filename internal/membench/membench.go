@@ -7,7 +7,7 @@
 // total rate, so "sampler edges/s divided by RandomReads(..., workers)" is
 // a fair ratio for the same worker count.
 //
-//	a, free := membench.AllocHuge[uint32](n) // like the graph: huge pages
+//	a, free := hugemem.Alloc[uint32](n) // like the graph: huge pages
 //	defer free()
 //	r := membench.RandomReads(a, 1, 300*time.Millisecond)
 //	fmt.Println(r.PerSec) // reads per second

@@ -3,10 +3,12 @@ package membench
 import (
 	"testing"
 	"time"
+
+	"github.com/graphmill/graphmill/internal/hugemem"
 )
 
 func TestMeasurements(t *testing.T) {
-	a, free := AllocHuge[uint32](1 << 20)
+	a, free := hugemem.Alloc[uint32](1 << 20)
 	defer free()
 	for i := range a {
 		if a[i] != 0 {

@@ -25,6 +25,7 @@ import (
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/membench"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
@@ -332,8 +333,8 @@ func runDataset(ctx context.Context, cfg Config, name string) (*DatasetReport, e
 // way a trainer that has the RAM would hold them.
 func (e *env) load() error {
 	g := e.d.Graph
-	indptr, f1 := membench.AllocHuge[int64](len(g.Indptr))
-	indices, f2 := membench.AllocHuge[int32](len(g.Indices))
+	indptr, f1 := hugemem.Alloc[int64](len(g.Indptr))
+	indices, f2 := hugemem.Alloc[int32](len(g.Indices))
 	e.frees = append(e.frees, f1, f2)
 	parCopy(indptr, g.Indptr)
 	parCopy(indices, g.Indices)
@@ -344,7 +345,7 @@ func (e *env) load() error {
 			return err
 		}
 		e.dim = st.Dim()
-		feats, f3 := membench.AllocHuge[float32](g.NumNodes * e.dim)
+		feats, f3 := hugemem.Alloc[float32](g.NumNodes * e.dim)
 		e.frees = append(e.frees, f3)
 		const rows = 1 << 14
 		ids := make([][]int32, par.Workers(0))
@@ -372,7 +373,7 @@ func (e *env) load() error {
 	// The random-read ceiling's array, as large as the graph, written so
 	// that its pages are real (untouched anonymous pages all alias one
 	// zero page and would never miss the cache).
-	arr, f4 := membench.AllocHuge[uint32](int(max(e.g.Bytes()/4, 1<<20)))
+	arr, f4 := hugemem.Alloc[uint32](int(max(e.g.Bytes()/4, 1<<20)))
 	e.frees = append(e.frees, f4)
 	par.For(par.Workers(0), len(arr), func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -541,7 +542,7 @@ func (e *env) gather() error {
 	if err != nil {
 		return err
 	}
-	half, free := membench.AllocHuge[uint16](len(e.feats))
+	half, free := hugemem.Alloc[uint16](len(e.feats))
 	defer free()
 	par.For(par.Workers(0), e.d.Meta.NumNodes, func(_, lo, hi int) {
 		feature.EncodeF16(half[lo*e.dim:hi*e.dim], e.feats[lo*e.dim:hi*e.dim])

@@ -1,6 +1,11 @@
 //go:build linux
 
-package membench
+// Package hugemem allocates large read-mostly arrays (graphs, features)
+// in anonymous memory advised for transparent huge pages, which makes random
+// access 1.7-2x faster on these machines than 4 KiB pages. (File mappings
+// stay on 4 KiB pages where transparent huge pages cover anonymous memory
+// only, so hot arrays are copied here instead.)
+package hugemem
 
 import (
 	"unsafe"
@@ -8,11 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// AllocHuge returns a zeroed slice of n elements in an anonymous mapping
+// Alloc returns a zeroed slice of n elements in an anonymous mapping
 // advised for transparent huge pages (outside the Go heap, so the garbage
 // collector neither scans nor counts it), and a function that unmaps it.
 // It falls back to make when the mapping fails.
-func AllocHuge[T any](n int) ([]T, func()) {
+func Alloc[T any](n int) ([]T, func()) {
 	var z T
 	size := n * int(unsafe.Sizeof(z))
 	if size == 0 {
