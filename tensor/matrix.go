@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 )
 
 // Matrix is a dense row-major float32 matrix: element (i, j) is
@@ -35,8 +36,18 @@ func New(rows, cols int) Matrix {
 	if rows < 0 || cols < 0 {
 		panic(fmt.Sprintf("tensor.New: negative size %d×%d", rows, cols))
 	}
+	allocated.Add(int64(rows) * int64(cols) * 4)
 	return Matrix{Rows: rows, Cols: cols, Data: make([]float32, rows*cols)}
 }
+
+// allocated counts the bytes of every matrix made by New (and Clone).
+var allocated atomic.Int64
+
+// Allocated returns the bytes of all matrices allocated by New since the
+// process started. The difference over a training step is the step's
+// activation and gradient memory, which the trainer's memory model
+// predicts (and its tests check against this counter).
+func Allocated() int64 { return allocated.Load() }
 
 // FromSlice wraps data (not copied) as a rows×cols matrix. It returns
 // ErrShape if len(data) != rows*cols.
@@ -73,7 +84,9 @@ func (m Matrix) RowSlice(from, to int) Matrix {
 
 // Clone returns a deep copy.
 func (m Matrix) Clone() Matrix {
-	return Matrix{Rows: m.Rows, Cols: m.Cols, Data: append([]float32(nil), m.Data...)}
+	c := New(m.Rows, m.Cols)
+	copy(c.Data, m.Data)
+	return c
 }
 
 // Zero sets every element to 0.

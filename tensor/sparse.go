@@ -358,7 +358,7 @@ func GATAggregateGradKeep(dh, del, der Matrix, g *CSR, h, el, er Matrix, alpha, 
 		return err
 	}
 	f := hm.Cols / heads
-	dz := make([]float32, len(alpha))
+	dz := New(1, len(alpha)).Data
 	dot := ks().dot
 	axpy := ks().axpy
 	// Phase 1, per destination: dα_e = dy[d,k]·h[s,k]; softmax and LeakyReLU

@@ -364,10 +364,10 @@ func (t *Tape) GATAggregate(g *tensor.CSR, h, el, er *Var, heads int, slope floa
 // or with p == 0, it is GATAggregate.
 func (t *Tape) GATAggregateDropout(g *tensor.CSR, h, el, er *Var, heads int, slope float32, p float64, seed uint64) *Var {
 	out := tensor.New(g.NumDst(), h.Value.Cols)
-	alpha := make([]float32, g.NumEdges()*heads)
+	alpha := tensor.New(1, g.NumEdges()*heads).Data
 	var keep []float32
 	if p > 0 && !t.noGrad {
-		keep = make([]float32, len(alpha))
+		keep = tensor.New(1, len(alpha)).Data
 		mask := tensor.Matrix{Rows: 1, Cols: len(keep), Data: keep}
 		ones := tensor.New(1, len(keep))
 		for i := range ones.Data {

@@ -1,0 +1,198 @@
+package nn
+
+// Memory model: the trainer must know a batch's activation and gradient
+// memory before running it, to split batches that would exceed a bound.
+// graphmill owns every tensor, so the count is exact: the planner below
+// walks the same op sequence as the layers' Forward methods and adds up the
+// matrices each op allocates (outputs, dropout masks, attention
+// coefficients, gradients of intermediates, backward temporaries). The
+// tests check it against tensor.Allocated, the counter of every matrix
+// made, on random shapes of every model kind.
+
+// BlockShape is the size of one layer's block.
+type BlockShape struct {
+	Src, Dst, Edges int
+	// LoopEdges is the number of edges after giving every destination
+	// exactly one self-loop (GCN, GAT and APPNP use it).
+	LoopEdges int
+}
+
+// ShapeOf returns the shape of a block.
+func ShapeOf(b *Block) BlockShape {
+	c := b.CSR
+	loops := len(c.Indices) + b.NumDst
+	for d := 0; d < b.NumDst; d++ {
+		for e := c.Indptr[d]; e < c.Indptr[d+1]; e++ {
+			if c.Indices[e] == int32(d) {
+				loops--
+			}
+		}
+	}
+	return BlockShape{Src: c.NumSrc, Dst: b.NumDst, Edges: len(c.Indices), LoopEdges: loops}
+}
+
+// pv is a planned value: its shape and whether it needs a gradient.
+type pv struct {
+	rows, cols int
+	grad       bool
+}
+
+// planner adds up the bytes of the matrices a step allocates.
+type planner struct {
+	train bool
+	bytes int64
+}
+
+func (p *planner) alloc(r, c int) { p.bytes += 4 * int64(r) * int64(c) }
+
+// out allocates an op's output and, in training, its gradient.
+func (p *planner) out(r, c int, grad bool) pv {
+	p.alloc(r, c)
+	grad = grad && p.train
+	if grad {
+		p.alloc(r, c)
+	}
+	return pv{r, c, grad}
+}
+
+func (p *planner) dropout(x pv, prob float64) pv {
+	if !p.train || prob == 0 {
+		return x
+	}
+	o := p.out(x.rows, x.cols, x.grad)
+	if x.grad {
+		p.alloc(x.rows, x.cols) // mask
+		p.alloc(x.rows, x.cols) // backward temporary
+	}
+	return o
+}
+
+func (p *planner) linear(x pv, out int) pv    { return p.out(x.rows, out, true) }
+func (p *planner) same(x pv) pv               { return p.out(x.rows, x.cols, x.grad) }
+func (p *planner) rows(x pv, n int) pv        { return p.out(n, x.cols, x.grad) }
+func (p *planner) aggregate(x pv, dst int) pv { return p.out(dst, x.cols, x.grad) }
+func (p *planner) add(a, b pv) pv             { return p.out(a.rows, a.cols, a.grad || b.grad) }
+func (p *planner) bias(x pv) pv               { return p.out(x.rows, x.cols, true) }
+func (p *planner) headDot(h pv, heads int) pv { return p.out(h.rows, heads, true) }
+func (p *planner) rowsIf(x pv, n int) pv {
+	if x.rows == n {
+		return x
+	}
+	return p.rows(x, n)
+}
+
+func (p *planner) gat(h pv, dst, edges, heads int, prob float64) pv {
+	o := p.out(dst, h.cols, true)
+	p.alloc(1, edges*heads) // alpha
+	if p.train && prob > 0 {
+		p.alloc(1, 3*edges*heads) // keep, and the ones and output of its dropout draw
+	}
+	if p.train {
+		p.alloc(1, edges*heads) // dz in the backward kernel
+	}
+	return o
+}
+
+func (p *planner) loss(logits pv) {
+	p.same(logits)    // log-softmax
+	p.out(1, 1, true) // NLL
+	p.alloc(1, 1)     // Backward's seed
+}
+
+// layer plans ForwardLayerH0 of layer l on a block of shape s.
+func (m *Model) planLayer(p *planner, l int, s BlockShape, x pv) pv {
+	c := m.Config
+	if c.Kind == APPNP {
+		if l == 0 {
+			x = p.dropout(x, c.Dropout)
+			ml := m.Layers[0].(*mlpLayer)
+			x = p.rowsIf(x, s.Dst)
+			h := p.same(p.bias(p.linear(x, ml.Lin1.Value.Rows)))
+			h = p.dropout(h, ml.dropout)
+			return p.bias(p.linear(h, ml.out))
+		}
+		agg := p.same(p.aggregate(x, s.Dst)) // Â·x, then the (1-α) scale
+		return agg                           // the teleport terms are planned by the caller
+	}
+	x = p.dropout(x, c.Dropout)
+	var h pv
+	switch layer := m.Layers[l].(type) {
+	case *SAGEConv:
+		var neigh pv
+		if aggregateFirstShape(s, layer.in, layer.out) {
+			neigh = p.linear(p.aggregate(x, s.Dst), layer.out)
+		} else {
+			neigh = p.aggregate(p.linear(x, layer.out), s.Dst)
+		}
+		root := p.rowsIf(x, s.Dst)
+		h = p.bias(p.add(neigh, p.linear(root, layer.out)))
+	case *GCNConv:
+		var agg pv
+		if aggregateFirstShape(s, layer.in, layer.out) {
+			agg = p.linear(p.aggregate(x, s.Dst), layer.out)
+		} else {
+			agg = p.aggregate(p.linear(x, layer.out), s.Dst)
+		}
+		h = p.bias(agg)
+	case *GATConv:
+		hh := p.linear(x, layer.Heads*layer.Out)
+		p.headDot(hh, layer.Heads)
+		hd := p.rowsIf(hh, s.Dst)
+		p.headDot(hd, layer.Heads)
+		prob := 0.0
+		if p.train {
+			prob = layer.AttnDropout
+		}
+		h = p.gat(hh, s.Dst, s.LoopEdges, layer.Heads, prob)
+		if !layer.Concat && layer.Heads > 1 {
+			p.alloc(layer.Heads*layer.Out, layer.Out) // the averaging matrix
+			h = p.out(h.rows, layer.Out, true)
+		}
+		h = p.bias(h)
+	}
+	if l < len(m.Layers)-1 {
+		h = p.same(h) // activation
+	}
+	return h
+}
+
+// aggregateFirstShape is aggregateFirst on a block shape.
+func aggregateFirstShape(s BlockShape, in, out int) bool {
+	e := int64(s.Edges)
+	return e*int64(in)+int64(s.Dst)*int64(in)*int64(out) <= int64(s.Src)*int64(in)*int64(out)+e*int64(out)
+}
+
+// StepBytes returns the bytes of the matrices that Forward on blocks of
+// these shapes (one per layer, or one shared by all layers), followed in
+// training by CrossEntropy and Backward, allocates: activations, dropout
+// masks, attention coefficients, gradients of intermediates and backward
+// temporaries. Parameter gradients (allocated once per model) and the
+// block's own index arrays are not included.
+func (m *Model) StepBytes(shapes []BlockShape, train bool) int64 {
+	p := &planner{train: train}
+	in := m.Config.In
+	var x pv
+	var h0 pv
+	for l := range m.Layers {
+		s := shapes[0]
+		if len(shapes) > 1 {
+			s = shapes[l]
+		}
+		if l == 0 {
+			x = pv{s.Src, in, false}
+		}
+		y := m.planLayer(p, l, s, x)
+		if m.NeedsH0(l) {
+			hd := p.rowsIf(h0, s.Dst)
+			y = p.add(y, p.same(hd)) // (1-α)Âx + αh0
+		}
+		if l == 0 {
+			h0 = y
+		}
+		x = y
+	}
+	if train {
+		p.loss(x)
+	}
+	return p.bytes
+}
