@@ -331,6 +331,7 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 			select {
 			case jobs <- j:
 			case <-ctx.Done():
+				j.done <- nil // queued but never filled: tell the writer
 				return
 			}
 		}
@@ -353,6 +354,12 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 	var werr error
 	for j := range queue {
 		ck := <-j.done
+		if ck == nil {
+			if werr == nil {
+				werr = ctx.Err()
+			}
+			continue
+		}
 		if werr == nil {
 			if _, err := indices.Write(npy.AsBytes(ck.indices)); err != nil {
 				werr = err

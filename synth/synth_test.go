@@ -178,3 +178,22 @@ func BenchmarkGenerate(b *testing.B) {
 	b.ReportMetric(20e6*float64(b.N)/b.Elapsed().Seconds()/1e6, "Medges/s")
 	b.ReportMetric(1e6*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mnodes/s")
 }
+
+// TestGenerateCancelledMidway cancels from the progress callback, while
+// chunks are in flight, many times: generation must stop with an error,
+// never hang, and leave nothing behind.
+func TestGenerateCancelledMidway(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		parent := t.TempDir()
+		cfg := Config{Nodes: 200000, Edges: 400000, Classes: 2, FeatureDim: 2, Workers: 2,
+			Progress: func(done, total int64) { cancel() }}
+		if _, err := Generate(ctx, filepath.Join(parent, "x"), cfg, false); err == nil {
+			t.Fatal("cancelled generation succeeded")
+		}
+		cancel()
+		if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+			t.Fatalf("left %v behind", ents)
+		}
+	}
+}
