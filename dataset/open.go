@@ -222,7 +222,6 @@ func (d *Dataset) AdviseHuge() {
 // dataset, or in 'graphmill data verify').
 func (d *Dataset) Verify(ctx context.Context) error {
 	g := d.Graph
-	var firstErr error
 	errs := make([]error, par.Workers(0))
 	par.For(len(errs), g.NumNodes, func(w, lo, hi int) {
 		n := int32(g.NumNodes)
@@ -240,9 +239,9 @@ func (d *Dataset) Verify(ctx context.Context) error {
 		}
 	})
 	for _, e := range errs {
-		if e != nil && firstErr == nil {
-			firstErr = e
+		if e != nil {
+			return e
 		}
 	}
-	return firstErr
+	return nil
 }

@@ -37,14 +37,17 @@ func linear(tp *autograd.Tape, x, w *autograd.Var) *autograd.Var {
 	return tp.MatMulOp(x, tensor.NoTrans, w, tensor.Trans)
 }
 
-// aggregateFirst reports whether aggregating in-dim features over a block
-// and then transforming the NumDst results is cheaper than transforming all
-// NumSrc rows and aggregating out-dim features.
-func aggregateFirst(b *Block, in, out int) bool {
-	e := int64(b.CSR.NumEdges())
-	aggFirst := e*int64(in) + int64(b.NumDst)*int64(in)*int64(out)
-	transFirst := int64(b.CSR.NumSrc)*int64(in)*int64(out) + e*int64(out)
-	return aggFirst <= transFirst
+// aggregateLinear returns linear(aggregate(x)) over the edges c of block b,
+// in whichever order costs less: aggregating the in-dim features then
+// transforming the destinations, or transforming every source then
+// aggregating out-dim features (the two are equal, aggregation being
+// linear).
+func aggregateLinear(tp *autograd.Tape, b *Block, c *tensor.CSR, x, w *autograd.Var, mode tensor.Reduce) *autograd.Var {
+	out, in := w.Shape()
+	if aggregateFirst(BlockShape{Src: c.NumSrc, Dst: b.NumDst, Edges: b.CSR.NumEdges()}, in, out) {
+		return linear(tp, tp.Aggregate(c, x, mode), w)
+	}
+	return tp.Aggregate(c, linear(tp, x, w), mode)
 }
 
 // SAGEConv is GraphSAGE's layer with mean aggregation and a separate root
@@ -67,12 +70,7 @@ func NewSAGEConv(r *rng.Rand, in, out int) *SAGEConv {
 
 // Forward implements Layer.
 func (l *SAGEConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
-	var neigh *autograd.Var
-	if aggregateFirst(b, l.in, l.out) {
-		neigh = linear(tp, tp.Aggregate(b.CSR, x, tensor.Mean), l.LinL)
-	} else {
-		neigh = tp.Aggregate(b.CSR, linear(tp, x, l.LinL), tensor.Mean)
-	}
+	neigh := aggregateLinear(tp, b, b.CSR, x, l.LinL, tensor.Mean)
 	root := x
 	if b.NumDst != x.Value.Rows {
 		root = tp.Rows(x, 0, b.NumDst)
@@ -128,13 +126,7 @@ func gcnCSR(b *Block, deg []float32) *tensor.CSR {
 // Forward implements Layer.
 func (l *GCNConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
 	c := gcnCSR(b, l.Deg)
-	var h *autograd.Var
-	if aggregateFirst(b, l.in, l.out) {
-		h = linear(tp, tp.Aggregate(c, x, tensor.Weighted), l.Lin)
-	} else {
-		h = tp.Aggregate(c, linear(tp, x, l.Lin), tensor.Weighted)
-	}
-	return tp.AddBias(h, l.Bias)
+	return tp.AddBias(aggregateLinear(tp, b, c, x, l.Lin, tensor.Weighted), l.Bias)
 }
 
 // Params implements Layer.

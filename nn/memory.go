@@ -74,6 +74,15 @@ func (p *planner) aggregate(x pv, dst int) pv { return p.out(dst, x.cols, x.grad
 func (p *planner) add(a, b pv) pv             { return p.out(a.rows, a.cols, a.grad || b.grad) }
 func (p *planner) bias(x pv) pv               { return p.out(x.rows, x.cols, true) }
 func (p *planner) headDot(h pv, heads int) pv { return p.out(h.rows, heads, true) }
+
+// aggregateLinear plans nn's aggregateLinear.
+func (p *planner) aggregateLinear(x pv, s BlockShape, in, out int) pv {
+	if aggregateFirst(s, in, out) {
+		return p.linear(p.aggregate(x, s.Dst), out)
+	}
+	return p.aggregate(p.linear(x, out), s.Dst)
+}
+
 func (p *planner) rowsIf(x pv, n int) pv {
 	if x.rows == n {
 		return x
@@ -85,7 +94,7 @@ func (p *planner) gat(h pv, dst, edges, heads int, prob float64) pv {
 	o := p.out(dst, h.cols, true)
 	p.alloc(1, edges*heads) // alpha
 	if p.train && prob > 0 {
-		p.alloc(1, 3*edges*heads) // keep, and the ones and output of its dropout draw
+		p.alloc(1, edges*heads) // the attention dropout factors
 	}
 	if p.train {
 		p.alloc(1, edges*heads) // dz in the backward kernel
@@ -118,22 +127,11 @@ func (m *Model) planLayer(p *planner, l int, s BlockShape, x pv) pv {
 	var h pv
 	switch layer := m.Layers[l].(type) {
 	case *SAGEConv:
-		var neigh pv
-		if aggregateFirstShape(s, layer.in, layer.out) {
-			neigh = p.linear(p.aggregate(x, s.Dst), layer.out)
-		} else {
-			neigh = p.aggregate(p.linear(x, layer.out), s.Dst)
-		}
+		neigh := p.aggregateLinear(x, s, layer.in, layer.out)
 		root := p.rowsIf(x, s.Dst)
 		h = p.bias(p.add(neigh, p.linear(root, layer.out)))
 	case *GCNConv:
-		var agg pv
-		if aggregateFirstShape(s, layer.in, layer.out) {
-			agg = p.linear(p.aggregate(x, s.Dst), layer.out)
-		} else {
-			agg = p.aggregate(p.linear(x, layer.out), s.Dst)
-		}
-		h = p.bias(agg)
+		h = p.bias(p.aggregateLinear(x, s, layer.in, layer.out))
 	case *GATConv:
 		hh := p.linear(x, layer.Heads*layer.Out)
 		p.headDot(hh, layer.Heads)
@@ -156,8 +154,10 @@ func (m *Model) planLayer(p *planner, l int, s BlockShape, x pv) pv {
 	return h
 }
 
-// aggregateFirstShape is aggregateFirst on a block shape.
-func aggregateFirstShape(s BlockShape, in, out int) bool {
+// aggregateFirst reports whether aggregating in-dim features over a block
+// of shape s and then transforming the Dst results is cheaper than
+// transforming all Src rows and aggregating out-dim features.
+func aggregateFirst(s BlockShape, in, out int) bool {
 	e := int64(s.Edges)
 	return e*int64(in)+int64(s.Dst)*int64(in)*int64(out) <= int64(s.Src)*int64(in)*int64(out)+e*int64(out)
 }

@@ -238,26 +238,45 @@ func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
 	if !(p >= 0 && p < 1) {
 		return fmt.Errorf("tensor: Dropout: probability %v not in [0, 1)", p)
 	}
-	// Dropout runs over every input feature each step, so it must be cheap:
-	// a concrete wyrand stream per chunk (math/rand/v2 through its interface
-	// made it the most expensive op of a GCN epoch), four 16-bit lanes per
-	// draw, a branch-free keep/drop choice, and chunks in parallel.
+	return drawDropout(dst.Data, mask.Data, x.Data, noMask, p, seed)
+}
+
+// DropoutMask fills mask with the dropout factors (0, or 1/(1-p) for kept
+// elements) that Dropout draws for seed, without an input to scale: the
+// attention dropout of GAT multiplies these into its coefficients.
+func DropoutMask(mask Matrix, p float64, seed uint64) error {
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("tensor: DropoutMask: probability %v not in [0, 1)", p)
+	}
+	return drawDropout(nil, mask.Data, nil, false, p, seed)
+}
+
+// drawDropout draws the dropout factors for len(mask or x) elements into
+// mask (unless noMask) and, when x is not nil, dst = x * factor.
+//
+// Dropout runs over every input feature each step, so it must be cheap:
+// a concrete wyrand stream per chunk (math/rand/v2 through its interface
+// made it the most expensive op of a GCN epoch), four 16-bit lanes per
+// draw, a branch-free keep/drop choice, and chunks in parallel.
+func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) error {
 	thr := uint64(math.Round(p * 65536))
 	keep := float32(1 / (1 - p))
 	factors := [2]float32{0, keep}
-	n := len(x.Data)
+	n := len(x)
+	if x == nil {
+		n = len(mask)
+	}
 	chunks := (n + dropoutChunk - 1) / dropoutChunk
 	return parallelFor(chunks, 4, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			r := rng.New(rng.Derive(seed, uint64(ch)))
 			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
-			xs, ds := x.Data[i0:i1], dst.Data[i0:i1]
 			var ms []float32
 			if !noMask {
-				ms = mask.Data[i0:i1]
+				ms = mask[i0:i1]
 			}
 			var bits uint64
-			for i, v := range xs {
+			for i := 0; i < i1-i0; i++ {
 				if i&3 == 0 {
 					bits = r.Uint64()
 				}
@@ -268,7 +287,9 @@ func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
 				if ms != nil {
 					ms[i] = f
 				}
-				ds[i] = v * f
+				if x != nil {
+					dst[i0+i] = x[i0+i] * f
+				}
 			}
 		}
 	})

@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/graphmill/graphmill/history"
@@ -71,13 +70,7 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 		}
 		s.hist = append(s.hist, h)
 	}
-	s.masked = make([]int32, len(r.labels))
-	for i := range s.masked {
-		s.masked[i] = -1
-	}
-	for _, v := range r.ds.Train {
-		s.masked[v] = r.labels[v]
-	}
+	s.masked = r.trainLabels()
 	return s, nil
 }
 
@@ -250,7 +243,6 @@ func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
 	if r.hooks.EpochStart != nil {
 		r.hooks.EpochStart(epoch, len(groups))
 	}
-	params := s.m.Params()
 	var st EpochStats
 	var lossSum float64
 	correct, total := 0, 0
@@ -258,27 +250,17 @@ func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
 	prep, wait, err := s.run(ctx, groups, func(i int, b *gasBatch) ([]tensor.Matrix, error) {
 		tp := autograd.NewTape()
 		logits, fresh := s.forward(tp, s.m, b, true, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
-		loss := tp.CrossEntropy(logits, b.labels)
 		c, k := countCorrect(logits.Value, b.labels)
 		st.Batches++
 		if k == 0 {
 			return fresh, nil // no training node in this batch: nothing to learn
 		}
-		autograd.ZeroGrad(params...)
-		if err := tp.Backward(loss); err != nil {
+		l, err := r.optimize(tp, s.m, s.opt, logits, b.labels, epoch, i)
+		if err != nil {
 			return nil, err
 		}
-		l := float64(loss.Scalar())
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return nil, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, i)
-		}
-		s.opt.Step(params)
-		r.notePeak()
 		lossSum += l * float64(k)
 		correct, total = correct+c, total+k
-		if r.hooks.Batch != nil {
-			r.hooks.Batch(epoch, i, l)
-		}
 		return fresh, nil
 	})
 	if err != nil {

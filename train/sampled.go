@@ -2,8 +2,6 @@ package train
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/graphmill/graphmill/feature"
@@ -69,7 +67,6 @@ func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
 	}
 	it := s.ld.Epoch(s.ctx, epoch)
 	defer it.Close()
-	params := s.m.Params()
 	var st EpochStats
 	var lossSum float64
 	correct, total := 0, 0
@@ -86,26 +83,15 @@ func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
 		x := tensor.Matrix{Rows: len(mb.InputNodes), Cols: s.store.Dim(), Data: b.Features}
 		tp := autograd.NewTape()
 		logits := s.m.Forward(tp, blocks, tp.Const(x), true, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
-		loss := tp.CrossEntropy(logits, b.Labels)
-		autograd.ZeroGrad(params...)
-		if err := tp.Backward(loss); err != nil {
+		l, err := r.optimize(tp, s.m, s.opt, logits, b.Labels, epoch, b.Index)
+		if err != nil {
 			return st, err
 		}
-		l := float64(loss.Scalar())
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return st, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, b.Index)
-		}
-		s.opt.Step(params)
-		r.notePeak()
-		n := len(b.Labels)
-		lossSum += l * float64(n)
 		c, k := countCorrect(logits.Value, b.Labels)
+		lossSum += l * float64(k)
 		correct, total = correct+c, total+k
 		st.Batches++
 		compute += time.Since(t)
-		if r.hooks.Batch != nil {
-			r.hooks.Batch(epoch, b.Index, l)
-		}
 	}
 	if err := it.Err(); err != nil {
 		return st, err

@@ -415,7 +415,7 @@ type stepper interface {
 func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	switch r.cfg.Mode {
 	case Full:
-		return &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph)}, nil
+		return &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph), masked: r.trainLabels()}, nil
 	case GAS:
 		return r.gasStepper(ctx, m, opt)
 	}
@@ -433,34 +433,50 @@ type fullStepper struct {
 
 func (s *fullStepper) epoch(epoch int) (EpochStats, error) {
 	r := s.r
-	if s.masked == nil {
-		s.masked = make([]int32, len(r.labels))
-		for i := range s.masked {
-			s.masked[i] = -1
-		}
-		for _, v := range r.ds.Train {
-			s.masked[v] = r.labels[v]
-		}
-	}
 	t := time.Now()
 	tp := autograd.NewTape()
 	logits := s.m.Forward(tp, []*nn.Block{s.block}, tp.Const(r.x), true, rng.Derive(r.cfg.Seed, uint64(epoch)))
-	loss := tp.CrossEntropy(logits, s.masked)
-	params := s.m.Params()
+	l, err := r.optimize(tp, s.m, s.opt, logits, s.masked, epoch, 0)
+	if err != nil {
+		return EpochStats{}, err
+	}
+	return EpochStats{Loss: l, TrainAcc: accuracy(logits.Value, r.labels, r.ds.Train), Batches: 1, ComputeSeconds: time.Since(t).Seconds()}, nil
+}
+
+// trainLabels returns every node's label where the node is in the training
+// split, -1 elsewhere: the loss targets of a step over many nodes.
+func (r *Runner) trainLabels() []int32 {
+	masked := make([]int32, len(r.labels))
+	for i := range masked {
+		masked[i] = -1
+	}
+	for _, v := range r.ds.Train {
+		masked[v] = r.labels[v]
+	}
+	return masked
+}
+
+// optimize finishes a training step on the tape: cross-entropy of logits
+// against labels (negative labels ignored), backward, a check that the loss
+// is finite, the optimiser update, the peak-memory sample and the batch
+// hook. It returns the loss.
+func (r *Runner) optimize(tp *autograd.Tape, m *nn.Model, opt nn.Optimizer, logits *autograd.Var, labels []int32, epoch, step int) (float64, error) {
+	loss := tp.CrossEntropy(logits, labels)
+	params := m.Params()
 	autograd.ZeroGrad(params...)
 	if err := tp.Backward(loss); err != nil {
-		return EpochStats{}, err
+		return 0, err
 	}
 	l := float64(loss.Scalar())
 	if math.IsNaN(l) || math.IsInf(l, 0) {
-		return EpochStats{}, fmt.Errorf("loss is %v at epoch %d (step 0): lower the learning rate or check the features for NaN/Inf", l, epoch)
+		return 0, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, step)
 	}
-	s.opt.Step(params)
+	opt.Step(params)
 	r.notePeak()
 	if r.hooks.Batch != nil {
-		r.hooks.Batch(epoch, 0, l)
+		r.hooks.Batch(epoch, step, l)
 	}
-	return EpochStats{Loss: l, TrainAcc: accuracy(logits.Value, r.labels, r.ds.Train), Batches: 1, ComputeSeconds: time.Since(t).Seconds()}, nil
+	return l, nil
 }
 
 func (s *fullStepper) close() {}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/atomicfile"
+	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/npy"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/train"
@@ -31,15 +33,11 @@ func newEvalCmd() *cobra.Command {
 			if load == "" {
 				return fmt.Errorf("--load MODEL.safetensors is required")
 			}
-			d, err := builtin.Open(cmd.Context(), ds)
+			d, r, m, err := openCheckpoint(cmd, ds, load, batch)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			r, m, err := train.Load(d, load, batch)
-			if err != nil {
-				return err
-			}
 			ev, err := r.Evaluate(cmd.Context(), m)
 			if err != nil {
 				return err
@@ -75,15 +73,11 @@ Each file is written atomically.`,
 			if load == "" || out == "" {
 				return fmt.Errorf("--load and --out are required")
 			}
-			d, err := builtin.Open(cmd.Context(), ds)
+			d, r, m, err := openCheckpoint(cmd, ds, load, batch)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
-			r, m, err := train.Load(d, load, batch)
-			if err != nil {
-				return err
-			}
 			logits, err := r.Predict(cmd.Context(), m)
 			if err != nil {
 				return err
@@ -117,6 +111,20 @@ Each file is written atomically.`,
 	c.Flags().StringVar(&out, "out", "", "output directory (required)")
 	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
 	return c
+}
+
+// openCheckpoint opens the dataset and loads the checkpoint's model for it.
+func openCheckpoint(cmd *cobra.Command, ds, load string, batch int) (*dataset.Dataset, *train.Runner, *nn.Model, error) {
+	d, err := builtin.Open(cmd.Context(), ds)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, m, err := train.Load(d, load, batch)
+	if err != nil {
+		d.Close()
+		return nil, nil, nil, err
+	}
+	return d, r, m, nil
 }
 
 func writeNpyAtomic[T npy.Elem](path string, data []T, shape ...int) error {

@@ -146,7 +146,6 @@ func measureBuild(ctx context.Context, o Options, name string, opts graph.BuildO
 	})
 	opts.Workers = o.Workers
 	memstat.ResetPeak()
-	before := memstat.RSS()
 	t := time.Now()
 	g, err := graph.Build(ctx, n, src, dst, nil, opts)
 	if err != nil {
@@ -156,11 +155,8 @@ func measureBuild(ctx context.Context, o Options, name string, opts graph.BuildO
 	peak := memstat.Peak()
 	res := BuildResult{
 		Name: name, Nodes: n, InputEdges: m, OutputEdges: g.NumEdges(), Seconds: secs,
-		EdgesPerSec: float64(m) / secs, PeakBytes: peak,
+		EdgesPerSec: float64(m) / secs, PeakBytes: peak, PeakPerEdge: float64(peak) / float64(m),
 		InputPerEdge: 8, OutputPerEdge: float64(g.Bytes()) / float64(m),
-	}
-	if before > 0 {
-		res.PeakPerEdge = float64(peak) / float64(m)
 	}
 	return res, nil
 }

@@ -367,13 +367,9 @@ func (t *Tape) GATAggregateDropout(g *tensor.CSR, h, el, er *Var, heads int, slo
 	alpha := tensor.New(1, g.NumEdges()*heads).Data
 	var keep []float32
 	if p > 0 && !t.noGrad {
-		keep = tensor.New(1, len(alpha)).Data
-		mask := tensor.Matrix{Rows: 1, Cols: len(keep), Data: keep}
-		ones := tensor.New(1, len(keep))
-		for i := range ones.Data {
-			ones.Data[i] = 1
-		}
-		must("GATAggregate", tensor.Dropout(tensor.New(1, len(keep)), mask, ones, p, seed))
+		mask := tensor.New(1, len(alpha))
+		must("GATAggregate", tensor.DropoutMask(mask, p, seed))
+		keep = mask.Data
 	}
 	must("GATAggregate", tensor.GATAggregateKeep(out, alpha, keep, g, h.Value, el.Value, er.Value, heads, slope))
 	if !t.noGrad {
