@@ -164,7 +164,9 @@ func aggregateFirst(s BlockShape, in, out int) bool {
 
 // StepBytes returns the bytes of the matrices that Forward on blocks of
 // these shapes (one per layer, or one shared by all layers), followed in
-// training by CrossEntropy and Backward, allocates: activations, dropout
+// training by CrossEntropy and Backward, allocates (where a block has more
+// sources than the layer below computed rows, the rest are taken to be
+// stacked below them, as GNNAutoScale does with history rows): activations, dropout
 // masks, attention coefficients, gradients of intermediates and backward
 // temporaries. Parameter gradients (allocated once per model) and the
 // block's own index arrays are not included.
@@ -180,6 +182,10 @@ func (m *Model) StepBytes(shapes []BlockShape, train bool) int64 {
 		}
 		if l == 0 {
 			x = pv{s.Src, in, false}
+		} else if x.rows < s.Src {
+			// The sources past the rows layer l-1 computed are stacked
+			// below them (GNNAutoScale's history rows, ConcatRows).
+			x = p.out(s.Src, x.cols, x.grad)
 		}
 		y := m.planLayer(p, l, s, x)
 		if m.NeedsH0(l) {
@@ -193,6 +199,22 @@ func (m *Model) StepBytes(shapes []BlockShape, train bool) int64 {
 	}
 	if train {
 		p.loss(x)
+	}
+	return p.bytes
+}
+
+// InferLayerBytes returns the bytes of the matrices ForwardLayerH0 of layer
+// l allocates in inference on a block of shape s (for APPNP's propagation
+// layers, given h0's destination rows as they are).
+func (m *Model) InferLayerBytes(l int, s BlockShape) int64 {
+	p := &planner{}
+	in := m.Config.In
+	if l > 0 {
+		in = m.Layers[l-1].OutDim()
+	}
+	y := m.planLayer(p, l, s, pv{s.Src, in, false})
+	if m.NeedsH0(l) {
+		p.add(y, p.same(pv{s.Dst, y.cols, false}))
 	}
 	return p.bytes
 }

@@ -64,6 +64,11 @@ type Config struct {
 	PartsPerBatch int `json:"parts_per_batch,omitempty"`
 	// HalfHistory stores GAS histories as float16.
 	HalfHistory bool `json:"half_history,omitempty"`
+	// MaxMemoryBytes bounds the memory of one training or inference step
+	// (activations, gradients and the batch's derived copies; 0: no
+	// bound). A batch that would exceed it is split into micro-batches
+	// whose gradients add up to the batch's.
+	MaxMemoryBytes int64 `json:"max_memory_bytes,omitempty"`
 	// EvalBatchSize is the batch of nodes in layer-wise inference.
 	EvalBatchSize int `json:"eval_batch_size"`
 	// Seed determines initialisation, dropout, shuffling and sampling.
@@ -122,6 +127,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("gas mode needs parts >= 1 and 1 <= parts per batch <= parts, got %d and %d", c.Parts, c.PartsPerBatch)
 	case c.Mode == GAS && c.OverlapEval:
 		return fmt.Errorf("gas mode evaluates with the training histories, so it cannot overlap evaluation with training")
+	case c.MaxMemoryBytes < 0:
+		return fmt.Errorf("max memory must be >= 0, got %d", c.MaxMemoryBytes)
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs must be >= 1, got %d", c.Epochs)
 	case c.EvalEvery < 1:

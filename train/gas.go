@@ -10,7 +10,6 @@ import (
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/tensor"
-	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
 // gasStepper trains with GNNAutoScale (Fey et al., ICML 2021): every batch
@@ -32,6 +31,7 @@ type gasStepper struct {
 	hist   []*history.Store
 	masked []int32 // labels of training nodes, -1 elsewhere
 	filled bool
+	sp     *splitter
 }
 
 // gasBatch is a batch with its block, input features and pulled halo rows.
@@ -71,6 +71,7 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 		s.hist = append(s.hist, h)
 	}
 	s.masked = r.trainLabels()
+	s.sp = r.splitter(m)
 	return s, nil
 }
 
@@ -88,17 +89,41 @@ func (s *gasStepper) close() {
 	}
 }
 
-// fill computes every layer for all nodes once (layer-wise inference) and
-// stores the hidden layers in the histories, as GAS does before training.
+// fill computes every hidden layer for all nodes once (layer-wise
+// inference) and stores it in the histories, as GAS does before training.
+// Layer l reads layer l-1's rows back from history l-1, so the fill needs
+// memory for one batch, not for a layer of all nodes.
 func (s *gasStepper) fill(ctx context.Context, m *nn.Model) error {
-	all := make([]int32, s.r.ds.Meta.NumNodes)
-	for i := range all {
-		all[i] = int32(i)
+	cfg := s.r.cfg
+	return inferLayers(ctx, m, s.r.ds.Graph, cfg.EvalBatchSize, cfg.MaxMemoryBytes, len(m.Layers)-1, &historyIO{x: s.r.x, hist: s.hist})
+}
+
+// historyIO is layer-wise inference over GAS's histories: layer l's input
+// is the features (l = 0) or history l-1, its output goes to history l.
+type historyIO struct {
+	x    tensor.Matrix
+	hist []*history.Store
+}
+
+func (o *historyIO) input(l int, ids []int32, full bool) (tensor.Matrix, error) {
+	if l == 0 {
+		if full {
+			return o.x, nil
+		}
+		return gatherRows(o.x, ids), nil
 	}
-	_, err := InferLayers(ctx, m, s.r.ds.Graph, s.r.x, s.r.cfg.EvalBatchSize, func(l int, h tensor.Matrix) error {
-		return s.hist[l].Push(all, h.Data)
-	})
-	return err
+	return o.pull(o.hist[l-1], ids)
+}
+
+func (o *historyIO) h0(ids []int32) (tensor.Matrix, error) { return o.pull(o.hist[0], ids) }
+
+func (o *historyIO) pull(h *history.Store, ids []int32) (tensor.Matrix, error) {
+	out := tensor.New(len(ids), h.Dim())
+	return out, h.Pull(ids, out.Data)
+}
+
+func (o *historyIO) output(l int, ids []int32, y tensor.Matrix) error {
+	return o.hist[l].Push(ids, y.Data)
 }
 
 // groups returns the batches of an epoch: parts shuffled with the epoch's
@@ -151,29 +176,10 @@ func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
 	return b
 }
 
-// forward runs the model on a batch: layer l reads the batch's fresh rows
-// of layer l-1 stacked over the halo rows pulled from history l-1. It
-// returns the logits of the batch's nodes and the fresh hidden rows.
-func (s *gasStepper) forward(tp *autograd.Tape, m *nn.Model, b *gasBatch, train bool, seed uint64) (*autograd.Var, []tensor.Matrix) {
-	h := tp.Const(b.x)
-	var fresh []tensor.Matrix
-	var h0 *autograd.Var // layer 0's rows of the batch (APPNP's teleport)
-	for l := range m.Layers {
-		var h0dst *autograd.Var
-		if m.NeedsH0(l) {
-			h0dst = h0
-		}
-		out := m.ForwardLayerH0(tp, l, b.block, h, h0dst, train, seed)
-		if l == 0 {
-			h0 = out
-		}
-		if l == len(m.Layers)-1 {
-			return out, fresh
-		}
-		fresh = append(fresh, out.Value)
-		h = tp.ConcatRows(out, tp.Const(b.halo[l]))
-	}
-	panic("unreachable")
+// view returns the batch as a step sees it: one block shared by every
+// layer, whose sources past the batch's own nodes read history rows.
+func (b *gasBatch) view() *view {
+	return &view{blocks: []*nn.Block{b.block}, x: b.x, halo: b.halo, labels: b.labels}
 }
 
 // push stores a batch's fresh hidden rows in the histories.
@@ -248,20 +254,15 @@ func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
 	correct, total := 0, 0
 	start := time.Now()
 	prep, wait, err := s.run(ctx, groups, func(i int, b *gasBatch) ([]tensor.Matrix, error) {
-		tp := autograd.NewTape()
-		logits, fresh := s.forward(tp, s.m, b, true, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
-		c, k := countCorrect(logits.Value, b.labels)
-		st.Batches++
-		if k == 0 {
-			return fresh, nil // no training node in this batch: nothing to learn
-		}
-		l, err := r.optimize(tp, s.m, s.opt, logits, b.labels, epoch, i)
+		out, err := r.trainStep(s.sp, b.view(), s.m, s.opt, epoch, i, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
 		if err != nil {
 			return nil, err
 		}
-		lossSum += l * float64(k)
-		correct, total = correct+c, total+k
-		return fresh, nil
+		st.Batches++
+		st.MicroBatches += out.micro
+		lossSum += out.loss * float64(out.total)
+		correct, total = correct+out.correct, total+out.total
+		return out.fresh, nil
 	})
 	if err != nil {
 		return st, err
@@ -280,12 +281,14 @@ func (s *gasStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, err
 	r := s.r
 	logits := tensor.New(r.ds.Meta.NumNodes, m.Layers[len(m.Layers)-1].OutDim())
 	_, _, err := s.run(ctx, s.groups(-1), func(_ int, b *gasBatch) ([]tensor.Matrix, error) {
-		tp := autograd.NewInferenceTape()
-		out, fresh := s.forward(tp, m, b, false, 0)
-		for i, v := range b.block.Src[:b.block.NumDst] {
-			copy(logits.Row(int(v)), out.Value.Row(i))
+		out, err := inferStep(s.sp, b.view(), m)
+		if err != nil {
+			return nil, err
 		}
-		return fresh, nil
+		for i, v := range b.block.Src[:b.block.NumDst] {
+			copy(logits.Row(int(v)), out.logits.Row(i))
+		}
+		return out.fresh, nil
 	})
 	if err != nil {
 		return Evaluation{}, err

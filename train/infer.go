@@ -2,9 +2,11 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
@@ -15,61 +17,137 @@ import (
 // for all nodes, batchSize destination nodes at a time, from layer l-1's
 // output of their in-neighbours. Memory is two N × width matrices plus one
 // batch, whatever the depth; on a graph of at most batchSize nodes it is a
-// plain full-graph forward pass.
-func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batchSize int) (tensor.Matrix, error) {
-	return InferLayers(ctx, m, g, x, batchSize, nil)
+// plain full-graph forward pass. With maxBytes > 0 a batch whose step would
+// allocate more than maxBytes (its activations, gathered input rows and
+// index arrays; the N × width results are not counted) is halved until it
+// fits.
+func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batchSize int, maxBytes int64) (tensor.Matrix, error) {
+	io := &matrixIO{h: x}
+	if err := inferLayers(ctx, m, g, batchSize, maxBytes, len(m.Layers), io); err != nil {
+		return tensor.Matrix{}, err
+	}
+	return io.h, nil
 }
 
-// InferLayers is Infer that also hands every layer's full output (the
-// input of the next layer) to onLayer, e.g. to fill GNNAutoScale's
-// histories.
-func InferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batchSize int, onLayer func(l int, h tensor.Matrix) error) (tensor.Matrix, error) {
+// layerIO is where layer-wise inference reads the input rows of a layer and
+// puts its output rows.
+type layerIO interface {
+	// input returns layer l's input rows of nodes ids (all nodes in order
+	// when full).
+	input(l int, ids []int32, full bool) (tensor.Matrix, error)
+	// h0 returns layer 0's output rows of nodes ids (APPNP).
+	h0(ids []int32) (tensor.Matrix, error)
+	// output takes layer l's output rows y of nodes ids.
+	output(l int, ids []int32, y tensor.Matrix) error
+}
+
+// matrixIO keeps every layer's output for all nodes in memory.
+type matrixIO struct {
+	h, next, first tensor.Matrix // input of the current layer, its output, layer 0's output
+}
+
+func (o *matrixIO) input(_ int, ids []int32, full bool) (tensor.Matrix, error) {
+	if full {
+		return o.h, nil
+	}
+	return gatherRows(o.h, ids), nil
+}
+
+func (o *matrixIO) h0(ids []int32) (tensor.Matrix, error) {
+	return o.first.RowSlice(int(ids[0]), int(ids[0])+len(ids)), nil // ids are a run of nodes
+}
+
+func (o *matrixIO) output(l int, ids []int32, y tensor.Matrix) error {
+	if o.next.Data == nil {
+		o.next = tensor.New(o.h.Rows, y.Cols)
+	}
+	copy(o.next.Data[int(ids[0])*y.Cols:], y.Data)
+	if int(ids[len(ids)-1]) == o.h.Rows-1 { // the layer is complete
+		if l == 0 {
+			o.first = o.next
+		}
+		o.h, o.next = o.next, tensor.Matrix{}
+	}
+	return nil
+}
+
+// inferLayers runs the first layers layers of m for every node, in runs of
+// at most batchSize destinations (halved while a run exceeds maxBytes),
+// reading and writing rows through io.
+func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, maxBytes int64, layers int, io layerIO) error {
 	n := g.NumNodes
 	if batchSize <= 0 || batchSize >= n {
 		batchSize = n
 	}
-	var full *nn.Block
-	if batchSize == n {
-		full = nn.FullGraph(g)
-	}
+	full := nn.FullGraph(g)
 	pos := newPos(n)
-	ids := make([]int32, n)
-	for i := range ids {
-		ids[i] = int32(i)
-	}
-	h := x
-	var h0 tensor.Matrix // layer 0's output, for APPNP's teleport term
-	for l := range m.Layers {
-		out := tensor.New(n, m.Layers[l].OutDim())
-		for lo := 0; lo < n; lo += batchSize {
-			if err := ctx.Err(); err != nil {
-				return tensor.Matrix{}, err
+	ids := full.Src
+	for l := 0; l < layers; l++ {
+		in := m.Config.In
+		if l > 0 {
+			in = m.Layers[l-1].OutDim()
+		}
+		// bytes is what computing layer l on block b allocates; copies
+		// counts the block's own arrays and gathered input (not the full
+		// graph's).
+		bytes := func(b *nn.Block, copies bool) int64 {
+			sh := nn.ShapeOf(b)
+			c := m.InferLayerBytes(l, sh) + indexBytes(m.Config.Kind, sh, false, copies)
+			if copies {
+				c += 4 * int64(in) * int64(sh.Src)
 			}
-			hi := min(n, lo+batchSize)
-			b, in := full, h
-			if b == nil {
-				b = blockOf(g, ids[lo:hi], pos)
-				in = gatherRows(h, b.Src)
+			return c
+		}
+		size := batchSize
+		for lo := 0; lo < n; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			hi := min(n, lo+size)
+			var b *nn.Block
+			whole := hi-lo == n
+			if whole && (maxBytes <= 0 || bytes(full, false) <= maxBytes) {
+				b = full
+			} else {
+				whole = false
+				for {
+					b = blockOf(g, ids[lo:hi], pos)
+					if maxBytes <= 0 {
+						break
+					}
+					need := bytes(b, true)
+					if need <= maxBytes {
+						break
+					}
+					if hi-lo == 1 {
+						return fmt.Errorf("layer-wise inference of node %d at layer %d needs %s, more than the memory bound of %s: raise --max-memory", lo, l, units.Bytes(need), units.Bytes(maxBytes))
+					}
+					hi = lo + (hi-lo)/2
+				}
+			}
+			x, err := io.input(l, b.Src, whole)
+			if err != nil {
+				return err
 			}
 			tp := autograd.NewInferenceTape()
 			var h0dst *autograd.Var
 			if m.NeedsH0(l) {
-				h0dst = tp.Const(h0.RowSlice(lo, hi))
+				h, err := io.h0(ids[lo:hi])
+				if err != nil {
+					return err
+				}
+				h0dst = tp.Const(h)
 			}
-			y := m.ForwardLayerH0(tp, l, b, tp.Const(in), h0dst, false, 0)
-			copy(out.Data[lo*out.Cols:hi*out.Cols], y.Value.Data)
-		}
-		if l == 0 {
-			h0 = out
-		}
-		if onLayer != nil && l < len(m.Layers)-1 {
-			if err := onLayer(l, out); err != nil {
-				return tensor.Matrix{}, err
+			y := m.ForwardLayerH0(tp, l, b, tp.Const(x), h0dst, false, 0)
+			if err := io.output(l, ids[lo:hi], y.Value); err != nil {
+				return err
 			}
+			// Grow back towards batchSize after a halving.
+			size = min(batchSize, 2*(hi-lo))
+			lo = hi
 		}
-		h = out
 	}
-	return h, nil
+	return nil
 }
 
 // newPos returns a node -> local position scratch map, all -1.

@@ -10,7 +10,6 @@ import (
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/tensor"
-	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
@@ -22,6 +21,7 @@ type sampledStepper struct {
 	opt   nn.Optimizer
 	ld    *loader.Loader
 	store *feature.Store
+	sp    *splitter
 }
 
 func (r *Runner) sampledStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
@@ -42,7 +42,7 @@ func (r *Runner) sampledStepper(ctx context.Context, m *nn.Model, opt nn.Optimiz
 		store.Close()
 		return nil, err
 	}
-	return &sampledStepper{ctx: ctx, r: r, m: m, opt: opt, ld: ld, store: store}, nil
+	return &sampledStepper{ctx: ctx, r: r, m: m, opt: opt, ld: ld, store: store, sp: r.splitter(m)}, nil
 }
 
 // featureStore serves the features the model trains on: the normalised
@@ -74,22 +74,15 @@ func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
 	for it.Next() {
 		b := it.Batch()
 		t := time.Now()
-		mb := b.MiniBatch
-		blocks := make([]*nn.Block, len(mb.Blocks))
-		for i := range mb.Blocks {
-			sb := &mb.Blocks[i]
-			blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes}
-		}
-		x := tensor.Matrix{Rows: len(mb.InputNodes), Cols: s.store.Dim(), Data: b.Features}
-		tp := autograd.NewTape()
-		logits := s.m.Forward(tp, blocks, tp.Const(x), true, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
-		l, err := r.optimize(tp, s.m, s.opt, logits, b.Labels, epoch, b.Index)
+		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: s.store.Dim(), Data: b.Features}
+		v := &view{blocks: blocksOf(b.MiniBatch), x: x, labels: b.Labels}
+		out, err := r.trainStep(s.sp, v, s.m, s.opt, epoch, b.Index, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
 		if err != nil {
 			return st, err
 		}
-		c, k := countCorrect(logits.Value, b.Labels)
-		lossSum += l * float64(k)
-		correct, total = correct+c, total+k
+		lossSum += out.loss * float64(out.total)
+		correct, total = correct+out.correct, total+out.total
+		st.MicroBatches += out.micro
 		st.Batches++
 		compute += time.Since(t)
 	}
@@ -110,6 +103,16 @@ func (s *sampledStepper) close() { s.store.Close() }
 
 func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)
+}
+
+// blocksOf wraps a sampled minibatch's blocks for the model.
+func blocksOf(mb *sample.MiniBatch) []*nn.Block {
+	blocks := make([]*nn.Block, len(mb.Blocks))
+	for i := range mb.Blocks {
+		sb := &mb.Blocks[i]
+		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes}
+	}
+	return blocks
 }
 
 // countCorrect counts rows whose argmax equals their (non-negative) label.

@@ -25,7 +25,10 @@ type EpochStats struct {
 	ValLoss *float64 `json:"val_loss,omitempty"`
 	LR      float64  `json:"lr"`
 	Batches int      `json:"batches"`
-	Seconds float64  `json:"seconds"`
+	// MicroBatches counts the steps actually run: more than Batches when
+	// the memory bound split some batches.
+	MicroBatches int     `json:"micro_batches"`
+	Seconds      float64 `json:"seconds"`
 	// The epoch's time split: sampling and gathering (done by the loader's
 	// goroutines, so they overlap compute), compute (forward, backward,
 	// optimiser) and waiting for the loader.
@@ -154,6 +157,11 @@ func (r *Runner) Config() Config { return r.cfg }
 // Features returns the (possibly normalised) feature matrix.
 func (r *Runner) Features() tensor.Matrix { return r.x }
 
+// splitter returns the micro-batch planner of the run's memory bound.
+func (r *Runner) splitter(m *nn.Model) *splitter {
+	return &splitter{m: m, bound: r.cfg.MaxMemoryBytes}
+}
+
 // NewModel builds a freshly initialised model for the run.
 func (r *Runner) NewModel() (*nn.Model, error) { return nn.NewModel(r.cfg.Model, r.deg) }
 
@@ -195,7 +203,7 @@ type Evaluation struct {
 // Evaluate returns the validation and test accuracy and the validation
 // loss of m.
 func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
-	logits, err := Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize)
+	logits, err := Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -213,7 +221,7 @@ func (r *Runner) score(logits tensor.Matrix) Evaluation {
 
 // Predict returns the model's logits for every node.
 func (r *Runner) Predict(ctx context.Context, m *nn.Model) (tensor.Matrix, error) {
-	return Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize)
+	return Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
 }
 
 // evalJob is an evaluation of one epoch's weights, possibly running in the
@@ -415,7 +423,7 @@ type stepper interface {
 func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	switch r.cfg.Mode {
 	case Full:
-		return &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph), masked: r.trainLabels()}, nil
+		return &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph), masked: r.trainLabels(), sp: r.splitter(m)}, nil
 	case GAS:
 		return r.gasStepper(ctx, m, opt)
 	}
@@ -429,18 +437,18 @@ type fullStepper struct {
 	opt    nn.Optimizer
 	block  *nn.Block
 	masked []int32
+	sp     *splitter
 }
 
 func (s *fullStepper) epoch(epoch int) (EpochStats, error) {
 	r := s.r
 	t := time.Now()
-	tp := autograd.NewTape()
-	logits := s.m.Forward(tp, []*nn.Block{s.block}, tp.Const(r.x), true, rng.Derive(r.cfg.Seed, uint64(epoch)))
-	l, err := r.optimize(tp, s.m, s.opt, logits, s.masked, epoch, 0)
+	v := &view{blocks: []*nn.Block{s.block}, x: r.x, labels: s.masked, labelledOnly: true}
+	out, err := r.trainStep(s.sp, v, s.m, s.opt, epoch, 0, rng.Derive(r.cfg.Seed, uint64(epoch)))
 	if err != nil {
 		return EpochStats{}, err
 	}
-	return EpochStats{Loss: l, TrainAcc: accuracy(logits.Value, r.labels, r.ds.Train), Batches: 1, ComputeSeconds: time.Since(t).Seconds()}, nil
+	return EpochStats{Loss: out.loss, TrainAcc: float64(out.correct) / float64(max(out.total, 1)), Batches: 1, MicroBatches: out.micro, ComputeSeconds: time.Since(t).Seconds()}, nil
 }
 
 // trainLabels returns every node's label where the node is in the training
@@ -454,29 +462,6 @@ func (r *Runner) trainLabels() []int32 {
 		masked[v] = r.labels[v]
 	}
 	return masked
-}
-
-// optimize finishes a training step on the tape: cross-entropy of logits
-// against labels (negative labels ignored), backward, a check that the loss
-// is finite, the optimiser update, the peak-memory sample and the batch
-// hook. It returns the loss.
-func (r *Runner) optimize(tp *autograd.Tape, m *nn.Model, opt nn.Optimizer, logits *autograd.Var, labels []int32, epoch, step int) (float64, error) {
-	loss := tp.CrossEntropy(logits, labels)
-	params := m.Params()
-	autograd.ZeroGrad(params...)
-	if err := tp.Backward(loss); err != nil {
-		return 0, err
-	}
-	l := float64(loss.Scalar())
-	if math.IsNaN(l) || math.IsInf(l, 0) {
-		return 0, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, step)
-	}
-	opt.Step(params)
-	r.notePeak()
-	if r.hooks.Batch != nil {
-		r.hooks.Batch(epoch, step, l)
-	}
-	return l, nil
 }
 
 func (s *fullStepper) close() {}

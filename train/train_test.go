@@ -124,11 +124,11 @@ func TestLayerwiseInferenceMatchesFullGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 		m, _ := r.NewModel()
-		full, err := Infer(context.Background(), m, d.Graph, r.Features(), 0)
+		full, err := Infer(context.Background(), m, d.Graph, r.Features(), 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		batched, err := Infer(context.Background(), m, d.Graph, r.Features(), 300)
+		batched, err := Infer(context.Background(), m, d.Graph, r.Features(), 300, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,501 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// The memory bound (--max-memory). Before running a batch the trainer
+// computes the bytes its step will allocate (nn.Model.StepBytes for the
+// activations, dropout masks and gradients, plus what the batch's own
+// copies and index arrays take). A batch over the bound is cut into
+// micro-batches: its seeds are split, and for every piece the sub-MFG that
+// computes those seeds is extracted from the batch's blocks (walking the
+// layers from the output back to the input, keeping only the sources the
+// kept destinations read). The pieces run one after another, their losses
+// weighted by their share of the labelled seeds and their gradients added
+// up, and the optimiser steps once: the gradients are those of the unsplit
+// batch (up to float32 rounding), because every kept destination sees all
+// of the in-edges it has in the batch. Dropout masks are drawn per
+// micro-batch, so with dropout on the two agree in distribution only.
+
+// view is one batch as a step sees it.
+type view struct {
+	// blocks holds one block per layer, input layer first, or one block
+	// shared by every layer (full-graph and GAS batches).
+	blocks []*nn.Block
+	// x holds the input rows of the first block's sources, by position.
+	x tensor.Matrix
+	// halo, for GAS, holds per hidden layer l the history rows of the
+	// sources of layer l+1 at positions >= NumDst (nil otherwise).
+	halo []tensor.Matrix
+	// labels holds the label of every destination of the last block (-1
+	// for none).
+	labels []int32
+	// labelledOnly says that only labelled destinations need computing
+	// (full-graph training); otherwise a micro-batched step computes every
+	// destination (GAS pushes them all to its histories).
+	labelledOnly bool
+}
+
+// blockAt returns the block of layer l.
+func blockAt(blocks []*nn.Block, l int) *nn.Block {
+	if len(blocks) == 1 {
+		return blocks[0]
+	}
+	return blocks[l]
+}
+
+func shapeAt(shapes []nn.BlockShape, l int) nn.BlockShape {
+	if len(shapes) == 1 {
+		return shapes[0]
+	}
+	return shapes[l]
+}
+
+// forward runs m over the blocks from input rows x. With halo, layer l >= 1
+// reads layer l-1's output stacked over halo[l-1] (GNNAutoScale's
+// histories). It returns the logits of the last block's destinations and
+// every hidden layer's output.
+func forward(tp *autograd.Tape, m *nn.Model, blocks []*nn.Block, x tensor.Matrix, halo []tensor.Matrix, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
+	h := tp.Const(x)
+	var h0 *autograd.Var // layer 0's output (APPNP's teleport term)
+	var hidden []*autograd.Var
+	last := len(m.Layers) - 1
+	for l := range m.Layers {
+		b := blockAt(blocks, l)
+		var h0dst *autograd.Var
+		if m.NeedsH0(l) {
+			h0dst = h0
+			if b.NumDst != h0.Value.Rows {
+				h0dst = tp.Rows(h0, 0, b.NumDst)
+			}
+		}
+		out := m.ForwardLayerH0(tp, l, b, h, h0dst, train, seed)
+		if l == 0 {
+			h0 = out
+		}
+		if l == last {
+			return out, hidden
+		}
+		hidden = append(hidden, out)
+		h = out
+		if halo != nil && halo[l].Rows > 0 {
+			h = tp.ConcatRows(out, tp.Const(halo[l]))
+		}
+	}
+	panic("train: model without layers")
+}
+
+// splitter plans and extracts micro-batches under a byte bound.
+type splitter struct {
+	m     *nn.Model
+	bound int64   // 0: unbounded
+	mark  []int32 // scratch: source position -> new position (-1: unset)
+}
+
+// micro is one micro-batch of a view.
+type micro struct {
+	seeds  []int32         // positions among the view's destinations
+	shapes []nn.BlockShape // per layer
+	blocks []*nn.Block     // per layer (when built)
+	rows   []int32         // positions in view.x of the first block's sources
+	halo   [][]int32       // per layer l >= 1: rows of view.halo[l-1] it reads
+	nHalo  []int           // per layer: number of history sources
+}
+
+// extract computes the micro-batch of the view's destinations seeds:
+// walking from the last layer to the first, layer l keeps the destinations
+// the layer above needs (seeds at the top) and the sources their edges
+// read, destinations first, then other sources computed by layer l-1 in
+// first-seen order, then history sources. With build false it only counts
+// (shapes), without allocating blocks.
+func (s *splitter) extract(v *view, seeds []int32, build bool) *micro {
+	L := len(s.m.Layers)
+	mb := &micro{seeds: seeds, shapes: make([]nn.BlockShape, L), halo: make([][]int32, L), nHalo: make([]int, L)}
+	if build {
+		mb.blocks = make([]*nn.Block, L)
+	}
+	need := seeds
+	for l := L - 1; l >= 0; l-- {
+		b := blockAt(v.blocks, l)
+		c := b.CSR
+		fresh := len(b.Src) // sources at positions >= fresh come from history
+		if l > 0 && v.halo != nil {
+			fresh = b.NumDst
+		}
+		if len(s.mark) < len(b.Src) {
+			s.mark = make([]int32, len(b.Src))
+			for i := range s.mark {
+				s.mark[i] = -1
+			}
+		}
+		mark := s.mark
+		inner := make([]int32, len(need), 2*len(need))
+		copy(inner, need)
+		for i, p := range need {
+			mark[p] = int32(i)
+		}
+		var hist []int32
+		var indptr []int64
+		var indices []int32
+		if build {
+			indptr = make([]int64, len(need)+1)
+			n := int64(0)
+			for _, d := range need {
+				n += c.Indptr[d+1] - c.Indptr[d]
+			}
+			indices = make([]int32, 0, n)
+		}
+		edges, selfLoops := 0, 0
+		for i, d := range need {
+			for e := c.Indptr[d]; e < c.Indptr[d+1]; e++ {
+				u := c.Indices[e]
+				if mark[u] == -1 {
+					if int(u) < fresh {
+						mark[u] = int32(len(inner))
+						inner = append(inner, u)
+					} else {
+						mark[u] = -2 - int32(len(hist)) // placed after inner below
+						hist = append(hist, u)
+					}
+				}
+				if u == d {
+					selfLoops++
+				}
+				if build {
+					indices = append(indices, mark[u])
+				}
+			}
+			edges += int(c.Indptr[d+1] - c.Indptr[d])
+			if build {
+				indptr[i+1] = int64(len(indices))
+			}
+		}
+		for _, u := range inner {
+			mark[u] = -1
+		}
+		for _, u := range hist {
+			mark[u] = -1
+		}
+		nsrc := len(inner) + len(hist)
+		mb.shapes[l] = nn.BlockShape{Src: nsrc, Dst: len(need), Edges: edges, LoopEdges: edges + len(need) - selfLoops}
+		mb.nHalo[l] = len(hist)
+		if build {
+			for k, ix := range indices {
+				if ix < -1 {
+					indices[k] = int32(len(inner)) - 2 - ix
+				}
+			}
+			src := make([]int32, 0, nsrc)
+			for _, u := range inner {
+				src = append(src, b.Src[u])
+			}
+			for _, u := range hist {
+				src = append(src, b.Src[u])
+			}
+			mb.blocks[l] = &nn.Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: nsrc}, NumDst: len(need), Src: src}
+			if len(hist) > 0 {
+				rows := make([]int32, len(hist))
+				for k, u := range hist {
+					rows[k] = u - int32(b.NumDst)
+				}
+				mb.halo[l] = rows
+			}
+		}
+		need = inner
+	}
+	mb.rows = need
+	return mb
+}
+
+// bytes returns what a step over blocks of these shapes allocates: the
+// model's matrices (StepBytes, which includes GAS's stacking of fresh over
+// history rows), the index arrays the layers derive from the blocks (self-looped and
+// weighted copies, the transpose for backward; an upper bound), and, for a
+// micro-batch (copies), its own blocks and its gathered input and history
+// rows.
+func (s *splitter) bytes(shapes []nn.BlockShape, nHalo []int, copies, train bool) int64 {
+	m := s.m
+	b := m.StepBytes(shapes, train)
+	if copies {
+		b += 4 * int64(m.Config.In) * int64(shapes[0].Src)
+		for l := 1; l < len(m.Layers); l++ {
+			b += 4 * int64(m.Layers[l-1].OutDim()) * int64(nHalo[l])
+		}
+	}
+	for _, sh := range shapes {
+		b += indexBytes(m.Config.Kind, sh, train, copies)
+	}
+	return b
+}
+
+// indexBytes returns the bytes of the index arrays a layer of this kind
+// derives from a block of shape sh (self-looped and weighted copies, the
+// transpose backward needs; an upper bound), plus the block's own arrays
+// when it is a copy made for the step.
+func indexBytes(kind nn.Kind, sh nn.BlockShape, train, copies bool) int64 {
+	var b int64
+	edges := int64(sh.Edges)
+	if kind != nn.SAGE {
+		b += 8*int64(sh.Dst+1) + 4*int64(sh.LoopEdges) // self-looped copy
+		edges = int64(sh.LoopEdges)
+		if kind != nn.GAT {
+			b += 4 * edges // GCN weights
+		}
+	}
+	if train {
+		b += 8*int64(sh.Src+1) + 12*edges // transpose
+	}
+	if copies {
+		b += 8*int64(sh.Dst+1) + 4*int64(sh.Edges) + 4*int64(sh.Src)
+	}
+	return b
+}
+
+// wholeBytes returns the bytes of an unsplit step on v.
+func (s *splitter) wholeBytes(v *view, train bool) int64 {
+	shapes := make([]nn.BlockShape, len(v.blocks))
+	for i, b := range v.blocks {
+		shapes[i] = nn.ShapeOf(b)
+	}
+	return s.bytes(shapes, nil, false, train)
+}
+
+// fixedBytes is what a micro-batched step keeps for the whole batch: the
+// fresh hidden rows GAS pushes, or the logits of inference.
+func (s *splitter) fixedBytes(v *view, train bool) int64 {
+	n := int64(len(v.labels))
+	if !train {
+		return 4 * n * int64(s.m.Layers[len(s.m.Layers)-1].OutDim())
+	}
+	var b int64
+	if v.halo != nil {
+		for l := 0; l < len(s.m.Layers)-1; l++ {
+			b += 4 * n * int64(s.m.Layers[l].OutDim())
+		}
+	}
+	return b
+}
+
+// plan returns nil when v's step fits the bound (or there is none), and
+// otherwise the seeds of each micro-batch: contiguous runs of the
+// destinations to compute, halved until each fits.
+func (s *splitter) plan(v *view, train bool) ([][]int32, error) {
+	if s.bound <= 0 {
+		return nil, nil
+	}
+	whole := s.wholeBytes(v, train)
+	if whole <= s.bound {
+		return nil, nil
+	}
+	var seeds []int32
+	for i, y := range v.labels {
+		if !(train && v.labelledOnly) || y >= 0 {
+			seeds = append(seeds, int32(i))
+		}
+	}
+	fixed := s.fixedBytes(v, train)
+	if fixed >= s.bound {
+		return nil, fmt.Errorf("the batch's %d output rows alone take %s, more than the memory bound of %s: lower the batch size or raise --max-memory",
+			len(v.labels), units.Bytes(fixed), units.Bytes(s.bound))
+	}
+	var out [][]int32
+	var split func(p []int32) error
+	split = func(p []int32) error {
+		mb := s.extract(v, p, false)
+		need := fixed + s.bytes(mb.shapes, mb.nHalo, true, train)
+		switch {
+		case need <= s.bound:
+			out = append(out, p)
+		case len(p) == 1:
+			return fmt.Errorf("computing a single node (batch position %d, node %d) needs %s, more than the memory bound of %s: raise --max-memory or lower the fanouts or the hidden width",
+				p[0], blockAt(v.blocks, len(s.m.Layers)-1).Src[p[0]], units.Bytes(need), units.Bytes(s.bound))
+		default:
+			if err := split(p[:len(p)/2]); err != nil {
+				return err
+			}
+			return split(p[len(p)/2:])
+		}
+		return nil
+	}
+	k := int(min(int64(len(seeds)), (whole+s.bound-1)/s.bound))
+	for i := 0; i < k; i++ {
+		if err := split(seeds[i*len(seeds)/k : (i+1)*len(seeds)/k]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// sub builds micro-batch p of v as a view of its own.
+func (s *splitter) sub(v *view, p []int32) *view {
+	mb := s.extract(v, p, true)
+	w := &view{blocks: mb.blocks, x: gatherRows(v.x, mb.rows), labels: make([]int32, len(p))}
+	for i, d := range p {
+		w.labels[i] = v.labels[d]
+	}
+	if v.halo != nil {
+		w.halo = make([]tensor.Matrix, len(v.halo))
+		for l := range v.halo {
+			w.halo[l] = gatherRows(v.halo[l], mb.halo[l+1])
+		}
+	}
+	return w
+}
+
+// stepOut is what a step computed.
+type stepOut struct {
+	loss           float64 // mean over the labelled destinations
+	correct, total int     // right predictions among them, and their count
+	micro          int     // micro-batches run (1: unsplit)
+	// fresh holds every hidden layer's rows of all destinations (GAS).
+	fresh []tensor.Matrix
+	// logits holds the logits of all destinations (inference only).
+	logits tensor.Matrix
+}
+
+// trainStep runs forward and backward on v, micro-batched when it exceeds
+// the bound, and applies one optimiser step. A batch without labelled
+// destinations is only run forward (GAS still needs its fresh rows).
+func (r *Runner) trainStep(sp *splitter, v *view, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (stepOut, error) {
+	plan, err := sp.plan(v, true)
+	if err != nil {
+		return stepOut{}, err
+	}
+	return r.trainPlan(sp, v, plan, m, opt, epoch, step, seed)
+}
+
+// trainPlan is trainStep with the micro-batches given (nil: unsplit).
+func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (stepOut, error) {
+	params := m.Params()
+	autograd.ZeroGrad(params...)
+	var out stepOut
+	labelled := 0
+	for _, y := range v.labels {
+		if y >= 0 {
+			labelled++
+		}
+	}
+	// run does forward and backward of one piece whose loss weighs w.
+	run := func(w *view, seed uint64, weight float32) ([]*autograd.Var, error) {
+		tp := autograd.NewTape()
+		logits, hidden := forward(tp, m, w.blocks, w.x, w.halo, true, seed)
+		c, k := countCorrect(logits.Value, w.labels)
+		out.correct, out.total = out.correct+c, out.total+k
+		if k == 0 {
+			return hidden, nil
+		}
+		loss := tp.CrossEntropy(logits, w.labels)
+		l := float64(loss.Scalar())
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			return nil, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, step)
+		}
+		g := tensor.New(1, 1)
+		g.Data[0] = weight
+		if err := tp.BackwardFrom(loss, g); err != nil {
+			return nil, err
+		}
+		out.loss += l * float64(k) / float64(labelled)
+		r.notePeak()
+		return hidden, nil
+	}
+	if plan == nil {
+		out.micro = 1
+		hidden, err := run(v, seed, 1)
+		if err != nil {
+			return out, err
+		}
+		out.fresh = freshRows(v, hidden)
+	} else {
+		out.micro = len(plan)
+		if v.halo != nil {
+			for l := 0; l < len(m.Layers)-1; l++ {
+				out.fresh = append(out.fresh, tensor.New(len(v.labels), m.Layers[l].OutDim()))
+			}
+		}
+		for k, p := range plan {
+			w := sp.sub(v, p)
+			n := 0
+			for _, y := range w.labels {
+				if y >= 0 {
+					n++
+				}
+			}
+			hidden, err := run(w, rng.Derive(seed, uint64(k)), float32(n)/float32(max(labelled, 1)))
+			if err != nil {
+				return out, err
+			}
+			scatterRows(out.fresh, hidden, p)
+		}
+	}
+	if labelled == 0 {
+		return out, nil
+	}
+	opt.Step(params)
+	if r.hooks.Batch != nil {
+		r.hooks.Batch(epoch, step, out.loss)
+	}
+	return out, nil
+}
+
+// inferStep runs v forward without gradients, micro-batched when it
+// exceeds the bound, and returns the logits and (GAS) fresh rows of all
+// destinations.
+func inferStep(sp *splitter, v *view, m *nn.Model) (stepOut, error) {
+	plan, err := sp.plan(v, false)
+	if err != nil {
+		return stepOut{}, err
+	}
+	return inferPlan(sp, v, plan, m), nil
+}
+
+// inferPlan is inferStep with the micro-batches given (nil: unsplit).
+func inferPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model) stepOut {
+	if plan == nil {
+		logits, hidden := forward(autograd.NewInferenceTape(), m, v.blocks, v.x, v.halo, false, 0)
+		return stepOut{micro: 1, logits: logits.Value, fresh: freshRows(v, hidden)}
+	}
+	out := stepOut{micro: len(plan), logits: tensor.New(len(v.labels), m.Layers[len(m.Layers)-1].OutDim())}
+	if v.halo != nil {
+		for l := 0; l < len(m.Layers)-1; l++ {
+			out.fresh = append(out.fresh, tensor.New(len(v.labels), m.Layers[l].OutDim()))
+		}
+	}
+	for _, p := range plan {
+		w := sp.sub(v, p)
+		logits, hidden := forward(autograd.NewInferenceTape(), m, w.blocks, w.x, w.halo, false, 0)
+		scatterRows([]tensor.Matrix{out.logits}, []*autograd.Var{logits}, p)
+		scatterRows(out.fresh, hidden, p)
+	}
+	return out
+}
+
+// freshRows returns the hidden rows of an unsplit GAS step (nil for other
+// modes, which keep no histories).
+func freshRows(v *view, hidden []*autograd.Var) []tensor.Matrix {
+	if v.halo == nil {
+		return nil
+	}
+	out := make([]tensor.Matrix, len(hidden))
+	for l, h := range hidden {
+		out[l] = h.Value
+	}
+	return out
+}
+
+// scatterRows copies the first len(p) rows of every src[l] (a micro-batch's
+// outputs, its seeds first) to rows p of dst[l].
+func scatterRows(dst []tensor.Matrix, src []*autograd.Var, p []int32) {
+	for l := range dst {
+		for i, d := range p {
+			copy(dst[l].Row(int(d)), src[l].Value.Row(i))
+		}
+	}
+}
