@@ -11,8 +11,9 @@ import (
 // Load rebuilds the model saved in a checkpoint (by 'graphmill train
 // --save') for inference on ds: it reads the stored model config and
 // feature normalisation, checks them against the dataset, and loads the
-// weights. Mismatches are errors naming the file and the difference.
-func Load(ds *dataset.Dataset, path string, evalBatch int) (*Runner, *nn.Model, error) {
+// weights. evalBatch and maxMemory set the batch and memory bound of
+// layer-wise inference (see Config). Mismatches are errors naming the file and the difference.
+func Load(ds *dataset.Dataset, path string, evalBatch int, maxMemory int64) (*Runner, *nn.Model, error) {
 	mc, f, err := nn.ReadConfig(path)
 	if err != nil {
 		return nil, nil, err
@@ -22,7 +23,7 @@ func Load(ds *dataset.Dataset, path string, evalBatch int) (*Runner, *nn.Model, 
 			path, mc.In, mc.Out, ds.Meta.Name, ds.Meta.FeatureDim, ds.Meta.NumClasses)
 	}
 	cfg := Defaults(mc.Kind)
-	cfg.Model, cfg.Mode, cfg.EvalBatchSize = mc, Full, evalBatch
+	cfg.Model, cfg.Mode, cfg.EvalBatchSize, cfg.MaxMemoryBytes = mc, Full, evalBatch, maxMemory
 	cfg.Fanouts = nil
 	cfg.NormalizeFeatures = true
 	if v, ok := f.Metadata["normalize_features"]; ok {

@@ -37,7 +37,7 @@ type gasStepper struct {
 // gasBatch is a batch with its block, input features and pulled halo rows.
 type gasBatch struct {
 	block  *nn.Block
-	x      tensor.Matrix   // features of block.Src
+	x      tensor.Matrix   // the features, of which the step gathers block.Src's rows
 	halo   []tensor.Matrix // per hidden layer: history rows of the halo
 	labels []int32
 	secs   float64 // time to build it
@@ -157,8 +157,7 @@ func (s *gasStepper) groups(epoch int) [][]int32 {
 func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
 	t := time.Now()
 	r := s.r
-	b := &gasBatch{block: blockOf(r.ds.Graph, nodes, pos)}
-	b.x = gatherRows(r.x, b.block.Src)
+	b := &gasBatch{block: blockOf(r.ds.Graph, nodes, pos), x: r.x}
 	halo := b.block.Src[b.block.NumDst:]
 	for _, h := range s.hist {
 		m := tensor.New(len(halo), h.Dim())
@@ -179,7 +178,7 @@ func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
 // view returns the batch as a step sees it: one block shared by every
 // layer, whose sources past the batch's own nodes read history rows.
 func (b *gasBatch) view() *view {
-	return &view{blocks: []*nn.Block{b.block}, x: b.x, halo: b.halo, labels: b.labels}
+	return &view{blocks: []*nn.Block{b.block}, x: b.x, xRows: b.block.Src, halo: b.halo, labels: b.labels}
 }
 
 // push stores a batch's fresh hidden rows in the histories.

@@ -30,8 +30,11 @@ type view struct {
 	// blocks holds one block per layer, input layer first, or one block
 	// shared by every layer (full-graph and GAS batches).
 	blocks []*nn.Block
-	// x holds the input rows of the first block's sources, by position.
-	x tensor.Matrix
+	// x holds the input rows of the first block's sources, by position,
+	// or, when xRows is set, row xRows[p] holds position p's (the step
+	// gathers them, so a batch need not copy its inputs before it runs).
+	x     tensor.Matrix
+	xRows []int32
 	// halo, for GAS, holds per hidden layer l the history rows of the
 	// sources of layer l+1 at positions >= NumDst (nil otherwise).
 	halo []tensor.Matrix
@@ -59,11 +62,16 @@ func shapeAt(shapes []nn.BlockShape, l int) nn.BlockShape {
 	return shapes[l]
 }
 
-// forward runs m over the blocks from input rows x. With halo, layer l >= 1
+// forward runs m over v's blocks from its input rows. With halo, layer l >= 1
 // reads layer l-1's output stacked over halo[l-1] (GNNAutoScale's
 // histories). It returns the logits of the last block's destinations and
 // every hidden layer's output.
-func forward(tp *autograd.Tape, m *nn.Model, blocks []*nn.Block, x tensor.Matrix, halo []tensor.Matrix, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
+func forward(tp *autograd.Tape, m *nn.Model, v *view, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
+	blocks, halo := v.blocks, v.halo
+	x := v.x
+	if v.xRows != nil {
+		x = gatherRows(v.x, v.xRows)
+	}
 	h := tp.Const(x)
 	var h0 *autograd.Var // layer 0's output (APPNP's teleport term)
 	var hidden []*autograd.Var
@@ -265,17 +273,33 @@ func (s *splitter) wholeBytes(v *view, train bool) int64 {
 	for i, b := range v.blocks {
 		shapes[i] = nn.ShapeOf(b)
 	}
-	return s.bytes(shapes, nil, false, train)
+	b := s.bytes(shapes, nil, false, train)
+	if v.xRows != nil {
+		b += 4 * int64(s.m.Config.In) * int64(len(v.xRows)) // the gathered inputs
+	}
+	return b + s.haloBytes(v)
 }
 
-// fixedBytes is what a micro-batched step keeps for the whole batch: the
-// fresh hidden rows GAS pushes, or the logits of inference.
+// haloBytes is what GAS's pulled history rows take: this batch's, and as
+// much again for the next batch, pulled while this one computes (an
+// estimate: its size is not known yet).
+func (s *splitter) haloBytes(v *view) int64 {
+	var b int64
+	for _, h := range v.halo {
+		b += 2 * 4 * int64(len(h.Data))
+	}
+	return b
+}
+
+// fixedBytes is what a micro-batched step keeps for the whole batch: GAS's
+// history rows, the fresh hidden rows GAS pushes, or the logits of
+// inference.
 func (s *splitter) fixedBytes(v *view, train bool) int64 {
 	n := int64(len(v.labels))
+	b := s.haloBytes(v)
 	if !train {
-		return 4 * n * int64(s.m.Layers[len(s.m.Layers)-1].OutDim())
+		return b + 4*n*int64(s.m.Layers[len(s.m.Layers)-1].OutDim())
 	}
-	var b int64
 	if v.halo != nil {
 		for l := 0; l < len(s.m.Layers)-1; l++ {
 			b += 4 * n * int64(s.m.Layers[l].OutDim())
@@ -337,7 +361,14 @@ func (s *splitter) plan(v *view, train bool) ([][]int32, error) {
 // sub builds micro-batch p of v as a view of its own.
 func (s *splitter) sub(v *view, p []int32) *view {
 	mb := s.extract(v, p, true)
-	w := &view{blocks: mb.blocks, x: gatherRows(v.x, mb.rows), labels: make([]int32, len(p))}
+	rows := mb.rows
+	if v.xRows != nil {
+		rows = make([]int32, len(mb.rows))
+		for i, q := range mb.rows {
+			rows[i] = v.xRows[q]
+		}
+	}
+	w := &view{blocks: mb.blocks, x: gatherRows(v.x, rows), labels: make([]int32, len(p))}
 	for i, d := range p {
 		w.labels[i] = v.labels[d]
 	}
@@ -386,7 +417,7 @@ func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, o
 	// run does forward and backward of one piece whose loss weighs w.
 	run := func(w *view, seed uint64, weight float32) ([]*autograd.Var, error) {
 		tp := autograd.NewTape()
-		logits, hidden := forward(tp, m, w.blocks, w.x, w.halo, true, seed)
+		logits, hidden := forward(tp, m, w, true, seed)
 		c, k := countCorrect(logits.Value, w.labels)
 		out.correct, out.total = out.correct+c, out.total+k
 		if k == 0 {
@@ -459,7 +490,7 @@ func inferStep(sp *splitter, v *view, m *nn.Model) (stepOut, error) {
 // inferPlan is inferStep with the micro-batches given (nil: unsplit).
 func inferPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model) stepOut {
 	if plan == nil {
-		logits, hidden := forward(autograd.NewInferenceTape(), m, v.blocks, v.x, v.halo, false, 0)
+		logits, hidden := forward(autograd.NewInferenceTape(), m, v, false, 0)
 		return stepOut{micro: 1, logits: logits.Value, fresh: freshRows(v, hidden)}
 	}
 	out := stepOut{micro: len(plan), logits: tensor.New(len(v.labels), m.Layers[len(m.Layers)-1].OutDim())}
@@ -470,7 +501,7 @@ func inferPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model) stepOut {
 	}
 	for _, p := range plan {
 		w := sp.sub(v, p)
-		logits, hidden := forward(autograd.NewInferenceTape(), m, w.blocks, w.x, w.halo, false, 0)
+		logits, hidden := forward(autograd.NewInferenceTape(), m, w, false, 0)
 		scatterRows([]tensor.Matrix{out.logits}, []*autograd.Var{logits}, p)
 		scatterRows(out.fresh, hidden, p)
 	}

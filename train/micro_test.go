@@ -163,7 +163,7 @@ func TestMicroBatchBytesExact(t *testing.T) {
 				before := tensor.Allocated()
 				w := sp.sub(c.v, p)
 				tp := autograd.NewTape()
-				logits, _ := forward(tp, c.m, w.blocks, w.x, w.halo, true, uint64(k))
+				logits, _ := forward(tp, c.m, w, true, uint64(k))
 				loss := tp.CrossEntropy(logits, w.labels)
 				if err := tp.Backward(loss); err != nil {
 					t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/graphmill/graphmill/dataset"
@@ -66,12 +68,19 @@ type Summary struct {
 	TotalSeconds   float64 `json:"total_seconds"`
 	NumParams      int     `json:"num_params"`
 	// PeakHeapBytes and PeakRSSBytes are the largest over the epochs;
-	// HistoryBytes is the size of GAS's history tables (0 otherwise).
-	PeakHeapBytes int64  `json:"peak_heap_bytes"`
-	PeakRSSBytes  int64  `json:"peak_rss_bytes"`
-	HistoryBytes  int64  `json:"history_bytes,omitempty"`
-	Seed          uint64 `json:"seed"`
-	Threads       int    `json:"threads"`
+	// BaseHeapBytes is the heap when training starts (features, model,
+	// optimiser state); HistoryBytes is the size of GAS's history tables
+	// (0 otherwise).
+	BaseHeapBytes int64 `json:"base_heap_bytes"`
+	PeakHeapBytes int64 `json:"peak_heap_bytes"`
+	PeakRSSBytes  int64 `json:"peak_rss_bytes"`
+	HistoryBytes  int64 `json:"history_bytes,omitempty"`
+	// Batches and MicroBatches count the training steps of the run, and
+	// the pieces the memory bound cut them into.
+	Batches      int    `json:"batches"`
+	MicroBatches int    `json:"micro_batches"`
+	Seed         uint64 `json:"seed"`
+	Threads      int    `json:"threads"`
 }
 
 // Result is what Run returns: the history, the summary and the trained
@@ -257,13 +266,26 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer step.close()
+	// Setup (partitioning, feature copies) is over: return its garbage to
+	// the system so per-epoch peaks show training alone, and note the heap
+	// that training starts from.
+	debug.FreeOSMemory()
+	baseHeap := memstat.HeapInUse()
+	if cfg.MaxMemoryBytes > 0 {
+		// Make the bound hold for the process too: the garbage collector
+		// keeps the runtime's memory within the bound above what it holds
+		// now, instead of letting the heap grow to twice the live heap.
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + cfg.MaxMemoryBytes))
+	}
 	var historyBytes int64
 	if h, ok := step.(interface{ historyBytes() int64 }); ok {
 		historyBytes = h.historyBytes()
 	}
 	res := &Result{Summary: Summary{
 		Model: string(cfg.Model.Kind), Mode: string(cfg.Mode), Dataset: r.ds.Meta.Name,
-		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1, HistoryBytes: historyBytes,
+		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1, HistoryBytes: historyBytes, BaseHeapBytes: baseHeap,
 	}}
 	start := time.Now()
 	// Selection and patience follow the original GAT code: an evaluation
@@ -330,6 +352,8 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		waitS += st.WaitSeconds
 		seeds += len(r.ds.Train)
 		epochs++
+		res.Summary.Batches += st.Batches
+		res.Summary.MicroBatches += st.MicroBatches
 		// The previous epoch's overlapped evaluation has finished running
 		// alongside this epoch: account for it first.
 		if pending != nil {

@@ -20,9 +20,9 @@ import (
 
 func newEvalCmd() *cobra.Command {
 	var (
-		load, ds string
-		batch    int
-		asJSON   bool
+		load, ds, maxMem string
+		batch            int
+		asJSON           bool
 	)
 	c := &cobra.Command{
 		Use:   "eval --load MODEL.safetensors [--dataset DIR|cora]",
@@ -33,7 +33,7 @@ func newEvalCmd() *cobra.Command {
 			if load == "" {
 				return fmt.Errorf("--load MODEL.safetensors is required")
 			}
-			d, r, m, err := openCheckpoint(cmd, ds, load, batch)
+			d, r, m, err := openCheckpoint(cmd, ds, load, batch, maxMem)
 			if err != nil {
 				return err
 			}
@@ -52,14 +52,15 @@ func newEvalCmd() *cobra.Command {
 	c.Flags().StringVar(&load, "load", "", "checkpoint to evaluate (required)")
 	c.Flags().StringVar(&ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
+	c.Flags().StringVar(&maxMem, "max-memory", "", maxMemoryHelp)
 	c.Flags().BoolVar(&asJSON, "json", false, "print the accuracies as JSON")
 	return c
 }
 
 func newPredictCmd() *cobra.Command {
 	var (
-		load, ds, out string
-		batch         int
+		load, ds, out, maxMem string
+		batch                 int
 	)
 	c := &cobra.Command{
 		Use:   "predict --load MODEL.safetensors --out DIR [--dataset DIR|cora]",
@@ -73,7 +74,7 @@ Each file is written atomically.`,
 			if load == "" || out == "" {
 				return fmt.Errorf("--load and --out are required")
 			}
-			d, r, m, err := openCheckpoint(cmd, ds, load, batch)
+			d, r, m, err := openCheckpoint(cmd, ds, load, batch, maxMem)
 			if err != nil {
 				return err
 			}
@@ -110,16 +111,21 @@ Each file is written atomically.`,
 	c.Flags().StringVar(&ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	c.Flags().StringVar(&out, "out", "", "output directory (required)")
 	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
+	c.Flags().StringVar(&maxMem, "max-memory", "", maxMemoryHelp)
 	return c
 }
 
 // openCheckpoint opens the dataset and loads the checkpoint's model for it.
-func openCheckpoint(cmd *cobra.Command, ds, load string, batch int) (*dataset.Dataset, *train.Runner, *nn.Model, error) {
+func openCheckpoint(cmd *cobra.Command, ds, load string, batch int, maxMem string) (*dataset.Dataset, *train.Runner, *nn.Model, error) {
+	bound, err := parseMaxMemory(maxMem)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	d, err := builtin.Open(cmd.Context(), ds)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	r, m, err := train.Load(d, load, batch)
+	r, m, err := train.Load(d, load, batch, bound)
 	if err != nil {
 		d.Close()
 		return nil, nil, nil, err

@@ -33,6 +33,8 @@ type trainFlags struct {
 	parts, partsPerBatch              int
 	seed                              uint64
 	metricsOut, plotOut, save         string
+	maxMemory                         string
+	noEval                            bool
 	quiet                             bool
 }
 
@@ -82,8 +84,10 @@ accuracy reported is that model's.`,
 	fl.IntVar(&f.parts, "parts", 40, "gas mode: number of graph parts (multilevel partitioner)")
 	fl.IntVar(&f.partsPerBatch, "parts-per-batch", 10, "gas mode: parts per batch (shuffled each epoch)")
 	fl.BoolVar(&f.halfHistory, "half-history", false, "gas mode: store historical embeddings as float16 (half the memory)")
+	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
 	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
+	fl.BoolVar(&f.noEval, "no-eval", false, "train without any evaluation (throughput and memory benchmarks); the last epoch's weights are kept")
 	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations without a better validation accuracy (0 = never; default per model: gat 100, others 0)")
 	fl.IntVar(&f.logEvery, "log-every", 0, "print a line every k evaluations (default: 10 in full mode, 1 in sampled mode)")
 	fl.BoolVar(&f.overlap, "overlap-eval", false, "evaluate epoch k on a snapshot of the weights while epoch k+1 trains")
@@ -149,13 +153,33 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	}
 	cfg.Prefetch, cfg.Workers, cfg.Threads = f.prefetch, f.workers, f.threads
 	cfg.Parts, cfg.PartsPerBatch, cfg.HalfHistory = f.parts, f.partsPerBatch, f.halfHistory
-	cfg.EvalEvery = f.evalEvery
+	cfg.EvalEvery, cfg.SkipEval = f.evalEvery, f.noEval
 	if set("patience") {
 		cfg.Patience = f.patience
 	}
 	cfg.OverlapEval, cfg.NormalizeFeatures = f.overlap, f.normalize
 	cfg.Seed, cfg.Model.Seed = f.seed, f.seed
+	if cfg.MaxMemoryBytes, err = parseMaxMemory(f.maxMemory); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
+}
+
+const maxMemoryHelp = `bound on the memory of one step (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit (default: no bound)`
+
+// parseMaxMemory parses --max-memory ("" is no bound).
+func parseMaxMemory(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := units.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("--max-memory: %w", err)
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("--max-memory %q: want a positive size such as 2GiB", s)
+	}
+	return n, nil
 }
 
 func parseFanouts(s string) ([]int, error) {
@@ -290,8 +314,12 @@ func printSummary2(w io.Writer, s train.Summary) {
 	if s.StoppedEarly {
 		stop = ", stopped early"
 	}
-	fmt.Fprintf(w, "best validation accuracy %.2f%% at epoch %d (%d epochs%s)\n", 100*s.BestValAcc, s.BestEpoch, s.Epochs, stop)
-	fmt.Fprintf(w, "test accuracy %.2f%%\n", 100*s.TestAcc)
+	if s.BestEpoch < 0 {
+		fmt.Fprintf(w, "%d epochs, not evaluated (--no-eval)\n", s.Epochs)
+	} else {
+		fmt.Fprintf(w, "best validation accuracy %.2f%% at epoch %d (%d epochs%s)\n", 100*s.BestValAcc, s.BestEpoch, s.Epochs, stop)
+		fmt.Fprintf(w, "test accuracy %.2f%%\n", 100*s.TestAcc)
+	}
 	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; total %s\n",
 		units.Duration(secs(s.EpochSeconds)), units.Duration(secs(s.SampleSeconds)), units.Duration(secs(s.GatherSeconds)),
 		units.Duration(secs(s.ComputeSeconds)), units.Duration(secs(s.WaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(secs(s.TotalSeconds)))
@@ -300,6 +328,9 @@ func printSummary2(w io.Writer, s train.Summary) {
 		hist = ", of which histories " + units.Bytes(s.HistoryBytes)
 	}
 	fmt.Fprintf(w, "peak memory: Go heap %s, resident %s%s\n", units.Bytes(s.PeakHeapBytes), units.Bytes(s.PeakRSSBytes), hist)
+	if s.MicroBatches > s.Batches {
+		fmt.Fprintf(w, "memory bound: %d batches ran as %d micro-batches\n", s.Batches, s.MicroBatches)
+	}
 }
 
 func writeMetrics(path string, cfg train.Config, res *train.Result) error {
