@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/graphmill/graphmill/internal/hugemem"
+
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/par"
 )
@@ -41,6 +43,7 @@ type Store struct {
 	f16     []uint16
 	mapping []byte
 	path    string
+	free    func() // unmaps an in-memory table
 	workers int
 }
 
@@ -73,7 +76,11 @@ func New(n, dim int, opts Options) (*Store, error) {
 		}
 		s.mapping, s.path, buf = m, opts.Path, m
 	} else {
-		buf = make([]byte, size)
+		// In memory, the table lives outside the Go heap: the garbage
+		// collector neither scans it nor lets the heap grow by its size
+		// (its target is twice the live heap), and huge pages speed up
+		// the random row accesses of pulls and pushes.
+		buf, s.free = hugemem.Alloc[byte](size)
 	}
 	if size > 0 {
 		if s.half {
@@ -103,6 +110,10 @@ func (s *Store) Bytes() int64 {
 func (s *Store) Close() error {
 	if s.mapping == nil {
 		s.f32, s.f16 = nil, nil
+		if s.free != nil {
+			s.free()
+			s.free = nil
+		}
 		return nil
 	}
 	err := unix.Munmap(s.mapping)

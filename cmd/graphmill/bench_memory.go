@@ -18,7 +18,7 @@ func init() {
 	var (
 		quick, asJSON bool
 		dir, bound    string
-		nodes         string
+		nodes, modes  string
 	)
 	c := &cobra.Command{
 		Use:   "memory",
@@ -54,6 +54,9 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 				}
 				o.Bound = b
 			}
+			if modes != "" {
+				o.Modes = strings.Split(modes, ",")
+			}
 			o.Dir = dir
 			if o.Dir == "" {
 				o.Dir = builtin.CacheDir()
@@ -63,7 +66,7 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 				return err
 			}
 			o.Exe = exe
-			o.Progress = func(s string) { fmt.Fprintf(cli.Stderr, "%s...\n", s) }
+			o.Progress = func(s string) { fmt.Fprintln(cli.Stderr, s) }
 			rep, err := benchmem.RunAll(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -102,5 +105,6 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the synthetic datasets (default: the cache directory)")
 	c.Flags().StringVar(&bound, "max-memory", "", "bound of the bounded runs (default 512MiB; quick 128MiB)")
 	c.Flags().StringVar(&nodes, "nodes", "", "graph sizes, e.g. 1M,4M")
+	c.Flags().StringVar(&modes, "modes", "", "run only these configurations: full, bounded, sampled, gas, gas-bounded (comma separated)")
 	benchCmd.AddCommand(c)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/graphmill/graphmill/dataset"
@@ -37,12 +38,15 @@ type Options struct {
 	// NodesPerPart and PartsPerBatch size GAS batches: the number of parts
 	// grows with the graph so that a batch holds the same number of nodes.
 	NodesPerPart, PartsPerBatch int
+	// Modes selects configurations by name (full, bounded, sampled, gas,
+	// gas-bounded); empty runs them all.
+	Modes []string `json:"modes,omitempty"`
 	// Dir holds the generated datasets (reused when present).
 	Dir string
 	// Exe is the graphmill binary run for every configuration.
 	Exe string
 	// Progress is told which run starts.
-	Progress func(step string)
+	Progress func(step string) `json:"-"`
 }
 
 // Quick and Full are the standard sizes.
@@ -149,6 +153,9 @@ func RunAll(ctx context.Context, o Options) (*Report, error) {
 			{"gas", []string{"--mode", "gas", "--parts", strconv.Itoa(parts), "--parts-per-batch", strconv.Itoa(o.PartsPerBatch)}, 0},
 			{"gas-bounded", []string{"--mode", "gas", "--parts", strconv.Itoa(parts), "--parts-per-batch", strconv.Itoa(o.PartsPerBatch), "--max-memory", bound}, o.Bound},
 		} {
+			if len(o.Modes) > 0 && !slices.Contains(o.Modes, c.mode) {
+				continue
+			}
 			if o.Progress != nil {
 				o.Progress(fmt.Sprintf("%s on %s nodes", c.mode, units.Count(n)))
 			}
@@ -167,6 +174,14 @@ func RunAll(ctx context.Context, o Options) (*Report, error) {
 				gas = append(gas, r)
 			}
 			rep.Runs = append(rep.Runs, r)
+			if o.Progress != nil {
+				if r.Error != "" {
+					o.Progress("  " + r.Error)
+				} else {
+					o.Progress(fmt.Sprintf("  peak RSS %s, heap %s (training added %s), histories %s, rest %s, %d micro-batches for %d batches",
+						units.Bytes(r.PeakRSSBytes), units.Bytes(r.PeakHeapBytes), units.Bytes(r.StepPeakBytes), units.Bytes(r.HistoryBytes), units.Bytes(r.RestBytes), r.MicroBatches, r.Batches))
+				}
+			}
 		}
 	}
 	if len(gas) >= 2 {
