@@ -197,10 +197,10 @@ func (s *gasStepper) push(b *gasBatch, fresh []tensor.Matrix) error {
 // push, which happens after the next batch's pull.
 func (s *gasStepper) run(ctx context.Context, groups [][]int32, step func(i int, b *gasBatch) ([]tensor.Matrix, error)) (prepSecs, waitSecs float64, err error) {
 	n := s.r.ds.Meta.NumNodes
-	pos := [2][]int32{newPos(n), newPos(n)}
+	pos := newPos(n) // one prepare runs at a time, and leaves it all -1
 	next := make(chan *gasBatch, 1)
 	launch := func(i int) {
-		go func() { next <- s.prepare(groups[i], pos[i%2]) }()
+		go func() { next <- s.prepare(groups[i], pos) }()
 	}
 	launch(0)
 	for i := range groups {

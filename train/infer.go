@@ -79,9 +79,12 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 	if batchSize <= 0 || batchSize >= n {
 		batchSize = n
 	}
-	full := nn.FullGraph(g)
+	var full *nn.Block // the whole graph, when a batch covers it
+	if batchSize == n {
+		full = nn.FullGraph(g)
+	}
 	pos := newPos(n)
-	ids := full.Src
+	var buf []int32 // the destinations of a batch: a run of node ids
 	for l := 0; l < layers; l++ {
 		in := m.Config.In
 		if l > 0 {
@@ -105,13 +108,19 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 			}
 			hi := min(n, lo+size)
 			var b *nn.Block
+			var ids []int32
 			whole := hi-lo == n
 			if whole && (maxBytes <= 0 || bytes(full, false) <= maxBytes) {
-				b = full
+				b, ids = full, full.Src
 			} else {
 				whole = false
 				for {
-					b = blockOf(g, ids[lo:hi], pos)
+					buf = buf[:0]
+					for v := lo; v < hi; v++ {
+						buf = append(buf, int32(v))
+					}
+					ids = buf
+					b = blockOf(g, ids, pos)
 					if maxBytes <= 0 {
 						break
 					}
@@ -132,14 +141,14 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 			tp := autograd.NewInferenceTape()
 			var h0dst *autograd.Var
 			if m.NeedsH0(l) {
-				h, err := io.h0(ids[lo:hi])
+				h, err := io.h0(ids)
 				if err != nil {
 					return err
 				}
 				h0dst = tp.Const(h)
 			}
 			y := m.ForwardLayerH0(tp, l, b, tp.Const(x), h0dst, false, 0)
-			if err := io.output(l, ids[lo:hi], y.Value); err != nil {
+			if err := io.output(l, ids, y.Value); err != nil {
 				return err
 			}
 			// Grow back towards batchSize after a halving.
