@@ -41,7 +41,13 @@ func (l *level) ewAt(j int64) int32 {
 
 // randomPerm returns a uniformly random permutation of [0, n).
 func randomPerm(r *rng.Rand, n int) []int32 {
-	p := make([]int32, n)
+	return randomPermInto(r, make([]int32, n))
+}
+
+// randomPermInto fills p with a uniformly random permutation of
+// [0, len(p)) and returns it.
+func randomPermInto(r *rng.Rand, p []int32) []int32 {
+	n := len(p)
 	for i := range p {
 		p[i] = int32(i)
 	}
@@ -54,7 +60,7 @@ func randomPerm(r *rng.Rand, n int) []int32 {
 
 // degreeOrder returns the vertices in increasing order of degree (capped
 // at 4x the average, as METIS does), random within a degree.
-func (l *level) degreeOrder(r *rng.Rand) []int32 {
+func (l *level) degreeOrder(r *rng.Rand, sc *scratch) []int32 {
 	n := l.n
 	avg := 1
 	if n > 0 {
@@ -68,8 +74,8 @@ func (l *level) degreeOrder(r *rng.Rand) []int32 {
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
-	perm := randomPerm(r, n)
-	out := make([]int32, n)
+	perm := randomPermInto(r, sc.buf(&sc.perm, n))
+	out := sc.buf(&sc.order, n)
 	for _, v := range perm {
 		d := deg(v)
 		out[counts[d]] = v
@@ -85,9 +91,12 @@ func (l *level) degreeOrder(r *rng.Rand) []int32 {
 // same hubs) and leftover isolated vertices. No pair may exceed maxvw in
 // any constraint. It returns match (match[v] is v's partner, or v) and the
 // number of coarse vertices.
-func (l *level) match(r *rng.Rand, ncon int, maxvw []int32) ([]int32, int) {
+func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int32, int) {
 	n := l.n
-	match := make([]int32, n)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	match := sc.buf(&sc.match, n)
 	for i := range match {
 		match[i] = -1
 	}
@@ -99,7 +108,7 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32) ([]int32, int) {
 		}
 		return true
 	}
-	order := l.degreeOrder(r)
+	order := l.degreeOrder(r, sc)
 	unmatched := 0
 	cn := 0
 	for _, v := range order {
@@ -138,7 +147,8 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32) ([]int32, int) {
 	if unmatched > 0 {
 		// Two-hop: pair unmatched vertices through their heaviest
 		// neighbour; isolated vertices pair with each other.
-		pending := make([]int32, n) // pending[h]+1: an unmatched vertex waiting at h
+		pending := sc.buf(&sc.pending, n) // pending[h]+1: an unmatched vertex waiting at h
+		clear(pending)
 		iso := int32(-1)
 		for _, v := range order {
 			if match[v] >= 0 {
@@ -181,11 +191,81 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32) ([]int32, int) {
 	return match, cn
 }
 
+// scratch holds the buffers one coarsening reuses from level to level:
+// the adjacency written at an upper bound of its size (then copied out at
+// its exact size) and the merge tables. Reusing them saves allocating and
+// faulting in fresh memory at every level, which dominates on small
+// graphs.
+type scratch struct {
+	adj, ew []int32
+	tables  [][]int32 // per worker, all -1
+	// Matching: its result (consumed by contract) and temporaries.
+	match, perm, order, pending []int32
+	// Bisection: priority queues, FM buffers and degree arrays.
+	q       [2]*pq
+	moved   []int32
+	locked  []bool
+	ext, in []int64
+}
+
+// pqs returns the two bisection queues, empty, for vertices below n.
+func (s *scratch) pqs(n int) [2]*pq {
+	for i := range s.q {
+		if s.q[i] == nil || len(s.q[i].pos) < n {
+			s.q[i] = newPQ(n)
+		} else {
+			s.q[i].reset()
+		}
+	}
+	return s.q
+}
+
+// fmBufs returns FM's move list (empty, capacity n) and lock flags (n,
+// all false).
+func (s *scratch) fmBufs(n int) ([]int32, []bool) {
+	if cap(s.moved) < n {
+		s.moved, s.locked = make([]int32, 0, n), make([]bool, n)
+	}
+	return s.moved[:0], s.locked[:n]
+}
+
+// buf returns (*p)[:n], reallocating *p if it is too short; the contents
+// are arbitrary.
+func (s *scratch) buf(p *[]int32, n int) []int32 {
+	if cap(*p) < n {
+		*p = make([]int32, n)
+	}
+	return (*p)[:n]
+}
+
+// maxScratch bounds the entries of the upper-bound buffers a scratch
+// keeps; larger contractions allocate their own (and keep them when they
+// are nearly full, instead of holding two copies of a huge level).
+const maxScratch = 1 << 22
+
+// table returns worker w's merge table for n coarse vertices, all -1.
+func (s *scratch) table(w, n int) []int32 {
+	for len(s.tables) <= w {
+		s.tables = append(s.tables, nil)
+	}
+	ht := s.tables[w]
+	if len(ht) < n {
+		old := len(ht)
+		ht = append(ht, make([]int32, n-old)...)
+		for i := old; i < n; i++ {
+			ht[i] = -1
+		}
+		s.tables[w] = ht
+	}
+	return ht[:n]
+}
+
 // contract builds the coarse graph of a matching: coarse vertices are
 // numbered in order of their smallest fine vertex; parallel edges merge
 // with summed weights and edges inside a coarse vertex vanish. It runs on
-// workers goroutines and sets l.cmap.
-func (l *level) contract(match []int32, cn, ncon, workers int) *level {
+// workers goroutines, reuses the buffers of sc (which may be nil) and sets
+// l.cmap.
+func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *level {
 	n := l.n
 	cmap := make([]int32, n)
 	rep := make([]int32, cn)
@@ -225,91 +305,35 @@ func (l *level) contract(match []int32, cn, ncon, workers int) *level {
 	for k := 0; k < nchunks; k++ {
 		ub[k+1] += ub[k]
 	}
-	cadj := make([]int32, ub[nchunks])
-	cew := make([]int32, ub[nchunks])
+	var cadj, cew []int32
+	pooled := sc != nil && ub[nchunks] <= maxScratch
+	if pooled {
+		if int64(cap(sc.adj)) < ub[nchunks] {
+			sc.adj = make([]int32, ub[nchunks], max(ub[nchunks], int64(len(l.adj))))
+			sc.ew = make([]int32, ub[nchunks], cap(sc.adj))
+		}
+		cadj, cew = sc.adj[:ub[nchunks]], sc.ew[:ub[nchunks]]
+	} else {
+		cadj = make([]int32, ub[nchunks])
+		cew = make([]int32, ub[nchunks])
+		sc = &scratch{}
+	}
 	used := make([]int64, nchunks)
-	tables := make([][]int32, workers)
-	_ = par.Tasks(bgctx, workers, nchunks, func(w, k int) {
-		ht := tables[w]
-		if ht == nil {
-			ht = make([]int32, cn)
-			for i := range ht {
-				ht[i] = -1
+	tw := min(workers, nchunks)
+	for w := 0; w < tw; w++ {
+		sc.table(w, cn) // allocated here: the workers only read the slice headers
+	}
+	tasks := func(fn func(w, k int)) {
+		if tw <= 1 {
+			for k := 0; k < nchunks; k++ {
+				fn(0, k)
 			}
-			tables[w] = ht
+			return
 		}
-		pos := ub[k]
-		for c := bounds[k]; c < bounds[k+1]; c++ {
-			start := pos
-			v := rep[c]
-			u := match[v]
-			xs, nx := [2]int32{v, u}, 2
-			if u == v {
-				nx = 1
-			}
-			if d := l.xadj[v+1] - l.xadj[v] + l.xadj[u+1] - l.xadj[u]; d <= 24 {
-				// Few edges: merge by scanning the short output list,
-				// which stays in cache, instead of the large table.
-				for _, x := range xs[:nx] {
-					for j := l.xadj[x]; j < l.xadj[x+1]; j++ {
-						cu := cmap[l.adj[j]]
-						if cu == int32(c) {
-							continue
-						}
-						wt := int32(1)
-						if l.ew != nil {
-							wt = l.ew[j]
-						}
-						i := start
-						for ; i < pos; i++ {
-							if cadj[i] == cu {
-								cew[i] += wt
-								break
-							}
-						}
-						if i == pos {
-							cadj[pos] = cu
-							cew[pos] = wt
-							pos++
-						}
-					}
-				}
-				goto done
-			}
-			for _, x := range xs[:nx] {
-				for j := l.xadj[x]; j < l.xadj[x+1]; j++ {
-					cu := cmap[l.adj[j]]
-					if cu == int32(c) {
-						continue
-					}
-					wt := int32(1)
-					if l.ew != nil {
-						wt = l.ew[j]
-					}
-					if i := ht[cu]; i >= 0 {
-						cew[start+int64(i)] += wt
-					} else {
-						ht[cu] = int32(pos - start)
-						cadj[pos] = cu
-						cew[pos] = wt
-						pos++
-					}
-				}
-			}
-			for j := start; j < pos; j++ {
-				ht[cadj[j]] = -1
-			}
-		done:
-			cl.xadj[c+1] = pos - start
-			for k := 0; k < ncon; k++ {
-				wv := l.vw[int(v)*ncon+k]
-				if u != v {
-					wv += l.vw[int(u)*ncon+k]
-				}
-				cl.vw[c*ncon+k] = wv
-			}
-		}
-		used[k] = pos - ub[k]
+		_ = par.Tasks(bgctx, tw, nchunks, fn)
+	}
+	tasks(func(w, k int) {
+		used[k] = l.contractRange(cmap, rep, match, bounds[k], bounds[k+1], ncon, sc.tables[w][:cn], cadj, cew, ub[k], cl)
 	})
 	// Compact the chunks and turn degrees into offsets.
 	dst := int64(0)
@@ -323,7 +347,7 @@ func (l *level) contract(match []int32, cn, ncon, workers int) *level {
 	for c := 0; c < cn; c++ {
 		cl.xadj[c+1] += cl.xadj[c]
 	}
-	if dst*5 < int64(cap(cadj))*4 {
+	if pooled || dst*5 < int64(cap(cadj))*4 {
 		cl.adj = slices.Clone(cadj[:dst])
 		cl.ew = slices.Clone(cew[:dst])
 	} else {
@@ -331,4 +355,90 @@ func (l *level) contract(match []int32, cn, ncon, workers int) *level {
 		cl.ew = cew[:dst]
 	}
 	return cl
+}
+
+// contractRange writes the coarse vertices [lo, hi) of a contraction: their
+// merged adjacency into cadj/cew from pos, their degrees into cl.xadj[c+1]
+// and their weights into cl.vw. ht is a merge table of the coarse vertex
+// count, all -1 (and left so). It returns the entries written.
+func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, cadj, cew []int32, pos int64, cl *level) int64 {
+	xadj, adj, ew, vw := l.xadj, l.adj, l.ew, l.vw
+	cxadj, cvw := cl.xadj, cl.vw
+	first := pos
+	for c := lo; c < hi; c++ {
+		start := pos
+		v := rep[c]
+		u := match[v]
+		xs, nx := [2]int32{v, u}, 2
+		if u == v {
+			nx = 1
+		}
+		c32 := int32(c)
+		if d := xadj[v+1] - xadj[v] + xadj[u+1] - xadj[u]; d <= 24 {
+			// Few edges: merge by scanning the short output list, which
+			// stays in cache, instead of the large table.
+			for _, x := range xs[:nx] {
+				for j := xadj[x]; j < xadj[x+1]; j++ {
+					cu := cmap[adj[j]]
+					if cu == c32 {
+						continue
+					}
+					wt := int32(1)
+					if ew != nil {
+						wt = ew[j]
+					}
+					i := start
+					for ; i < pos; i++ {
+						if cadj[i] == cu {
+							cew[i] += wt
+							break
+						}
+					}
+					if i == pos {
+						cadj[pos] = cu
+						cew[pos] = wt
+						pos++
+					}
+				}
+			}
+		} else {
+			for _, x := range xs[:nx] {
+				lst := adj[xadj[x]:xadj[x+1]]
+				var wts []int32
+				if ew != nil {
+					wts = ew[xadj[x]:xadj[x+1]]
+				}
+				for j, a := range lst {
+					cu := cmap[a]
+					if cu == c32 {
+						continue
+					}
+					wt := int32(1)
+					if wts != nil {
+						wt = wts[j]
+					}
+					if i := ht[cu]; i >= 0 {
+						cew[start+int64(i)] += wt
+					} else {
+						ht[cu] = int32(pos - start)
+						cadj[pos] = cu
+						cew[pos] = wt
+						pos++
+					}
+				}
+			}
+			for _, cu := range cadj[start:pos] {
+				ht[cu] = -1
+			}
+		}
+		cxadj[c+1] = pos - start
+		for k := 0; k < ncon; k++ {
+			wv := vw[int(v)*ncon+k]
+			if u != v {
+				wv += vw[int(u)*ncon+k]
+			}
+			cvw[c*ncon+k] = wv
+		}
+	}
+	return pos - first
 }

@@ -25,8 +25,10 @@
 //     degree, then pairing leftover vertices that share a neighbour, which
 //     keeps power-law graphs shrinking) and accumulates vertex and edge
 //     weights, down to about 30*K vertices; the contraction runs in
-//     parallel. The coarsest graph is split twice (in parallel) by
-//     recursive bisection, and the better split kept. Each bisection is
+//     parallel, reusing its buffers from level to level. The coarsest
+//     graph is split twice (three times for K <= 4 when it is 50 times
+//     smaller than the input; in parallel) by
+//     recursive bisection, and the best split kept. Each bisection is
 //     itself multilevel: greedy graph growing from 8 random seeds with
 //     Fiduccia-Mattheyses (FM) refinement, small connected components set
 //     aside and packed in afterwards (so that the cut falls where the
@@ -34,7 +36,8 @@
 //     at every level back up. While uncoarsening, every level is refined
 //     by greedy boundary moves computed in parallel and applied best gain
 //     first, then one pass of k-way FM (negative moves allowed, rolled
-//     back to the best prefix; gains evaluated lazily), within the
+//     back to the best prefix; gains evaluated lazily; at most about
+//     half as many vertex visits as boundary vertices), within the
 //     balance limits, with a balancing pass when a limit is exceeded.
 //   - Fennel is the one-pass streaming partitioner of Tsourakakis et al.
 //     (WSDM 2014), with hard balance limits: a worse cut, but it needs

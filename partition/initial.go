@@ -120,7 +120,21 @@ type bisector struct {
 }
 
 func newBisector(l *level, ncon int, frac, tol float64) *bisector {
-	b := &bisector{l: l, ncon: ncon, side: make([]int8, l.n), ext: make([]int64, l.n), in: make([]int64, l.n), tot: make([]int64, ncon)}
+	return newBisectorIn(l, ncon, frac, tol, nil)
+}
+
+// newBisectorIn is newBisector taking the degree arrays from sc (if
+// non-nil), which must then not be shared with another live bisector.
+func newBisectorIn(l *level, ncon int, frac, tol float64, sc *scratch) *bisector {
+	b := &bisector{l: l, ncon: ncon, side: make([]int8, l.n), tot: make([]int64, ncon)}
+	if sc != nil {
+		if cap(sc.ext) < l.n {
+			sc.ext, sc.in = make([]int64, l.n), make([]int64, l.n)
+		}
+		b.ext, b.in = sc.ext[:l.n], sc.in[:l.n]
+	} else {
+		b.ext, b.in = make([]int64, l.n), make([]int64, l.n)
+	}
 	maxvw := make([]int64, ncon)
 	for v := 0; v < l.n; v++ {
 		for c := 0; c < ncon; c++ {
@@ -393,7 +407,7 @@ func (b *bisector) fm(passes int, qs [2]*pq, moved []int32, locked []bool) int64
 // rest is bisected with the balance limits of the whole graph, so the cut
 // can fall where the graph is thin, and the fillers, heaviest first, then
 // go where there is most room.
-func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int) []int8 {
+func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int, sc *scratch) []int8 {
 	comp, weights := components(l, ncon)
 	tot := int64(0)
 	for v := 0; v < l.n; v++ {
@@ -408,7 +422,7 @@ func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, worke
 		}
 	}
 	if fill == 0 || fill == tot || float64(fill) < 0.01*float64(tot) {
-		return bisectCore(l, ncon, frac, tol, tries, seed, workers, nil)
+		return bisectCore(l, ncon, frac, tol, tries, seed, workers, nil, sc)
 	}
 	mark := make([]int8, l.n)
 	for v := range mark {
@@ -422,7 +436,7 @@ func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, worke
 	}
 	subs, subIDs := split(l, ncon, mark, ids)
 	whole := newBisector(l, ncon, frac, tol)
-	coreSide := bisectCore(subs[0], ncon, frac, tol, tries, seed, workers, &whole.limit)
+	coreSide := bisectCore(subs[0], ncon, frac, tol, tries, seed, workers, &whole.limit, sc)
 	side := make([]int8, l.n)
 	pw := [2][]int64{make([]int64, ncon), make([]int64, ncon)}
 	for i, v := range subIDs[0] {
@@ -506,26 +520,31 @@ func components(l *level, ncon int) ([]int32, []int64) {
 // bisectCore is bisect without the filler logic, trying tries random
 // starts and keeping the best. limits, if non-nil, replaces the balance
 // limits (those of a larger graph this one is the core of).
-func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int, limits *[2][]float64) []int8 {
+func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int, limits *[2][]float64, sc *scratch) []int8 {
 	type result struct {
 		side []int8
 		cut  int64
 		over float64
 	}
 	res := make([]result, tries)
+	parallel := workers > 1 && l.n > 2000
 	run := func(t int) {
-		b := newBisector(l, ncon, frac, tol)
+		ws := sc
+		if parallel || ws == nil {
+			ws = &scratch{}
+		}
+		b := newBisectorIn(l, ncon, frac, tol, ws)
 		if limits != nil {
 			b.limit = [2][]float64{slices.Clone(limits[0]), slices.Clone(limits[1])}
 		}
 		r := rng.New(rng.Derive(seed, uint64(t)))
-		q := newPQ(l.n)
-		b.grow(r, q)
-		qs := [2]*pq{q, newPQ(l.n)}
-		cut := b.fm(4, qs, make([]int32, 0, l.n), make([]bool, l.n))
+		qs := ws.pqs(l.n)
+		b.grow(r, qs[0])
+		moved, locked := ws.fmBufs(l.n)
+		cut := b.fm(4, qs, moved, locked)
 		res[t] = result{b.side, cut, b.overweight(0) + b.overweight(1)}
 	}
-	if workers > 1 && l.n > 2000 {
+	if parallel {
 		_ = par.Tasks(bgctx, workers, tries, func(_, t int) { run(t) })
 	} else {
 		for t := 0; t < tries; t++ {
@@ -546,12 +565,19 @@ func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, w
 func split(l *level, ncon int, side []int8, ids []int32) (subs [2]*level, subIDs [2][]int32) {
 	local := make([]int32, l.n)
 	var cnt [2]int
+	var ent [2]int64
 	for v, s := range side {
 		local[v] = int32(cnt[s])
 		cnt[s]++
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			if side[l.adj[j]] == s {
+				ent[s]++
+			}
+		}
 	}
 	for s := 0; s < 2; s++ {
-		subs[s] = &level{n: cnt[s], xadj: make([]int64, 1, cnt[s]+1), vw: make([]int32, 0, cnt[s]*ncon), ew: []int32{}}
+		subs[s] = &level{n: cnt[s], xadj: make([]int64, 1, cnt[s]+1), vw: make([]int32, 0, cnt[s]*ncon),
+			adj: make([]int32, 0, ent[s]), ew: make([]int32, 0, ent[s])}
 		subIDs[s] = make([]int32, 0, cnt[s])
 	}
 	for v := 0; v < l.n; v++ {
@@ -573,7 +599,7 @@ func split(l *level, ncon int, side []int8, ids []int32) (subs [2]*level, subIDs
 
 // recursiveBisection partitions l into k parts numbered from first,
 // writing where[ids[v]] for every vertex v of l.
-func recursiveBisection(l *level, ncon, k, first int, ids []int32, where []int32, tol float64, tries int, seed uint64, workers int) {
+func recursiveBisection(l *level, ncon, k, first int, ids []int32, where []int32, tol float64, tries int, seed uint64, workers int, sc *scratch) {
 	if k == 1 || l.n <= 1 {
 		for _, id := range ids {
 			where[id] = int32(first)
@@ -588,10 +614,10 @@ func recursiveBisection(l *level, ncon, k, first int, ids []int32, where []int32
 		return
 	}
 	k0 := k / 2
-	side := mlBisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers)
+	side := mlBisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers, sc)
 	subs, subIDs := split(l, ncon, side, ids)
-	recursiveBisection(subs[0], ncon, k0, first, subIDs[0], where, tol, tries, rng.Derive(seed, 1000), workers)
-	recursiveBisection(subs[1], ncon, k-k0, first+k0, subIDs[1], where, tol, tries, rng.Derive(seed, 1001), workers)
+	recursiveBisection(subs[0], ncon, k0, first, subIDs[0], where, tol, tries, rng.Derive(seed, 1000), workers, sc)
+	recursiveBisection(subs[1], ncon, k-k0, first+k0, subIDs[1], where, tol, tries, rng.Derive(seed, 1001), workers, sc)
 }
 
 // bisectionTolerance is the per-bisection imbalance that compounds to imb
@@ -607,10 +633,10 @@ func bisectionTolerance(imb float64, k int) float64 {
 // mlBisect is a multilevel bisection: it coarsens l further by heavy-edge
 // matching to about 100 vertices, bisects the coarsest graph (bisect), and
 // projects the sides back level by level with FM refinement at each.
-func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int) []int8 {
+func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int, sc *scratch) []int8 {
 	const coarsenTo = 100
 	if l.n <= 2*coarsenTo {
-		return bisect(l, ncon, frac, tol, tries, seed, workers)
+		return bisect(l, ncon, frac, tol, tries, seed, workers, sc)
 	}
 	lc := *l // contract sets cmap: work on a copy, l may be shared
 	l = &lc
@@ -625,23 +651,24 @@ func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, wor
 	r := rng.New(rng.Derive(seed, 99))
 	levels := []*level{l}
 	for cur := l; cur.n > coarsenTo; {
-		match, cn := cur.match(r, ncon, maxvw)
+		match, cn := cur.match(r, ncon, maxvw, sc)
 		if float64(cn) > 0.95*float64(cur.n) {
 			break
 		}
-		next := cur.contract(match, cn, ncon, 1)
+		next := cur.contract(match, cn, ncon, 1, sc)
 		levels = append(levels, next)
 		cur = next
 	}
-	side := bisect(levels[len(levels)-1], ncon, frac, tol, tries, seed, workers)
+	side := bisect(levels[len(levels)-1], ncon, frac, tol, tries, seed, workers, sc)
 	for i := len(levels) - 2; i >= 0; i-- {
 		fine := levels[i]
-		b := newBisector(fine, ncon, frac, tol)
+		b := newBisectorIn(fine, ncon, frac, tol, sc)
 		for v := 0; v < fine.n; v++ {
 			b.side[v] = side[fine.cmap[v]]
 		}
 		fine.cmap = nil
-		b.fm(4, [2]*pq{newPQ(fine.n), newPQ(fine.n)}, make([]int32, 0, fine.n), make([]bool, fine.n))
+		moved, locked := sc.fmBufs(fine.n)
+		b.fm(4, sc.pqs(fine.n), moved, locked)
 		side = b.side
 	}
 	return side

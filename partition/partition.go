@@ -128,6 +128,7 @@ func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
 		return nil, err
 	}
 	var parts []int32
+	cut := int64(-1) // unknown
 	switch {
 	case k == 1:
 		parts = make([]int32, n)
@@ -136,12 +137,12 @@ func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
 	case method == Fennel:
 		parts, err = fennel(ctx, g, k, opts)
 	default:
-		parts, err = multilevel(ctx, g, k, opts)
+		parts, cut, err = multilevel(ctx, g, k, opts)
 	}
 	if err != nil {
 		return nil, err
 	}
-	st, err := ComputeStats(g, parts, k, opts.Weights, opts.Workers)
+	st, err := computeStats(g, parts, k, opts.Weights, opts.Workers, cut)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +163,9 @@ func vertexWeights(n int, extra [][]int32) ([]int32, int) {
 	return vw, ncon
 }
 
-// multilevel runs coarsening, initial partitioning and refinement.
-func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, error) {
+// multilevel runs coarsening, initial partitioning and refinement. It
+// returns the partition and its edge cut.
+func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, int64, error) {
 	workers := par.Workers(opts.Workers)
 	n := g.NumNodes()
 	vw, ncon := vertexWeights(n, opts.Weights)
@@ -185,15 +187,16 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 		budget = 6 * g.Bytes()
 	}
 	kept, lastKept := int64(0), len(g.Adjncy)
+	sc := &scratch{} // buffers reused from level to level
 	for cur := levels[0]; cur.n > coarsenTo; {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		match, cn := cur.match(r, ncon, maxvw)
+		match, cn := cur.match(r, ncon, maxvw, sc)
 		if float64(cn) > 0.95*float64(cur.n) {
 			break
 		}
-		next := cur.contract(match, cn, ncon, workers)
+		next := cur.contract(match, cn, ncon, workers, sc)
 		levels = append(levels, next)
 		if cur != levels[0] && !cur.keep {
 			// Over the memory budget: keep only the map to the coarser
@@ -216,11 +219,18 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 	}
 	coarsest := levels[len(levels)-1]
 	var where []int32
-	where = initialKWay(coarsest, ncon, k, tot, opts.Imbalance, opts.Seed, workers)
+	runs := initRuns
+	if k <= 4 && n >= 50*coarsest.n {
+		// Few parts and a coarsest graph much smaller than the input: one
+		// more initial partition costs little next to coarsening and
+		// refinement, and the initial split decides much of the cut.
+		runs = initRunsFewParts
+	}
+	where = initialKWay(coarsest, ncon, k, tot, opts.Imbalance, opts.Seed, runs, workers)
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		l := levels[i]
 		if i < len(levels)-1 {
@@ -242,7 +252,9 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, er
 			rf.greedy(2)
 		}
 	}
-	return where, nil
+	// The finest level is never dropped: rf's external degrees are
+	// those of the input graph.
+	return where, rf.cut(), nil
 }
 
 // randomParts assigns a random permutation of the nodes to parts in equal
@@ -276,6 +288,12 @@ type Stats struct {
 // ComputeStats measures the partition parts (k parts) of g: edge cut,
 // part sizes and imbalance of the node count and of each weight vector.
 func ComputeStats(g *Graph, parts []int32, k int, weights [][]int32, workers int) (Stats, error) {
+	return computeStats(g, parts, k, weights, workers, -1)
+}
+
+// computeStats is ComputeStats given the edge cut if already known (else
+// -1).
+func computeStats(g *Graph, parts []int32, k int, weights [][]int32, workers int, cut int64) (Stats, error) {
 	n := g.NumNodes()
 	if len(parts) != n {
 		return Stats{}, fmt.Errorf("partition: %d part ids for %d nodes", len(parts), n)
@@ -285,7 +303,10 @@ func ComputeStats(g *Graph, parts []int32, k int, weights [][]int32, workers int
 			return Stats{}, fmt.Errorf("partition: node %d is in part %d, outside [0, %d)", v, p, k)
 		}
 	}
-	s := Stats{EdgeCut: EdgeCut(g, parts, workers), PartSizes: make([]int64, k)}
+	if cut < 0 {
+		cut = EdgeCut(g, parts, workers)
+	}
+	s := Stats{EdgeCut: cut, PartSizes: make([]int64, k)}
 	if m := g.NumEdges(); m > 0 {
 		s.CutFraction = float64(s.EdgeCut) / float64(m)
 	}
@@ -386,9 +407,10 @@ func Inverse(perm []int32) []int32 {
 // Refinement effort: k-way FM passes per level and the number of moves
 // without improvement after which a pass stops; initial partitions tried.
 const (
-	fmPassesKWay = 1
-	fmLimitKWay  = 100
-	initRuns     = 2
+	fmPassesKWay     = 1
+	fmLimitKWay      = 100
+	initRuns         = 2
+	initRunsFewParts = 3
 )
 
 // cutOf returns the edge cut of where on level l.
@@ -404,11 +426,10 @@ func cutOf(l *level, where []int32) int64 {
 	return c / 2
 }
 
-// initialKWay partitions the coarsest level by recursive bisection,
-// several times from different seeds (in parallel), refines each with the
+// initialKWay partitions the coarsest level by recursive bisection, runs
+// times from different seeds (in parallel), refines each with the
 // k-way greedy refiner, and keeps the best balanced one.
-func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, workers int) []int32 {
-	runs := initRuns
+func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, runs, workers int) []int32 {
 	type result struct {
 		where []int32
 		cut   int64
@@ -422,7 +443,7 @@ func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, w
 			ids[v] = int32(v)
 		}
 		s := rng.Derive(seed, uint64(7+i))
-		recursiveBisection(l, ncon, k, 0, ids, where, bisectionTolerance(imb, k), 8, s, 1)
+		recursiveBisection(l, ncon, k, 0, ids, where, bisectionTolerance(imb, k), 8, s, 1, &scratch{})
 		rf := newRefiner(k, ncon, tot, imb, rng.New(rng.Derive(s, 1)), 1)
 		rf.setLevel(l, where)
 		if rf.overloaded() {

@@ -401,8 +401,10 @@ func (rf *refiner) fm(passes, limit int) int64 {
 		}
 		moved = moved[:0]
 		delta, best, bestLen := int64(0), int64(0), 0
-		// Work budget: every pop scans a vertex's neighbours.
-		budget := 2*len(bnd) + 1000
+		// Work budget: every pop scans a vertex's neighbours, which on
+		// the dense coarse levels of power-law graphs costs far more than
+		// the few moves it finds.
+		budget := len(bnd)/2 + 100
 		for q.len() > 0 && len(moved)-bestLen < limit && budget > 0 {
 			budget--
 			v := q.pop()

@@ -1,0 +1,84 @@
+package partition_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/cora"
+	"github.com/graphmill/graphmill/importer"
+	"github.com/graphmill/graphmill/partition"
+)
+
+// sharedData locates the shared data directory ($GRAPHMILL_DATA, else
+// ../../shared/data from this package), or "".
+func sharedData() string {
+	if d := os.Getenv("GRAPHMILL_DATA"); d != "" {
+		return d
+	}
+	for _, d := range []string{"../../shared/data", "../../../shared/data"} {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return ""
+}
+
+// benchGraph loads one of the benchmark's small graphs, or skips.
+func benchGraph(b *testing.B, name string) *partition.Graph {
+	b.Helper()
+	var r *dataset.Raw
+	var err error
+	data := sharedData()
+	switch name {
+	case "cora":
+		r, err = cora.Raw()
+	case "wave", "email-Enron":
+		if data == "" {
+			b.Skip("no shared data")
+		}
+		if name == "wave" {
+			r, err = importer.METIS(filepath.Join(data, "structure-only", "wave.graph.bz2"))
+		} else {
+			r, _, err = importer.EdgeList(filepath.Join(data, "structure-only", "email-Enron.txt.gz"), importer.EdgeListOptions{})
+		}
+	case "citeseer":
+		if data == "" {
+			b.Skip("no shared data")
+		}
+		r, err = importer.Planetoid(filepath.Join(data, "planetoid"), "citeseer")
+	}
+	if err != nil {
+		b.Skip(err)
+	}
+	g, err := partition.FromEdges(context.Background(), r.NumNodes, r.Src, r.Dst, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+// BenchmarkShared partitions the small graphs of "graphmill bench
+// partition" (run with -cpuprofile to profile them); it reports the cut.
+func BenchmarkShared(b *testing.B) {
+	for _, name := range []string{"cora", "citeseer", "email-Enron", "wave"} {
+		for _, k := range []int{4, 16, 64} {
+			b.Run(fmt.Sprintf("%s/k=%d", name, k), func(b *testing.B) {
+				g := benchGraph(b, name)
+				var cut int64
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					res, err := partition.Partition(context.Background(), g, partition.Options{Parts: k, Seed: 1})
+					if err != nil {
+						b.Fatal(err)
+					}
+					cut = res.Stats.EdgeCut
+				}
+				b.ReportMetric(float64(cut), "cut")
+			})
+		}
+	}
+}
