@@ -275,12 +275,14 @@ func (s *Sampler) sample(mb *MiniBatch, seeds []int32, seed uint64, exclude []in
 		mb.hops = append(mb.hops, hopBuf{})
 	}
 	numDst := make([]int, 0, 8)
+	spanned := 0 // destinations whose neighbour ranges are in sc.spans
 	var r rng.Rand
 	for h, k := range s.cfg.Fanouts {
 		nd := len(nodes)
 		numDst = append(numDst, nd)
 		hb := &mb.hops[h]
-		bound := s.spans(sc, nodes[:nd], k)
+		bound := s.spans(sc, nodes[:nd], spanned, k)
+		spanned = nd
 		hb.indptr = grow(hb.indptr, nd+1)
 		hb.indices = grow(hb.indices, bound)
 		hb.eids = grow(hb.eids, bound)
@@ -338,25 +340,41 @@ func grow[T any](s []T, n int) []T {
 
 // spans reads the neighbour range of every destination node (a tight loop
 // of independent loads, so that the memory system serves many at once) and
-// returns an upper bound on the number of edges the hop draws.
-func (s *Sampler) spans(sc *scratch, dst []int32, k int) int {
-	sc.spans = grow(sc.spans, 2*len(dst))
-	sp := sc.spans
+// returns an upper bound on the number of edges the hop draws. The ranges
+// of dst[:done] are already in sc.spans from the previous hop (every hop's
+// destinations extend the previous one's).
+func (s *Sampler) spans(sc *scratch, dst []int32, done, k int) int {
+	if cap(sc.spans) < 2*len(dst) {
+		sc.spans = slices.Grow(sc.spans[:2*done], 2*(len(dst)-done)+len(dst)/2)
+	}
+	sp := sc.spans[:2*len(dst)]
+	sc.spans = sp
 	indptr := s.g.Indptr
+	// The load loop does nothing else, so that as many loads as possible
+	// are in flight; reading hi before lo (usually the same cache line) is
+	// measurably faster.
+	for i := done; i < len(dst); i++ {
+		v := dst[i]
+		hi := indptr[v+1]
+		lo := indptr[v]
+		sp[2*i+1] = hi
+		sp[2*i] = lo
+	}
 	bound := 0
-	for i, v := range dst {
-		lo, hi := indptr[v], indptr[v+1]
-		sp[2*i], sp[2*i+1] = lo, hi
-		d := int(hi - lo)
-		switch {
-		case k < 0:
-			bound += d
-		case s.cfg.Replace:
-			if d > 0 {
+	switch {
+	case k < 0:
+		for i := 0; i < len(sp); i += 2 {
+			bound += int(sp[i+1] - sp[i])
+		}
+	case s.cfg.Replace:
+		for i := 0; i < len(sp); i += 2 {
+			if sp[i+1] > sp[i] {
 				bound += k
 			}
-		default:
-			bound += min(d, k)
+		}
+	default:
+		for i := 0; i < len(sp); i += 2 {
+			bound += min(int(sp[i+1]-sp[i]), k)
 		}
 	}
 	return bound
@@ -375,54 +393,107 @@ func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *hopBuf) int {
 	e := 0
 	exclusions := len(sc.excl) > 0
 	simple := !s.cfg.Weighted && !s.cfg.Replace
+	if simple && !exclusions && k > 0 {
+		e = s.drawUniform(sc, r, k, ip, pos)
+	} else {
+		for i := 0; i < nd; i++ {
+			lo, hi := sp[2*i], sp[2*i+1]
+			d := int(hi - lo)
+			var cand []int64
+			if exclusions {
+				cand = sc.candidates(lo, hi)
+				if cand != nil {
+					d = len(cand)
+				}
+			}
+			if cand == nil && (k < 0 || (simple && d <= k)) {
+				// All neighbours.
+				for p := lo; p < hi; p++ {
+					pos[e] = p
+					e++
+				}
+				ip[i+1] = int64(e)
+				continue
+			}
+			var w []float32
+			if s.cfg.Weighted {
+				if cand == nil {
+					w = g.Weights[lo:hi]
+				} else {
+					sc.wtmp = grow(sc.wtmp, len(cand))
+					for j, p := range cand {
+						sc.wtmp[j] = g.Weights[p]
+					}
+					w = sc.wtmp
+				}
+			}
+			c := s.pick(sc, r, d, k, w, pos[e:])
+			if cand == nil {
+				for q := e; q < e+c; q++ {
+					pos[q] += lo
+				}
+			} else {
+				for q := e; q < e+c; q++ {
+					pos[q] = cand[pos[q]]
+				}
+			}
+			e += c
+			ip[i+1] = int64(e)
+		}
+	}
+	// Read the sources in a separate tight loop of independent loads, so
+	// that the memory system serves many cache misses at once. Doing any
+	// work on the loaded ids in this loop (counting them per relabelling
+	// partition), or reading them while sampling, was measured 20-45%
+	// slower on the whole minibatch: fewer loads are in flight.
+	for q, p := range pos[:e] {
+		out[q] = ind[p]
+	}
+	return e
+}
+
+// drawUniform is draw's sampling loop for the common case, uniform
+// without replacement, no exclusions and k > 0: the same draws as pick,
+// without its per-node dispatch. It fills ip and pos and returns the
+// number of edges.
+func (s *Sampler) drawUniform(sc *scratch, r *rng.Rand, k int, ip, pos []int64) int {
+	sp := sc.spans
+	nd := len(sp) / 2
+	e := 0
 	for i := 0; i < nd; i++ {
 		lo, hi := sp[2*i], sp[2*i+1]
 		d := int(hi - lo)
-		var cand []int64
-		if exclusions {
-			cand = sc.candidates(lo, hi)
-			if cand != nil {
-				d = len(cand)
-			}
-		}
-		if cand == nil && (k < 0 || (simple && d <= k)) {
-			// All neighbours.
+		switch {
+		case d <= k:
 			for p := lo; p < hi; p++ {
 				pos[e] = p
 				e++
 			}
-			ip[i+1] = int64(e)
-			continue
-		}
-		var w []float32
-		if s.cfg.Weighted {
-			if cand == nil {
-				w = g.Weights[lo:hi]
-			} else {
-				sc.wtmp = grow(sc.wtmp, len(cand))
-				for j, p := range cand {
-					sc.wtmp[j] = g.Weights[p]
+		case d <= 64:
+			// Floyd's algorithm with the chosen set in one register (as
+			// in pick).
+			var mask uint64
+			for j := d - k; j < d; j++ {
+				t := uint(r.IntN(j + 1))
+				if mask>>t&1 != 0 {
+					t = uint(j)
 				}
-				w = sc.wtmp
+				mask |= 1 << t
 			}
-		}
-		c := s.pick(sc, r, d, k, w, pos[e:])
-		if cand == nil {
+			out := pos[e : e+k]
+			for c := range out {
+				out[c] = lo + int64(bits.TrailingZeros64(mask))
+				mask &= mask - 1
+			}
+			e += k
+		default:
+			c := s.pick(sc, r, d, k, nil, pos[e:])
 			for q := e; q < e+c; q++ {
 				pos[q] += lo
 			}
-		} else {
-			for q := e; q < e+c; q++ {
-				pos[q] = cand[pos[q]]
-			}
+			e += c
 		}
-		e += c
 		ip[i+1] = int64(e)
-	}
-	// Read the sources in a separate tight loop of independent loads, so
-	// that the memory system serves many cache misses at once.
-	for q, p := range pos[:e] {
-		out[q] = ind[p]
 	}
 	return e
 }
