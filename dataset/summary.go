@@ -68,9 +68,7 @@ func (d *Dataset) Summarize() Summary {
 		Symmetrized: m.Graph.Symmetric, SelfLoops: m.Graph.SelfLoops, HasWeights: m.Graph.HasWeights,
 		FormatVersion: m.FormatVersion,
 	}
-	for _, a := range d.arrays {
-		s.Bytes += a.DataOffset + a.DataBytes()
-	}
+	s.Bytes = d.Bytes()
 	s.InDegree = degSummary(graph.Stats(d.Graph.InDegrees()))
 	s.OutDegree = degSummary(graph.Stats(d.Graph.OutDegrees()))
 	if d.FeatureArray != nil {
@@ -90,6 +88,15 @@ func (d *Dataset) Summarize() Summary {
 		}
 	}
 	return s
+}
+
+// Bytes returns the size of the dataset's arrays (their .npy files).
+func (d *Dataset) Bytes() int64 {
+	var n int64
+	for _, a := range d.arrays {
+		n += a.DataOffset + a.DataBytes()
+	}
+	return n
 }
 
 func degSummary(st graph.DegreeStats) DegreeSummary {

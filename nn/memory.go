@@ -166,7 +166,8 @@ func aggregateFirst(s BlockShape, in, out int) bool {
 // these shapes (one per layer, or one shared by all layers), followed in
 // training by CrossEntropy and Backward, allocates (where a block has more
 // sources than the layer below computed rows, the rest are taken to be
-// stacked below them, as GNNAutoScale does with history rows): activations, dropout
+// stacked below them, as ForwardStacked does with GNNAutoScale's history
+// rows): activations, dropout
 // masks, attention coefficients, gradients of intermediates and backward
 // temporaries. Parameter gradients (allocated once per model) and the
 // block's own index arrays are not included.

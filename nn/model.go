@@ -194,26 +194,45 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 // first); a single block is reused by every layer (full-graph training).
 // It returns the logits of the last block's destination nodes.
 func (m *Model) Forward(tp *autograd.Tape, blocks []*Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
+	logits, _ := m.ForwardStacked(tp, blocks, x, nil, train, seed)
+	return logits
+}
+
+// ForwardStacked is Forward where layer l >= 1 reads layer l-1's output
+// stacked over below[l-1] (when it has rows): the rows of the block's
+// sources past those layer l-1 computed, e.g. GNNAutoScale's history rows
+// of a batch's halo (below may be nil). It also returns every hidden
+// layer's output.
+func (m *Model) ForwardStacked(tp *autograd.Tape, blocks []*Block, x *autograd.Var, below []tensor.Matrix, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
 	h := x
-	var h0 *autograd.Var
+	var h0 *autograd.Var // layer 0's output (APPNP's teleport term)
+	var hidden []*autograd.Var
 	for l := range m.Layers {
 		b := blocks[0]
 		if len(blocks) > 1 {
 			b = blocks[l]
 		}
 		var h0dst *autograd.Var
-		if m.NeedsH0(l) && h0 != nil {
+		if m.NeedsH0(l) {
 			h0dst = h0
 			if b.NumDst != h0.Value.Rows {
 				h0dst = tp.Rows(h0, 0, b.NumDst)
 			}
 		}
-		h = m.ForwardLayerH0(tp, l, b, h, h0dst, train, seed)
+		out := m.ForwardLayerH0(tp, l, b, h, h0dst, train, seed)
 		if l == 0 {
-			h0 = h
+			h0 = out
+		}
+		if l == len(m.Layers)-1 {
+			return out, hidden
+		}
+		hidden = append(hidden, out)
+		h = out
+		if below != nil && below[l].Rows > 0 {
+			h = tp.ConcatRows(out, tp.Const(below[l]))
 		}
 	}
-	return h
+	panic("nn: model without layers")
 }
 
 // meanHeads averages the heads of x (rows × heads*F) into rows × F.

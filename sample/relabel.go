@@ -61,6 +61,10 @@ const fastBits = 13
 // repeats included) relabelled in the fixed-size table: at most 3/4 full.
 const fastMax = 3 << (fastBits - 2)
 
+// fastTable is the fixed-size table of the common case. relabelFast and
+// relabelSlice are deliberately two copies of one probe loop: with an
+// array of constant size the compiler drops every bounds check and the
+// slot mask is a constant, which the loop, the hottest of sampling, needs.
 type fastTable [1 << fastBits]uint64
 
 // partitionBits returns log2 of the number of partitions for n ids.

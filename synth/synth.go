@@ -106,6 +106,22 @@ type gen struct {
 	centroids []float32 // Classes x FeatureDim
 }
 
+// Ensure makes dir hold the dataset cfg describes: a dataset already there
+// with the same node, edge and feature counts is reused (reused is true),
+// anything else is replaced by a freshly generated one. Benchmarks use it
+// to generate their graphs once.
+func Ensure(ctx context.Context, dir string, cfg Config) (reused bool, err error) {
+	if d, err := dataset.Open(dir); err == nil {
+		m := d.Meta
+		d.Close()
+		if m.NumNodes == cfg.Nodes && m.NumEdges == cfg.Edges && m.FeatureDim == cfg.FeatureDim {
+			return true, nil
+		}
+	}
+	_, err = Generate(ctx, dir, cfg, true)
+	return false, err
+}
+
 // Generate writes a synthetic dataset to dir (atomically; overwrite
 // replaces an existing one) and returns its meta data.
 func Generate(ctx context.Context, dir string, cfg Config, overwrite bool) (dataset.Meta, error) {

@@ -197,3 +197,30 @@ func TestGenerateCancelledMidway(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureReusesOnlyAMatchingDataset checks that Ensure generates once,
+// reuses a matching dataset, and replaces one of another size.
+func TestEnsureReusesOnlyAMatchingDataset(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	cfg := Config{Nodes: 500, Edges: 3000, FeatureDim: 4, Classes: 3, Seed: 1}
+	for i, c := range []struct {
+		cfg    Config
+		reused bool
+	}{{cfg, false}, {cfg, true}, {Config{Nodes: 600, Edges: 3000, FeatureDim: 4, Classes: 3, Seed: 1}, false}} {
+		reused, err := Ensure(context.Background(), dir, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reused != c.reused {
+			t.Fatalf("call %d: reused %v, want %v", i, reused, c.reused)
+		}
+	}
+	d, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Meta.NumNodes != 600 {
+		t.Fatalf("%d nodes after regenerating with 600", d.Meta.NumNodes)
+	}
+}

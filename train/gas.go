@@ -37,7 +37,6 @@ type gasStepper struct {
 // gasBatch is a batch with its block, input features and pulled halo rows.
 type gasBatch struct {
 	block  *nn.Block
-	x      tensor.Matrix   // the features, of which the step gathers block.Src's rows
 	halo   []tensor.Matrix // per hidden layer: history rows of the halo
 	labels []int32
 	secs   float64 // time to build it
@@ -157,7 +156,7 @@ func (s *gasStepper) groups(epoch int) [][]int32 {
 func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
 	t := time.Now()
 	r := s.r
-	b := &gasBatch{block: blockOf(r.ds.Graph, nodes, pos), x: r.x}
+	b := &gasBatch{block: blockOf(r.ds.Graph, nodes, pos)}
 	halo := b.block.Src[b.block.NumDst:]
 	for _, h := range s.hist {
 		m := tensor.New(len(halo), h.Dim())
@@ -177,8 +176,8 @@ func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
 
 // view returns the batch as a step sees it: one block shared by every
 // layer, whose sources past the batch's own nodes read history rows.
-func (b *gasBatch) view() *view {
-	return &view{blocks: []*nn.Block{b.block}, x: b.x, xRows: b.block.Src, halo: b.halo, labels: b.labels}
+func (s *gasStepper) view(b *gasBatch) *view {
+	return &view{blocks: []*nn.Block{b.block}, x: s.r.x, xRows: b.block.Src, halo: b.halo, labels: b.labels}
 }
 
 // push stores a batch's fresh hidden rows in the histories.
@@ -253,7 +252,7 @@ func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
 	correct, total := 0, 0
 	start := time.Now()
 	prep, wait, err := s.run(ctx, groups, func(i int, b *gasBatch) ([]tensor.Matrix, error) {
-		out, err := r.trainStep(s.sp, b.view(), s.m, s.opt, epoch, i, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
+		out, err := r.trainStep(s.sp, s.view(b), s.m, s.opt, epoch, i, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +279,7 @@ func (s *gasStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, err
 	r := s.r
 	logits := tensor.New(r.ds.Meta.NumNodes, m.Layers[len(m.Layers)-1].OutDim())
 	_, _, err := s.run(ctx, s.groups(-1), func(_ int, b *gasBatch) ([]tensor.Matrix, error) {
-		out, err := inferStep(s.sp, b.view(), m)
+		out, err := inferStep(s.sp, s.view(b), m)
 		if err != nil {
 			return nil, err
 		}

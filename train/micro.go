@@ -62,43 +62,16 @@ func shapeAt(shapes []nn.BlockShape, l int) nn.BlockShape {
 	return shapes[l]
 }
 
-// forward runs m over v's blocks from its input rows. With halo, layer l >= 1
-// reads layer l-1's output stacked over halo[l-1] (GNNAutoScale's
-// histories). It returns the logits of the last block's destinations and
-// every hidden layer's output.
+// forward runs m over v: its input rows gathered when v names them, and
+// GAS's history rows stacked below each hidden layer's fresh rows. It
+// returns the logits of the last block's destinations and every hidden
+// layer's output.
 func forward(tp *autograd.Tape, m *nn.Model, v *view, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
-	blocks, halo := v.blocks, v.halo
 	x := v.x
 	if v.xRows != nil {
 		x = gatherRows(v.x, v.xRows)
 	}
-	h := tp.Const(x)
-	var h0 *autograd.Var // layer 0's output (APPNP's teleport term)
-	var hidden []*autograd.Var
-	last := len(m.Layers) - 1
-	for l := range m.Layers {
-		b := blockAt(blocks, l)
-		var h0dst *autograd.Var
-		if m.NeedsH0(l) {
-			h0dst = h0
-			if b.NumDst != h0.Value.Rows {
-				h0dst = tp.Rows(h0, 0, b.NumDst)
-			}
-		}
-		out := m.ForwardLayerH0(tp, l, b, h, h0dst, train, seed)
-		if l == 0 {
-			h0 = out
-		}
-		if l == last {
-			return out, hidden
-		}
-		hidden = append(hidden, out)
-		h = out
-		if halo != nil && halo[l].Rows > 0 {
-			h = tp.ConcatRows(out, tp.Const(halo[l]))
-		}
-	}
-	panic("train: model without layers")
+	return m.ForwardStacked(tp, v.blocks, tp.Const(x), v.halo, train, seed)
 }
 
 // splitter plans and extracts micro-batches under a byte bound.
@@ -414,8 +387,9 @@ func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, o
 			labelled++
 		}
 	}
-	// run does forward and backward of one piece whose loss weighs w.
-	run := func(w *view, seed uint64, weight float32) ([]*autograd.Var, error) {
+	// run does forward and backward of one piece, its loss weighted by its
+	// share of the labelled destinations.
+	run := func(w *view, seed uint64) ([]*autograd.Var, error) {
 		tp := autograd.NewTape()
 		logits, hidden := forward(tp, m, w, true, seed)
 		c, k := countCorrect(logits.Value, w.labels)
@@ -429,7 +403,7 @@ func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, o
 			return nil, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, epoch, step)
 		}
 		g := tensor.New(1, 1)
-		g.Data[0] = weight
+		g.Data[0] = float32(k) / float32(labelled)
 		if err := tp.BackwardFrom(loss, g); err != nil {
 			return nil, err
 		}
@@ -439,27 +413,15 @@ func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, o
 	}
 	if plan == nil {
 		out.micro = 1
-		hidden, err := run(v, seed, 1)
+		hidden, err := run(v, seed)
 		if err != nil {
 			return out, err
 		}
 		out.fresh = freshRows(v, hidden)
 	} else {
-		out.micro = len(plan)
-		if v.halo != nil {
-			for l := 0; l < len(m.Layers)-1; l++ {
-				out.fresh = append(out.fresh, tensor.New(len(v.labels), m.Layers[l].OutDim()))
-			}
-		}
+		out.micro, out.fresh = len(plan), newFresh(v, m)
 		for k, p := range plan {
-			w := sp.sub(v, p)
-			n := 0
-			for _, y := range w.labels {
-				if y >= 0 {
-					n++
-				}
-			}
-			hidden, err := run(w, rng.Derive(seed, uint64(k)), float32(n)/float32(max(labelled, 1)))
+			hidden, err := run(sp.sub(v, p), rng.Derive(seed, uint64(k)))
 			if err != nil {
 				return out, err
 			}
@@ -493,17 +455,25 @@ func inferPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model) stepOut {
 		logits, hidden := forward(autograd.NewInferenceTape(), m, v, false, 0)
 		return stepOut{micro: 1, logits: logits.Value, fresh: freshRows(v, hidden)}
 	}
-	out := stepOut{micro: len(plan), logits: tensor.New(len(v.labels), m.Layers[len(m.Layers)-1].OutDim())}
-	if v.halo != nil {
-		for l := 0; l < len(m.Layers)-1; l++ {
-			out.fresh = append(out.fresh, tensor.New(len(v.labels), m.Layers[l].OutDim()))
-		}
-	}
+	out := stepOut{micro: len(plan), logits: tensor.New(len(v.labels), m.Layers[len(m.Layers)-1].OutDim()), fresh: newFresh(v, m)}
 	for _, p := range plan {
 		w := sp.sub(v, p)
 		logits, hidden := forward(autograd.NewInferenceTape(), m, w, false, 0)
 		scatterRows([]tensor.Matrix{out.logits}, []*autograd.Var{logits}, p)
 		scatterRows(out.fresh, hidden, p)
+	}
+	return out
+}
+
+// newFresh returns the matrices that collect a micro-batched GAS step's
+// hidden rows of all destinations (nil for other modes).
+func newFresh(v *view, m *nn.Model) []tensor.Matrix {
+	if v.halo == nil {
+		return nil
+	}
+	out := make([]tensor.Matrix, len(m.Layers)-1)
+	for l := range out {
+		out[l] = tensor.New(len(v.labels), m.Layers[l].OutDim())
 	}
 	return out
 }

@@ -91,7 +91,7 @@ func microCases(t *testing.T, dropout float64) []microCase {
 		if b.err != nil {
 			t.Fatal(b.err)
 		}
-		cases = append(cases, microCase{string(kind) + "/gas", r, m, b.view()})
+		cases = append(cases, microCase{string(kind) + "/gas", r, m, gs.view(b)})
 	}
 	return cases
 }

@@ -102,17 +102,9 @@ type Report struct {
 // directory.
 func Prepare(ctx context.Context, o Options, n int) (string, error) {
 	dir := filepath.Join(o.Dir, fmt.Sprintf("bench-memory-%d-%d-%d", n, o.Degree, o.FeatureDim))
-	edges := int64(n) * int64(o.Degree)
-	if d, err := dataset.Open(dir); err == nil {
-		ok := d.Meta.NumNodes == n && d.Meta.FeatureDim == o.FeatureDim
-		d.Close()
-		if ok {
-			return dir, nil
-		}
-	}
-	cfg := synth.Config{Name: fmt.Sprintf("synthetic-%s", units.Count(n)), Nodes: n, Edges: edges, FeatureDim: o.FeatureDim, Classes: 16, Seed: 1,
+	cfg := synth.Config{Name: fmt.Sprintf("synthetic-%s", units.Count(n)), Nodes: n, Edges: int64(n) * int64(o.Degree), FeatureDim: o.FeatureDim, Classes: 16, Seed: 1,
 		TrainFrac: 0.02, ValFrac: 0.01, TestFrac: 0.01}
-	_, err := synth.Generate(ctx, dir, cfg, true)
+	_, err := synth.Ensure(ctx, dir, cfg)
 	return dir, err
 }
 
@@ -132,12 +124,8 @@ func RunAll(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		size, err := dirBytes(dir)
-		edges := d.Meta.NumEdges
+		size, edges := d.Bytes(), d.Meta.NumEdges
 		d.Close()
-		if err != nil {
-			return nil, err
-		}
 		parts := max(2, n/o.NodesPerPart)
 		common := []string{"train", "--dataset", dir, "--model", "gcn", "--hidden", strconv.Itoa(o.Hidden), "--layers", "2",
 			"--epochs", "1", "--no-eval", "--normalize-features=false", "--quiet"}
@@ -230,23 +218,4 @@ func runChild(ctx context.Context, exe string, args []string, r *Run) error {
 	r.RestBytes = s.PeakRSS - r.DatasetBytes - s.History
 	r.Batches, r.MicroBatches, r.EpochSeconds = s.Batches, s.MicroBatches, s.EpochSeconds
 	return nil
-}
-
-// dirBytes sums the sizes of the files in dir.
-func dirBytes(dir string) (int64, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			return 0, err
-		}
-		if !e.IsDir() {
-			n += info.Size()
-		}
-	}
-	return n, nil
 }

@@ -65,16 +65,9 @@ type Report struct {
 
 // Prepare makes sure the synthetic dataset of o exists in o.Dir.
 func Prepare(ctx context.Context, o Options) error {
-	if d, err := dataset.Open(o.Dir); err == nil {
-		ok := d.Meta.NumNodes == o.Nodes && d.Meta.NumEdges == o.Edges && d.Meta.FeatureDim == o.FeatureDim
-		d.Close()
-		if ok {
-			return nil
-		}
-	}
 	cfg := synth.Config{Name: "bench-train", Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Classes: 16, Seed: 1,
 		TrainFrac: o.TrainFrac, ValFrac: 0.01, TestFrac: 0.01}
-	_, err := synth.Generate(ctx, o.Dir, cfg, true)
+	_, err := synth.Ensure(ctx, o.Dir, cfg)
 	return err
 }
 
