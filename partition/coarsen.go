@@ -192,13 +192,11 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int3
 }
 
 // scratch holds the buffers one coarsening reuses from level to level:
-// the adjacency written at an upper bound of its size (then copied out at
-// its exact size) and the merge tables. Reusing them saves allocating and
-// faulting in fresh memory at every level, which dominates on small
-// graphs.
+// the merge tables, matching and bisection buffers. Reusing them saves
+// allocating and faulting in fresh memory at every level, which dominates
+// on small graphs.
 type scratch struct {
-	adj, ew []int32
-	tables  [][]int32 // per worker, all -1
+	tables [][]int32 // per worker, all -1
 	// Matching: its result (consumed by contract) and temporaries.
 	match, perm, order, pending []int32
 	// Bisection: priority queues, FM buffers and degree arrays.
@@ -238,10 +236,10 @@ func (s *scratch) buf(p *[]int32, n int) []int32 {
 	return (*p)[:n]
 }
 
-// maxScratch bounds the entries of the upper-bound buffers a scratch
-// keeps; larger contractions allocate their own (and keep them when they
-// are nearly full, instead of holding two copies of a huge level).
-const maxScratch = 1 << 22
+// maxKeepSlack is the largest upper bound (in adjacency entries) of a
+// contraction whose arrays are kept at that bound; larger levels are
+// copied out at their exact size unless nearly full.
+const maxKeepSlack = 1 << 22
 
 // table returns worker w's merge table for n coarse vertices, all -1.
 func (s *scratch) table(w, n int) []int32 {
@@ -305,17 +303,15 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	for k := 0; k < nchunks; k++ {
 		ub[k+1] += ub[k]
 	}
-	var cadj, cew []int32
-	pooled := sc != nil && ub[nchunks] <= maxScratch
-	if pooled {
-		if int64(cap(sc.adj)) < ub[nchunks] {
-			sc.adj = make([]int32, ub[nchunks], max(ub[nchunks], int64(len(l.adj))))
-			sc.ew = make([]int32, ub[nchunks], cap(sc.adj))
-		}
-		cadj, cew = sc.adj[:ub[nchunks]], sc.ew[:ub[nchunks]]
-	} else {
-		cadj = make([]int32, ub[nchunks])
-		cew = make([]int32, ub[nchunks])
+	// The adjacency is written at its upper bound in fresh arrays that a
+	// small level keeps (the untouched tail is never faulted in); copying
+	// it out to exact-size arrays, or reusing one scratch buffer sized for
+	// the first level, faulted in more fresh pages, which cost about 10%
+	// of partitioning wave from a cold heap.
+	small := ub[nchunks] <= maxKeepSlack
+	cadj := make([]int32, ub[nchunks])
+	cew := make([]int32, ub[nchunks])
+	if sc == nil || !small {
 		sc = &scratch{}
 	}
 	used := make([]int64, nchunks)
@@ -347,7 +343,9 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	for c := 0; c < cn; c++ {
 		cl.xadj[c+1] += cl.xadj[c]
 	}
-	if pooled || dst*5 < int64(cap(cadj))*4 {
+	if !small && dst*5 < int64(cap(cadj))*4 {
+		// A large level well under its bound: exact-size copies, instead
+		// of holding up to twice its memory.
 		cl.adj = slices.Clone(cadj[:dst])
 		cl.ew = slices.Clone(cew[:dst])
 	} else {
