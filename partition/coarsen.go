@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -66,7 +67,7 @@ func (l *level) degreeOrder(r *rng.Rand, sc *scratch) []int32 {
 	if n > 0 {
 		avg = max(1, int(4*int64(len(l.adj))/int64(n)))
 	}
-	counts := make([]int32, avg+2)
+	counts := arena.Make[int32](sc.ar, avg+2)
 	deg := func(v int32) int { return min(int(l.xadj[v+1]-l.xadj[v]), avg) }
 	for v := 0; v < n; v++ {
 		counts[deg(int32(v))+1]++
@@ -196,6 +197,8 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int3
 // allocating and faulting in fresh memory at every level, which dominates
 // on small graphs.
 type scratch struct {
+	// ar is where new arrays come from (nil: the Go heap).
+	ar     *arena.Arena
 	tables [][]int32 // per worker, all -1
 	// Matching: its result (consumed by contract) and temporaries.
 	match, perm, order, pending []int32
@@ -210,7 +213,7 @@ type scratch struct {
 func (s *scratch) pqs(n int) [2]*pq {
 	for i := range s.q {
 		if s.q[i] == nil || len(s.q[i].pos) < n {
-			s.q[i] = newPQ(n)
+			s.q[i] = newPQ(s.ar, n)
 		} else {
 			s.q[i].reset()
 		}
@@ -222,7 +225,7 @@ func (s *scratch) pqs(n int) [2]*pq {
 // all false).
 func (s *scratch) fmBufs(n int) ([]int32, []bool) {
 	if cap(s.moved) < n {
-		s.moved, s.locked = make([]int32, 0, n), make([]bool, n)
+		s.moved, s.locked = arena.Make[int32](s.ar, n)[:0], arena.Make[bool](s.ar, n)
 	}
 	return s.moved[:0], s.locked[:n]
 }
@@ -231,7 +234,7 @@ func (s *scratch) fmBufs(n int) ([]int32, []bool) {
 // are arbitrary.
 func (s *scratch) buf(p *[]int32, n int) []int32 {
 	if cap(*p) < n {
-		*p = make([]int32, n)
+		*p = arena.Make[int32](s.ar, n)
 	}
 	return (*p)[:n]
 }
@@ -248,9 +251,8 @@ func (s *scratch) table(w, n int) []int32 {
 	}
 	ht := s.tables[w]
 	if len(ht) < n {
-		old := len(ht)
-		ht = append(ht, make([]int32, n-old)...)
-		for i := old; i < n; i++ {
+		ht = arena.Make[int32](s.ar, n)
+		for i := range ht {
 			ht[i] = -1
 		}
 		s.tables[w] = ht
@@ -261,12 +263,13 @@ func (s *scratch) table(w, n int) []int32 {
 // contract builds the coarse graph of a matching: coarse vertices are
 // numbered in order of their smallest fine vertex; parallel edges merge
 // with summed weights and edges inside a coarse vertex vanish. It runs on
-// workers goroutines, reuses the buffers of sc (which may be nil) and sets
-// l.cmap.
+// workers goroutines, reuses the buffers of sc and allocates from its
+// arena, and sets l.cmap.
 func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *level {
 	n := l.n
-	cmap := make([]int32, n)
-	rep := make([]int32, cn)
+	ar := sc.ar
+	cmap := arena.Make[int32](ar, n)
+	rep := arena.Make[int32](ar, cn)
 	c := int32(0)
 	for v := 0; v < n; v++ {
 		if u := int(match[v]); u >= v {
@@ -277,7 +280,7 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 		}
 	}
 	l.cmap = cmap
-	cl := &level{n: cn, xadj: make([]int64, cn+1), vw: make([]int32, cn*ncon)}
+	cl := &level{n: cn, xadj: arena.Make[int64](ar, cn+1), vw: arena.Make[int32](ar, cn*ncon)}
 	// Chunks of coarse vertices; each writes at an upper bound of its
 	// size, then the chunks are compacted in order.
 	nchunks := max(1, min(cn/4096, workers*8))
@@ -285,7 +288,7 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 		nchunks = 1
 	}
 	bounds := par.Ranges(cn, nchunks)
-	ub := make([]int64, nchunks+1)
+	ub := arena.Make[int64](ar, nchunks+1)
 	par.For(workers, nchunks, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			s := int64(0)
@@ -309,12 +312,12 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	// the first level, faulted in more fresh pages, which cost about 10%
 	// of partitioning wave from a cold heap.
 	small := ub[nchunks] <= maxKeepSlack
-	cadj := make([]int32, ub[nchunks])
-	cew := make([]int32, ub[nchunks])
-	if sc == nil || !small {
-		sc = &scratch{}
+	cadj := arena.Make[int32](ar, int(ub[nchunks]))
+	cew := arena.Make[int32](ar, int(ub[nchunks]))
+	if !small {
+		sc = &scratch{ar: ar}
 	}
-	used := make([]int64, nchunks)
+	used := arena.Make[int64](ar, nchunks)
 	tw := min(workers, nchunks)
 	for w := 0; w < tw; w++ {
 		sc.table(w, cn) // allocated here: the workers only read the slice headers
@@ -343,9 +346,10 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	for c := 0; c < cn; c++ {
 		cl.xadj[c+1] += cl.xadj[c]
 	}
-	if !small && dst*5 < int64(cap(cadj))*4 {
+	if !small && ar == nil && dst*5 < int64(cap(cadj))*4 {
 		// A large level well under its bound: exact-size copies, instead
-		// of holding up to twice its memory.
+		// of holding up to twice its memory (an arena frees nothing
+		// before the end, so there the copies would only add).
 		cl.adj = slices.Clone(cadj[:dst])
 		cl.ew = slices.Clone(cew[:dst])
 	} else {

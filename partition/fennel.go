@@ -11,7 +11,7 @@ import (
 // the parts with room under the balance limit of every constraint.
 func fennel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, error) {
 	n := g.NumNodes()
-	vw, ncon := vertexWeights(n, opts.Weights)
+	vw, ncon := vertexWeights(n, opts.Weights, nil)
 	tot := make([]int64, ncon)
 	for v := 0; v < n; v++ {
 		for c := 0; c < ncon; c++ {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -16,8 +17,11 @@ type pq struct {
 	key  []int64
 }
 
-func newPQ(n int) *pq {
-	q := &pq{heap: make([]int32, 0, 64), pos: make([]int32, n), key: make([]int64, n)}
+// newPQ returns an empty queue for vertices below n, its arrays from ar
+// (nil: the Go heap). A vertex is queued at most once, so the heap never
+// outgrows its capacity n.
+func newPQ(ar *arena.Arena, n int) *pq {
+	q := &pq{heap: arena.Make[int32](ar, n)[:0], pos: arena.Make[int32](ar, n), key: arena.Make[int64](ar, n)}
 	for i := range q.pos {
 		q.pos[i] = -1
 	}
@@ -117,25 +121,24 @@ type bisector struct {
 	limit  [2][]float64
 	target [2][]float64
 	tot    []int64
+	ar     *arena.Arena // where its arrays come from (nil: the Go heap)
 }
 
-func newBisector(l *level, ncon int, frac, tol float64) *bisector {
-	return newBisectorIn(l, ncon, frac, tol, nil)
+func newBisector(l *level, ncon int, frac, tol float64, ar *arena.Arena) *bisector {
+	return newBisectorIn(l, ncon, frac, tol, &scratch{ar: ar})
 }
 
-// newBisectorIn is newBisector taking the degree arrays from sc (if
-// non-nil), which must then not be shared with another live bisector.
+// newBisectorIn is newBisector taking the degree arrays from sc, which
+// must then not be shared with another live bisector, and its other
+// arrays from sc's arena.
 func newBisectorIn(l *level, ncon int, frac, tol float64, sc *scratch) *bisector {
-	b := &bisector{l: l, ncon: ncon, side: make([]int8, l.n), tot: make([]int64, ncon)}
-	if sc != nil {
-		if cap(sc.ext) < l.n {
-			sc.ext, sc.in = make([]int64, l.n), make([]int64, l.n)
-		}
-		b.ext, b.in = sc.ext[:l.n], sc.in[:l.n]
-	} else {
-		b.ext, b.in = make([]int64, l.n), make([]int64, l.n)
+	ar := sc.ar
+	b := &bisector{l: l, ncon: ncon, side: arena.Make[int8](ar, l.n), tot: arena.Make[int64](ar, ncon), ar: ar}
+	if cap(sc.ext) < l.n {
+		sc.ext, sc.in = arena.Make[int64](ar, l.n), arena.Make[int64](ar, l.n)
 	}
-	maxvw := make([]int64, ncon)
+	b.ext, b.in = sc.ext[:l.n], sc.in[:l.n]
+	maxvw := arena.Make[int64](ar, ncon)
 	for v := 0; v < l.n; v++ {
 		for c := 0; c < ncon; c++ {
 			w := int64(l.vw[v*ncon+c])
@@ -148,9 +151,9 @@ func newBisectorIn(l *level, ncon int, frac, tol float64, sc *scratch) *bisector
 		if s == 1 {
 			f = 1 - frac
 		}
-		b.pw[s] = make([]int64, ncon)
-		b.limit[s] = make([]float64, ncon)
-		b.target[s] = make([]float64, ncon)
+		b.pw[s] = arena.Make[int64](ar, ncon)
+		b.limit[s] = arena.Make[float64](ar, ncon)
+		b.target[s] = arena.Make[float64](ar, ncon)
 		for c := 0; c < ncon; c++ {
 			t := f * float64(b.tot[c])
 			b.target[s][c] = t
@@ -245,7 +248,7 @@ func (b *bisector) grow(r *rng.Rand, q *pq) {
 		return
 	}
 	// skipped marks vertices too heavy to join side 0.
-	skipped := make([]bool, l.n)
+	skipped := arena.Make[bool](b.ar, l.n)
 	for float64(b.pw[0][0]) < target {
 		if q.len() == 0 {
 			// Start (or restart, for a disconnected graph) from a random
@@ -408,12 +411,13 @@ func (b *bisector) fm(passes int, qs [2]*pq, moved []int32, locked []bool) int64
 // can fall where the graph is thin, and the fillers, heaviest first, then
 // go where there is most room.
 func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int, sc *scratch) []int8 {
-	comp, weights := components(l, ncon)
+	ar := sc.ar
+	comp, weights := components(l, ncon, ar)
 	tot := int64(0)
 	for v := 0; v < l.n; v++ {
 		tot += int64(l.vw[v*ncon])
 	}
-	filler := make([]bool, len(weights)/ncon)
+	filler := arena.Make[bool](ar, len(weights)/ncon)
 	fill := int64(0)
 	for c := range filler {
 		if w := weights[c*ncon]; float64(w) <= 0.02*float64(tot) {
@@ -424,21 +428,21 @@ func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, worke
 	if fill == 0 || fill == tot || float64(fill) < 0.01*float64(tot) {
 		return bisectCore(l, ncon, frac, tol, tries, seed, workers, nil, sc)
 	}
-	mark := make([]int8, l.n)
+	mark := arena.Make[int8](ar, l.n)
 	for v := range mark {
 		if filler[comp[v]] {
 			mark[v] = 1
 		}
 	}
-	ids := make([]int32, l.n)
+	ids := arena.Make[int32](ar, l.n)
 	for i := range ids {
 		ids[i] = int32(i)
 	}
-	subs, subIDs := split(l, ncon, mark, ids)
-	whole := newBisector(l, ncon, frac, tol)
+	subs, subIDs := split(l, ncon, mark, ids, ar)
+	whole := newBisector(l, ncon, frac, tol, ar)
 	coreSide := bisectCore(subs[0], ncon, frac, tol, tries, seed, workers, &whole.limit, sc)
-	side := make([]int8, l.n)
-	pw := [2][]int64{make([]int64, ncon), make([]int64, ncon)}
+	side := arena.Make[int8](ar, l.n)
+	pw := [2][]int64{arena.Make[int64](ar, ncon), arena.Make[int64](ar, ncon)}
 	for i, v := range subIDs[0] {
 		side[v] = coreSide[i]
 		for c := 0; c < ncon; c++ {
@@ -453,7 +457,7 @@ func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, worke
 		}
 	}
 	slices.SortStableFunc(fcs, func(a, b int) int { return cmp.Compare(weights[b*ncon], weights[a*ncon]) })
-	compSide := make([]int8, len(filler))
+	compSide := arena.Make[int8](ar, len(filler))
 	for _, c := range fcs {
 		room := func(s int) float64 {
 			r := math.Inf(1)
@@ -482,9 +486,10 @@ func bisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, worke
 }
 
 // components labels the connected components of l and returns each
-// vertex's component and the ncon weights of every component.
-func components(l *level, ncon int) ([]int32, []int64) {
-	comp := make([]int32, l.n)
+// vertex's component (in an array from ar) and the ncon weights of every
+// component.
+func components(l *level, ncon int, ar *arena.Arena) ([]int32, []int64) {
+	comp := arena.Make[int32](ar, l.n)
 	for i := range comp {
 		comp[i] = -1
 	}
@@ -530,8 +535,8 @@ func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, w
 	parallel := workers > 1 && l.n > 2000
 	run := func(t int) {
 		ws := sc
-		if parallel || ws == nil {
-			ws = &scratch{}
+		if parallel {
+			ws = &scratch{ar: sc.ar}
 		}
 		b := newBisectorIn(l, ncon, frac, tol, ws)
 		if limits != nil {
@@ -561,9 +566,9 @@ func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, w
 }
 
 // split returns the subgraphs induced by the two sides, with the original
-// ids of their vertices.
-func split(l *level, ncon int, side []int8, ids []int32) (subs [2]*level, subIDs [2][]int32) {
-	local := make([]int32, l.n)
+// ids of their vertices, in arrays from ar.
+func split(l *level, ncon int, side []int8, ids []int32, ar *arena.Arena) (subs [2]*level, subIDs [2][]int32) {
+	local := arena.Make[int32](ar, l.n)
 	var cnt [2]int
 	var ent [2]int64
 	for v, s := range side {
@@ -576,9 +581,10 @@ func split(l *level, ncon int, side []int8, ids []int32) (subs [2]*level, subIDs
 		}
 	}
 	for s := 0; s < 2; s++ {
-		subs[s] = &level{n: cnt[s], xadj: make([]int64, 1, cnt[s]+1), vw: make([]int32, 0, cnt[s]*ncon),
-			adj: make([]int32, 0, ent[s]), ew: make([]int32, 0, ent[s])}
-		subIDs[s] = make([]int32, 0, cnt[s])
+		// Filled by appends within these capacities.
+		subs[s] = &level{n: cnt[s], xadj: arena.Make[int64](ar, cnt[s]+1)[:1], vw: arena.Make[int32](ar, cnt[s]*ncon)[:0],
+			adj: arena.Make[int32](ar, int(ent[s]))[:0], ew: arena.Make[int32](ar, int(ent[s]))[:0]}
+		subIDs[s] = arena.Make[int32](ar, cnt[s])[:0]
 	}
 	for v := 0; v < l.n; v++ {
 		s := side[v]
@@ -615,7 +621,7 @@ func recursiveBisection(l *level, ncon, k, first int, ids []int32, where []int32
 	}
 	k0 := k / 2
 	side := mlBisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers, sc)
-	subs, subIDs := split(l, ncon, side, ids)
+	subs, subIDs := split(l, ncon, side, ids, sc.ar)
 	recursiveBisection(subs[0], ncon, k0, first, subIDs[0], where, tol, tries, rng.Derive(seed, 1000), workers, sc)
 	recursiveBisection(subs[1], ncon, k-k0, first+k0, subIDs[1], where, tol, tries, rng.Derive(seed, 1001), workers, sc)
 }
@@ -640,7 +646,7 @@ func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, wor
 	}
 	lc := *l // contract sets cmap: work on a copy, l may be shared
 	l = &lc
-	maxvw := make([]int32, ncon)
+	maxvw := arena.Make[int32](sc.ar, ncon)
 	for c := range maxvw {
 		t := int64(0)
 		for v := 0; v < l.n; v++ {

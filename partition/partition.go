@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 
+	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -150,10 +152,11 @@ func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
 }
 
 // vertexWeights returns the level-0 weights: the node count then the extra
-// constraints, interleaved per node.
-func vertexWeights(n int, extra [][]int32) ([]int32, int) {
+// constraints, interleaved per node, in an array from ar (nil: the Go
+// heap).
+func vertexWeights(n int, extra [][]int32, ar *arena.Arena) ([]int32, int) {
 	ncon := 1 + len(extra)
-	vw := make([]int32, n*ncon)
+	vw := arena.Make[int32](ar, n*ncon)
 	for v := 0; v < n; v++ {
 		vw[v*ncon] = 1
 		for c, w := range extra {
@@ -163,20 +166,35 @@ func vertexWeights(n int, extra [][]int32) ([]int32, int) {
 	return vw, ncon
 }
 
+// arenaMaxInput is the largest input graph (Graph.Bytes) whose multilevel
+// working memory comes from an arena (see package internal/arena): on
+// such graphs page faults on fresh memory were half the partitioning time.
+// Larger graphs allocate from the Go heap, so that coarse levels dropped
+// for memory (Options.MaxCoarseBytes) are freed early; their arrays are
+// large and their time goes into the work, not the faults.
+const arenaMaxInput = 64 << 20
+
 // multilevel runs coarsening, initial partitioning and refinement. It
 // returns the partition and its edge cut.
 func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, int64, error) {
 	workers := par.Workers(opts.Workers)
 	n := g.NumNodes()
-	vw, ncon := vertexWeights(n, opts.Weights)
-	tot := make([]int64, ncon)
+	var ar *arena.Arena
+	if g.Bytes() <= arenaMaxInput {
+		// Address space for the coarse levels and the scratch; only what
+		// is handed out is populated.
+		ar = arena.New(int(4*g.Bytes()) + 1<<20)
+		defer ar.Free()
+	}
+	vw, ncon := vertexWeights(n, opts.Weights, ar)
+	tot := arena.Make[int64](ar, ncon)
 	for v := 0; v < n; v++ {
 		for c := 0; c < ncon; c++ {
 			tot[c] += int64(vw[v*ncon+c])
 		}
 	}
 	coarsenTo := max(30*k, 200)
-	maxvw := make([]int32, ncon)
+	maxvw := arena.Make[int32](ar, ncon)
 	for c := range maxvw {
 		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(tot[c])/float64(coarsenTo)))))
 	}
@@ -187,7 +205,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 		budget = 6 * g.Bytes()
 	}
 	kept, lastKept := int64(0), len(g.Adjncy)
-	sc := &scratch{} // buffers reused from level to level
+	sc := &scratch{ar: ar} // buffers reused from level to level
 	for cur := levels[0]; cur.n > coarsenTo; {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
@@ -226,15 +244,22 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 		// refinement, and the initial split decides much of the cut.
 		runs = initRunsFewParts
 	}
-	where = initialKWay(coarsest, ncon, k, tot, opts.Imbalance, opts.Seed, runs, workers)
-	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers)
+	where = initialKWay(coarsest, ncon, k, tot, opts.Imbalance, opts.Seed, runs, workers, ar)
+	if len(levels) == 1 {
+		where = slices.Clone(where) // the result outlives the arena
+	}
+	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers, ar)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
 		l := levels[i]
 		if i < len(levels)-1 {
-			where = project(l, where, workers)
+			dst := ar
+			if i == 0 {
+				dst = nil // the result outlives the arena
+			}
+			where = project(l, where, workers, dst)
 			levels[i+1] = nil // free the coarser level
 			l.cmap = nil
 		}
@@ -429,7 +454,7 @@ func cutOf(l *level, where []int32) int64 {
 // initialKWay partitions the coarsest level by recursive bisection, runs
 // times from different seeds (in parallel), refines each with the
 // k-way greedy refiner, and keeps the best balanced one.
-func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, runs, workers int) []int32 {
+func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, runs, workers int, ar *arena.Arena) []int32 {
 	type result struct {
 		where []int32
 		cut   int64
@@ -437,14 +462,14 @@ func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, r
 	}
 	res := make([]result, runs)
 	_ = par.Tasks(bgctx, workers, runs, func(_, i int) {
-		where := make([]int32, l.n)
-		ids := make([]int32, l.n)
+		where := arena.Make[int32](ar, l.n)
+		ids := arena.Make[int32](ar, l.n)
 		for v := range ids {
 			ids[v] = int32(v)
 		}
 		s := rng.Derive(seed, uint64(7+i))
-		recursiveBisection(l, ncon, k, 0, ids, where, bisectionTolerance(imb, k), 8, s, 1, &scratch{})
-		rf := newRefiner(k, ncon, tot, imb, rng.New(rng.Derive(s, 1)), 1)
+		recursiveBisection(l, ncon, k, 0, ids, where, bisectionTolerance(imb, k), 8, s, 1, &scratch{ar: ar})
+		rf := newRefiner(k, ncon, tot, imb, rng.New(rng.Derive(s, 1)), 1, ar)
 		rf.setLevel(l, where)
 		if rf.overloaded() {
 			rf.balance()

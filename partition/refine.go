@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -26,11 +27,12 @@ type refiner struct {
 	exact   []bool
 	r       *rng.Rand
 	workers int
+	ar      *arena.Arena // where its arrays come from (nil: the Go heap)
 }
 
-func newRefiner(k, ncon int, tot []int64, imb float64, r *rng.Rand, workers int) *refiner {
-	rf := &refiner{k: k, ncon: ncon, pw: make([]int64, k*ncon), limit: make([]int64, ncon), avg: make([]float64, ncon),
-		conn: make([]int64, k), r: r, workers: workers}
+func newRefiner(k, ncon int, tot []int64, imb float64, r *rng.Rand, workers int, ar *arena.Arena) *refiner {
+	rf := &refiner{k: k, ncon: ncon, pw: arena.Make[int64](ar, k*ncon), limit: arena.Make[int64](ar, ncon),
+		avg: arena.Make[float64](ar, ncon), conn: arena.Make[int64](ar, k), r: r, workers: workers, ar: ar}
 	for c := 0; c < ncon; c++ {
 		rf.avg[c] = float64(tot[c]) / float64(k)
 		rf.limit[c] = balanceLimit(tot[c], k, imb)
@@ -53,7 +55,10 @@ func (rf *refiner) setLevel(l *level, where []int32) {
 	if cap(rf.id) >= l.n {
 		rf.id, rf.ed = rf.id[:l.n], rf.ed[:l.n]
 	} else {
-		rf.id, rf.ed = make([]int32, l.n), make([]int32, l.n)
+		rf.id, rf.ed = arena.Make[int32](rf.ar, l.n), arena.Make[int32](rf.ar, l.n)
+		// greedy lists the boundary then every vertex it pops: at most
+		// 2n, so its appends stay in place.
+		rf.bnd = arena.Make[int32](rf.ar, 2*l.n)[:0]
 	}
 	par.For(rf.workers, l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
@@ -162,10 +167,7 @@ func (rf *refiner) move(v, to int32, connTo int64) {
 func (rf *refiner) greedy(passes int) int64 {
 	total := int64(0)
 	n := rf.l.n
-	if rf.q == nil || len(rf.q.pos) < n {
-		rf.q = newPQ(n)
-		rf.visited = make([]bool, n)
-	}
+	rf.queue(n)
 	q := rf.q
 	visited := rf.visited[:n]
 	for pass := 0; pass < passes; pass++ {
@@ -238,6 +240,14 @@ func (rf *refiner) greedy(passes int) int64 {
 		}
 	}
 	return total
+}
+
+// queue makes rf.q and rf.visited hold at least n vertices.
+func (rf *refiner) queue(n int) {
+	if rf.q == nil || len(rf.q.pos) < n {
+		rf.q = newPQ(rf.ar, n)
+		rf.visited = arena.Make[bool](rf.ar, n)
+	}
 }
 
 // zeroGainHelps reports whether moving v from p to q improves the balance
@@ -324,9 +334,10 @@ func (rf *refiner) balance() {
 	}
 }
 
-// project maps the partition of the coarser level onto l.
-func project(l *level, coarse []int32, workers int) []int32 {
-	where := make([]int32, l.n)
+// project maps the partition of the coarser level onto l, into an array
+// from ar (nil: the Go heap).
+func project(l *level, coarse []int32, workers int, ar *arena.Arena) []int32 {
+	where := arena.Make[int32](ar, l.n)
 	par.For(workers, l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
 			where[v] = coarse[l.cmap[v]]
@@ -357,10 +368,7 @@ func (rf *refiner) bestMove(v int32) (int32, int64) {
 func (rf *refiner) fm(passes, limit int) int64 {
 	l := rf.l
 	n := l.n
-	if rf.q == nil || len(rf.q.pos) < n {
-		rf.q = newPQ(n)
-		rf.visited = make([]bool, n)
-	}
+	rf.queue(n)
 	q := rf.q
 	locked := rf.visited[:n]
 	type mv struct {
@@ -373,7 +381,7 @@ func (rf *refiner) fm(passes, limit int) int64 {
 	// every neighbour's move would cost O(degree^2) on power-law graphs.
 	hub := max(32, 4*int64(len(l.adj))/int64(max(1, n)))
 	if cap(rf.exact) < n {
-		rf.exact = make([]bool, n)
+		rf.exact = arena.Make[bool](rf.ar, n)
 	}
 	exact := rf.exact[:n]
 	// The queue is keyed by ed-id, an upper bound of the gain that needs
