@@ -1,15 +1,12 @@
 package partition
 
 import (
-	"context"
 	"slices"
 
 	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 )
-
-var bgctx = context.Background()
 
 // level is one graph of the multilevel hierarchy. Vertex weights are
 // stored ncon per vertex (vw[v*ncon+c]); edge weights are nil for unit
@@ -25,6 +22,20 @@ type level struct {
 	cmap []int32
 	// keep says the level's graph stays in memory for refinement.
 	keep bool
+}
+
+// parallelMin is the least work (vertices plus adjacency entries) a level
+// needs before a loop over it is split across goroutines: below it,
+// waking a second thread costs more than it saves.
+const parallelMin = 1 << 15
+
+// workers returns w for a level large enough to split loops over it, else
+// 1.
+func (l *level) workers(w int) int {
+	if int64(l.n)+int64(len(l.adj)) < parallelMin {
+		return 1
+	}
+	return w
 }
 
 // bytes returns the memory of the level's graph arrays.
@@ -268,6 +279,7 @@ func (s *scratch) table(w, n int) []int32 {
 func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *level {
 	n := l.n
 	ar := sc.ar
+	workers = l.workers(workers)
 	cmap := arena.Make[int32](ar, n)
 	rep := arena.Make[int32](ar, cn)
 	c := int32(0)
@@ -289,7 +301,7 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	}
 	bounds := par.Ranges(cn, nchunks)
 	ub := arena.Make[int64](ar, nchunks+1)
-	par.For(workers, nchunks, func(_, lo, hi int) {
+	par.For(min(workers, nchunks), nchunks, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			s := int64(0)
 			for c := bounds[k]; c < bounds[k+1]; c++ {
@@ -322,16 +334,7 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	for w := 0; w < tw; w++ {
 		sc.table(w, cn) // allocated here: the workers only read the slice headers
 	}
-	tasks := func(fn func(w, k int)) {
-		if tw <= 1 {
-			for k := 0; k < nchunks; k++ {
-				fn(0, k)
-			}
-			return
-		}
-		_ = par.Tasks(bgctx, tw, nchunks, fn)
-	}
-	tasks(func(w, k int) {
+	par.Run(tw, nchunks, func(w, k int) {
 		used[k] = l.contractRange(cmap, rep, match, bounds[k], bounds[k+1], ncon, sc.tables[w][:cn], cadj, cew, ub[k], cl)
 	})
 	// Compact the chunks and turn degrees into offsets.

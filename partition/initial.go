@@ -550,7 +550,7 @@ func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, w
 		res[t] = result{b.side, cut, b.overweight(0) + b.overweight(1)}
 	}
 	if parallel {
-		_ = par.Tasks(bgctx, workers, tries, func(_, t int) { run(t) })
+		par.Run(workers, tries, func(_, t int) { run(t) })
 	} else {
 		for t := 0; t < tries; t++ {
 			run(t)

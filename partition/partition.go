@@ -461,7 +461,7 @@ func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, r
 		over  bool
 	}
 	res := make([]result, runs)
-	_ = par.Tasks(bgctx, workers, runs, func(_, i int) {
+	par.Run(workers, runs, func(_, i int) {
 		where := arena.Make[int32](ar, l.n)
 		ids := arena.Make[int32](ar, l.n)
 		for v := range ids {

@@ -60,7 +60,7 @@ func (rf *refiner) setLevel(l *level, where []int32) {
 		// 2n, so its appends stay in place.
 		rf.bnd = arena.Make[int32](rf.ar, 2*l.n)[:0]
 	}
-	par.For(rf.workers, l.n, func(_, lo, hi int) {
+	par.For(l.workers(rf.workers), l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
 			p := where[v]
 			var in, ex int32
@@ -338,7 +338,7 @@ func (rf *refiner) balance() {
 // from ar (nil: the Go heap).
 func project(l *level, coarse []int32, workers int, ar *arena.Arena) []int32 {
 	where := arena.Make[int32](ar, l.n)
-	par.For(workers, l.n, func(_, lo, hi int) {
+	par.For(l.workers(workers), l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
 			where[v] = coarse[l.cmap[v]]
 		}
@@ -551,7 +551,7 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 	n := l.n
 	nch := max(1, min(256, n/4096))
 	bounds := par.Ranges(n, nch)
-	workers := rf.workers
+	workers := min(l.workers(rf.workers), nch)
 	conns := make([][]int64, workers)
 	for w := range conns {
 		conns[w] = make([]int64, rf.k)
@@ -560,7 +560,7 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 	var all []cand
 	total := int64(0)
 	for pass := 0; pass < passes; pass++ {
-		_ = par.Tasks(bgctx, workers, nch, func(w, c int) {
+		par.Run(workers, nch, func(w, c int) {
 			conn := conns[w]
 			var touched []int32
 			out := res[c][:0]

@@ -76,3 +76,17 @@ func Tasks(ctx context.Context, k, n int, fn func(worker, i int)) error {
 	}
 	return nil
 }
+
+// Run runs fn(w, i) for i in [0, n) on min(k, n) goroutines that take the
+// tasks in order (w in [0, k) names the goroutine), and waits for them.
+// With k <= 1 or n <= 1 it runs inline, in order, with w = 0: no goroutine
+// to wake for work too small to share.
+func Run(k, n int, fn func(worker, i int)) {
+	if k <= 1 || n <= 1 {
+		for i := 0; i < n; i++ {
+			fn(0, i)
+		}
+		return
+	}
+	_ = Tasks(context.Background(), k, n, fn)
+}
