@@ -299,9 +299,10 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	if workers <= 1 {
 		nchunks = 1
 	}
+	tw := min(workers, nchunks)
 	bounds := par.Ranges(cn, nchunks)
 	ub := arena.Make[int64](ar, nchunks+1)
-	par.For(min(workers, nchunks), nchunks, func(_, lo, hi int) {
+	par.For(tw, nchunks, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			s := int64(0)
 			for c := bounds[k]; c < bounds[k+1]; c++ {
@@ -319,18 +320,20 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 		ub[k+1] += ub[k]
 	}
 	// The adjacency is written at its upper bound in fresh arrays that a
-	// small level keeps (the untouched tail is never faulted in); copying
-	// it out to exact-size arrays, or reusing one scratch buffer sized for
-	// the first level, faulted in more fresh pages, which cost about 10%
-	// of partitioning wave from a cold heap.
-	small := ub[nchunks] <= maxKeepSlack
+	// small level keeps (on the Go heap the untouched tail is never faulted
+	// in); copying it out to exact-size arrays, or reusing one scratch
+	// buffer sized for the first level, faulted in more fresh pages, which
+	// cost about 10% of partitioning wave from a cold heap. A large level
+	// on the Go heap gets fresh merge tables and exact-size copies, which
+	// the collector frees; an arena frees nothing before the end, so there
+	// both would only add.
+	heapLarge := ar == nil && ub[nchunks] > maxKeepSlack
 	cadj := arena.Make[int32](ar, int(ub[nchunks]))
 	cew := arena.Make[int32](ar, int(ub[nchunks]))
-	if !small {
-		sc = &scratch{ar: ar}
+	if heapLarge {
+		sc = &scratch{}
 	}
 	used := arena.Make[int64](ar, nchunks)
-	tw := min(workers, nchunks)
 	for w := 0; w < tw; w++ {
 		sc.table(w, cn) // allocated here: the workers only read the slice headers
 	}
@@ -349,10 +352,9 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	for c := 0; c < cn; c++ {
 		cl.xadj[c+1] += cl.xadj[c]
 	}
-	if !small && ar == nil && dst*5 < int64(cap(cadj))*4 {
+	if heapLarge && dst*5 < int64(cap(cadj))*4 {
 		// A large level well under its bound: exact-size copies, instead
-		// of holding up to twice its memory (an arena frees nothing
-		// before the end, so there the copies would only add).
+		// of holding up to twice its memory.
 		cl.adj = slices.Clone(cadj[:dst])
 		cl.ew = slices.Clone(cew[:dst])
 	} else {

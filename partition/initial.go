@@ -549,13 +549,10 @@ func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, w
 		cut := b.fm(4, qs, moved, locked)
 		res[t] = result{b.side, cut, b.overweight(0) + b.overweight(1)}
 	}
-	if parallel {
-		par.Run(workers, tries, func(_, t int) { run(t) })
-	} else {
-		for t := 0; t < tries; t++ {
-			run(t)
-		}
+	if !parallel {
+		workers = 1
 	}
+	par.Run(workers, tries, func(_, t int) { run(t) })
 	best := 0
 	for t := 1; t < tries; t++ {
 		if res[t].over < res[best].over || res[t].over == res[best].over && res[t].cut < res[best].cut {

@@ -245,9 +245,6 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 		runs = initRunsFewParts
 	}
 	where = initialKWay(coarsest, ncon, k, tot, opts.Imbalance, opts.Seed, runs, workers, ar)
-	if len(levels) == 1 {
-		where = slices.Clone(where) // the result outlives the arena
-	}
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers, ar)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
@@ -255,11 +252,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 		}
 		l := levels[i]
 		if i < len(levels)-1 {
-			dst := ar
-			if i == 0 {
-				dst = nil // the result outlives the arena
-			}
-			where = project(l, where, workers, dst)
+			where = project(l, where, workers, ar)
 			levels[i+1] = nil // free the coarser level
 			l.cmap = nil
 		}
@@ -279,6 +272,9 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 	}
 	// The finest level is never dropped: rf's external degrees are
 	// those of the input graph.
+	if ar != nil {
+		where = slices.Clone(where) // the result outlives the arena
+	}
 	return where, rf.cut(), nil
 }
 
