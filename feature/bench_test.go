@@ -1,6 +1,7 @@
 package feature
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -66,11 +67,11 @@ func BenchmarkGather(b *testing.B) {
 				b.Fatal(err)
 			}
 			out := make([]float32, len(ids)*benchDim)
-			_ = st.Gather(ids, out) // touch the output
+			_ = st.Gather(context.Background(), ids, out) // touch the output
 			b.ResetTimer()
 			res := membench.Work(1, func(int) int64 {
 				for i := 0; i < b.N; i++ {
-					if err := st.Gather(ids, out); err != nil {
+					if err := st.Gather(context.Background(), ids, out); err != nil {
 						b.Error(err)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/npy"
 )
 
@@ -105,7 +106,7 @@ func encodeRows(ctx context.Context, out io.Writer, src *Store, dtype DType) err
 			ids[i] = int32(lo + i)
 		}
 		x := f[:k*src.dim]
-		if err := src.Gather(ids[:k], x); err != nil {
+		if err := src.Gather(ctx, ids[:k], x); err != nil {
 			return err
 		}
 		var b []byte
@@ -124,4 +125,40 @@ func encodeRows(ctx context.Context, out io.Writer, src *Store, dtype DType) err
 		}
 	}
 	return nil
+}
+
+// Convert returns an in-memory store holding src's rows (as Gather returns
+// them: scaled after NormalizeRows) stored as dtype, e.g. a float16 copy of
+// float32 features in half the memory, with opts' cache and workers
+// (opts.InMemory is implied).
+func Convert(ctx context.Context, src *Store, dtype DType, opts Options) (*Store, error) {
+	if dtype != Float32 && dtype != Float16 && dtype != BFloat16 {
+		return nil, fmt.Errorf("feature: unknown dtype %v", dtype)
+	}
+	n := src.n * src.dim * dtype.Size()
+	buf, free := hugemem.Alloc[byte](n)
+	w := &sliceWriter{b: buf[:0]}
+	if err := encodeRows(ctx, w, src, dtype); err != nil {
+		free()
+		return nil, err
+	}
+	opts.InMemory = false // buf is the in-memory copy
+	s, err := New(buf, dtype, src.n, src.dim, opts)
+	if err != nil {
+		free()
+		return nil, err
+	}
+	s.free = append(s.free, free)
+	return s, nil
+}
+
+// sliceWriter appends to a slice with enough capacity.
+type sliceWriter struct{ b []byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) {
+	if len(w.b)+len(p) > cap(w.b) {
+		return 0, fmt.Errorf("feature: conversion overflows its buffer")
+	}
+	w.b = append(w.b, p...)
+	return len(p), nil
 }

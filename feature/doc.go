@@ -10,7 +10,7 @@
 //		CacheOrder: feature.DegreeOrder(d.Graph), // or HotOrder(pre-sampled counts)
 //	})
 //	out := make([]float32, len(mb.InputNodes)*st.Dim())
-//	err = st.Gather(mb.InputNodes, out)
+//	err = st.Gather(context.Background(), mb.InputNodes, out)
 //
 // The cache is torch-quiver's and PaGraph's idea on CPUs: the hottest rows
 // are copied into a compact in-memory table (huge pages, in the storage

@@ -1,6 +1,7 @@
 package feature_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/graphmill/graphmill/feature"
@@ -21,7 +22,7 @@ func Example() {
 		panic(err)
 	}
 	out := make([]float32, 3*st.Dim())
-	if err := st.Gather([]int32{2, 0, 1}, out); err != nil {
+	if err := st.Gather(context.Background(), []int32{2, 0, 1}, out); err != nil {
 		panic(err)
 	}
 	fmt.Println(out)

@@ -1,6 +1,7 @@
 package feature
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -100,9 +101,28 @@ type Store struct {
 	cached int
 	clamp  bool
 
+	// scale, when set, multiplies every gathered row (row normalisation
+	// applied on the fly; see NormalizeRows).
+	scale []float32
+
 	hits, misses atomic.Int64
 	workers      int
 }
+
+// Source serves feature rows by node id as float32: the one interface the
+// loader, the training step and layer-wise inference read features through.
+// Local implementations are Store (in memory, memory-mapped, half precision,
+// with a hot-row cache); a remote or partitioned source implements the same
+// three methods. Gather must be safe for concurrent use.
+type Source interface {
+	NumRows() int
+	Dim() int
+	// Gather copies the rows of ids, as float32, into out
+	// (len(ids)*Dim() values, row i for ids[i]).
+	Gather(ctx context.Context, ids []int32, out []float32) error
+}
+
+var _ Source = (*Store)(nil)
 
 // New returns a store over data, numRows rows of dim values of dtype,
 // little-endian and row-major (len(data) must be numRows*dim*dtype.Size()).
@@ -215,6 +235,70 @@ func (s *Store) buildCache(budget int64, order []int32) error {
 	return nil
 }
 
+// NormalizeRows makes every later Gather divide each row by its sum (rows
+// summing to 0 are left as they are), as PyG's NormalizeFeatures does, with
+// no copy of the features: the store keeps one float32 factor per row. It
+// reads every row once, and does nothing (returning false) when some value
+// is negative or NaN, since row normalisation is meant for non-negative
+// bag-of-words style features. Call it before the store is shared.
+func (s *Store) NormalizeRows(ctx context.Context) (bool, error) {
+	scale := make([]float32, s.n)
+	const chunk = 1024
+	nonNeg := atomic.Bool{}
+	nonNeg.Store(true)
+	errs := make([]error, s.workers)
+	par.For(s.workers, (s.n+chunk-1)/chunk, func(w, lo, hi int) {
+		buf := make([]float32, chunk*s.dim)
+		ids := make([]int32, chunk)
+		for c := lo; c < hi && nonNeg.Load(); c++ {
+			a, b := c*chunk, min((c+1)*chunk, s.n)
+			for i := range ids[:b-a] {
+				ids[i] = int32(a + i)
+			}
+			x := buf[:(b-a)*s.dim]
+			if err := s.gather(ids[:b-a], x, true); err != nil {
+				errs[w] = err
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				errs[w] = err
+				return
+			}
+			for i := 0; i < b-a; i++ {
+				var sum float64
+				for _, v := range x[i*s.dim : (i+1)*s.dim] {
+					if !(v >= 0) {
+						nonNeg.Store(false)
+						return
+					}
+					sum += float64(v)
+				}
+				scale[a+i] = 1
+				if sum != 0 {
+					scale[a+i] = float32(1 / sum)
+				}
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
+	if !nonNeg.Load() {
+		return false, nil
+	}
+	s.scale = scale
+	return true, nil
+}
+
+// Float32Rows returns the rows in place, row-major, when they are stored
+// as float32 with no scaling (a zero-copy view); ok is false otherwise.
+func (s *Store) Float32Rows() (rows []float32, ok bool) {
+	if s.dtype != Float32 || s.scale != nil || s.data == nil {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s.data))), len(s.data)/4), true
+}
+
 // NumRows returns the number of rows (nodes).
 func (s *Store) NumRows() int { return s.n }
 
@@ -275,27 +359,31 @@ func (s *Store) ResetStats() {
 // goroutine.
 const parallelBytes = 256 << 10
 
-// Gather copies the rows of ids, converted to float32, into out, which
-// must hold len(ids)*Dim() values: row i of out is the feature row of
-// node ids[i]. It returns an error, and leaves out partly written, if an
-// id is out of range.
-func (s *Store) Gather(ids []int32, out []float32) error {
+// Gather copies the rows of ids, converted to float32 (and scaled, after
+// NormalizeRows), into out, which must hold len(ids)*Dim() values: row i of
+// out is the feature row of node ids[i]. It returns an error, and leaves out
+// partly written, if an id is out of range or ctx is done.
+func (s *Store) Gather(ctx context.Context, ids []int32, out []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if len(out) != len(ids)*s.dim {
 		return fmt.Errorf("feature: output holds %d values, want %d ids x %d", len(out), len(ids), s.dim)
 	}
 	k := min(s.workers, max(1, len(ids)*s.dim*4/parallelBytes))
 	if k <= 1 {
-		return s.gather(ids, out)
+		return s.gather(ids, out, false)
 	}
 	errs := make([]error, k)
 	par.For(k, len(ids), func(w, lo, hi int) {
-		errs[w] = s.gather(ids[lo:hi], out[lo*s.dim:hi*s.dim])
+		errs[w] = s.gather(ids[lo:hi], out[lo*s.dim:hi*s.dim], false)
 	})
 	return errors.Join(errs...)
 }
 
-// gather is the sequential Gather.
-func (s *Store) gather(ids []int32, out []float32) error {
+// gather is the sequential Gather; raw leaves rows unscaled and the cache
+// statistics untouched.
+func (s *Store) gather(ids []int32, out []float32, raw bool) error {
 	dim, n := s.dim, uint32(s.n)
 	var hits int
 	for i, v := range ids {
@@ -315,8 +403,14 @@ func (s *Store) gather(ids []int32, out []float32) error {
 		case BFloat16:
 			DecodeBF16(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), dim))
 		}
+		if s.scale != nil && !raw {
+			inv := s.scale[v]
+			for j := range dst {
+				dst[j] *= inv
+			}
+		}
 	}
-	if s.slot != nil {
+	if s.slot != nil && !raw {
 		s.hits.Add(int64(hits))
 		s.misses.Add(int64(len(ids) - hits))
 	}

@@ -80,7 +80,7 @@ func TestGather(t *testing.T) {
 				}
 				defer st.Close()
 				out := make([]float32, len(ids)*dim)
-				if err := st.Gather(ids, out); err != nil {
+				if err := st.Gather(context.Background(), ids, out); err != nil {
 					t.Fatal(err)
 				}
 				for i, v := range ids {
@@ -132,7 +132,7 @@ func TestGatherConcurrent(t *testing.T) {
 			ids := []int32{int32(g), 5, 6, int32(n - 1 - g)}
 			out := make([]float32, len(ids)*dim)
 			for k := 0; k < 100; k++ {
-				if err := st.Gather(ids, out); err != nil {
+				if err := st.Gather(context.Background(), ids, out); err != nil {
 					t.Error(err)
 					return
 				}
@@ -170,15 +170,15 @@ func TestStoreErrors(t *testing.T) {
 		}, "not a row"},
 		{"id out of range", func() error {
 			st, _ := New(data, Float32, 10, 4, Options{})
-			return st.Gather([]int32{1, 10}, make([]float32, 8))
+			return st.Gather(context.Background(), []int32{1, 10}, make([]float32, 8))
 		}, "not a row"},
 		{"negative id", func() error {
 			st, _ := New(data, Float32, 10, 4, Options{})
-			return st.Gather([]int32{-1}, make([]float32, 4))
+			return st.Gather(context.Background(), []int32{-1}, make([]float32, 4))
 		}, "not a row"},
 		{"short output", func() error {
 			st, _ := New(data, Float32, 10, 4, Options{})
-			return st.Gather([]int32{1, 2}, make([]float32, 7))
+			return st.Gather(context.Background(), []int32{1, 2}, make([]float32, 7))
 		}, "output"},
 		{"bad dtype name", func() error { _, err := ParseDType("float8"); return err }, "float8"},
 	} {
@@ -225,7 +225,7 @@ func TestConvertCora(t *testing.T) {
 		ids[i] = int32(i)
 	}
 	x := make([]float32, len(ids)*ref.Dim())
-	if err := ref.Gather(ids, x); err != nil {
+	if err := ref.Gather(context.Background(), ids, x); err != nil {
 		t.Fatal(err)
 	}
 	for _, dtype := range []DType{Float16, BFloat16} {
@@ -248,7 +248,7 @@ func TestConvertCora(t *testing.T) {
 			t.Fatalf("%v store holds %d bytes, want half of %d", dtype, len(st.data), len(x)*4)
 		}
 		y := make([]float32, len(x))
-		if err := st.Gather(ids, y); err != nil {
+		if err := st.Gather(context.Background(), ids, y); err != nil {
 			t.Fatal(err)
 		}
 		for i := range x {

@@ -43,10 +43,11 @@ type Sampler interface {
 	SampleInto(mb *sample.MiniBatch, seeds []int32, seed uint64) error
 }
 
-// Fetcher is the feature stage (satisfied by *feature.Store).
+// Fetcher is the feature stage (satisfied by *feature.Store and any
+// feature.Source).
 type Fetcher interface {
 	Dim() int
-	Gather(ids []int32, out []float32) error
+	Gather(ctx context.Context, ids []int32, out []float32) error
 }
 
 // Config configures a Loader.
@@ -65,6 +66,11 @@ type Config struct {
 	// Prefetch is the number of finished batches kept ready ahead of the
 	// consumer (0 = 4).
 	Prefetch int
+	// Buffers bounds the batches alive at once (sampled, gathered, queued
+	// or held by the consumer), and so the pipeline's memory: each holds
+	// its blocks and gathered rows. 0 = 2×SampleWorkers + Prefetch + 4,
+	// enough that sampling never waits for a buffer; any value >= 1 works.
+	Buffers int
 }
 
 // Batch is one minibatch delivered to the consumer.
@@ -105,8 +111,8 @@ func New(s Sampler, f Fetcher, labels []int32, seeds []int32, cfg Config) (*Load
 	if len(seeds) == 0 {
 		return nil, errors.New("loader: no seeds")
 	}
-	if cfg.SampleWorkers < 0 || cfg.Prefetch < 0 {
-		return nil, fmt.Errorf("loader: negative workers (%d) or prefetch (%d)", cfg.SampleWorkers, cfg.Prefetch)
+	if cfg.SampleWorkers < 0 || cfg.Prefetch < 0 || cfg.Buffers < 0 {
+		return nil, fmt.Errorf("loader: negative workers (%d), prefetch (%d) or buffers (%d)", cfg.SampleWorkers, cfg.Prefetch, cfg.Buffers)
 	}
 	if labels != nil {
 		for i, v := range seeds {
@@ -229,6 +235,9 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 	it.out = make(chan *Batch, l.cfg.Prefetch)
 	it.errc = make(chan error, 1)
 	nbuf := ahead + l.cfg.Prefetch + 4
+	if l.cfg.Buffers > 0 {
+		nbuf = l.cfg.Buffers
+	}
 	it.free = make(chan *Batch, nbuf)
 	for i := 0; i < nbuf; i++ {
 		it.free <- &Batch{MiniBatch: &sample.MiniBatch{}, done: make(chan error, 1)}
@@ -321,7 +330,7 @@ func (it *Iter) finish(b *Batch) error {
 		}
 		b.Features = b.Features[:n]
 		t0 := time.Now()
-		if err := f.Gather(mb.InputNodes, b.Features); err != nil {
+		if err := f.Gather(it.ctx, mb.InputNodes, b.Features); err != nil {
 			return fmt.Errorf("batch %d: %w", b.Index, err)
 		}
 		it.gatherNs.Add(int64(time.Since(t0)))

@@ -86,7 +86,7 @@ func TestEpoch(t *testing.T) {
 				t.Fatalf("workers=%d: batch %d differs from sampling it directly", tc.workers, i)
 			}
 			feat := make([]float32, len(ref.InputNodes)*st.Dim())
-			if err := st.Gather(ref.InputNodes, feat); err != nil {
+			if err := st.Gather(context.Background(), ref.InputNodes, feat); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(feat, b.Features) {
@@ -183,7 +183,7 @@ func TestCancelAndClose(t *testing.T) {
 type failingFetcher struct{ dim int }
 
 func (f failingFetcher) Dim() int { return f.dim }
-func (f failingFetcher) Gather([]int32, []float32) error {
+func (f failingFetcher) Gather(context.Context, []int32, []float32) error {
 	return errors.New("disk on fire")
 }
 

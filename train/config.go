@@ -55,8 +55,13 @@ type Config struct {
 	Prefetch  int   `json:"prefetch,omitempty"`
 	Workers   int   `json:"workers,omitempty"`
 	// FeatureCacheBytes is the hot-row cache budget of the feature store
-	// in sampled training on un-normalised features (0: no cache).
+	// (0: no cache): the rows of the most sampled nodes (highest
+	// out-degree) kept in memory in front of the memory-mapped file.
 	FeatureCacheBytes int64 `json:"feature_cache_bytes,omitempty"`
+	// FeatureDType, when it differs from the stored dtype, holds the
+	// features in memory converted to it ("float16" or "bfloat16": half
+	// the memory of float32); "" reads them as stored, through the mapping.
+	FeatureDType string `json:"feature_dtype,omitempty"`
 	// Parts and PartsPerBatch configure GAS training: the graph is split
 	// into Parts parts by the multilevel partitioner and every batch holds
 	// PartsPerBatch of them (shuffled each epoch).
@@ -73,7 +78,9 @@ type Config struct {
 	EvalBatchSize int `json:"eval_batch_size"`
 	// Seed determines initialisation, dropout, shuffling and sampling.
 	Seed uint64 `json:"seed"`
-	// Threads bounds the kernels' goroutines (0: all cores).
+	// Threads records the kernels' goroutines (0: all cores). It is a
+	// process-wide setting: the caller applies it (tensor.SetThreads), as
+	// graphmill train does; Run never changes process-wide settings.
 	Threads int `json:"threads"`
 }
 

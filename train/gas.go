@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/history"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
-	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/tensor"
 )
 
@@ -49,16 +49,21 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 	if cfg.Parts > g.NumNodes {
 		return nil, fmt.Errorf("gas: %d parts for %d nodes", cfg.Parts, g.NumNodes)
 	}
-	pg, err := partition.FromCSC(ctx, g, cfg.Workers)
+	if r.partitioner == nil {
+		return nil, fmt.Errorf("gas mode needs a partitioner (train.WithPartitioner); graphmill train supplies the multilevel one")
+	}
+	assign, err := r.partitioner(ctx, g, cfg.Parts, cfg.Seed, cfg.Workers)
 	if err != nil {
 		return nil, err
 	}
-	res, err := partition.Partition(ctx, pg, partition.Options{Parts: cfg.Parts, Seed: cfg.Seed, Workers: cfg.Workers})
-	if err != nil {
-		return nil, err
+	if len(assign) != g.NumNodes {
+		return nil, fmt.Errorf("gas: the partitioner assigned %d nodes of %d", len(assign), g.NumNodes)
 	}
 	s := &gasStepper{r: r, m: m, opt: opt, parts: make([][]int32, cfg.Parts)}
-	for v, p := range res.Parts {
+	for v, p := range assign {
+		if p < 0 || int(p) >= cfg.Parts {
+			return nil, fmt.Errorf("gas: the partitioner put node %d in part %d, not in [0, %d)", v, p, cfg.Parts)
+		}
 		s.parts[p] = append(s.parts[p], int32(v))
 	}
 	for l := 0; l < len(m.Layers)-1; l++ {
@@ -94,22 +99,22 @@ func (s *gasStepper) close() {
 // memory for one batch, not for a layer of all nodes.
 func (s *gasStepper) fill(ctx context.Context, m *nn.Model) error {
 	cfg := s.r.cfg
-	return inferLayers(ctx, m, s.r.ds.Graph, cfg.EvalBatchSize, cfg.MaxMemoryBytes, len(m.Layers)-1, &historyIO{x: s.r.x, hist: s.hist})
+	return inferLayers(ctx, m, s.r.ds.Graph, cfg.EvalBatchSize, cfg.MaxMemoryBytes, len(m.Layers)-1, &historyIO{x: s.r.feat, hist: s.hist})
 }
 
 // historyIO is layer-wise inference over GAS's histories: layer l's input
 // is the features (l = 0) or history l-1, its output goes to history l.
 type historyIO struct {
-	x    tensor.Matrix
+	x    feature.Source
 	hist []*history.Store
 }
 
-func (o *historyIO) input(l int, ids []int32, full bool) (tensor.Matrix, error) {
+func (o *historyIO) input(ctx context.Context, l int, ids []int32, full bool) (tensor.Matrix, error) {
 	if l == 0 {
 		if full {
-			return o.x, nil
+			return denseRows(ctx, o.x)
 		}
-		return gatherRows(o.x, ids), nil
+		return gatherSource(ctx, o.x, ids)
 	}
 	return o.pull(o.hist[l-1], ids)
 }
@@ -177,7 +182,7 @@ func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
 // view returns the batch as a step sees it: one block shared by every
 // layer, whose sources past the batch's own nodes read history rows.
 func (s *gasStepper) view(b *gasBatch) *view {
-	return &view{blocks: []*nn.Block{b.block}, x: s.r.x, xRows: b.block.Src, halo: b.halo, labels: b.labels}
+	return &view{blocks: []*nn.Block{b.block}, src: s.r.feat, xRows: b.block.Src, halo: b.halo, labels: b.labels}
 }
 
 // push stores a batch's fresh hidden rows in the histories.
@@ -234,9 +239,8 @@ func (s *gasStepper) run(ctx context.Context, groups [][]int32, step func(i int,
 	return prepSecs, waitSecs, nil
 }
 
-func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
+func (s *gasStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
-	ctx := context.Background()
 	if !s.filled {
 		if err := s.fill(ctx, s.m); err != nil {
 			return EpochStats{}, err
@@ -252,7 +256,7 @@ func (s *gasStepper) epoch(epoch int) (EpochStats, error) {
 	correct, total := 0, 0
 	start := time.Now()
 	prep, wait, err := s.run(ctx, groups, func(i int, b *gasBatch) ([]tensor.Matrix, error) {
-		out, err := r.trainStep(s.sp, s.view(b), s.m, s.opt, epoch, i, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
+		out, err := r.trainStep(ctx, s.sp, s.view(b), s.m, s.opt, epoch, i, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
 		if err != nil {
 			return nil, err
 		}
@@ -279,7 +283,7 @@ func (s *gasStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, err
 	r := s.r
 	logits := tensor.New(r.ds.Meta.NumNodes, m.Layers[len(m.Layers)-1].OutDim())
 	_, _, err := s.run(ctx, s.groups(-1), func(_ int, b *gasBatch) ([]tensor.Matrix, error) {
-		out, err := inferStep(s.sp, s.view(b), m)
+		out, err := inferStep(ctx, s.sp, s.view(b), m)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
@@ -21,8 +22,11 @@ import (
 // allocate more than maxBytes (its activations, gathered input rows and
 // index arrays; the N × width results are not counted) is halved until it
 // fits.
-func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batchSize int, maxBytes int64) (tensor.Matrix, error) {
-	io := &matrixIO{h: x}
+func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x feature.Source, batchSize int, maxBytes int64) (tensor.Matrix, error) {
+	if x.NumRows() != g.NumNodes {
+		return tensor.Matrix{}, fmt.Errorf("infer: %d feature rows for %d nodes", x.NumRows(), g.NumNodes)
+	}
+	io := &matrixIO{src: x, n: g.NumNodes}
 	if err := inferLayers(ctx, m, g, batchSize, maxBytes, len(m.Layers), io); err != nil {
 		return tensor.Matrix{}, err
 	}
@@ -34,20 +38,28 @@ func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x tensor.Matrix, batc
 type layerIO interface {
 	// input returns layer l's input rows of nodes ids (all nodes in order
 	// when full).
-	input(l int, ids []int32, full bool) (tensor.Matrix, error)
+	input(ctx context.Context, l int, ids []int32, full bool) (tensor.Matrix, error)
 	// h0 returns layer 0's output rows of nodes ids (APPNP).
 	h0(ids []int32) (tensor.Matrix, error)
 	// output takes layer l's output rows y of nodes ids.
 	output(l int, ids []int32, y tensor.Matrix) error
 }
 
-// matrixIO keeps every layer's output for all nodes in memory.
+// matrixIO reads layer 0's input from a feature source and keeps every
+// later layer's output for all nodes in memory.
 type matrixIO struct {
-	h, next, first tensor.Matrix // input of the current layer, its output, layer 0's output
+	src            feature.Source
+	n              int
+	h, next, first tensor.Matrix // input of the current layer (l > 0), its output, layer 0's output
 }
 
-func (o *matrixIO) input(_ int, ids []int32, full bool) (tensor.Matrix, error) {
-	if full {
+func (o *matrixIO) input(ctx context.Context, l int, ids []int32, full bool) (tensor.Matrix, error) {
+	switch {
+	case l == 0 && full:
+		return denseRows(ctx, o.src)
+	case l == 0:
+		return gatherSource(ctx, o.src, ids)
+	case full:
 		return o.h, nil
 	}
 	return gatherRows(o.h, ids), nil
@@ -59,10 +71,10 @@ func (o *matrixIO) h0(ids []int32) (tensor.Matrix, error) {
 
 func (o *matrixIO) output(l int, ids []int32, y tensor.Matrix) error {
 	if o.next.Data == nil {
-		o.next = tensor.New(o.h.Rows, y.Cols)
+		o.next = tensor.New(o.n, y.Cols)
 	}
 	copy(o.next.Data[int(ids[0])*y.Cols:], y.Data)
-	if int(ids[len(ids)-1]) == o.h.Rows-1 { // the layer is complete
+	if int(ids[len(ids)-1]) == o.n-1 { // the layer is complete
 		if l == 0 {
 			o.first = o.next
 		}
@@ -134,7 +146,7 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 					hi = lo + (hi-lo)/2
 				}
 			}
-			x, err := io.input(l, b.Src, whole)
+			x, err := io.input(ctx, l, b.Src, whole)
 			if err != nil {
 				return err
 			}

@@ -1,9 +1,11 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
 
+	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
@@ -30,10 +32,11 @@ type view struct {
 	// blocks holds one block per layer, input layer first, or one block
 	// shared by every layer (full-graph and GAS batches).
 	blocks []*nn.Block
-	// x holds the input rows of the first block's sources, by position,
-	// or, when xRows is set, row xRows[p] holds position p's (the step
+	// x holds the input rows of the first block's sources, by position;
+	// or, when xRows is set, src's row xRows[p] is position p's (the step
 	// gathers them, so a batch need not copy its inputs before it runs).
 	x     tensor.Matrix
+	src   feature.Source
 	xRows []int32
 	// halo, for GAS, holds per hidden layer l the history rows of the
 	// sources of layer l+1 at positions >= NumDst (nil otherwise).
@@ -66,12 +69,16 @@ func shapeAt(shapes []nn.BlockShape, l int) nn.BlockShape {
 // GAS's history rows stacked below each hidden layer's fresh rows. It
 // returns the logits of the last block's destinations and every hidden
 // layer's output.
-func forward(tp *autograd.Tape, m *nn.Model, v *view, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
+func forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v *view, train bool, seed uint64) (*autograd.Var, []*autograd.Var, error) {
 	x := v.x
 	if v.xRows != nil {
-		x = gatherRows(v.x, v.xRows)
+		var err error
+		if x, err = gatherSource(ctx, v.src, v.xRows); err != nil {
+			return nil, nil, err
+		}
 	}
-	return m.ForwardStacked(tp, v.blocks, tp.Const(x), v.halo, train, seed)
+	logits, hidden := m.ForwardStacked(tp, v.blocks, tp.Const(x), v.halo, train, seed)
+	return logits, hidden, nil
 }
 
 // splitter plans and extracts micro-batches under a byte bound.
@@ -331,17 +338,23 @@ func (s *splitter) plan(v *view, train bool) ([][]int32, error) {
 	return out, nil
 }
 
-// sub builds micro-batch p of v as a view of its own.
-func (s *splitter) sub(v *view, p []int32) *view {
+// sub builds micro-batch p of v as a view of its own, its input rows
+// gathered.
+func (s *splitter) sub(ctx context.Context, v *view, p []int32) (*view, error) {
 	mb := s.extract(v, p, true)
-	rows := mb.rows
+	w := &view{blocks: mb.blocks, labels: make([]int32, len(p))}
 	if v.xRows != nil {
-		rows = make([]int32, len(mb.rows))
+		rows := make([]int32, len(mb.rows))
 		for i, q := range mb.rows {
 			rows[i] = v.xRows[q]
 		}
+		var err error
+		if w.x, err = gatherSource(ctx, v.src, rows); err != nil {
+			return nil, err
+		}
+	} else {
+		w.x = gatherRows(v.x, mb.rows)
 	}
-	w := &view{blocks: mb.blocks, x: gatherRows(v.x, rows), labels: make([]int32, len(p))}
 	for i, d := range p {
 		w.labels[i] = v.labels[d]
 	}
@@ -351,7 +364,7 @@ func (s *splitter) sub(v *view, p []int32) *view {
 			w.halo[l] = gatherRows(v.halo[l], mb.halo[l+1])
 		}
 	}
-	return w
+	return w, nil
 }
 
 // stepOut is what a step computed.
@@ -368,16 +381,16 @@ type stepOut struct {
 // trainStep runs forward and backward on v, micro-batched when it exceeds
 // the bound, and applies one optimiser step. A batch without labelled
 // destinations is only run forward (GAS still needs its fresh rows).
-func (r *Runner) trainStep(sp *splitter, v *view, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (stepOut, error) {
+func (r *Runner) trainStep(ctx context.Context, sp *splitter, v *view, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (stepOut, error) {
 	plan, err := sp.plan(v, true)
 	if err != nil {
 		return stepOut{}, err
 	}
-	return r.trainPlan(sp, v, plan, m, opt, epoch, step, seed)
+	return r.trainPlan(ctx, sp, v, plan, m, opt, epoch, step, seed)
 }
 
 // trainPlan is trainStep with the micro-batches given (nil: unsplit).
-func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (stepOut, error) {
+func (r *Runner) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]int32, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (stepOut, error) {
 	params := m.Params()
 	autograd.ZeroGrad(params...)
 	var out stepOut
@@ -391,7 +404,10 @@ func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, o
 	// share of the labelled destinations.
 	run := func(w *view, seed uint64) ([]*autograd.Var, error) {
 		tp := autograd.NewTape()
-		logits, hidden := forward(tp, m, w, true, seed)
+		logits, hidden, err := forward(ctx, tp, m, w, true, seed)
+		if err != nil {
+			return nil, err
+		}
 		c, k := countCorrect(logits.Value, w.labels)
 		out.correct, out.total = out.correct+c, out.total+k
 		if k == 0 {
@@ -421,7 +437,11 @@ func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, o
 	} else {
 		out.micro, out.fresh = len(plan), newFresh(v, m)
 		for k, p := range plan {
-			hidden, err := run(sp.sub(v, p), rng.Derive(seed, uint64(k)))
+			w, err := sp.sub(ctx, v, p)
+			if err != nil {
+				return out, err
+			}
+			hidden, err := run(w, rng.Derive(seed, uint64(k)))
 			if err != nil {
 				return out, err
 			}
@@ -441,28 +461,37 @@ func (r *Runner) trainPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model, o
 // inferStep runs v forward without gradients, micro-batched when it
 // exceeds the bound, and returns the logits and (GAS) fresh rows of all
 // destinations.
-func inferStep(sp *splitter, v *view, m *nn.Model) (stepOut, error) {
+func inferStep(ctx context.Context, sp *splitter, v *view, m *nn.Model) (stepOut, error) {
 	plan, err := sp.plan(v, false)
 	if err != nil {
 		return stepOut{}, err
 	}
-	return inferPlan(sp, v, plan, m), nil
+	return inferPlan(ctx, sp, v, plan, m)
 }
 
 // inferPlan is inferStep with the micro-batches given (nil: unsplit).
-func inferPlan(sp *splitter, v *view, plan [][]int32, m *nn.Model) stepOut {
+func inferPlan(ctx context.Context, sp *splitter, v *view, plan [][]int32, m *nn.Model) (stepOut, error) {
 	if plan == nil {
-		logits, hidden := forward(autograd.NewInferenceTape(), m, v, false, 0)
-		return stepOut{micro: 1, logits: logits.Value, fresh: freshRows(v, hidden)}
+		logits, hidden, err := forward(ctx, autograd.NewInferenceTape(), m, v, false, 0)
+		if err != nil {
+			return stepOut{}, err
+		}
+		return stepOut{micro: 1, logits: logits.Value, fresh: freshRows(v, hidden)}, nil
 	}
 	out := stepOut{micro: len(plan), logits: tensor.New(len(v.labels), m.Layers[len(m.Layers)-1].OutDim()), fresh: newFresh(v, m)}
 	for _, p := range plan {
-		w := sp.sub(v, p)
-		logits, hidden := forward(autograd.NewInferenceTape(), m, w, false, 0)
+		w, err := sp.sub(ctx, v, p)
+		if err != nil {
+			return out, err
+		}
+		logits, hidden, err := forward(ctx, autograd.NewInferenceTape(), m, w, false, 0)
+		if err != nil {
+			return out, err
+		}
 		scatterRows([]tensor.Matrix{out.logits}, []*autograd.Var{logits}, p)
 		scatterRows(out.fresh, hidden, p)
 	}
-	return out
+	return out, nil
 }
 
 // newFresh returns the matrices that collect a micro-batched GAS step's

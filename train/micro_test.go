@@ -47,7 +47,7 @@ func microCases(t *testing.T, dropout float64) []microCase {
 		if kind == nn.APPNP {
 			cfg.Model.Layers, cfg.Fanouts = 3, []int{10, 5, 5, 5}
 		}
-		r, err := NewRunner(d, cfg, Hooks{})
+		r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,11 @@ func microCases(t *testing.T, dropout float64) []microCase {
 		if err != nil {
 			t.Fatal(err)
 		}
-		full := &view{blocks: []*nn.Block{nn.FullGraph(d.Graph)}, x: r.x, labels: r.trainLabels(), labelledOnly: true}
+		x, err := r.denseFeatures(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := &view{blocks: []*nn.Block{nn.FullGraph(d.Graph)}, x: x, labels: r.trainLabels(), labelledOnly: true}
 		cases = append(cases, microCase{string(kind) + "/full", r, m, full})
 
 		s, err := sample.New(d.Graph, sample.Config{Fanouts: cfg.Fanouts})
@@ -71,7 +75,7 @@ func microCases(t *testing.T, dropout float64) []microCase {
 		for i, v := range seeds {
 			labels[i] = d.Labels[v]
 		}
-		sampled := &view{blocks: blocksOf(mb), x: gatherRows(r.x, mb.InputNodes), labels: labels}
+		sampled := &view{blocks: blocksOf(mb), x: gatherRows(x, mb.InputNodes), labels: labels}
 		cases = append(cases, microCase{string(kind) + "/sampled", r, m, sampled})
 
 		if kind == nn.GAT {
@@ -105,11 +109,11 @@ func TestMicroBatchGradientsMatchUnsplit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			whole := &splitter{m: c.m}
 			var g0, g1 gradRecorder
-			a, err := c.r.trainStep(whole, c.v, c.m, &g0, 0, 0, 1)
+			a, err := c.r.trainStep(context.Background(), whole, c.v, c.m, &g0, 0, 0, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := c.r.trainPlan(whole, c.v, thirds(c.v, true), c.m, &g1, 0, 0, 1)
+			b, err := c.r.trainPlan(context.Background(), whole, c.v, thirds(c.v, true), c.m, &g1, 0, 0, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,11 +134,14 @@ func TestMicroBatchGradientsMatchUnsplit(t *testing.T) {
 					t.Fatalf("fresh rows of layer %d: %v", l, err)
 				}
 			}
-			ia, err := inferStep(whole, c.v, c.m)
+			ia, err := inferStep(context.Background(), whole, c.v, c.m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ib := inferPlan(whole, c.v, thirds(c.v, false), c.m)
+			ib, err := inferPlan(context.Background(), whole, c.v, thirds(c.v, false), c.m)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := sameMatrix(ia.logits, ib.logits, 1e-5); err != nil {
 				t.Fatalf("inference logits: %v", err)
 			}
@@ -150,7 +157,7 @@ func TestMicroBatchBytesExact(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			whole := &splitter{m: c.m}
 			// The parameters' gradients are allocated by the first step.
-			if _, err := c.r.trainStep(whole, c.v, c.m, &gradRecorder{}, 0, 0, 1); err != nil {
+			if _, err := c.r.trainStep(context.Background(), whole, c.v, c.m, &gradRecorder{}, 0, 0, 1); err != nil {
 				t.Fatal(err)
 			}
 			sp := &splitter{m: c.m}
@@ -161,9 +168,15 @@ func TestMicroBatchBytesExact(t *testing.T) {
 					want -= indexBytes(c.m.Config.Kind, sh, true, true)
 				}
 				before := tensor.Allocated()
-				w := sp.sub(c.v, p)
+				w, err := sp.sub(context.Background(), c.v, p)
+				if err != nil {
+					t.Fatal(err)
+				}
 				tp := autograd.NewTape()
-				logits, _ := forward(tp, c.m, w, true, uint64(k))
+				logits, _, err := forward(context.Background(), tp, c.m, w, true, uint64(k))
+				if err != nil {
+					t.Fatal(err)
+				}
 				loss := tp.CrossEntropy(logits, w.labels)
 				if err := tp.Backward(loss); err != nil {
 					t.Fatal(err)
@@ -232,7 +245,7 @@ func TestMemoryBoundTraining(t *testing.T) {
 	}
 	cfg := Defaults(nn.GCN)
 	cfg.MaxMemoryBytes = 1000
-	r, err := NewRunner(d, cfg, Hooks{})
+	r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
 	if err != nil {
 		t.Fatal(err)
 	}

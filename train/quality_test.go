@@ -65,7 +65,7 @@ func meanTestAcc(t *testing.T, d *dataset.Dataset, cfg Config) float64 {
 	sum := 0.0
 	for seed := uint64(0); seed < 5; seed++ {
 		cfg.Seed, cfg.Model.Seed = seed, seed
-		r, err := NewRunner(d, cfg, Hooks{})
+		r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
 		if err != nil {
 			t.Fatal(err)
 		}

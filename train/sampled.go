@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/loader"
 	"github.com/graphmill/graphmill/nn"
@@ -15,57 +14,42 @@ import (
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
 // loader pipeline, which samples and gathers ahead of the training steps.
 type sampledStepper struct {
-	ctx   context.Context
-	r     *Runner
-	m     *nn.Model
-	opt   nn.Optimizer
-	ld    *loader.Loader
-	store *feature.Store
-	sp    *splitter
+	r   *Runner
+	m   *nn.Model
+	opt nn.Optimizer
+	ld  *loader.Loader
+	sp  *splitter
 }
 
-func (r *Runner) sampledStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
+func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	cfg := r.cfg
 	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: cfg.Fanouts})
 	if err != nil {
 		return nil, err
 	}
-	store, err := r.featureStore()
-	if err != nil {
-		return nil, err
-	}
-	ld, err := loader.New(s, store, r.labels, r.ds.Train, loader.Config{
+	lc := loader.Config{
 		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
 		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
-	})
+	}
+	if cfg.MaxMemoryBytes > 0 {
+		// Under a memory bound every batch held ahead costs its gathered
+		// rows: keep one ready, one being gathered and one per sampler.
+		lc.Prefetch = 1
+		lc.Buffers = max(1, cfg.Workers) + 2
+	}
+	ld, err := loader.New(s, r.feat, r.labels, r.ds.Train, lc)
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
-	return &sampledStepper{ctx: ctx, r: r, m: m, opt: opt, ld: ld, store: store, sp: r.splitter(m)}, nil
+	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, sp: r.splitter(m)}, nil
 }
 
-// featureStore serves the features the model trains on: the normalised
-// in-memory copy, or the dataset's mapping (with the hot-row cache when a
-// budget is set).
-func (r *Runner) featureStore() (*feature.Store, error) {
-	m := r.ds.Meta
-	if r.cfg.NormalizeFeatures || r.cfg.FeatureCacheBytes == 0 && r.ds.Features != nil {
-		return feature.FromFloat32(r.x.Data, m.NumNodes, m.FeatureDim, feature.Options{Workers: 1})
-	}
-	opts := feature.Options{Workers: 1, CacheBytes: r.cfg.FeatureCacheBytes}
-	if opts.CacheBytes > 0 {
-		opts.CacheOrder = feature.DegreeOrder(r.ds.Graph)
-	}
-	return feature.Open(r.ds, opts)
-}
-
-func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
+func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
 	if r.hooks.EpochStart != nil {
 		r.hooks.EpochStart(epoch, s.ld.NumBatches())
 	}
-	it := s.ld.Epoch(s.ctx, epoch)
+	it := s.ld.Epoch(ctx, epoch)
 	defer it.Close()
 	var st EpochStats
 	var lossSum float64
@@ -74,9 +58,9 @@ func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
 	for it.Next() {
 		b := it.Batch()
 		t := time.Now()
-		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: s.store.Dim(), Data: b.Features}
+		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: r.feat.Dim(), Data: b.Features}
 		v := &view{blocks: blocksOf(b.MiniBatch), x: x, labels: b.Labels}
-		out, err := r.trainStep(s.sp, v, s.m, s.opt, epoch, b.Index, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
+		out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, b.Index, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
 		if err != nil {
 			return st, err
 		}
@@ -99,7 +83,7 @@ func (s *sampledStepper) epoch(epoch int) (EpochStats, error) {
 	return st, nil
 }
 
-func (s *sampledStepper) close() { s.store.Close() }
+func (s *sampledStepper) close() {}
 
 func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
+
 	"runtime/debug"
 	"time"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
@@ -77,10 +78,17 @@ type Summary struct {
 	HistoryBytes  int64 `json:"history_bytes,omitempty"`
 	// Batches and MicroBatches count the training steps of the run, and
 	// the pieces the memory bound cut them into.
-	Batches      int    `json:"batches"`
-	MicroBatches int    `json:"micro_batches"`
-	Seed         uint64 `json:"seed"`
-	Threads      int    `json:"threads"`
+	Batches      int `json:"batches"`
+	MicroBatches int `json:"micro_batches"`
+	// FeatureDType is the dtype features were read as; the cache fields
+	// describe the hot-row cache (--feature-cache) and its hit rate over
+	// the run's gathers.
+	FeatureDType        string  `json:"feature_dtype,omitempty"`
+	FeatureCacheRows    int     `json:"feature_cache_rows,omitempty"`
+	FeatureCacheBytes   int64   `json:"feature_cache_bytes,omitempty"`
+	FeatureCacheHitRate float64 `json:"feature_cache_hit_rate,omitempty"`
+	Seed                uint64  `json:"seed"`
+	Threads             int     `json:"threads"`
 }
 
 // Result is what Run returns: the history, the summary and the trained
@@ -106,27 +114,29 @@ type Hooks struct {
 type Runner struct {
 	cfg    Config
 	ds     *dataset.Dataset
-	x      tensor.Matrix // features (normalised copy or the mapping)
-	deg    []float32     // in-degrees, for GCN
+	feat   feature.Source // the features every mode reads (see features.go)
+	owned  *feature.Store // the store NewRunner opened, closed by Close
+	dense  tensor.Matrix  // all rows as one matrix, once a mode needed it
+	deg    []float32      // in-degrees, for GCN
 	labels []int32
 	hooks  Hooks
 
-	heapPeak int64 // largest heap seen after a step in this epoch
+	partitioner Partitioner
+	heapPeak    int64 // largest heap seen after a step in this epoch
 }
 
 // notePeak samples the Go heap after a training step, when the step's
 // activations and gradients are still alive.
 func (r *Runner) notePeak() { r.heapPeak = max(r.heapPeak, memstat.HeapInUse()) }
 
-// NewRunner checks cfg against the dataset and prepares features.
-func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks) (*Runner, error) {
+// NewRunner checks cfg against the dataset and opens its features (see
+// Option for other feature sources and GAS's partitioner). Close releases
+// what it opened.
+func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*Runner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	m := ds.Meta
-	if ds.Features == nil {
-		return nil, fmt.Errorf("dataset %s has no float32 features (feature_dim %d, dtype %q): training needs them", m.Name, m.FeatureDim, m.FeatureDType)
-	}
 	if ds.Labels == nil || m.NumClasses < 2 {
 		return nil, fmt.Errorf("dataset %s has no labels to train on", m.Name)
 	}
@@ -141,16 +151,11 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks) (*Runner, error) {
 	}
 	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
 	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks}
-	r.x = tensor.Matrix{Rows: m.NumNodes, Cols: m.FeatureDim, Data: ds.Features}
-	if cfg.NormalizeFeatures {
-		// Row normalisation is meant for non-negative bag-of-words style
-		// features; on features with negative values a row may sum to
-		// about zero and blow up, so it is skipped there.
-		if nonNegative(r.x.Data) {
-			r.x = normalizeRows(r.x)
-		} else {
-			r.cfg.NormalizeFeatures = false
-		}
+	for _, o := range opts {
+		o(r)
+	}
+	if err := r.openFeatures(); err != nil {
+		return nil, err
 	}
 	deg := ds.Graph.InDegrees()
 	r.deg = make([]float32, len(deg))
@@ -160,11 +165,13 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks) (*Runner, error) {
 	return r, nil
 }
 
-// Config returns the effective configuration (with In and Out filled).
+// Config returns the effective configuration (with In and Out filled, and
+// NormalizeFeatures false when the features could not be normalised).
 func (r *Runner) Config() Config { return r.cfg }
 
-// Features returns the (possibly normalised) feature matrix.
-func (r *Runner) Features() tensor.Matrix { return r.x }
+// Features returns the feature source the run reads (normalised on the fly
+// when Config().NormalizeFeatures).
+func (r *Runner) Features() feature.Source { return r.feat }
 
 // splitter returns the micro-batch planner of the run's memory bound.
 func (r *Runner) splitter(m *nn.Model) *splitter {
@@ -174,36 +181,6 @@ func (r *Runner) splitter(m *nn.Model) *splitter {
 // NewModel builds a freshly initialised model for the run.
 func (r *Runner) NewModel() (*nn.Model, error) { return nn.NewModel(r.cfg.Model, r.deg) }
 
-// nonNegative reports whether no value of x is negative (or NaN).
-func nonNegative(x []float32) bool {
-	for _, v := range x {
-		if !(v >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// normalizeRows returns a copy of x with each row divided by its sum (rows
-// summing to 0 are left as they are), like PyG's NormalizeFeatures.
-func normalizeRows(x tensor.Matrix) tensor.Matrix {
-	out := x.Clone()
-	for i := 0; i < out.Rows; i++ {
-		row := out.Row(i)
-		var s float64
-		for _, v := range row {
-			s += float64(v)
-		}
-		if s != 0 {
-			inv := float32(1 / s)
-			for j := range row {
-				row[j] *= inv
-			}
-		}
-	}
-	return out
-}
-
 // Evaluation holds the metrics of one evaluation.
 type Evaluation struct {
 	ValAcc, TestAcc, ValLoss float64
@@ -212,7 +189,7 @@ type Evaluation struct {
 // Evaluate returns the validation and test accuracy and the validation
 // loss of m.
 func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
-	logits, err := Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
+	logits, err := r.Predict(ctx, m)
 	if err != nil {
 		return Evaluation{}, err
 	}
@@ -230,7 +207,7 @@ func (r *Runner) score(logits tensor.Matrix) Evaluation {
 
 // Predict returns the model's logits for every node.
 func (r *Runner) Predict(ctx context.Context, m *nn.Model) (tensor.Matrix, error) {
-	return Infer(ctx, m, r.ds.Graph, r.x, r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
+	return Infer(ctx, m, r.ds.Graph, r.inferSource(), r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
 }
 
 // evalJob is an evaluation of one epoch's weights, possibly running in the
@@ -248,11 +225,6 @@ type evalJob struct {
 // the best validation weights restored.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	cfg := r.cfg
-	if cfg.Threads > 0 {
-		prev := tensor.Threads()
-		tensor.SetThreads(cfg.Threads)
-		defer tensor.SetThreads(prev)
-	}
 	model, err := r.NewModel()
 	if err != nil {
 		return nil, err
@@ -271,14 +243,6 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	// that training starts from.
 	debug.FreeOSMemory()
 	baseHeap := memstat.HeapInUse()
-	if cfg.MaxMemoryBytes > 0 {
-		// Make the bound hold for the process too: the garbage collector
-		// keeps the runtime's memory within the bound above what it holds
-		// now, instead of letting the heap grow to twice the live heap.
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + cfg.MaxMemoryBytes))
-	}
 	var historyBytes int64
 	if h, ok := step.(interface{ historyBytes() int64 }); ok {
 		historyBytes = h.historyBytes()
@@ -336,7 +300,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		t0 := time.Now()
 		memstat.ResetPeak()
 		r.heapPeak = memstat.HeapInUse()
-		st, err := step.epoch(epoch)
+		st, err := step.epoch(ctx, epoch)
 		if err != nil {
 			return nil, err
 		}
@@ -406,6 +370,12 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	s.ComputeSeconds, s.WaitSeconds = computeS/float64(epochs), waitS/float64(epochs)
 	s.SeedsPerSecond = float64(seeds) / trainSecs
 	s.TotalSeconds = time.Since(start).Seconds()
+	if st := r.owned; st != nil {
+		s.FeatureDType = st.DType().String()
+		if cs := st.CacheStats(); cs.Rows > 0 {
+			s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
+		}
+	}
 	res.Model = model
 	return res, nil
 }
@@ -439,7 +409,7 @@ func (r *Runner) optimizer(m *nn.Model) (nn.Optimizer, error) {
 
 // stepper runs the training steps of one epoch, and evaluates.
 type stepper interface {
-	epoch(epoch int) (EpochStats, error)
+	epoch(ctx context.Context, epoch int) (EpochStats, error)
 	evaluate(ctx context.Context, m *nn.Model) (Evaluation, error)
 	close()
 }
@@ -447,11 +417,23 @@ type stepper interface {
 func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	switch r.cfg.Mode {
 	case Full:
-		return &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph), masked: r.trainLabels(), sp: r.splitter(m)}, nil
+		s := &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph), masked: r.trainLabels(), sp: r.splitter(m)}
+		if r.cfg.MaxMemoryBytes > 0 {
+			// Micro-batches gather the input rows they need from the
+			// source: the bound then holds for the features too.
+			s.src, s.rows = r.feat, s.block.Src
+		} else {
+			x, err := r.denseFeatures(ctx)
+			if err != nil {
+				return nil, err
+			}
+			s.x = x
+		}
+		return s, nil
 	case GAS:
 		return r.gasStepper(ctx, m, opt)
 	}
-	return r.sampledStepper(ctx, m, opt)
+	return r.sampledStepper(m, opt)
 }
 
 // fullStepper takes one step per epoch on the whole graph.
@@ -462,13 +444,17 @@ type fullStepper struct {
 	block  *nn.Block
 	masked []int32
 	sp     *splitter
+	// The input rows: all of them in x, or read from src (rows: every node).
+	x    tensor.Matrix
+	src  feature.Source
+	rows []int32
 }
 
-func (s *fullStepper) epoch(epoch int) (EpochStats, error) {
+func (s *fullStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
 	t := time.Now()
-	v := &view{blocks: []*nn.Block{s.block}, x: r.x, labels: s.masked, labelledOnly: true}
-	out, err := r.trainStep(s.sp, v, s.m, s.opt, epoch, 0, rng.Derive(r.cfg.Seed, uint64(epoch)))
+	v := &view{blocks: []*nn.Block{s.block}, x: s.x, src: s.src, xRows: s.rows, labels: s.masked, labelledOnly: true}
+	out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, 0, rng.Derive(r.cfg.Seed, uint64(epoch)))
 	if err != nil {
 		return EpochStats{}, err
 	}

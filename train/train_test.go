@@ -10,6 +10,7 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
 )
@@ -27,7 +28,7 @@ func cora(t *testing.T) *dataset.Dataset {
 
 func run(t *testing.T, d *dataset.Dataset, cfg Config) *Result {
 	t.Helper()
-	r, err := NewRunner(d, cfg, Hooks{})
+	r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +83,11 @@ func TestGASReproducibleAndRaceFree(t *testing.T) {
 	}
 	cfg := Defaults(nn.GCN)
 	cfg.Mode, cfg.OverlapEval = GAS, true
-	if _, err := NewRunner(d, cfg, Hooks{}); err == nil {
+	if _, err := NewRunner(d, cfg, Hooks{}, withTestParts); err == nil {
 		t.Fatal("gas with overlapped evaluation accepted")
 	}
 	cfg.OverlapEval, cfg.PartsPerBatch = false, 50
-	if _, err := NewRunner(d, cfg, Hooks{}); err == nil {
+	if _, err := NewRunner(d, cfg, Hooks{}, withTestParts); err == nil {
 		t.Fatal("more parts per batch than parts accepted")
 	}
 }
@@ -120,7 +121,7 @@ func TestLayerwiseInferenceMatchesFullGraph(t *testing.T) {
 		if kind == nn.APPNP {
 			cfg.Fanouts = append(cfg.Fanouts, 5)
 		}
-		r, err := NewRunner(d, cfg, Hooks{})
+		r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +220,7 @@ func TestBadInput(t *testing.T) {
 	for _, c := range cases {
 		cfg := Defaults(nn.GCN)
 		c.mod(&cfg)
-		if _, err := NewRunner(d, cfg, Hooks{}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := NewRunner(d, cfg, Hooks{}, withTestParts); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
 	}
@@ -233,14 +234,16 @@ func TestBadInput(t *testing.T) {
 
 func TestNaNLossStopsWithEpoch(t *testing.T) {
 	d := cora(t)
-	bad := *d
 	x := make([]float32, len(d.Features))
 	copy(x, d.Features)
 	x[5] = float32(math.Inf(1))
-	bad.Features = x
+	src, err := feature.FromFloat32(x, d.Meta.NumNodes, d.Meta.FeatureDim, feature.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := Defaults(nn.GCN)
 	cfg.NormalizeFeatures = false
-	r, err := NewRunner(&bad, cfg, Hooks{})
+	r, err := NewRunner(d, cfg, Hooks{}, WithFeatures(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -12,11 +15,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/curves"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/partition"
+	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/train"
 )
 
@@ -34,6 +41,7 @@ type trainFlags struct {
 	seed                              uint64
 	metricsOut, plotOut, save         string
 	maxMemory                         string
+	featureCache, featureDType        string
 	noEval                            bool
 	quiet                             bool
 }
@@ -85,6 +93,8 @@ accuracy reported is that model's.`,
 	fl.IntVar(&f.partsPerBatch, "parts-per-batch", 10, "gas mode: parts per batch (shuffled each epoch)")
 	fl.BoolVar(&f.halfHistory, "half-history", false, "gas mode: store historical embeddings as float16 (half the memory)")
 	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
+	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (highest out-degree) in memory, up to this size (e.g. 2GiB), in front of the memory-mapped feature file; the hit rate is reported (default: no cache)")
+	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored, through the file mapping)")
 	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
 	fl.BoolVar(&f.noEval, "no-eval", false, "train without any evaluation (throughput and memory benchmarks); the last epoch's weights are kept")
@@ -162,7 +172,54 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	if cfg.MaxMemoryBytes, err = parseMaxMemory(f.maxMemory); err != nil {
 		return cfg, err
 	}
+	if f.featureCache != "" {
+		if cfg.FeatureCacheBytes, err = units.ParseBytes(f.featureCache); err != nil || cfg.FeatureCacheBytes < 0 {
+			return cfg, fmt.Errorf("--feature-cache %q: want a size such as 2GiB", f.featureCache)
+		}
+	}
+	if f.featureDType != "" {
+		if _, err := feature.ParseDType(f.featureDType); err != nil {
+			return cfg, fmt.Errorf("--feature-dtype: %w", err)
+		}
+		cfg.FeatureDType = f.featureDType
+	}
 	return cfg, nil
+}
+
+// applyProcessSettings applies the run's process-wide settings, which the
+// library never changes itself: the kernels' threads, and under a memory
+// bound the Go runtime's soft memory limit (the bound above what the
+// process holds now, so the collector keeps the heap within it instead of
+// letting it grow to twice the live heap). It returns a function that
+// restores them.
+func applyProcessSettings(cfg train.Config) func() {
+	prevThreads := tensor.Threads()
+	if cfg.Threads > 0 {
+		tensor.SetThreads(cfg.Threads)
+	}
+	prevLimit := debug.SetMemoryLimit(-1)
+	if cfg.MaxMemoryBytes > 0 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + cfg.MaxMemoryBytes)
+	}
+	return func() {
+		tensor.SetThreads(prevThreads)
+		debug.SetMemoryLimit(prevLimit)
+	}
+}
+
+// gasPartitioner is GAS mode's partitioner: the multilevel one.
+func gasPartitioner(ctx context.Context, g *graph.CSC, parts int, seed uint64, workers int) ([]int32, error) {
+	pg, err := partition.FromCSC(ctx, g, workers)
+	if err != nil {
+		return nil, err
+	}
+	res, err := partition.Partition(ctx, pg, partition.Options{Parts: parts, Seed: seed, Workers: workers})
+	if err != nil {
+		return nil, err
+	}
+	return res.Parts, nil
 }
 
 const maxMemoryHelp = `bound on the memory of one step (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit (default: no bound)`
@@ -247,10 +304,12 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 			}
 		}
 	}
-	r, err := train.NewRunner(ds, cfg, hooks)
+	r, err := train.NewRunner(ds, cfg, hooks, train.WithPartitioner(gasPartitioner))
 	if err != nil {
 		return err
 	}
+	defer r.Close()
+	defer applyProcessSettings(cfg)()
 	cfg = r.Config()
 	if !f.quiet {
 		fmt.Fprintf(out, "training %s (%s mode) on %s: %d nodes, %d edges, %d features, %d classes; split %d/%d/%d\n",
@@ -330,6 +389,9 @@ func printSummary2(w io.Writer, s train.Summary) {
 	fmt.Fprintf(w, "peak memory: Go heap %s, resident %s%s\n", units.Bytes(s.PeakHeapBytes), units.Bytes(s.PeakRSSBytes), hist)
 	if s.MicroBatches > s.Batches {
 		fmt.Fprintf(w, "memory bound: %d batches ran as %d micro-batches\n", s.Batches, s.MicroBatches)
+	}
+	if s.FeatureCacheRows > 0 {
+		fmt.Fprintf(w, "feature cache: %s rows in %s, hit rate %.1f%%\n", units.Count(s.FeatureCacheRows), units.Bytes(s.FeatureCacheBytes), 100*s.FeatureCacheHitRate)
 	}
 }
 

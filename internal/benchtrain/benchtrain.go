@@ -85,11 +85,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	cfg.Fanouts, cfg.BatchSize = o.Fanouts, o.BatchSize
 	cfg.Epochs, cfg.SkipEval = o.Epochs, true
 	cfg.Workers, cfg.Threads = o.Workers, o.Threads
+	if o.Threads > 0 {
+		defer tensor.SetThreads(tensor.Threads())
+		tensor.SetThreads(o.Threads)
+	}
 	cfg.NormalizeFeatures = false
 	r, err := train.NewRunner(d, cfg, train.Hooks{Epoch: o.Epoch})
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	res, err := r.Run(ctx)
 	if err != nil {
 		return nil, err
@@ -100,7 +105,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{
 		Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Seeds: len(d.Train), BatchSize: o.BatchSize,
-		Fanouts: o.Fanouts, Hidden: o.Hidden, Epochs: s.Epochs, Threads: s.Threads, Kernel: tensor.Kernel(),
+		Fanouts: o.Fanouts, Hidden: o.Hidden, Epochs: s.Epochs, Threads: tensor.Threads(), Kernel: tensor.Kernel(),
 		EpochSeconds: s.EpochSeconds, SeedsPerSecond: s.SeedsPerSecond,
 		SampleSeconds: s.SampleSeconds, GatherSeconds: s.GatherSeconds, ComputeSeconds: s.ComputeSeconds, WaitSeconds: s.WaitSeconds,
 	}

@@ -357,7 +357,7 @@ func (e *env) load() error {
 				for v := a; v < b; v++ {
 					ids[w] = append(ids[w], int32(v))
 				}
-				if err := st.Gather(ids[w], feats[a*e.dim:b*e.dim]); err != nil {
+				if err := st.Gather(context.Background(), ids[w], feats[a*e.dim:b*e.dim]); err != nil {
 					errs[w] = err
 					return
 				}
@@ -614,7 +614,7 @@ func gatherRate(st *feature.Store, ids [][]int32, dim, w int) (membench.Result, 
 			if i >= len(ids) {
 				return rows
 			}
-			if err := st.Gather(ids[i], out[:len(ids[i])*dim]); err != nil {
+			if err := st.Gather(context.Background(), ids[i], out[:len(ids[i])*dim]); err != nil {
 				firstErr.CompareAndSwap(nil, err)
 				return rows
 			}
