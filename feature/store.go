@@ -177,6 +177,11 @@ func Open(d *dataset.Dataset, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Meta.FeatureDType == "" && a.DType == npy.Float16 {
+		// No feature_dtype in meta.json: the array's own dtype says it
+		// (bfloat16 cannot be told from uint16 that way, so it must be named).
+		dt = Float16
+	}
 	switch {
 	case dt == Float32 && a.DType != npy.Float32,
 		dt == Float16 && a.DType != npy.Float16,

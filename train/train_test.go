@@ -252,3 +252,37 @@ func TestNaNLossStopsWithEpoch(t *testing.T) {
 		t.Fatalf("got %v, want an error naming epoch 0", err)
 	}
 }
+
+// TestFloat16FeaturesAccuracy trains GCN on Cora from features held as
+// float16 (converted once, half the memory) and as float32: the test
+// accuracy must agree within 0.5 points (the bar), and the run
+// must report the dtype it read.
+func TestFloat16FeaturesAccuracy(t *testing.T) {
+	d := cora(t)
+	acc := map[string]float64{}
+	for _, dt := range []string{"", "float16"} {
+		cfg := Defaults(nn.GCN)
+		cfg.FeatureDType = dt
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(context.Background())
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "float32"
+		if dt != "" {
+			want = dt
+		}
+		if res.Summary.FeatureDType != want {
+			t.Fatalf("features read as %q, want %q", res.Summary.FeatureDType, want)
+		}
+		acc[want] = res.Summary.TestAcc
+	}
+	t.Logf("GCN Cora test accuracy: float32 %.2f%%, float16 %.2f%%", 100*acc["float32"], 100*acc["float16"])
+	if d := math.Abs(acc["float32"] - acc["float16"]); d > 0.005 {
+		t.Fatalf("float16 features change the test accuracy by %.2f points (float32 %.4f, float16 %.4f)", 100*d, acc["float32"], acc["float16"])
+	}
+}
