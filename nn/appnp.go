@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"fmt"
+
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
@@ -74,3 +76,41 @@ func (l *propLayer) Params() []*autograd.Var { return nil }
 
 // OutDim implements Layer.
 func (l *propLayer) OutDim() int { return l.dim }
+
+func init() {
+	Register(Spec{
+		Kind: APPNP, Help: "APPNP: an MLP, then K personalised-PageRank propagation steps (--layers sets K)", NeedsDegrees: true,
+		Teleport: true,
+		Build: func(r *rng.Rand, c *Config, deg []float32) ([]Layer, error) {
+			if c.Alpha == 0 {
+				c.Alpha = 0.1
+			}
+			alpha := c.Alpha
+			if !(alpha > 0 && alpha <= 1) || c.Hidden < 1 {
+				return nil, fmt.Errorf("nn: APPNP needs alpha in (0, 1] and hidden >= 1, got %g and %d", alpha, c.Hidden)
+			}
+			layers := []Layer{newMLPLayer(r, c.In, c.Hidden, c.Out, c.Dropout)}
+			for k := 0; k < c.Layers; k++ {
+				layers = append(layers, &propLayer{alpha: float32(alpha), deg: deg, dim: c.Out})
+			}
+			return layers, nil
+		},
+	})
+}
+
+func (l *mlpLayer) plan(p *planner, s BlockShape, x pv) pv {
+	x = p.rowsIf(x, s.Dst)
+	h := p.same(p.bias(p.linear(x, l.Lin1.Value.Rows)))
+	h = p.dropout(h, l.dropout)
+	return p.bias(p.linear(h, l.out))
+}
+
+// indexBytes: the MLP reads no edges.
+func (l *mlpLayer) indexBytes(BlockShape, bool) int64 { return 0 }
+
+// plan covers Â·x and the (1-α) scale; the model plans the teleport terms.
+func (l *propLayer) plan(p *planner, s BlockShape, x pv) pv {
+	return p.same(p.aggregate(x, s.Dst))
+}
+
+func (l *propLayer) indexBytes(s BlockShape, train bool) int64 { return gcnIndexBytes(s, train) }

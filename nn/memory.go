@@ -108,50 +108,45 @@ func (p *planner) loss(logits pv) {
 	p.alloc(1, 1)     // Backward's seed
 }
 
-// layer plans ForwardLayerH0 of layer l on a block of shape s.
+// planLayer plans ForwardLayerH0 of layer l on a block of shape s: the
+// dropout on its input, the layer itself (its plan method; NewModel
+// refused layers without one) and the activation.
 func (m *Model) planLayer(p *planner, l int, s BlockShape, x pv) pv {
-	c := m.Config
-	if c.Kind == APPNP {
-		if l == 0 {
-			x = p.dropout(x, c.Dropout)
-			ml := m.Layers[0].(*mlpLayer)
-			x = p.rowsIf(x, s.Dst)
-			h := p.same(p.bias(p.linear(x, ml.Lin1.Value.Rows)))
-			h = p.dropout(h, ml.dropout)
-			return p.bias(p.linear(h, ml.out))
-		}
-		agg := p.same(p.aggregate(x, s.Dst)) // Â·x, then the (1-α) scale
-		return agg                           // the teleport terms are planned by the caller
+	layer := m.Layers[l].(planned)
+	if m.spec.Teleport && l > 0 {
+		return layer.plan(p, s, x) // the teleport terms are planned by the caller
 	}
-	x = p.dropout(x, c.Dropout)
-	var h pv
-	switch layer := m.Layers[l].(type) {
-	case *SAGEConv:
-		neigh := p.aggregateLinear(x, s, layer.in, layer.out)
-		root := p.rowsIf(x, s.Dst)
-		h = p.bias(p.add(neigh, p.linear(root, layer.out)))
-	case *GCNConv:
-		h = p.bias(p.aggregateLinear(x, s, layer.in, layer.out))
-	case *GATConv:
-		hh := p.linear(x, layer.Heads*layer.Out)
-		p.headDot(hh, layer.Heads)
-		hd := p.rowsIf(hh, s.Dst)
-		p.headDot(hd, layer.Heads)
-		prob := 0.0
-		if p.train {
-			prob = layer.AttnDropout
-		}
-		h = p.gat(hh, s.Dst, s.LoopEdges, layer.Heads, prob)
-		if !layer.Concat && layer.Heads > 1 {
-			p.alloc(layer.Heads*layer.Out, layer.Out) // the averaging matrix
-			h = p.out(h.rows, layer.Out, true)
-		}
-		h = p.bias(h)
-	}
-	if l < len(m.Layers)-1 {
+	x = p.dropout(x, m.Config.Dropout)
+	h := layer.plan(p, s, x)
+	if l < len(m.Layers)-1 && !m.spec.Teleport {
 		h = p.same(h) // activation
 	}
 	return h
+}
+
+// IndexBytes returns the bytes of the index arrays the model's layers
+// derive from a block of shape s (self-looped and weighted copies cached on
+// the block, and in training the transpose backward needs): the largest of
+// its layers', since layers of one model share what they derive from a
+// block. An upper bound.
+func (m *Model) IndexBytes(s BlockShape, train bool) int64 {
+	var b int64
+	for _, l := range m.Layers {
+		b = max(b, l.(planned).indexBytes(s, train))
+	}
+	return b
+}
+
+// selfLoopBytes is the self-looped copy of a block's edges.
+func selfLoopBytes(s BlockShape) int64 { return 8*int64(s.Dst+1) + 4*int64(s.LoopEdges) }
+
+// transposeBytes is the transpose of edges edges over a block's sources,
+// built for backward in training.
+func transposeBytes(s BlockShape, edges int64, train bool) int64 {
+	if !train {
+		return 0
+	}
+	return 8*int64(s.Src+1) + 12*edges
 }
 
 // aggregateFirst reports whether aggregating in-dim features over a block

@@ -48,7 +48,7 @@ func TestStepBytesExact(t *testing.T) {
 	for i := range deg {
 		deg[i] = float32(r.IntN(9))
 	}
-	for _, kind := range []Kind{SAGE, GCN, GAT, APPNP} {
+	for _, kind := range Kinds() {
 		for trial := 0; trial < 6; trial++ {
 			in, hidden, out := 3+r.IntN(40), 2+r.IntN(30), 2+r.IntN(6)
 			c := Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: 2 + trial%2, Dropout: 0.3, Heads: 1 + r.IntN(3), OutHeads: 1 + r.IntN(2), AttnDropout: 0.2, Seed: uint64(trial)}

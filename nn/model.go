@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
@@ -19,15 +18,6 @@ const (
 	GAT   Kind = "gat"
 	APPNP Kind = "appnp"
 )
-
-// ParseKind parses "sage", "gcn" or "gat".
-func ParseKind(s string) (Kind, error) {
-	switch k := Kind(strings.ToLower(s)); k {
-	case SAGE, GCN, GAT, APPNP:
-		return k, nil
-	}
-	return "", fmt.Errorf("unknown model %q: want sage, gcn, gat or appnp", s)
-}
 
 // Config describes a model.
 type Config struct {
@@ -59,6 +49,7 @@ type Config struct {
 type Model struct {
 	Config Config
 	Layers []Layer
+	spec   Spec
 }
 
 // NewModel builds a model. deg (every node's in-degree in the full graph)
@@ -70,55 +61,23 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	if c.Dropout < 0 || c.Dropout >= 1 || c.AttnDropout < 0 || c.AttnDropout >= 1 {
 		return nil, fmt.Errorf("nn: dropout must be in [0, 1)")
 	}
-	if (c.Kind == GCN || c.Kind == APPNP) && deg == nil {
+	spec, ok := Lookup(c.Kind)
+	if !ok {
+		return nil, fmt.Errorf("nn: unknown model kind %q", c.Kind)
+	}
+	if spec.NeedsDegrees && deg == nil {
 		return nil, fmt.Errorf("nn: %s needs the graph's degrees", c.Kind)
 	}
-	if c.Kind == APPNP {
-		if c.Alpha == 0 {
-			c.Alpha = 0.1
-		}
-		if !(c.Alpha > 0 && c.Alpha <= 1) || c.Hidden < 1 {
-			return nil, fmt.Errorf("nn: APPNP needs alpha in (0, 1] and hidden >= 1, got %g and %d", c.Alpha, c.Hidden)
-		}
-		r := rng.New(rng.Derive(c.Seed, 0x1417))
-		m := &Model{Config: c, Layers: []Layer{newMLPLayer(r, c.In, c.Hidden, c.Out, c.Dropout)}}
-		for k := 0; k < c.Layers; k++ {
-			m.Layers = append(m.Layers, &propLayer{alpha: float32(c.Alpha), deg: deg, dim: c.Out})
-		}
-		return m, nil
+	layers, err := spec.Build(rng.New(rng.Derive(c.Seed, 0x1417)), &c, deg)
+	if err != nil {
+		return nil, err
 	}
-	if c.Kind == GAT {
-		c.Heads = max(c.Heads, 1)
-		c.OutHeads = max(c.OutHeads, 1)
-	}
-	r := rng.New(rng.Derive(c.Seed, 0x1417))
-	m := &Model{Config: c}
-	in := c.In
-	for l := 0; l < c.Layers; l++ {
-		last := l == c.Layers-1
-		out := c.Hidden
-		if last {
-			out = c.Out
+	for i, l := range layers {
+		if _, ok := l.(planned); !ok {
+			return nil, fmt.Errorf("nn: layer %d of %s (%T) does not plan its memory: the memory bound could not count it", i, c.Kind, l)
 		}
-		var layer Layer
-		switch c.Kind {
-		case SAGE:
-			layer = NewSAGEConv(r, in, out)
-		case GCN:
-			layer = NewGCNConv(r, in, out, deg)
-		case GAT:
-			if last {
-				layer = NewGATConv(r, in, out, c.OutHeads, false, c.AttnDropout)
-			} else {
-				layer = NewGATConv(r, in, out, c.Heads, true, c.AttnDropout)
-			}
-		default:
-			return nil, fmt.Errorf("nn: unknown model kind %q", c.Kind)
-		}
-		m.Layers = append(m.Layers, layer)
-		in = layer.OutDim()
 	}
-	return m, nil
+	return &Model{Config: c, Layers: layers, spec: spec}, nil
 }
 
 // Params returns every parameter with its full name
@@ -162,12 +121,12 @@ func (m *Model) ForwardLayer(tp *autograd.Tape, l int, b *Block, x *autograd.Var
 
 // NeedsH0 reports whether layer l reads the predictions h0 of its
 // destinations (APPNP's teleport term), the output of layer 0.
-func (m *Model) NeedsH0(l int) bool { return m.Config.Kind == APPNP && l > 0 }
+func (m *Model) NeedsH0(l int) bool { return m.spec.Teleport && l > 0 }
 
 // ForwardLayerH0 is ForwardLayer with h0, the output of layer 0 for the
 // block's destination rows, for layers where NeedsH0 holds (nil otherwise).
 func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var {
-	if m.Config.Kind == APPNP {
+	if m.spec.Teleport {
 		if l == 0 {
 			if train && m.Config.Dropout > 0 {
 				x = tp.Dropout(x, m.Config.Dropout, rng.Derive(seed, 0))
@@ -181,8 +140,8 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	}
 	h := m.Layers[l].Forward(tp, b, x, train, rng.Derive(seed, uint64(2*l+1)))
 	if l < len(m.Layers)-1 {
-		if m.Config.Kind == GAT {
-			h = tp.ELU(h, 1)
+		if m.spec.Activation != nil {
+			h = m.spec.Activation(tp, h)
 		} else {
 			h = tp.ReLU(h)
 		}

@@ -31,7 +31,7 @@ func TestPyTorchLoadsCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.GAT, nn.APPNP} {
+	for _, kind := range nn.Kinds() {
 		t.Run(string(kind), func(t *testing.T) {
 			cfg := train.Defaults(kind)
 			cfg.Epochs = 2

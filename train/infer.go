@@ -107,7 +107,7 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 		// graph's).
 		bytes := func(b *nn.Block, copies bool) int64 {
 			sh := nn.ShapeOf(b)
-			c := m.InferLayerBytes(l, sh) + indexBytes(m.Config.Kind, sh, false, copies)
+			c := m.InferLayerBytes(l, sh) + indexBytes(m, sh, false, copies)
 			if copies {
 				c += 4 * int64(in) * int64(sh.Src)
 			}

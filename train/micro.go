@@ -219,28 +219,16 @@ func (s *splitter) bytes(shapes []nn.BlockShape, nHalo []int, copies, train bool
 		}
 	}
 	for _, sh := range shapes {
-		b += indexBytes(m.Config.Kind, sh, train, copies)
+		b += indexBytes(m, sh, train, copies)
 	}
 	return b
 }
 
-// indexBytes returns the bytes of the index arrays a layer of this kind
-// derives from a block of shape sh (self-looped and weighted copies, the
-// transpose backward needs; an upper bound), plus the block's own arrays
-// when it is a copy made for the step.
-func indexBytes(kind nn.Kind, sh nn.BlockShape, train, copies bool) int64 {
-	var b int64
-	edges := int64(sh.Edges)
-	if kind != nn.SAGE {
-		b += 8*int64(sh.Dst+1) + 4*int64(sh.LoopEdges) // self-looped copy
-		edges = int64(sh.LoopEdges)
-		if kind != nn.GAT {
-			b += 4 * edges // GCN weights
-		}
-	}
-	if train {
-		b += 8*int64(sh.Src+1) + 12*edges // transpose
-	}
+// indexBytes returns the bytes of the index arrays m's layers derive
+// from a block of shape sh (nn.Model.IndexBytes), plus the block's own
+// arrays when it is a copy made for the step.
+func indexBytes(m *nn.Model, sh nn.BlockShape, train, copies bool) int64 {
+	b := m.IndexBytes(sh, train)
 	if copies {
 		b += 8*int64(sh.Dst+1) + 4*int64(sh.Edges) + 4*int64(sh.Src)
 	}

@@ -40,7 +40,7 @@ func microCases(t *testing.T, dropout float64) []microCase {
 	t.Helper()
 	d := cora(t)
 	var cases []microCase
-	for _, kind := range []nn.Kind{nn.SAGE, nn.GCN, nn.GAT, nn.APPNP} {
+	for _, kind := range nn.Kinds() {
 		cfg := Defaults(kind)
 		cfg.Model.Dropout, cfg.Model.AttnDropout = dropout, dropout
 		cfg.Model.Layers, cfg.Fanouts = 2, []int{10, 5}
@@ -165,7 +165,7 @@ func TestMicroBatchBytesExact(t *testing.T) {
 				mb := sp.extract(c.v, p, false)
 				want := sp.bytes(mb.shapes, mb.nHalo, true, true)
 				for _, sh := range mb.shapes {
-					want -= indexBytes(c.m.Config.Kind, sh, true, true)
+					want -= indexBytes(c.m, sh, true, true)
 				}
 				before := tensor.Allocated()
 				w, err := sp.sub(context.Background(), c.v, p)

@@ -115,7 +115,7 @@ func TestOverlappedEvalMatchesSequential(t *testing.T) {
 // inference computes exactly what one full-graph forward pass computes.
 func TestLayerwiseInferenceMatchesFullGraph(t *testing.T) {
 	d := cora(t)
-	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.GAT, nn.APPNP} {
+	for _, kind := range nn.Kinds() {
 		cfg := Defaults(kind)
 		cfg.Model.Layers, cfg.Fanouts = 3, []int{5, 5, 5}
 		if kind == nn.APPNP {

@@ -73,7 +73,7 @@ accuracy reported is that model's.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
-	fl.StringVar(&f.model, "model", "gcn", "model: gcn, sage, gat or appnp (MLP + K personalised-PageRank propagation steps)")
+	fl.StringVar(&f.model, "model", "gcn", "model, one of:\n"+nn.KindsHelp())
 	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled)")
 	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64)")

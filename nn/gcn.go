@@ -1,0 +1,82 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// GCNConv is the graph convolution of Kipf & Welling:
+// out = D^-1/2 (A+I) D^-1/2 X W + b, with degrees counted with the self-loop
+// (PyG's GCNConv with its defaults). Deg holds every node's in-degree
+// without self-loops in the full graph, so sampled blocks use the true
+// normalisation.
+type GCNConv struct {
+	Lin, Bias *autograd.Var
+	Deg       []float32
+	in, out   int
+}
+
+// NewGCNConv returns a GCNConv from in to out features; deg is the full
+// graph's in-degree of every node (see InDegrees).
+func NewGCNConv(r *rng.Rand, in, out int, deg []float32) *GCNConv {
+	return &GCNConv{
+		Lin:  autograd.NewParam("lin.weight", glorot(r, out, in, in, out)),
+		Bias: autograd.NewParam("bias", tensor.New(1, out)),
+		Deg:  deg, in: in, out: out,
+	}
+}
+
+// gcnCSR returns b's self-looped CSR with GCN weights, cached on the block.
+func gcnCSR(b *Block, deg []float32) *tensor.CSR {
+	if b.gcn != nil {
+		return b.gcn
+	}
+	c := b.WithSelfLoops()
+	w := make([]float32, len(c.Indices))
+	for d := 0; d < b.NumDst; d++ {
+		dd := deg[b.Src[d]] + 1
+		for e := c.Indptr[d]; e < c.Indptr[d+1]; e++ {
+			ds := deg[b.Src[c.Indices[e]]] + 1
+			w[e] = float32(1 / math.Sqrt(float64(dd)*float64(ds)))
+		}
+	}
+	b.gcn = &tensor.CSR{Indptr: c.Indptr, Indices: c.Indices, Weights: w, NumSrc: c.NumSrc}
+	return b.gcn
+}
+
+// Forward implements Layer.
+func (l *GCNConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
+	c := gcnCSR(b, l.Deg)
+	return tp.AddBias(aggregateLinear(tp, b, c, x, l.Lin, tensor.Weighted), l.Bias)
+}
+
+// Params implements Layer.
+func (l *GCNConv) Params() []*autograd.Var { return []*autograd.Var{l.Lin, l.Bias} }
+
+// OutDim implements Layer.
+func (l *GCNConv) OutDim() int { return l.out }
+
+func init() {
+	Register(Spec{
+		Kind: GCN, Help: "graph convolution of Kipf & Welling (symmetric normalisation with self-loops)", NeedsDegrees: true,
+		Build: func(r *rng.Rand, c *Config, deg []float32) ([]Layer, error) {
+			return stackLayers(c, func(l, in, out int) Layer { return NewGCNConv(r, in, out, deg) }), nil
+		},
+	})
+}
+
+func (l *GCNConv) plan(p *planner, s BlockShape, x pv) pv {
+	return p.bias(p.aggregateLinear(x, s, l.in, l.out))
+}
+
+func (l *GCNConv) indexBytes(s BlockShape, train bool) int64 { return gcnIndexBytes(s, train) }
+
+// gcnIndexBytes is what gcnCSR derives from a block (the self-looped copy
+// and its weights) plus, in training, its transpose.
+func gcnIndexBytes(s BlockShape, train bool) int64 {
+	e := int64(s.LoopEdges)
+	return selfLoopBytes(s) + 4*e + transposeBytes(s, e, train)
+}
