@@ -20,7 +20,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/hugemem"
 
-	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/half"
 	"github.com/graphmill/graphmill/internal/par"
 )
 
@@ -146,7 +146,7 @@ func (s *Store) Pull(ids []int32, out []float32) error {
 		for i := lo; i < hi; i++ {
 			v := int(ids[i])
 			if s.half {
-				feature.DecodeF16(out[i*d:(i+1)*d], s.f16[v*d:(v+1)*d])
+				half.DecodeF16(out[i*d:(i+1)*d], s.f16[v*d:(v+1)*d])
 			} else {
 				copy(out[i*d:(i+1)*d], s.f32[v*d:(v+1)*d])
 			}
@@ -165,7 +165,7 @@ func (s *Store) Push(ids []int32, rows []float32) error {
 		for i := lo; i < hi; i++ {
 			v := int(ids[i])
 			if s.half {
-				feature.EncodeF16(s.f16[v*d:(v+1)*d], rows[i*d:(i+1)*d])
+				half.EncodeF16(s.f16[v*d:(v+1)*d], rows[i*d:(i+1)*d])
 			} else {
 				copy(s.f32[v*d:(v+1)*d], rows[i*d:(i+1)*d])
 			}
