@@ -16,8 +16,6 @@ import (
 	"os"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/graphmill/graphmill/internal/hugemem"
 
 	"github.com/graphmill/graphmill/internal/half"
@@ -69,7 +67,7 @@ func New(n, dim int, opts Options) (*Store, error) {
 			os.Remove(opts.Path)
 			return nil, fmt.Errorf("history: %s: %w", opts.Path, err)
 		}
-		m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		m, err := mapShared(f, size)
 		if err != nil {
 			os.Remove(opts.Path)
 			return nil, fmt.Errorf("history: mapping %s: %w", opts.Path, err)
@@ -116,7 +114,7 @@ func (s *Store) Close() error {
 		}
 		return nil
 	}
-	err := unix.Munmap(s.mapping)
+	err := unmapShared(s.mapping)
 	s.mapping, s.f32, s.f16 = nil, nil, nil
 	if rerr := os.Remove(s.path); err == nil {
 		err = rerr
