@@ -16,11 +16,9 @@ import (
 	"os"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/graphmill/graphmill/internal/hugemem"
 
-	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/half"
 	"github.com/graphmill/graphmill/internal/par"
 )
 
@@ -69,7 +67,7 @@ func New(n, dim int, opts Options) (*Store, error) {
 			os.Remove(opts.Path)
 			return nil, fmt.Errorf("history: %s: %w", opts.Path, err)
 		}
-		m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		m, err := mapShared(f, size)
 		if err != nil {
 			os.Remove(opts.Path)
 			return nil, fmt.Errorf("history: mapping %s: %w", opts.Path, err)
@@ -116,7 +114,7 @@ func (s *Store) Close() error {
 		}
 		return nil
 	}
-	err := unix.Munmap(s.mapping)
+	err := unmapShared(s.mapping)
 	s.mapping, s.f32, s.f16 = nil, nil, nil
 	if rerr := os.Remove(s.path); err == nil {
 		err = rerr
@@ -146,7 +144,7 @@ func (s *Store) Pull(ids []int32, out []float32) error {
 		for i := lo; i < hi; i++ {
 			v := int(ids[i])
 			if s.half {
-				feature.DecodeF16(out[i*d:(i+1)*d], s.f16[v*d:(v+1)*d])
+				half.DecodeF16(out[i*d:(i+1)*d], s.f16[v*d:(v+1)*d])
 			} else {
 				copy(out[i*d:(i+1)*d], s.f32[v*d:(v+1)*d])
 			}
@@ -165,7 +163,7 @@ func (s *Store) Push(ids []int32, rows []float32) error {
 		for i := lo; i < hi; i++ {
 			v := int(ids[i])
 			if s.half {
-				feature.EncodeF16(s.f16[v*d:(v+1)*d], rows[i*d:(i+1)*d])
+				half.EncodeF16(s.f16[v*d:(v+1)*d], rows[i*d:(i+1)*d])
 			} else {
 				copy(s.f32[v*d:(v+1)*d], rows[i*d:(i+1)*d])
 			}

@@ -32,5 +32,7 @@
 //	raw.Build.SelfLoops = graph.AddSelfLoops // GCN-style, if wanted
 //	err = dataset.Write(ctx, "out/cora", raw)
 //
-// The Cora files are also embedded in package dataset/cora.
+// Cora's original files are in testdata/planetoid; package dataset/cora
+// embeds what this importer makes of them (native arrays), so the
+// built-in dataset needs no importer.
 package importer

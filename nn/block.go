@@ -1,20 +1,24 @@
-// Package nn holds graphmill's GNN layers (SAGEConv, GCNConv, GATConv),
-// the models stacked from them, optimisers (SGD, Adam, AdamW), learning-rate
-// schedules and safetensors checkpoints.
+// Package nn holds graphmill's GNN layers (SAGEConv, GCNConv, GATConv, and
+// APPNP's MLP and propagation steps), the models stacked from them,
+// optimisers (SGD, Adam, AdamW), learning-rate schedules, the memory plan
+// of a step (StepBytes, InferLayerBytes) and safetensors checkpoints.
 //
 // A layer maps the features of a block's source nodes to features of its
 // destination nodes. A Block is one message-flow graph: its destination
 // nodes are the first NumDst of its source nodes (DGL's to_block and PyG's
 // "seeds first" convention), so a layer finds each destination's own
 // features in the first rows of its input. Full-graph training uses one
-// block whose sources and destinations are all nodes; sampled training uses
-// one block per layer, input layer first.
+// block whose sources and destinations are all nodes (FullGraph), reused
+// by every layer; sampled and GNNAutoScale training use one block per
+// layer, input layer first.
 //
-//	m, _ := nn.NewModel(nn.Config{Kind: nn.SAGE, In: 1433, Hidden: 256, Out: 7, Layers: 2, Dropout: 0.5})
+//	deg := ... // every node's in-degree in the full graph as float32 (GCN, APPNP; nil otherwise)
+//	m, err := nn.NewModel(nn.Config{Kind: nn.SAGE, In: 1433, Hidden: 256, Out: 7, Layers: 2, Dropout: 0.5}, deg)
+//	opt, err := nn.NewOptimizer(nn.OptimConfig{Name: "adam", LR: 0.01})
 //	tp := autograd.NewTape()
 //	logits := m.Forward(tp, blocks, tp.Const(x), true, seed)
 //	loss := tp.CrossEntropy(logits, labels)
-//	tp.Backward(loss)
+//	err = tp.Backward(loss)
 //	opt.Step(m.Params())
 //
 // Parameter names and layouts follow PyTorch Geometric's modules (weights

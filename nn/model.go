@@ -45,7 +45,9 @@ type Config struct {
 }
 
 // Model is a stack of layers with dropout before each layer and an
-// activation (ReLU; ELU for GAT) between layers.
+// activation (ReLU; ELU for GAT) between layers. An APPNP model is its MLP
+// (layer 0, dropout inside) followed by Config.Layers propagation steps
+// without weights, dropout or activation.
 type Model struct {
 	Config Config
 	Layers []Layer
@@ -53,7 +55,8 @@ type Model struct {
 }
 
 // NewModel builds a model. deg (every node's in-degree in the full graph)
-// is needed by GCN and may be nil for other kinds.
+// is needed by GCN and APPNP (their symmetric normalisation) and may be
+// nil for SAGE and GAT.
 func NewModel(c Config, deg []float32) (*Model, error) {
 	if c.Layers < 1 || c.In < 1 || c.Out < 1 || (c.Layers > 1 && c.Hidden < 1) {
 		return nil, fmt.Errorf("nn: bad model shape: %d layers, in %d, hidden %d, out %d", c.Layers, c.In, c.Hidden, c.Out)
@@ -80,8 +83,9 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	return &Model{Config: c, Layers: layers, spec: spec}, nil
 }
 
-// Params returns every parameter with its full name
-// ("convs.0.lin_l.weight", ...), in a fixed order.
+// Params returns every parameter, layer by layer, in a fixed order (the
+// optimiser's and the checkpoint's). Each is named within its layer
+// ("lin_l.weight"); NamedParams gives the full names ("convs.0.lin_l.weight").
 func (m *Model) Params() []*autograd.Var {
 	var ps []*autograd.Var
 	for _, l := range m.Layers {

@@ -14,12 +14,6 @@ func mapFile(f *os.File, size int) ([]byte, error) {
 
 func unmap(m []byte) error { return unix.Munmap(m) }
 
-func adviseHuge(m []byte) {
-	if len(m) > 0 {
-		_ = unix.Madvise(m, unix.MADV_HUGEPAGE)
-	}
-}
-
 func adviseRandom(m []byte) {
 	if len(m) > 0 {
 		_ = unix.Madvise(m, unix.MADV_RANDOM)

@@ -1,7 +1,8 @@
 // Package partition splits a graph's nodes into K parts with few edges
 // between parts and balanced sizes, as METIS does for ClusterGCN,
-// GNNAutoScale and DistDGL, in pure Go, and writes partitioned datasets
-// that distributed workers load part by part.
+// GNNAutoScale and DistDGL, in pure Go. Package dataset/parts writes the
+// result as a partitioned dataset that workers load part by part (and
+// reads it back without linking this package).
 //
 // # Partitioning
 //
@@ -15,7 +16,8 @@
 //	res, _ := partition.Partition(ctx, g, partition.Options{Parts: 16})
 //	res.Parts          // part of every node
 //	res.Stats.EdgeCut  // undirected edges between parts
-//	order, offsets := partition.Reorder(res.Parts, 16) // parts contiguous
+//	book, _ := parts.Write(ctx, d, res.Parts, 16, out,
+//		parts.WriteOptions{Method: "metis", Stats: res.Stats}) // partitioned dataset
 //
 // Methods:
 //
@@ -91,45 +93,11 @@
 //
 // # Partitioned datasets
 //
-// WriteDataset writes a dataset split by a partition (this is what
-// "graphmill partition" does) as a directory, atomically (a temporary
-// sibling directory, fsynced and renamed into place):
-//
-//	out/
-//	  partition.json   the Book: format "graphmill-partition", format_version 1,
-//	                   name, num_parts, num_nodes, num_edges, method, imbalance,
-//	                   balance, seed, stats (edge_cut, part_sizes, imbalance, ...),
-//	                   arrays (file names of the maps below), and parts: one
-//	                   entry per part {dir, node_range [start, end), num_inner,
-//	                   num_halo, num_edges, train, val, test, arrays}
-//	  part_ids.npy     int32 [num_nodes]  part of every original node
-//	  orig_ids.npy     int32 [num_nodes]  original id of every reordered node
-//	  new_ids.npy      int32 [num_nodes]  reordered id of every original node
-//	  part0/ ... partK-1/   one native dataset (dataset.Open works) per part
-//
-// Reordering numbers the nodes part by part (each part's nodes keep their
-// relative order), so part p owns the reordered ids node_range[p]; this is
-// the reordering GNNAutoScale uses.
-//
-// A part directory holds num_inner+num_halo local nodes. Local ids
-// 0..num_inner-1 are the part's own (inner) nodes in reordered order, so
-// local id i is reordered id node_range[0]+i. They are followed by the
-// halo nodes: the nodes owned by other parts that are in-neighbours (edge
-// sources) of inner nodes, in increasing original id. The local graph
-// (indptr.npy, indices.npy, edge_weight.npy if the dataset has weights,
-// CSC: in-neighbours per node, sorted) holds every in-edge of every inner
-// node, and no in-edges of halo nodes, so every edge of the original
-// graph is stored in exactly one part: the part owning its destination.
-// features.npy holds the features of inner and halo nodes (halo rows are
-// copies, enough for one layer of aggregation without communication);
-// labels.npy holds the inner nodes' labels and -1 for halo nodes;
-// train_idx/val_idx/test_idx hold the local ids of the inner nodes in
-// each split. The extra arrays are global_ids.npy (int32 [num_local],
-// original id of every local node), halo_parts.npy (int32 [num_halo],
-// owning part of every halo node) and halo_local_ids.npy (int32
-// [num_halo], its local id in the owning part). So global to local is
-// part = part_ids[v], local = new_ids[v] - node_range[part][0], and local
-// to global is global_ids[local]. ReadBook and OpenPart read them back.
+// The on-disk format (partition book, one native dataset per part with its
+// halo, node maps, global degrees), its writer and its reader are in
+// package dataset/parts, so that a worker reading its part does not link
+// the partitioner; "graphmill partition" partitions with this package and
+// writes with that one.
 //
 // Package gpmetis runs METIS's gpmetis for comparisons and partbench is
 // "graphmill bench partition".

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/partition"
 )
 
@@ -30,7 +31,7 @@ func Example() {
 		panic(err)
 	}
 	// order[newID] = oldID; part p owns new ids offsets[p]..offsets[p+1]-1.
-	order, offsets := partition.Reorder(res.Parts, res.NumParts)
+	order, offsets := parts.Reorder(res.Parts, res.NumParts)
 	fmt.Println("nodes:", len(order), "parts:", len(offsets)-1, "first part starts at", offsets[0])
 	fmt.Println("balanced:", res.Stats.Imbalance <= partition.DefaultImbalance)
 	fmt.Println("cut at most 50 of", g.NumEdges(), "edges:", res.Stats.EdgeCut <= 50)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
@@ -289,22 +290,9 @@ func randomParts(n, k int, seed uint64) []int32 {
 	return parts
 }
 
-// Stats describes a partition.
-type Stats struct {
-	// EdgeCut is the number (total weight) of undirected edges whose ends
-	// lie in different parts; CutFraction divides it by the edge count.
-	EdgeCut     int64   `json:"edge_cut"`
-	CutFraction float64 `json:"cut_fraction"`
-	// PartSizes holds the node count of every part.
-	PartSizes []int64 `json:"part_sizes"`
-	// Imbalance is the largest part size divided by the average (1 is
-	// perfect balance).
-	Imbalance float64 `json:"imbalance"`
-	// WeightImbalance holds the same ratio for every extra weight vector.
-	WeightImbalance []float64 `json:"weight_imbalance,omitempty"`
-	// EmptyParts counts parts without nodes.
-	EmptyParts int `json:"empty_parts"`
-}
+// Stats describes a partition: edge cut and balance. It is the type the
+// partitioned-dataset book records (parts.Stats).
+type Stats = parts.Stats
 
 // ComputeStats measures the partition parts (k parts) of g: edge cut,
 // part sizes and imbalance of the node count and of each weight vector.
@@ -392,37 +380,6 @@ func EdgeCut(g *Graph, parts []int32, workers int) int64 {
 		t += s
 	}
 	return t / 2
-}
-
-// Reorder returns the node order that makes every part contiguous: order
-// lists the nodes of part 0, then part 1, ..., each part's nodes in
-// increasing id (order[newID] = oldID), and offsets[p]..offsets[p+1] is
-// part p's range of new ids (len k+1).
-func Reorder(parts []int32, k int) (order []int32, offsets []int64) {
-	offsets = make([]int64, k+1)
-	for _, p := range parts {
-		offsets[p+1]++
-	}
-	for p := 0; p < k; p++ {
-		offsets[p+1] += offsets[p]
-	}
-	next := make([]int64, k)
-	copy(next, offsets[:k])
-	order = make([]int32, len(parts))
-	for v, p := range parts {
-		order[next[p]] = int32(v)
-		next[p]++
-	}
-	return order, offsets
-}
-
-// Inverse returns the inverse of a permutation: inv[perm[i]] = i.
-func Inverse(perm []int32) []int32 {
-	inv := make([]int32, len(perm))
-	for i, v := range perm {
-		inv[v] = int32(i)
-	}
-	return inv
 }
 
 // Refinement effort: k-way FM passes per level and the number of moves

@@ -258,29 +258,6 @@ func make16(x int32) []int32 {
 	return w
 }
 
-func TestReorder(t *testing.T) {
-	parts := []int32{2, 0, 1, 0, 2, 2, 0}
-	order, offsets := Reorder(parts, 4)
-	if want := []int64{0, 3, 4, 7, 7}; !slices.Equal(offsets, want) {
-		t.Fatalf("offsets %v, want %v", offsets, want)
-	}
-	if want := []int32{1, 3, 6, 2, 0, 4, 5}; !slices.Equal(order, want) {
-		t.Fatalf("order %v, want %v", order, want)
-	}
-	inv := Inverse(order)
-	seen := make([]bool, len(parts))
-	for v := range parts {
-		if order[inv[v]] != int32(v) || seen[inv[v]] {
-			t.Fatalf("not a bijection at %d", v)
-		}
-		seen[inv[v]] = true
-		p := parts[v]
-		if int64(inv[v]) < offsets[p] || int64(inv[v]) >= offsets[p+1] {
-			t.Fatalf("node %d of part %d got new id %d outside its range", v, p, inv[v])
-		}
-	}
-}
-
 func TestFromCSCAndValidate(t *testing.T) {
 	e := messy(500, 9)
 	var src, dst []int32

@@ -2,7 +2,9 @@
 
 package tensor
 
-// Without assembly (other architectures, or the noasm build tag) only the
-// generic kernels of kernels_generic.go are registered.
+// Without assembly (architectures other than amd64, or the noasm build tag)
+// no set is added to the pure-Go "generic" one that kernels.go's init
+// registers (gemmKernelGeneric, axpyGeneric, dotGeneric), so it is the
+// only set and the default.
 
 func registerArchKernels() {}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/bench/databench"
 	"github.com/graphmill/graphmill/dataset/builtin"
-	"github.com/graphmill/graphmill/internal/benchdata"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 )
@@ -33,9 +33,9 @@ The generated dataset is kept in --dir and reused by later runs (then generation
 Peak memory is the process's resident-set high-water mark during the build, input included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := benchdata.Full
+			o := databench.Full
 			if quick {
-				o = benchdata.Quick
+				o = databench.Quick
 			}
 			o.Workers = workers
 			if buildNodes != "" {
@@ -61,7 +61,7 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 					fmt.Fprintln(cli.Stderr, s+" ...")
 				}
 			}
-			rep, err := benchdata.Run(cmd.Context(), o)
+			rep, err := databench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/bench/memorybench"
 	"github.com/graphmill/graphmill/dataset/builtin"
-	"github.com/graphmill/graphmill/internal/benchmem"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 )
@@ -33,9 +33,9 @@ that training added stayed within the bound. Targets: bounded runs stay within t
 grows less than 1.3x when the graph grows 4x. The datasets are generated once into --dir and reused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := benchmem.Full
+			o := memorybench.Full
 			if quick {
-				o = benchmem.Quick
+				o = memorybench.Quick
 			}
 			if cmd.Flags().Changed("nodes") {
 				o.Nodes = nil
@@ -67,7 +67,7 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 			}
 			o.Exe = exe
 			o.Progress = func(s string) { fmt.Fprintln(cli.Stderr, s) }
-			rep, err := benchmem.RunAll(cmd.Context(), o)
+			rep, err := memorybench.RunAll(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

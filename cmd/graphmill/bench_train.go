@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/bench/trainbench"
 	"github.com/graphmill/graphmill/dataset/builtin"
-	"github.com/graphmill/graphmill/internal/benchtrain"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/train"
@@ -30,9 +30,9 @@ goroutines, overlapping compute), compute and waiting. The target is waiting < 5
 The synthetic dataset is generated once into --dir (default: the cache directory) and reused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := benchtrain.Full
+			o := trainbench.Full
 			if quick {
-				o = benchtrain.Quick
+				o = trainbench.Quick
 			}
 			if cmd.Flags().Changed("epochs") {
 				o.Epochs = epochs
@@ -45,7 +45,7 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			if o.Dir == "" {
 				o.Dir = filepath.Join(builtin.CacheDir(), fmt.Sprintf("bench-train-%d-%d-%d", o.Nodes, o.Edges, o.FeatureDim))
 			}
-			if err := cli.Step("synthetic dataset ready", func() error { return benchtrain.Prepare(cmd.Context(), o) }); err != nil {
+			if err := cli.Step("synthetic dataset ready", func() error { return trainbench.Prepare(cmd.Context(), o) }); err != nil {
 				return err
 			}
 			if !asJSON {
@@ -53,7 +53,7 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 					fmt.Fprintf(cli.Stderr, "epoch %d: %s, loss %.4f\n", s.Epoch, units.Duration(secs(s.Seconds)), s.Loss)
 				}
 			}
-			rep, err := benchtrain.Run(cmd.Context(), o)
+			rep, err := trainbench.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

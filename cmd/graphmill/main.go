@@ -3,8 +3,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -13,9 +16,12 @@ import (
 // file and attaches itself in an init function, so commands can be added
 // without touching this file.
 var rootCmd = &cobra.Command{
-	Use:           "graphmill",
-	Short:         "Train graph neural networks on large graphs",
-	Long:          "graphmill imports graph datasets, samples them, and trains GNNs (GraphSAGE, GCN, GAT) on CPUs.",
+	Use:   "graphmill",
+	Short: "Train graph neural networks on large graphs",
+	Long: `graphmill imports graph datasets (Planetoid, npz, OGB, edge lists, METIS) or generates them,
+partitions them, and trains GNNs (GCN, GraphSAGE, GAT, APPNP) on CPUs: full-graph, on sampled
+minibatches, or with GNNAutoScale's historical embeddings, under an optional memory bound.
+"graphmill train" with no flags trains a GCN on the built-in Cora.`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }
@@ -30,8 +36,18 @@ func init() {
 	rootCmd.AddCommand(benchCmd)
 }
 
+// main runs the command with a context that an interrupt (Ctrl-C) or
+// SIGTERM cancels, so long operations stop cleanly and atomic writes leave
+// no partial output; a second interrupt kills the process.
 func main() {
-	if err := rootCmd.Execute(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // the next signal gets the default behaviour
+	}()
+	err := rootCmd.ExecuteContext(ctx)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "graphmill:", err)
 		os.Exit(1)
 	}

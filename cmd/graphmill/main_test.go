@@ -206,9 +206,14 @@ func TestTrainEvalPredict(t *testing.T) {
 	if _, err := run(t, "eval", "--load", ckpt); err == nil || !strings.Contains(err.Error(), "m.safetensors") {
 		t.Fatalf("corrupt checkpoint: %v", err)
 	}
-	for _, args := range [][]string{{"train", "--model", "mlp"}, {"train", "--fanouts", "25,0"}, {"train", "--mode", "sampled", "--batch", "0"}} {
+	for _, args := range [][]string{{"train", "--model", "mlp"}, {"train", "--fanouts", "25,0"}, {"train", "--fanouts", "all,x"}, {"train", "--mode", "sampled", "--batch", "0"}} {
 		if _, err := run(t, args...); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+	// One fanout parser (sample.ParseFanouts) for train and bench sample:
+	// "all" is the full neighbourhood of that hop.
+	if _, err := run(t, "train", "--model", "sage", "--fanouts", "all,10", "--epochs", "1", "--quiet"); err != nil {
+		t.Errorf("train --fanouts all,10: %v", err)
 	}
 }

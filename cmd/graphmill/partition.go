@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/partition"
@@ -19,7 +20,7 @@ func init() {
 
 func newPartitionCmd() *cobra.Command {
 	var (
-		parts                     int
+		numParts                  int
 		method                    string
 		imbalance                 float64
 		balanceTrain, balanceEdge bool
@@ -35,8 +36,9 @@ func newPartitionCmd() *cobra.Command {
 parts of balanced size with few edges between parts, and write a partitioned
 dataset to DIR: partition.json (the partition book), the node maps, and one
 native dataset per part holding its nodes, their in-edges, the one-hop halo
-nodes owned by other parts, features, labels and split indices.
-See the partition package documentation for the format.
+nodes owned by other parts, features, labels, split indices and the
+global in- and out-degree of every local node. See the dataset/parts package
+documentation for the format (version 2).
 
 Methods: metis (multilevel k-way, like METIS; best cut), fennel (one-pass
 streaming), random (baseline).`,
@@ -68,16 +70,16 @@ streaming), random (baseline).`,
 			weights, names := partition.BalanceWeights(d, balanceTrain, balanceEdge)
 			var res *partition.Result
 			start := time.Now()
-			if err := cli.Step(fmt.Sprintf("partitioning %s nodes into %d parts (%s)", units.Count(g.NumNodes()), parts, m), func() (err error) {
-				res, err = partition.Partition(ctx, g, partition.Options{Parts: parts, Method: m, Imbalance: imbalance, Weights: weights, Seed: seed, Workers: workers})
+			if err := cli.Step(fmt.Sprintf("partitioning %s nodes into %d parts (%s)", units.Count(g.NumNodes()), numParts, m), func() (err error) {
+				res, err = partition.Partition(ctx, g, partition.Options{Parts: numParts, Method: m, Imbalance: imbalance, Weights: weights, Seed: seed, Workers: workers})
 				return err
 			}); err != nil {
 				return err
 			}
 			elapsed := time.Since(start)
-			bar := cli.NewBar(int64(parts), "writing parts")
-			book, err := partition.WriteDataset(ctx, d, res, out, partition.WriteOptions{
-				Overwrite: overwrite, Method: m, Imbalance: imbalance, Balance: names, Seed: seed,
+			bar := cli.NewBar(int64(numParts), "writing parts")
+			book, err := parts.Write(ctx, d, res.Parts, res.NumParts, out, parts.WriteOptions{
+				Overwrite: overwrite, Method: string(m), Imbalance: imbalance, Balance: names, Seed: seed, Stats: res.Stats,
 				Progress: func(done, _ int) { bar.Set(int64(done)) },
 			})
 			bar.Finish()
@@ -88,7 +90,7 @@ streaming), random (baseline).`,
 				return writeJSON(cmd.OutOrStdout(), book)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s: %d parts by %s in %s\n", out, parts, m, units.Duration(elapsed))
+			fmt.Fprintf(w, "%s: %d parts by %s in %s\n", out, numParts, m, units.Duration(elapsed))
 			fmt.Fprintf(w, "edge cut %s of %s undirected edges (%.2f%%), node imbalance %.3f", units.Count(res.Stats.EdgeCut), units.Count(g.NumEdges()), 100*res.Stats.CutFraction, res.Stats.Imbalance)
 			for i, x := range res.Stats.WeightImbalance {
 				fmt.Fprintf(w, ", %s imbalance %.3f", names[i+1], x)
@@ -101,7 +103,7 @@ streaming), random (baseline).`,
 		},
 	}
 	f := c.Flags()
-	f.IntVarP(&parts, "parts", "k", 0, "number of parts K (required)")
+	f.IntVarP(&numParts, "parts", "k", 0, "number of parts K (required)")
 	f.StringVar(&method, "method", "metis", "partitioner: metis, fennel or random")
 	f.Float64Var(&imbalance, "imbalance", partition.DefaultImbalance, "balance tolerance: a part may hold this times the average (1.03 = METIS's ufactor 30)")
 	f.BoolVar(&balanceTrain, "balance-train", false, "also balance the number of training nodes per part")

@@ -23,6 +23,7 @@ import (
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
+	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/train"
 )
@@ -85,7 +86,7 @@ accuracy reported is that model's.`,
 	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "GAT: dropout on attention coefficients (default 0.6)")
 	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
-	fl.StringVar(&f.fanouts, "fanouts", "25,10", "sampled mode: neighbours sampled per node at each hop, starting at the seeds as PyG's num_neighbors (-1 = all)")
+	fl.StringVar(&f.fanouts, "fanouts", "25,10", "sampled mode: neighbours sampled per node at each hop, starting at the seeds as PyG's num_neighbors (-1 or all = every neighbour)")
 	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
 	fl.IntVar(&f.prefetch, "prefetch", 4, "sampled mode: minibatches prepared ahead of training")
 	fl.IntVar(&f.workers, "workers", 0, "sampled mode: sampling goroutines (0 = all cores)")
@@ -151,9 +152,9 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 		return cfg, err
 	}
 	cfg.Schedule = nn.Schedule{Kind: f.schedule, Base: cfg.Optimizer.LR, StepSize: max(1, cfg.Epochs/4), Gamma: 0.5, Epochs: cfg.Epochs}
-	fan, err := parseFanouts(f.fanouts)
+	fan, err := sample.ParseFanouts(f.fanouts)
 	if err != nil {
-		return cfg, err
+		return cfg, fmt.Errorf("--fanouts: %w", err)
 	}
 	if set("fanouts") || len(fan) == cfg.Model.Layers {
 		cfg.Fanouts = fan
@@ -237,18 +238,6 @@ func parseMaxMemory(s string) (int64, error) {
 		return 0, fmt.Errorf("--max-memory %q: want a positive size such as 2GiB", s)
 	}
 	return n, nil
-}
-
-func parseFanouts(s string) ([]int, error) {
-	var out []int
-	for _, p := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || v == 0 || v < -1 {
-			return nil, fmt.Errorf("--fanouts %q: want positive integers or -1 (all neighbours), comma separated", s)
-		}
-		out = append(out, v)
-	}
-	return out, nil
 }
 
 func runTrain(cmd *cobra.Command, f *trainFlags) error {

@@ -1,9 +1,9 @@
-// Package benchmem measures the peak memory of training a 2-layer GCN
+// Package memorybench measures the peak memory of training a 2-layer GCN
 // (hidden 128) on synthetic graphs of growing size, full-graph, sampled,
 // GNNAutoScale and full-graph under a memory bound: 'graphmill bench
 // memory' prints it. Every run is a child process ('graphmill train'), so
 // each peak (Go heap and resident set) belongs to that run alone.
-package benchmem
+package memorybench
 
 import (
 	"bytes"

@@ -1,7 +1,7 @@
-// Package benchdata measures the data layer: graph build throughput and
+// Package databench measures the data layer: graph build throughput and
 // peak memory per edge, synthetic generation throughput, and the time to
 // open a multi-gigabyte native dataset. 'graphmill bench data' prints it.
-package benchdata
+package databench
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Builds = append(rep.Builds, b)
 	}
 	if o.Dir == "" {
-		return nil, fmt.Errorf("benchdata: no directory for the generated dataset")
+		return nil, fmt.Errorf("databench: no directory for the generated dataset")
 	}
 	step(fmt.Sprintf("generating %d nodes, %d edges, %d features (unless already there)", o.GenNodes, o.GenEdges, o.GenFeatures))
 	gen := time.Now()

@@ -1,4 +1,4 @@
-package feature
+package half
 
 import (
 	"testing"

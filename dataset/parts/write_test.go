@@ -1,4 +1,4 @@
-package partition
+package parts_test
 
 import (
 	"context"
@@ -11,7 +11,10 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/cora"
+	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/npy"
+	"github.com/graphmill/graphmill/partition"
 )
 
 // weightedRaw is a small directed dataset with edge weights, features,
@@ -65,37 +68,38 @@ func TestWriteDataset(t *testing.T) {
 		name   string
 		raw    *dataset.Raw
 		k      int
-		method Method
+		method partition.Method
 		train  bool
 		edges  bool
 	}{
-		{"cora-metis", coraRaw, 5, Multilevel, true, true},
-		{"cora-random", coraRaw, 3, Random, false, false},
-		{"weighted-fennel", weightedRaw(400), 4, Fennel, true, false},
-		{"weighted-one-part", weightedRaw(50), 1, Multilevel, false, false},
+		{"cora-metis", coraRaw, 5, partition.Multilevel, true, true},
+		{"cora-metis-4", coraRaw, 4, partition.Multilevel, false, false},
+		{"cora-random", coraRaw, 3, partition.Random, false, false},
+		{"weighted-fennel", weightedRaw(400), 4, partition.Fennel, true, false},
+		{"weighted-one-part", weightedRaw(50), 1, partition.Multilevel, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := writeRaw(t, tc.raw)
-			g, err := FromCSC(context.Background(), d.Graph, 2)
+			g, err := partition.FromCSC(context.Background(), d.Graph, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			weights, names := BalanceWeights(d, tc.train, tc.edges)
-			res, err := Partition(context.Background(), g, Options{Parts: tc.k, Method: tc.method, Weights: weights, Seed: 1})
+			weights, names := partition.BalanceWeights(d, tc.train, tc.edges)
+			res, err := partition.Partition(context.Background(), g, partition.Options{Parts: tc.k, Method: tc.method, Weights: weights, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "parts")
-			book, err := WriteDataset(context.Background(), d, res, out, WriteOptions{Method: tc.method, Balance: names})
+			book, err := parts.Write(context.Background(), d, res.Parts, res.NumParts, out, parts.WriteOptions{Method: string(tc.method), Balance: names, Stats: res.Stats})
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkPartitioned(t, d, res, out, book)
 			// Not overwritten without Overwrite, and nothing left behind.
-			if _, err := WriteDataset(context.Background(), d, res, out, WriteOptions{}); err == nil || !strings.Contains(err.Error(), "already exists") {
+			if _, err := parts.Write(context.Background(), d, res.Parts, res.NumParts, out, parts.WriteOptions{}); err == nil || !strings.Contains(err.Error(), "already exists") {
 				t.Errorf("second write: %v", err)
 			}
-			if _, err := WriteDataset(context.Background(), d, res, out, WriteOptions{Overwrite: true}); err != nil {
+			if _, err := parts.Write(context.Background(), d, res.Parts, res.NumParts, out, parts.WriteOptions{Overwrite: true}); err != nil {
 				t.Errorf("overwrite: %v", err)
 			}
 			entries, _ := os.ReadDir(filepath.Dir(out))
@@ -107,10 +111,10 @@ func TestWriteDataset(t *testing.T) {
 }
 
 // checkPartitioned checks that the parts together reproduce the dataset.
-func checkPartitioned(t *testing.T, d *dataset.Dataset, res *Result, dir string, book *Book) {
+func checkPartitioned(t *testing.T, d *dataset.Dataset, res *partition.Result, dir string, book *parts.Book) {
 	t.Helper()
 	n := d.Meta.NumNodes
-	rb, err := ReadBook(dir)
+	rb, err := parts.ReadBook(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,10 +140,22 @@ func checkPartitioned(t *testing.T, d *dataset.Dataset, res *Result, dir string,
 		owner[i] = -1
 	}
 	var splits [3][]int32
+	fullIn, fullOut := d.Graph.InDegrees(), d.Graph.OutDegrees()
+	if rb.Stats.EdgeCut != res.Stats.EdgeCut || !slices.Equal(rb.Stats.PartSizes, res.Stats.PartSizes) {
+		t.Errorf("book stats %+v, partition's %+v", rb.Stats, res.Stats)
+	}
 	for p, pi := range rb.Parts {
-		pd, gids, err := OpenPart(dir, rb, p)
+		part, err := parts.OpenPart(dir, rb, p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		pd, gids := part.Dataset, part.GlobalIDs
+		// Global degrees of every local node, inner and halo.
+		for lv, v := range gids {
+			if part.InDegrees[lv] != fullIn[v] || part.OutDegrees[lv] != fullOut[v] {
+				t.Fatalf("part %d: local node %d (global %d) has degrees in %d out %d, the full graph %d / %d",
+					p, lv, v, part.InDegrees[lv], part.OutDegrees[lv], fullIn[v], fullOut[v])
+			}
 		}
 		if err := pd.Verify(context.Background()); err != nil {
 			t.Fatal(err)
@@ -148,8 +164,8 @@ func checkPartitioned(t *testing.T, d *dataset.Dataset, res *Result, dir string,
 		if pd.Meta.NumNodes != ni+nh || len(gids) != ni+nh {
 			t.Fatalf("part %d: %d nodes, %d inner + %d halo", p, pd.Meta.NumNodes, ni, nh)
 		}
-		haloParts := readInt32(t, filepath.Join(dir, pi.Dir, ArrayHaloParts+".npy"))
-		haloLocal := readInt32(t, filepath.Join(dir, pi.Dir, ArrayHaloLocal+".npy"))
+		haloParts := readInt32(t, filepath.Join(dir, pi.Dir, parts.ArrayHaloParts+".npy"))
+		haloLocal := readInt32(t, filepath.Join(dir, pi.Dir, parts.ArrayHaloLocal+".npy"))
 		inner := map[int32]bool{}
 		for i, v := range gids[:ni] {
 			if res.Parts[v] != int32(p) {
@@ -254,9 +270,9 @@ func checkPartitioned(t *testing.T, d *dataset.Dataset, res *Result, dir string,
 		}
 	}
 	// Top-level maps.
-	order := readInt32(t, filepath.Join(dir, rb.Arrays[ArrayOrigIDs]))
-	newIDs := readInt32(t, filepath.Join(dir, rb.Arrays[ArrayNewIDs]))
-	partIDs := readInt32(t, filepath.Join(dir, rb.Arrays[ArrayPartIDs]))
+	order := readInt32(t, filepath.Join(dir, rb.Arrays[parts.ArrayOrigIDs]))
+	newIDs := readInt32(t, filepath.Join(dir, rb.Arrays[parts.ArrayNewIDs]))
+	partIDs := readInt32(t, filepath.Join(dir, rb.Arrays[parts.ArrayPartIDs]))
 	if !slices.Equal(partIDs, res.Parts) {
 		t.Fatal("part_ids differ")
 	}
@@ -273,7 +289,7 @@ func checkPartitioned(t *testing.T, d *dataset.Dataset, res *Result, dir string,
 
 func readInt32(t *testing.T, path string) []int32 {
 	t.Helper()
-	a, err := npyRead(path)
+	a, _, err := npy.ReadFile[int32](path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,23 +299,23 @@ func readInt32(t *testing.T, path string) []int32 {
 func TestWriteDatasetErrors(t *testing.T) {
 	d := writeRaw(t, weightedRaw(60))
 	out := filepath.Join(t.TempDir(), "p")
-	if _, err := WriteDataset(context.Background(), d, &Result{Parts: make([]int32, 5), NumParts: 2}, out, WriteOptions{}); err == nil {
+	if _, err := parts.Write(context.Background(), d, make([]int32, 5), 2, out, parts.WriteOptions{}); err == nil {
 		t.Error("wrong length accepted")
 	}
-	bad := &Result{Parts: make([]int32, 60), NumParts: 2}
-	bad.Parts[3] = 7
-	if _, err := WriteDataset(context.Background(), d, bad, out, WriteOptions{}); err == nil {
+	bad := make([]int32, 60)
+	bad[3] = 7
+	if _, err := parts.Write(context.Background(), d, bad, 2, out, parts.WriteOptions{}); err == nil {
 		t.Error("part id out of range accepted")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := WriteDataset(ctx, d, &Result{Parts: make([]int32, 60), NumParts: 1}, out, WriteOptions{}); err == nil {
+	if _, err := parts.Write(ctx, d, make([]int32, 60), 1, out, parts.WriteOptions{}); err == nil {
 		t.Error("cancelled write succeeded")
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
 		t.Errorf("failed writes left %v", entries)
 	}
-	if _, err := ReadBook(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a partitioned dataset") {
+	if _, err := parts.ReadBook(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a partitioned dataset") {
 		t.Errorf("ReadBook of empty dir: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !amd64
 
-package feature
+package half
 
 func decodeF16Fast(dst []float32, src []uint16) int  { return 0 }
 func decodeBF16Fast(dst []float32, src []uint16) int { return 0 }

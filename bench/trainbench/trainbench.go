@@ -1,8 +1,8 @@
-// Package benchtrain measures sampled GraphSAGE training throughput: the
+// Package trainbench measures sampled GraphSAGE training throughput: the
 // configuration of 'graphmill bench train' (2 layers, hidden 256, fanouts
 // [25,10], batch 1024) on a synthetic power-law graph, with the epoch split
 // into sampling, gathering, compute and waiting.
-package benchtrain
+package trainbench
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	s := res.Summary
 	if s.Epochs == 0 {
-		return nil, fmt.Errorf("benchtrain: no epoch ran")
+		return nil, fmt.Errorf("trainbench: no epoch ran")
 	}
 	rep := &Report{
 		Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Seeds: len(d.Train), BatchSize: o.BatchSize,
