@@ -122,24 +122,14 @@ func WriteDataset(ctx context.Context, d *dataset.Dataset, res *Result, dir stri
 			return nil, fmt.Errorf("partition: node %d is in part %d, outside [0, %d)", v, p, k)
 		}
 	}
-	dir = filepath.Clean(dir)
-	if _, err := os.Stat(dir); err == nil && !opts.Overwrite {
-		return nil, fmt.Errorf("%s already exists (use --overwrite to replace it)", dir)
-	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	// Begin locks dir, removes killed writers' leftovers and refuses to
+	// replace anything but a partitioned dataset or an empty folder.
+	outDir, err := atomicfile.Begin(dir, opts.Overwrite, DirKind)
 	if err != nil {
 		return nil, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			os.RemoveAll(tmp)
-		}
-	}()
+	defer outDir.Abort()
+	tmp := outDir.Tmp
 
 	order, offsets := Reorder(res.Parts, k)
 	newIDs := Inverse(order)
@@ -190,15 +180,25 @@ func WriteDataset(ctx context.Context, d *dataset.Dataset, res *Result, dir stri
 	if err := atomicfile.WriteSynced(filepath.Join(tmp, BookFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.SyncDir(tmp); err != nil {
+	if err := outDir.Commit(); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.ReplaceDir(tmp, dir, opts.Overwrite); err != nil {
-		return nil, err
-	}
-	committed = true
 	return book, nil
 }
+
+// DirKind says what WriteDataset may replace with overwrite: a partitioned
+// dataset (a partition.json of this format). An empty folder is always
+// accepted.
+var DirKind = atomicfile.Kind{Name: "graphmill partitioned dataset", Is: func(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, BookFile))
+	if err != nil {
+		return false
+	}
+	var bk struct {
+		Format string `json:"format"`
+	}
+	return json.Unmarshal(b, &bk) == nil && bk.Format == BookFormat
+}}
 
 // partWriter writes the parts of one partitioned dataset.
 type partWriter struct {
