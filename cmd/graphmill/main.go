@@ -3,19 +3,30 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/internal/atomicfile"
+	"github.com/graphmill/graphmill/internal/cli"
 )
 
 // rootCmd is the top of the command tree. Each sub-command lives in its own
 // file and attaches itself in an init function, so commands can be added
 // without touching this file.
 var rootCmd = &cobra.Command{
-	Use:           "graphmill",
-	Short:         "Train graph neural networks on large graphs",
-	Long:          "graphmill imports graph datasets, samples them, and trains GNNs (GraphSAGE, GCN, GAT) on CPUs.",
+	Use:   "graphmill",
+	Short: "Train graph neural networks on large graphs",
+	Long: `graphmill imports graph datasets, partitions and samples them, and trains GNNs
+(GCN, GraphSAGE, GAT, APPNP) on CPUs, in full-graph, sampled-minibatch or
+GNNAutoScale mode, within a memory bound if asked.`,
+	Version:       versionString(),
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }
@@ -28,11 +39,55 @@ var benchCmd = &cobra.Command{
 
 func init() {
 	rootCmd.AddCommand(benchCmd)
+	rootCmd.SetVersionTemplate("{{.Version}}\n")
+	atomicfile.OnLockWait = func(path, lock string) {
+		fmt.Fprintf(cli.Stderr, "waiting for another graphmill writing %s (lock %s)\n", path, lock)
+	}
+}
+
+// caught is the first signal received (nil while none).
+var caught atomic.Value
+
+// signalContext returns a context cancelled by the first SIGINT or
+// SIGTERM: commands stop at their next check (training at the end of the
+// step, saving what it has), writers remove their temporary files. A
+// second signal removes every temporary file still being written and
+// exits at once.
+func signalContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		caught.Store(s)
+		fmt.Fprintf(os.Stderr, "\ngraphmill: %v: stopping (send it again to quit at once)\n", s)
+		cancel()
+		s = <-sigs
+		atomicfile.CleanupTemps()
+		fmt.Fprintf(os.Stderr, "graphmill: %v again: quit, temporary files removed\n", s)
+		os.Exit(exitCode(s))
+	}()
+	return ctx
+}
+
+// exitCode is the shell's convention for a process ended by signal s.
+func exitCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 func main() {
-	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "graphmill:", err)
-		os.Exit(1)
+	err := rootCmd.ExecuteContext(signalContext())
+	if err == nil {
+		return
 	}
+	if s, ok := caught.Load().(os.Signal); ok && errors.Is(err, context.Canceled) {
+		atomicfile.CleanupTemps()
+		fmt.Fprintf(os.Stderr, "graphmill: interrupted (%v): %v\n", s, err)
+		os.Exit(exitCode(s))
+	}
+	fmt.Fprintln(os.Stderr, "graphmill:", err)
+	os.Exit(1)
 }
