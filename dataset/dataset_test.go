@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -173,19 +174,68 @@ func TestOpenRejectsDamage(t *testing.T) {
 	}
 }
 
-func TestVerifyFindsBadSource(t *testing.T) {
+func TestOpenRejectsOutOfRangeSource(t *testing.T) {
+	for _, c := range []struct {
+		indices []int32
+		want    string
+	}{
+		{[]int32{1, 0, 2, 1, 9, 2}, "indices[4] = 9 (an in-neighbour of node 2) is outside [0, 4)"},
+		{[]int32{-3, 0, 2, 1, 3, 2}, "indices[0] = -3 (an in-neighbour of node 0)"},
+		{[]int32{1, 0, 2, 1, 3, 4}, "indices[5] = 4 (an in-neighbour of node 3)"},
+	} {
+		dir := filepath.Join(t.TempDir(), "ds")
+		if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		npy.WriteFile(filepath.Join(dir, "indices.npy"), c.indices)
+		d, err := Open(dir)
+		if err == nil {
+			d.Close()
+			t.Fatalf("%v: opened", c.indices)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%v: got %v, want %q", c.indices, err, c.want)
+		}
+	}
+}
+
+func TestVerifyFindsNonFiniteFeatures(t *testing.T) {
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(-1))} {
+		dir := filepath.Join(t.TempDir(), "ds")
+		r := tiny()
+		r.Features[5] = bad
+		if err := Write(context.Background(), dir, r, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.Verify(context.Background())
+		d.Close()
+		if err == nil || !strings.Contains(err.Error(), "features[2, 1] is NaN or Inf") {
+			t.Fatalf("%v: got %v", bad, err)
+		}
+	}
+	// Half precision: a float16 Inf (0x7c00).
 	dir := filepath.Join(t.TempDir(), "ds")
 	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	npy.WriteFile(filepath.Join(dir, "indices.npy"), []int32{1, 0, 2, 1, 9, 2})
+	npy.WriteFileDType(filepath.Join(dir, "features.npy"), npy.Float16, []uint16{0, 0, 0, 0x7c00, 0, 0, 0, 0}, 4, 2)
+	editMeta(t, dir, func(m *Meta) {
+		a := m.Arrays[ArrayFeatures]
+		a.DType = npy.Float16
+		m.Arrays[ArrayFeatures] = a
+		m.FeatureDType = "float16"
+	})
 	d, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "indices[4] = 9") {
-		t.Fatalf("got %v", err)
+	if err := d.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "features[1, 1]") {
+		t.Fatalf("float16: got %v", err)
 	}
 }
 

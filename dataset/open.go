@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 
@@ -95,8 +96,10 @@ func checkShapes(dir string, m Meta) error {
 // the problem, a directory whose meta.json is missing or malformed, whose
 // arrays are missing, truncated or of the wrong dtype or shape, whose
 // offsets do not span the edges, or whose labels or split ids are out of
-// range. The per-edge check of every source id is left to Verify, so that
-// opening stays fast for multi-gigabyte graphs.
+// range, or whose edges name a source node that does not exist. The edge
+// check is one parallel pass over indices (about 0.1 ns per edge when the
+// file is cached), so that no command can index out of range on a corrupt
+// file; Verify also checks the features for NaN and Inf.
 func Open(dir string) (_ *Dataset, err error) {
 	m, err := readMeta(dir)
 	if err != nil {
@@ -144,6 +147,9 @@ func Open(dir string) (_ *Dataset, err error) {
 		return nil, fmt.Errorf("%s: array indptr runs from %d to %d, want 0 to num_edges=%d", dir, indptr[0], indptr[m.NumNodes], m.NumEdges)
 	}
 	if err := checkIndptr(dir, indptr, m.NumEdges); err != nil {
+		return nil, err
+	}
+	if err := checkIndices(context.Background(), dir, indptr, indices, m.NumNodes); err != nil {
 		return nil, err
 	}
 	if a := arrays[ArrayEdgeWeight]; a != nil {
@@ -217,30 +223,130 @@ func (d *Dataset) AdviseHuge() {
 	}
 }
 
-// Verify checks that every source id of the graph is a node (Open has
-// already checked the offsets). It reads the whole graph (use it after copying a
-// dataset, or in 'graphmill data verify').
-func (d *Dataset) Verify(ctx context.Context) error {
-	g := d.Graph
-	errs := make([]error, par.Workers(0))
-	par.For(len(errs), g.NumNodes, func(w, lo, hi int) {
-		n := int32(g.NumNodes)
-		for v := lo; v < hi; v++ {
-			if v%65536 == 0 && ctx.Err() != nil {
-				errs[w] = ctx.Err()
+// checkIndices checks that every source id is a node in [0, n), in
+// parallel, and names the first bad edge it finds.
+func checkIndices(ctx context.Context, dir string, indptr []int64, indices []int32, n int) error {
+	const chunk = 1 << 20
+	chunks := (len(indices) + chunk - 1) / chunk
+	bad := make([]int64, par.Workers(0))
+	for i := range bad {
+		bad[i] = -1
+	}
+	un := uint32(n)
+	par.For(len(bad), chunks, func(w, lo, hi int) {
+		for c := lo; c < hi; c++ {
+			if ctx.Err() != nil {
 				return
 			}
-			for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
-				if u := g.Indices[p]; u < 0 || u >= n {
-					errs[w] = fmt.Errorf("%s: array indices[%d] = %d (an in-neighbour of node %d) is outside [0, %d)", d.Dir, p, u, v, n)
-					return
+			s := indices[c*chunk : min(len(indices), (c+1)*chunk)]
+			// A branch-free reduction (negative ids become large as
+			// uint32); the search runs only on failure.
+			var mx uint32
+			for _, u := range s {
+				mx = max(mx, uint32(u))
+			}
+			if mx >= un {
+				for j, u := range s {
+					if uint32(u) >= un {
+						bad[w] = int64(c*chunk + j)
+						return
+					}
 				}
 			}
 		}
 	})
-	for _, e := range errs {
-		if e != nil {
-			return e
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	first := int64(-1)
+	for _, p := range bad {
+		if p >= 0 && (first < 0 || p < first) {
+			first = p
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	// The node whose in-edges hold position first.
+	v, _ := slices.BinarySearchFunc(indptr[1:], first, func(e, t int64) int {
+		if e <= t {
+			return -1
+		}
+		return 1
+	})
+	return fmt.Errorf("%s: array indices[%d] = %d (an in-neighbour of node %d) is outside [0, %d); the file is corrupt (re-import or regenerate the dataset)",
+		dir, first, indices[first], v, n)
+}
+
+// Verify checks every edge (as Open does) and every feature value: NaN and
+// Inf are errors naming the node and column. It reads the whole dataset
+// (use it after copying one, or in 'graphmill data verify').
+func (d *Dataset) Verify(ctx context.Context) error {
+	g := d.Graph
+	if err := checkIndices(ctx, d.Dir, g.Indptr, g.Indices, g.NumNodes); err != nil {
+		return err
+	}
+	return d.checkFinite(ctx)
+}
+
+// checkFinite reports the first NaN or Inf feature value.
+func (d *Dataset) checkFinite(ctx context.Context) error {
+	a := d.FeatureArray
+	f := d.Meta.FeatureDim
+	if a == nil || f == 0 || d.Meta.NumNodes == 0 {
+		return nil
+	}
+	var nonFinite func(row int) int // first bad column of row, or -1
+	switch a.DType {
+	case npy.Float32:
+		x := d.Features
+		nonFinite = func(v int) int {
+			for j, b := range x[v*f : (v+1)*f] {
+				if math.Float32bits(b)>>23&0xff == 0xff {
+					return j
+				}
+			}
+			return -1
+		}
+	case npy.Float16, npy.Uint16:
+		x, _ := npy.View[uint16](a)
+		shift, mask := uint16(10), uint16(0x1f) // float16
+		if a.DType == npy.Uint16 {
+			shift, mask = 7, 0xff // bfloat16
+		}
+		nonFinite = func(v int) int {
+			for j, b := range x[v*f : (v+1)*f] {
+				if b>>shift&mask == mask {
+					return j
+				}
+			}
+			return -1
+		}
+	default:
+		return nil
+	}
+	type hit struct{ row, col int }
+	hits := make([]hit, par.Workers(0))
+	for i := range hits {
+		hits[i] = hit{-1, -1}
+	}
+	par.For(len(hits), d.Meta.NumNodes, func(w, lo, hi int) {
+		for v := lo; v < hi; v++ {
+			if v%65536 == 0 && ctx.Err() != nil {
+				return
+			}
+			if j := nonFinite(v); j >= 0 {
+				hits[w] = hit{v, j}
+				return
+			}
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, h := range hits {
+		if h.row >= 0 {
+			return fmt.Errorf("%s: array features[%d, %d] is NaN or Inf (node %d); training on it would give NaN losses", a.Path, h.row, h.col, h.row)
 		}
 	}
 	return nil

@@ -16,29 +16,48 @@ import (
 // fsyncs everything and renames the directory into place. Abort (or a
 // crash) leaves the destination as it was.
 type Writer struct {
-	dir, tmp  string
-	overwrite bool
-	arrays    map[string]ArrayMeta
-	done      bool
+	dir, tmp string
+	out      *atomicfile.Dir
+	arrays   map[string]ArrayMeta
+	done     bool
+}
+
+// DirKind says what a dataset writer may replace: a graphmill dataset
+// (meta.json of this format). An empty directory is always accepted.
+var DirKind = atomicfile.Kind{Name: "graphmill dataset", Is: IsDataset}
+
+// IsDataset reports whether dir holds a graphmill dataset's meta.json
+// (whatever the state of its arrays).
+func IsDataset(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return false
+	}
+	var m struct {
+		Format string `json:"format"`
+	}
+	return json.Unmarshal(b, &m) == nil && m.Format == FormatName
+}
+
+// CheckDest checks, before any work, that a dataset may be written at dir:
+// dir does not exist, is empty, or (with overwrite) holds a graphmill
+// dataset. A plain file or a folder of other files is refused, naming
+// what is there.
+func CheckDest(dir string, overwrite bool) error {
+	return atomicfile.CheckDest(filepath.Clean(dir), overwrite, DirKind)
 }
 
 // NewWriter starts writing a dataset that will appear at dir on Commit. If
-// dir exists, NewWriter fails unless overwrite is set, in which case Commit
-// replaces it.
+// dir exists, NewWriter fails unless it is empty or, with overwrite, a
+// graphmill dataset, which Commit replaces atomically. The writer holds
+// dir's lock until Commit or Abort, and first removes the temporaries that
+// killed writers of dir left behind.
 func NewWriter(dir string, overwrite bool) (*Writer, error) {
-	dir = filepath.Clean(dir)
-	if _, err := os.Stat(dir); err == nil && !overwrite {
-		return nil, fmt.Errorf("%s already exists (use --overwrite to replace it)", dir)
-	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	out, err := atomicfile.Begin(dir, overwrite, DirKind)
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{dir: dir, tmp: tmp, overwrite: overwrite, arrays: map[string]ArrayMeta{}}, nil
+	return &Writer{dir: out.Path, tmp: out.Tmp, out: out, arrays: map[string]ArrayMeta{}}, nil
 }
 
 // Create starts streaming the array called name (e.g. ArrayFeatures).
@@ -97,22 +116,14 @@ func (w *Writer) Commit(m Meta) error {
 		w.Abort()
 		return err
 	}
-	if err := atomicfile.SyncDir(w.tmp); err != nil {
-		w.Abort()
-		return err
-	}
 	w.done = true
-	if err := atomicfile.ReplaceDir(w.tmp, w.dir, w.overwrite); err != nil {
-		os.RemoveAll(w.tmp)
-		return err
-	}
-	return nil
+	return w.out.Commit()
 }
 
 // Abort discards everything written so far.
 func (w *Writer) Abort() {
 	if !w.done {
 		w.done = true
-		os.RemoveAll(w.tmp)
+		w.out.Abort()
 	}
 }

@@ -2,9 +2,9 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
-
 	"runtime/debug"
 	"time"
 
@@ -288,9 +288,39 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	var trainSecs, sampleS, gatherS, computeS, waitS float64
 	seeds := 0
 	epochs := 0
+	finalize := func() *Result {
+		if bestModel != nil {
+			model = bestModel
+		}
+		s := &res.Summary
+		s.Epochs = epochs
+		if epochs > 0 {
+			s.EpochSeconds = trainSecs / float64(epochs)
+			s.SampleSeconds, s.GatherSeconds = sampleS/float64(epochs), gatherS/float64(epochs)
+			s.ComputeSeconds, s.WaitSeconds = computeS/float64(epochs), waitS/float64(epochs)
+			s.SeedsPerSecond = float64(seeds) / trainSecs
+		}
+		s.TotalSeconds = time.Since(start).Seconds()
+		if st := r.owned; st != nil {
+			s.FeatureDType = st.DType().String()
+			if cs := st.CacheStats(); cs.Rows > 0 {
+				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
+			}
+		}
+		res.Model = model
+		return res
+	}
+	// interrupted returns the result so far when err is the context's
+	// cancellation, and err alone otherwise.
+	interrupted := func(err error) (*Result, error) {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, epochs, cerr)
+		}
+		return nil, err
+	}
 	for epoch := 0; epoch < cfg.Epochs; epoch++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return interrupted(err)
 		}
 		lr := cfg.Schedule.LR(epoch)
 		if cfg.Schedule.Base == 0 {
@@ -302,7 +332,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		r.heapPeak = memstat.HeapInUse()
 		st, err := step.epoch(ctx, epoch)
 		if err != nil {
-			return nil, err
+			return interrupted(err)
 		}
 		st.PeakHeapBytes, st.PeakRSSBytes = r.heapPeak, memstat.Peak()
 		res.Summary.PeakHeapBytes = max(res.Summary.PeakHeapBytes, st.PeakHeapBytes)
@@ -322,7 +352,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		// alongside this epoch: account for it first.
 		if pending != nil {
 			if err := finish(pending, pendingStats); err != nil {
-				return nil, err
+				return interrupted(err)
 			}
 			pending, pendingStats = nil, nil
 		}
@@ -341,7 +371,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			} else {
 				run()
 				if err := finish(j, &stc); err != nil {
-					return nil, err
+					return interrupted(err)
 				}
 			}
 		} else {
@@ -357,28 +387,17 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	}
 	if pending != nil {
 		if err := finish(pending, pendingStats); err != nil {
-			return nil, err
+			return interrupted(err)
 		}
 	}
-	if bestModel != nil {
-		model = bestModel
-	}
-	s := &res.Summary
-	s.Epochs = epochs
-	s.EpochSeconds = trainSecs / float64(epochs)
-	s.SampleSeconds, s.GatherSeconds = sampleS/float64(epochs), gatherS/float64(epochs)
-	s.ComputeSeconds, s.WaitSeconds = computeS/float64(epochs), waitS/float64(epochs)
-	s.SeedsPerSecond = float64(seeds) / trainSecs
-	s.TotalSeconds = time.Since(start).Seconds()
-	if st := r.owned; st != nil {
-		s.FeatureDType = st.DType().String()
-		if cs := st.CacheStats(); cs.Rows > 0 {
-			s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
-		}
-	}
-	res.Model = model
-	return res, nil
+	return finalize(), nil
 }
+
+// ErrInterrupted wraps the context's error when Run stops early because
+// its context was cancelled (Ctrl-C): Run then also returns the result so
+// far, with the best model evaluated until then (or the current weights if
+// none was evaluated), so that the caller can still save it.
+var ErrInterrupted = errors.New("training interrupted")
 
 // cloneModel returns a copy of m's weights in a new model (the snapshot an
 // evaluation uses while training goes on).

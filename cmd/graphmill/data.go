@@ -105,6 +105,9 @@ seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 			if out == "" {
 				return fmt.Errorf("--out DIR is required")
 			}
+			if err := dataset.CheckDest(out, overwrite); err != nil {
+				return err
+			}
 			cfg.Nodes, cfg.Edges = int(n), m
 			bar := cli.NewBar(n, "generating")
 			if !quiet {
@@ -140,7 +143,7 @@ seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 	f.IntVar(&cfg.Workers, "workers", 0, "generator goroutines (0 = all cores)")
 	f.StringVar(&cfg.Name, "name", "synthetic", "dataset name stored in meta.json")
 	f.StringVar(&out, "out", "", "output dataset directory (required)")
-	f.BoolVar(&overwrite, "overwrite", false, "replace an existing dataset at --out (atomically)")
+	f.BoolVar(&overwrite, "overwrite", false, "replace an existing graphmill dataset at --out (atomically); anything else there is refused")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
 	return c
 }

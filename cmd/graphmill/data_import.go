@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ The output is written atomically: a failed import leaves nothing (or the old dat
 	fl.StringVar(&f.src, "src", "", "source file or directory (required)")
 	fl.StringVar(&f.name, "name", "", "dataset name (planetoid: which dataset in --src; others: stored in meta.json; default from --src)")
 	fl.StringVar(&f.out, "out", "", "output dataset directory (required)")
-	fl.BoolVar(&f.overwrite, "overwrite", false, "replace an existing dataset at --out (atomically)")
+	fl.BoolVar(&f.overwrite, "overwrite", false, "replace an existing graphmill dataset at --out (atomically); anything else there is refused")
 	fl.BoolVar(&f.symmetrize, "symmetrize", false, "add the reverse of every edge (overrides the format's default)")
 	fl.BoolVar(&f.dedup, "dedup", false, "remove duplicate edges (overrides the format's default)")
 	fl.StringVar(&f.selfLoops, "self-loops", "", "self-loop policy: keep, remove or add (overrides the format's default)")
@@ -84,11 +85,19 @@ func runImport(cmd *cobra.Command, f *importFlags) error {
 	if f.format == "" || f.src == "" || f.out == "" {
 		return fmt.Errorf("--format, --src and --out are required (see 'graphmill data import --help')")
 	}
+	// Checked before reading the input, which can take minutes.
+	if err := dataset.CheckDest(f.out, f.overwrite); err != nil {
+		return err
+	}
 	var raw *dataset.Raw
 	err := cli.Step(fmt.Sprintf("read %s (%s)", filepath.Base(f.src), f.format), func() error {
-		var err error
-		raw, err = readSource(f)
-		return err
+		// The parsers take no context: on Ctrl-C the command returns at
+		// once and the process exits (nothing has been written yet).
+		return untilDone(cmd.Context(), func() error {
+			var err error
+			raw, err = readSource(f)
+			return err
+		})
 	})
 	if err != nil {
 		return err
@@ -194,4 +203,18 @@ func parseRelabel(s string) (importer.Relabel, error) {
 		return importer.RelabelNever, nil
 	}
 	return 0, fmt.Errorf("--relabel %q: want auto, always or never", s)
+}
+
+// untilDone runs fn and returns its error, or ctx's error as soon as ctx is
+// done (fn then goes on in the background until the process exits: only
+// for work that writes nothing).
+func untilDone(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

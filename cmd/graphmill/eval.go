@@ -1,8 +1,8 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -68,11 +68,19 @@ func newPredictCmd() *cobra.Command {
 		Long: `Run a saved model on every node and write, into --out:
   predictions.npy    int32 [num_nodes]              the predicted class of each node
   probabilities.npy  float32 [num_nodes, classes]   softmax class probabilities
-Each file is written atomically.`,
+  predictions.json   what was run (model, dataset, counts)
+The three are written together: into a temporary folder swapped with --out in
+one step, so --out never holds files of two different runs. --out must be new,
+empty, or an earlier predict output (which is replaced); anything else is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if load == "" || out == "" {
 				return fmt.Errorf("--load and --out are required")
+			}
+			// Checked before the model runs: --out may only be new, empty or
+			// an earlier predict output.
+			if err := atomicfile.CheckDest(filepath.Clean(out), true, predictionsKind); err != nil {
+				return err
 			}
 			d, r, m, err := openCheckpoint(cmd, ds, load, batch, maxMem)
 			if err != nil {
@@ -94,13 +102,8 @@ Each file is written atomically.`,
 			for i, v := range probs.Data {
 				probs.Data[i] = float32(math.Exp(float64(v)))
 			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return err
-			}
-			if err := writeNpyAtomic(filepath.Join(out, "predictions.npy"), pred); err != nil {
-				return err
-			}
-			if err := writeNpyAtomic(filepath.Join(out, "probabilities.npy"), probs.Data, probs.Rows, probs.Cols); err != nil {
+			manifest := predictionsManifest{Format: predictionsFormat, Model: load, Dataset: d.Dir, NumNodes: logits.Rows, NumClasses: logits.Cols}
+			if err := writePredictions(out, manifest, pred, probs.Data); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/predictions.npy and probabilities.npy for %d nodes\n", out, logits.Rows)
@@ -133,19 +136,55 @@ func openCheckpoint(cmd *cobra.Command, ds, load string, batch int, maxMem strin
 	return d, r, m, nil
 }
 
-func writeNpyAtomic[T npy.Elem](path string, data []T, shape ...int) error {
-	if shape == nil {
-		shape = []int{len(data)}
+const predictionsFormat = "graphmill-predictions"
+
+// predictionsManifest is predictions.json, which marks a predict output.
+type predictionsManifest struct {
+	Format     string `json:"format"`
+	Model      string `json:"model"`
+	Dataset    string `json:"dataset"`
+	NumNodes   int    `json:"num_nodes"`
+	NumClasses int    `json:"num_classes"`
+}
+
+// predictionsKind recognises an earlier predict output: predictions.json
+// of this format, or (written by older versions) a folder holding only
+// predictions.npy and probabilities.npy.
+var predictionsKind = atomicfile.Kind{Name: "graphmill predictions folder", Is: func(dir string) bool {
+	if b, err := os.ReadFile(filepath.Join(dir, "predictions.json")); err == nil {
+		var m predictionsManifest
+		return json.Unmarshal(b, &m) == nil && m.Format == predictionsFormat
 	}
-	hdr, err := npy.EncodeHeader(npy.DTypeOf[T](), shape)
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	for _, e := range ents {
+		if n := e.Name(); n != "predictions.npy" && n != "probabilities.npy" {
+			return false
+		}
+	}
+	return true
+}}
+
+// writePredictions writes the three output files into a temporary folder
+// and swaps it with dir atomically: a failure (a full disk) leaves the
+// previous output whole.
+func writePredictions(dir string, m predictionsManifest, pred []int32, probs []float32) error {
+	o, err := atomicfile.Begin(dir, true, predictionsKind)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(path, func(w io.Writer) error {
-		if _, err := w.Write(hdr); err != nil {
-			return err
-		}
-		_, err := w.Write(npy.AsBytes(data))
-		return err
-	})
+	defer o.Abort()
+	if err := npy.WriteFile(filepath.Join(o.Tmp, "predictions.npy"), pred, m.NumNodes); err != nil {
+		return fmt.Errorf("writing %s/predictions.npy: %w", dir, err)
+	}
+	if err := npy.WriteFile(filepath.Join(o.Tmp, "probabilities.npy"), probs, m.NumNodes, m.NumClasses); err != nil {
+		return fmt.Errorf("writing %s/probabilities.npy: %w", dir, err)
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := atomicfile.WriteSynced(filepath.Join(o.Tmp, "predictions.json"), append(b, '\n')); err != nil {
+		return fmt.Errorf("writing %s/predictions.json: %w", dir, err)
+	}
+	return o.Commit()
 }

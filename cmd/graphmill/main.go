@@ -4,12 +4,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/internal/atomicfile"
+	"github.com/graphmill/graphmill/internal/cli"
 )
 
 // rootCmd is the top of the command tree. Each sub-command lives in its own
@@ -22,6 +27,7 @@ var rootCmd = &cobra.Command{
 partitions them, and trains GNNs (GCN, GraphSAGE, GAT, APPNP) on CPUs: full-graph, on sampled
 minibatches, or with GNNAutoScale's historical embeddings, under an optional memory bound.
 "graphmill train" with no flags trains a GCN on the built-in Cora.`,
+	Version:       versionString(),
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }
@@ -34,21 +40,58 @@ var benchCmd = &cobra.Command{
 
 func init() {
 	rootCmd.AddCommand(benchCmd)
+	rootCmd.SetVersionTemplate("{{.Version}}\n")
+	atomicfile.OnLockWait = func(path, lock string) {
+		fmt.Fprintf(cli.Stderr, "waiting for another graphmill writing %s (lock %s)\n", path, lock)
+	}
+}
+
+// caught is the first signal received (nil while none).
+var caught atomic.Value
+
+// signalContext returns a context cancelled by the first SIGINT or
+// SIGTERM: commands stop at their next check (training at the end of the
+// step, saving what it has), writers remove their temporary files. A
+// second signal removes every temporary file still being written and
+// exits at once.
+func signalContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		caught.Store(s)
+		fmt.Fprintf(os.Stderr, "\ngraphmill: %v: stopping (send it again to quit at once)\n", s)
+		cancel()
+		s = <-sigs
+		atomicfile.CleanupTemps()
+		fmt.Fprintf(os.Stderr, "graphmill: %v again: quit, temporary files removed\n", s)
+		os.Exit(exitCode(s))
+	}()
+	return ctx
+}
+
+// exitCode is the shell's convention for a process ended by signal s.
+func exitCode(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 130
 }
 
 // main runs the command with a context that an interrupt (Ctrl-C) or
-// SIGTERM cancels, so long operations stop cleanly and atomic writes leave
-// no partial output; a second interrupt kills the process.
+// SIGTERM cancels (signalContext), so long operations stop cleanly and
+// atomic writes leave no partial output.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ctx.Done()
-		stop() // the next signal gets the default behaviour
-	}()
-	err := rootCmd.ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "graphmill:", err)
-		os.Exit(1)
+	err := rootCmd.ExecuteContext(signalContext())
+	if err == nil {
+		return
 	}
+	if s, ok := caught.Load().(os.Signal); ok && errors.Is(err, context.Canceled) {
+		atomicfile.CleanupTemps()
+		fmt.Fprintf(os.Stderr, "graphmill: interrupted (%v): %v\n", s, err)
+		os.Exit(exitCode(s))
+	}
+	fmt.Fprintln(os.Stderr, "graphmill:", err)
+	os.Exit(1)
 }

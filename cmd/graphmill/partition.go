@@ -2,13 +2,14 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
+	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/partition"
@@ -52,8 +53,8 @@ streaming), random (baseline).`,
 			if err != nil {
 				return err
 			}
-			if _, err := os.Stat(out); err == nil && !overwrite {
-				return fmt.Errorf("%s already exists (use --overwrite to replace it)", out)
+			if err := atomicfile.CheckDest(filepath.Clean(out), overwrite, parts.DirKind); err != nil {
+				return err
 			}
 			d, err := builtin.Open(ctx, args[0])
 			if err != nil {
@@ -110,7 +111,7 @@ streaming), random (baseline).`,
 	f.BoolVar(&balanceEdge, "balance-edges", false, "also balance the number of edges (in-degrees) per part")
 	f.StringVarP(&out, "out", "o", "", "output directory (written atomically)")
 	f.Uint64Var(&seed, "seed", 1, "random seed (same seed, same partition)")
-	f.BoolVar(&overwrite, "overwrite", false, "replace --out if it exists")
+	f.BoolVar(&overwrite, "overwrite", false, "replace --out if it holds a partitioned dataset (anything else there is refused)")
 	f.BoolVar(&asJSON, "json", false, "print the partition book as JSON")
 	f.IntVar(&workers, "workers", 0, "goroutines to use (0: all cores)")
 	_ = c.MarkFlagRequired("parts")

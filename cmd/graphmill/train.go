@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -240,9 +243,31 @@ func parseMaxMemory(s string) (int64, error) {
 	return n, nil
 }
 
+// checkOutputs checks --save, --metrics-out and --plot before any work, so
+// that a bad path or format fails in milliseconds, not after training.
+func checkOutputs(f *trainFlags) error {
+	for _, o := range []struct{ flag, path string }{{"--save", f.save}, {"--metrics-out", f.metricsOut}, {"--plot", f.plotOut}} {
+		if o.path == "" {
+			continue
+		}
+		if o.flag == "--plot" {
+			if _, err := curves.Format(o.path); err != nil {
+				return fmt.Errorf("--plot: %w", err)
+			}
+		}
+		if err := atomicfile.CheckWritable(o.path); err != nil {
+			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
+		}
+	}
+	return nil
+}
+
 func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	cfg, err := buildConfig(cmd, f)
 	if err != nil {
+		return err
+	}
+	if err := checkOutputs(f); err != nil {
 		return err
 	}
 	ds, err := builtin.Open(cmd.Context(), f.dataset)
@@ -309,10 +334,67 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	if bar != nil {
 		bar.Finish()
 	}
-	if err != nil {
+	// Interrupted (Ctrl-C, SIGTERM): report and write what there is, then
+	// return the error so that the process exits with the signal's status.
+	stopped := err
+	if err != nil && !(errors.Is(err, train.ErrInterrupted) && res != nil) {
 		return err
 	}
+	if stopped != nil {
+		fmt.Fprintf(out, "interrupted after %d epochs: keeping the best model so far\n", res.Summary.Epochs)
+	}
 	printSummary2(out, res.Summary)
+	// The model first: it is what a failed write would lose.
+	if f.save != "" {
+		meta := map[string]string{
+			"dataset":            ds.Meta.Name,
+			"normalize_features": strconv.FormatBool(cfg.NormalizeFeatures),
+			"best_val_acc":       strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64),
+			"test_acc":           strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64),
+		}
+		if err := saveModel(out, res.Model, f.save, meta); err != nil {
+			return err
+		}
+	}
+	if err := writeOutputs(out, f, cfg, ds.Meta.Name, res); err != nil {
+		return err
+	}
+	return stopped
+}
+
+// saveModel saves m to path; if that fails (a full disk, a folder removed
+// meanwhile) it saves it to a fallback location and says where, so that
+// the training is not lost, and still returns the error.
+func saveModel(out io.Writer, m *nn.Model, path string, meta map[string]string) error {
+	err := m.Save(path, meta)
+	if err == nil {
+		fmt.Fprintf(out, "model saved to %s (%d parameters)\n", path, m.NumParams())
+		return nil
+	}
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	name := fmt.Sprintf("%s.rescued-%d.safetensors", base, os.Getpid())
+	var dirs []string
+	if wd, werr := os.Getwd(); werr == nil {
+		dirs = append(dirs, wd)
+	}
+	dirs = append(dirs, os.TempDir())
+	if home, herr := os.UserHomeDir(); herr == nil {
+		dirs = append(dirs, home)
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if filepath.Clean(p) == filepath.Clean(path) {
+			continue
+		}
+		if m.Save(p, meta) == nil {
+			return fmt.Errorf("saving the model to %s: %w; it was saved to %s instead", path, err, p)
+		}
+	}
+	return fmt.Errorf("saving the model to %s: %w (and to %s in %s: the model is lost)", path, err, name, strings.Join(dirs, ", "))
+}
+
+// writeOutputs writes --metrics-out and --plot.
+func writeOutputs(out io.Writer, f *trainFlags, cfg train.Config, dsName string, res *train.Result) error {
 	if f.metricsOut != "" {
 		if err := writeMetrics(f.metricsOut, cfg, res); err != nil {
 			return err
@@ -324,23 +406,11 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 		for i, h := range res.History {
 			pts[i] = curves.Point{Epoch: h.Epoch, Loss: h.Loss, TrainAcc: h.TrainAcc, ValAcc: orNaN(h.ValAcc), TestAcc: orNaN(h.TestAcc)}
 		}
-		title := fmt.Sprintf("%s on %s (%s): test acc %.2f%%", cfg.Model.Kind, ds.Meta.Name, cfg.Mode, 100*res.Summary.TestAcc)
+		title := fmt.Sprintf("%s on %s (%s): test acc %.2f%%", cfg.Model.Kind, dsName, cfg.Mode, 100*res.Summary.TestAcc)
 		if err := curves.Write(f.plotOut, title, pts); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "curves drawn to %s\n", f.plotOut)
-	}
-	if f.save != "" {
-		meta := map[string]string{
-			"dataset":            ds.Meta.Name,
-			"normalize_features": strconv.FormatBool(cfg.NormalizeFeatures),
-			"best_val_acc":       strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64),
-			"test_acc":           strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64),
-		}
-		if err := res.Model.Save(f.save, meta); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "model saved to %s (%d parameters)\n", f.save, res.Model.NumParams())
 	}
 	return nil
 }
@@ -363,7 +433,7 @@ func printSummary2(w io.Writer, s train.Summary) {
 		stop = ", stopped early"
 	}
 	if s.BestEpoch < 0 {
-		fmt.Fprintf(w, "%d epochs, not evaluated (--no-eval)\n", s.Epochs)
+		fmt.Fprintf(w, "%d epochs, not evaluated\n", s.Epochs)
 	} else {
 		fmt.Fprintf(w, "best validation accuracy %.2f%% at epoch %d (%d epochs%s)\n", 100*s.BestValAcc, s.BestEpoch, s.Epochs, stop)
 		fmt.Fprintf(w, "test accuracy %.2f%%\n", 100*s.TestAcc)

@@ -46,24 +46,14 @@ func Write(ctx context.Context, d *dataset.Dataset, assign []int32, k int, dir s
 			return nil, fmt.Errorf("parts: node %d is in part %d, outside [0, %d)", v, p, k)
 		}
 	}
-	dir = filepath.Clean(dir)
-	if _, err := os.Stat(dir); err == nil && !opts.Overwrite {
-		return nil, fmt.Errorf("%s already exists (use --overwrite to replace it)", dir)
-	}
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	// Begin locks dir, removes killed writers' leftovers and refuses to
+	// replace anything but a partitioned dataset or an empty folder.
+	outDir, err := atomicfile.Begin(dir, opts.Overwrite, DirKind)
 	if err != nil {
 		return nil, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			os.RemoveAll(tmp)
-		}
-	}()
+	defer outDir.Abort()
+	tmp := outDir.Tmp
 
 	order, offsets := Reorder(assign, k)
 	newIDs := Inverse(order)
@@ -115,15 +105,25 @@ func Write(ctx context.Context, d *dataset.Dataset, assign []int32, k int, dir s
 	if err := atomicfile.WriteSynced(filepath.Join(tmp, BookFile), append(b, '\n')); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.SyncDir(tmp); err != nil {
+	if err := outDir.Commit(); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.ReplaceDir(tmp, dir, opts.Overwrite); err != nil {
-		return nil, err
-	}
-	committed = true
 	return book, nil
 }
+
+// DirKind says what Write may replace with overwrite: a partitioned
+// dataset (a partition.json of this format). An empty folder is always
+// accepted.
+var DirKind = atomicfile.Kind{Name: "graphmill partitioned dataset", Is: func(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, BookFile))
+	if err != nil {
+		return false
+	}
+	var bk struct {
+		Format string `json:"format"`
+	}
+	return json.Unmarshal(b, &bk) == nil && bk.Format == BookFormat
+}}
 
 // Reorder returns the node numbering of a partitioned dataset: order[r] is
 // the original id of reordered id r, with the nodes of part p (in

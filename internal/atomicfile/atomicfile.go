@@ -2,23 +2,92 @@
 // either the previous version or the new one, never a mixture: content is
 // written to a temporary sibling, fsynced, and renamed into place, and the
 // parent directory is fsynced after the rename.
+//
+// Temporary names carry the writer's process id (".NAME.tmp-PID-RANDOM"),
+// so that a later writer can remove what a killed one left behind
+// (RemoveStale); the temporaries of a running process are registered so
+// that a signal handler can remove them (CleanupTemps). Files and
+// directories are created with the modes the umask allows (0666 and 0777
+// masked), like any Unix tool.
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 )
+
+// FileMode is the mode new files get: 0666 less the process's umask.
+func FileMode() os.FileMode { return 0o666 &^ umask() }
+
+// DirMode is the mode new directories get: 0777 less the process's umask.
+func DirMode() os.FileMode { return 0o777 &^ umask() }
+
+// TempPrefix is the prefix of the temporary siblings of path written by
+// this process: ".NAME.tmp-PID-".
+func TempPrefix(path string) string {
+	return "." + filepath.Base(path) + ".tmp-" + strconv.Itoa(os.Getpid()) + "-"
+}
+
+// temps registers the temporaries this process is writing.
+var temps = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+func register(p string) {
+	temps.Lock()
+	temps.m[p] = true
+	temps.Unlock()
+}
+
+func unregister(p string) {
+	temps.Lock()
+	delete(temps.m, p)
+	temps.Unlock()
+}
+
+// CleanupTemps removes every temporary file or directory this process is
+// writing and returns their paths. It is for signal handlers, just before
+// the process exits: the writers themselves are not told.
+func CleanupTemps() []string {
+	temps.Lock()
+	defer temps.Unlock()
+	var out []string
+	for p := range temps.m {
+		os.RemoveAll(p)
+		out = append(out, p)
+		delete(temps.m, p)
+	}
+	return out
+}
 
 // Write creates path with the content write produces, atomically.
 func Write(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("cannot write %s: folder %s does not exist", path, dir)
 	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	werr := write(tmp)
+	RemoveStale(path)
+	tmp, err := os.CreateTemp(dir, TempPrefix(path))
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
+	}
+	register(tmp.Name())
+	defer func() {
+		os.Remove(tmp.Name()) // a no-op after the rename
+		unregister(tmp.Name())
+	}()
+	werr := tmp.Chmod(FileMode())
+	if werr == nil {
+		werr = write(tmp)
+	}
 	if werr == nil {
 		werr = tmp.Sync()
 	}
@@ -26,12 +95,26 @@ func Write(path string, write func(io.Writer) error) error {
 		werr = cerr
 	}
 	if werr != nil {
-		return fmt.Errorf("writing %s: %w", path, werr)
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(werr))
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
 	}
-	return SyncDir(filepath.Dir(path))
+	return SyncDir(dir)
+}
+
+// unwrapPath drops the temporary file's name from an *fs.PathError, so
+// that the error names the destination only.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // WriteBytes is Write for a byte slice.
@@ -45,7 +128,7 @@ func WriteBytes(path string, b []byte) error {
 // WriteSynced creates (or truncates) path with b and fsyncs it, without the
 // rename: for files inside a temporary directory that is itself renamed.
 func WriteSynced(path string, b []byte) error {
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
 	if err != nil {
 		return err
 	}
@@ -70,32 +153,74 @@ func SyncDir(dir string) error {
 	return d.Sync()
 }
 
-// ReplaceDir renames the complete directory tmp to dir. An existing dir
-// (allowed only with overwrite) is moved aside first and deleted after, so
-// a complete directory exists at one of the two names at every instant. On
-// failure tmp is left for the caller to remove.
-func ReplaceDir(tmp, dir string, overwrite bool) error {
-	var old string
-	if _, err := os.Stat(dir); err == nil {
-		if !overwrite {
-			return fmt.Errorf("%s appeared while writing; not replacing it", dir)
+// CheckWritable checks, before any work is done, that a file can be
+// created at path: its folder exists and accepts new files, and path is
+// not a directory. It creates and removes a temporary file to be sure.
+func CheckWritable(path string) error {
+	if path == "" {
+		return errors.New("empty path")
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("folder %s does not exist", dir)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a folder", dir)
+	}
+	f, err := os.CreateTemp(dir, TempPrefix(path))
+	if err != nil {
+		return fmt.Errorf("cannot create files in %s: %w", dir, unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// RemoveStale removes the temporary siblings of path (".NAME.tmp-PID-*",
+// files or directories, including ".old" leftovers) whose writing process
+// is no longer running, and returns what it removed. It never touches the
+// temporaries of a live process.
+func RemoveStale(path string) []string {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	prefix := "." + base + ".tmp-"
+	var removed []string
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, prefix) {
+			continue
 		}
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return err
+		pid := tempPID(name[len(prefix):])
+		if pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if os.RemoveAll(p) == nil {
+			removed = append(removed, p)
 		}
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
-		}
-		return err
+	return removed
+}
+
+// tempPID parses the "PID-" that starts a temporary name's suffix (0 if it
+// has none, as the temporaries of older graphmill versions).
+func tempPID(s string) int {
+	i := strings.IndexByte(s, '-')
+	if i <= 0 {
+		return 0
 	}
-	if err := SyncDir(filepath.Dir(dir)); err != nil {
-		return err
+	pid, err := strconv.Atoi(s[:i])
+	if err != nil {
+		return 0
 	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
+	return pid
 }

@@ -25,17 +25,27 @@ type Point struct {
 	TrainAcc, ValAcc, TestAcc float64
 }
 
+// Format returns the image format of path from its extension (png, svg or
+// pdf), or an error naming the extensions supported: a check that can run
+// before the curves exist.
+func Format(path string) (string, error) {
+	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	switch ext {
+	case "png", "svg", "pdf":
+		return ext, nil
+	}
+	return "", fmt.Errorf("plot %s: unsupported extension %q (use .png, .svg or .pdf)", path, ext)
+}
+
 // Write draws two panels, loss on top and accuracies below, into path; the
 // format follows the extension (.png, .svg, .pdf).
 func Write(path, title string, pts []Point) error {
 	if len(pts) == 0 {
 		return fmt.Errorf("plot: no epochs to draw")
 	}
-	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
-	switch ext {
-	case "png", "svg", "pdf":
-	default:
-		return fmt.Errorf("plot %s: unsupported extension %q (use .png, .svg or .pdf)", path, ext)
+	ext, err := Format(path)
+	if err != nil {
+		return err
 	}
 	loss := plot.New()
 	loss.Title.Text = title

@@ -1,0 +1,217 @@
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Dir is an output directory being written atomically: the content goes
+// into Tmp, a temporary sibling of Path, and Commit swaps it into place.
+// While a Dir is open it holds Path's lock file (".NAME.lock" beside it),
+// so concurrent writers of one path run one after another.
+type Dir struct {
+	// Path is the destination; Tmp the temporary directory to fill.
+	Path, Tmp string
+	lock      *lockFile
+	done      bool
+}
+
+// Kind describes what a writer produces, to decide what it may replace.
+type Kind struct {
+	// Name is what the writer produces, for messages ("graphmill dataset").
+	Name string
+	// Is reports whether dir holds such a thing (and so may be replaced
+	// with overwrite).
+	Is func(dir string) bool
+}
+
+// OnLockWait, if set, is called when Begin finds another process writing
+// the same destination and starts waiting for it.
+var OnLockWait func(path, lockPath string)
+
+// CheckDest checks, before any work is done, that path may receive a
+// directory of kind k: it does not exist, is an empty directory, or - with
+// overwrite - holds a k. Anything else (a plain file, a folder of other
+// files) is refused with an error naming what is there.
+func CheckDest(path string, overwrite bool, k Kind) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		parent := filepath.Dir(path)
+		if pst, err := os.Stat(parent); err == nil && !pst.IsDir() {
+			return fmt.Errorf("cannot create %s: %s is not a folder", path, parent)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s exists and is a file, not a %s; not replacing it (choose another --out, or remove it yourself)", path, k.Name)
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	if len(ents) == 0 {
+		return nil
+	}
+	if k.Is != nil && k.Is(path) {
+		if !overwrite {
+			return fmt.Errorf("%s already exists (use --overwrite to replace it)", path)
+		}
+		return nil
+	}
+	names := make([]string, 0, 3)
+	for i, e := range ents {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("... %d entries in all", len(ents)))
+			break
+		}
+		names = append(names, e.Name())
+	}
+	return fmt.Errorf("%s exists and is not a %s (it holds %s); not replacing it, even with --overwrite (choose another --out, or remove it yourself)",
+		path, k.Name, strings.Join(names, ", "))
+}
+
+// Begin starts writing a directory of kind k at path. It takes path's lock
+// (waiting for a concurrent writer), finishes or undoes a swap that a
+// killed writer left half done, removes the temporaries of dead writers,
+// checks the destination (CheckDest), and creates the temporary directory.
+func Begin(path string, overwrite bool, k Kind) (_ *Dir, err error) {
+	path = filepath.Clean(path)
+	parent := filepath.Dir(path)
+	if err := os.MkdirAll(parent, 0o777); err != nil {
+		return nil, err
+	}
+	lk, err := lock(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lk.unlock()
+		}
+	}()
+	// Holding the lock, every temporary of path belongs to a dead writer
+	// (or to a live one of an older version, which RemoveStale skips).
+	recoverSwap(path)
+	RemoveStale(path)
+	if err := CheckDest(path, overwrite, k); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(parent, TempPrefix(path))
+	if err != nil {
+		return nil, err
+	}
+	register(tmp)
+	if err := os.Chmod(tmp, DirMode()); err != nil {
+		os.RemoveAll(tmp)
+		unregister(tmp)
+		return nil, err
+	}
+	return &Dir{Path: path, Tmp: tmp, lock: lk}, nil
+}
+
+// Commit fsyncs the temporary directory and swaps it into place: with an
+// atomic exchange where the system has one (Linux renameat2
+// RENAME_EXCHANGE), so a complete directory is at Path at every instant,
+// and the previous content, now at the temporary name, is deleted after.
+func (d *Dir) Commit() error {
+	if d.done {
+		return fmt.Errorf("%s: already committed or aborted", d.Path)
+	}
+	defer d.Abort()
+	if err := SyncDir(d.Tmp); err != nil {
+		return err
+	}
+	// Re-check: something foreign may have appeared at Path meanwhile.
+	if st, err := os.Lstat(d.Path); err == nil && !st.IsDir() {
+		return fmt.Errorf("%s became a file while writing; not replacing it", d.Path)
+	}
+	if err := swap(d.Tmp, d.Path); err != nil {
+		return fmt.Errorf("moving the new %s into place: %w", d.Path, err)
+	}
+	if err := SyncDir(filepath.Dir(d.Path)); err != nil {
+		return err
+	}
+	return nil // Abort removes d.Tmp, which now holds the old content (if any)
+}
+
+// Abort removes the temporary directory (after Commit: the previous
+// content) and releases the lock. It may be called more than once.
+func (d *Dir) Abort() {
+	if d.done {
+		return
+	}
+	d.done = true
+	os.RemoveAll(d.Tmp)
+	unregister(d.Tmp)
+	d.lock.unlock()
+}
+
+// swap moves tmp to path, exchanging the two atomically if path exists.
+func swap(tmp, path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return renameNoReplace(tmp, path)
+	}
+	err := exchange(tmp, path)
+	if !errors.Is(err, errNoExchange) {
+		return err
+	}
+	// No atomic exchange: move the old directory aside first. A crash
+	// between the two renames leaves it at "TMP.old", which the next
+	// writer of path puts back (recoverSwap).
+	old := tmp + ".old"
+	if err := os.Rename(path, old); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Rename(old, path)
+		return err
+	}
+	return os.Rename(old, tmp) // Abort deletes it with the temporary
+}
+
+// recoverSwap puts back a previous directory left at ".NAME.tmp-*.old" by
+// a writer killed between the two renames of a non-atomic swap (path
+// missing). Called holding path's lock.
+func recoverSwap(path string) {
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	olds, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*.old"))
+	for _, old := range olds {
+		if st, err := os.Stat(old); err == nil && st.IsDir() {
+			if os.Rename(old, path) == nil {
+				SyncDir(filepath.Dir(path))
+				return
+			}
+		}
+	}
+}
+
+func globEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(s)
+}
+
+// ReplaceDir renames the complete directory tmp to dir, exchanging it
+// atomically with an existing dir (allowed only with overwrite), whose
+// content is then deleted. On failure tmp is left for the caller to
+// remove. Prefer Begin and Commit, which also lock, clean up and refuse
+// to replace what another program wrote.
+func ReplaceDir(tmp, dir string, overwrite bool) error {
+	if _, err := os.Stat(dir); err == nil && !overwrite {
+		return fmt.Errorf("%s appeared while writing; not replacing it", dir)
+	}
+	if err := swap(tmp, dir); err != nil {
+		return err
+	}
+	if err := SyncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return os.RemoveAll(tmp)
+}
