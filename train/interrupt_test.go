@@ -30,7 +30,7 @@ func TestRunInterruptedKeepsBestModel(t *testing.T) {
 					cancel()
 				}
 			}}
-			r, err := NewRunner(d, cfg, hooks)
+			r, err := NewRunner(d, cfg, hooks, withTestParts)
 			if err != nil {
 				t.Fatal(err)
 			}
