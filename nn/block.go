@@ -15,6 +15,7 @@
 //	deg := ... // every node's in-degree in the full graph as float32 (GCN, APPNP; nil otherwise)
 //	m, err := nn.NewModel(nn.Config{Kind: nn.SAGE, In: 1433, Hidden: 256, Out: 7, Layers: 2, Dropout: 0.5}, deg)
 //	opt, err := nn.NewOptimizer(nn.OptimConfig{Name: "adam", LR: 0.01})
+//	autograd.ZeroGrad(m.Params()...) // gradients accumulate until zeroed
 //	tp := autograd.NewTape()
 //	logits := m.Forward(tp, blocks, tp.Const(x), true, seed)
 //	loss := tp.CrossEntropy(logits, labels)

@@ -87,10 +87,15 @@ func run(workers int, d time.Duration, step func(w int, r *rng.Rand) (ops int64,
 		r := rng.New(rng.Derive(0x5eed, uint64(w)))
 		var s uint64
 		var ops int64
-		for time.Now().Before(deadline) {
+		// At least one step, even when the worker starts after the
+		// deadline on a loaded machine (else it would report no work).
+		for {
 			n, x := step(w, r)
 			ops += n
 			s += x
+			if !time.Now().Before(deadline) {
+				break
+			}
 		}
 		sinkMu.Lock()
 		sink += s
