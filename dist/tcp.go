@@ -845,4 +845,3 @@ func ranksString(r []int) string {
 	}
 	return strings.Join(s, ", ")
 }
-
