@@ -75,6 +75,9 @@ type Config struct {
 	Seed uint64 `json:"seed"`
 	// Threads bounds the kernels' goroutines (0: all cores).
 	Threads int `json:"threads"`
+	// Parallel, when set with more than one rank, trains data-parallel
+	// (sampled mode): BatchSize is the batch of each rank.
+	Parallel Parallel `json:"-"`
 }
 
 // Defaults returns good defaults for a model kind (the published settings
@@ -135,6 +138,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("eval-every must be >= 1, got %d", c.EvalEvery)
 	case c.Patience < 0:
 		return fmt.Errorf("patience must be >= 0, got %d", c.Patience)
+	case c.Parallel != nil && c.Parallel.Size() > 1 && c.Mode != Sampled:
+		return fmt.Errorf("data-parallel training under %d ranks runs in sampled mode (--mode sampled); %s mode would repeat the same steps on every rank", c.Parallel.Size(), c.Mode)
 	case c.Mode == Sampled && c.BatchSize < 1:
 		return fmt.Errorf("batch size must be >= 1, got %d", c.BatchSize)
 	case c.Mode == Sampled && len(c.Fanouts) != c.numLayers():

@@ -34,10 +34,14 @@ func (r *Runner) sampledStepper(ctx context.Context, m *nn.Model, opt nn.Optimiz
 	if err != nil {
 		return nil, err
 	}
-	ld, err := loader.New(s, store, r.labels, r.ds.Train, loader.Config{
+	lc := loader.Config{
 		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
 		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
-	})
+	}
+	if p := cfg.Parallel; p != nil {
+		lc.Shard, lc.Shards = p.Rank(), p.Size() // each rank its share of every global batch
+	}
+	ld, err := loader.New(s, store, r.labels, r.ds.Train, lc)
 	if err != nil {
 		store.Close()
 		return nil, err
