@@ -71,6 +71,12 @@ type Config struct {
 	// its blocks and gathered rows. 0 = 2×SampleWorkers + Prefetch + 4,
 	// enough that sampling never waits for a buffer; any value >= 1 works.
 	Buffers int
+	// Shard and Shards split every batch for data-parallel training: the
+	// epoch is cut into global batches of BatchSize×Shards seeds (the same
+	// on every rank), and shard Shard takes its even share of each, so the
+	// ranks' batches at step i together are global batch i (Shards 0 or
+	// 1: no sharding).
+	Shard, Shards int
 }
 
 // Batch is one minibatch delivered to the consumer.
@@ -127,6 +133,9 @@ func New(s Sampler, f Fetcher, labels []int32, seeds []int32, cfg Config) (*Load
 	if cfg.Prefetch == 0 {
 		cfg.Prefetch = 4
 	}
+	if cfg.Shards > 1 && (cfg.Shard < 0 || cfg.Shard >= cfg.Shards) {
+		return nil, fmt.Errorf("loader: shard %d of %d", cfg.Shard, cfg.Shards)
+	}
 	if cfg.DropLast && len(seeds) < cfg.BatchSize {
 		return nil, fmt.Errorf("loader: %d seeds make no full batch of %d with DropLast", len(seeds), cfg.BatchSize)
 	}
@@ -135,8 +144,9 @@ func New(s Sampler, f Fetcher, labels []int32, seeds []int32, cfg Config) (*Load
 
 // NumBatches returns the number of minibatches per epoch.
 func (l *Loader) NumBatches() int {
-	n := len(l.seeds) / l.cfg.BatchSize
-	if !l.cfg.DropLast && len(l.seeds)%l.cfg.BatchSize != 0 {
+	bs := l.cfg.BatchSize * max(1, l.cfg.Shards)
+	n := len(l.seeds) / bs
+	if !l.cfg.DropLast && len(l.seeds)%bs != 0 {
 		n++
 	}
 	return n
@@ -225,11 +235,16 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 	it := &Iter{l: l, ctx: ctx, cancel: cancel, start: time.Now()}
 	it.stats.SampleWorkers = l.cfg.SampleWorkers
 	eseed := rng.Derive(l.cfg.Seed, uint64(epoch))
-	batches, err := sample.Batches(l.seeds, l.cfg.BatchSize, l.cfg.Shuffle, eseed, l.cfg.DropLast)
+	batches, err := sample.Batches(l.seeds, l.cfg.BatchSize*max(1, l.cfg.Shards), l.cfg.Shuffle, eseed, l.cfg.DropLast)
 	if err != nil {
 		it.err, it.done = err, true
 		cancel()
 		return it
+	}
+	if k := l.cfg.Shards; k > 1 {
+		for i, b := range batches {
+			batches[i] = b[len(b)*l.cfg.Shard/k : len(b)*(l.cfg.Shard+1)/k]
+		}
 	}
 	ahead := 2 * l.cfg.SampleWorkers
 	it.out = make(chan *Batch, l.cfg.Prefetch)

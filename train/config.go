@@ -82,6 +82,9 @@ type Config struct {
 	// process-wide setting: the caller applies it (tensor.SetThreads), as
 	// graphmill train does; Run never changes process-wide settings.
 	Threads int `json:"threads"`
+	// Parallel, when set with more than one rank, trains data-parallel
+	// (sampled mode): BatchSize is the batch of each rank.
+	Parallel Parallel `json:"-"`
 }
 
 // Defaults returns good defaults for a model kind (the published settings
@@ -142,6 +145,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("eval-every must be >= 1, got %d", c.EvalEvery)
 	case c.Patience < 0:
 		return fmt.Errorf("patience must be >= 0, got %d", c.Patience)
+	case c.Parallel != nil && c.Parallel.Size() > 1 && c.Mode != Sampled:
+		return fmt.Errorf("data-parallel training under %d ranks runs in sampled mode (--mode sampled); %s mode would repeat the same steps on every rank", c.Parallel.Size(), c.Mode)
 	case c.Mode == Sampled && c.BatchSize < 1:
 		return fmt.Errorf("batch size must be >= 1, got %d", c.BatchSize)
 	case c.Mode == Sampled && len(c.Fanouts) != c.numLayers():

@@ -378,20 +378,25 @@ func (r *Runner) trainStep(ctx context.Context, sp *splitter, v *view, m *nn.Mod
 }
 
 // trainPlan is trainStep with the micro-batches given (nil: unsplit).
-func (r *Runner) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]int32, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (stepOut, error) {
+func (r *Runner) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]int32, m *nn.Model, opt nn.Optimizer, epoch, step int, seed uint64) (out stepOut, err error) {
 	params := m.Params()
 	autograd.ZeroGrad(params...)
-	var out stepOut
 	labelled := 0
 	for _, y := range v.labels {
 		if y >= 0 {
 			labelled++
 		}
 	}
+	if r.dp != nil {
+		r.dp.begin(labelled) // data-parallel: gradients all-reduced below
+	}
 	// run does forward and backward of one piece, its loss weighted by its
 	// share of the labelled destinations.
 	run := func(w *view, seed uint64) ([]*autograd.Var, error) {
 		tp := autograd.NewTape()
+		if r.dp != nil && plan == nil {
+			tp.GradReady = r.dp.ready // overlap the all-reduce with backward
+		}
 		logits, hidden, err := forward(ctx, tp, m, w, true, seed)
 		if err != nil {
 			return nil, err
@@ -435,6 +440,14 @@ func (r *Runner) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]
 			}
 			scatterRows(out.fresh, hidden, p)
 		}
+	}
+	if r.dp != nil {
+		// Every rank steps with the gradients and counts of all ranks.
+		var lossSum float64
+		if labelled, lossSum, out.correct, err = r.dp.finish(out.loss*float64(labelled), out.correct); err != nil {
+			return out, err
+		}
+		out.total, out.loss = labelled, lossSum/float64(max(labelled, 1))
 	}
 	if labelled == 0 {
 		return out, nil

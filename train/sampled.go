@@ -37,6 +37,9 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 		lc.Prefetch = 1
 		lc.Buffers = max(1, cfg.Workers) + 2
 	}
+	if p := cfg.Parallel; p != nil {
+		lc.Shard, lc.Shards = p.Rank(), p.Size() // each rank its share of every global batch
+	}
 	ld, err := loader.New(s, r.feat, r.labels, r.ds.Train, lc)
 	if err != nil {
 		return nil, err

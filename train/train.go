@@ -120,6 +120,7 @@ type Runner struct {
 	deg    []float32      // in-degrees, for GCN
 	labels []int32
 	hooks  Hooks
+	dp     *gradSync // data-parallel training (Config.Parallel)
 
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
@@ -232,6 +233,13 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	opt, err := r.optimizer(model)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Parallel != nil && cfg.Parallel.Size() > 1 {
+		r.dp = newGradSync(ctx, cfg.Parallel, model)
+		defer func() { r.dp.close(); r.dp = nil }()
+		if err := r.dp.broadcast(); err != nil {
+			return nil, err
+		}
 	}
 	step, err := r.stepper(ctx, model, opt)
 	if err != nil {

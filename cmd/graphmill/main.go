@@ -66,13 +66,13 @@ func signalContext() context.Context {
 		s = <-sigs
 		atomicfile.CleanupTemps()
 		fmt.Fprintf(os.Stderr, "graphmill: %v again: quit, temporary files removed\n", s)
-		os.Exit(exitCode(s))
+		os.Exit(signalExitCode(s))
 	}()
 	return ctx
 }
 
-// exitCode is the shell's convention for a process ended by signal s.
-func exitCode(s os.Signal) int {
+// signalExitCode is the shell's convention for a process ended by signal s.
+func signalExitCode(s os.Signal) int {
 	if n, ok := s.(syscall.Signal); ok {
 		return 128 + int(n)
 	}
@@ -90,8 +90,12 @@ func main() {
 	if s, ok := caught.Load().(os.Signal); ok && errors.Is(err, context.Canceled) {
 		atomicfile.CleanupTemps()
 		fmt.Fprintf(os.Stderr, "graphmill: interrupted (%v): %v\n", s, err)
-		os.Exit(exitCode(s))
+		os.Exit(signalExitCode(s))
 	}
 	fmt.Fprintln(os.Stderr, "graphmill:", err)
+	var ec *exitCode // launch passes on a failed rank's status
+	if errors.As(err, &ec) {
+		os.Exit(ec.code)
+	}
 	os.Exit(1)
 }

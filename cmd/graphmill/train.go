@@ -20,6 +20,7 @@ import (
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/curves"
@@ -48,6 +49,7 @@ type trainFlags struct {
 	featureCache, featureDType        string
 	noEval                            bool
 	quiet                             bool
+	dist                              distFlags
 }
 
 func init() {
@@ -67,11 +69,17 @@ Each model has its own good defaults (gat: 8 heads x 8 hidden, dropout 0.6, lr 0
 sage: sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs); any flag given overrides them.
 
 The model with the best validation accuracy is kept (and saved with --save); the test
-accuracy reported is that model's.`,
+accuracy reported is that model's.
+
+Under a launcher (graphmill launch, torchrun, mpirun, srun, a Kubeflow PyTorchJob or a
+Kubernetes Indexed Job) it trains data-parallel in sampled mode: rank 0's weights are
+broadcast, each rank trains on its share of every batch (--batch seeds per rank), gradients
+are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
 		Example: `  graphmill train
   graphmill train --model gat --epochs 300 --plot curves.png
   graphmill train --model sage --mode sampled --fanouts 25,10 --batch 256 --save sage.safetensors
-  graphmill train --dataset data/citeseer --metrics-out run.json`,
+  graphmill train --dataset data/citeseer --metrics-out run.json
+  graphmill launch -n 4 -- graphmill train --model sage`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, &f) },
 	}
@@ -111,6 +119,7 @@ accuracy reported is that model's.`,
 	fl.StringVar(&f.plotOut, "plot", "", "draw loss and accuracy curves to this file (.png, .svg or .pdf)")
 	fl.StringVar(&f.save, "save", "", "save the best model to this safetensors file (loadable by PyTorch)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the final summary")
+	f.dist.add(fl)
 	return c
 }
 
@@ -270,12 +279,25 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	if err := checkOutputs(f); err != nil {
 		return err
 	}
+	comm, info, err := f.dist.join(cmd.Context())
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if comm != nil {
+		defer comm.Close()
+		cfg.Parallel = dist.Trainer{Comm: comm}
+		if info.Rank != 0 { // rank 0 alone reports and writes
+			f.quiet, f.metricsOut, f.plotOut, f.save, out = true, "", "", "", io.Discard
+		} else if !f.quiet {
+			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
+		}
+	}
 	ds, err := builtin.Open(cmd.Context(), f.dataset)
 	if err != nil {
 		return err
 	}
 	defer ds.Close()
-	out := cmd.OutOrStdout()
 	logEvery := f.logEvery
 	if logEvery <= 0 {
 		logEvery = 10

@@ -63,6 +63,7 @@ type Var struct {
 	Grad  tensor.Matrix // the gradient; zero-size until needed
 
 	requiresGrad bool
+	op           bool // the output of an op (not a leaf)
 }
 
 // NewParam returns a trainable parameter holding value: it requires a
@@ -118,6 +119,14 @@ type Tape struct {
 
 	nodes  []node
 	noGrad bool
+
+	// GradReady, when set, is called during Backward for every leaf that
+	// requires a gradient (a parameter), as soon as its gradient is
+	// final: after the earliest recorded op that reads it has run
+	// backward. Data-parallel training starts all-reducing those
+	// gradients while backward goes on.
+	GradReady func(*Var)
+	firstUse  map[*Var]int
 }
 
 // NewTape returns a tape in training mode.
@@ -132,6 +141,7 @@ func (t *Tape) NoGrad() bool { return t.noGrad }
 
 // Reset forgets the recorded ops so the tape can be reused.
 func (t *Tape) Reset() {
+	clear(t.firstUse)
 	clear(t.nodes)
 	t.nodes = t.nodes[:0]
 }
@@ -151,7 +161,7 @@ func (t *Tape) Input(name string, m tensor.Matrix) *Var {
 // record creates the output of an op and, if any input requires a
 // gradient, records its backward function.
 func (t *Tape) record(name string, value tensor.Matrix, backward func(g tensor.Matrix) error, inputs ...*Var) *Var {
-	out := &Var{Name: name, Value: value}
+	out := &Var{Name: name, Value: value, op: true}
 	if t.CheckFinite {
 		if err := tensor.CheckFinite(name, value); err != nil {
 			panic(err)
@@ -167,6 +177,16 @@ func (t *Tape) record(name string, value tensor.Matrix, backward func(g tensor.M
 		}
 	}
 	if out.requiresGrad {
+		if t.GradReady != nil {
+			if t.firstUse == nil {
+				t.firstUse = map[*Var]int{}
+			}
+			for _, in := range inputs {
+				if _, seen := t.firstUse[in]; in.requiresGrad && !in.op && !seen {
+					t.firstUse[in] = len(t.nodes)
+				}
+			}
+		}
 		t.nodes = append(t.nodes, node{name: name, out: out, backward: backward})
 	}
 	return out
@@ -199,9 +219,19 @@ func (t *Tape) BackwardFrom(out *Var, seed tensor.Matrix) error {
 	if err := tensor.AddScaled(out.grad(), 1, seed); err != nil {
 		return err
 	}
+	var readyAt map[int][]*Var
+	if t.GradReady != nil && len(t.firstUse) > 0 {
+		readyAt = make(map[int][]*Var, len(t.firstUse))
+		for v, i := range t.firstUse {
+			readyAt[i] = append(readyAt[i], v)
+		}
+	}
 	for i := len(t.nodes) - 1; i >= 0; i-- {
 		n := t.nodes[i]
 		if len(n.out.Grad.Data) == 0 {
+			for _, v := range readyAt[i] {
+				t.GradReady(v)
+			}
 			continue // does not contribute to out
 		}
 		if t.CheckFinite {
@@ -211,6 +241,9 @@ func (t *Tape) BackwardFrom(out *Var, seed tensor.Matrix) error {
 		}
 		if err := n.backward(n.out.Grad); err != nil {
 			return fmt.Errorf("autograd: backward of %s: %w", n.name, err)
+		}
+		for _, v := range readyAt[i] {
+			t.GradReady(v)
 		}
 	}
 	return nil

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/bench/comm"
+	"github.com/graphmill/graphmill/internal/units"
+)
+
+func init() { benchCmd.AddCommand(newBenchCommCmd()) }
+
+// commReport is the JSON of "bench comm".
+type commReport struct {
+	// RatioVsMPI is the smallest pure-Go ÷ Open MPI all-reduce bus
+	// bandwidth ratio over sizes >= 1 MiB (absent without -tags mpi).
+	RatioVsMPI *float64 `json:"ratio_vs_mpi,omitempty"`
+	// LatencyRatio4K is pure-Go ÷ Open MPI all-reduce time at 4 KiB (the
+	// largest over the rank counts).
+	LatencyRatio4K *float64 `json:"latency_ratio_4k_vs_mpi,omitempty"`
+	// A2AVRatioVsMPI is RatioVsMPI for all-to-all-v.
+	A2AVRatioVsMPI *float64     `json:"alltoallv_ratio_vs_mpi,omitempty"`
+	MPI            bool         `json:"mpi"`
+	Note           string       `json:"note,omitempty"`
+	LoopbackGBps   float64      `json:"loopback_tcp_gbps"`
+	CopyGBps       float64      `json:"memcpy_gbps"`
+	Points         []comm.Point `json:"points"`
+}
+
+func newBenchCommCmd() *cobra.Command {
+	var quick, asJSON, worker bool
+	var ranksS, backend, sizesS string
+	var budget time.Duration
+	c := &cobra.Command{
+		Use:   "comm",
+		Short: "All-reduce and all-to-all-v bandwidth and latency of the pure-Go backend against Open MPI",
+		Long: `Time all-reduce (float32 sum) and all-to-all-v with 2 and 4 local ranks at sizes from
+4 KiB to 256 MiB: bus bandwidth as nccl-tests define it (all-reduce 2(N-1)/N * bytes / time)
+and latency, for the pure-Go TCP backend and, in builds with -tags mpi, Open MPI's
+MPI_Allreduce / MPI_Alltoallv on the same buffers in the same run (via mpirun), next to the
+loopback TCP and memory-copy ceilings. ratio_vs_mpi is the smallest pure-Go / Open MPI
+all-reduce bus-bandwidth ratio over sizes >= 1 MiB.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sizes, err := commSizes(sizesS, quick)
+			if err != nil {
+				return err
+			}
+			if budget == 0 {
+				budget = 300 * time.Millisecond
+				if quick {
+					budget = 60 * time.Millisecond
+				}
+			}
+			if worker {
+				return commWorker(cmd.Context(), backend, sizes, budget, cmd.OutOrStdout())
+			}
+			return runBenchComm(cmd.Context(), ranksS, sizes, budget, quick, asJSON, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&quick, "quick", false, "sizes 4 KiB, 64 KiB, 1 MiB, 16 MiB and short timings (under 30 s)")
+	fl.BoolVar(&asJSON, "json", false, "print the figures as JSON")
+	fl.StringVar(&ranksS, "ranks", "2,4", "rank counts to run")
+	fl.StringVar(&sizesS, "sizes", "", "buffer sizes, comma separated (default 4KiB..256MiB by 4x; --quick: 4KiB,64KiB,1MiB,16MiB)")
+	fl.DurationVar(&budget, "time", 0, "time spent per size and collective (default 300ms; --quick 60ms)")
+	fl.BoolVar(&worker, "worker", false, "internal: run as one rank")
+	fl.StringVar(&backend, "backend", "tcp", "internal: the worker's backend")
+	fl.MarkHidden("worker")
+	fl.MarkHidden("backend")
+	return c
+}
+
+func commSizes(s string, quick bool) ([]int64, error) {
+	if s == "" {
+		if quick {
+			return []int64{4 << 10, 64 << 10, 1 << 20, 16 << 20}, nil
+		}
+		var out []int64
+		for b := int64(4 << 10); b <= 256<<20; b *= 4 {
+			out = append(out, b)
+		}
+		return out, nil
+	}
+	var out []int64
+	for _, p := range strings.Split(s, ",") {
+		b, err := units.ParseBytes(strings.TrimSpace(p))
+		if err != nil || b < 64 {
+			return nil, fmt.Errorf("--sizes %q: want sizes of at least 64 bytes such as 4KiB,1MiB", s)
+		}
+		out = append(out, b/64*64)
+	}
+	return out, nil
+}
+
+// commWorker is one rank: it joins the group its launcher describes,
+// measures, and (rank 0) prints the points as JSON.
+func commWorker(ctx context.Context, backend string, sizes []int64, budget time.Duration, out io.Writer) error {
+	f := distFlags{rank: -1, worldSize: -1, localRank: -1, masterPort: -1, backend: backend, rendezvous: time.Minute, opTimeout: 5 * time.Minute, peerTimeout: 10 * time.Second}
+	c, _, err := f.join(ctx)
+	if err != nil {
+		return err
+	}
+	if c == nil {
+		return fmt.Errorf("bench comm --worker runs under a launcher")
+	}
+	defer c.Close()
+	pts, err := comm.Measure(ctx, c, backend, sizes, budget)
+	if err != nil {
+		return err
+	}
+	if c.Rank() == 0 {
+		return json.NewEncoder(out).Encode(pts)
+	}
+	return nil
+}
+
+// runRanks runs n worker ranks (through mpirun for mpi) and returns rank
+// 0's points.
+func runRanks(ctx context.Context, backend string, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	ss := make([]string, len(sizes))
+	for i, s := range sizes {
+		ss[i] = strconv.FormatInt(s, 10)
+	}
+	args := []string{"bench", "comm", "--worker", "--backend", backend, "--sizes", strings.Join(ss, ","), "--time", budget.String()}
+	var stdout bytes.Buffer
+	var stderr bytes.Buffer
+	if backend == "mpi" {
+		cmd := exec.CommandContext(ctx, "mpirun", append([]string{"-np", strconv.Itoa(n), "--oversubscribe", self}, args...)...)
+		cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("mpirun -np %d: %v: %s", n, err, lastLine(stderr.String()))
+		}
+	} else {
+		if err := runLaunch(ctx, n, 0, 3*time.Second, append([]string{self}, args...), &stdout, &stderr); err != nil {
+			return nil, fmt.Errorf("%d tcp ranks: %v: %s", n, err, lastLine(stderr.String()))
+		}
+	}
+	line := stdout.String()
+	if i := strings.Index(line, "["); i >= 0 && backend != "mpi" {
+		line = line[strings.Index(line, "] ")+2:] // drop launch's "[rank 0] " prefix
+	}
+	var pts []comm.Point
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &pts); err != nil {
+		return nil, fmt.Errorf("%d %s ranks: reading rank 0's figures: %v", n, backend, err)
+	}
+	return pts, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time.Duration, quick, asJSON bool, out, errOut io.Writer) error {
+	var ranks []int
+	for _, p := range strings.Split(ranksS, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 2 {
+			return fmt.Errorf("--ranks %q: want rank counts of at least 2", ranksS)
+		}
+		ranks = append(ranks, n)
+	}
+	_, hasMPI := backends["mpi"]
+	rep := commReport{MPI: hasMPI}
+	if !hasMPI {
+		rep.Note = "built without -tags mpi: no Open MPI figures, no ratio_vs_mpi"
+	}
+	var err error
+	if rep.LoopbackGBps, err = comm.LoopbackGBps(1<<20, budget); err != nil {
+		return err
+	}
+	rep.CopyGBps = comm.CopyGBps(16<<20, budget)
+	for _, n := range ranks {
+		bs := []string{"tcp"}
+		if hasMPI {
+			bs = append(bs, "mpi")
+		}
+		for _, b := range bs {
+			fmt.Fprintf(errOut, "bench comm: %d ranks, %s\n", n, b)
+			pts, err := runRanks(ctx, b, n, sizes, budget, errOut)
+			if err != nil {
+				return err
+			}
+			rep.Points = append(rep.Points, pts...)
+		}
+	}
+	if hasMPI {
+		find := func(b string, n int, op string, size int64) *comm.Point {
+			for i, p := range rep.Points {
+				if p.Backend == b && p.Ranks == n && p.Op == op && p.Bytes == size {
+					return &rep.Points[i]
+				}
+			}
+			return nil
+		}
+		bw, a2a, lat := math.Inf(1), math.Inf(1), 0.0
+		for _, p := range rep.Points {
+			if p.Backend != "tcp" {
+				continue
+			}
+			m := find("mpi", p.Ranks, p.Op, p.Bytes)
+			if m == nil {
+				continue
+			}
+			if p.Bytes >= 1<<20 && p.Op == "all-reduce" {
+				bw = min(bw, p.BusGBps/m.BusGBps)
+			}
+			if p.Bytes >= 1<<20 && p.Op == "all-to-all-v" {
+				a2a = min(a2a, p.BusGBps/m.BusGBps)
+			}
+			if p.Bytes == 4<<10 && p.Op == "all-reduce" {
+				lat = max(lat, p.Seconds/m.Seconds)
+			}
+		}
+		if !math.IsInf(bw, 1) {
+			rep.RatioVsMPI = &bw
+		}
+		if !math.IsInf(a2a, 1) {
+			rep.A2AVRatioVsMPI = &a2a
+		}
+		if lat > 0 {
+			rep.LatencyRatio4K = &lat
+		}
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	}
+	fmt.Fprintf(out, "ceilings: loopback TCP stream %.2f GB/s, memory copy %.2f GB/s\n", rep.LoopbackGBps, rep.CopyGBps)
+	fmt.Fprintf(out, "%-6s %-5s %-13s %10s %12s %10s\n", "ranks", "impl", "collective", "size", "latency", "bus GB/s")
+	for _, p := range rep.Points {
+		fmt.Fprintf(out, "%-6d %-5s %-13s %10s %12s %10.3f\n", p.Ranks, p.Backend, p.Op, units.Bytes(p.Bytes), units.Duration(time.Duration(p.Seconds*1e9)), p.BusGBps)
+	}
+	if rep.RatioVsMPI != nil {
+		fmt.Fprintf(out, "pure Go / Open MPI: all-reduce bus bandwidth >= 1 MiB %.2f (smallest), all-to-all-v %.2f, all-reduce latency at 4 KiB %.2fx\n", *rep.RatioVsMPI, *rep.A2AVRatioVsMPI, *rep.LatencyRatio4K)
+	} else {
+		fmt.Fprintln(out, rep.Note)
+	}
+	return nil
+}

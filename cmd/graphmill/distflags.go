@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/graphmill/graphmill/dist"
+)
+
+// distFlags are the flags of commands that run under a launcher.
+type distFlags struct {
+	rank, worldSize, localRank, masterPort int
+	masterAddr, bind, iface, backend       string
+	tokenFile, tlsCert, tlsKey, tlsCA      string
+	rendezvous, opTimeout, peerTimeout     time.Duration
+}
+
+func (f *distFlags) add(fl *pflag.FlagSet) {
+	fl.IntVar(&f.rank, "rank", -1, "distributed: this process's rank (default: from the launcher's environment)")
+	fl.IntVar(&f.worldSize, "world-size", -1, "distributed: number of ranks (default: from the launcher's environment; needed for Kubernetes Indexed Jobs)")
+	fl.IntVar(&f.localRank, "local-rank", -1, "distributed: rank on this machine (default: from the environment)")
+	fl.StringVar(&f.masterAddr, "master-addr", "", "distributed: host of rank 0's rendezvous store (default: MASTER_ADDR, SLURM's first node, or 127.0.0.1 when all ranks are local)")
+	fl.IntVar(&f.masterPort, "master-port", -1, "distributed: port of rank 0's rendezvous store (default: MASTER_PORT or 29500)")
+	fl.StringVar(&f.bind, "bind", "", "distributed: local IP address to listen on and advertise (default: the one that reaches the master)")
+	fl.StringVar(&f.iface, "iface", "", "distributed: network interface to use (its first address), e.g. ib0 on a machine with several networks")
+	fl.StringVar(&f.backend, "dist-backend", "tcp", "distributed: collectives backend: "+strings.Join(backendNames(), ", "))
+	fl.StringVar(&f.tokenFile, "dist-token-file", "", "distributed: file holding the shared secret (default: $"+dist.TokenEnv+")")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "distributed: this rank's certificate (PEM) for mutual TLS between ranks")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "distributed: the certificate's private key (PEM)")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "distributed: CA (PEM) the other ranks' certificates must chain to")
+	fl.DurationVar(&f.rendezvous, "rendezvous-timeout", 2*time.Minute, "distributed: how long to wait for every rank to arrive")
+	fl.DurationVar(&f.opTimeout, "op-timeout", 10*time.Minute, "distributed: deadline of every collective")
+	fl.DurationVar(&f.peerTimeout, "peer-timeout", 4*time.Second, "distributed: silence after which a peer counts as gone (heartbeats every quarter of it)")
+}
+
+// backends maps --dist-backend names to constructors (dist/mpi adds
+// "mpi" in builds with -tags mpi).
+var backends = map[string]func(ctx context.Context, in dist.Info, o dist.Options) (dist.Comm, error){
+	"tcp": func(ctx context.Context, in dist.Info, o dist.Options) (dist.Comm, error) {
+		return dist.Join(ctx, in, o)
+	},
+}
+
+func backendNames() []string {
+	var s []string
+	for k := range backends {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// join resolves this process's rank from its launcher and, when it is one
+// of several, joins the group (nil Comm: a plain single process).
+func (f *distFlags) join(ctx context.Context) (dist.Comm, dist.Info, error) {
+	o := dist.Overrides{Rank: f.rank, Size: f.worldSize, LocalRank: f.localRank, MasterAddr: f.masterAddr, MasterPort: f.masterPort}
+	in, distributed, err := dist.Resolve(os.Getenv, o)
+	if err != nil || !distributed {
+		return nil, in, err
+	}
+	mk, ok := backends[f.backend]
+	if !ok {
+		return nil, in, fmt.Errorf("--dist-backend %q: this build has %s", f.backend, strings.Join(backendNames(), ", "))
+	}
+	opts := dist.Options{Bind: f.bind, RendezvousTimeout: f.rendezvous, OpTimeout: f.opTimeout, PeerTimeout: f.peerTimeout}
+	if f.iface != "" {
+		if opts.Bind, err = dist.InterfaceAddr(f.iface); err != nil {
+			return nil, in, err
+		}
+	}
+	if f.backend == "tcp" {
+		secret, err := dist.LoadSecret(os.Getenv, f.tokenFile)
+		if err != nil {
+			return nil, in, err
+		}
+		opts.Security = &dist.Security{Secret: secret}
+		if f.tlsCert != "" || f.tlsKey != "" || f.tlsCA != "" {
+			if f.tlsCert == "" || f.tlsKey == "" || f.tlsCA == "" {
+				return nil, in, fmt.Errorf("mutual TLS needs --tls-cert, --tls-key and --tls-ca together")
+			}
+			opts.Security.TLS = &dist.TLSFiles{Cert: f.tlsCert, Key: f.tlsKey, CA: f.tlsCA}
+		}
+	}
+	c, err := mk(ctx, in, opts)
+	if err != nil {
+		return nil, in, fmt.Errorf("rank %d of %d (%s): %w", in.Rank, in.Size, in.Launcher, err)
+	}
+	return c, in, nil
+}
