@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
@@ -54,7 +53,7 @@ streaming), random (baseline).`,
 			if err := atomicfile.CheckDest(filepath.Clean(out), overwrite, partition.DirKind); err != nil {
 				return err
 			}
-			d, err := builtin.Open(ctx, args[0])
+			d, err := openDataset(ctx, args[0], "partition")
 			if err != nil {
 				return err
 			}
@@ -76,7 +75,7 @@ streaming), random (baseline).`,
 				return err
 			}
 			elapsed := time.Since(start)
-			bar := cli.NewBar(int64(parts), "writing parts")
+			bar := cli.NewBar(int64(parts), "writing parts", "parts")
 			book, err := partition.WriteDataset(ctx, d, res, out, partition.WriteOptions{
 				Overwrite: overwrite, Method: m, Imbalance: imbalance, Balance: names, Seed: seed,
 				Progress: func(done, _ int) { bar.Set(int64(done)) },

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/curves"
@@ -49,13 +48,18 @@ func newTrainCmd() *cobra.Command {
 	var f trainFlags
 	c := &cobra.Command{
 		Use:   "train",
-		Short: "Train a GNN (GCN, GraphSAGE, GAT) and report its test accuracy",
+		Short: "Train a GNN (GCN, GraphSAGE, GAT, APPNP) and report its test accuracy",
 		Long: `Train a GNN node classifier and report validation and test accuracy.
 
 With no flags it trains a 2-layer GCN on the built-in Cora with the published settings
 (hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs) in a few seconds.
 Each model has its own good defaults (gat: 8 heads x 8 hidden, dropout 0.6, lr 0.005;
-sage: sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs); any flag given overrides them.
+sage: sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs; appnp: an MLP
+of hidden 64 then 10 personalised-PageRank propagation steps, alpha 0.1); any flag given overrides them.
+
+Output paths (--save, --metrics-out, --plot) are checked before training starts. Ctrl-C
+stops at the end of the current step, writes the best model so far (--save) and the
+metrics (--metrics-out) if they were asked for, and exits with status 130.
 
 The model with the best validation accuracy is kept (and saved with --save); the test
 accuracy reported is that model's.`,
@@ -71,7 +75,7 @@ accuracy reported is that model's.`,
 	fl.StringVar(&f.model, "model", "gcn", "model: gcn, sage, gat or appnp (MLP + K personalised-PageRank propagation steps)")
 	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled)")
 	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
-	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64)")
+	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64, appnp 64)")
 	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers (appnp: propagation steps K, default 10)")
 	fl.IntVar(&f.heads, "heads", 8, "GAT: attention heads in hidden layers")
 	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model: gcn, sage 0.01, gat 0.005)")
@@ -100,6 +104,11 @@ accuracy reported is that model's.`,
 	fl.StringVar(&f.plotOut, "plot", "", "draw loss and accuracy curves to this file (.png, .svg or .pdf)")
 	fl.StringVar(&f.save, "save", "", "save the best model to this safetensors file (loadable by PyTorch)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the final summary")
+	// These take -1 for "the model's default", which their help states;
+	// without this, --help would add a meaningless "(default -1)".
+	for _, name := range []string{"weight-decay", "dropout", "attn-dropout", "patience"} {
+		fl.Lookup(name).DefValue = "0"
+	}
 	return c
 }
 
@@ -168,6 +177,9 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	return cfg, nil
 }
 
+// inferMemoryHelp is --max-memory's help for eval and predict.
+const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (activations and the rows it gathers), e.g. 2GiB or 512M; batches shrink until they fit (default: no bound)`
+
 const maxMemoryHelp = `bound on the memory of one step (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit (default: no bound)`
 
 // parseMaxMemory parses --max-memory ("" is no bound).
@@ -224,7 +236,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	if err := checkOutputs(f); err != nil {
 		return err
 	}
-	ds, err := builtin.Open(cmd.Context(), f.dataset)
+	ds, err := openDataset(cmd.Context(), f.dataset, "train")
 	if err != nil {
 		return err
 	}
@@ -242,7 +254,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	hooks := train.Hooks{}
 	if !f.quiet {
 		if cfg.Mode != train.Sampled {
-			bar = cli.NewBar(int64(cfg.Epochs), "training")
+			bar = cli.NewBar(int64(cfg.Epochs), "training", "epochs")
 			hooks.Epoch = func(s train.EpochStats) {
 				bar.Set(int64(s.Epoch + 1))
 				bar.Describe(fmt.Sprintf("loss %.4f", s.Loss))
@@ -255,7 +267,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 			}
 		} else {
 			hooks.EpochStart = func(epoch, batches int) {
-				bar = cli.NewBar(int64(batches), fmt.Sprintf("epoch %d", epoch))
+				bar = cli.NewBar(int64(batches), fmt.Sprintf("epoch %d", epoch), "batches")
 			}
 			hooks.Batch = func(epoch, batch int, loss float64) {
 				bar.Set(int64(batch + 1))
