@@ -169,7 +169,7 @@ func (r *Runner) Features() tensor.Matrix { return r.x }
 
 // splitter returns the micro-batch planner of the run's memory bound.
 func (r *Runner) splitter(m *nn.Model) *splitter {
-	return &splitter{m: m, bound: r.cfg.MaxMemoryBytes}
+	return &splitter{m: m, bound: r.cfg.MaxMemoryBytes, mode: r.cfg.Mode}
 }
 
 // NewModel builds a freshly initialised model for the run.

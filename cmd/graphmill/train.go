@@ -17,6 +17,7 @@ import (
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/curves"
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/train"
@@ -409,7 +410,8 @@ func printSummary2(w io.Writer, s train.Summary) {
 	if s.HistoryBytes > 0 {
 		hist = ", of which histories " + units.Bytes(s.HistoryBytes)
 	}
-	fmt.Fprintf(w, "peak memory: Go heap %s, resident %s%s\n", units.Bytes(s.PeakHeapBytes), units.Bytes(s.PeakRSSBytes), hist)
+	fmt.Fprintf(w, "peak memory: Go heap %s, resident %s in an epoch%s; the process's peak resident set (VmHWM, setup and evaluation included) %s\n",
+		units.Bytes(s.PeakHeapBytes), units.Bytes(s.PeakRSSBytes), hist, units.Bytes(memstat.ProcessPeak()))
 	if s.MicroBatches > s.Batches {
 		fmt.Fprintf(w, "memory bound: %d batches ran as %d micro-batches\n", s.Batches, s.MicroBatches)
 	}
@@ -424,7 +426,9 @@ func writeMetrics(path string, cfg train.Config, res *train.Result) error {
 		TestAcc      float64 `json:"test_acc"`
 		BestValAcc   float64 `json:"best_val_acc"`
 		EpochSeconds float64 `json:"epoch_seconds"`
-	}{cfg, res.Summary, res.History, res.Summary.TestAcc, res.Summary.BestValAcc, res.Summary.EpochSeconds}, "", "  ")
+		// ProcessPeakRSS is the whole process's VmHWM.
+		ProcessPeakRSS int64 `json:"process_peak_rss_bytes"`
+	}{cfg, res.Summary, res.History, res.Summary.TestAcc, res.Summary.BestValAcc, res.Summary.EpochSeconds, memstat.ProcessPeak()}, "", "  ")
 	if err != nil {
 		return err
 	}
