@@ -11,9 +11,11 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/shareddata"
 )
 
-const planetoidDir = "../../shared/data/planetoid"
+// planetoidDir honours $GRAPHMILL_DATA (see internal/shareddata).
+var planetoidDir = shareddata.Path("planetoid")
 
 func needDir(t testing.TB, dir string) {
 	t.Helper()
