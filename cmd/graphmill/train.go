@@ -181,7 +181,7 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 // inferMemoryHelp is --max-memory's help for eval and predict.
 const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (activations and the rows it gathers), e.g. 2GiB or 512M; batches shrink until they fit (default: no bound)`
 
-const maxMemoryHelp = `bound on the memory of one step (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit (default: no bound)`
+const maxMemoryHelp = `bound on the memory a training step adds on top of what training starts from (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit. Not counted: what the process holds before the first step (the dataset's memory-mapped files, the normalised feature copy, GAS histories), so the resident set is this bound plus those (see README, "--max-memory") (default: no bound)`
 
 // parseMaxMemory parses --max-memory ("" is no bound).
 func parseMaxMemory(s string) (int64, error) {
