@@ -6,12 +6,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/shareddata"
 )
 
 func TestNPZReal(t *testing.T) {
@@ -30,7 +30,7 @@ func TestNPZReal(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			path := filepath.Join("../../shared/data", tc.file)
+			path := shareddata.Path(tc.file)
 			needDir(t, path)
 			r, err := NPZ(path, NPZOptions{})
 			if err != nil {
@@ -82,7 +82,7 @@ func TestNPZReal(t *testing.T) {
 }
 
 func TestNPZRandomSplit(t *testing.T) {
-	path := "../../shared/data/gnn-benchmark/cora.npz"
+	path := shareddata.Path("gnn-benchmark", "cora.npz")
 	needDir(t, path)
 	a, err := NPZ(path, NPZOptions{RandomSplit: true, Seed: 1})
 	if err != nil {

@@ -218,12 +218,21 @@ func assemblePlanetoid(p *planetoidParts, display func(string) string) (*dataset
 	if nTrain+PlanetoidValCount > nAll {
 		return nil, fmt.Errorf("%s: %d training rows + %d validation nodes exceed the %d rows of allx", display("y"), nTrain, PlanetoidValCount, nAll)
 	}
-	n := nAll
+	n, maxLine := nAll, 0
 	for i, t := range p.testIndex {
 		if t < int64(nAll) {
 			return nil, fmt.Errorf("%s: line %d: test id %d overlaps the %d rows of allx", display("test.index"), i+1, t, nAll)
 		}
-		n = max(n, int(t)+1)
+		if int(t)+1 > n {
+			n, maxLine = int(t)+1, i+1
+		}
+	}
+	// Test ids follow allx's rows, with a few gaps at most (CiteSeer: 15
+	// missing in 1,015). A range far beyond the rows present is a damaged
+	// file, which would otherwise give millions of empty nodes.
+	if span := n - nAll; span > 2*nTest+16 {
+		return nil, fmt.Errorf("%s: line %d: test id %d is far beyond the rows present (allx %d + tx %d rows: test ids should lie in about [%d, %d)); the file is damaged",
+			display("test.index"), maxLine, n-1, nAll, nTest, nAll, nAll+nTest)
 	}
 	if n > maxNodes || f > 0 && n > maxDenseFeatures/f {
 		return nil, fmt.Errorf("%s: %d nodes x %d features is too large", display("test.index"), n, f)

@@ -11,9 +11,11 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/shareddata"
 )
 
-const planetoidDir = "../../shared/data/planetoid"
+// planetoidDir honours $GRAPHMILL_DATA (see internal/shareddata).
+var planetoidDir = shareddata.Path("planetoid")
 
 func needDir(t testing.TB, dir string) {
 	t.Helper()
@@ -187,6 +189,8 @@ func TestPlanetoidBadInput(t *testing.T) {
 		{"test id negative", "test.index", replace("2692", "-5"), []string{"ind.cora.test.index", "out of range"}},
 		{"test id garbage", "test.index", replace("2692", "2x92"), []string{"ind.cora.test.index", "line 1"}},
 		{"test id repeated", "test.index", replace("2692", "2532"), []string{"ind.cora.test.index", "repeated"}},
+		// Line 1 holds 2692; one id of 999999 would make a 1,000,000-node dataset of empty nodes.
+		{"test id far beyond the rows", "test.index", replace("2692", "999999"), []string{"ind.cora.test.index", "line 1: test id 999999 is far beyond the rows present"}},
 		{"too few test ids", "test.index", func(b []byte) []byte { return b[5:] }, []string{"ind.cora.test.index", "999 ids"}},
 		// Node 633 is the first neighbour of node 0 (BININT2 0x0279).
 		{"neighbour out of range", "graph", replace("M\x79\x02", "M\xff\xff"), []string{"ind.cora.graph", "neighbour id 65535 of node 0 out of range [0,2708)"}},

@@ -12,9 +12,10 @@ import (
 	"testing"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/shareddata"
 )
 
-const structureDir = "../../shared/data/structure-only"
+var structureDir = shareddata.Path("structure-only")
 
 func TestEdgeListEnron(t *testing.T) {
 	path := filepath.Join(structureDir, "email-Enron.txt.gz")

@@ -10,19 +10,16 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/cora"
 	"github.com/graphmill/graphmill/importer"
+	"github.com/graphmill/graphmill/internal/shareddata"
 	"github.com/graphmill/graphmill/partition"
 )
 
 // sharedData locates the shared data directory ($GRAPHMILL_DATA, else
-// ../../shared/data from this package), or "".
+// the nearest shared/data above this package), or "".
 func sharedData() string {
-	if d := os.Getenv("GRAPHMILL_DATA"); d != "" {
+	d := shareddata.Dir()
+	if st, err := os.Stat(d); err == nil && st.IsDir() {
 		return d
-	}
-	for _, d := range []string{"../../shared/data", "../../../shared/data"} {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
 	}
 	return ""
 }

@@ -85,6 +85,7 @@ func forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v *view, train
 type splitter struct {
 	m     *nn.Model
 	bound int64   // 0: unbounded
+	mode  Mode    // for the advice of errors
 	mark  []int32 // scratch: source position -> new position (-1: unset)
 }
 
@@ -299,29 +300,39 @@ func (s *splitter) plan(v *view, train bool) ([][]int32, error) {
 			len(v.labels), units.Bytes(fixed), units.Bytes(s.bound))
 	}
 	var out [][]int32
-	var split func(p []int32) error
-	split = func(p []int32) error {
+	// Nodes too large on their own are counted, not fatal at once, so
+	// that the error can give the smallest bound that runs the batch.
+	var over int
+	var worst int64
+	var worstPos int32
+	var split func(p []int32)
+	split = func(p []int32) {
 		mb := s.extract(v, p, false)
 		need := fixed + s.bytes(mb.shapes, mb.nHalo, true, train)
 		switch {
 		case need <= s.bound:
 			out = append(out, p)
 		case len(p) == 1:
-			return fmt.Errorf("computing a single node (batch position %d, node %d) needs %s, more than the memory bound of %s: raise --max-memory or lower the fanouts or the hidden width",
-				p[0], blockAt(v.blocks, len(s.m.Layers)-1).Src[p[0]], units.Bytes(need), units.Bytes(s.bound))
-		default:
-			if err := split(p[:len(p)/2]); err != nil {
-				return err
+			over++
+			if need > worst {
+				worst, worstPos = need, p[0]
 			}
-			return split(p[len(p)/2:])
+		default:
+			split(p[:len(p)/2])
+			split(p[len(p)/2:])
 		}
-		return nil
 	}
 	k := int(min(int64(len(seeds)), (whole+s.bound-1)/s.bound))
 	for i := 0; i < k; i++ {
-		if err := split(seeds[i*len(seeds)/k : (i+1)*len(seeds)/k]); err != nil {
-			return nil, err
+		split(seeds[i*len(seeds)/k : (i+1)*len(seeds)/k])
+	}
+	if over > 0 {
+		advice := "lower the hidden width"
+		if s.mode == Sampled {
+			advice = "lower the fanouts or the hidden width"
 		}
+		return nil, fmt.Errorf("%d nodes of this batch each need more than the memory bound of %s on their own; the largest, node %d (batch position %d), needs %s: the smallest --max-memory for this batch is %dKiB (or %s)",
+			over, units.Bytes(s.bound), blockAt(v.blocks, len(s.m.Layers)-1).Src[worstPos], worstPos, units.Bytes(worst), (worst+1023)/1024, advice)
 	}
 	return out, nil
 }

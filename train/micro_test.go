@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/graphmill/graphmill/nn"
@@ -251,6 +254,42 @@ func TestMemoryBoundTraining(t *testing.T) {
 	}
 	if _, err := r.Run(context.Background()); err == nil {
 		t.Fatal("a 1000-byte bound that no single node fits was accepted")
+	}
+}
+
+// TestImpossibleBoundGivesSmallestBound: a bound that some single nodes
+// exceed is refused with the smallest bound that runs the batch, which
+// then runs; full-graph mode does not suggest lowering fanouts.
+func TestImpossibleBoundGivesSmallestBound(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs, cfg.SkipEval, cfg.MaxMemoryBytes = 1, true, 800<<10
+	r, err := NewRunner(d, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(context.Background())
+	if err == nil {
+		t.Fatal("an 800 KiB bound was accepted")
+	}
+	m := regexp.MustCompile(`the smallest --max-memory for this batch is (\d+)KiB`).FindStringSubmatch(err.Error())
+	if m == nil || strings.Contains(err.Error(), "fanouts") {
+		t.Fatalf("error %q: want the smallest bound, and no fanout advice in full-graph mode", err)
+	}
+	kib, _ := strconv.ParseInt(m[1], 10, 64)
+	for _, c := range []struct {
+		bound int64
+		ok    bool
+	}{{kib << 10, true}, {kib<<10 - 4096, false}} {
+		cfg.MaxMemoryBytes = c.bound
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Run(context.Background())
+		if (err == nil) != c.ok {
+			t.Fatalf("bound %d bytes (suggested %d KiB): error %v", c.bound, kib, err)
+		}
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/importer"
+	"github.com/graphmill/graphmill/internal/shareddata"
 	"github.com/graphmill/graphmill/nn"
 )
 
-const planetoidDir = "../../shared/data/planetoid"
+// planetoidDir honours $GRAPHMILL_DATA (see internal/shareddata).
+var planetoidDir = shareddata.Path("planetoid")
 
 // quality skips the published-accuracy checks unless GRAPHMILL_QUALITY=1:
 // each trains 5 seeds to convergence (minutes in all), so they run in CI's

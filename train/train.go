@@ -176,7 +176,7 @@ func (r *Runner) Features() feature.Source { return r.feat }
 
 // splitter returns the micro-batch planner of the run's memory bound.
 func (r *Runner) splitter(m *nn.Model) *splitter {
-	return &splitter{m: m, bound: r.cfg.MaxMemoryBytes}
+	return &splitter{m: m, bound: r.cfg.MaxMemoryBytes, mode: r.cfg.Mode}
 }
 
 // NewModel builds a freshly initialised model for the run.

@@ -51,7 +51,7 @@ type Options struct {
 
 // Quick and Full are the standard sizes.
 var (
-	Quick = Options{Nodes: []int{100_000, 400_000}, Degree: 10, FeatureDim: 128, Hidden: 128, Bound: 128 << 20, FullMaxNodes: 2_000_000, NodesPerPart: 2000, PartsPerBatch: 10}
+	Quick = Options{Nodes: []int{50_000, 200_000}, Degree: 10, FeatureDim: 128, Hidden: 128, Bound: 256 << 20, FullMaxNodes: 2_000_000, NodesPerPart: 2000, PartsPerBatch: 10}
 	Full  = Options{Nodes: []int{1_000_000, 4_000_000}, Degree: 10, FeatureDim: 128, Hidden: 128, Bound: 512 << 20, FullMaxNodes: 2_000_000, NodesPerPart: 2000, PartsPerBatch: 10}
 )
 

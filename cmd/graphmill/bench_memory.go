@@ -24,7 +24,7 @@ func init() {
 		Use:   "memory",
 		Short: "Measure peak memory of full-graph, sampled, GAS and memory-bounded training",
 		Long: `Train a 2-layer GCN (hidden 128) for one epoch on synthetic power-law graphs of 1M and 4M nodes
-(10 edges per node, 128 features; --quick: 100k and 400k) in five ways: full-graph, full-graph under
+(10 edges per node, 128 features; --quick: 50k and 200k, under 30 s) in five ways: full-graph, full-graph under
 --max-memory, sampled (fanouts 25,10, batch 1024), GNNAutoScale (parts of 2,000 nodes, 10 per batch, so a
 batch does not grow with the graph) and GNNAutoScale under --max-memory. Each run is a child process, so
 its peaks are its own. For each run it reports the peak resident set and Go heap, the dataset and the
@@ -71,8 +71,23 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 			if err != nil {
 				return err
 			}
+			// A configuration that failed or broke its bound fails the
+			// command (after the report), so scripts and CI see it.
+			var bad []string
+			for _, r := range rep.Runs {
+				if r.Error != "" || r.UnderBound != nil && !*r.UnderBound {
+					bad = append(bad, fmt.Sprintf("%s on %s nodes", r.Mode, units.Count(r.Nodes)))
+				}
+			}
+			var status error
+			if len(bad) > 0 {
+				status = fmt.Errorf("%d of %d configurations failed or exceeded their bound: %s", len(bad), len(rep.Runs), strings.Join(bad, ", "))
+			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+					return err
+				}
+				return status
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(w, "nodes\tedges\tmode\tpeak RSS\tpeak heap\tdataset\thistories\trest\ttraining heap\tbound\tmicro-batches\tepoch\t")
@@ -97,13 +112,13 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 			if rep.NodesGrowth > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "GAS rest grows %.2fx for a %.0fx larger graph (target < 1.3x); bounds held: %v\n", rep.GASGrowth, rep.NodesGrowth, rep.BoundHeld)
 			}
-			return nil
+			return status
 		},
 	}
-	c.Flags().BoolVar(&quick, "quick", false, "graphs of 100k and 400k nodes")
+	c.Flags().BoolVar(&quick, "quick", false, "graphs of 50k and 200k nodes, bound 256MiB (under 30 s)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the synthetic datasets (default: the cache directory)")
-	c.Flags().StringVar(&bound, "max-memory", "", "bound of the bounded runs (default 512MiB; quick 128MiB)")
+	c.Flags().StringVar(&bound, "max-memory", "", "bound of the bounded runs (default 512MiB; quick 256MiB)")
 	c.Flags().StringVar(&nodes, "nodes", "", "graph sizes, e.g. 1M,4M")
 	c.Flags().StringVar(&modes, "modes", "", "run only these configurations: full, bounded, sampled, gas, gas-bounded (comma separated)")
 	benchCmd.AddCommand(c)

@@ -129,7 +129,7 @@ Ceilings are re-measured around every measurement and the best kept.`,
 					if bar != nil {
 						bar.Finish()
 					}
-					bar, barWhat = cli.NewBar(int64(total), what), what
+					bar, barWhat = cli.NewBar(int64(total), what, "steps"), what
 				}
 				bar.Set(int64(done))
 			}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/synth"
@@ -36,9 +38,21 @@ func newInfoCmd() *cobra.Command {
 		Short: "Summarise a dataset: counts, degrees, features, labels, splits",
 		Long: `Print a dataset's counts, in- and out-degree statistics, a feature summary
 (over at most 100,000 evenly spaced rows), the label distribution and the split sizes.
-DIR is a native dataset directory, or "cora" for the built-in dataset.`,
+DIR is a native dataset directory, or "cora" for the built-in dataset; on a
+partitioned dataset (from 'graphmill partition') it shows the partition book.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if isPartitioned(args[0]) {
+				book, err := parts.ReadBook(args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(cmd.OutOrStdout(), book)
+				}
+				printBook(cmd.OutOrStdout(), args[0], book)
+				return nil
+			}
 			d, err := builtin.Open(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -63,7 +77,7 @@ func newVerifyCmd() *cobra.Command {
 		Long:  "Open the dataset (which checks shapes, dtypes, offsets, labels and splits) and then check that every edge's source id is a node.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := builtin.Open(cmd.Context(), args[0])
+			d, err := openDataset(cmd.Context(), args[0], "data verify")
 			if err != nil {
 				return err
 			}
@@ -109,20 +123,19 @@ seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 				return err
 			}
 			cfg.Nodes, cfg.Edges = int(n), m
-			bar := cli.NewBar(n, "generating")
+			// One bar (nodes written, rate, time left); no spinner beside it.
+			bar := cli.NewBar(n, "generating", "nodes")
 			if !quiet {
 				cfg.Progress = func(done, _ int64) { bar.Set(done) }
 			}
-			var meta dataset.Meta
-			err = cli.Step(fmt.Sprintf("generated %s nodes, %s edges", units.Count(n), units.Count(m)), func() error {
-				var err error
-				meta, err = synth.Generate(cmd.Context(), out, cfg, overwrite)
-				bar.Finish()
-				return err
-			})
+			start := time.Now()
+			meta, err := synth.Generate(cmd.Context(), out, cfg, overwrite)
+			bar.Finish()
 			if err != nil {
 				return err
 			}
+			el := time.Since(start)
+			fmt.Fprintf(cli.Stderr, "generated %s nodes, %s edges in %s (%s)\n", units.Count(n), units.Count(m), units.Duration(el), cli.Rate(m, 0, el, "edges"))
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s nodes, %s edges, %d features, %d classes\n",
 				out, units.Count(meta.NumNodes), units.Count(meta.NumEdges), meta.FeatureDim, meta.NumClasses)
 			return nil

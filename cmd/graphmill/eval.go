@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset"
-	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/npy"
@@ -52,7 +51,7 @@ func newEvalCmd() *cobra.Command {
 	c.Flags().StringVar(&load, "load", "", "checkpoint to evaluate (required)")
 	c.Flags().StringVar(&ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
-	c.Flags().StringVar(&maxMem, "max-memory", "", maxMemoryHelp)
+	c.Flags().StringVar(&maxMem, "max-memory", "", inferMemoryHelp)
 	c.Flags().BoolVar(&asJSON, "json", false, "print the accuracies as JSON")
 	return c
 }
@@ -114,7 +113,7 @@ empty, or an earlier predict output (which is replaced); anything else is refuse
 	c.Flags().StringVar(&ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	c.Flags().StringVar(&out, "out", "", "output directory (required)")
 	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
-	c.Flags().StringVar(&maxMem, "max-memory", "", maxMemoryHelp)
+	c.Flags().StringVar(&maxMem, "max-memory", "", inferMemoryHelp)
 	return c
 }
 
@@ -124,7 +123,7 @@ func openCheckpoint(cmd *cobra.Command, ds, load string, batch int, maxMem strin
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	d, err := builtin.Open(cmd.Context(), ds)
+	d, err := openDataset(cmd.Context(), ds, cmd.Name())
 	if err != nil {
 		return nil, nil, nil, err
 	}

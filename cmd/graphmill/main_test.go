@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/graphmill/graphmill/internal/shareddata"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,8 @@ func resetFlags() {
 	walk(rootCmd)
 }
 
-const sharedData = "../../../shared/data"
+// sharedData honours $GRAPHMILL_DATA (see internal/shareddata).
+var sharedData = shareddata.Dir()
 
 func need(t *testing.T, path string) string {
 	t.Helper()

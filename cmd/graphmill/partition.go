@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
@@ -56,7 +55,7 @@ streaming), random (baseline).`,
 			if err := atomicfile.CheckDest(filepath.Clean(out), overwrite, parts.DirKind); err != nil {
 				return err
 			}
-			d, err := builtin.Open(ctx, args[0])
+			d, err := openDataset(ctx, args[0], "partition")
 			if err != nil {
 				return err
 			}
@@ -78,7 +77,7 @@ streaming), random (baseline).`,
 				return err
 			}
 			elapsed := time.Since(start)
-			bar := cli.NewBar(int64(numParts), "writing parts")
+			bar := cli.NewBar(int64(numParts), "writing parts", "parts")
 			book, err := parts.Write(ctx, d, res.Parts, res.NumParts, out, parts.WriteOptions{
 				Overwrite: overwrite, Method: string(m), Imbalance: imbalance, Balance: names, Seed: seed, Stats: res.Stats,
 				Progress: func(done, _ int) { bar.Set(int64(done)) },

@@ -17,13 +17,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/curves"
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
@@ -60,13 +60,18 @@ func newTrainCmd() *cobra.Command {
 	var f trainFlags
 	c := &cobra.Command{
 		Use:   "train",
-		Short: "Train a GNN (GCN, GraphSAGE, GAT) and report its test accuracy",
+		Short: "Train a GNN (GCN, GraphSAGE, GAT, APPNP) and report its test accuracy",
 		Long: `Train a GNN node classifier and report validation and test accuracy.
 
 With no flags it trains a 2-layer GCN on the built-in Cora with the published settings
 (hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs) in a few seconds.
 Each model has its own good defaults (gat: 8 heads x 8 hidden, dropout 0.6, lr 0.005;
-sage: sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs); any flag given overrides them.
+sage: sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs; appnp: an MLP
+of hidden 64 then 10 personalised-PageRank propagation steps, alpha 0.1); any flag given overrides them.
+
+Output paths (--save, --metrics-out, --plot) are checked before training starts. Ctrl-C
+stops at the end of the current step, writes the best model so far (--save) and the
+metrics (--metrics-out) if they were asked for, and exits with status 130.
 
 The model with the best validation accuracy is kept (and saved with --save); the test
 accuracy reported is that model's.
@@ -88,7 +93,7 @@ are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
 	fl.StringVar(&f.model, "model", "gcn", "model, one of:\n"+nn.KindsHelp())
 	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled)")
 	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
-	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64)")
+	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64, appnp 64)")
 	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers (appnp: propagation steps K, default 10)")
 	fl.IntVar(&f.heads, "heads", 8, "GAT: attention heads in hidden layers")
 	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model: gcn, sage 0.01, gat 0.005)")
@@ -120,6 +125,11 @@ are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
 	fl.StringVar(&f.save, "save", "", "save the best model to this safetensors file (loadable by PyTorch)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the final summary")
 	f.dist.add(fl)
+	// These take -1 for "the model's default", which their help states;
+	// without this, --help would add a meaningless "(default -1)".
+	for _, name := range []string{"weight-decay", "dropout", "attn-dropout", "patience"} {
+		fl.Lookup(name).DefValue = "0"
+	}
 	return c
 }
 
@@ -235,7 +245,10 @@ func gasPartitioner(ctx context.Context, g *graph.CSC, parts int, seed uint64, w
 	return res.Parts, nil
 }
 
-const maxMemoryHelp = `bound on the memory of one step (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit (default: no bound)`
+// inferMemoryHelp is --max-memory's help for eval and predict.
+const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (activations and the rows it gathers), e.g. 2GiB or 512M; batches shrink until they fit (default: no bound)`
+
+const maxMemoryHelp = `bound on the memory a training step adds on top of what training starts from (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit. Not counted: what the process holds before the first step (the dataset's memory-mapped files, the feature cache or --feature-dtype copy, GAS histories), so the resident set is this bound plus those (see README, "--max-memory") (default: no bound)`
 
 // parseMaxMemory parses --max-memory ("" is no bound).
 func parseMaxMemory(s string) (int64, error) {
@@ -293,7 +306,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
 		}
 	}
-	ds, err := builtin.Open(cmd.Context(), f.dataset)
+	ds, err := openDataset(cmd.Context(), f.dataset, "train")
 	if err != nil {
 		return err
 	}
@@ -310,7 +323,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	hooks := train.Hooks{}
 	if !f.quiet {
 		if cfg.Mode != train.Sampled {
-			bar = cli.NewBar(int64(cfg.Epochs), "training")
+			bar = cli.NewBar(int64(cfg.Epochs), "training", "epochs")
 			hooks.Epoch = func(s train.EpochStats) {
 				bar.Set(int64(s.Epoch + 1))
 				bar.Describe(fmt.Sprintf("loss %.4f", s.Loss))
@@ -323,7 +336,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 			}
 		} else {
 			hooks.EpochStart = func(epoch, batches int) {
-				bar = cli.NewBar(int64(batches), fmt.Sprintf("epoch %d", epoch))
+				bar = cli.NewBar(int64(batches), fmt.Sprintf("epoch %d", epoch), "batches")
 			}
 			hooks.Batch = func(epoch, batch int, loss float64) {
 				bar.Set(int64(batch + 1))
@@ -467,7 +480,8 @@ func printSummary2(w io.Writer, s train.Summary) {
 	if s.HistoryBytes > 0 {
 		hist = ", of which histories " + units.Bytes(s.HistoryBytes)
 	}
-	fmt.Fprintf(w, "peak memory: Go heap %s, resident %s%s\n", units.Bytes(s.PeakHeapBytes), units.Bytes(s.PeakRSSBytes), hist)
+	fmt.Fprintf(w, "peak memory: Go heap %s, resident %s in an epoch%s; the process's peak resident set (VmHWM, setup and evaluation included) %s\n",
+		units.Bytes(s.PeakHeapBytes), units.Bytes(s.PeakRSSBytes), hist, units.Bytes(memstat.ProcessPeak()))
 	if s.MicroBatches > s.Batches {
 		fmt.Fprintf(w, "memory bound: %d batches ran as %d micro-batches\n", s.Batches, s.MicroBatches)
 	}
@@ -485,7 +499,9 @@ func writeMetrics(path string, cfg train.Config, res *train.Result) error {
 		TestAcc      float64 `json:"test_acc"`
 		BestValAcc   float64 `json:"best_val_acc"`
 		EpochSeconds float64 `json:"epoch_seconds"`
-	}{cfg, res.Summary, res.History, res.Summary.TestAcc, res.Summary.BestValAcc, res.Summary.EpochSeconds}, "", "  ")
+		// ProcessPeakRSS is the whole process's VmHWM.
+		ProcessPeakRSS int64 `json:"process_peak_rss_bytes"`
+	}{cfg, res.Summary, res.History, res.Summary.TestAcc, res.Summary.BestValAcc, res.Summary.EpochSeconds, memstat.ProcessPeak()}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -64,6 +65,10 @@ func CheckDest(path string, overwrite bool, k Kind) error {
 		}
 		return nil
 	}
+	// Metadata files first: they tell best what the folder is.
+	sort.SliceStable(ents, func(i, j int) bool {
+		return strings.HasSuffix(ents[i].Name(), ".json") && !strings.HasSuffix(ents[j].Name(), ".json")
+	})
 	names := make([]string, 0, 3)
 	for i, e := range ents {
 		if i == 3 {

@@ -9,6 +9,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // RSS returns the current resident set size in bytes (0 if unknown).
@@ -20,7 +21,29 @@ func Peak() int64 { return field("VmHWM:") }
 
 // ResetPeak resets the high-water mark to the current RSS (Linux >= 4.0;
 // it is a no-op where unsupported, so Peak then covers the whole process).
-func ResetPeak() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+// The mark it clears is kept for ProcessPeak.
+func ResetPeak() {
+	p := Peak()
+	peakMu.Lock()
+	processPeak = max(processPeak, p)
+	peakMu.Unlock()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+var (
+	peakMu      sync.Mutex
+	processPeak int64 // the largest high-water mark cleared by ResetPeak
+)
+
+// ProcessPeak returns the resident set size high-water mark of the whole
+// process (VmHWM), including the phases whose marks ResetPeak cleared:
+// the number to compare with what the system saw (e.g. /usr/bin/time).
+func ProcessPeak() int64 {
+	p := Peak()
+	peakMu.Lock()
+	defer peakMu.Unlock()
+	return max(processPeak, p)
+}
 
 func field(name string) int64 {
 	f, err := os.Open("/proc/self/status")

@@ -2,6 +2,7 @@ package memstat
 
 import (
 	"runtime"
+	"runtime/debug"
 	"testing"
 )
 
@@ -19,5 +20,31 @@ func TestPeakSeesAllocation(t *testing.T) {
 	runtime.KeepAlive(b)
 	if after-before < 200<<20 {
 		t.Fatalf("peak grew by %d bytes after touching 256 MiB", after-before)
+	}
+}
+
+// TestProcessPeakSurvivesReset: a phase's peak cleared by ResetPeak still
+// counts in ProcessPeak, which matches VmHWM when nothing was reset.
+func TestProcessPeakSurvivesReset(t *testing.T) {
+	if RSS() == 0 {
+		t.Skip("no /proc/self/status")
+	}
+	b := make([]byte, 256<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	high := Peak()
+	runtime.KeepAlive(b)
+	b = nil
+	runtime.GC()
+	debug.FreeOSMemory()
+	ResetPeak()
+	if Peak() >= high && Peak()-RSS() > 64<<20 {
+		t.Skip("clear_refs does not reset VmHWM here")
+	}
+	// The kernel's RSS counters are per-thread caches synced in batches:
+	// allow 4 MiB of slack.
+	if p := ProcessPeak(); p < high-4<<20 {
+		t.Fatalf("process peak %d below the %d seen before the reset", p, high)
 	}
 }
