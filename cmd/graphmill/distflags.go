@@ -22,11 +22,11 @@ type distFlags struct {
 }
 
 func (f *distFlags) add(fl *pflag.FlagSet) {
-	fl.IntVar(&f.rank, "rank", -1, "distributed: this process's rank (default: from the launcher's environment)")
-	fl.IntVar(&f.worldSize, "world-size", -1, "distributed: number of ranks (default: from the launcher's environment; needed for Kubernetes Indexed Jobs)")
-	fl.IntVar(&f.localRank, "local-rank", -1, "distributed: rank on this machine (default: from the environment)")
+	fl.IntVar(&f.rank, "rank", -1, "distributed: this process's rank (-1: from the launcher's environment)")
+	fl.IntVar(&f.worldSize, "world-size", -1, "distributed: number of ranks (-1: from the launcher's environment; needed for Kubernetes Indexed Jobs)")
+	fl.IntVar(&f.localRank, "local-rank", -1, "distributed: rank on this machine (-1: from the environment)")
 	fl.StringVar(&f.masterAddr, "master-addr", "", "distributed: host of rank 0's rendezvous store (default: MASTER_ADDR, SLURM's first node, or 127.0.0.1 when all ranks are local)")
-	fl.IntVar(&f.masterPort, "master-port", -1, "distributed: port of rank 0's rendezvous store (default: MASTER_PORT or 29500)")
+	fl.IntVar(&f.masterPort, "master-port", -1, "distributed: port of rank 0's rendezvous store (-1: MASTER_PORT or 29500)")
 	fl.StringVar(&f.bind, "bind", "", "distributed: local IP address to listen on and advertise (default: the one that reaches the master)")
 	fl.StringVar(&f.iface, "iface", "", "distributed: network interface to use (its first address), e.g. ib0 on a machine with several networks")
 	fl.StringVar(&f.backend, "dist-backend", "tcp", "distributed: collectives backend: "+strings.Join(backendNames(), ", "))
