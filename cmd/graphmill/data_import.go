@@ -55,8 +55,8 @@ Formats:
 Each importer states how it builds the graph (Planetoid and npz: symmetrized, duplicates
 removed, as PyG does); --symmetrize, --dedup and --self-loops override it.
 The output is written atomically: a failed import leaves nothing (or the old dataset) behind.`,
-		Example: `  graphmill data import --format planetoid --src shared/data/planetoid --name cora --out data/cora
-  graphmill data import --format metis --src shared/data/structure-only/wave.graph.bz2 --out data/wave`,
+		Example: `  graphmill data import --format planetoid --src ../shared/data/planetoid --name cora --out data/cora
+  graphmill data import --format metis --src ../shared/data/structure-only/wave.graph.bz2 --out data/wave`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runImport(cmd, &f) },
 	}
