@@ -160,41 +160,25 @@ func asT[T any](b []byte, size int) []T {
 func reduceInto(dst, src []byte, dt DType, op Op) {
 	switch dt {
 	case Float32:
-		d, s := asT[float32](dst, 4), asT[float32](src, 4)
-		s = s[:len(d)]
-		if op == Max {
-			for i, v := range s {
-				d[i] = max(d[i], v)
-			}
-			return
-		}
-		for i, v := range s {
-			d[i] += v
-		}
+		reduceT(asT[float32](dst, 4), asT[float32](src, 4), op)
 	case Float64:
-		d, s := asT[float64](dst, 8), asT[float64](src, 8)
-		s = s[:len(d)]
-		if op == Max {
-			for i, v := range s {
-				d[i] = max(d[i], v)
-			}
-			return
-		}
-		for i, v := range s {
-			d[i] += v
-		}
+		reduceT(asT[float64](dst, 8), asT[float64](src, 8), op)
 	case Int64:
-		d, s := asT[int64](dst, 8), asT[int64](src, 8)
-		s = s[:len(d)]
-		if op == Max {
-			for i, v := range s {
-				d[i] = max(d[i], v)
-			}
-			return
-		}
+		reduceT(asT[int64](dst, 8), asT[int64](src, 8), op)
+	}
+}
+
+// reduceT is reduceInto on typed slices.
+func reduceT[T float32 | float64 | int64](d, s []T, op Op) {
+	s = s[:len(d)]
+	if op == Max {
 		for i, v := range s {
-			d[i] += v
+			d[i] = max(d[i], v)
 		}
+		return
+	}
+	for i, v := range s {
+		d[i] += v
 	}
 }
 
