@@ -108,7 +108,7 @@ func runLaunch(ctx context.Context, n, port int, grace time.Duration, args []str
 		c.Env = append(append([]string(nil), base...),
 			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n),
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), dist.TokenEnv+"="+secret, "GRAPHMILL_LAUNCH=1")
-		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphans if launch dies
+		c.SysProcAttr = childAttr() // no orphans if launch dies (Linux)
 		c.Stdout = &prefixWriter{prefix: fmt.Sprintf("[rank %d] ", r), dst: stdout, mu: &outMu}
 		c.Stderr = &prefixWriter{prefix: fmt.Sprintf("[rank %d] ", r), dst: stderr, mu: &outMu}
 		c.WaitDelay = 2 * time.Second // a grandchild holding the output open does not hold launch
