@@ -1,0 +1,290 @@
+package sar
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// Supported reports whether the distributed forward pass covers kind.
+func Supported(kind nn.Kind) bool {
+	switch kind {
+	case nn.GCN, nn.SAGE, nn.APPNP, nn.GAT:
+		return true
+	}
+	return false
+}
+
+// NewModel builds a model for the shard's dataset exactly as a single
+// process builds it from the same config (same seed, same weights); the
+// distributed forward pass does not read the model's degree table, so
+// none is held.
+func NewModel(s *Shard, c nn.Config) (*nn.Model, error) {
+	if !Supported(c.Kind) {
+		return nil, fmt.Errorf("sar: no distributed forward pass for %s", c.Kind)
+	}
+	c.In, c.Out = s.FeatureDim, s.NumClasses
+	return nn.NewModel(c, []float32{})
+}
+
+func linear(tp *autograd.Tape, x, w *autograd.Var) *autograd.Var {
+	return tp.MatMulOp(x, tensor.NoTrans, w, tensor.Trans)
+}
+
+// transformFirst says whether a layer from in to out features multiplies
+// by its weight before aggregating (exchanging out-wide rows) or after
+// (in-wide rows): whichever sends fewer bytes. Rows that need no gradient
+// (the input features) cross once; others also carry their gradient back.
+func transformFirst(h *autograd.Var, in, out int) bool {
+	if h.RequiresGrad() {
+		return out < in
+	}
+	return in > 2*out
+}
+
+// dropout is dropout keyed by global node id (see dropFactors).
+func (x *exchanger) dropout(tp *autograd.Tape, h *autograd.Var, p float64, seed uint64) *autograd.Var {
+	if tp.NoGrad() || p == 0 {
+		return h
+	}
+	out, mask := dropoutRows(h.Value, x.s.GlobalIDs, p, seed)
+	return tp.Custom("Dropout", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		if grads[0].Data == nil {
+			return nil
+		}
+		for i, v := range g.Data {
+			grads[0].Data[i] += v * mask.Data[i]
+		}
+		return nil
+	}, h)
+}
+
+// aggLinear returns linear(a(h), w) in the cheaper order.
+func (x *exchanger) aggLinear(tp *autograd.Tape, a *linAgg, h, w *autograd.Var) (*autograd.Var, error) {
+	out, in := w.Shape()
+	if transformFirst(h, in, out) {
+		return x.aggregate(tp, a, linear(tp, h, w))
+	}
+	agg, err := x.aggregate(tp, a, h)
+	if err != nil {
+		return nil, err
+	}
+	return linear(tp, agg, w), nil
+}
+
+// forward runs m over the shard and returns the logits of its inner
+// nodes; train enables dropout with the step's seed, drawn as
+// nn.Model.Forward draws it in one process.
+func (x *exchanger) forward(tp *autograd.Tape, m *nn.Model, train bool, seed uint64) (*autograd.Var, error) {
+	c := m.Config
+	h := tp.Const(x.s.X)
+	if c.Kind == nn.APPNP {
+		return x.appnp(tp, m, h, train, seed)
+	}
+	var err error
+	for l, layer := range m.Layers {
+		if train && c.Dropout > 0 {
+			h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, uint64(2*l)))
+		}
+		ls := rng.Derive(seed, uint64(2*l+1))
+		switch ly := layer.(type) {
+		case *nn.GCNConv:
+			if h, err = x.aggLinear(tp, x.s.gcnAgg(), h, ly.Lin); err != nil {
+				return nil, err
+			}
+			h = tp.AddBias(h, ly.Bias)
+		case *nn.SAGEConv:
+			neigh, err := x.aggLinear(tp, x.s.meanAgg(), h, ly.LinL)
+			if err != nil {
+				return nil, err
+			}
+			h = tp.AddBias(tp.Add(neigh, linear(tp, h, ly.LinR)), ly.BiasL)
+		case *nn.GATConv:
+			if h, err = x.gat(tp, ly, h, train, ls); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("sar: no distributed forward pass for layer %T", layer)
+		}
+		if l < len(m.Layers)-1 {
+			if c.Kind == nn.GAT {
+				h = tp.ELU(h, 1)
+			} else {
+				h = tp.ReLU(h)
+			}
+		}
+	}
+	return h, nil
+}
+
+// appnp is APPNP: the MLP on the inner rows, then K propagation steps
+// h = (1-α)·Â·h + α·h0 over the distributed graph.
+func (x *exchanger) appnp(tp *autograd.Tape, m *nn.Model, h *autograd.Var, train bool, seed uint64) (*autograd.Var, error) {
+	c := m.Config
+	if train && c.Dropout > 0 {
+		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 0))
+	}
+	p := m.Layers[0].Params() // lin1.weight, lin1.bias, lin2.weight, lin2.bias
+	if len(p) != 4 {
+		return nil, fmt.Errorf("sar: APPNP's MLP has %d parameters, want 4", len(p))
+	}
+	h = tp.ReLU(tp.AddBias(linear(tp, h, p[0]), p[1]))
+	if train && c.Dropout > 0 {
+		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 1))
+	}
+	h0 := tp.AddBias(linear(tp, h, p[2]), p[3])
+	alpha := float32(c.Alpha)
+	h = h0
+	for range m.Layers[1:] {
+		agg, err := x.aggregate(tp, x.s.gcnAgg(), h)
+		if err != nil {
+			return nil, err
+		}
+		h = tp.Add(tp.Scale(agg, 1-alpha), tp.Scale(h0, alpha))
+	}
+	return h, nil
+}
+
+// StepResult is one training step's outcome, the same on every rank.
+type StepResult struct {
+	// Loss is the mean cross-entropy over all training nodes; Correct
+	// counts those predicted right (of Total).
+	Loss           float64
+	Correct, Total int
+	// PeakFetchedBytes is the largest volume of other ranks' rows this
+	// rank held at once.
+	PeakFetchedBytes int64
+}
+
+// Engine runs distributed full-graph steps on one rank's shard.
+type Engine struct {
+	Shard *Shard
+	Mode  Mode
+	comm  *counter
+}
+
+// NewEngine returns an engine over s in mode.
+func NewEngine(s *Shard, mode Mode) *Engine {
+	return &Engine{Shard: s, Mode: mode, comm: &counter{Comm: s.comm}}
+}
+
+// BytesSent returns the bytes this rank has sent: rows and gradients of
+// the aggregations (exactly), and the parameter all-reduces (at the ring's
+// cost).
+func (e *Engine) BytesSent() (exchange, reduce int64) {
+	return e.comm.exchange.Load(), e.comm.reduce.Load()
+}
+
+func (e *Engine) exchanger(ctx context.Context) *exchanger {
+	return &exchanger{ctx: ctx, s: e.Shard, comm: e.comm, mode: e.Mode}
+}
+
+// Grad computes the loss and the gradients of one full-graph step with
+// dropout seed seed, leaving every parameter's Grad summed over all ranks
+// (each the gradient of the mean loss over all training nodes, as one
+// process computes it). Every rank calls it.
+func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult, error) {
+	s := e.Shard
+	params := m.Params()
+	autograd.ZeroGrad(params...)
+	x := e.exchanger(ctx)
+	tp := autograd.NewTape()
+	logits, err := x.forward(tp, m, true, seed)
+	if err != nil {
+		return StepResult{}, err
+	}
+	labels := make([]int32, s.NumInner())
+	for i := range labels {
+		labels[i] = -1
+	}
+	for _, v := range s.Train {
+		labels[v] = s.Labels[v]
+	}
+	correct, k := countCorrect(logits.Value, labels)
+	loss := tp.CrossEntropy(logits, labels)
+	l := float64(loss.Scalar())
+	g := tensor.New(1, 1)
+	if s.NumTrain > 0 {
+		g.Data[0] = float32(k) / float32(s.NumTrain)
+	}
+	// Every rank runs backward, even without training nodes: the
+	// aggregations' backward passes exchange gradients.
+	if err := tp.BackwardFrom(loss, g); err != nil {
+		return StepResult{}, err
+	}
+	// One all-reduce for every gradient and the loss and counts.
+	n := 3
+	for _, p := range params {
+		n += len(p.Value.Data)
+	}
+	buf := make([]float32, 0, n)
+	for _, p := range params {
+		if len(p.Grad.Data) == 0 {
+			p.Grad = tensor.New(p.Value.Rows, p.Value.Cols)
+		}
+		buf = append(buf, p.Grad.Data...)
+	}
+	if k == 0 {
+		l = 0
+	}
+	buf = append(buf, float32(l*float64(k)), float32(correct), float32(k))
+	if s.Size > 1 {
+		if err := e.comm.AllReduce(ctx, buf, dist.Sum); err != nil {
+			return StepResult{}, err
+		}
+	}
+	off := 0
+	for _, p := range params {
+		copy(p.Grad.Data, buf[off:off+len(p.Grad.Data)])
+		off += len(p.Grad.Data)
+	}
+	tot := int(buf[off+2])
+	res := StepResult{Correct: int(buf[off+1]), Total: tot, PeakFetchedBytes: x.peakFetched}
+	if tot > 0 {
+		res.Loss = float64(buf[off]) / float64(tot)
+	}
+	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
+		return res, fmt.Errorf("loss is %v: lower the learning rate or check the features for NaN/Inf", res.Loss)
+	}
+	return res, nil
+}
+
+// Logits runs the model without dropout and returns the logits of the
+// shard's inner nodes (rows in the shard's order, GlobalIDs). Every rank
+// calls it.
+func (e *Engine) Logits(ctx context.Context, m *nn.Model) (tensor.Matrix, error) {
+	tp := autograd.NewInferenceTape()
+	out, err := e.exchanger(ctx).forward(tp, m, false, 0)
+	if err != nil {
+		return tensor.Matrix{}, err
+	}
+	return out.Value, nil
+}
+
+// countCorrect counts the labelled rows (label >= 0) whose argmax is the
+// label, and the labelled rows.
+func countCorrect(logits tensor.Matrix, labels []int32) (correct, total int) {
+	for i, y := range labels {
+		if y < 0 {
+			continue
+		}
+		total++
+		row := logits.Row(i)
+		best := 0
+		for j, v := range row {
+			if v > row[best] {
+				best = j
+			}
+		}
+		if best == int(y) {
+			correct++
+		}
+	}
+	return correct, total
+}

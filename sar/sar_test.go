@@ -1,0 +1,279 @@
+package sar
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/cora"
+	"github.com/graphmill/graphmill/dataset/parts"
+	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/partition"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+func TestDropFactorsMatchTensorDropout(t *testing.T) {
+	for _, tc := range []struct {
+		rows, cols int
+		p          float64
+	}{{40, 1433, 0.5}, {3000, 7, 0.6}, {100, 64, 0.1}, {5, 16384, 0.5}, {9, 16385, 0.3}} {
+		x := tensor.New(tc.rows, tc.cols)
+		for i := range x.Data {
+			x.Data[i] = 1
+		}
+		want := tensor.New(tc.rows, tc.cols)
+		out := tensor.New(tc.rows, tc.cols)
+		if err := tensor.Dropout(out, want, x, tc.p, 77); err != nil {
+			t.Fatal(err)
+		}
+		// Every row alone, in a shuffled order, gets its own factors.
+		r := rng.New(1)
+		rows := make([]int32, tc.rows)
+		for i := range rows {
+			rows[i] = int32(i)
+		}
+		for i := len(rows) - 1; i > 0; i-- {
+			j := r.IntN(i + 1)
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+		got := make([]float32, tc.rows*tc.cols)
+		dropFactors(got, rows, tc.cols, tc.p, 77)
+		for i, v := range rows {
+			for c := 0; c < tc.cols; c++ {
+				if g, w := got[i*tc.cols+c], want.At(int(v), c); g != w {
+					t.Fatalf("%dx%d p=%g: row %d col %d: factor %v, tensor.Dropout drew %v", tc.rows, tc.cols, tc.p, v, c, g, w)
+				}
+			}
+		}
+	}
+}
+
+// fixture is Cora, whole and in 4 parts.
+type fixture struct {
+	d    *dataset.Dataset
+	dir  string
+	x    tensor.Matrix
+	deg  []float32
+	mask []int32
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+)
+
+func coraFixture(t *testing.T) *fixture {
+	t.Helper()
+	fixOnce.Do(func() { fix, fixErr = makeFixture() })
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fix
+}
+
+var fixtureDir string
+
+func makeFixture() (*fixture, error) {
+	ctx := context.Background()
+	raw, err := cora.Raw()
+	if err != nil {
+		return nil, err
+	}
+	dir := fixtureDir
+	if err := dataset.Write(ctx, filepath.Join(dir, "cora"), raw, dataset.WriteOptions{}); err != nil {
+		return nil, err
+	}
+	d, err := dataset.Open(filepath.Join(dir, "cora"))
+	if err != nil {
+		return nil, err
+	}
+	g, err := partition.FromCSC(ctx, d.Graph, 0)
+	if err != nil {
+		return nil, err
+	}
+	res, err := partition.Partition(ctx, g, partition.Options{Parts: 4, Seed: 1})
+	if err != nil {
+		return nil, err
+	}
+	pdir := filepath.Join(dir, "cora4")
+	if _, err := parts.Write(ctx, d, res.Parts, 4, pdir, parts.WriteOptions{Method: "metis", Stats: res.Stats}); err != nil {
+		return nil, err
+	}
+	st, err := feature.Open(d, feature.Options{Workers: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	if ok, err := st.NormalizeRows(ctx); err != nil || !ok {
+		return nil, fmt.Errorf("normalise: %v %v", ok, err)
+	}
+	n := d.Meta.NumNodes
+	x := tensor.New(n, d.Meta.FeatureDim)
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	if err := st.Gather(ctx, ids, x.Data); err != nil {
+		return nil, err
+	}
+	deg := make([]float32, n)
+	for i, v := range d.Graph.InDegrees() {
+		deg[i] = float32(v)
+	}
+	mask := make([]int32, n)
+	for i := range mask {
+		mask[i] = -1
+	}
+	for _, v := range d.Train {
+		mask[v] = d.Labels[v]
+	}
+	return &fixture{d: d, dir: pdir, x: x, deg: deg, mask: mask}, nil
+}
+
+func TestMain(m *testing.M) {
+	dir, err := osMkdirTemp()
+	if err != nil {
+		panic(err)
+	}
+	fixtureDir = dir
+	code := m.Run()
+	osRemoveAll(dir)
+	osExit(code)
+}
+
+// reference is one single-process full-graph step.
+func (f *fixture) reference(t *testing.T, c nn.Config, seed uint64) (float64, []tensor.Matrix) {
+	t.Helper()
+	c.In, c.Out = f.d.Meta.FeatureDim, f.d.Meta.NumClasses
+	m, err := nn.NewModel(c, f.deg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := autograd.NewTape()
+	logits := m.Forward(tp, []*nn.Block{nn.FullGraph(f.d.Graph)}, tp.Const(f.x), true, seed)
+	loss := tp.CrossEntropy(logits, f.mask)
+	if err := tp.Backward(loss); err != nil {
+		t.Fatal(err)
+	}
+	var gs []tensor.Matrix
+	for _, p := range m.Params() {
+		gs = append(gs, p.Grad.Clone())
+	}
+	return float64(loss.Scalar()), gs
+}
+
+// onRanks runs fn on n in-process ranks over the fixture's parts.
+func onRanks(t *testing.T, dir string, n int, fn func(rank int, s *Shard) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	gs, err := dist.LocalGroup(ctx, n, dist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer gs[r].Close()
+			s, err := Open(ctx, gs[r], dir, ShardOptions{Normalize: true})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			errs[r] = fn(r, s)
+		}()
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// gradScale is the largest gradient entry of a model.
+func gradScale(gs []tensor.Matrix) float64 {
+	var m float64
+	for _, g := range gs {
+		for _, v := range g.Data {
+			m = max(m, math.Abs(float64(v)))
+		}
+	}
+	return m
+}
+
+// closeness returns the largest |got-want| / (tol*|want| + tol*scale)
+// over the elements: at most 1 when every element is within relative
+// tolerance tol, measured against its own value plus the model's largest
+// gradient entry (scale). The second term is what float32 allows: an
+// entry that is a sum of terms cancelling to far below their own size (the
+// output bias's gradient sums p-y over the training nodes) carries the
+// rounding of its terms, not of its value. (torch.testing's float32
+// default is an absolute 1e-5; this is 1e-5 of the largest entry.)
+func closeness(got, want []float32, tol, scale float64) float64 {
+	var worst float64
+	for i := range want {
+		d := math.Abs(float64(got[i] - want[i]))
+		worst = max(worst, d/(tol*math.Abs(float64(want[i]))+tol*scale))
+	}
+	return worst
+}
+
+func testConfigs() map[string]nn.Config {
+	return map[string]nn.Config{
+		"gcn":   {Kind: nn.GCN, Hidden: 16, Layers: 2, Dropout: 0.5, Seed: 3},
+		"sage":  {Kind: nn.SAGE, Hidden: 24, Layers: 3, Dropout: 0.5, Seed: 3},
+		"appnp": {Kind: nn.APPNP, Hidden: 16, Layers: 4, Dropout: 0.5, Alpha: 0.1, Seed: 3},
+	}
+}
+
+// TestStepEquivalence: the loss and every parameter gradient of one step
+// on N ranks equal the single-process full-graph step (dropout on).
+func TestStepEquivalence(t *testing.T) {
+	f := coraFixture(t)
+	const seed = 12345
+	for name, c := range testConfigs() {
+		wantLoss, wantGrads := f.reference(t, c, seed)
+		for _, mode := range Modes {
+			for _, n := range []int{1, 2, 4} {
+				t.Run(fmt.Sprintf("%s/%s/N=%d", name, mode, n), func(t *testing.T) {
+					onRanks(t, f.dir, n, func(rank int, s *Shard) error {
+						m, err := NewModel(s, c)
+						if err != nil {
+							return err
+						}
+						e := NewEngine(s, mode)
+						res, err := e.Grad(context.Background(), m, seed)
+						if err != nil {
+							return err
+						}
+						if d := math.Abs(res.Loss-wantLoss) / wantLoss; d > 1e-5 {
+							return fmt.Errorf("loss %.8f, single process %.8f (rel %.2g)", res.Loss, wantLoss, d)
+						}
+						names, ps := m.NamedParams()
+						scale := gradScale(wantGrads)
+						for i, p := range ps {
+							if c := closeness(p.Grad.Data, wantGrads[i].Data, 1e-5, scale); c > 1 {
+								return fmt.Errorf("gradient of %s differs from the single process's by %.3g x the tolerance", names[i], c)
+							}
+						}
+						return nil
+					})
+				})
+			}
+		}
+	}
+}
