@@ -19,6 +19,7 @@ import (
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
+	"github.com/graphmill/graphmill/train"
 )
 
 func TestDropFactorsMatchTensorDropout(t *testing.T) {
@@ -275,5 +276,53 @@ func TestStepEquivalence(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestLossCurves: 20 epochs on N ranks follow "train --mode full" in one
+// process: every epoch's loss within 1e-4, and the same evaluations.
+func TestLossCurves(t *testing.T) {
+	f := coraFixture(t)
+	for _, tc := range []struct {
+		kind nn.Kind
+		mode Mode
+		n    int
+	}{{nn.GCN, SAR, 4}, {nn.SAGE, OneShot, 2}, {nn.APPNP, SA, 4}, {nn.GCN, OneShot, 1}} {
+		t.Run(fmt.Sprintf("%s/%s/N=%d", tc.kind, tc.mode, tc.n), func(t *testing.T) {
+			cfg := train.Defaults(tc.kind)
+			cfg.Mode, cfg.Epochs, cfg.Seed, cfg.Model.Seed = train.Full, 20, 7, 7
+			r, err := train.NewRunner(f.d, cfg, train.Hooks{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			want, err := r.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg = r.Config()
+			onRanks(t, f.dir, tc.n, func(rank int, s *Shard) error {
+				got, err := Run(context.Background(), NewEngine(s, tc.mode), cfg, train.Hooks{})
+				if err != nil {
+					return err
+				}
+				if len(got.History) != len(want.History) {
+					return fmt.Errorf("%d epochs, single process %d", len(got.History), len(want.History))
+				}
+				for i, h := range got.History {
+					w := want.History[i]
+					if math.Abs(h.Loss-w.Loss) > 1e-4 {
+						return fmt.Errorf("epoch %d: loss %.6f, single process %.6f", i, h.Loss, w.Loss)
+					}
+					if math.Abs(*h.ValAcc-*w.ValAcc) > 0.0021 || math.Abs(*h.ValLoss-*w.ValLoss) > 1e-4 {
+						return fmt.Errorf("epoch %d: val acc %.4f loss %.6f, single process %.4f %.6f", i, *h.ValAcc, *h.ValLoss, *w.ValAcc, *w.ValLoss)
+					}
+				}
+				if got.Summary.TestAcc != want.Summary.TestAcc || got.Summary.BestEpoch != want.Summary.BestEpoch {
+					return fmt.Errorf("test acc %.4f at epoch %d, single process %.4f at %d", got.Summary.TestAcc, got.Summary.BestEpoch, want.Summary.TestAcc, want.Summary.BestEpoch)
+				}
+				return nil
+			})
+		})
 	}
 }
