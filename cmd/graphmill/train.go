@@ -28,6 +28,7 @@ import (
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/sample"
+	"github.com/graphmill/graphmill/sar"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/train"
 )
@@ -91,7 +92,7 @@ are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
 	fl := c.Flags()
 	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	fl.StringVar(&f.model, "model", "gcn", "model, one of:\n"+nn.KindsHelp())
-	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled)")
+	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled).\nOn a partitioned dataset ('graphmill partition'), under any number of ranks: sar (full-graph steps, other ranks' boundary rows fetched one rank at a time and freed: memory per rank falls as 1/N), sa (sar keeping GAT's fetched rows for backward) or one-shot (all boundary rows in one exchange per layer)")
 	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64, appnp 64)")
 	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers (appnp: propagation steps K, default 10)")
@@ -288,6 +289,9 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	cfg, err := buildConfig(cmd, f)
 	if err != nil {
 		return err
+	}
+	if mode, err := sar.ParseMode(string(cfg.Mode)); err == nil {
+		return runTrainSAR(cmd, f, cfg, mode)
 	}
 	if err := checkOutputs(f); err != nil {
 		return err
