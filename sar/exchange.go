@@ -265,6 +265,8 @@ type exchanger struct {
 	// fetched tracks the bytes of rows from other ranks held at once
 	// (peakFetched: the step's largest).
 	fetched, peakFetched int64
+	// note samples the heap while fetched rows are held.
+	note func()
 }
 
 func (x *exchanger) hold(b int64) {
@@ -338,6 +340,7 @@ func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matri
 			}
 			use(q, rows)
 		}
+		x.note()
 		x.hold(-held)
 		return nil
 	}
@@ -359,6 +362,7 @@ func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matri
 			}
 			x.hold(int64(len(b)))
 			use(from, rows)
+			x.note()
 			x.hold(-int64(len(b)))
 		}
 	}

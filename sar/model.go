@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
@@ -166,7 +167,60 @@ type StepResult struct {
 type Engine struct {
 	Shard *Shard
 	Mode  Mode
-	comm  *counter
+	// TrackHeap samples the Go heap during every step (after each
+	// aggregation and at the end of forward and backward), for
+	// PeakHeapBytes; it costs a stop-the-world statistics read each time.
+	TrackHeap bool
+	comm      *counter
+	peakHeap  int64
+}
+
+// PeakHeapBytes returns the largest Go heap in use seen during the steps
+// since the engine was made (with TrackHeap).
+func (e *Engine) PeakHeapBytes() int64 { return e.peakHeap }
+
+func (e *Engine) noteHeap() {
+	if e.TrackHeap {
+		e.peakHeap = max(e.peakHeap, memstat.HeapInUse())
+	}
+}
+
+// MinBytesPerStep is the analytic minimum of the bytes this rank sends
+// for the aggregations of one training step of m: every boundary row once
+// per layer at the layer's narrower width (its input or output: a layer
+// may multiply by its weight before or after aggregating), and once more
+// for its gradient where one flows back (not into the input features,
+// which need none).
+func (e *Engine) MinBytesPerStep(m *nn.Model) int64 {
+	b := int64(e.Shard.Boundary()) * 4
+	var words int64
+	c := m.Config
+	if c.Kind == nn.APPNP {
+		return b * int64(2*c.Out*(len(m.Layers)-1))
+	}
+	in := c.In
+	for l, layer := range m.Layers {
+		out := layer.OutDim()
+		switch ly := layer.(type) {
+		case *nn.GATConv:
+			// Rows of h (heads×out) and el (heads) forward; in sar mode h
+			// again backward; gradients of h and el.
+			w := int64(ly.Heads*ly.Out + ly.Heads)
+			passes := int64(2)
+			if e.Mode == SAR {
+				passes = 3
+			}
+			words += w * passes
+		default:
+			if l == 0 {
+				words += int64(min(in, 2*out))
+			} else {
+				words += 2 * int64(min(in, out))
+			}
+		}
+		in = out
+	}
+	return b * words
 }
 
 // NewEngine returns an engine over s in mode.
@@ -182,7 +236,7 @@ func (e *Engine) BytesSent() (exchange, reduce int64) {
 }
 
 func (e *Engine) exchanger(ctx context.Context) *exchanger {
-	return &exchanger{ctx: ctx, s: e.Shard, comm: e.comm, mode: e.Mode}
+	return &exchanger{ctx: ctx, s: e.Shard, comm: e.comm, mode: e.Mode, note: e.noteHeap}
 }
 
 // Grad computes the loss and the gradients of one full-graph step with
@@ -199,6 +253,7 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 	if err != nil {
 		return StepResult{}, err
 	}
+	e.noteHeap()
 	labels := make([]int32, s.NumInner())
 	for i := range labels {
 		labels[i] = -1
@@ -218,6 +273,7 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 	if err := tp.BackwardFrom(loss, g); err != nil {
 		return StepResult{}, err
 	}
+	e.noteHeap()
 	// One all-reduce for every gradient and the loss and counts.
 	n := 3
 	for _, p := range params {
