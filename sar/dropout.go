@@ -25,7 +25,7 @@ const (
 
 // dropFactors fills mask (len(rows)*cols) with the dropout factors of the
 // rows whose global ids are rows, for probability p and seed.
-func dropFactors(mask []float32, rows []int32, cols int, p float64, seed uint64) {
+func dropFactors[T int32 | int64](mask []float32, rows []T, cols int, p float64, seed uint64) {
 	thr := uint64(math.Round(p * 65536))
 	factors := [2]float32{0, float32(1 / (1 - p))}
 	par.For(par.Workers(0), len(rows), func(_, lo, hi int) {

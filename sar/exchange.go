@@ -297,7 +297,7 @@ func (x *exchanger) aggregate(tp *autograd.Tape, a *linAgg, h *autograd.Var) (*a
 			gq := tensor.New(a.csr[q].NumSrc, cols)
 			accumulateT(gq, a.csr[q], g)
 			return gq
-		}, dx)
+		}, func(rows []int32, g tensor.Matrix) { scatterAdd(dx, rows, g) })
 	}, h), nil
 }
 
@@ -370,9 +370,10 @@ func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matri
 }
 
 // returnGrads sends every other rank q the gradient grad(q) of the rows
-// fetched from it and adds what the others send back for this rank's
-// rows into dx.
-func (x *exchanger) returnGrads(n, cols int, grad func(q int) tensor.Matrix, dx tensor.Matrix) error {
+// fetched from it (cols wide) and passes what the others send back for
+// this rank's rows to add(rows, g): row i of g belongs to inner row
+// rows[i].
+func (x *exchanger) returnGrads(n, cols int, grad func(q int) tensor.Matrix, add func(rows []int32, g tensor.Matrix)) error {
 	s, me := x.s, x.s.Rank
 	if n == 1 {
 		return nil
@@ -396,7 +397,7 @@ func (x *exchanger) returnGrads(n, cols int, grad func(q int) tensor.Matrix, dx 
 			if err != nil {
 				return err
 			}
-			scatterAdd(dx, s.send[q], g)
+			add(s.send[q], g)
 		}
 		return nil
 	}
@@ -416,7 +417,7 @@ func (x *exchanger) returnGrads(n, cols int, grad func(q int) tensor.Matrix, dx 
 			if err != nil {
 				return err
 			}
-			scatterAdd(dx, s.send[to], g)
+			add(s.send[to], g)
 		}
 	}
 	return nil

@@ -203,14 +203,13 @@ func (e *Engine) MinBytesPerStep(m *nn.Model) int64 {
 		out := layer.OutDim()
 		switch ly := layer.(type) {
 		case *nn.GATConv:
-			// Rows of h (heads×out) and el (heads) forward; in sar mode h
-			// again backward; gradients of h and el.
-			w := int64(ly.Heads*ly.Out + ly.Heads)
-			passes := int64(2)
+			// Rows of el (heads) and h (heads×out) forward, their
+			// gradients back, and in sar mode h once more for backward.
+			hw, ew := int64(ly.Heads*ly.Out), int64(ly.Heads)
+			words += 2 * (hw + ew)
 			if e.Mode == SAR {
-				passes = 3
+				words += hw
 			}
-			words += w * passes
 		default:
 			if l == 0 {
 				words += int64(min(in, 2*out))

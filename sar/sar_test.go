@@ -237,6 +237,7 @@ func testConfigs() map[string]nn.Config {
 	return map[string]nn.Config{
 		"gcn":   {Kind: nn.GCN, Hidden: 16, Layers: 2, Dropout: 0.5, Seed: 3},
 		"sage":  {Kind: nn.SAGE, Hidden: 24, Layers: 3, Dropout: 0.5, Seed: 3},
+		"gat":   {Kind: nn.GAT, Hidden: 8, Heads: 4, OutHeads: 2, Layers: 2, Dropout: 0.6, AttnDropout: 0.6, Seed: 3},
 		"appnp": {Kind: nn.APPNP, Hidden: 16, Layers: 4, Dropout: 0.5, Alpha: 0.1, Seed: 3},
 	}
 }

@@ -46,6 +46,8 @@ type Shard struct {
 	// aggregations.
 	loops     []ownerEdges
 	gcn, mean *linAgg
+	gatCSR    []*tensor.CSR
+	keys      [][]int64
 }
 
 // ownerEdges are the in-edges of the inner nodes whose sources one rank
