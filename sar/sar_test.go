@@ -327,3 +327,49 @@ func TestLossCurves(t *testing.T) {
 		})
 	}
 }
+
+// TestInferenceEquivalence: distributed inference equals the single
+// process's layer-wise inference (train.Infer) for every node.
+func TestInferenceEquivalence(t *testing.T) {
+	f := coraFixture(t)
+	src, err := feature.FromFloat32(f.x.Data, f.x.Rows, f.x.Cols, feature.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range testConfigs() {
+		c.In, c.Out = f.d.Meta.FeatureDim, f.d.Meta.NumClasses
+		ref, err := nn.NewModel(c, f.deg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := train.Infer(context.Background(), ref, f.d.Graph, src, 512, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, mode := range Modes {
+			n := []int{1, 2, 4}[i]
+			t.Run(fmt.Sprintf("%s/%s/N=%d", name, mode, n), func(t *testing.T) {
+				onRanks(t, f.dir, n, func(rank int, s *Shard) error {
+					m, err := NewModel(s, c)
+					if err != nil {
+						return err
+					}
+					got, err := NewEngine(s, mode).Logits(context.Background(), m)
+					if err != nil {
+						return err
+					}
+					var scale float64
+					for _, v := range want.Data {
+						scale = max(scale, math.Abs(float64(v)))
+					}
+					for i, g := range s.GlobalIDs {
+						if cl := closeness(got.Row(i), want.Row(int(g)), 1e-5, scale); cl > 1 {
+							return fmt.Errorf("node %d: logits %v, single process %v", g, got.Row(i), want.Row(int(g)))
+						}
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
