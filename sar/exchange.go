@@ -183,7 +183,33 @@ func scatterAdd(dx tensor.Matrix, idx []int32, g tensor.Matrix) {
 // aggregation): one weighted CSR per owning rank.
 type linAgg struct {
 	name string
-	csr  []*tensor.CSR
+	csr  []*tensor.CSR // over the shard's edges
+	// byTopo caches the weighted CSRs of message flow graphs.
+	byTopo map[*topo][]*tensor.CSR
+}
+
+// on returns the aggregation's weighted CSRs over topo t.
+func (a *linAgg) on(t *topo) []*tensor.CSR {
+	if t.base == nil {
+		return a.csr
+	}
+	if c, ok := a.byTopo[t]; ok {
+		return c
+	}
+	c := make([]*tensor.CSR, len(t.csr))
+	for q, tc := range t.csr {
+		w := make([]float32, len(tc.Indices))
+		for i, b := range t.base[q] {
+			w[i] = a.csr[q].Weights[b]
+		}
+		c[q] = &tensor.CSR{Indptr: tc.Indptr, Indices: tc.Indices, Weights: w, NumSrc: tc.NumSrc}
+		c[q].T()
+	}
+	if a.byTopo == nil {
+		a.byTopo = map[*topo][]*tensor.CSR{}
+	}
+	a.byTopo[t] = c
+	return c
 }
 
 // newLinAgg builds the aggregation over edges e (see Shard.edges) with
@@ -267,6 +293,8 @@ type exchanger struct {
 	fetched, peakFetched int64
 	// note samples the heap while fetched rows are held.
 	note func()
+	// mfg runs the step on message flow graphs (Engine.MFG).
+	mfg bool
 }
 
 func (x *exchanger) hold(b int64) {
@@ -277,13 +305,14 @@ func (x *exchanger) hold(b int64) {
 // aggregate returns a(h): every inner node's weighted sum over its
 // in-edges of the rows h of their sources, fetched from the ranks owning
 // them by the exchanger's mode. Its backward sends gradients only.
-func (x *exchanger) aggregate(tp *autograd.Tape, a *linAgg, h *autograd.Var) (*autograd.Var, error) {
-	s, n, me := x.s, x.s.Size, x.s.Rank
+func (x *exchanger) aggregate(tp *autograd.Tape, a *linAgg, h *autograd.Var, t *topo) (*autograd.Var, error) {
+	n, me := x.s.Size, x.s.Rank
 	cols := h.Value.Cols
-	out := tensor.New(s.NumInner(), cols)
-	accumulate(out, a.csr[me], h.Value)
-	if err := x.fetchRows(h.Value, func(q int, rows tensor.Matrix) {
-		accumulate(out, a.csr[q], rows)
+	csr := a.on(t)
+	out := tensor.New(t.outRows(), cols)
+	accumulate(out, csr[me], h.Value)
+	if err := x.fetchRows(h.Value, t, func(q int, rows tensor.Matrix) {
+		accumulate(out, csr[q], rows)
 	}); err != nil {
 		return nil, err
 	}
@@ -292,10 +321,10 @@ func (x *exchanger) aggregate(tp *autograd.Tape, a *linAgg, h *autograd.Var) (*a
 		if dx.Data == nil {
 			return nil
 		}
-		accumulateT(dx, a.csr[me], g)
-		return x.returnGrads(n, cols, func(q int) tensor.Matrix {
-			gq := tensor.New(a.csr[q].NumSrc, cols)
-			accumulateT(gq, a.csr[q], g)
+		accumulateT(dx, csr[me], g)
+		return x.returnGrads(n, cols, t, func(q int) tensor.Matrix {
+			gq := tensor.New(csr[q].NumSrc, cols)
+			accumulateT(gq, csr[q], g)
 			return gq
 		}, func(rows []int32, g tensor.Matrix) { scatterAdd(dx, rows, g) })
 	}, h), nil
@@ -305,8 +334,8 @@ func (x *exchanger) aggregate(tp *autograd.Tape, a *linAgg, h *autograd.Var) (*a
 // read, calling use(q, rows) for each rank q (rows in the order of
 // own[q]'s source positions), and frees them after use in sar and sa
 // modes.
-func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matrix)) error {
-	s, n, me := x.s, x.s.Size, x.s.Rank
+func (x *exchanger) fetchRows(h tensor.Matrix, t *topo, use func(q int, rows tensor.Matrix)) error {
+	n, me := x.s.Size, x.s.Rank
 	cols := h.Cols
 	if n == 1 {
 		return nil
@@ -315,7 +344,7 @@ func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matri
 		bufs := make([][]byte, n)
 		for q := range bufs {
 			if q != me {
-				bufs[q] = f32Bytes(pack(h, s.send[q]))
+				bufs[q] = f32Bytes(pack(h, t.send[q]))
 			}
 		}
 		got, err := x.comm.AllToAllV(x.ctx, bufs)
@@ -334,7 +363,7 @@ func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matri
 			if q == me {
 				continue
 			}
-			rows, err := bytesMatrix(got[q], s.own[q].nsrc, cols, q)
+			rows, err := bytesMatrix(got[q], t.fetched(q), cols, q)
 			if err != nil {
 				return err
 			}
@@ -346,17 +375,17 @@ func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matri
 	}
 	for step := 1; step < n; step++ {
 		to, from := (me+step)%n, (me-step+n)%n
-		if len(s.send[to]) > 0 {
-			if err := x.comm.Send(x.ctx, to, tagForward, f32Bytes(pack(h, s.send[to]))); err != nil {
+		if len(t.send[to]) > 0 {
+			if err := x.comm.Send(x.ctx, to, tagForward, f32Bytes(pack(h, t.send[to]))); err != nil {
 				return err
 			}
 		}
-		if s.own[from].nsrc > 0 {
+		if t.fetched(from) > 0 {
 			b, err := x.comm.Recv(x.ctx, from, tagForward)
 			if err != nil {
 				return err
 			}
-			rows, err := bytesMatrix(b, s.own[from].nsrc, cols, from)
+			rows, err := bytesMatrix(b, t.fetched(from), cols, from)
 			if err != nil {
 				return err
 			}
@@ -373,15 +402,15 @@ func (x *exchanger) fetchRows(h tensor.Matrix, use func(q int, rows tensor.Matri
 // fetched from it (cols wide) and passes what the others send back for
 // this rank's rows to add(rows, g): row i of g belongs to inner row
 // rows[i].
-func (x *exchanger) returnGrads(n, cols int, grad func(q int) tensor.Matrix, add func(rows []int32, g tensor.Matrix)) error {
-	s, me := x.s, x.s.Rank
+func (x *exchanger) returnGrads(n, cols int, t *topo, grad func(q int) tensor.Matrix, add func(rows []int32, g tensor.Matrix)) error {
+	me := x.s.Rank
 	if n == 1 {
 		return nil
 	}
 	if x.mode == OneShot {
 		bufs := make([][]byte, n)
 		for q := range bufs {
-			if q != me && s.own[q].nsrc > 0 {
+			if q != me && t.fetched(q) > 0 {
 				bufs[q] = f32Bytes(grad(q).Data)
 			}
 		}
@@ -390,34 +419,34 @@ func (x *exchanger) returnGrads(n, cols int, grad func(q int) tensor.Matrix, add
 			return err
 		}
 		for q := range got {
-			if q == me || len(s.send[q]) == 0 {
+			if q == me || len(t.send[q]) == 0 {
 				continue
 			}
-			g, err := bytesMatrix(got[q], len(s.send[q]), cols, q)
+			g, err := bytesMatrix(got[q], len(t.send[q]), cols, q)
 			if err != nil {
 				return err
 			}
-			add(s.send[q], g)
+			add(t.send[q], g)
 		}
 		return nil
 	}
 	for step := 1; step < n; step++ {
 		to, from := (me+step)%n, (me-step+n)%n
-		if s.own[from].nsrc > 0 {
+		if t.fetched(from) > 0 {
 			if err := x.comm.Send(x.ctx, from, tagBackward, f32Bytes(grad(from).Data)); err != nil {
 				return err
 			}
 		}
-		if len(s.send[to]) > 0 {
+		if len(t.send[to]) > 0 {
 			b, err := x.comm.Recv(x.ctx, to, tagBackward)
 			if err != nil {
 				return err
 			}
-			g, err := bytesMatrix(b, len(s.send[to]), cols, to)
+			g, err := bytesMatrix(b, len(t.send[to]), cols, to)
 			if err != nil {
 				return err
 			}
-			add(s.send[to], g)
+			add(t.send[to], g)
 		}
 	}
 	return nil

@@ -23,19 +23,6 @@ import (
 
 const gatSlope = 0.2 // nn.GATConv's LeakyReLU slope
 
-// gatEdges returns the self-looped edges as unweighted CSRs per owner.
-func (s *Shard) gatEdges() []*tensor.CSR {
-	if s.gatCSR == nil {
-		e := s.edges(true)
-		s.gatCSR = make([]*tensor.CSR, len(e))
-		for q, o := range e {
-			s.gatCSR[q] = &tensor.CSR{Indptr: o.indptr, Indices: o.src, NumSrc: o.nsrc}
-			s.gatCSR[q].T()
-		}
-	}
-	return s.gatCSR
-}
-
 // edgeKeys returns, for every self-looped in-edge of the inner nodes (per
 // owner), its index in the whole graph's self-looped CSR (nn's
 // Block.WithSelfLoops of the full graph: nodes in original order, each
@@ -123,15 +110,15 @@ func (s *Shard) edgeKeys(ctx context.Context, comm dist.Comm) ([][]int64, error)
 }
 
 // gat is one GATConv layer over the shard.
-func (x *exchanger) gat(tp *autograd.Tape, l *nn.GATConv, h *autograd.Var, train bool, seed uint64) (*autograd.Var, error) {
+func (x *exchanger) gat(tp *autograd.Tape, l *nn.GATConv, h *autograd.Var, train bool, seed uint64, t *topo) (*autograd.Var, error) {
 	hh := linear(tp, h, l.Lin)
 	el := tp.HeadDot(hh, l.AttSrc)
-	er := tp.HeadDot(hh, l.AttDst)
+	er := tp.HeadDot(selectRows(tp, hh, t.dstInSrc), l.AttDst)
 	p := 0.0
 	if train && !tp.NoGrad() {
 		p = l.AttnDropout
 	}
-	out, err := x.gatAggregate(tp, hh, el, er, l.Heads, p, seed)
+	out, err := x.gatAggregate(tp, hh, el, er, l.Heads, p, seed, t)
 	if err != nil {
 		return nil, err
 	}
@@ -149,10 +136,10 @@ func (x *exchanger) gat(tp *autograd.Tape, l *nn.GATConv, h *autograd.Var, train
 }
 
 // gatAggregate is tensor.GATAggregateKeep over the distributed graph.
-func (x *exchanger) gatAggregate(tp *autograd.Tape, h, el, er *autograd.Var, heads int, p float64, seed uint64) (*autograd.Var, error) {
+func (x *exchanger) gatAggregate(tp *autograd.Tape, h, el, er *autograd.Var, heads int, p float64, seed uint64, t *topo) (*autograd.Var, error) {
 	s, me, n := x.s, x.s.Rank, x.s.Size
-	csr := s.gatEdges()
-	ni := s.NumInner()
+	csr := t.csr
+	ni := t.outRows()
 	cols := h.Value.Cols
 	f := cols / heads
 	// Raw scores z = el[src] + er[dst] per edge and head.
@@ -174,7 +161,7 @@ func (x *exchanger) gatAggregate(tp *autograd.Tape, h, el, er *autograd.Var, hea
 		z[q] = zq
 	}
 	scores(me, el.Value)
-	if err := x.fetchRows(el.Value, scores); err != nil {
+	if err := x.fetchRows(el.Value, t, scores); err != nil {
 		return nil, err
 	}
 	// Softmax over every destination's edges from all owners.
@@ -216,8 +203,15 @@ func (x *exchanger) gatAggregate(tp *autograd.Tape, h, el, er *autograd.Var, hea
 		}
 		keep = make([][]float32, n)
 		for q := range keep {
+			kq := keys[q]
+			if t.base != nil {
+				kq = make([]int64, len(t.base[q]))
+				for i, b := range t.base[q] {
+					kq[i] = keys[q][b]
+				}
+			}
 			keep[q] = make([]float32, len(alpha[q]))
-			dropFactors(keep[q], keys[q], heads, p, seed)
+			dropFactors(keep[q], kq, heads, p, seed)
 		}
 	}
 	coef := func(q int, i int) float32 {
@@ -246,7 +240,7 @@ func (x *exchanger) gatAggregate(tp *autograd.Tape, h, el, er *autograd.Var, hea
 	if x.mode != SAR && !tp.NoGrad() {
 		kept = make([]tensor.Matrix, n)
 	}
-	if err := x.fetchRows(h.Value, func(q int, rows tensor.Matrix) {
+	if err := x.fetchRows(h.Value, t, func(q int, rows tensor.Matrix) {
 		weigh(q, rows)
 		if kept != nil {
 			kept[q] = rows
@@ -289,11 +283,11 @@ func (x *exchanger) gatAggregate(tp *autograd.Tape, h, el, er *autograd.Var, hea
 		grad(me, h.Value)
 		if kept != nil {
 			for q := range kept {
-				if q != me && s.own[q].nsrc > 0 {
+				if q != me && t.fetched(q) > 0 {
 					grad(q, kept[q])
 				}
 			}
-		} else if err := x.fetchRows(h.Value, grad); err != nil {
+		} else if err := x.fetchRows(h.Value, t, grad); err != nil {
 			return err
 		}
 		for q := range dz {
@@ -353,11 +347,11 @@ func (x *exchanger) gatAggregate(tp *autograd.Tape, h, el, er *autograd.Var, hea
 		dh, del := grads[0], grads[1]
 		srcGrads(me, dh, del, 0)
 		// Other owners' rows: [dh | del] per fetched row, sent back.
-		return x.returnGrads(n, cols+heads, func(q int) tensor.Matrix {
-			g := tensor.New(s.own[q].nsrc, cols+heads)
+		return x.returnGrads(n, cols+heads, t, func(q int) tensor.Matrix {
+			g := tensor.New(t.fetched(q), cols+heads)
 			// del goes in the last heads columns: a view with the row
 			// stride of g is not a Matrix, so collect it apart.
-			dl := tensor.New(s.own[q].nsrc, heads)
+			dl := tensor.New(t.fetched(q), heads)
 			srcGrads(q, g, dl, 0)
 			for i := 0; i < g.Rows; i++ {
 				copy(g.Row(i)[cols:], dl.Row(i))

@@ -49,12 +49,20 @@ func transformFirst(h *autograd.Var, in, out int) bool {
 	return in > 2*out
 }
 
-// dropout is dropout keyed by global node id (see dropFactors).
-func (x *exchanger) dropout(tp *autograd.Tape, h *autograd.Var, p float64, seed uint64) *autograd.Var {
+// dropout is dropout keyed by global node id (see dropFactors) on the
+// input rows of t.
+func (x *exchanger) dropout(tp *autograd.Tape, h *autograd.Var, p float64, seed uint64, t *topo) *autograd.Var {
 	if tp.NoGrad() || p == 0 {
 		return h
 	}
-	out, mask := dropoutRows(h.Value, x.s.GlobalIDs, p, seed)
+	rows := x.s.GlobalIDs
+	if t.src != nil {
+		rows = make([]int32, len(t.src))
+		for i, v := range t.src {
+			rows[i] = x.s.GlobalIDs[v]
+		}
+	}
+	out, mask := dropoutRows(h.Value, rows, p, seed)
 	return tp.Custom("Dropout", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
 		if grads[0].Data == nil {
 			return nil
@@ -66,13 +74,55 @@ func (x *exchanger) dropout(tp *autograd.Tape, h *autograd.Var, p float64, seed 
 	}, h)
 }
 
-// aggLinear returns linear(a(h), w) in the cheaper order.
-func (x *exchanger) aggLinear(tp *autograd.Tape, a *linAgg, h, w *autograd.Var) (*autograd.Var, error) {
+// selectRows returns rows pos of h (pos nil: h itself).
+func selectRows(tp *autograd.Tape, h *autograd.Var, pos []int32) *autograd.Var {
+	if pos == nil {
+		return h
+	}
+	out := tensor.New(len(pos), h.Value.Cols)
+	for i, r := range pos {
+		copy(out.Row(i), h.Value.Row(int(r)))
+	}
+	return tp.Custom("SelectRows", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		if grads[0].Data != nil {
+			scatterAdd(grads[0], pos, g)
+		}
+		return nil
+	}, h)
+}
+
+// plan returns the topo of aggregation l of steps: the whole shard, or
+// with MFG the receptive field of the training nodes.
+func (x *exchanger) plan(loops bool, l, steps int) (*topo, error) {
+	if !x.mfg {
+		return x.s.fullTopo(loops), nil
+	}
+	ts, err := x.s.mfgTopos(x.ctx, loops, steps)
+	if err != nil {
+		return nil, err
+	}
+	return ts[l], nil
+}
+
+// input returns the features of t's input rows.
+func (x *exchanger) input(tp *autograd.Tape, t *topo) *autograd.Var {
+	if t.src == nil {
+		return tp.Const(x.s.X)
+	}
+	m := tensor.New(len(t.src), x.s.X.Cols)
+	for i, v := range t.src {
+		copy(m.Row(i), x.s.X.Row(int(v)))
+	}
+	return tp.Const(m)
+}
+
+// aggLinear returns linear(a(h), w) over t in the cheaper order.
+func (x *exchanger) aggLinear(tp *autograd.Tape, a *linAgg, h, w *autograd.Var, t *topo) (*autograd.Var, error) {
 	out, in := w.Shape()
 	if transformFirst(h, in, out) {
-		return x.aggregate(tp, a, linear(tp, h, w))
+		return x.aggregate(tp, a, linear(tp, h, w), t)
 	}
-	agg, err := x.aggregate(tp, a, h)
+	agg, err := x.aggregate(tp, a, h, t)
 	if err != nil {
 		return nil, err
 	}
@@ -82,36 +132,45 @@ func (x *exchanger) aggLinear(tp *autograd.Tape, a *linAgg, h, w *autograd.Var) 
 // forward runs m over the shard and returns the logits of its inner
 // nodes; train enables dropout with the step's seed, drawn as
 // nn.Model.Forward draws it in one process.
-func (x *exchanger) forward(tp *autograd.Tape, m *nn.Model, train bool, seed uint64) (*autograd.Var, error) {
+func (x *exchanger) forward(tp *autograd.Tape, m *nn.Model, train bool, seed uint64) (*autograd.Var, *topo, error) {
 	c := m.Config
-	h := tp.Const(x.s.X)
 	if c.Kind == nn.APPNP {
-		return x.appnp(tp, m, h, train, seed)
+		return x.appnp(tp, m, train, seed)
 	}
-	var err error
+	loops := c.Kind != nn.SAGE
+	steps := len(m.Layers)
+	var h *autograd.Var
+	var t *topo
 	for l, layer := range m.Layers {
+		var err error
+		if t, err = x.plan(loops, l, steps); err != nil {
+			return nil, nil, err
+		}
+		if l == 0 {
+			h = x.input(tp, t)
+		}
 		if train && c.Dropout > 0 {
-			h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, uint64(2*l)))
+			h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, uint64(2*l)), t)
 		}
 		ls := rng.Derive(seed, uint64(2*l+1))
 		switch ly := layer.(type) {
 		case *nn.GCNConv:
-			if h, err = x.aggLinear(tp, x.s.gcnAgg(), h, ly.Lin); err != nil {
-				return nil, err
+			if h, err = x.aggLinear(tp, x.s.gcnAgg(), h, ly.Lin, t); err != nil {
+				return nil, nil, err
 			}
 			h = tp.AddBias(h, ly.Bias)
 		case *nn.SAGEConv:
-			neigh, err := x.aggLinear(tp, x.s.meanAgg(), h, ly.LinL)
+			neigh, err := x.aggLinear(tp, x.s.meanAgg(), h, ly.LinL, t)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			h = tp.AddBias(tp.Add(neigh, linear(tp, h, ly.LinR)), ly.BiasL)
+			h = tp.AddBias(tp.Add(neigh, linear(tp, selectRows(tp, h, t.dstInSrc), ly.LinR)), ly.BiasL)
 		case *nn.GATConv:
-			if h, err = x.gat(tp, ly, h, train, ls); err != nil {
-				return nil, err
+			if h, err = x.gat(tp, ly, h, train, ls, t); err != nil {
+				return nil, nil, err
 			}
 		default:
-			return nil, fmt.Errorf("sar: no distributed forward pass for layer %T", layer)
+			return nil, nil, fmt.Errorf("sar: no distributed forward pass for layer %T", layer)
 		}
 		if l < len(m.Layers)-1 {
 			if c.Kind == nn.GAT {
@@ -121,35 +180,55 @@ func (x *exchanger) forward(tp *autograd.Tape, m *nn.Model, train bool, seed uin
 			}
 		}
 	}
-	return h, nil
+	return h, t, nil
 }
 
 // appnp is APPNP: the MLP on the inner rows, then K propagation steps
 // h = (1-α)·Â·h + α·h0 over the distributed graph.
-func (x *exchanger) appnp(tp *autograd.Tape, m *nn.Model, h *autograd.Var, train bool, seed uint64) (*autograd.Var, error) {
+func (x *exchanger) appnp(tp *autograd.Tape, m *nn.Model, train bool, seed uint64) (*autograd.Var, *topo, error) {
 	c := m.Config
+	steps := len(m.Layers) - 1
+	t, err := x.plan(true, 0, steps)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := x.input(tp, t)
 	if train && c.Dropout > 0 {
-		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 0))
+		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 0), t)
 	}
 	p := m.Layers[0].Params() // lin1.weight, lin1.bias, lin2.weight, lin2.bias
 	if len(p) != 4 {
-		return nil, fmt.Errorf("sar: APPNP's MLP has %d parameters, want 4", len(p))
+		return nil, nil, fmt.Errorf("sar: APPNP's MLP has %d parameters, want 4", len(p))
 	}
 	h = tp.ReLU(tp.AddBias(linear(tp, h, p[0]), p[1]))
 	if train && c.Dropout > 0 {
-		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 1))
+		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 1), t)
 	}
 	h0 := tp.AddBias(linear(tp, h, p[2]), p[3])
 	alpha := float32(c.Alpha)
 	h = h0
-	for range m.Layers[1:] {
-		agg, err := x.aggregate(tp, x.s.gcnAgg(), h)
-		if err != nil {
-			return nil, err
+	var pos []int32 // rows of h0 under the current rows (nil: the same)
+	for k := 0; k < steps; k++ {
+		if t, err = x.plan(true, k, steps); err != nil {
+			return nil, nil, err
 		}
-		h = tp.Add(tp.Scale(agg, 1-alpha), tp.Scale(h0, alpha))
+		agg, err := x.aggregate(tp, x.s.gcnAgg(), h, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t.dstInSrc != nil {
+			next := make([]int32, len(t.dstInSrc))
+			for i, r := range t.dstInSrc {
+				if pos != nil {
+					r = pos[r]
+				}
+				next[i] = r
+			}
+			pos = next
+		}
+		h = tp.Add(tp.Scale(agg, 1-alpha), tp.Scale(selectRows(tp, h0, pos), alpha))
 	}
-	return h, nil
+	return h, t, nil
 }
 
 // StepResult is one training step's outcome, the same on every rank.
@@ -171,7 +250,12 @@ type Engine struct {
 	// aggregation and at the end of forward and backward), for
 	// PeakHeapBytes; it costs a stop-the-world statistics read each time.
 	TrackHeap bool
-	comm      *counter
+	// MFG computes a training step's layers on the receptive field of the
+	// training nodes only (message flow graphs, SAR's construct_mfgs):
+	// the same loss and gradients for less compute, memory and traffic
+	// when few nodes are labelled. Evaluation runs on every node.
+	MFG  bool
+	comm *counter
 	peakHeap  int64
 }
 
@@ -247,18 +331,23 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 	params := m.Params()
 	autograd.ZeroGrad(params...)
 	x := e.exchanger(ctx)
+	x.mfg = e.MFG
 	tp := autograd.NewTape()
-	logits, err := x.forward(tp, m, true, seed)
+	logits, t, err := x.forward(tp, m, true, seed)
 	if err != nil {
 		return StepResult{}, err
 	}
 	e.noteHeap()
-	labels := make([]int32, s.NumInner())
+	isTrain := make([]bool, s.NumInner())
+	for _, v := range s.Train {
+		isTrain[v] = true
+	}
+	labels := make([]int32, t.outRows())
 	for i := range labels {
 		labels[i] = -1
-	}
-	for _, v := range s.Train {
-		labels[v] = s.Labels[v]
+		if v := t.outInner(i); isTrain[v] {
+			labels[i] = s.Labels[v]
+		}
 	}
 	correct, k := countCorrect(logits.Value, labels)
 	loss := tp.CrossEntropy(logits, labels)
@@ -315,7 +404,7 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 // calls it.
 func (e *Engine) Logits(ctx context.Context, m *nn.Model) (tensor.Matrix, error) {
 	tp := autograd.NewInferenceTape()
-	out, err := e.exchanger(ctx).forward(tp, m, false, 0)
+	out, _, err := e.exchanger(ctx).forward(tp, m, false, 0)
 	if err != nil {
 		return tensor.Matrix{}, err
 	}

@@ -249,7 +249,7 @@ func TestStepEquivalence(t *testing.T) {
 	const seed = 12345
 	for name, c := range testConfigs() {
 		wantLoss, wantGrads := f.reference(t, c, seed)
-		for _, mode := range Modes {
+		for _, mode := range append(Modes, "mfg") {
 			for _, n := range []int{1, 2, 4} {
 				t.Run(fmt.Sprintf("%s/%s/N=%d", name, mode, n), func(t *testing.T) {
 					onRanks(t, f.dir, n, func(rank int, s *Shard) error {
@@ -257,10 +257,27 @@ func TestStepEquivalence(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						e := NewEngine(s, mode)
+						// mfg: the receptive field only, in each
+						// exchange mode in turn.
+						md, mfg := mode, mode == "mfg"
+						if mfg {
+							md = Modes[n%len(Modes)]
+						}
+						e := NewEngine(s, md)
+						e.MFG = mfg
 						res, err := e.Grad(context.Background(), m, seed)
 						if err != nil {
 							return err
+						}
+						if mfg {
+							// The first layer reads a part of the graph only.
+							ts, err := s.mfgTopos(context.Background(), c.Kind != nn.SAGE, len(m.Layers)-btoi(c.Kind == nn.APPNP))
+							if err != nil {
+								return err
+							}
+							if in := ts[0].inRows(); in >= s.NumInner() || in < len(s.Train) {
+								return fmt.Errorf("receptive field of %d rows, shard of %d, %d training nodes", in, s.NumInner(), len(s.Train))
+							}
 						}
 						if d := math.Abs(res.Loss-wantLoss) / wantLoss; d > 1e-5 {
 							return fmt.Errorf("loss %.8f, single process %.8f (rel %.2g)", res.Loss, wantLoss, d)
@@ -372,4 +389,11 @@ func TestInferenceEquivalence(t *testing.T) {
 			})
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

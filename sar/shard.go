@@ -46,8 +46,9 @@ type Shard struct {
 	// aggregations.
 	loops     []ownerEdges
 	gcn, mean *linAgg
-	gatCSR    []*tensor.CSR
 	keys      [][]int64
+	full      [2]*topo
+	mfg       map[string][]*topo
 }
 
 // ownerEdges are the in-edges of the inner nodes whose sources one rank
