@@ -254,9 +254,9 @@ type Engine struct {
 	// training nodes only (message flow graphs, SAR's construct_mfgs):
 	// the same loss and gradients for less compute, memory and traffic
 	// when few nodes are labelled. Evaluation runs on every node.
-	MFG  bool
-	comm *counter
-	peakHeap  int64
+	MFG      bool
+	comm     *counter
+	peakHeap int64
 }
 
 // PeakHeapBytes returns the largest Go heap in use seen during the steps

@@ -43,6 +43,7 @@ type trainFlags struct {
 	batch, prefetch, workers, threads int
 	evalEvery, patience, logEvery     int
 	overlap, normalize, halfHistory   bool
+	mfg                               bool
 	parts, partsPerBatch              int
 	seed                              uint64
 	metricsOut, plotOut, save         string
@@ -110,6 +111,7 @@ are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
 	fl.IntVar(&f.parts, "parts", 40, "gas mode: number of graph parts (multilevel partitioner)")
 	fl.IntVar(&f.partsPerBatch, "parts-per-batch", 10, "gas mode: parts per batch (shuffled each epoch)")
 	fl.BoolVar(&f.halfHistory, "half-history", false, "gas mode: store historical embeddings as float16 (half the memory)")
+	fl.BoolVar(&f.mfg, "mfg", false, "sar, sa, one-shot modes: compute each layer only on the receptive field of the training nodes (message flow graphs; the same gradients, less work when few nodes are labelled)")
 	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
 	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (highest out-degree) in memory, up to this size (e.g. 2GiB), in front of the memory-mapped feature file; the hit rate is reported (default: no cache)")
 	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored, through the file mapping)")
@@ -292,6 +294,9 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 	}
 	if mode, err := sar.ParseMode(string(cfg.Mode)); err == nil {
 		return runTrainSAR(cmd, f, cfg, mode)
+	}
+	if f.mfg {
+		return fmt.Errorf("--mfg is for the sar, sa and one-shot modes (full-graph training over a partitioned dataset)")
 	}
 	if err := checkOutputs(f); err != nil {
 		return err

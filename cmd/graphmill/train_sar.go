@@ -38,6 +38,9 @@ func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.M
 	if err := checkOutputs(f); err != nil {
 		return err
 	}
+	if cfg.Parallel != nil {
+		return fmt.Errorf("--mode %s: internal error: data-parallel settings given", mode)
+	}
 	if !sar.Supported(cfg.Model.Kind) {
 		return fmt.Errorf("--mode %s: no distributed forward pass for %s", mode, cfg.Model.Kind)
 	}
@@ -58,6 +61,7 @@ func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.M
 	}
 	cfg.NormalizeFeatures = s.Normalized
 	e := sar.NewEngine(s, mode)
+	e.MFG = f.mfg
 	if !f.quiet {
 		fmt.Fprintf(out, "training %s (%s mode, full graph) on %s over %d ranks: %d nodes, %d features, %d classes; split %d/%d/%d; rank 0 holds parts %v: %s nodes, %s in-edges, sends %s boundary rows and fetches %s per exchange\n",
 			cfg.Model.Kind, mode, s.Name, s.Size, s.NumNodes, s.FeatureDim, s.NumClasses, s.NumTrain, s.NumVal, s.NumTest,
