@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/internal/memstat"
@@ -246,9 +247,9 @@ type StepResult struct {
 type Engine struct {
 	Shard *Shard
 	Mode  Mode
-	// TrackHeap samples the Go heap during every step (after each
+	// TrackHeap samples the live Go heap during every step (after each
 	// aggregation and at the end of forward and backward), for
-	// PeakHeapBytes; it costs a stop-the-world statistics read each time.
+	// PeakHeapBytes; each sample is a garbage collection (benchmarks).
 	TrackHeap bool
 	// MFG computes a training step's layers on the receptive field of the
 	// training nodes only (message flow graphs, SAR's construct_mfgs):
@@ -259,52 +260,64 @@ type Engine struct {
 	peakHeap int64
 }
 
-// PeakHeapBytes returns the largest Go heap in use seen during the steps
+// PeakHeapBytes returns the largest live Go heap seen during the steps
 // since the engine was made (with TrackHeap).
 func (e *Engine) PeakHeapBytes() int64 { return e.peakHeap }
 
+// noteHeap records the live heap: with TrackHeap, it collects garbage
+// first, so the figure is what the step holds, not the collector's slack.
 func (e *Engine) noteHeap() {
 	if e.TrackHeap {
-		e.peakHeap = max(e.peakHeap, memstat.HeapInUse())
+		e.peakHeap = max(e.peakHeap, LiveHeap())
 	}
 }
 
+// LiveHeap collects garbage and returns the bytes of live heap objects.
+func LiveHeap() int64 {
+	runtime.GC()
+	return memstat.HeapInUse()
+}
+
 // MinBytesPerStep is the analytic minimum of the bytes this rank sends
-// for the aggregations of one training step of m: every boundary row once
-// per layer at the layer's narrower width (its input or output: a layer
-// may multiply by its weight before or after aggregating), and once more
-// for its gradient where one flows back (not into the input features,
-// which need none).
+// for the aggregations of one full-graph training step of m: its boundary
+// rows (those other ranks read) once per layer forward, at the layer's
+// narrower width (its input or output: a layer may multiply by its weight
+// before or after aggregating), and the gradients of the rows it fetched
+// once per layer backward, where one flows (not into the input features);
+// GAT sends its attention terms too, and in sar mode its rows again for
+// the backward pass.
 func (e *Engine) MinBytesPerStep(m *nn.Model) int64 {
-	b := int64(e.Shard.Boundary()) * 4
-	var words int64
+	fwd, bwd := int64(e.Shard.Boundary())*4, int64(e.Shard.Fetched())*4
 	c := m.Config
 	if c.Kind == nn.APPNP {
-		return b * int64(2*c.Out*(len(m.Layers)-1))
+		return (fwd + bwd) * int64(c.Out*(len(m.Layers)-1))
 	}
+	var bytes int64
 	in := c.In
 	for l, layer := range m.Layers {
 		out := layer.OutDim()
 		switch ly := layer.(type) {
 		case *nn.GATConv:
-			// Rows of el (heads) and h (heads×out) forward, their
-			// gradients back, and in sar mode h once more for backward.
 			hw, ew := int64(ly.Heads*ly.Out), int64(ly.Heads)
-			words += 2 * (hw + ew)
+			bytes += (fwd + bwd) * (hw + ew)
 			if e.Mode == SAR {
-				words += hw
+				bytes += fwd * hw
 			}
 		default:
-			if l == 0 {
-				words += int64(min(in, 2*out))
-			} else {
-				words += 2 * int64(min(in, out))
+			switch {
+			case l > 0:
+				bytes += (fwd + bwd) * int64(min(in, out))
+			case in > 2*out: // the input features, multiplied first
+				bytes += (fwd + bwd) * int64(out)
+			default: // the input features, aggregated first: no gradient
+				bytes += fwd * int64(in)
 			}
 		}
 		in = out
 	}
-	return b * words
+	return bytes
 }
+
 
 // NewEngine returns an engine over s in mode.
 func NewEngine(s *Shard, mode Mode) *Engine {

@@ -45,7 +45,7 @@ func RunRank(ctx context.Context, comm dist.Comm, o RankOptions) (*RankReport, e
 	}
 	debug.FreeOSMemory()
 	rep := &RankReport{Rank: s.Rank, Size: s.Size, InnerNodes: s.NumInner(), Edges: s.NumEdges(), Boundary: s.Boundary(), Fetched: s.Fetched(),
-		BaseHeapBytes: memstat.HeapInUse(), Threads: tensor.Threads(), MinBytes: e.MinBytesPerStep(m), SetupSeconds: time.Since(t0).Seconds()}
+		BaseHeapBytes: sar.LiveHeap(), Threads: tensor.Threads(), MinBytes: e.MinBytesPerStep(m), SetupSeconds: time.Since(t0).Seconds()}
 	if err := comm.Barrier(ctx); err != nil {
 		return nil, err
 	}

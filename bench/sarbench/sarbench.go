@@ -74,7 +74,7 @@ type RankReport struct {
 	// Boundary rows this rank sends per exchange; Fetched rows it receives.
 	Boundary int `json:"boundary_rows"`
 	Fetched  int `json:"fetched_rows"`
-	// PeakRSSBytes is the process's VmHWM; PeakHeapBytes the largest Go
+	// PeakRSSBytes is the process's VmHWM; PeakHeapBytes the largest live Go
 	// heap seen during the steps, BaseHeapBytes the heap before them (the
 	// shard: features, graph, model), so PeakHeapBytes-BaseHeapBytes is
 	// the step's tensors; PeakFetchedBytes the other ranks' rows held at
