@@ -318,7 +318,6 @@ func (e *Engine) MinBytesPerStep(m *nn.Model) int64 {
 	return bytes
 }
 
-
 // NewEngine returns an engine over s in mode.
 func NewEngine(s *Shard, mode Mode) *Engine {
 	return &Engine{Shard: s, Mode: mode, comm: &counter{Comm: s.comm}}
