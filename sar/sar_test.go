@@ -305,8 +305,10 @@ func TestLossCurves(t *testing.T) {
 		kind nn.Kind
 		mode Mode
 		n    int
-	}{{nn.GCN, SAR, 4}, {nn.SAGE, OneShot, 2}, {nn.APPNP, SA, 4}, {nn.GCN, OneShot, 1}} {
-		t.Run(fmt.Sprintf("%s/%s/N=%d", tc.kind, tc.mode, tc.n), func(t *testing.T) {
+		mfg  bool
+	}{{nn.GCN, SAR, 4, false}, {nn.SAGE, OneShot, 2, false}, {nn.APPNP, SA, 4, false}, {nn.GCN, OneShot, 1, false},
+		{nn.GAT, SAR, 2, false}, {nn.GAT, SA, 4, true}, {nn.SAGE, SAR, 4, true}} {
+		t.Run(fmt.Sprintf("%s/%s/N=%d/mfg=%v", tc.kind, tc.mode, tc.n, tc.mfg), func(t *testing.T) {
 			cfg := train.Defaults(tc.kind)
 			cfg.Mode, cfg.Epochs, cfg.Seed, cfg.Model.Seed = train.Full, 20, 7, 7
 			r, err := train.NewRunner(f.d, cfg, train.Hooks{})
@@ -320,7 +322,9 @@ func TestLossCurves(t *testing.T) {
 			}
 			cfg = r.Config()
 			onRanks(t, f.dir, tc.n, func(rank int, s *Shard) error {
-				got, err := Run(context.Background(), NewEngine(s, tc.mode), cfg, train.Hooks{})
+				e := NewEngine(s, tc.mode)
+				e.MFG = tc.mfg
+				got, err := Run(context.Background(), e, cfg, train.Hooks{})
 				if err != nil {
 					return err
 				}
@@ -396,4 +400,38 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestGCNAccuracyCora: the published GCN setting on Cora (200 epochs)
+// under 4 ranks reaches the single process's test accuracy, at the same
+// epoch.
+func TestGCNAccuracyCora(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 epochs on 4 ranks")
+	}
+	f := coraFixture(t)
+	cfg := train.Defaults(nn.GCN)
+	cfg.Seed, cfg.Model.Seed = 1, 1
+	r, err := train.NewRunner(f.d, cfg, train.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	want, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Summary.TestAcc < 0.79 {
+		t.Fatalf("single process: test accuracy %.3f, below the published 0.81 by more than 2 points", want.Summary.TestAcc)
+	}
+	onRanks(t, f.dir, 4, func(rank int, s *Shard) error {
+		got, err := Run(context.Background(), NewEngine(s, SAR), r.Config(), train.Hooks{})
+		if err != nil {
+			return err
+		}
+		if got.Summary.TestAcc != want.Summary.TestAcc || got.Summary.BestEpoch != want.Summary.BestEpoch {
+			return fmt.Errorf("test accuracy %.4f at epoch %d, single process %.4f at %d", got.Summary.TestAcc, got.Summary.BestEpoch, want.Summary.TestAcc, want.Summary.BestEpoch)
+		}
+		return nil
+	})
 }
