@@ -88,22 +88,14 @@ func (c *counter) AllReduce(ctx context.Context, data any, op dist.Op) error {
 		switch d := data.(type) {
 		case []float32:
 			b = 4 * int64(len(d))
-		case []float64, []int64:
-			b = 8 * int64(reflectLen(d))
+		case []float64:
+			b = 8 * int64(len(d))
+		case []int64:
+			b = 8 * int64(len(d))
 		}
 		c.reduce.Add(2 * (n - 1) * b / n)
 	}
 	return c.Comm.AllReduce(ctx, data, op)
-}
-
-func reflectLen(d any) int {
-	switch v := d.(type) {
-	case []float64:
-		return len(v)
-	case []int64:
-		return len(v)
-	}
-	return 0
 }
 
 // f32Bytes views a float32 slice as bytes.
