@@ -91,4 +91,7 @@ func TestSARModeNeedsPartitions(t *testing.T) {
 	if _, err := run(t, "train", "--mode", "full", "--mfg", "--epochs", "1"); err == nil || !strings.Contains(err.Error(), "--mfg is for") {
 		t.Fatalf("--mfg in full mode: %v", err)
 	}
+	if _, err := run(t, "train", "--mode", "one-shot", "--max-memory", "1GiB", "--epochs", "1"); err == nil || !strings.Contains(err.Error(), "--max-memory does not apply") {
+		t.Fatalf("--max-memory in one-shot mode: %v", err)
+	}
 }

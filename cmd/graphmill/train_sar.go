@@ -35,6 +35,11 @@ func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.M
 	if !isPartitioned(f.dataset) {
 		return fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, f.dataset, f.dataset)
 	}
+	for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "feature-dtype", "overlap-eval"} {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
+		}
+	}
 	if err := checkOutputs(f); err != nil {
 		return err
 	}
