@@ -32,13 +32,13 @@ func sarComm(cmd *cobra.Command, f *distFlags) (dist.Comm, error) {
 // runTrainSAR is "graphmill train --mode sar|sa|one-shot": distributed
 // full-graph training over a partitioned dataset (package sar).
 func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.Mode) error {
-	if !isPartitioned(f.dataset) {
-		return fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, f.dataset, f.dataset)
-	}
 	for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "feature-dtype", "overlap-eval"} {
 		if cmd.Flags().Changed(name) {
 			return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
 		}
+	}
+	if !isPartitioned(f.dataset) {
+		return fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, f.dataset, f.dataset)
 	}
 	if err := checkOutputs(f); err != nil {
 		return err
