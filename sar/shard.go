@@ -272,9 +272,17 @@ func build(ctx context.Context, comm dist.Comm, book *parts.Book, ps []*parts.Pa
 		s.send[q] = l
 	}
 	// Split sizes over all ranks.
-	counts := []int64{int64(len(s.Train)), int64(len(s.Val)), int64(len(s.Test)), int64(ni)}
+	empty := int64(0)
+	if ni == 0 {
+		empty = 1
+	}
+	counts := []int64{int64(len(s.Train)), int64(len(s.Val)), int64(len(s.Test)), int64(ni), empty}
 	if err := comm.AllReduce(ctx, counts, dist.Sum); err != nil {
 		return nil, err
+	}
+	if counts[4] > 0 {
+		// Every rank knows, so every rank stops with the same message.
+		return nil, fmt.Errorf("sar: %d of %d ranks would hold no node (their parts of %s are empty): partition again into parts that all hold nodes, or run fewer ranks", counts[4], n, book.Name)
 	}
 	s.NumTrain, s.NumVal, s.NumTest = int(counts[0]), int(counts[1]), int(counts[2])
 	if int(counts[3]) != s.NumNodes {
