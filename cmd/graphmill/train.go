@@ -81,12 +81,21 @@ accuracy reported is that model's.
 Under a launcher (graphmill launch, torchrun, mpirun, srun, a Kubeflow PyTorchJob or a
 Kubernetes Indexed Job) it trains data-parallel in sampled mode: rank 0's weights are
 broadcast, each rank trains on its share of every batch (--batch seeds per rank), gradients
-are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
+are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.
+
+With --mode sar, sa or one-shot it trains full-graph over a partitioned dataset ('graphmill
+partition --parts P', P a multiple of the ranks), alone or under any of those launchers: each
+rank holds P/N parts and fetches the other ranks' boundary rows per layer (sar: one rank at a
+time, freed after use, so memory per rank falls as 1/N; one-shot: all at once). The run equals
+--mode full on the whole dataset up to float32 rounding (same dropout masks); --mfg computes
+each layer on the training nodes' receptive field only.`,
 		Example: `  graphmill train
   graphmill train --model gat --epochs 300 --plot curves.png
   graphmill train --model sage --mode sampled --fanouts 25,10 --batch 256 --save sage.safetensors
   graphmill train --dataset data/citeseer --metrics-out run.json
-  graphmill launch -n 4 -- graphmill train --model sage`,
+  graphmill launch -n 4 -- graphmill train --model sage
+  graphmill partition --parts 4 data/citeseer --out data/citeseer-4
+  graphmill launch -n 4 -- graphmill train --model gcn --mode sar --dataset data/citeseer-4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, &f) },
 	}
