@@ -60,13 +60,13 @@ func dropFactors[T int32 | int64](mask []float32, rows []T, cols int, p float64,
 }
 
 // dropoutRows applies keyed dropout to x, whose row i is global node
-// rows[i], returning the output and the mask (the factors).
-func dropoutRows(x tensor.Matrix, rows []int32, p float64, seed uint64) (out, mask tensor.Matrix) {
-	mask = tensor.New(x.Rows, x.Cols)
-	dropFactors(mask.Data, rows, x.Cols, p, seed)
-	out = tensor.New(x.Rows, x.Cols)
+// rows[i].
+func dropoutRows(x tensor.Matrix, rows []int32, p float64, seed uint64) tensor.Matrix {
+	mask := make([]float32, len(x.Data))
+	dropFactors(mask, rows, x.Cols, p, seed)
+	out := tensor.New(x.Rows, x.Cols)
 	for i, v := range x.Data {
-		out.Data[i] = v * mask.Data[i]
+		out.Data[i] = v * mask[i]
 	}
-	return out, mask
+	return out
 }

@@ -294,32 +294,44 @@ func (x *exchanger) hold(b int64) {
 	x.peakFetched = max(x.peakFetched, x.fetched)
 }
 
-// aggregate returns a(h): every inner node's weighted sum over its
+// aggregate returns a(h): every output row's weighted sum over its
 // in-edges of the rows h of their sources, fetched from the ranks owning
 // them by the exchanger's mode. Its backward sends gradients only.
 func (x *exchanger) aggregate(tp *autograd.Tape, a *linAgg, h *autograd.Var, t *topo) (*autograd.Var, error) {
-	n, me := x.s.Size, x.s.Rank
-	cols := h.Value.Cols
 	csr := a.on(t)
-	out := tensor.New(t.outRows(), cols)
-	accumulate(out, csr[me], h.Value)
-	if err := x.fetchRows(h.Value, t, func(q int, rows tensor.Matrix) {
-		accumulate(out, csr[q], rows)
-	}); err != nil {
+	out, err := x.aggFwd(csr, h.Value, t)
+	if err != nil {
 		return nil, err
 	}
 	return tp.Custom("SAR-"+a.name, out, func(g tensor.Matrix, grads []tensor.Matrix) error {
-		dx := grads[0]
-		if dx.Data == nil {
+		if grads[0].Data == nil {
 			return nil
 		}
-		accumulateT(dx, csr[me], g)
-		return x.returnGrads(n, cols, t, func(q int) tensor.Matrix {
-			gq := tensor.New(csr[q].NumSrc, cols)
-			accumulateT(gq, csr[q], g)
-			return gq
-		}, func(rows []int32, g tensor.Matrix) { scatterAdd(dx, rows, g) })
+		return x.aggBwd(csr, g, t, grads[0])
 	}, h), nil
+}
+
+// aggFwd computes the weighted sums (csr: the aggregation's CSRs over t)
+// of the rows h, fetching other ranks' rows.
+func (x *exchanger) aggFwd(csr []*tensor.CSR, h tensor.Matrix, t *topo) (tensor.Matrix, error) {
+	out := tensor.New(t.outRows(), h.Cols)
+	accumulate(out, csr[x.s.Rank], h)
+	err := x.fetchRows(h, t, func(q int, rows tensor.Matrix) {
+		accumulate(out, csr[q], rows)
+	})
+	return out, err
+}
+
+// aggBwd adds the transposed sums of the output gradient g to dx (the
+// rows of h), sending the gradients of fetched rows to their owners and
+// adding what comes back for this rank's rows.
+func (x *exchanger) aggBwd(csr []*tensor.CSR, g tensor.Matrix, t *topo, dx tensor.Matrix) error {
+	accumulateT(dx, csr[x.s.Rank], g)
+	return x.returnGrads(x.s.Size, g.Cols, t, func(q int) tensor.Matrix {
+		gq := tensor.New(csr[q].NumSrc, g.Cols)
+		accumulateT(gq, csr[q], g)
+		return gq
+	}, func(rows []int32, gr tensor.Matrix) { scatterAdd(dx, rows, gr) })
 }
 
 // fetchRows brings every other rank's rows of h that this rank's edges

@@ -63,13 +63,17 @@ func (x *exchanger) dropout(tp *autograd.Tape, h *autograd.Var, p float64, seed 
 			rows[i] = x.s.GlobalIDs[v]
 		}
 	}
-	out, mask := dropoutRows(h.Value, rows, p, seed)
+	// The factors are drawn again in backward instead of kept: a mask as
+	// large as the input would be the layer's largest matrix.
+	out := dropoutRows(h.Value, rows, p, seed)
 	return tp.Custom("Dropout", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
 		if grads[0].Data == nil {
 			return nil
 		}
+		mask := make([]float32, len(g.Data))
+		dropFactors(mask, rows, g.Cols, p, seed)
 		for i, v := range g.Data {
-			grads[0].Data[i] += v * mask.Data[i]
+			grads[0].Data[i] += v * mask[i]
 		}
 		return nil
 	}, h)
@@ -117,19 +121,6 @@ func (x *exchanger) input(tp *autograd.Tape, t *topo) *autograd.Var {
 	return tp.Const(m)
 }
 
-// aggLinear returns linear(a(h), w) over t in the cheaper order.
-func (x *exchanger) aggLinear(tp *autograd.Tape, a *linAgg, h, w *autograd.Var, t *topo) (*autograd.Var, error) {
-	out, in := w.Shape()
-	if transformFirst(h, in, out) {
-		return x.aggregate(tp, a, linear(tp, h, w), t)
-	}
-	agg, err := x.aggregate(tp, a, h, t)
-	if err != nil {
-		return nil, err
-	}
-	return linear(tp, agg, w), nil
-}
-
 // forward runs m over the shard and returns the logits of its inner
 // nodes; train enables dropout with the step's seed, drawn as
 // nn.Model.Forward draws it in one process.
@@ -154,18 +145,18 @@ func (x *exchanger) forward(tp *autograd.Tape, m *nn.Model, train bool, seed uin
 			h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, uint64(2*l)), t)
 		}
 		ls := rng.Derive(seed, uint64(2*l+1))
+		last := l == len(m.Layers)-1
 		switch ly := layer.(type) {
 		case *nn.GCNConv:
-			if h, err = x.aggLinear(tp, x.s.gcnAgg(), h, ly.Lin, t); err != nil {
+			if h, err = x.fused(tp, fusedLayer{agg: x.s.gcnAgg(), wl: ly.Lin, b: ly.Bias, relu: !last}, h, t); err != nil {
 				return nil, nil, err
 			}
-			h = tp.AddBias(h, ly.Bias)
+			continue
 		case *nn.SAGEConv:
-			neigh, err := x.aggLinear(tp, x.s.meanAgg(), h, ly.LinL, t)
-			if err != nil {
+			if h, err = x.fused(tp, fusedLayer{agg: x.s.meanAgg(), wl: ly.LinL, wr: ly.LinR, b: ly.BiasL, relu: !last}, h, t); err != nil {
 				return nil, nil, err
 			}
-			h = tp.AddBias(tp.Add(neigh, linear(tp, selectRows(tp, h, t.dstInSrc), ly.LinR)), ly.BiasL)
+			continue
 		case *nn.GATConv:
 			if h, err = x.gat(tp, ly, h, train, ls, t); err != nil {
 				return nil, nil, err
@@ -173,12 +164,8 @@ func (x *exchanger) forward(tp *autograd.Tape, m *nn.Model, train bool, seed uin
 		default:
 			return nil, nil, fmt.Errorf("sar: no distributed forward pass for layer %T", layer)
 		}
-		if l < len(m.Layers)-1 {
-			if c.Kind == nn.GAT {
-				h = tp.ELU(h, 1)
-			} else {
-				h = tp.ReLU(h)
-			}
+		if !last {
+			h = tp.ELU(h, 1) // GAT's activation (GCN and SAGE apply ReLU fused)
 		}
 	}
 	return h, t, nil
