@@ -23,7 +23,7 @@ func init() {
 		quick, asJSON         bool
 		dir, bandwidth, nodes string
 		ranks, modes          string
-		cores, hidden         int
+		cores, hidden, epochs int
 	)
 	c := &cobra.Command{
 		Use:   "sar",
@@ -80,6 +80,12 @@ communication and compute; see README). The datasets are generated and partition
 			}
 			if fl.Changed("hidden") {
 				o.Hidden = hidden
+			}
+			if fl.Changed("epochs") {
+				if epochs < 0 {
+					return fmt.Errorf("--epochs must be >= 0, got %d", epochs)
+				}
+				o.Epochs = epochs
 			}
 			bw, err := parseBandwidth(bandwidth)
 			if err != nil {
@@ -144,6 +150,7 @@ communication and compute; see README). The datasets are generated and partition
 	f.StringVar(&ranks, "ranks", "", "rank counts, e.g. 1,2,4,8 (1 is always run: the baseline)")
 	f.StringVar(&modes, "modes", "", "modes to run: sar, sa, one-shot (comma separated)")
 	f.IntVar(&hidden, "hidden", 0, "hidden width (default 128; quick 64)")
+	f.IntVar(&epochs, "epochs", 0, "timed epochs after the warm-up (default 1; quick 0: the warm-up alone, timed)")
 	benchCmd.AddCommand(c)
 
 	// sar-rank is one rank of 'bench sar' (a child process).
