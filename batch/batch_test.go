@@ -321,7 +321,11 @@ func TestDecodeRejects(t *testing.T) {
 		}, "bytes for shape"},
 		{"duplicate", func(f []byte) []byte { copy(f[entry(3):entry(4)], f[entry(2):entry(3)]); return f }, "twice"},
 		{"reserved", func(f []byte) []byte { f[entry(0)+40] = 1; return f }, "reserved"},
-		{"missing indices", func(f []byte) []byte { le.PutUint16(f[entry(5):], KindEdgeWeights); f[entry(5)+2] = byte(Float32); return f }, "no indices"},
+		{"missing indices", func(f []byte) []byte {
+			le.PutUint16(f[entry(5):], KindEdgeWeights)
+			f[entry(5)+2] = byte(Float32)
+			return f
+		}, "no indices"},
 		{"source out of range", func(f []byte) []byte {
 			o := offOf(f, 5) // block 0 indices
 			le.PutUint32(f[o:], 7)
