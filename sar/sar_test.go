@@ -250,7 +250,11 @@ func TestStepEquivalence(t *testing.T) {
 	for name, c := range testConfigs() {
 		wantLoss, wantGrads := f.reference(t, c, seed)
 		for _, mode := range append(Modes, "mfg") {
-			for _, n := range []int{1, 2, 4} {
+			ns := []int{1, 2, 4}
+			if testing.Short() {
+				ns = []int{2 + 2*(len(mode)%2)} // 2 or 4 ranks: the race detector's run
+			}
+			for _, n := range ns {
 				t.Run(fmt.Sprintf("%s/%s/N=%d", name, mode, n), func(t *testing.T) {
 					onRanks(t, f.dir, n, func(rank int, s *Shard) error {
 						m, err := NewModel(s, c)
@@ -300,6 +304,9 @@ func TestStepEquivalence(t *testing.T) {
 // TestLossCurves: 20 epochs on N ranks follow "train --mode full" in one
 // process: every epoch's loss within 1e-4, and the same evaluations.
 func TestLossCurves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 epochs, 7 runs")
+	}
 	f := coraFixture(t)
 	for _, tc := range []struct {
 		kind nn.Kind
