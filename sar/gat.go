@@ -123,14 +123,7 @@ func (x *exchanger) gat(tp *autograd.Tape, l *nn.GATConv, h *autograd.Var, train
 		return nil, err
 	}
 	if !l.Concat && l.Heads > 1 {
-		f := out.Value.Cols / l.Heads
-		avg := tensor.New(l.Heads*f, f)
-		for k := 0; k < l.Heads; k++ {
-			for j := 0; j < f; j++ {
-				avg.Set(k*f+j, j, 1/float32(l.Heads))
-			}
-		}
-		out = tp.MatMul(out, tp.Const(avg))
+		out = meanHeads(tp, out, l.Heads)
 	}
 	return tp.AddBias(out, l.Bias), nil
 }
@@ -382,4 +375,36 @@ func leakyDeriv(z float32) float32 {
 		return 1
 	}
 	return gatSlope
+}
+
+// meanHeads averages the heads of x (rows × heads·f) into rows × f, as
+// nn's GATConv does for its output layer (there with a matrix product;
+// here directly, which also takes x without rows).
+func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
+	f := x.Value.Cols / heads
+	inv := 1 / float32(heads)
+	out := tensor.New(x.Value.Rows, f)
+	for i := 0; i < out.Rows; i++ {
+		o, r := out.Row(i), x.Value.Row(i)
+		for k := 0; k < heads; k++ {
+			for j := range o {
+				o[j] += r[k*f+j] * inv
+			}
+		}
+	}
+	return tp.Custom("MeanHeads", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		dx := grads[0]
+		if dx.Data == nil {
+			return nil
+		}
+		for i := 0; i < g.Rows; i++ {
+			gr, d := g.Row(i), dx.Row(i)
+			for k := 0; k < heads; k++ {
+				for j, v := range gr {
+					d[k*f+j] += v * inv
+				}
+			}
+		}
+		return nil
+	}, x)
 }

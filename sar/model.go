@@ -35,8 +35,21 @@ func NewModel(s *Shard, c nn.Config) (*nn.Model, error) {
 	return nn.NewModel(c, []float32{})
 }
 
+// linear is x·Wᵀ for a weight stored [out, in]. Unlike the tape's MatMul
+// it accepts x without rows: with --mfg a rank may compute a layer for no
+// node while the others do, and it still takes part in the exchanges.
 func linear(tp *autograd.Tape, x, w *autograd.Var) *autograd.Var {
-	return tp.MatMulOp(x, tensor.NoTrans, w, tensor.Trans)
+	out := tensor.New(x.Value.Rows, w.Value.Rows)
+	gemm(tensor.NoTrans, tensor.Trans, x.Value, w.Value, 0, out)
+	return tp.Custom("Linear", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		if dx := grads[0]; dx.Data != nil {
+			gemm(tensor.NoTrans, tensor.NoTrans, g, w.Value, 1, dx)
+		}
+		if dw := grads[1]; dw.Data != nil {
+			gemm(tensor.Trans, tensor.NoTrans, g, x.Value, 1, dw)
+		}
+		return nil
+	}, x, w)
 }
 
 // transformFirst says whether a layer from in to out features multiplies

@@ -178,7 +178,8 @@ func onRanks(t *testing.T, dir string, n int, fn func(rank int, s *Shard) error)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	gs, err := dist.LocalGroup(ctx, n, dist.Options{})
+	// A rank that fails leaves the others waiting: bound their wait.
+	gs, err := dist.LocalGroup(ctx, n, dist.Options{OpTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,9 +92,18 @@ func (s *Shard) mfgTopos(ctx context.Context, loops bool, steps int) ([]*topo, e
 	e := s.edges(loops)
 	n, me, ni := s.Size, s.Rank, s.NumInner()
 	topos := make([]*topo, steps)
-	dst := slices.Clone(s.Train)
+	// Row lists are never nil here (nil means every inner node).
+	dst := append([]int32{}, s.Train...)
 	slices.Sort(dst)
 	dst = slices.Compact(dst)
+	if len(dst) == 0 {
+		// A rank without training nodes computes one row it does not
+		// need (its first node, which no loss reads, so its gradient is
+		// zero): with no row at all, the autograd tape would skip the
+		// rank's backward ops, and with them the gradient exchanges the
+		// other ranks wait for.
+		dst = []int32{0}
+	}
 	in := make([]bool, ni)
 	pos := make([]int32, ni)
 	for l := steps - 1; l >= 0; l-- {
@@ -145,7 +154,7 @@ func (s *Shard) mfgTopos(ctx context.Context, loops bool, steps int) ([]*topo, e
 				asked[r] = append(asked[r], v)
 			}
 		}
-		var src []int32
+		src := []int32{}
 		for v, ok := range in {
 			if ok {
 				pos[v] = int32(len(src))
