@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,7 +39,18 @@ type Options struct {
 	// SmallBytes is the size up to which latency-optimal algorithms run
 	// (default 64 KiB).
 	SmallBytes int
+	// NoSharedMemory keeps every collective on TCP even when all ranks
+	// share a host (Join also honours GRAPHMILL_DIST_SHM=0).
+	NoSharedMemory bool
+	// ShmSlotBytes is the shared-memory transport's step size per rank
+	// (default 1 MiB; the segment holds two slots per rank).
+	ShmSlotBytes int
 }
+
+// ShmEnv is the environment variable that, set to 0, turns the
+// shared-memory transport off in Join.
+const ShmEnv = "GRAPHMILL_DIST_SHM"
+
 
 func (o *Options) defaults() {
 	if o.RendezvousTimeout <= 0 {
@@ -55,6 +67,9 @@ func (o *Options) defaults() {
 	}
 	if o.SmallBytes <= 0 {
 		o.SmallBytes = 64 << 10
+	}
+	if o.ShmSlotBytes <= 0 {
+		o.ShmSlotBytes = 1 << 20
 	}
 }
 
@@ -201,11 +216,17 @@ type TCP struct {
 	closeCh  chan struct{}
 	wg       sync.WaitGroup
 	pool     sync.Pool
+
+	shm       *shmSeg // nil: collectives over TCP
+	transport string
 }
 
 // Join meets the other ranks at rank 0's store, connects to every one of
 // them and returns the group.
 func Join(ctx context.Context, in Info, o Options) (*TCP, error) {
+	if os.Getenv(ShmEnv) == "0" {
+		o.NoSharedMemory = true
+	}
 	return join(ctx, in, o, in.Rank == 0)
 }
 
@@ -299,7 +320,20 @@ func join(ctx context.Context, in Info, o Options, serveStore bool) (*TCP, error
 		}
 		return nil, fmt.Errorf("rendezvous: rank(s) %s of %d never arrived within %v (not started, crashed, or a different shared secret)", strings.Join(ranks, ", "), in.Size, o.RendezvousTimeout)
 	}
-	return connectMesh(ctx, in.Rank, in.Size, addrs, ln, o)
+	g, err := connectMesh(ctx, in.Rank, in.Size, addrs, ln, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.setupShm(sc, serveStore); err != nil {
+		for _, p := range g.peers {
+			if p != nil {
+				p.c.Close()
+			}
+		}
+		return nil, fmt.Errorf("rank %d: %w", in.Rank, err)
+	}
+	g.start()
+	return g, nil
 }
 
 // localAddrTowards returns the local IP address used to reach host (a UDP
@@ -403,6 +437,11 @@ func connectMesh(ctx context.Context, rank, size int, addrs []string, ln net.Lis
 		p.lastWrite.Store(time.Now().UnixNano())
 		g.peers[j] = p
 	}
+	return g, nil
+}
+
+// start runs the group's readers, senders and heartbeats.
+func (g *TCP) start() {
 	for _, p := range g.peers {
 		if p == nil {
 			continue
@@ -413,7 +452,6 @@ func connectMesh(ctx context.Context, rank, size int, addrs []string, ln net.Lis
 	}
 	g.wg.Add(1)
 	go g.heartbeats()
-	return g, nil
 }
 
 // deadlineReader refreshes the read deadline before every read, so a
@@ -441,6 +479,9 @@ func (g *TCP) fail(err error) {
 	g.failOnce.Do(func() {
 		g.failErr = err
 		close(g.failed)
+		if g.shm != nil && !g.closing.Load() {
+			g.shm.ring() // wake this rank's sleepers now
+		}
 		msg := []byte(fmt.Sprintf("rank %d: %v", g.rank, err))
 		var wg sync.WaitGroup
 		for _, p := range g.peers {
@@ -681,6 +722,9 @@ func (g *TCP) Close() error {
 		}
 	}
 	g.wg.Wait()
+	if g.shm != nil {
+		g.shm.close()
+	}
 	return g.Err()
 }
 
@@ -695,6 +739,8 @@ type call struct {
 	timer *time.Timer
 	sends sync.WaitGroup
 	serr  atomic.Pointer[error]
+	// shmErr carries a mismatch found while polling shared memory.
+	shmErr error
 }
 
 func (c *call) String() string { return describe(c.kind, c.seq, c.dtype, c.op, c.count) }
@@ -703,6 +749,9 @@ func (c *call) String() string { return describe(c.kind, c.seq, c.dtype, c.op, c
 func (g *TCP) begin(ctx context.Context, kind Kind, dt DType, op Op, count int) (*call, error) {
 	c := &call{kind: kind, seq: g.seq, dtype: dt, op: op, count: uint64(count), ctx: ctx}
 	g.seq++
+	if g.closing.Load() {
+		return nil, fmt.Errorf("%v: the group is closed", c)
+	}
 	if err := g.Err(); err != nil {
 		return nil, fmt.Errorf("%v: the group is broken: %w", c, err)
 	}
