@@ -51,7 +51,6 @@ type Options struct {
 // shared-memory transport off in Join.
 const ShmEnv = "GRAPHMILL_DIST_SHM"
 
-
 func (o *Options) defaults() {
 	if o.RendezvousTimeout <= 0 {
 		o.RendezvousTimeout = 2 * time.Minute
