@@ -42,11 +42,12 @@ const (
 	shmSleepOff = 128
 	shmCtrlOff  = 256
 	shmCtrlLen  = 256
-	// counters in a rank's control line
+	// counters in a rank's control block (one cache line each; the
+	// descriptors share arrive's line, as readers need both)
 	shmArrive  = 0
+	shmDesc    = 8 // two descriptors (parity) of three words
 	shmReduced = 64
 	shmDepart  = 128
-	shmDesc    = 192 // two descriptors (parity) of three words
 )
 
 // shmSeg is one rank's view of the group's segment.
@@ -97,10 +98,13 @@ func (s *shmSeg) slotOf(t uint64, r int) []byte {
 	return s.mem[off : off+s.slot : off+s.slot]
 }
 
-// ring wakes the sleepers after a counter update.
+// ring wakes the sleepers after a counter update. Waiters count
+// themselves in sleepers before they read the bell and recheck their
+// condition, so a waiter either sees the update or is woken (the bell
+// changes, so its futex wait returns at once if it has not begun).
 func (s *shmSeg) ring() {
-	s.bell().Add(1)
 	if s.sleepers().Load() > 0 {
+		s.bell().Add(1)
 		futexWake(&s.mem[shmBellOff])
 	}
 }
@@ -169,26 +173,24 @@ func (g *TCP) await(c *call, which int, v uint64, only int) error {
 	if ready() {
 		return c.takeShmErr()
 	}
-	var t0 time.Time
-	for i := 0; ; i++ {
-		if i < 64 {
+	t0 := time.Now()
+	spin := true
+	for i := 1; ; i++ {
+		if spin && i%16 == 0 {
+			spin = time.Since(t0) < 20*time.Microsecond
+		}
+		if spin {
 			spinPause()
 		} else {
 			if err := g.shmCheck(c, next); err != nil {
 				return err
 			}
-			if t0.IsZero() {
-				t0 = time.Now()
-			}
-			if waited := time.Since(t0); waited < 200*time.Microsecond {
+			if waited := time.Since(t0); waited < 300*time.Microsecond {
 				runtime.Gosched()
 				osYield()
 			} else {
-				b := s.bell().Load()
-				if ready() {
-					return c.takeShmErr()
-				}
 				s.sleepers().Add(1)
+				b := s.bell().Load()
 				if !ready() {
 					futexWait(&s.mem[shmBellOff], b, 5*time.Millisecond)
 				}
@@ -216,11 +218,12 @@ func (g *TCP) shmCheck(c *call, waitingFor int) error {
 		err := fmt.Errorf("%v: %w", c, c.ctx.Err())
 		g.fail(err)
 		return err
-	case <-c.timer.C:
+	default:
+	}
+	if time.Since(c.start) > g.opts.OpTimeout {
 		err := fmt.Errorf("%v: nothing from rank %d within %v (does it run the same collectives?)", c, waitingFor, g.opts.OpTimeout)
 		g.fail(err)
 		return err
-	default:
 	}
 	if g.closing.Load() {
 		return fmt.Errorf("%v: the group is closed", c)
@@ -288,8 +291,13 @@ func (g *TCP) shmAllReduce(c *call, buf []byte) error {
 		ne := len(chunk) / es
 		slice := func(j int) (int, int) { return j * ne / s.n * es, (j + 1) * ne / s.n * es }
 		lo, hi := slice(s.rank)
-		g.shmReduce(c, t, chunk[lo:hi], lo, hi)
-		copy(mine[lo:hi], chunk[lo:hi])
+		// The owner reduces its slice in place, starting from its own
+		// values and adding the others' in rank order after it: each
+		// element is reduced by one rank in one fixed order.
+		for k := 1; k < s.n; k++ {
+			reduceInto(mine[lo:hi], s.slotOf(t, (s.rank+k)%s.n)[lo:hi], c.dtype, c.op)
+		}
+		copy(chunk[lo:hi], mine[lo:hi])
 		s.post(shmReduced, t+1)
 		if err := g.await(c, shmReduced, t+1, -1); err != nil {
 			return err

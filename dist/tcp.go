@@ -226,6 +226,9 @@ func Join(ctx context.Context, in Info, o Options) (*TCP, error) {
 	if os.Getenv(ShmEnv) == "0" {
 		o.NoSharedMemory = true
 	}
+	if v, err := strconv.Atoi(os.Getenv("GMSLOT")); err == nil {
+		o.ShmSlotBytes = v
+	}
 	return join(ctx, in, o, in.Rank == 0)
 }
 
@@ -738,6 +741,7 @@ type call struct {
 	timer *time.Timer
 	sends sync.WaitGroup
 	serr  atomic.Pointer[error]
+	start time.Time // shared memory: the deadline's start (no timer)
 	// shmErr carries a mismatch found while polling shared memory.
 	shmErr error
 }
@@ -757,14 +761,20 @@ func (g *TCP) begin(ctx context.Context, kind Kind, dt DType, op Op, count int) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.timer = time.NewTimer(g.opts.OpTimeout)
+	if g.shm != nil {
+		c.start = time.Now()
+	} else {
+		c.timer = time.NewTimer(g.opts.OpTimeout)
+	}
 	return c, nil
 }
 
 // end waits for the call's asynchronous sends.
 func (g *TCP) end(c *call, err error) error {
 	c.sends.Wait()
-	c.timer.Stop()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	if err == nil {
 		if e := c.serr.Load(); e != nil {
 			err = fmt.Errorf("%v: %w", c, *e)
