@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/bench/comm"
+	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/internal/units"
 )
 
@@ -47,9 +48,12 @@ func newBenchCommCmd() *cobra.Command {
 		Short: "All-reduce and all-to-all-v bandwidth and latency of the pure-Go backend against Open MPI",
 		Long: `Time all-reduce (float32 sum) and all-to-all-v with 2 and 4 local ranks at sizes from
 4 KiB to 256 MiB: bus bandwidth as nccl-tests define it (all-reduce 2(N-1)/N * bytes / time)
-and latency, for the pure-Go TCP backend and, in builds with -tags mpi, Open MPI's
-MPI_Allreduce / MPI_Alltoallv on the same buffers in the same run (via mpirun), next to the
-loopback TCP and memory-copy ceilings. ratio_vs_mpi is the smallest pure-Go / Open MPI
+and latency, the fastest of 3 timed rounds, for:
+  go      the pure-Go backend as it runs by default (local ranks through shared memory)
+  go-tcp  the same over loopback TCP only (not with --quick)
+  mpi     Open MPI's MPI_Allreduce / MPI_Alltoallv on the same buffers in the same run
+          (via mpirun; builds with -tags mpi only)
+next to the loopback TCP and memory-copy ceilings. ratio_vs_mpi is the smallest go / mpi
 all-reduce bus-bandwidth ratio over sizes >= 1 MiB.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -120,6 +124,11 @@ func commWorker(ctx context.Context, backend string, sizes []int64, budget time.
 	if err != nil {
 		return err
 	}
+	if t, ok := c.(*dist.TCP); ok {
+		for i := range pts {
+			pts[i].Transport = t.Transport()
+		}
+	}
 	if c.Rank() == 0 {
 		return json.NewEncoder(out).Encode(pts)
 	}
@@ -128,7 +137,7 @@ func commWorker(ctx context.Context, backend string, sizes []int64, budget time.
 
 // runRanks runs n worker ranks (through mpirun for mpi) and returns rank
 // 0's points.
-func runRanks(ctx context.Context, backend string, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
+func runRanks(ctx context.Context, backend string, noShm bool, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -148,6 +157,17 @@ func runRanks(ctx context.Context, backend string, n int, sizes []int64, budget 
 			return nil, fmt.Errorf("mpirun -np %d: %v: %s", n, err, lastLine(stderr.String()))
 		}
 	} else {
+		if noShm { // the children inherit it
+			old, had := os.LookupEnv(dist.ShmEnv)
+			os.Setenv(dist.ShmEnv, "0")
+			defer func() {
+				if had {
+					os.Setenv(dist.ShmEnv, old)
+				} else {
+					os.Unsetenv(dist.ShmEnv)
+				}
+			}()
+		}
 		if err := runLaunch(ctx, n, 0, 3*time.Second, append([]string{self}, args...), &stdout, &stderr); err != nil {
 			return nil, fmt.Errorf("%d tcp ranks: %v: %s", n, err, lastLine(stderr.String()))
 		}
@@ -187,16 +207,28 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		return err
 	}
 	rep.CopyGBps = comm.CopyGBps(16<<20, budget)
+	// go: the pure-Go backend as it runs by default (shared memory
+	// between local ranks); go-tcp: the same over loopback TCP only.
+	type run struct {
+		label, backend string
+		noShm          bool
+	}
+	runs := []run{{"go", "tcp", false}}
+	if !quick {
+		runs = append(runs, run{"go-tcp", "tcp", true})
+	}
+	if hasMPI {
+		runs = append(runs, run{"mpi", "mpi", false})
+	}
 	for _, n := range ranks {
-		bs := []string{"tcp"}
-		if hasMPI {
-			bs = append(bs, "mpi")
-		}
-		for _, b := range bs {
-			fmt.Fprintf(errOut, "bench comm: %d ranks, %s\n", n, b)
-			pts, err := runRanks(ctx, b, n, sizes, budget, errOut)
+		for _, r := range runs {
+			fmt.Fprintf(errOut, "bench comm: %d ranks, %s\n", n, r.label)
+			pts, err := runRanks(ctx, r.backend, r.noShm, n, sizes, budget, errOut)
 			if err != nil {
 				return err
+			}
+			for i := range pts {
+				pts[i].Backend = r.label
 			}
 			rep.Points = append(rep.Points, pts...)
 		}
@@ -212,7 +244,7 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		}
 		bw, a2a, lat := math.Inf(1), math.Inf(1), 0.0
 		for _, p := range rep.Points {
-			if p.Backend != "tcp" {
+			if p.Backend != "go" {
 				continue
 			}
 			m := find("mpi", p.Ranks, p.Op, p.Bytes)
@@ -248,9 +280,9 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		return err
 	}
 	fmt.Fprintf(out, "ceilings: loopback TCP stream %.2f GB/s, memory copy %.2f GB/s\n", rep.LoopbackGBps, rep.CopyGBps)
-	fmt.Fprintf(out, "%-6s %-5s %-13s %10s %12s %10s\n", "ranks", "impl", "collective", "size", "latency", "bus GB/s")
+	fmt.Fprintf(out, "%-6s %-7s %-13s %10s %12s %10s\n", "ranks", "impl", "collective", "size", "latency", "bus GB/s")
 	for _, p := range rep.Points {
-		fmt.Fprintf(out, "%-6d %-5s %-13s %10s %12s %10.3f\n", p.Ranks, p.Backend, p.Op, units.Bytes(p.Bytes), units.Duration(time.Duration(p.Seconds*1e9)), p.BusGBps)
+		fmt.Fprintf(out, "%-6d %-7s %-13s %10s %12s %10.3f\n", p.Ranks, p.Backend, p.Op, units.Bytes(p.Bytes), units.Duration(time.Duration(p.Seconds*1e9)), p.BusGBps)
 	}
 	if rep.RatioVsMPI != nil {
 		fmt.Fprintf(out, "pure Go / Open MPI: all-reduce bus bandwidth >= 1 MiB %.2f (smallest), all-to-all-v %.2f, all-reduce latency at 4 KiB %.2fx\n", *rep.RatioVsMPI, *rep.A2AVRatioVsMPI, *rep.LatencyRatio4K)
