@@ -36,6 +36,11 @@ import (
 // also watches the group's failure, the caller's context and the
 // operation deadline.
 
+// shmSpins is how many short busy waits precede yielding: a few
+// microseconds, enough when both ranks are on a processor; on a busy
+// machine spinning longer only burns the time slice the peer needs.
+var shmSpins = 64
+
 const (
 	shmMagic    = 0x316d6873_6c6d7267 // "grmlshm1"
 	shmBellOff  = 64
@@ -173,15 +178,14 @@ func (g *TCP) await(c *call, which int, v uint64, only int) error {
 	if ready() {
 		return c.takeShmErr()
 	}
-	t0 := time.Now()
-	spin := true
+	var t0 time.Time
 	for i := 1; ; i++ {
-		if spin && i%16 == 0 {
-			spin = time.Since(t0) < 20*time.Microsecond
-		}
-		if spin {
+		if i <= shmSpins {
 			spinPause()
 		} else {
+			if t0.IsZero() {
+				t0 = time.Now()
+			}
 			if err := g.shmCheck(c, next); err != nil {
 				return err
 			}
