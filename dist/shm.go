@@ -36,10 +36,13 @@ import (
 // also watches the group's failure, the caller's context and the
 // operation deadline.
 
-// shmSpins is how many short busy waits precede yielding: a few
-// microseconds, enough when both ranks are on a processor; on a busy
-// machine spinning longer only burns the time slice the peer needs.
-var shmSpins = 64
+// shmSpins is how many short busy waits (tens of nanoseconds each)
+// precede yielding when there are more local ranks than processors:
+// spinning then only burns the time slice a peer needs. With a processor
+// per rank, ranks poll for shmSpinsAlone (tens of microseconds), as Open
+// MPI polls when it is not oversubscribed. Either way a rank sleeps on
+// the futex after 300 µs.
+const shmSpins, shmSpinsAlone = 64, 1024
 
 const (
 	shmMagic    = 0x316d6873_6c6d7267 // "grmlshm1"
@@ -57,13 +60,17 @@ const (
 
 // shmSeg is one rank's view of the group's segment.
 type shmSeg struct {
-	mem   []byte
-	n     int
-	rank  int
-	slot  int
-	data  int
-	step  uint64
-	close func() error
+	mem  []byte
+	n    int
+	rank int
+	slot int
+	data int
+	step uint64
+	// seenAll is one more than the last step at which this rank saw
+	// every rank arrive: every rank had then left the step before.
+	seenAll uint64
+	spins   int // short busy waits before yielding
+	close   func() error
 }
 
 // shmLayout returns the data offset and total size of a segment for n
@@ -175,12 +182,15 @@ func (g *TCP) await(c *call, which int, v uint64, only int) error {
 		}
 		return true
 	}
+	if which == shmArrive && only < 0 {
+		defer func() { s.seenAll = max(s.seenAll, v) }()
+	}
 	if ready() {
 		return c.takeShmErr()
 	}
 	var t0 time.Time
 	for i := 1; ; i++ {
-		if i <= shmSpins {
+		if i <= s.spins {
 			spinPause()
 		} else {
 			if t0.IsZero() {
@@ -240,7 +250,7 @@ func (g *TCP) stepBegin(c *call) (uint64, error) {
 	s := g.shm
 	t := s.step
 	s.step++
-	if t >= 2 {
+	if t >= 2 && s.seenAll < t { // else every rank arrived at t-1, so left t-2
 		if err := g.await(c, shmDepart, t-1, -1); err != nil {
 			return t, err
 		}

@@ -42,33 +42,3 @@ func BenchmarkAllReduce(b *testing.B) {
 		}
 	}
 }
-
-func BenchmarkSpins(b *testing.B) {
-	for _, sp := range []int{16, 64, 256, 1024} {
-		b.Run(fmt.Sprint(sp), func(b *testing.B) {
-			shmSpins = sp
-			defer func() { shmSpins = 64 }()
-			gs, err := LocalGroup(context.Background(), 2, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				for _, g := range gs {
-					go g.Close()
-				}
-			}()
-			var wg sync.WaitGroup
-			for _, g := range gs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					buf := make([]float32, 1024)
-					for i := 0; i < b.N; i++ {
-						g.AllReduce(context.Background(), buf, Sum)
-					}
-				}()
-			}
-			wg.Wait()
-		})
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -138,7 +139,10 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 			return g.storeDone(sc, servesStore, all)
 		}
 	}
-	g.shm = &shmSeg{mem: mem, n: n, rank: r, slot: slot, data: data, close: func() error { return unmapSegment(mem) }}
+	g.shm = &shmSeg{mem: mem, n: n, rank: r, slot: slot, data: data, spins: shmSpins, close: func() error { return unmapSegment(mem) }}
+	if n <= runtime.NumCPU() { // every rank can have a processor: poll longer, as Open MPI does
+		g.shm.spins = shmSpinsAlone
+	}
 	g.transport = "shared memory"
 	return g.storeDone(sc, servesStore, all)
 }

@@ -226,9 +226,7 @@ func Join(ctx context.Context, in Info, o Options) (*TCP, error) {
 	if os.Getenv(ShmEnv) == "0" {
 		o.NoSharedMemory = true
 	}
-	if v, err := strconv.Atoi(os.Getenv("GMSLOT")); err == nil {
-		o.ShmSlotBytes = v
-	}
+
 	return join(ctx, in, o, in.Rank == 0)
 }
 
