@@ -36,13 +36,15 @@ import (
 // also watches the group's failure, the caller's context and the
 // operation deadline.
 
-// shmSpins is how many short busy waits (tens of nanoseconds each)
-// precede yielding when there are more local ranks than processors:
-// spinning then only burns the time slice a peer needs. With a processor
-// per rank, ranks poll for shmSpinsAlone (tens of microseconds), as Open
-// MPI polls when it is not oversubscribed. Either way a rank sleeps on
-// the futex after 300 µs.
-const shmSpins, shmSpinsAlone = 64, 1024
+// How many short busy waits (tens of nanoseconds each) precede yielding
+// adapts, as adaptive mutexes do: a wait that ends while spinning allows
+// twice its spins next time, a wait that has to yield halves the budget
+// (a peer that is not running, e.g. on the same processor, is not helped
+// by spinning). The budget stays within [shmSpinsMin, shmSpinsMax], or
+// at most shmSpinsBusy when there are more local ranks than processors
+// (Open MPI, likewise, polls only when not oversubscribed). A rank sleeps
+// on the futex after 300 µs of yielding.
+const shmSpinsMin, shmSpinsBusy, shmSpinsMax = 16, 64, 2048
 
 const (
 	shmMagic    = 0x316d6873_6c6d7267 // "grmlshm1"
@@ -69,7 +71,8 @@ type shmSeg struct {
 	// seenAll is one more than the last step at which this rank saw
 	// every rank arrive: every rank had then left the step before.
 	seenAll uint64
-	spins   int // short busy waits before yielding
+	spins    int // short busy waits before yielding (adapts)
+	maxSpins int
 	close   func() error
 }
 
@@ -136,8 +139,10 @@ func descWords(c *call) [3]uint64 {
 func (s *shmSeg) arrive(c *call, t uint64) {
 	d := descWords(c)
 	base := shmCtrlOff + s.rank*shmCtrlLen + shmDesc + int(t%2)*24
+	// plain stores, published by arrive's atomic store after them (one
+	// transfer of the line to a polling reader, not four)
 	for i, w := range d {
-		s.u64(base + 8*i).Store(w)
+		*(*uint64)(unsafe.Pointer(&s.mem[base+8*i])) = w
 	}
 	s.post(shmArrive, t+1)
 }
@@ -146,7 +151,8 @@ func (s *shmSeg) arrive(c *call, t uint64) {
 func (g *TCP) checkDesc(c *call, j int, t uint64) error {
 	s := g.shm
 	base := shmCtrlOff + j*shmCtrlLen + shmDesc + int(t%2)*24
-	d := [3]uint64{s.u64(base).Load(), s.u64(base + 8).Load(), s.u64(base + 16).Load()}
+	w := func(i int) uint64 { return *(*uint64)(unsafe.Pointer(&s.mem[base+8*i])) }
+	d := [3]uint64{w(0), w(1), w(2)} // after the acquiring load of arrive
 	if d == descWords(c) {
 		return nil
 	}
@@ -195,6 +201,8 @@ func (g *TCP) await(c *call, which int, v uint64, only int) error {
 		} else {
 			if t0.IsZero() {
 				t0 = time.Now()
+				// the peer was not there in time: spin less next time
+				s.spins = max(shmSpinsMin, s.spins/2)
 			}
 			if err := g.shmCheck(c, next); err != nil {
 				return err
@@ -212,6 +220,10 @@ func (g *TCP) await(c *call, which int, v uint64, only int) error {
 			}
 		}
 		if ready() {
+			if i <= s.spins {
+				// caught while spinning: allow twice that next time
+				s.spins = min(s.maxSpins, max(s.spins, 2*i))
+			}
 			return c.takeShmErr()
 		}
 	}
@@ -297,21 +309,24 @@ func (g *TCP) shmAllReduce(c *call, buf []byte) error {
 			return err
 		}
 		mine := s.slotOf(t, s.rank)
-		copy(mine, chunk)
+		ne := len(chunk) / es
+		slice := func(j int) (int, int) { return j * ne / s.n * es, (j + 1) * ne / s.n * es }
+		lo, hi := slice(s.rank)
+		// the others need every slice of ours but our own
+		copy(mine[:lo], chunk[:lo])
+		copy(mine[hi:len(chunk)], chunk[hi:])
 		s.arrive(c, t)
 		if err := g.await(c, shmArrive, t+1, -1); err != nil {
 			return err
 		}
-		ne := len(chunk) / es
-		slice := func(j int) (int, int) { return j * ne / s.n * es, (j + 1) * ne / s.n * es }
-		lo, hi := slice(s.rank)
-		// The owner reduces its slice in place, starting from its own
-		// values and adding the others' in rank order after it: each
-		// element is reduced by one rank in one fixed order.
+		// The owner reduces its slice in place in the caller's buffer,
+		// starting from its own values and adding the others' in rank
+		// order after it: each element is reduced by one rank in one
+		// fixed order. Then it publishes the result in its slot.
 		for k := 1; k < s.n; k++ {
-			reduceInto(mine[lo:hi], s.slotOf(t, (s.rank+k)%s.n)[lo:hi], c.dtype, c.op)
+			reduceInto(chunk[lo:hi], s.slotOf(t, (s.rank+k)%s.n)[lo:hi], c.dtype, c.op)
 		}
-		copy(chunk[lo:hi], mine[lo:hi])
+		copy(mine[lo:hi], chunk[lo:hi])
 		s.post(shmReduced, t+1)
 		if err := g.await(c, shmReduced, t+1, -1); err != nil {
 			return err

@@ -139,9 +139,9 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 			return g.storeDone(sc, servesStore, all)
 		}
 	}
-	g.shm = &shmSeg{mem: mem, n: n, rank: r, slot: slot, data: data, spins: shmSpins, close: func() error { return unmapSegment(mem) }}
+	g.shm = &shmSeg{mem: mem, n: n, rank: r, slot: slot, data: data, spins: shmSpinsBusy, maxSpins: shmSpinsBusy, close: func() error { return unmapSegment(mem) }}
 	if n <= runtime.NumCPU() { // every rank can have a processor: poll longer, as Open MPI does
-		g.shm.spins = shmSpinsAlone
+		g.shm.maxSpins = shmSpinsMax
 	}
 	g.transport = "shared memory"
 	return g.storeDone(sc, servesStore, all)
