@@ -70,10 +70,10 @@ type shmSeg struct {
 	step uint64
 	// seenAll is one more than the last step at which this rank saw
 	// every rank arrive: every rank had then left the step before.
-	seenAll uint64
+	seenAll  uint64
 	spins    int // short busy waits before yielding (adapts)
 	maxSpins int
-	close   func() error
+	close    func() error
 }
 
 // shmLayout returns the data offset and total size of a segment for n
