@@ -2,7 +2,6 @@ package dist
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,38 +18,6 @@ import (
 // error naming a rank across the cut within 10 s, and nothing may hang.
 // It needs root and iproute2's ip; it sends traffic only between its own
 // namespaces.
-
-const cutHelperEnv = "GRAPHMILL_CUTLINK_RANK"
-
-// TestCutLinkHelper is one rank of TestCutLinkBetweenNamespaces (it does
-// nothing unless that test started it).
-func TestCutLinkHelper(t *testing.T) {
-	rs := os.Getenv(cutHelperEnv)
-	if rs == "" {
-		t.Skip("helper process of TestCutLinkBetweenNamespaces")
-	}
-	rank, _ := strconv.Atoi(rs)
-	port, _ := strconv.Atoi(os.Getenv("GRAPHMILL_CUTLINK_PORT"))
-	sec := &Security{Secret: []byte(os.Getenv(TokenEnv))}
-	ctx := context.Background()
-	g, err := Join(ctx, Info{Rank: rank, Size: 3, MasterAddr: os.Getenv("GRAPHMILL_CUTLINK_MASTER"), MasterPort: port},
-		Options{Security: sec, Bind: os.Getenv("GRAPHMILL_CUTLINK_BIND"), RendezvousTimeout: 20 * time.Second, OpTimeout: 60 * time.Second, PeerTimeout: 2 * time.Second})
-	if err != nil {
-		fmt.Printf("JOIN-ERROR %v\n", err)
-		os.Exit(3)
-	}
-	fmt.Printf("TRANSPORT %s\n", g.Transport())
-	buf := make([]float32, 1<<20)
-	for i := 0; ; i++ {
-		if err := g.AllReduce(ctx, buf, Sum); err != nil {
-			fmt.Printf("ERROR %v\n", err)
-			os.Exit(2)
-		}
-		if i == 5 {
-			fmt.Println("RUNNING")
-		}
-	}
-}
 
 func TestCutLinkBetweenNamespaces(t *testing.T) {
 	if os.Getenv(cutHelperEnv) != "" {
@@ -109,8 +76,8 @@ func TestCutLinkBetweenNamespaces(t *testing.T) {
 		if ns == nsB {
 			bind = addrB
 		}
-		cmd := exec.Command(ipPath, "netns", "exec", ns, os.Args[0], "-test.run=^TestCutLinkHelper$")
-		cmd.Env = append(os.Environ(), cutHelperEnv+"="+strconv.Itoa(r), "GRAPHMILL_CUTLINK_PORT=29517", "GRAPHMILL_CUTLINK_MASTER="+addrA,
+		cmd := exec.Command(ipPath, "netns", "exec", ns, os.Args[0], "-test.run=^TestRankHelper$")
+		cmd.Env = append(os.Environ(), cutHelperEnv+"="+strconv.Itoa(r), "GRAPHMILL_CUTLINK_PORT=29517", "GRAPHMILL_CUTLINK_SIZE=3", "GRAPHMILL_CUTLINK_MASTER="+addrA,
 			"GRAPHMILL_CUTLINK_BIND="+bind, TokenEnv+"="+secret)
 		out, err := cmd.StdoutPipe()
 		if err != nil {

@@ -474,14 +474,18 @@ func (g *TCP) Rank() int { return g.rank }
 func (g *TCP) Size() int { return g.size }
 
 // fail records the group's first error, tells every peer (so they fail
-// now rather than at their next timeout) and wakes every waiter.
+// now rather than at their next timeout) and then wakes every waiter.
 func (g *TCP) fail(err error) {
 	g.failOnce.Do(func() {
 		g.failErr = err
-		close(g.failed)
-		if g.shm != nil && !g.closing.Load() {
-			g.shm.ring() // wake this rank's sleepers now
-		}
+		// Tell the peers first, then wake this rank's waiters: a caller
+		// that exits on the error must not cut the message off.
+		defer func() {
+			close(g.failed)
+			if g.shm != nil && !g.closing.Load() {
+				g.shm.ring() // wake this rank's sleepers now
+			}
+		}()
 		msg := []byte(fmt.Sprintf("rank %d: %v", g.rank, err))
 		var wg sync.WaitGroup
 		for _, p := range g.peers {
