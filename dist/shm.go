@@ -74,13 +74,25 @@ type shmSeg struct {
 	spins    int // short busy waits before yielding (adapts)
 	maxSpins int
 	close    func() error
+
+	// point-to-point rings (see shmp2p.go)
+	p2pCtl, rings, ringLen int
 }
 
-// shmLayout returns the data offset and total size of a segment for n
-// ranks with slots of slot bytes.
-func shmLayout(n, slot int) (data, total int) {
+// shmLayout returns the offsets and total size of a segment for n ranks
+// with slots of slot bytes and point-to-point rings of ring bytes.
+func shmLayout(n, slot, ring int) (data, p2pCtl, rings, total int) {
 	data = (shmCtrlOff + n*shmCtrlLen + 4095) &^ 4095
-	return data, data + 2*n*slot
+	p2pCtl = data + 2*n*slot
+	rings = p2pCtl + (n*shmP2PCtlLen+4095)&^4095
+	return data, p2pCtl, rings, rings + n*n*(shmRingHdr+ring)
+}
+
+// shmRingBytes chooses the ring size: the wanted size, at most 64 MiB of
+// rings in all, whole pages.
+func shmRingBytes(n, want int) int {
+	s := max(min(want, (64<<20)/(n*n)), 4096)
+	return (s + 4095) &^ 4095
 }
 
 // shmSlotBytes chooses the slot size: the wanted size, at most 128 MiB of

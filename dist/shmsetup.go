@@ -72,7 +72,8 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 		return g.storeDone(sc, servesStore, all)
 	}
 	slot := shmSlotBytes(n, g.opts.ShmSlotBytes)
-	data, total := shmLayout(n, slot)
+	ring := shmRingBytes(n, g.opts.ShmRingBytes)
+	data, p2pCtl, rings, total := shmLayout(n, slot, ring)
 	var mem []byte
 	var name string
 	var serr error
@@ -84,6 +85,7 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 			binary.LittleEndian.PutUint64(mem[8:], uint64(n))
 			binary.LittleEndian.PutUint64(mem[16:], uint64(slot))
 			copy(mem[24:40], nonce[:])
+			binary.LittleEndian.PutUint64(mem[40:], uint64(ring))
 			err = sc.Set("shm/seg", name+" "+hex.EncodeToString(nonce[:]))
 		} else {
 			err = sc.Set("shm/seg", "!"+serr.Error())
@@ -106,7 +108,8 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 			if mem, serr = openSegment(nm, total); serr == nil {
 				nonce, _ := hex.DecodeString(nonceHex)
 				if binary.LittleEndian.Uint64(mem[0:]) != shmMagic || binary.LittleEndian.Uint64(mem[8:]) != uint64(n) ||
-					binary.LittleEndian.Uint64(mem[16:]) != uint64(slot) || string(mem[24:40]) != string(nonce) {
+					binary.LittleEndian.Uint64(mem[16:]) != uint64(slot) || string(mem[24:40]) != string(nonce) ||
+					binary.LittleEndian.Uint64(mem[40:]) != uint64(ring) {
 					serr = fmt.Errorf("segment %s is not this group's", nm)
 				}
 			}
@@ -139,7 +142,7 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 			return g.storeDone(sc, servesStore, all)
 		}
 	}
-	g.shm = &shmSeg{mem: mem, n: n, rank: r, slot: slot, data: data, spins: shmSpinsBusy, maxSpins: shmSpinsBusy, close: func() error { return unmapSegment(mem) }}
+	g.shm = &shmSeg{mem: mem, n: n, rank: r, slot: slot, data: data, p2pCtl: p2pCtl, rings: rings, ringLen: ring, spins: shmSpinsBusy, maxSpins: shmSpinsBusy, close: func() error { return unmapSegment(mem) }}
 	if n <= runtime.NumCPU() { // every rank can have a processor: poll longer, as Open MPI does
 		g.shm.maxSpins = shmSpinsMax
 	}

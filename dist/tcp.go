@@ -45,6 +45,10 @@ type Options struct {
 	// ShmSlotBytes is the shared-memory transport's step size per rank
 	// (default 1 MiB; the segment holds two slots per rank).
 	ShmSlotBytes int
+	// ShmRingBytes is the size of the shared-memory ring each ordered
+	// pair of ranks sends point-to-point messages through (default
+	// 256 KiB; larger messages stream through it).
+	ShmRingBytes int
 }
 
 // ShmEnv is the environment variable that, set to 0, turns the
@@ -69,6 +73,9 @@ func (o *Options) defaults() {
 	}
 	if o.ShmSlotBytes <= 0 {
 		o.ShmSlotBytes = 1 << 20
+	}
+	if o.ShmRingBytes <= 0 {
+		o.ShmRingBytes = 256 << 10
 	}
 }
 
@@ -452,6 +459,10 @@ func (g *TCP) start() {
 	}
 	g.wg.Add(1)
 	go g.heartbeats()
+	if g.shm != nil {
+		g.wg.Add(1)
+		go g.shmDrain()
+	}
 }
 
 // deadlineReader refreshes the read deadline before every read, so a
@@ -859,6 +870,12 @@ func (g *TCP) Send(ctx context.Context, to int, tag uint32, data []byte) error {
 	}
 	if err := g.Err(); err != nil {
 		return fmt.Errorf("send to rank %d (tag %d): the group is broken: %w", to, tag, err)
+	}
+	if g.shm != nil {
+		if err := g.shmSend(ctx, to, tag, data); err != nil {
+			return fmt.Errorf("send to rank %d (tag %d): %w", to, tag, err)
+		}
+		return nil
 	}
 	h := header{kind: fP2P, coll: KindSend, dtype: Bytes, tag: tag}
 	if err := g.write(g.peers[to], h, data); err != nil {
