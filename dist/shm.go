@@ -453,8 +453,8 @@ func (g *TCP) shmBarrier(c *call) error {
 }
 
 // shmAllToAllV: a step exchanges the N×N byte counts, then each step
-// moves up to slot/N bytes of every pair's message through the sender's
-// slot (sub-slot p for rank p).
+// moves up to slot/(N-1) bytes of every pair's message through the
+// sender's slot (a sub-slot per receiver).
 func (g *TCP) shmAllToAllV(c *call, send [][]byte, out [][]byte) error {
 	s := g.shm
 	n := s.n
@@ -489,7 +489,14 @@ func (g *TCP) shmAllToAllV(c *call, send [][]byte, out [][]byte) error {
 		}
 	}
 	s.post(shmDepart, t+1)
-	q := s.slot / n &^ 63
+	// sender r's sub-slot for rank p (no sub-slot for itself)
+	q := s.slot / (n - 1) &^ 63
+	sub := func(b []byte, r, p int) []byte {
+		if p > r {
+			p--
+		}
+		return b[p*q : (p+1)*q]
+	}
 	for o := 0; o < longest; o += q {
 		t, err := g.stepBegin(c)
 		if err != nil {
@@ -498,7 +505,7 @@ func (g *TCP) shmAllToAllV(c *call, send [][]byte, out [][]byte) error {
 		mine := s.slotOf(t, s.rank)
 		for p := range n {
 			if p != s.rank && o < len(send[p]) {
-				copy(mine[p*q:(p+1)*q], send[p][o:])
+				copy(sub(mine, s.rank, p), send[p][o:])
 			}
 		}
 		s.arrive(c, t)
@@ -507,7 +514,7 @@ func (g *TCP) shmAllToAllV(c *call, send [][]byte, out [][]byte) error {
 		}
 		for j := range n {
 			if j != s.rank && o < len(out[j]) {
-				copy(out[j][o:], s.slotOf(t, j)[s.rank*q:(s.rank+1)*q])
+				copy(out[j][o:], sub(s.slotOf(t, j), j, s.rank))
 			}
 		}
 		s.post(shmDepart, t+1)
