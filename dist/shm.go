@@ -88,17 +88,18 @@ func shmLayout(n, slot, ring int) (data, p2pCtl, rings, total int) {
 	return data, p2pCtl, rings, rings + n*n*(shmRingHdr+ring)
 }
 
-// shmRingBytes chooses the ring size: the wanted size, at most 64 MiB of
-// rings in all, whole pages.
+// shmRingBytes chooses the ring size: the wanted size, at most 12 MiB of
+// rings in all (with the slots' 48 MiB, under the 64 MiB /dev/shm a
+// Docker container gets by default), whole pages.
 func shmRingBytes(n, want int) int {
-	s := max(min(want, (64<<20)/(n*n)), 4096)
+	s := max(min(want, (12<<20)/(n*n)), 4096)
 	return (s + 4095) &^ 4095
 }
 
-// shmSlotBytes chooses the slot size: the wanted size, at most 128 MiB of
+// shmSlotBytes chooses the slot size: the wanted size, at most 48 MiB of
 // slots in all, whole 4 KiB pages, and room for an N×N size table.
 func shmSlotBytes(n, want int) int {
-	s := min(want, (128<<20)/(2*n))
+	s := min(want, (48<<20)/(2*n))
 	s = max(s, 64*n, 4096)
 	return (s + 4095) &^ 4095
 }
