@@ -13,8 +13,9 @@ import (
 )
 
 // The cut-link test: three ranks in two network namespaces joined by a
-// veth pair (ranks 0 and 1 in one, rank 2 in the other), all-reducing in
-// a loop; the link is taken down mid-run. Every rank must end with an
+// veth pair (ranks 0 and 1 in one, so through shared memory to each
+// other, rank 2 in the other), all-reducing in a loop; the link is taken
+// down mid-run. Every rank must end with an
 // error naming a rank across the cut within 10 s, and nothing may hang.
 // It needs root and iproute2's ip; it sends traffic only between its own
 // namespaces.
@@ -136,9 +137,9 @@ func TestCutLinkBetweenNamespaces(t *testing.T) {
 		}
 	}
 	mu.Lock()
-	for r, l := range results {
-		if l != "TRANSPORT tcp (ranks on several hosts)" {
-			t.Errorf("rank %d: %q, want TCP between namespaces", r, l)
+	for r, want := range []string{"shared memory with ranks 0, 1 on this host, tcp with the others", "shared memory with ranks 0, 1 on this host, tcp with the others", "tcp (no other rank on this host)"} {
+		if results[r] != "TRANSPORT "+want {
+			t.Errorf("rank %d: %q, want %q (ranks 0 and 1 share a namespace)", r, results[r], want)
 		}
 	}
 	mu.Unlock()

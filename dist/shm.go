@@ -77,6 +77,9 @@ type shmSeg struct {
 
 	// point-to-point rings (see shmp2p.go)
 	p2pCtl, rings, ringLen int
+	// global[i] is the rank of local index i; local[rank] its index
+	// (-1: on another host)
+	global, local []int
 }
 
 // shmLayout returns the offsets and total size of a segment for n ranks

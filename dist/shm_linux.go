@@ -18,9 +18,10 @@ import (
 var shmDir = "/dev/shm"
 
 // hostKey identifies what ranks must share to use one segment: the boot,
-// the host name, the user and the mount, IPC and network namespaces
-// (ranks in separate network namespaces count as separate hosts, as in
-// separate containers).
+// the host name, the user and the IPC and network namespaces (ranks in
+// separate network namespaces count as separate hosts, as in separate
+// containers). Whether they see the same /dev/shm is checked when they
+// open the segment (name and nonce), falling back to TCP if not.
 func hostKey() string {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
@@ -28,7 +29,7 @@ func hostKey() string {
 	}
 	host, _ := os.Hostname()
 	parts := []string{strings.TrimSpace(string(boot)), host, fmt.Sprint(os.Getuid())}
-	for _, ns := range []string{"mnt", "ipc", "net"} {
+	for _, ns := range []string{"ipc", "net"} {
 		l, err := os.Readlink("/proc/self/ns/" + ns)
 		if err != nil {
 			return ""

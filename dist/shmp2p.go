@@ -2,7 +2,6 @@ package dist
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -10,13 +9,14 @@ import (
 	"unsafe"
 )
 
-// Point-to-point messages through shared memory: every ordered pair of
-// ranks (i→j) has a single-producer single-consumer byte ring in the
-// segment. Send copies a 16-byte header (tag, length) and the payload
-// into the ring, streaming through it when the message is larger; on the
-// receiving rank a drain goroutine copies every ring's bytes out into the
-// same per-tag mailboxes the TCP reader fills, so a sender never waits
-// on the receiver calling Recv. Each rank has two futex bells with
+// Messages through shared memory: every ordered pair of ranks on one
+// host (i→j) has a single-producer single-consumer byte ring in the
+// host's segment. A message is the same frame TCP carries (the 32-byte
+// header, then the payload), streamed through the ring when larger; on
+// the receiving rank a drain goroutine copies every ring's bytes out into
+// the same queues the TCP reader fills (per-tag mailboxes for Send, the
+// collective queue for collectives run over the mesh when ranks span
+// hosts), so a sender never waits on the receiver calling Recv. Each rank has two futex bells with
 // sleeper counts: its inbox (rung by senders when its drainer sleeps) and
 // its space bell (rung by receivers when it waits for room in a ring).
 
@@ -25,7 +25,7 @@ const (
 	shmInboxBell   = 0 // + 4: its sleepers
 	shmSpaceBell   = 64
 	shmRingHdr     = 128 // tail (the producer's line), head at +64
-	shmMsgHdr      = 16
+	shmMsgHdr      = headerLen
 	shmMaxP2PBytes = 1 << 40
 )
 
@@ -60,14 +60,20 @@ func (s *shmSeg) sleepOn(off int, ready func() bool, d time.Duration) {
 	s.u32(off + 4).Add(^uint32(0))
 }
 
-// shmSend writes one message into the ring to rank to.
-func (g *TCP) shmSend(ctx context.Context, to int, tag uint32, data []byte) error {
-	s := g.shm
-	tail, head, buf := s.ringOf(s.rank, to)
+// ringWrite writes one frame into the ring to rank to (a rank on this
+// host). Its callers send to one rank one at a time (the single
+// producer).
+func (g *TCP) ringWrite(ctx context.Context, to int, h header, data []byte) error {
+	p := g.peers[to]
+	p.rmu.Lock()
+	defer p.rmu.Unlock()
+	s := g.seg
+	lt := s.local[to]
+	tail, head, buf := s.ringOf(s.rank, lt)
 	var hdr [shmMsgHdr]byte
-	binary.LittleEndian.PutUint32(hdr[0:], tag)
-	binary.LittleEndian.PutUint64(hdr[8:], uint64(len(data)))
-	inbox, space := s.bellOf(to, shmInboxBell), s.bellOf(s.rank, shmSpaceBell)
+	h.n = uint64(len(data))
+	h.put(hdr[:])
+	inbox, space := s.bellOf(lt, shmInboxBell), s.bellOf(s.rank, shmSpaceBell)
 	R := uint64(len(buf))
 	t := tail.Load() // only this rank moves it
 	hasRoom := func() bool { return t-head.Load() < R }
@@ -116,6 +122,7 @@ func (g *TCP) shmSend(ctx context.Context, to int, tag uint32, data []byte) erro
 
 // inflight is a message being copied out of a ring.
 type inflight struct {
+	h    header
 	hdr  [shmMsgHdr]byte
 	got  int // header bytes read
 	msg  []byte
@@ -126,7 +133,7 @@ type inflight struct {
 // closes or fails.
 func (g *TCP) shmDrain() {
 	defer g.wg.Done()
-	s := g.shm
+	s := g.seg
 	st := make([]inflight, s.n)
 	inbox := s.bellOf(s.rank, shmInboxBell)
 	pending := func() bool {
@@ -169,10 +176,11 @@ func (g *TCP) shmDrain() {
 	}
 }
 
-// drainRing copies what rank j has written so far; it reports whether
-// there was anything.
+// drainRing copies what local rank j has written so far; it reports
+// whether there was anything.
 func (g *TCP) drainRing(j int, f *inflight) bool {
-	s := g.shm
+	s := g.seg
+	p := g.peers[s.global[j]]
 	tail, head, buf := s.ringOf(j, s.rank)
 	h, t := head.Load(), tail.Load()
 	if h == t {
@@ -193,17 +201,21 @@ func (g *TCP) drainRing(j int, f *inflight) bool {
 			if f.got < shmMsgHdr {
 				break
 			}
-			n := binary.LittleEndian.Uint64(f.hdr[8:])
-			if n > shmMaxP2PBytes {
-				g.fail(fmt.Errorf("rank %d sent a message of %d bytes: corrupt", j, n))
+			f.h.get(f.hdr[:])
+			if (f.h.kind != fData && f.h.kind != fP2P) || f.h.n > shmMaxP2PBytes {
+				g.fail(fmt.Errorf("rank %d sent a corrupt message (kind %d, %d bytes)", p.rank, f.h.kind, f.h.n))
 				return true
 			}
-			f.msg, f.fill = make([]byte, n), 0
+			f.msg, f.fill = make([]byte, f.h.n), 0
 		}
 		f.fill += take(f.msg[f.fill:])
 		if f.fill == len(f.msg) {
-			tag := binary.LittleEndian.Uint32(f.hdr[0:])
-			g.peers[j].mailbox(tag).push(&frame{h: header{kind: fP2P, coll: KindSend, dtype: Bytes, tag: tag}, data: f.msg})
+			fr := &frame{h: f.h, data: f.msg}
+			if f.h.kind == fData {
+				p.coll.push(fr)
+			} else {
+				p.mailbox(f.h.tag).push(fr)
+			}
 			*f = inflight{}
 		}
 	}

@@ -10,16 +10,22 @@ import (
 	"strings"
 )
 
+// testHostKey, when set (by tests), gives each rank's host identity.
+var testHostKey func(rank int) string
+
 // Transport says how this rank's collectives travel: "shared memory"
 // when every rank shares this host, else "tcp" (with the reason).
 func (g *TCP) Transport() string { return g.transport }
 
-// setupShm agrees, through the rendezvous store, whether every rank
-// shares this host and, if so, maps one segment for the group (rank 0
-// creates it, the others open it by the name the store gives, rank 0
-// unlinks it once all have it mapped). Any failure on any rank leaves
-// every rank on TCP. The rank serving the store waits until every rank
-// is done with it.
+// setupShm groups the ranks by host through the rendezvous store and
+// maps one segment per host with two ranks or more (its lowest rank
+// creates it, the others open it by the name the store gives, and the
+// creator unlinks it once all have it mapped). When every rank is on one
+// host, collectives and messages all go through it; otherwise the ranks
+// of a host send their messages and collective traffic to each other
+// through its rings and use TCP for the others. Any failure on a rank
+// of a host leaves that host's ranks on TCP. The rank serving the store
+// waits until every rank is done with it.
 func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 	n, r := g.size, g.rank
 	g.transport = "tcp"
@@ -35,6 +41,9 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 	default:
 		if k := hostKey(); k != "" {
 			key = k
+		}
+		if testHostKey != nil {
+			key = testHostKey(r)
 		}
 	}
 	all := func(prefix string) []string {
@@ -61,53 +70,73 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 	if err != nil {
 		return err
 	}
-	same := key != "-"
-	for _, h := range hosts {
-		same = same && h == key
+	// this host's ranks (global ranks in order; local index = position)
+	var members []int
+	if key != "-" {
+		for j, h := range hosts {
+			if h == key {
+				members = append(members, j)
+			}
+		}
 	}
-	if !same {
+	full := len(members) == n
+	if len(members) < 2 {
 		if key != "-" {
-			g.transport = "tcp (ranks on several hosts)"
+			g.transport = "tcp (no other rank on this host)"
+		}
+		if err := sc.Set("shm/ok/"+strconv.Itoa(r), "1"); err != nil {
+			return err
 		}
 		return g.storeDone(sc, servesStore, all)
 	}
-	slot := shmSlotBytes(n, g.opts.ShmSlotBytes)
-	ring := shmRingBytes(n, g.opts.ShmRingBytes)
-	data, p2pCtl, rings, total := shmLayout(n, slot, ring)
+	m, leader := len(members), members[0]
+	me := 0
+	for i, j := range members {
+		if j == r {
+			me = i
+		}
+	}
+	slot := 0 // ranks on several hosts: rings only, collectives over TCP
+	if full {
+		slot = shmSlotBytes(m, g.opts.ShmSlotBytes)
+	}
+	ring := shmRingBytes(m, g.opts.ShmRingBytes)
+	data, p2pCtl, rings, total := shmLayout(m, slot, ring)
+	segKey := "shm/seg/" + strconv.Itoa(leader)
 	var mem []byte
 	var name string
 	var serr error
-	if r == 0 {
+	if r == leader {
 		var nonce [16]byte
 		rand.Read(nonce[:])
 		if mem, name, serr = createSegment(total); serr == nil {
 			binary.LittleEndian.PutUint64(mem[0:], shmMagic)
-			binary.LittleEndian.PutUint64(mem[8:], uint64(n))
+			binary.LittleEndian.PutUint64(mem[8:], uint64(m))
 			binary.LittleEndian.PutUint64(mem[16:], uint64(slot))
 			copy(mem[24:40], nonce[:])
 			binary.LittleEndian.PutUint64(mem[40:], uint64(ring))
-			err = sc.Set("shm/seg", name+" "+hex.EncodeToString(nonce[:]))
+			err = sc.Set(segKey, name+" "+hex.EncodeToString(nonce[:]))
 		} else {
-			err = sc.Set("shm/seg", "!"+serr.Error())
+			err = sc.Set(segKey, "!"+serr.Error())
 		}
 		if err != nil {
 			return err
 		}
 	} else {
-		v, err := wait([]string{"shm/seg"})
+		v, err := wait([]string{segKey})
 		if err != nil {
 			return err
 		}
 		nm, nonceHex, ok := strings.Cut(v[0], " ")
 		switch {
 		case strings.HasPrefix(v[0], "!"):
-			serr = fmt.Errorf("rank 0: %s", v[0][1:])
+			serr = fmt.Errorf("rank %d: %s", leader, v[0][1:])
 		case !ok:
 			serr = fmt.Errorf("bad segment description %q", v[0])
 		default:
 			if mem, serr = openSegment(nm, total); serr == nil {
 				nonce, _ := hex.DecodeString(nonceHex)
-				if binary.LittleEndian.Uint64(mem[0:]) != shmMagic || binary.LittleEndian.Uint64(mem[8:]) != uint64(n) ||
+				if binary.LittleEndian.Uint64(mem[0:]) != shmMagic || binary.LittleEndian.Uint64(mem[8:]) != uint64(m) ||
 					binary.LittleEndian.Uint64(mem[16:]) != uint64(slot) || string(mem[24:40]) != string(nonce) ||
 					binary.LittleEndian.Uint64(mem[40:]) != uint64(ring) {
 					serr = fmt.Errorf("segment %s is not this group's", nm)
@@ -122,8 +151,12 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 	if err := sc.Set("shm/ok/"+strconv.Itoa(r), ok); err != nil {
 		return err
 	}
-	oks, err := wait(all("shm/ok/"))
-	if r == 0 && name != "" {
+	okKeys := make([]string, m)
+	for i, j := range members {
+		okKeys[i] = "shm/ok/" + strconv.Itoa(j)
+	}
+	oks, err := wait(okKeys)
+	if r == leader && name != "" {
 		removeSegment(name) // mapped by all (or abandoned): nothing left behind
 	}
 	if err != nil {
@@ -132,21 +165,37 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 		}
 		return err
 	}
-	for j, v := range oks {
+	for i, v := range oks {
 		if v != "1" {
 			if mem != nil {
 				unmapSegment(mem)
 			}
-			g.transport = fmt.Sprintf("tcp (shared memory failed on rank %d: %s)", j, strings.TrimPrefix(v, "!"))
-			g.opts.Security.logf("rank %d: shared memory transport not used: rank %d: %s", r, j, strings.TrimPrefix(v, "!"))
+			g.transport = fmt.Sprintf("tcp (shared memory failed on rank %d: %s)", members[i], strings.TrimPrefix(v, "!"))
+			g.opts.Security.logf("rank %d: shared memory transport not used: rank %d: %s", r, members[i], strings.TrimPrefix(v, "!"))
 			return g.storeDone(sc, servesStore, all)
 		}
 	}
-	g.shm = &shmSeg{mem: mem, n: n, rank: r, slot: slot, data: data, p2pCtl: p2pCtl, rings: rings, ringLen: ring, spins: shmSpinsBusy, maxSpins: shmSpinsBusy, close: func() error { return unmapSegment(mem) }}
-	if n <= runtime.NumCPU() { // every rank can have a processor: poll longer, as Open MPI does
-		g.shm.maxSpins = shmSpinsMax
+	seg := &shmSeg{mem: mem, n: m, rank: me, slot: slot, data: data, p2pCtl: p2pCtl, rings: rings, ringLen: ring,
+		spins: shmSpinsBusy, maxSpins: shmSpinsBusy, global: members, local: make([]int, n), close: func() error { return unmapSegment(mem) }}
+	for j := range seg.local {
+		seg.local[j] = -1
 	}
-	g.transport = "shared memory"
+	for i, j := range members {
+		seg.local[j] = i
+		if j != r {
+			g.peers[j].ring = true
+		}
+	}
+	if m <= runtime.NumCPU() { // every rank can have a processor: poll longer, as Open MPI does
+		seg.maxSpins = shmSpinsMax
+	}
+	g.seg = seg
+	if full {
+		g.shm = seg
+		g.transport = "shared memory"
+	} else {
+		g.transport = fmt.Sprintf("shared memory with ranks %s on this host, tcp with the others", ranksString(append([]int(nil), members...)))
+	}
 	return g.storeDone(sc, servesStore, all)
 }
 

@@ -187,6 +187,8 @@ type peer struct {
 	p2p   map[uint32]*queue
 	left  atomic.Bool // said goodbye
 	eof   chan struct{}
+	ring  bool       // on this host: messages through the segment's ring
+	rmu   sync.Mutex // the ring's single producer
 }
 
 func (p *peer) mailbox(tag uint32) *queue {
@@ -223,7 +225,8 @@ type TCP struct {
 	wg       sync.WaitGroup
 	pool     sync.Pool
 
-	shm       *shmSeg // nil: collectives over TCP
+	seg       *shmSeg // this host's segment, if any
+	shm       *shmSeg // seg when every rank is on this host (collectives through it); else nil
 	transport string
 }
 
@@ -459,7 +462,7 @@ func (g *TCP) start() {
 	}
 	g.wg.Add(1)
 	go g.heartbeats()
-	if g.shm != nil {
+	if g.seg != nil {
 		g.wg.Add(1)
 		go g.shmDrain()
 	}
@@ -493,8 +496,8 @@ func (g *TCP) fail(err error) {
 		// that exits on the error must not cut the message off.
 		defer func() {
 			close(g.failed)
-			if g.shm != nil && !g.closing.Load() {
-				g.shm.ring() // wake this rank's sleepers now
+			if g.seg != nil && !g.closing.Load() {
+				g.seg.ring() // wake this rank's sleepers now
 			}
 		}()
 		msg := []byte(fmt.Sprintf("rank %d: %v", g.rank, err))
@@ -543,6 +546,9 @@ func (g *TCP) Err() error {
 
 // gone describes a lost connection.
 func (g *TCP) gone(p *peer, err error) error {
+	if e := g.Err(); e != nil && p.ring {
+		return e // a ring write fails only once the group has
+	}
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
@@ -619,6 +625,9 @@ func (g *TCP) release(f *frame) {
 // write sends one message (header and payload) to p, in pieces with a
 // fresh write deadline each.
 func (g *TCP) write(p *peer, h header, data []byte) error {
+	if p.ring { // not under wmu: heartbeats still go out over TCP meanwhile
+		return g.ringWrite(context.Background(), p.rank, h, data)
+	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	h.n = uint64(len(data))
@@ -737,8 +746,8 @@ func (g *TCP) Close() error {
 		}
 	}
 	g.wg.Wait()
-	if g.shm != nil {
-		g.shm.close()
+	if g.seg != nil {
+		g.seg.close()
 	}
 	return g.Err()
 }
@@ -802,6 +811,17 @@ func (c *call) header(kind uint8) header {
 
 // sendAsync queues data to rank to; the call's end waits for it.
 func (g *TCP) sendAsync(c *call, to int, data []byte) {
+	if p := g.peers[to]; p.ring {
+		// A ring write waits only for the receiver's drain goroutine,
+		// never for its caller: write from here (the caller's buffer is
+		// then read by the caller's goroutine alone).
+		if err := g.write(p, c.header(fData), data); err != nil {
+			err = g.gone(p, err)
+			g.fail(err)
+			c.serr.CompareAndSwap(nil, &err)
+		}
+		return
+	}
 	c.sends.Add(1)
 	g.peers[to].asyncq <- &sendReq{h: c.header(fData), data: data, wg: &c.sends, err: &c.serr}
 }
@@ -871,13 +891,13 @@ func (g *TCP) Send(ctx context.Context, to int, tag uint32, data []byte) error {
 	if err := g.Err(); err != nil {
 		return fmt.Errorf("send to rank %d (tag %d): the group is broken: %w", to, tag, err)
 	}
-	if g.shm != nil {
-		if err := g.shmSend(ctx, to, tag, data); err != nil {
+	h := header{kind: fP2P, coll: KindSend, dtype: Bytes, tag: tag}
+	if g.peers[to].ring {
+		if err := g.ringWrite(ctx, to, h, data); err != nil {
 			return fmt.Errorf("send to rank %d (tag %d): %w", to, tag, err)
 		}
 		return nil
 	}
-	h := header{kind: fP2P, coll: KindSend, dtype: Bytes, tag: tag}
 	if err := g.write(g.peers[to], h, data); err != nil {
 		err = g.gone(g.peers[to], err)
 		g.fail(err)
