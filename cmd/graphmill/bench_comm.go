@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,9 @@ type commReport struct {
 	// LatencyRatio4K is pure-Go ÷ Open MPI all-reduce time at 4 KiB (the
 	// largest over the rank counts).
 	LatencyRatio4K *float64 `json:"latency_ratio_4k_vs_mpi,omitempty"`
+	// LatencyRatio4KPinned is LatencyRatio4K with the pure-Go ranks bound
+	// to cores as Open MPI's are (full runs with taskset only).
+	LatencyRatio4KPinned *float64 `json:"latency_ratio_4k_pinned_vs_mpi,omitempty"`
 	// A2AVRatioVsMPI is RatioVsMPI for all-to-all-v.
 	A2AVRatioVsMPI *float64     `json:"alltoallv_ratio_vs_mpi,omitempty"`
 	MPI            bool         `json:"mpi"`
@@ -50,6 +54,8 @@ func newBenchCommCmd() *cobra.Command {
 4 KiB to 256 MiB: bus bandwidth as nccl-tests define it (all-reduce 2(N-1)/N * bytes / time)
 and latency, the fastest of 3 timed rounds, for:
   go      the pure-Go backend as it runs by default (local ranks through shared memory)
+  go-pin  the same with rank r bound to core r mod cores, as mpirun binds Open MPI's ranks
+          (not with --quick; needs taskset)
   go-tcp  the same over loopback TCP only (not with --quick)
   mpi     Open MPI's MPI_Allreduce / MPI_Alltoallv on the same buffers in the same run
           (via mpirun; builds with -tags mpi only)
@@ -137,7 +143,7 @@ func commWorker(ctx context.Context, backend string, sizes []int64, budget time.
 
 // runRanks runs n worker ranks (through mpirun for mpi) and returns rank
 // 0's points.
-func runRanks(ctx context.Context, backend string, noShm bool, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
+func runRanks(ctx context.Context, backend string, noShm, pin bool, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -168,7 +174,11 @@ func runRanks(ctx context.Context, backend string, noShm bool, n int, sizes []in
 				}
 			}()
 		}
-		if err := runLaunch(ctx, n, 0, 3*time.Second, append([]string{self}, args...), &stdout, &stderr); err != nil {
+		argv := append([]string{self}, args...)
+		if pin { // rank r on core r mod cores, as mpirun binds Open MPI's ranks
+			argv = append([]string{"sh", "-c", `exec taskset -c $((LOCAL_RANK % ` + strconv.Itoa(runtime.NumCPU()) + `)) "$0" "$@"`}, argv...)
+		}
+		if err := runLaunch(ctx, n, 0, 3*time.Second, argv, &stdout, &stderr); err != nil {
 			return nil, fmt.Errorf("%d tcp ranks: %v: %s", n, err, lastLine(stderr.String()))
 		}
 	}
@@ -211,19 +221,22 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 	// between local ranks); go-tcp: the same over loopback TCP only.
 	type run struct {
 		label, backend string
-		noShm          bool
+		noShm, pin     bool
 	}
-	runs := []run{{"go", "tcp", false}}
+	runs := []run{{"go", "tcp", false, false}}
 	if !quick {
-		runs = append(runs, run{"go-tcp", "tcp", true})
+		if _, err := exec.LookPath("taskset"); err == nil {
+			runs = append(runs, run{"go-pin", "tcp", false, true})
+		}
+		runs = append(runs, run{"go-tcp", "tcp", true, false})
 	}
 	if hasMPI {
-		runs = append(runs, run{"mpi", "mpi", false})
+		runs = append(runs, run{"mpi", "mpi", false, false})
 	}
 	for _, n := range ranks {
 		for _, r := range runs {
 			fmt.Fprintf(errOut, "bench comm: %d ranks, %s\n", n, r.label)
-			pts, err := runRanks(ctx, r.backend, r.noShm, n, sizes, budget, errOut)
+			pts, err := runRanks(ctx, r.backend, r.noShm, r.pin, n, sizes, budget, errOut)
 			if err != nil {
 				return err
 			}
@@ -242,8 +255,13 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 			}
 			return nil
 		}
-		bw, a2a, lat := math.Inf(1), math.Inf(1), 0.0
+		bw, a2a, lat, latPin := math.Inf(1), math.Inf(1), 0.0, 0.0
 		for _, p := range rep.Points {
+			if p.Backend == "go-pin" && p.Bytes == 4<<10 && p.Op == "all-reduce" {
+				if m := find("mpi", p.Ranks, p.Op, p.Bytes); m != nil {
+					latPin = max(latPin, p.Seconds/m.Seconds)
+				}
+			}
 			if p.Backend != "go" {
 				continue
 			}
@@ -269,6 +287,9 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		}
 		if lat > 0 {
 			rep.LatencyRatio4K = &lat
+		}
+		if latPin > 0 {
+			rep.LatencyRatio4KPinned = &latPin
 		}
 	}
 	if asJSON {
