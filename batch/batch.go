@@ -184,7 +184,7 @@ type MiniBatch struct {
 
 	local   []int32 // InputNodes as int32 (see Local)
 	localOK bool
-	aliased bool // the arrays alias a decoded frame (DecodeOptions.Alias)
+	borrowed bool // the arrays belong to someone else (an aliased frame, a graph): never written, never reused
 
 	release func(*MiniBatch)
 }
@@ -211,15 +211,13 @@ func (mb *MiniBatch) HaloLen(l int) int {
 }
 
 // Reset empties mb for refilling, keeping its arrays' capacity (unless
-// they alias a decoded frame, which is never written). Stream metadata is
-// zeroed; the release hook is kept.
+// they are borrowed: see SetBorrowed). The stream metadata (Sender, Epoch,
+// Seq) and the release hook are kept.
 func (mb *MiniBatch) Reset() {
-	if mb.aliased {
-		rel := mb.release
-		*mb = MiniBatch{release: rel}
+	if mb.borrowed {
+		*mb = MiniBatch{Sender: mb.Sender, Epoch: mb.Epoch, Seq: mb.Seq, release: mb.release}
 		return
 	}
-	mb.Sender, mb.Epoch, mb.Seq = 0, 0, 0
 	mb.Seeds = nil
 	mb.InputNodes = mb.InputNodes[:0]
 	for i := range mb.Blocks {
@@ -257,18 +255,29 @@ func (mb *MiniBatch) SetBlocks(n int) []graph.Block {
 	return mb.Blocks
 }
 
-// SetInputs sets InputNodes from local int32 ids (reusing capacity), the
-// first numSeeds of which are the seeds, and keeps the int32 copy for
-// Local.
+// LocalBuffer returns mb's int32 id array emptied (capacity kept), for a
+// producer to append local input ids to and pass to SetInputs.
+func (mb *MiniBatch) LocalBuffer() []int32 {
+	mb.localOK = false
+	if mb.borrowed {
+		return nil
+	}
+	return mb.local[:0]
+}
+
+// SetInputs sets InputNodes from local int32 ids (widened into
+// InputNodes' storage), the first numSeeds of which are the seeds. mb keeps
+// local itself as what Local returns: the caller must not modify it
+// afterwards (a producer builds it in LocalBuffer's array).
 func (mb *MiniBatch) SetInputs(local []int32, numSeeds int) {
-	if cap(mb.InputNodes) < len(local) {
+	if cap(mb.InputNodes) < len(local) || mb.borrowed {
 		mb.InputNodes = make([]int64, len(local), len(local)+len(local)/4)
 	}
 	mb.InputNodes = mb.InputNodes[:len(local)]
 	for i, v := range local {
 		mb.InputNodes[i] = int64(v)
 	}
-	mb.local = append(mb.local[:0], local...)
+	mb.local = local
 	mb.localOK = true
 	mb.Seeds = mb.InputNodes[:numSeeds]
 }
@@ -299,6 +308,12 @@ func (mb *MiniBatch) Local() ([]int32, error) {
 	mb.localOK = true
 	return mb.local, nil
 }
+
+// SetBorrowed marks mb's current arrays as someone else's (a graph's
+// arrays, a cached full-graph batch, a decoded frame): Reset then drops them
+// instead of keeping them for reuse, so that no later fill writes into
+// them.
+func (mb *MiniBatch) SetBorrowed() { mb.borrowed = true }
 
 // SetRelease sets the function Release calls (a pipeline recycling mb).
 func (mb *MiniBatch) SetRelease(f func(*MiniBatch)) { mb.release = f }

@@ -78,7 +78,12 @@ func microCases(t *testing.T, dropout float64) []microCase {
 		for i, v := range seeds {
 			labels[i] = d.Labels[v]
 		}
-		sampled := &view{blocks: blocksOf(mb), x: gatherRows(x, mb.InputNodes), labels: labels}
+		blocks, err := blocksOf(mb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, _ := mb.Local()
+		sampled := &view{blocks: blocks, x: gatherRows(x, ids), labels: labels}
 		cases = append(cases, microCase{string(kind) + "/sampled", r, m, sampled})
 
 		if kind == nn.GAT {

@@ -1,11 +1,12 @@
 package train
 
 import (
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/pipeline"
 	"context"
 	"time"
 
 	"github.com/graphmill/graphmill/internal/rng"
-	"github.com/graphmill/graphmill/loader"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/tensor"
@@ -17,7 +18,7 @@ type sampledStepper struct {
 	r   *Runner
 	m   *nn.Model
 	opt nn.Optimizer
-	ld  *loader.Loader
+	ld  *pipeline.Sampled
 	sp  *splitter
 }
 
@@ -27,7 +28,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	if err != nil {
 		return nil, err
 	}
-	lc := loader.Config{
+	lc := pipeline.SampledConfig{
 		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
 		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
 	}
@@ -40,7 +41,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	if p := cfg.Parallel; p != nil {
 		lc.Shard, lc.Shards = p.Rank(), p.Size() // each rank its share of every global batch
 	}
-	ld, err := loader.New(s, r.feat, r.labels, r.ds.Train, lc)
+	ld, err := pipeline.NewSampled(s, r.feat, r.labels, r.ds.Train, lc)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +62,14 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	for it.Next() {
 		b := it.Batch()
 		t := time.Now()
-		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: r.feat.Dim(), Data: b.Features}
-		v := &view{blocks: blocksOf(b.MiniBatch), x: x, labels: b.Labels}
-		out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, b.Index, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
+		x := tensor.Matrix{Rows: b.Features.Rows, Cols: b.Features.Dim, Data: b.Features.F32}
+		blocks, err := blocksOf(b)
+		if err != nil {
+			return st, err
+		}
+		v := &view{blocks: blocks, x: x, labels: b.Labels}
+		out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, int(b.Seq), rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq))
+		b.Release()
 		if err != nil {
 			return st, err
 		}
@@ -79,8 +85,8 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	ls := it.Stats()
 	st.Loss = lossSum / float64(max(total, 1))
 	st.TrainAcc = float64(correct) / float64(max(total, 1))
-	st.SampleSeconds = ls.Sample.Seconds()
-	st.GatherSeconds = ls.Gather.Seconds()
+	st.SampleSeconds = ls.Stage("sample").Seconds()
+	st.GatherSeconds = ls.Stage("gather").Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
 	st.ComputeSeconds = compute.Seconds()
 	return st, nil
@@ -93,13 +99,17 @@ func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation,
 }
 
 // blocksOf wraps a sampled minibatch's blocks for the model.
-func blocksOf(mb *sample.MiniBatch) []*nn.Block {
+func blocksOf(mb *batch.MiniBatch) ([]*nn.Block, error) {
+	ids, err := mb.Local()
+	if err != nil {
+		return nil, err
+	}
 	blocks := make([]*nn.Block, len(mb.Blocks))
 	for i := range mb.Blocks {
 		sb := &mb.Blocks[i]
-		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes}
+		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, Weights: sb.Weights, NumSrc: sb.NumSrc}, NumDst: sb.NumDst, Src: ids[:sb.NumSrc]}
 	}
-	return blocks
+	return blocks, nil
 }
 
 // countCorrect counts rows whose argmax equals their (non-negative) label.
