@@ -182,8 +182,8 @@ type MiniBatch struct {
 	// Halo is nil, or holds len(Blocks)-1 entries: Halo[l-1] for block l.
 	Halo []Halo
 
-	local   []int32 // InputNodes as int32 (see Local)
-	localOK bool
+	local    []int32 // InputNodes as int32 (see Local)
+	localOK  bool
 	borrowed bool // the arrays belong to someone else (an aliased frame, a graph): never written, never reused
 
 	release func(*MiniBatch)

@@ -1,9 +1,9 @@
 package train
 
 import (
+	"context"
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/pipeline"
-	"context"
 	"time"
 
 	"github.com/graphmill/graphmill/internal/rng"
