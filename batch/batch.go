@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/graphmill/graphmill/graph"
 )
@@ -221,7 +222,18 @@ func (mb *MiniBatch) Reset() {
 	mb.Seeds = nil
 	mb.InputNodes = mb.InputNodes[:0]
 	for i := range mb.Blocks {
-		mb.Blocks[i].Reset()
+		// A block sharing an earlier block's arrays (one block reused by
+		// every layer) gives them up, so that no two blocks are ever
+		// refilled into the same storage.
+		shared := false
+		for k := 0; k < i && !shared; k++ {
+			shared = sameArrays(&mb.Blocks[i], &mb.Blocks[k])
+		}
+		if shared {
+			mb.Blocks[i] = graph.Block{}
+		} else {
+			mb.Blocks[i].Reset()
+		}
 	}
 	mb.Blocks = mb.Blocks[:0]
 	mb.Features.DType, mb.Features.Rows, mb.Features.Dim = 0, 0, 0
@@ -233,6 +245,9 @@ func (mb *MiniBatch) Reset() {
 	for i := range mb.Halo {
 		h := &mb.Halo[i]
 		h.Nodes = h.Nodes[:0]
+		if overlaps(h.Nodes, mb.InputNodes) || i > 0 && overlaps(h.Nodes, mb.Halo[i-1].Nodes) {
+			h.Nodes = nil // a view of the input nodes (GAS), not storage of its own
+		}
 		h.Rows.DType, h.Rows.Rows, h.Rows.Dim = 0, 0, 0
 		h.Rows.F32, h.Rows.Bits = h.Rows.F32[:0], h.Rows.Bits[:0]
 	}
@@ -307,6 +322,17 @@ func (mb *MiniBatch) Local() ([]int32, error) {
 	}
 	mb.localOK = true
 	return mb.local, nil
+}
+
+// Borrow makes mb share src's arrays (no copy) and marks them borrowed
+// (SetBorrowed): a pipeline stage handing out a batch built once, such as
+// the whole graph of full-graph training. mb's stream metadata and release
+// hook are kept.
+func (mb *MiniBatch) Borrow(src *MiniBatch) {
+	sender, epoch, seq, rel := mb.Sender, mb.Epoch, mb.Seq, mb.release
+	*mb = *src
+	mb.Sender, mb.Epoch, mb.Seq, mb.release = sender, epoch, seq, rel
+	mb.borrowed = true
 }
 
 // SetBorrowed marks mb's current arrays as someone else's (a graph's
@@ -407,3 +433,21 @@ func checkIDs(what string, ids []int64, numNodes int64) error {
 
 // maxLayers bounds the number of blocks (the wire's uint16 count).
 const maxLayers = 1 << 12
+
+// sameArrays reports whether two blocks share their index arrays.
+func sameArrays(a, b *graph.Block) bool {
+	return cap(a.Indptr) > 0 && unsafe.SliceData(a.Indptr) == unsafe.SliceData(b.Indptr) ||
+		cap(a.Indices) > 0 && unsafe.SliceData(a.Indices) == unsafe.SliceData(b.Indices)
+}
+
+// overlaps reports whether a's storage lies within b's.
+func overlaps[T any](a, b []T) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	var z T
+	sz := unsafe.Sizeof(z)
+	pa := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	pb := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return pa >= pb && pa < pb+uintptr(cap(b))*sz
+}

@@ -2,14 +2,13 @@ package train
 
 import (
 	"context"
-	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/pipeline"
 	"time"
 
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
-	"github.com/graphmill/graphmill/tensor"
 )
 
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
@@ -19,7 +18,7 @@ type sampledStepper struct {
 	m   *nn.Model
 	opt nn.Optimizer
 	ld  *pipeline.Sampled
-	sp  *splitter
+	e   *engine.Engine
 }
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
@@ -45,7 +44,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, sp: r.splitter(m)}, nil
+	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, e: r.engine(m, opt)}, nil
 }
 
 func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
@@ -62,20 +61,14 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	for it.Next() {
 		b := it.Batch()
 		t := time.Now()
-		x := tensor.Matrix{Rows: b.Features.Rows, Cols: b.Features.Dim, Data: b.Features.F32}
-		blocks, err := blocksOf(b)
-		if err != nil {
-			return st, err
-		}
-		v := &view{blocks: blocks, x: x, labels: b.Labels}
-		out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, int(b.Seq), rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq))
+		out, err := r.trainStep(ctx, s.e, b, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq), Epoch: epoch, Index: int(b.Seq)})
 		b.Release()
 		if err != nil {
 			return st, err
 		}
-		lossSum += out.loss * float64(out.total)
-		correct, total = correct+out.correct, total+out.total
-		st.MicroBatches += out.micro
+		lossSum += out.Loss * float64(out.Total)
+		correct, total = correct+out.Correct, total+out.Total
+		st.MicroBatches += out.Micro
 		st.Batches++
 		compute += time.Since(t)
 	}
@@ -96,32 +89,4 @@ func (s *sampledStepper) close() {}
 
 func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)
-}
-
-// blocksOf wraps a sampled minibatch's blocks for the model.
-func blocksOf(mb *batch.MiniBatch) ([]*nn.Block, error) {
-	ids, err := mb.Local()
-	if err != nil {
-		return nil, err
-	}
-	blocks := make([]*nn.Block, len(mb.Blocks))
-	for i := range mb.Blocks {
-		sb := &mb.Blocks[i]
-		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, Weights: sb.Weights, NumSrc: sb.NumSrc}, NumDst: sb.NumDst, Src: ids[:sb.NumSrc]}
-	}
-	return blocks, nil
-}
-
-// countCorrect counts rows whose argmax equals their (non-negative) label.
-func countCorrect(logits tensor.Matrix, labels []int32) (correct, total int) {
-	for i, y := range labels {
-		if y < 0 {
-			continue
-		}
-		if argmax(logits.Row(i)) == y {
-			correct++
-		}
-		total++
-	}
-	return correct, total
 }
