@@ -37,7 +37,9 @@ func trainRanks(t *testing.T, d *dataset.Dataset, cfg train.Config, n int) []*tr
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	gs, err := dist.LocalGroup(ctx, n, dist.Options{})
+	// a generous peer timeout: these tests are about training, and a
+	// machine overloaded by other jobs can delay heartbeats by seconds
+	gs, err := dist.LocalGroup(ctx, n, dist.Options{PeerTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
