@@ -236,7 +236,6 @@ func Join(ctx context.Context, in Info, o Options) (*TCP, error) {
 	if os.Getenv(ShmEnv) == "0" {
 		o.NoSharedMemory = true
 	}
-
 	return join(ctx, in, o, in.Rank == 0)
 }
 
@@ -547,7 +546,7 @@ func (g *TCP) Err() error {
 // gone describes a lost connection.
 func (g *TCP) gone(p *peer, err error) error {
 	if e := g.Err(); e != nil && p.ring {
-		return e // a ring write fails only once the group has
+		return e // a ring write fails only once the group has failed
 	}
 	var ne net.Error
 	switch {
