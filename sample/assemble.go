@@ -7,16 +7,20 @@ import (
 )
 
 // Neighbors draws, for every node of dst, the in-neighbours that hop hop
-// of a minibatch sampled with key draws for it (exactly what SampleInto
-// draws for that node at that hop, with Config.Fanouts[hop]). It appends
+// of a minibatch sampled with key and fanout k (-1: all) at that hop draws
+// for it (exactly what SampleInto draws for that node at that hop when
+// Config.Fanouts[hop] is k; Config.Fanouts is not used). It appends
 // the neighbours' ids (this graph's ids) to out, node after node in dst's
 // order, sets counts[i] to the number drawn for dst[i], and returns out.
 // It is the owner's half of distributed sampling: a rank draws the
 // neighbours of the nodes it owns for a minibatch another rank assembles
 // (see Assembler).
-func (s *Sampler) Neighbors(dst []int32, key uint64, hop int, counts []int32, out []int32) ([]int32, error) {
-	if hop < 0 || hop >= len(s.cfg.Fanouts) {
-		return out, fmt.Errorf("sample: hop %d outside the sampler's %d hops", hop, len(s.cfg.Fanouts))
+func (s *Sampler) Neighbors(dst []int32, key uint64, hop, k int, counts []int32, out []int32) ([]int32, error) {
+	if hop < 0 {
+		return out, fmt.Errorf("sample: hop %d", hop)
+	}
+	if k == 0 || k < -1 {
+		return out, fmt.Errorf("sample: fanout %d; use a positive count or -1 for all neighbours", k)
 	}
 	if len(counts) != len(dst) {
 		return out, fmt.Errorf("sample: %d counts for %d nodes", len(counts), len(dst))
@@ -33,7 +37,6 @@ func (s *Sampler) Neighbors(dst []int32, key uint64, hop int, counts []int32, ou
 	sc := s.pool.Get().(*scratch)
 	defer s.pool.Put(sc)
 	sc.excl = sc.excl[:0]
-	k := s.cfg.Fanouts[hop]
 	bound := s.spans(sc, dst, 0, k)
 	var hb hopBuf
 	hb.indptr = make([]int64, len(dst)+1)

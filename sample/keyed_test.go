@@ -169,11 +169,11 @@ func TestAssemblerMatchesSampleInto(t *testing.T) {
 				half := len(dst) / 2
 				c1 := make([]int32, half)
 				c2 := make([]int32, len(dst)-half)
-				s1, err := s.Neighbors(dst[:half], key, h, c1, nil)
+				s1, err := s.Neighbors(dst[:half], key, h, cfg.Fanouts[h], c1, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s2, err := s.Neighbors(dst[half:], key, h, c2, nil)
+				s2, err := s.Neighbors(dst[half:], key, h, cfg.Fanouts[h], c2, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

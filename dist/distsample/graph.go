@@ -283,6 +283,14 @@ func (g *Graph) Close(ctx context.Context) error {
 	return err
 }
 
+// Abort stops serving and closes the part without waiting for the other
+// ranks (after an error, when the group is broken anyway).
+func (g *Graph) Abort() {
+	g.cancel()
+	g.wg.Wait()
+	g.part.Close()
+}
+
 // fail records the first transport error and wakes every waiter.
 func (g *Graph) fail(err error) {
 	g.failMu.Lock()
@@ -762,9 +770,30 @@ func (g *Graph) Presample(ctx context.Context, batches [][]int32, key uint64) (i
 	return len(ids), nil
 }
 
+// counters returns the traffic counters, in ResetStats's order.
+func (g *Graph) counters() []*atomic.Int64 {
+	return []*atomic.Int64{&g.st.batches, &g.st.sreq, &g.st.greq, &g.st.reqB, &g.st.repB, &g.st.local, &g.st.cached, &g.st.remote, &g.st.remoteB}
+}
+
+// saveStats and restoreStats keep evaluation's traffic out of the
+// minibatch figures.
+func (g *Graph) saveStats() []int64 {
+	var v []int64
+	for _, c := range g.counters() {
+		v = append(v, c.Load())
+	}
+	return v
+}
+
+func (g *Graph) restoreStats(v []int64) {
+	for i, c := range g.counters() {
+		c.Store(v[i])
+	}
+}
+
 // ResetStats zeroes the traffic counters.
 func (g *Graph) ResetStats() {
-	for _, c := range []*atomic.Int64{&g.st.batches, &g.st.sreq, &g.st.greq, &g.st.reqB, &g.st.repB, &g.st.local, &g.st.cached, &g.st.remote, &g.st.remoteB} {
+	for _, c := range g.counters() {
 		c.Store(0)
 	}
 }

@@ -2,7 +2,9 @@ package distsample
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,32 +17,38 @@ import (
 
 // SourceConfig configures a Source.
 type SourceConfig struct {
-	// BatchSize is the number of seeds per minibatch on this rank.
+	// BatchSize is the number of seeds per step over all ranks (the
+	// global batch), as a single process's batch size.
 	BatchSize int
-	// Seed shuffles and keys the draws: train.LoaderSeed(cfg) draws what a
-	// single process's loader draws for the same seed nodes.
+	// Seed shuffles and keys the draws: train.LoaderSeed(cfg) gives the
+	// batches and draws of a single process's loader.
 	Seed uint64
 	// Prefetch is the number of minibatches prepared ahead (0: 2).
 	Prefetch int
-	// NoShuffle keeps the seeds' order (tests).
-	NoShuffle bool
 }
 
-// Source is a train.BatchSource over the Graph: every rank's batches are
-// its own part's seed nodes (shuffled every epoch), and every rank takes
-// the same number of steps per epoch (the largest rank's count; a rank's
-// seeds are spread evenly over them), as data-parallel training needs.
+// Source is a train.BatchSource over the Graph that reproduces a single
+// process's epochs: every rank knows the whole training split (gathered
+// once, in increasing id order), shuffles it as the single process's
+// loader does and cuts it into the same global batches; at step i each
+// rank takes the seeds of global batch i that its part owns, so the ranks'
+// minibatches together are the single process's minibatch i, node for
+// node (keyed draws), and the all-reduced gradient is its gradient.
+// graphmill partition --balance-train makes the ranks' shares even. A rank
+// that owns no seed of a batch trains on one unlabelled seed (it adds
+// nothing to the gradient) so that every rank takes every step.
 type Source struct {
 	g      *Graph
 	cfg    SourceConfig
-	seeds  []int32 // global ids
-	labels []int32 // per seed
+	all    []int32 // the whole training split, global ids, increasing
+	labels []int32 // by local id
+	pad    int32   // a seed of this rank for empty shares
 	nb     int
 }
 
-// NewSource returns a source over the part's nodes local (its training
-// split, local ids; labels indexed by local id). It agrees on the number
-// of batches with the other ranks (a collective: every rank must call it).
+// NewSource returns a source over the ranks' training nodes (local: this
+// part's split, local ids; labels by local id). It gathers the whole split
+// from the other ranks (a collective: every rank must call it).
 func (g *Graph) NewSource(ctx context.Context, local []int32, labels []int32, cfg SourceConfig) (*Source, error) {
 	if cfg.BatchSize < 1 {
 		return nil, fmt.Errorf("distsample: batch size %d", cfg.BatchSize)
@@ -48,51 +56,72 @@ func (g *Graph) NewSource(ctx context.Context, local []int32, labels []int32, cf
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = 2
 	}
-	s := &Source{g: g, cfg: cfg, seeds: make([]int32, len(local)), labels: make([]int32, len(local))}
+	if g.inner == 0 {
+		return nil, fmt.Errorf("distsample: part %d owns no nodes", g.rank)
+	}
+	mine := make([]byte, 4*len(local))
 	for i, v := range local {
 		if v < 0 || int(v) >= g.inner {
 			return nil, fmt.Errorf("distsample: seed %d is not an inner node of part %d", v, g.rank)
 		}
-		s.seeds[i] = g.part.GlobalIDs[v]
-		if labels != nil {
-			s.labels[i] = labels[v]
-		}
+		binary.LittleEndian.PutUint32(mine[4*i:], uint32(g.part.GlobalIDs[v]))
 	}
-	n := []int64{int64((len(local) + cfg.BatchSize - 1) / cfg.BatchSize)}
-	if err := g.comm.AllReduce(ctx, n, dist.Max); err != nil {
+	counts := make([]int64, g.size)
+	counts[g.rank] = int64(len(local))
+	if err := g.comm.AllReduce(ctx, counts, dist.Sum); err != nil {
 		return nil, err
 	}
-	s.nb = int(n[0])
-	if len(local) < s.nb {
-		return nil, fmt.Errorf("distsample: part %d has %d training nodes for the %d steps per epoch another part needs; partition with --balance-train", g.rank, len(local), s.nb)
+	most := slices.Max(counts)
+	send := make([]byte, 4*most)
+	copy(send, mine)
+	recv := make([]byte, len(send)*g.size)
+	if err := g.comm.AllGather(ctx, send, recv); err != nil {
+		return nil, err
 	}
+	s := &Source{g: g, cfg: cfg, labels: labels, pad: 0}
+	for q := 0; q < g.size; q++ {
+		blk := recv[q*len(send):]
+		for i := 0; i < int(counts[q]); i++ {
+			s.all = append(s.all, int32(binary.LittleEndian.Uint32(blk[4*i:])))
+		}
+	}
+	slices.Sort(s.all)
+	if len(s.all) == 0 {
+		return nil, fmt.Errorf("distsample: no training nodes in any part")
+	}
+	s.nb = (len(s.all) + cfg.BatchSize - 1) / cfg.BatchSize
 	return s, nil
 }
 
-// NumBatches returns the number of batches of an epoch.
+// NumBatches returns the number of steps of an epoch.
 func (s *Source) NumBatches() int { return s.nb }
 
-// Batches returns epoch epoch's seed batches (global ids) and their
-// labels.
+// Batches returns this rank's seeds (global ids) and labels at every step
+// of epoch epoch (a rank owning none of a global batch gets one seed
+// labelled -1).
 func (s *Source) Batches(epoch int) (seeds, labels [][]int32) {
-	n := len(s.seeds)
-	perm := make([]int32, n)
-	for i := range perm {
-		perm[i] = int32(i)
-	}
-	if !s.cfg.NoShuffle {
-		b, _ := sample.Batches(perm, n, true, sample.EpochKey(s.cfg.Seed, epoch), false)
-		perm = b[0]
-	}
-	for i := 0; i < s.nb; i++ {
-		lo, hi := i*n/s.nb, (i+1)*n/s.nb
-		bs, bl := make([]int32, hi-lo), make([]int32, hi-lo)
-		for j, p := range perm[lo:hi] {
-			bs[j], bl[j] = s.seeds[p], s.labels[p]
+	global, _ := sample.Batches(s.all, s.cfg.BatchSize, true, sample.EpochKey(s.cfg.Seed, epoch), false)
+	g := s.g
+	for _, b := range global {
+		var bs, bl []int32
+		for _, v := range b {
+			if int(g.partOf[v]) == g.rank {
+				bs, bl = append(bs, v), append(bl, s.label(v))
+			}
+		}
+		if len(bs) == 0 {
+			bs, bl = []int32{g.part.GlobalIDs[s.pad]}, []int32{-1}
 		}
 		seeds, labels = append(seeds, bs), append(labels, bl)
 	}
 	return seeds, labels
+}
+
+func (s *Source) label(v int32) int32 {
+	if s.labels == nil {
+		return -1
+	}
+	return s.labels[s.g.LocalID(v)]
 }
 
 // Epoch starts an epoch: a goroutine samples and gathers batches ahead of
@@ -232,6 +261,8 @@ func (g *Graph) Evaluator(val, test, labels []int32, layers, batch int) train.Ev
 		return c, t, loss, nil
 	}
 	return func(ctx context.Context, m *nn.Model) (train.Evaluation, error) {
+		saved := g.saveStats()
+		defer g.restoreStats(saved)
 		vc, vt, vl, err := score(ctx, m, val)
 		if err != nil {
 			return train.Evaluation{}, err
