@@ -55,7 +55,9 @@ func WithDegrees(deg []float32) Option { return func(r *Runner) { r.degOverride 
 // loaderSource adapts a *loader.Loader to BatchSource.
 type loaderSource struct{ *loader.Loader }
 
-func (l loaderSource) Epoch(ctx context.Context, epoch int) BatchIter { return l.Loader.Epoch(ctx, epoch) }
+func (l loaderSource) Epoch(ctx context.Context, epoch int) BatchIter {
+	return l.Loader.Epoch(ctx, epoch)
+}
 
 // ScoreBlocks runs m forward (inference, no dropout) on a sampled
 // minibatch whose input rows are x (row-major, len(mb.InputNodes) rows)

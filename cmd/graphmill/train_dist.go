@@ -36,8 +36,8 @@ func (f *distSampleFlags) add(fl *pflag.FlagSet) {
 type trainData struct {
 	ds     *dataset.Dataset
 	opts   []train.Option
-	report func(w io.Writer)      // prints the run's traffic figures
-	close  func(ok bool)          // releases everything (ok: the run ended well on every rank)
+	report func(w io.Writer)       // prints the run's traffic figures
+	close  func(ok bool)           // releases everything (ok: the run ended well on every rank)
 	cfgFix func(cfg *train.Config) // adjusts the configuration
 }
 

@@ -302,4 +302,3 @@ func (g *Graph) GlobalInDegrees(ctx context.Context) ([]float32, error) {
 	}
 	return out, nil
 }
-
