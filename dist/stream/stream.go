@@ -172,6 +172,13 @@ func (s *Sender) frame(k Kind, b uint32, payload []byte) Frame {
 	return f
 }
 
+// Peek returns up to n of the batches to send next, in order (a
+// transport prepares them ahead). The slice is valid until the next call.
+func (s *Sender) Peek(n int) []uint32 { return s.pending[:min(n, len(s.pending))] }
+
+// Credits returns the credits left.
+func (s *Sender) Credits() uint64 { return s.credits }
+
 // Pending returns the number of unsent assigned batches.
 func (s *Sender) Pending() int { return len(s.pending) }
 
@@ -231,6 +238,12 @@ func NewReceiver(epoch uint64, numBatches, senders int, credits uint32, deadline
 	}
 	return r, msgs, nil
 }
+
+// Epoch returns the receiver's epoch.
+func (r *Receiver) Epoch() uint64 { return r.epoch }
+
+// NextIndex returns the index of the batch to deliver next.
+func (r *Receiver) NextIndex() int { return r.next }
 
 // Done reports whether every batch was delivered.
 func (r *Receiver) Done() bool { return r.next == r.n }
