@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,7 +204,7 @@ func single(ctx context.Context, cfg Config, d *dataset.Dataset) (float64, error
 		if err := s.SampleInto(&mb, b, 1); err != nil {
 			return 0, err
 		}
-		x = append(x[:0], make([]float32, len(mb.InputNodes)*st.Dim())...)
+		x = slices.Grow(x[:0], len(mb.InputNodes)*st.Dim())[:len(mb.InputNodes)*st.Dim()]
 		if err := st.Gather(ctx, mb.InputNodes, x); err != nil {
 			return 0, err
 		}
@@ -269,7 +270,7 @@ func ranks(ctx context.Context, cfg Config, dir string, n int) (*RankPoint, erro
 						if err := g.Sample(ctx, &a, &mb, b, 1); err != nil {
 							return 0, err
 						}
-						x = append(x[:0], make([]float32, len(mb.InputNodes)*fs.Dim())...)
+						x = slices.Grow(x[:0], len(mb.InputNodes)*fs.Dim())[:len(mb.InputNodes)*fs.Dim()]
 						if err := g.Gather(ctx, mb.InputNodes, x); err != nil {
 							return 0, err
 						}
@@ -345,7 +346,7 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 	}
 	go g.Serve(ln)
 	defer g.Stop()
-	c, err := samplersvc.Dial(ctx, samplersvc.ClientConfig{Addrs: []string{ln.Addr().String()}, Credits: 4})
+	c, err := samplersvc.Dial(ctx, samplersvc.ClientConfig{Addrs: []string{ln.Addr().String()}, Credits: 8})
 	if err != nil {
 		return sv, err
 	}

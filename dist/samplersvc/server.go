@@ -415,7 +415,7 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 			if err := send(snd.Batch(payload)); err != nil {
 				return err
 			}
-			pre.done(len(payload))
+			pre.done(payload)
 			continue
 		case stream.SendEnd:
 			if err := send(snd.End()); err != nil {
