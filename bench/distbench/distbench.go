@@ -149,10 +149,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}); err != nil {
 			return nil, err
 		}
-		if rep.SingleBatchesPerSec > 0 {
-			pt.RatioToSingle = pt.BatchesPerSecPerRank / rep.SingleBatchesPerSec
+		// The single process again, right after: on a shared machine the
+		// best of its measurements is its rate.
+		if err := cfg.step("single-process sampler", func() error {
+			r, err := single(ctx, cfg, d)
+			rep.SingleBatchesPerSec = max(rep.SingleBatchesPerSec, r)
+			return err
+		}); err != nil {
+			return nil, err
 		}
 		rep.Ranks = append(rep.Ranks, *pt)
+	}
+	for i := range rep.Ranks {
+		if rep.SingleBatchesPerSec > 0 {
+			rep.Ranks[i].RatioToSingle = rep.Ranks[i].BatchesPerSecPerRank / rep.SingleBatchesPerSec
+		}
 	}
 	if err := cfg.step("sampler service over loopback", func() (err error) {
 		rep.Service, err = service(ctx, cfg, d)
@@ -197,19 +208,63 @@ func single(ctx context.Context, cfg Config, d *dataset.Dataset) (float64, error
 	}
 	defer st.Close()
 	batches := seedBatches(d.Train, cfg.BatchSize, cfg.Batches, 7)
-	var mb sample.MiniBatch
-	var x []float32
-	t := time.Now()
-	for _, b := range batches {
-		if err := s.SampleInto(&mb, b, 1); err != nil {
-			return 0, err
-		}
-		x = slices.Grow(x[:0], len(mb.InputNodes)*st.Dim())[:len(mb.InputNodes)*st.Dim()]
-		if err := st.Gather(ctx, mb.InputNodes, x); err != nil {
-			return 0, err
+	mk := func() func([]int32) error {
+		var mb sample.MiniBatch
+		var x []float32
+		return func(b []int32) error {
+			if err := s.SampleInto(&mb, b, 1); err != nil {
+				return err
+			}
+			x = slices.Grow(x[:0], len(mb.InputNodes)*st.Dim())[:len(mb.InputNodes)*st.Dim()]
+			return st.Gather(ctx, mb.InputNodes, x)
 		}
 	}
-	return float64(len(batches)) / time.Since(t).Seconds(), nil
+	// The first pass faults the memory-mapped graph and features in; the
+	// second is timed.
+	if _, err := parallel(batches, mk); err != nil {
+		return 0, err
+	}
+	return parallel(batches, mk)
+}
+
+// Workers is the number of minibatches every measurement prepares at once
+// (the loader's and the distributed source's default).
+const Workers = 2
+
+// parallel runs one(b) for every batch on Workers goroutines (each with
+// its own buffers, from mk) and returns batches per second.
+func parallel(batches [][]int32, mk func() func([]int32) error) (float64, error) {
+	next := make(chan []int32)
+	errs := make(chan error, Workers)
+	var wg sync.WaitGroup
+	t := time.Now()
+	for w := 0; w < Workers; w++ {
+		wg.Add(1)
+		one := mk()
+		go func() {
+			defer wg.Done()
+			for b := range next {
+				if err := one(b); err != nil {
+					errs <- err
+					for range next {
+					}
+					return
+				}
+			}
+		}()
+	}
+	for _, b := range batches {
+		next <- b
+	}
+	close(next)
+	wg.Wait()
+	el := time.Since(t).Seconds()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(len(batches)) / el, nil
 }
 
 func ranks(ctx context.Context, cfg Config, dir string, n int) (*RankPoint, error) {
@@ -262,22 +317,27 @@ func ranks(ctx context.Context, cfg Config, dir string, n int) (*RankPoint, erro
 					seeds[i] = p.GlobalIDs[v]
 				}
 				run := func(batches [][]int32) (float64, error) {
-					var a sample.Assembler
-					var mb sample.MiniBatch
-					var x []float32
-					t := time.Now()
-					for _, b := range batches {
-						if err := g.Sample(ctx, &a, &mb, b, 1); err != nil {
-							return 0, err
+					return parallel(batches, func() func([]int32) error {
+						var a sample.Assembler
+						var mb sample.MiniBatch
+						var x []float32
+						return func(b []int32) error {
+							if err := g.Sample(ctx, &a, &mb, b, 1); err != nil {
+								return err
+							}
+							x = slices.Grow(x[:0], len(mb.InputNodes)*fs.Dim())[:len(mb.InputNodes)*fs.Dim()]
+							return g.Gather(ctx, mb.InputNodes, x)
 						}
-						x = slices.Grow(x[:0], len(mb.InputNodes)*fs.Dim())[:len(mb.InputNodes)*fs.Dim()]
-						if err := g.Gather(ctx, mb.InputNodes, x); err != nil {
-							return 0, err
-						}
-					}
-					return float64(len(batches)) / time.Since(t).Seconds(), nil
+					})
 				}
 				held := seedBatches(seeds, cfg.BatchSize, cfg.Batches, 8)
+				if _, err = run(held); err != nil { // faults the part's files in
+					return err
+				}
+				if err := comms[r].Barrier(ctx); err != nil {
+					return err
+				}
+				g.ResetStats()
 				if o.rate, err = run(held); err != nil {
 					return err
 				}
@@ -332,7 +392,7 @@ func ranks(ctx context.Context, cfg Config, dir string, n int) (*RankPoint, erro
 
 func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, error) {
 	var sv Service
-	srv, err := samplersvc.NewServer(samplersvc.ServerConfig{Dataset: d, Workers: 2})
+	srv, err := samplersvc.NewServer(samplersvc.ServerConfig{Dataset: d, Workers: Workers})
 	if err != nil {
 		return sv, err
 	}
@@ -356,29 +416,30 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 	// Both are timed from the epoch's start, over enough batches that
 	// what either prepares ahead is a small part.
 	n := min(max(cfg.Batches, 40), src.NumBatches())
-	e, err := c.Epoch(ctx, spec, 0, src.NumBatches())
-	if err != nil {
-		return sv, err
-	}
-	var bytes float64
-	t := time.Now()
-	for i := 0; i < n; i++ {
-		_, p, ok := e.Next()
-		if !ok {
-			e.Close()
-			return sv, fmt.Errorf("service: %v", e.Err())
-		}
-		if _, err := samplersvc.Decode(p, int64(d.Meta.NumNodes)); err != nil {
-			e.Close()
+	// A first, untimed pass over the same batches faults the files in on
+	// the server (the loader below runs after it, warm as well).
+	for pass := 0; pass < 3; pass++ {
+		e, err := c.Epoch(ctx, spec, 0, src.NumBatches())
+		if err != nil {
 			return sv, err
 		}
-		bytes += float64(len(p))
+		if pass > 0 { // the best of two timed passes
+			var t Service
+			if err := timeService(&t, e, n, int64(d.Meta.NumNodes)); err != nil {
+				return sv, err
+			}
+			if t.BatchesPerSec > sv.BatchesPerSec {
+				sv.BatchesPerSec, sv.BytesPerBatch, sv.GBps = t.BatchesPerSec, t.BytesPerBatch, t.GBps
+			}
+			continue
+		}
+		for i := 0; i < n; i++ {
+			if _, _, ok := e.Next(); !ok {
+				break
+			}
+		}
+		e.Close()
 	}
-	el := time.Since(t).Seconds()
-	e.Close()
-	sv.BatchesPerSec = float64(n) / el
-	sv.BytesPerBatch = bytes / float64(n)
-	sv.GBps = bytes / el / 1e9
 	// The local loader with the same workers, on the same batches.
 	s, _ := sample.New(d.Graph, sample.Config{Fanouts: cfg.Fanouts})
 	st, err := feature.Open(d, feature.Options{Workers: 1})
@@ -386,21 +447,50 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 		return sv, err
 	}
 	defer st.Close()
-	l, err := loader.New(s, st, d.Labels, d.Train, loader.Config{BatchSize: cfg.BatchSize, Shuffle: true, Seed: 3, SampleWorkers: 2})
+	l, err := loader.New(s, st, d.Labels, d.Train, loader.Config{BatchSize: cfg.BatchSize, Shuffle: true, Seed: 3, SampleWorkers: Workers})
 	if err != nil {
 		return sv, err
 	}
-	it := l.Epoch(ctx, 0)
-	t = time.Now()
-	for i := 0; i < n && it.Next(); i++ {
+	for pass := 0; pass < 2; pass++ { // the best of two
+		it := l.Epoch(ctx, 0)
+		t := time.Now()
+		k := 0
+		for ; k < n && it.Next(); k++ {
+		}
+		el := time.Since(t).Seconds()
+		err := it.Err()
+		it.Close()
+		if err != nil {
+			return sv, err
+		}
+		sv.LocalBatchesPerSec = max(sv.LocalBatchesPerSec, float64(k)/el)
 	}
-	el = time.Since(t).Seconds()
-	it.Close()
-	sv.LocalBatchesPerSec = float64(n) / el
 	sv.RatioToLocal = sv.BatchesPerSec / sv.LocalBatchesPerSec
 	if sv.LoopbackGBps, err = comm.LoopbackGBps(4<<20, 500*time.Millisecond); err != nil {
 		return sv, err
 	}
 	sv.RatioToLoopback = sv.GBps / sv.LoopbackGBps
 	return sv, nil
+}
+
+// timeService times n batches of the epoch e.
+func timeService(sv *Service, e *samplersvc.Epoch, n int, nodes int64) error {
+	defer e.Close()
+	var bytes float64
+	t := time.Now()
+	for i := 0; i < n; i++ {
+		_, p, ok := e.Next()
+		if !ok {
+			return fmt.Errorf("service: %v", e.Err())
+		}
+		if _, err := samplersvc.Decode(p, nodes); err != nil {
+			return err
+		}
+		bytes += float64(len(p))
+	}
+	el := time.Since(t).Seconds()
+	sv.BatchesPerSec = float64(n) / el
+	sv.BytesPerBatch = bytes / float64(n)
+	sv.GBps = bytes / el / 1e9
+	return nil
 }
