@@ -169,3 +169,17 @@ func TestKillOneOfThreeSamplers(t *testing.T) {
 	}
 	sameRun(t, "3 samplers, one killed", readMetrics(t, local), readMetrics(t, remote))
 }
+
+// TestServeSamplerRefusesOpenListenWithoutSecret: without a shared secret
+// a non-loopback --listen is refused unless --insecure.
+func TestServeSamplerRefusesOpenListenWithoutSecret(t *testing.T) {
+	t.Setenv("GRAPHMILL_DIST_TOKEN", "")
+	_, err := run(t, "serve", "sampler", "--dataset", "cora", "--listen", "0.0.0.0:0")
+	if err == nil || !strings.Contains(err.Error(), "not a loopback address and no shared secret") || !strings.Contains(err.Error(), "--insecure") {
+		t.Fatalf("got %v", err)
+	}
+	_, err = run(t, "train", "--model", "sage", "--sampler", "127.0.0.1:1", "--connect-timeout", "soon")
+	if err == nil || !strings.Contains(err.Error(), "--connect-timeout") {
+		t.Fatalf("bad --connect-timeout: %v", err)
+	}
+}
