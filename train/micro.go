@@ -189,7 +189,7 @@ func (s *splitter) extract(v *view, seeds []int32, build bool) *micro {
 			for _, u := range hist {
 				src = append(src, b.Src[u])
 			}
-			mb.blocks[l] = &nn.Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: nsrc}, NumDst: len(need), Src: src}
+			mb.blocks[l] = &nn.Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: nsrc}, NumDst: len(need), Src: src, NodeDropout: b.NodeDropout}
 			if len(hist) > 0 {
 				rows := make([]int32, len(hist))
 				for k, u := range hist {

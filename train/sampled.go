@@ -100,7 +100,7 @@ func blocksOf(mb *sample.MiniBatch) []*nn.Block {
 	blocks := make([]*nn.Block, len(mb.Blocks))
 	for i := range mb.Blocks {
 		sb := &mb.Blocks[i]
-		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes}
+		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes, NodeDropout: true}
 	}
 	return blocks
 }
