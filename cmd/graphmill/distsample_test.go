@@ -178,8 +178,16 @@ func TestServeSamplerRefusesOpenListenWithoutSecret(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a loopback address and no shared secret") || !strings.Contains(err.Error(), "--insecure") {
 		t.Fatalf("got %v", err)
 	}
-	_, err = run(t, "train", "--model", "sage", "--sampler", "127.0.0.1:1", "--connect-timeout", "soon")
-	if err == nil || !strings.Contains(err.Error(), "--connect-timeout") {
-		t.Fatalf("bad --connect-timeout: %v", err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--model", "sage", "--sampler", "127.0.0.1:1", "--connect-timeout", "soon"}, "--connect-timeout"},
+		{[]string{"train", "--model", "sage", "--remote-cache", "1MiB"}, "--remote-cache applies to distributed sampling"},
+		{[]string{"train", "--model", "sage", "--sampler", "127.0.0.1:1", "--remote-cache", "1MiB"}, "--remote-cache applies"},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }

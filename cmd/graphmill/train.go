@@ -321,6 +321,9 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		defer func() { ok = err == nil }()
 		ds, opts = td.ds, append(opts, td.opts...)
 	} else {
+		if f.ds.remoteCache != "" {
+			return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", f.dataset)
+		}
 		if ds, err = openDataset(cmd.Context(), f.dataset, "train"); err != nil {
 			return err
 		}

@@ -183,6 +183,12 @@ func openDistSampled(ctx context.Context, f *trainFlags, cfg *train.Config, comm
 // reads.
 func openTrainData(ctx context.Context, f *trainFlags, cfg *train.Config, comm dist.Comm, out io.Writer) (*trainData, error) {
 	if f.ds.sampler != "" {
+		if isPartitioned(f.dataset) {
+			return nil, fmt.Errorf("--sampler: give the dataset the samplers serve (a whole dataset), not the partitioned %s", f.dataset)
+		}
+		if f.ds.remoteCache != "" {
+			return nil, fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset, not to --sampler")
+		}
 		return openSamplerService(ctx, f, cfg, comm, out)
 	}
 	return openDistSampled(ctx, f, cfg, comm, out)

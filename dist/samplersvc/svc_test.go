@@ -17,6 +17,7 @@ import (
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/testcert"
 	"github.com/graphmill/graphmill/pipeline"
 	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
 	"github.com/graphmill/graphmill/sample"
@@ -374,5 +375,41 @@ func TestAuthAndErrors(t *testing.T) {
 	_, err = Dial(context.Background(), ClientConfig{Addrs: []string{addr}, ConnectTimeout: 500 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "did not answer within") || time.Since(t0) > 3*time.Second {
 		t.Fatalf("absent sampler: %v after %v", err, time.Since(t0))
+	}
+}
+
+// TestMutualTLS: with mutual TLS (and the secret inside it) a trainer with
+// a certificate of the job's CA streams batches; one with another CA's is
+// refused.
+func TestMutualTLS(t *testing.T) {
+	d := cora(t)
+	dir := t.TempDir()
+	job := testcert.WriteCA(t, dir, "job")
+	other := testcert.WriteCA(t, dir, "other")
+	sec := func(f testcert.Files) *dist.Security {
+		return &dist.Security{Secret: []byte("s"), TLS: &dist.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}}
+	}
+	svc := startService(t, d, sec(job), nil)
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: sec(job)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 64, Seed: 1, Features: true, Labels: true, Shards: 1}
+	it := source(t, c, spec, len(d.Train)).Epoch(context.Background(), 0)
+	n := 0
+	for it.Next() {
+		it.Batch().Release()
+		n++
+	}
+	it.Close()
+	if it.Err() != nil || n != spec.NumBatches(len(d.Train)) {
+		t.Fatalf("%d batches: %v", n, it.Err())
+	}
+	if _, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: sec(other), ConnectTimeout: time.Second}); err == nil {
+		t.Fatal("a certificate of another CA was accepted")
+	}
+	if _, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: &dist.Security{Secret: []byte("s")}, ConnectTimeout: time.Second}); err == nil {
+		t.Fatal("a client without TLS was accepted")
 	}
 }
