@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +191,38 @@ func TestServeSamplerRefusesOpenListenWithoutSecret(t *testing.T) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
+}
+
+// TestDataParallelFromSampler: two data-parallel ranks streaming their
+// shards from one sampler service train as two ranks sampling locally.
+func TestDataParallelFromSampler(t *testing.T) {
+	if testing.Short() || runtime.GOOS == "windows" {
+		t.Skip("runs three processes")
+	}
+	dir := t.TempDir()
+	t.Setenv("GRAPHMILL_CACHE", dir)
+	ds := filepath.Join(dir, "cora")
+	if _, err := run(t, "data", "import", "--format", "planetoid", "--name", "cora", "--src", need(t, "planetoid"), "--out", ds); err != nil {
+		t.Fatal(err)
+	}
+	_, addr := startSampler(t, ds)
+	args := []string{os.Args[0], "train", "--dataset", ds, "--model", "sage", "--epochs", "3", "--batch", "16", "--seed", "2", "--quiet"}
+	t.Setenv("GRAPHMILL_TEST_AS_CLI", "1")
+	results := map[string]metrics{}
+	for _, mode := range []string{"local", "sampler"} {
+		out := filepath.Join(dir, mode+".json")
+		a := append(slices.Clone(args), "--metrics-out", out)
+		if mode == "sampler" {
+			a = append(a, "--sampler", addr)
+		}
+		var o, e bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := runLaunch(ctx, 2, 0, time.Second, a, &o, &e)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", mode, err, o.String(), e.String())
+		}
+		results[mode] = readMetrics(t, out)
+	}
+	sameRun(t, "2 ranks from a sampler service", results["local"], results["sampler"])
 }
