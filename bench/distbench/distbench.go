@@ -100,6 +100,10 @@ type Service struct {
 	RatioToLocal       float64 `json:"ratio_to_local_loader"`
 	LoopbackGBps       float64 `json:"loopback_tcp_gbps"`
 	RatioToLoopback    float64 `json:"ratio_to_loopback"`
+	// GRPCGBps is a bare gRPC stream of prebuilt frames of the same size
+	// (no sampling, no decoding): the transport's own ceiling.
+	GRPCGBps    float64 `json:"grpc_stream_gbps"`
+	RatioToGRPC float64 `json:"ratio_to_grpc_stream"`
 }
 
 func (c *Config) step(what string, f func() error) error {
@@ -475,7 +479,69 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 		return sv, err
 	}
 	sv.RatioToLoopback = sv.GBps / sv.LoopbackGBps
+	if sv.GRPCGBps, err = grpcCeiling(ctx, int(sv.BytesPerBatch), 500*time.Millisecond); err != nil {
+		return sv, err
+	}
+	sv.RatioToGRPC = sv.GBps / sv.GRPCGBps
 	return sv, nil
+}
+
+// rawServer streams one prebuilt frame over and over.
+type rawServer struct {
+	pb.UnimplementedSamplerServer
+	payload []byte
+}
+
+func (r *rawServer) Info(context.Context, *pb.InfoRequest) (*pb.InfoReply, error) {
+	return &pb.InfoReply{}, nil
+}
+
+func (r *rawServer) Stream(st pb.Sampler_StreamServer) error {
+	for i := 0; ; i++ {
+		f := &pb.Frame{Kind: pb.Frame_KIND_BATCH, Sequence: uint64(i), Minibatch: r.payload}
+		pb.AlignPayload(f)
+		if err := st.Send(f); err != nil {
+			return nil
+		}
+	}
+}
+
+// grpcCeiling returns the rate of a bare gRPC stream of size-byte frames
+// on loopback, with the sampler service's options, for about d.
+func grpcCeiling(ctx context.Context, size int, d time.Duration) (float64, error) {
+	opts, _ := samplersvc.ServerOptions(nil, nil)
+	g := grpc.NewServer(opts...)
+	pb.RegisterSamplerServer(g, &rawServer{payload: make([]byte, max(size, 1))})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	go g.Serve(ln)
+	defer g.Stop()
+	c, err := samplersvc.Dial(ctx, samplersvc.ClientConfig{Addrs: []string{ln.Addr().String()}})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := c.StreamClient(0).Stream(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := st.Send(&pb.ClientMessage{}); err != nil {
+		return 0, err
+	}
+	var bytes float64
+	t := time.Now()
+	for time.Since(t) < d {
+		f, err := st.Recv()
+		if err != nil {
+			return 0, err
+		}
+		bytes += float64(len(f.Minibatch))
+	}
+	return bytes / time.Since(t).Seconds() / 1e9, nil
 }
 
 // timeService times n batches of the epoch e.

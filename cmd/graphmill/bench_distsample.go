@@ -33,8 +33,8 @@ in one run:
               with the remote-row cache holding 10% of the rows other ranks own (presampled on
               other batches), and the reduction
   service     minibatches/s a sampler service streams into one trainer over loopback gRPC, as a
-              ratio to the local loader's (same workers) and the stream's GB/s to the loopback TCP
-              copy ceiling
+              ratio to the local sampling pipeline's (same workers), and the stream's GB/s to the
+              loopback TCP copy ceiling and to a bare gRPC stream of frames of the same size
 
 Local ranks share this machine's cores, so per-rank rates fall as ranks are added.`,
 		Args: cobra.NoArgs,
@@ -107,5 +107,6 @@ func printDistBench(w io.Writer, r *distbench.Report) {
 	}
 	s := r.Service
 	fmt.Fprintf(w, "\nsampler service -> one trainer over loopback: %.1f minibatches/s (%s each, %.2f GB/s)\n", s.BatchesPerSec, units.Bytes(int64(s.BytesPerBatch)), s.GBps)
-	fmt.Fprintf(w, "  local loader: %.1f minibatches/s -> ratio %.2f; loopback TCP ceiling %.2f GB/s -> ratio %.2f\n", s.LocalBatchesPerSec, s.RatioToLocal, s.LoopbackGBps, s.RatioToLoopback)
+	fmt.Fprintf(w, "  local sampling pipeline: %.1f minibatches/s -> ratio %.2f; loopback TCP ceiling %.2f GB/s -> ratio %.2f; bare gRPC stream of such frames %.2f GB/s -> ratio %.2f\n",
+		s.LocalBatchesPerSec, s.RatioToLocal, s.LoopbackGBps, s.RatioToLoopback, s.GRPCGBps, s.RatioToGRPC)
 }

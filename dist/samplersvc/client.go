@@ -132,6 +132,9 @@ func statusMessage(err error) string {
 	return err.Error()
 }
 
+// StreamClient returns the gRPC client of service i (benchmarks).
+func (c *Client) StreamClient(i int) pb.SamplerClient { return c.cl[i] }
+
 // Info returns what the services serve.
 func (c *Client) Info() *pb.InfoReply { return c.info }
 
