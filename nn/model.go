@@ -221,6 +221,12 @@ func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
 }
 
 // gatAggregate is GAT's attention aggregation with attention dropout p.
-func gatAggregate(tp *autograd.Tape, c *tensor.CSR, h, el, er *autograd.Var, heads int, p float64, seed uint64) *autograd.Var {
-	return tp.GATAggregateDropout(c, h, el, er, heads, 0.2, p, seed)
+// With b.NodeDropout the mask of each destination's edges is keyed by its
+// node id (see Block.NodeDropout).
+func gatAggregate(tp *autograd.Tape, b *Block, c *tensor.CSR, h, el, er *autograd.Var, heads int, p float64, seed uint64) *autograd.Var {
+	var keys []int32
+	if b != nil && b.NodeDropout && len(b.Src) >= b.NumDst {
+		keys = b.Src[:b.NumDst]
+	}
+	return tp.GATAggregateDropoutKeyed(c, h, el, er, heads, 0.2, p, seed, keys)
 }

@@ -290,6 +290,44 @@ func DropoutRows(dst, mask, x Matrix, p float64, seed uint64, keys []int32) erro
 	})
 }
 
+// DropoutMaskSegments is DropoutMask with segment i's factors,
+// mask[offsets[i]:offsets[i+1]], keyed by (seed, keys[i]) instead of their
+// positions: GAT's attention dropout keys each destination's edges by its
+// node id, so a node's attention is dropped alike in every minibatch,
+// rank or process that computes it. offsets has len(keys)+1 increasing
+// entries from 0 to len(mask).
+func DropoutMaskSegments(mask Matrix, p float64, seed uint64, offsets []int64, keys []int32) error {
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("tensor: DropoutMaskSegments: probability %v not in [0, 1)", p)
+	}
+	if len(offsets) != len(keys)+1 || offsets[0] != 0 || offsets[len(keys)] != int64(len(mask.Data)) {
+		return fmt.Errorf("tensor: DropoutMaskSegments: %d offsets for %d keys over %d values", len(offsets), len(keys), len(mask.Data))
+	}
+	for i := range keys {
+		if offsets[i+1] < offsets[i] {
+			return fmt.Errorf("tensor: DropoutMaskSegments: offsets decrease at %d", i)
+		}
+	}
+	thr := uint64(math.Round(p * 65536))
+	factors := [2]float32{0, float32(1 / (1 - p))}
+	return parallelFor(len(keys), 256, func(lo, hi int) {
+		var r rng.Rand
+		for i := lo; i < hi; i++ {
+			r.Seed(seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15)
+			ms := mask.Data[offsets[i]:offsets[i+1]]
+			var bits uint64
+			for j := range ms {
+				if j&3 == 0 {
+					bits = r.Uint64()
+				}
+				k := 1 ^ ((bits&0xffff - thr) >> 63)
+				bits >>= 16
+				ms[j] = factors[k&1]
+			}
+		}
+	})
+}
+
 // DropoutMask fills mask with the dropout factors (0, or 1/(1-p) for kept
 // elements) that Dropout draws for seed, without an input to scale: the
 // attention dropout of GAT multiplies these into its coefficients.

@@ -257,3 +257,41 @@ func TestDropoutRowsKeyed(t *testing.T) {
 		t.Fatal("3 keys for 500 rows: no error")
 	}
 }
+
+// TestDropoutMaskSegmentsKeyed: a segment's factors depend on its key, not
+// on where it sits; the rate is p.
+func TestDropoutMaskSegmentsKeyed(t *testing.T) {
+	const p = 0.4
+	lens := []int64{5, 0, 17, 300, 3}
+	keys := []int32{11, 12, 13, 14, 15}
+	off := []int64{0}
+	for _, n := range lens {
+		off = append(off, off[len(off)-1]+n)
+	}
+	m := New(1, int(off[len(off)-1]))
+	if err := DropoutMaskSegments(m, p, 9, off, keys); err != nil {
+		t.Fatal(err)
+	}
+	// Segment of key 14 alone.
+	one := New(1, 300)
+	if err := DropoutMaskSegments(one, p, 9, []int64{0, 300}, []int32{14}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(one.Data, m.Data[off[3]:off[4]]) {
+		t.Fatal("a segment's mask depends on its position")
+	}
+	zero := 0
+	for _, f := range m.Data {
+		if f == 0 {
+			zero++
+		} else if f != float32(1/(1-p)) {
+			t.Fatalf("factor %v", f)
+		}
+	}
+	if r := float64(zero) / float64(len(m.Data)); math.Abs(r-p) > 0.08 {
+		t.Fatalf("drop rate %.3f", r)
+	}
+	if err := DropoutMaskSegments(m, p, 9, off[:3], keys); err == nil {
+		t.Fatal("short offsets: no error")
+	}
+}
