@@ -226,3 +226,36 @@ func TestDataParallelFromSampler(t *testing.T) {
 	}
 	sameRun(t, "2 ranks from a sampler service", results["local"], results["sampler"])
 }
+
+// TestDistSampledGCNAndGAT: GCN (global degrees) and GAT (attention
+// dropout keyed by node) distributed over 2 parts train as one process.
+func TestDistSampledGCNAndGAT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 2 ranks twice")
+	}
+	dir := t.TempDir()
+	ds, pd := filepath.Join(dir, "cora"), filepath.Join(dir, "cora-2")
+	if _, err := run(t, "data", "import", "--format", "planetoid", "--name", "cora", "--src", need(t, "planetoid"), "--out", ds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "partition", "--parts", "2", "--balance-train", ds, "--out", pd); err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"gcn", "gat"} {
+		args := []string{"--model", model, "--mode", "sampled", "--epochs", "3", "--seed", "6", "--quiet"}
+		single, multi := filepath.Join(dir, model+"-s.json"), filepath.Join(dir, model+"-d.json")
+		if _, err := run(t, append([]string{"train", "--dataset", ds, "--metrics-out", single}, args...)...); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("GRAPHMILL_TEST_AS_CLI", "1")
+		var out, errb bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := runLaunch(ctx, 2, 0, time.Second, append([]string{os.Args[0], "train", "--dataset", pd, "--metrics-out", multi}, args...), &out, &errb)
+		cancel()
+		os.Unsetenv("GRAPHMILL_TEST_AS_CLI")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s\n%s", model, err, out.String(), errb.String())
+		}
+		sameRun(t, model+" 2 ranks", readMetrics(t, single), readMetrics(t, multi))
+	}
+}
