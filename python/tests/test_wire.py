@@ -148,3 +148,40 @@ def test_no_features_no_labels():
     b = sample_batch(rng, dim=0, labels=False)
     mb = wire.decode_batch(wire.encode_batch(**b))
     assert mb.x is None and mb.y is None and mb.feature_dtype is None
+
+
+GOLDEN = __import__("os").path.join(__import__("conftest").REPO, "batch", "testdata")
+
+
+def test_golden_sampled_frame():
+    """The Go encoder's reference frame (batch/testdata/sampled.gmbf, built
+    by sampled() in batch/batch_test.go): decoded to the same values, and
+    this package's encoder writes the same bytes."""
+    frame = open(f"{GOLDEN}/sampled.gmbf", "rb").read()
+    mb = wire.decode_batch(frame)
+    assert (mb.sender, mb.epoch, mb.sequence, mb.batch_size) == (3, 2, 41, 2)
+    assert mb.n_id.tolist() == [10, 20, 30, 40, 50, 60, 70]
+    assert mb.y.tolist() == [1, -1]
+    assert mb.feature_dtype == "float32" and mb.x.shape == (7, 3)
+    assert np.array_equal(mb.x.ravel(), np.arange(21, dtype=np.float32) * 0.25)
+    b0, b1 = mb.blocks
+    assert (b0.size, b0.indptr.tolist(), b0.indices.tolist(), b0.edge_ids.tolist()) == (
+        (7, 3), [0, 2, 3, 6], [3, 4, 0, 5, 6, 1], [100, 101, 102, 103, 104, 105])
+    assert (b1.size, b1.indptr.tolist(), b1.indices.tolist(), b1.edge_ids.tolist(), b1.edge_weight.tolist()) == (
+        (3, 2), [0, 1, 3], [2, 0, 2], [7, 8, 9], [0.5, 1, 2])
+    assert b0.edge_weight is None and mb.halo is None
+    again = wire.encode_batch(mb.n_id, mb.blocks, mb.batch_size, x=mb.x, y=mb.y, sender=3, epoch=2, sequence=41)
+    assert again == frame
+
+
+def test_golden_gas_frame():
+    frame = open(f"{GOLDEN}/gas.gmbf", "rb").read()
+    mb = wire.decode_batch(frame)
+    assert mb.n_id.tolist() == [5, 6, 7, 1 << 40, 9] and mb.batch_size == 3
+    assert mb.feature_dtype == "float16" and mb.x.view(np.uint16).ravel().tolist() == [0x3C00 + i for i in range(10)]
+    assert mb.y.tolist() == [0, 2, -1]
+    (nodes, rows), = mb.halo
+    assert nodes.tolist() == [1 << 40, 9]
+    assert rows.dtype == np.uint16 and rows.ravel().tolist() == [0x3F80 + i for i in range(8)]
+    for b in mb.blocks:
+        assert b.size == (5, 3) and b.indices.tolist() == [1, 3, 0, 4, 2]
