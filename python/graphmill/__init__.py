@@ -9,6 +9,8 @@
 """
 
 from .errors import GraphmillError, ServiceError, WireError
+from .loader import Loader, presample_counts
+from .wire import Block, MiniBatch, decode_batch, encode_batch
 from .dataset import (
     Dataset,
     Part,
@@ -21,7 +23,13 @@ from .dataset import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Block",
     "Dataset",
+    "Loader",
+    "MiniBatch",
+    "decode_batch",
+    "encode_batch",
+    "presample_counts",
     "GraphmillError",
     "Part",
     "PartitionedDataset",
