@@ -9,6 +9,7 @@
 """
 
 from .errors import GraphmillError, ServiceError, WireError
+from .checkpoint import load_checkpoint, load_safetensors
 from .loader import Loader, presample_counts
 from .wire import Block, MiniBatch, decode_batch, encode_batch
 from .dataset import (
@@ -30,6 +31,8 @@ __all__ = [
     "decode_batch",
     "encode_batch",
     "presample_counts",
+    "load_checkpoint",
+    "load_safetensors",
     "GraphmillError",
     "Part",
     "PartitionedDataset",

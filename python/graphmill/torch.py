@@ -482,3 +482,13 @@ class DeviceStager:
                 dev.record_stream(cur)
             tb.raw = None
         return tb
+
+
+def load_state_dict(path):
+    """A graphmill checkpoint as a PyTorch state_dict (PyG's parameter
+    names, float32 tensors) and the model configuration: ``state, config =
+    load_state_dict(path); model.load_state_dict(state)``."""
+    from .checkpoint import load_checkpoint
+
+    state, cfg = load_checkpoint(path)
+    return {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}, cfg
