@@ -10,7 +10,15 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.dirname(HERE))  # run from source without installing
+try:  # the installed package (pip install ./python), else the source tree
+    import graphmill  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.dirname(HERE))
+    import graphmill  # noqa: F401
+
+
+def pytest_report_header(config):
+    return f"graphmill client from {os.path.dirname(graphmill.__file__)}"
 
 SHARED_DATA = os.environ.get("GRAPHMILL_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
 
