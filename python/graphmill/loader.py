@@ -163,6 +163,14 @@ class Loader:
     ``x`` is assembled on the cache's device (``batch.cache_stats`` tells
     its hits and bytes moved).
 
+    ``features``: True (the default) has the service send the input nodes'
+    feature rows inside each frame (``x`` is then a view of the message);
+    False sends none; ``"local"`` sends none and gathers ``x`` in this
+    process from the dataset's memory map (``dataset=``, or
+    ``local_dataset=`` with an address): on one machine this avoids moving
+    every row through gRPC, which costs more than the gather (see the
+    README's benchmark).
+
     Errors of the service are raised as ``graphmill.ServiceError`` with the
     Go side's message.
     """
@@ -170,7 +178,7 @@ class Loader:
     def __init__(self, addr=None, *, dataset=None, split="train", fanouts=(25, 10), batch_size=1024,
                  shuffle=True, seed=0, epoch=0, drop_last=False, features=True, labels=True, device=None,
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
-                 check=True, server_args=()):
+                 check=True, server_args=(), local_dataset=None):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -184,7 +192,19 @@ class Loader:
         self.seed = int(seed)
         self.epoch = int(epoch)
         self.drop_last = bool(drop_last)
-        self.features = bool(features) and feature_cache is None
+        if features not in (True, False, "local"):
+            raise ValueError(f'features must be True, False or "local", got {features!r}')
+        self._local = None
+        if features == "local" and feature_cache is None:
+            from .dataset import Dataset, open_dataset
+
+            src = local_dataset if local_dataset is not None else dataset
+            if src is None:
+                raise ValueError('features="local" needs the dataset: dataset= or local_dataset=')
+            self._local = src if isinstance(src, Dataset) else open_dataset(src, binary=binary)
+            if self._local.features is None:
+                raise GraphmillError(f"{self._local.dir}: the dataset has no features")
+        self.features = features is True and feature_cache is None
         self.labels = bool(labels)
         self.credits = int(credits)
         self.shard, self.num_shards = int(shard), int(num_shards)
@@ -216,6 +236,9 @@ class Loader:
                 if self.server is not None:
                     err = ServiceError(f"{err} (server output: {self.server.tail()})", err.code)
                 raise err from None
+            if self._local is not None and (self._local.num_nodes, self._local.num_edges) != (self.info.num_nodes, self.info.num_edges):
+                raise GraphmillError(f"local dataset {self._local.dir} has {self._local.num_nodes} nodes and {self._local.num_edges} edges; "
+                                     f"sampler {addr} serves {self.info.num_nodes} and {self.info.num_edges}")
             if split not in self.info.split_sizes:
                 raise GraphmillError(f"sampler {addr} serves {self.info.name!r}, which has no {split!r} split "
                                      f"(splits: {', '.join(sorted(self.info.split_sizes)) or 'none'})")
@@ -338,6 +361,10 @@ class Loader:
             off, n = f["payload"]
             mb = decode_batch(raw, off, n, writable=True, check=self.check, num_nodes=self.num_nodes)
             mb.index = f["batch"]
+            if self._local is not None:
+                d = self._local
+                mb.x = np.take(d.features, mb.n_id, axis=0)
+                mb.feature_dtype = d.feature_dtype
             yield mb
 
     def __iter__(self):

@@ -150,3 +150,16 @@ def test_feature_cache_batches(cora):
         assert cache.hit_rate > 0.3  # high-degree nodes are sampled more than their share
     finally:
         srv.stop(0)
+
+
+def test_local_features(cora):
+    srv, addr, _ = run(cora)
+    try:
+        with Loader(addr, split="train", fanouts=[5, 5], batch_size=64, features="local", local_dataset=cora) as ld:
+            assert ld.features is False
+            for b in ld:
+                assert np.array_equal(b.x, cora.features[b.n_id]) and b.feature_dtype == "float32"
+        with pytest.raises(ValueError, match="local"):
+            Loader(addr, features="local")
+    finally:
+        srv.stop(0)
