@@ -133,14 +133,14 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	if m.spec.Teleport {
 		if l == 0 {
 			if train && m.Config.Dropout > 0 {
-				x = tp.Dropout(x, m.Config.Dropout, rng.Derive(seed, 0))
+				x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, 0), rowKeys(b, x))
 			}
 			return m.Layers[0].Forward(tp, b, x, train, rng.Derive(seed, 1))
 		}
 		return m.Layers[l].(*propLayer).propagate(tp, b, x, h0)
 	}
 	if train && m.Config.Dropout > 0 {
-		x = tp.Dropout(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)))
+		x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)), rowKeys(b, x))
 	}
 	h := m.Layers[l].Forward(tp, b, x, train, rng.Derive(seed, uint64(2*l+1)))
 	if l < len(m.Layers)-1 {
@@ -151,6 +151,18 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 		}
 	}
 	return h
+}
+
+// rowKeys returns the node ids of x's rows when the block names its source
+// nodes (sampled blocks): dropout is then keyed by node, so a node's row is
+// dropped alike in every minibatch, rank or process that computes it in the
+// same step (a distributed step reproduces the single process's). Without
+// them (full-graph blocks) dropout is keyed by position.
+func rowKeys(b *Block, x *autograd.Var) []int32 {
+	if b != nil && len(b.Src) == x.Value.Rows {
+		return b.Src
+	}
+	return nil
 }
 
 // Forward runs all layers: blocks[l] is layer l's block (input layer

@@ -145,3 +145,61 @@ func TestKeyIDs(t *testing.T) {
 		t.Fatal("5 key ids for 2000 nodes: no error")
 	}
 }
+
+// TestAssemblerMatchesSampleInto assembles minibatches from Neighbors'
+// draws, splitting every hop's destinations into two halves drawn
+// separately (as two owners would), and checks they equal SampleInto's.
+func TestAssemblerMatchesSampleInto(t *testing.T) {
+	g, _, _ := randomGraph(t, 3000, 8, graph.BuildOptions{})
+	for _, cfg := range []Config{{Fanouts: []int{10, 5}}, {Fanouts: []int{3, 70, 2}}, {Fanouts: []int{4, 4}, Replace: true}, {Fanouts: []int{-1, 3}, Weighted: true}} {
+		s, _ := New(g, cfg)
+		var a Assembler
+		mb := &MiniBatch{}
+		for trial, seeds := range [][]int32{{0, 97, 5, 1000}, {2999}, {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}} {
+			key := EpochKey(3, trial)
+			want, err := s.Sample(seeds, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Begin(mb, seeds, len(cfg.Fanouts)); err != nil {
+				t.Fatal(err)
+			}
+			for h := range cfg.Fanouts {
+				dst := a.Frontier()
+				half := len(dst) / 2
+				c1 := make([]int32, half)
+				c2 := make([]int32, len(dst)-half)
+				s1, err := s.Neighbors(dst[:half], key, h, cfg.Fanouts[h], c1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s2, err := s.Neighbors(dst[half:], key, h, cfg.Fanouts[h], c2, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := a.AddHop(append(c1, c2...), append(s1, s2...)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := a.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want.Blocks {
+				w, b := &want.Blocks[i], &mb.Blocks[i]
+				if !slices.Equal(w.SrcNodes, b.SrcNodes) || w.NumDst != b.NumDst || !slices.Equal(w.Indptr, b.Indptr) || !slices.Equal(w.Indices, b.Indices) {
+					t.Fatalf("%+v seeds %v: block %d differs", cfg, seeds, i)
+				}
+			}
+		}
+	}
+	var a Assembler
+	if err := a.Begin(&MiniBatch{}, []int32{1, 1}, 2); err == nil {
+		t.Fatal("duplicate seeds: no error")
+	}
+	if err := a.Begin(&MiniBatch{}, []int32{1}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddHop([]int32{2}, []int32{5}); err == nil {
+		t.Fatal("counts add up to 2 sources, got 1: no error")
+	}
+}

@@ -17,18 +17,21 @@ type sampledStepper struct {
 	r   *Runner
 	m   *nn.Model
 	opt nn.Optimizer
-	ld  *loader.Loader
+	ld  BatchSource
 	sp  *splitter
 }
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	cfg := r.cfg
+	if r.batches != nil {
+		return &sampledStepper{r: r, m: m, opt: opt, ld: r.batches, sp: r.splitter(m)}, nil
+	}
 	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: cfg.Fanouts})
 	if err != nil {
 		return nil, err
 	}
 	lc := loader.Config{
-		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
+		BatchSize: cfg.BatchSize, Shuffle: true, Seed: LoaderSeed(cfg),
 		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
 	}
 	if cfg.MaxMemoryBytes > 0 {
@@ -44,7 +47,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, sp: r.splitter(m)}, nil
+	return &sampledStepper{r: r, m: m, opt: opt, ld: loaderSource{ld}, sp: r.splitter(m)}, nil
 }
 
 func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {

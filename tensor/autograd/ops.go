@@ -191,6 +191,33 @@ func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
 	}, x)
 }
 
+// DropoutRows is Dropout with row i's mask keyed by keys[i] (its node id)
+// rather than its position (tensor.DropoutRows); nil keys fall back to
+// Dropout.
+func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
+	if keys == nil || len(keys) != x.Value.Rows {
+		return t.Dropout(x, p, seed)
+	}
+	if t.noGrad || p == 0 {
+		return x
+	}
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	var mask tensor.Matrix
+	if x.requiresGrad {
+		mask = tensor.New(x.Value.Rows, x.Value.Cols)
+	}
+	must("DropoutRows", tensor.DropoutRows(out, mask, x.Value, p, seed, keys))
+	return t.record("Dropout", out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error {
+			tmp := tensor.New(g.Rows, g.Cols)
+			if err := tensor.Mul(tmp, g, mask); err != nil {
+				return err
+			}
+			return tensor.AddScaled(dx, 1, tmp)
+		})
+	}, x)
+}
+
 // LogSoftmax returns the row-wise log-softmax of x.
 func (t *Tape) LogSoftmax(x *Var) *Var {
 	out := tensor.New(x.Value.Rows, x.Value.Cols)

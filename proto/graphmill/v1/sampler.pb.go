@@ -346,9 +346,12 @@ type EpochRequest struct {
 	// Seeds per batch per shard.
 	BatchSize uint32 `protobuf:"varint,3,opt,name=batch_size,json=batchSize,proto3" json:"batch_size,omitempty"`
 	Epoch     uint64 `protobuf:"varint,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Seed      uint64 `protobuf:"varint,5,opt,name=seed,proto3" json:"seed,omitempty"`
-	Shuffle   bool   `protobuf:"varint,6,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
-	DropLast  bool   `protobuf:"varint,7,opt,name=drop_last,json=dropLast,proto3" json:"drop_last,omitempty"`
+	// The loader seed: shuffling and draws use sample.EpochKey(seed, epoch),
+	// as graphmill's local loader does with its seed (for graphmill train
+	// --seed S that is train.LoaderSeed, rng.Derive(S, 0x5a3)).
+	Seed     uint64 `protobuf:"varint,5,opt,name=seed,proto3" json:"seed,omitempty"`
+	Shuffle  bool   `protobuf:"varint,6,opt,name=shuffle,proto3" json:"shuffle,omitempty"`
+	DropLast bool   `protobuf:"varint,7,opt,name=drop_last,json=dropLast,proto3" json:"drop_last,omitempty"`
 	// Whether frames carry the input nodes' feature rows and the seeds'
 	// labels.
 	WithFeatures bool `protobuf:"varint,8,opt,name=with_features,json=withFeatures,proto3" json:"with_features,omitempty"`
@@ -357,8 +360,8 @@ type EpochRequest struct {
 	// (0 of 1 without data parallelism).
 	Shard     uint32 `protobuf:"varint,10,opt,name=shard,proto3" json:"shard,omitempty"`
 	NumShards uint32 `protobuf:"varint,11,opt,name=num_shards,json=numShards,proto3" json:"num_shards,omitempty"`
-	// The indices (in the epoch) of the batches this sampler prepares, in
-	// the order it should send them.
+	// The indices (in the epoch) of the batches this sampler prepares (it
+	// sends them smallest first); empty means every batch of the epoch.
 	Batches []uint32 `protobuf:"varint,12,rep,packed,name=batches,proto3" json:"batches,omitempty"`
 	// The number this trainer gives this sampler; echoed in every Frame.
 	Sender uint32 `protobuf:"varint,13,opt,name=sender,proto3" json:"sender,omitempty"`
@@ -366,9 +369,12 @@ type EpochRequest struct {
 	InitialCredits uint32 `protobuf:"varint,14,opt,name=initial_credits,json=initialCredits,proto3" json:"initial_credits,omitempty"`
 	// The fingerprint of the trainer's graph (InfoReply.fingerprint); 0
 	// skips the check. A sampler serving another graph refuses the stream.
-	Fingerprint   uint64 `protobuf:"fixed64,15,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Fingerprint uint64 `protobuf:"fixed64,15,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// Row-normalise the feature rows (graphmill train's default,
+	// --normalize-features), as the trainer's local features are.
+	NormalizeFeatures bool `protobuf:"varint,16,opt,name=normalize_features,json=normalizeFeatures,proto3" json:"normalize_features,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *EpochRequest) Reset() {
@@ -504,6 +510,13 @@ func (x *EpochRequest) GetFingerprint() uint64 {
 		return x.Fingerprint
 	}
 	return 0
+}
+
+func (x *EpochRequest) GetNormalizeFeatures() bool {
+	if x != nil {
+		return x.NormalizeFeatures
+	}
+	return false
 }
 
 // Credit allows the server to send `frames` more BATCH frames.
@@ -742,7 +755,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x1a.graphmill.v1.EpochRequestH\x00R\x05start\x12.\n" +
 	"\x06credit\x18\x02 \x01(\v2\x14.graphmill.v1.CreditH\x00R\x06credit\x12.\n" +
 	"\x06assign\x18\x03 \x01(\v2\x14.graphmill.v1.AssignH\x00R\x06assignB\x05\n" +
-	"\x03msg\"\xb6\x03\n" +
+	"\x03msg\"\xe5\x03\n" +
 	"\fEpochRequest\x12\x14\n" +
 	"\x05split\x18\x01 \x01(\tR\x05split\x12\x18\n" +
 	"\afanouts\x18\x02 \x03(\x05R\afanouts\x12\x1d\n" +
@@ -762,7 +775,8 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\abatches\x18\f \x03(\rR\abatches\x12\x16\n" +
 	"\x06sender\x18\r \x01(\rR\x06sender\x12'\n" +
 	"\x0finitial_credits\x18\x0e \x01(\rR\x0einitialCredits\x12 \n" +
-	"\vfingerprint\x18\x0f \x01(\x06R\vfingerprint\" \n" +
+	"\vfingerprint\x18\x0f \x01(\x06R\vfingerprint\x12-\n" +
+	"\x12normalize_features\x18\x10 \x01(\bR\x11normalizeFeatures\" \n" +
 	"\x06Credit\x12\x16\n" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\"8\n" +
 	"\x06Assign\x12\x14\n" +
