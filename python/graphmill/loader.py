@@ -163,6 +163,9 @@ class Loader:
     ``x`` is assembled on the cache's device (``batch.cache_stats`` tells
     its hits and bytes moved).
 
+    ``normalize_features=True`` has the service row-normalise the rows it
+    sends (PyG's NormalizeFeatures; graphmill train's default).
+
     ``features``: True (the default) has the service send the input nodes'
     feature rows inside each frame (``x`` is then a view of the message);
     False sends none; ``"local"`` sends none and gathers ``x`` in this
@@ -178,7 +181,7 @@ class Loader:
     def __init__(self, addr=None, *, dataset=None, split="train", fanouts=(25, 10), batch_size=1024,
                  shuffle=True, seed=0, epoch=0, drop_last=False, features=True, labels=True, device=None,
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
-                 check=True, server_args=(), local_dataset=None):
+                 check=True, server_args=(), local_dataset=None, normalize_features=False):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -206,6 +209,7 @@ class Loader:
                 raise GraphmillError(f"{self._local.dir}: the dataset has no features")
         self.features = features is True and feature_cache is None
         self.labels = bool(labels)
+        self.normalize_features = bool(normalize_features)
         self.credits = int(credits)
         self.shard, self.num_shards = int(shard), int(num_shards)
         self.timeout = float(timeout)
@@ -276,7 +280,8 @@ class Loader:
                               seed=self.seed, shuffle=self.shuffle, drop_last=self.drop_last,
                               with_features=self.features, with_labels=self.labels, shard=self.shard,
                               num_shards=self.num_shards, batches=list(range(nb)), sender=0,
-                              initial_credits=self.credits, fingerprint=0)
+                              initial_credits=self.credits, fingerprint=0,
+                              normalize_features=self.normalize_features)
         yield pb.ClientMessage(start=req)
         while True:
             m = out_q.get()
