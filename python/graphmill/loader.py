@@ -6,6 +6,8 @@ found by walking the frame's protobuf fields and decoded in place, so every
 array of a batch is a numpy view of the message gRPC received.
 """
 
+import hashlib
+import hmac
 import os
 import queue
 import re
@@ -78,6 +80,33 @@ def parse_frame(raw):
     return out
 
 
+AUTH_KEY = "graphmill-auth"
+
+
+def auth_value(secret, method, now_ns=None):
+    """The credentials of one call to ``method`` (e.g.
+    "/graphmill.v1.Sampler/Stream") under the shared secret, as the Go
+    service checks them (dist/samplersvc/auth.go): "v1:<unix ns>:<hex
+    nonce>:<hex HMAC-SHA256(secret, "graphmill-sampler-v1|ts|nonce|method")>"."""
+    if isinstance(secret, str):
+        secret = secret.encode()
+    ts = str(time.time_ns() if now_ns is None else now_ns)
+    nonce = os.urandom(16).hex()
+    mac = hmac.new(secret, f"graphmill-sampler-v1|{ts}|{nonce}|{method}".encode(), hashlib.sha256).hexdigest()
+    return f"v1:{ts}:{nonce}:{mac}"
+
+
+def _secret(token, token_file):
+    if token is not None:
+        return token.encode() if isinstance(token, str) else token
+    path = token_file
+    if path:
+        with open(path, "rb") as f:
+            return f.read().strip()
+    env = os.environ.get("GRAPHMILL_DIST_TOKEN")
+    return env.encode() if env else None
+
+
 def _service_error(e, what):
     if isinstance(e, grpc.RpcError) and hasattr(e, "code"):
         code = e.code()
@@ -92,11 +121,14 @@ class SamplerServer:
     """A local ``graphmill serve sampler`` started by the client and stopped
     by ``close()``."""
 
-    def __init__(self, dataset, binary=None, listen="127.0.0.1:0", args=(), timeout=60):
+    def __init__(self, dataset, binary=None, listen="127.0.0.1:0", args=(), timeout=60, secret=None):
         exe = _cli.find_binary(binary)
         self.cmd = [exe, "serve", "sampler", "--dataset", os.fspath(dataset), "--listen", listen, *args]
+        env = None
+        if secret is not None:
+            env = dict(os.environ, GRAPHMILL_DIST_TOKEN=secret.decode() if isinstance(secret, bytes) else secret)
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         self.lines = []
         self.addr = None
         found = threading.Event()
@@ -176,12 +208,18 @@ class Loader:
 
     Errors of the service are raised as ``graphmill.ServiceError`` with the
     Go side's message.
+
+    Authentication is the service's: with a shared secret (``token``,
+    ``token_file``, else ``$GRAPHMILL_DIST_TOKEN``) every call carries its
+    HMAC (``auth_value``); ``channel_credentials`` (e.g.
+    ``grpc.ssl_channel_credentials(ca, key, cert)``) makes the channel TLS.
     """
 
     def __init__(self, addr=None, *, dataset=None, split="train", fanouts=(25, 10), batch_size=1024,
                  shuffle=True, seed=0, epoch=0, drop_last=False, features=True, labels=True, device=None,
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
-                 check=True, server_args=(), local_dataset=None, normalize_features=False):
+                 check=True, server_args=(), local_dataset=None, normalize_features=False,
+                 token=None, token_file=None, channel_credentials=None):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -215,26 +253,29 @@ class Loader:
         self.timeout = float(timeout)
         self.check = check
         self.feature_cache = feature_cache
+        self._secret = _secret(token, token_file)
         self.device = device
         self._stager = None
         self.server = None
         self._channel = None
         self._active = None
         if addr is None:
-            self.server = SamplerServer(dataset, binary=binary, args=server_args, timeout=timeout)
+            self.server = SamplerServer(dataset, binary=binary, args=server_args, timeout=timeout, secret=self._secret)
             addr = self.server.addr
         self.addr = addr
         try:
-            self._channel = grpc.insecure_channel(addr, options=[
-                ("grpc.max_receive_message_length", -1),
-                ("grpc.max_send_message_length", -1),
-            ])
+            opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+            if channel_credentials is not None:
+                self._channel = grpc.secure_channel(addr, channel_credentials, options=opts)
+            else:
+                self._channel = grpc.insecure_channel(addr, options=opts)
             self._info_rpc = self._channel.unary_unary(_INFO, request_serializer=pb.InfoRequest.SerializeToString,
                                                        response_deserializer=pb.InfoReply.FromString)
             self._stream_rpc = self._channel.stream_stream(_STREAM, request_serializer=pb.ClientMessage.SerializeToString,
                                                            response_deserializer=None)
             try:
-                self.info = self._info_rpc(pb.InfoRequest(), timeout=timeout, wait_for_ready=True)
+                self.info = self._info_rpc(pb.InfoRequest(), timeout=timeout, wait_for_ready=True,
+                                           metadata=self._auth(_INFO))
             except grpc.RpcError as e:
                 err = _service_error(e, f"sampler {addr}")
                 if self.server is not None:
@@ -256,6 +297,11 @@ class Loader:
         except BaseException:
             self.close()
             raise
+
+    def _auth(self, method):
+        if self._secret is None:
+            return None
+        return ((AUTH_KEY, auth_value(self._secret, method)),)
 
     # -- sizes ---------------------------------------------------------------
 
@@ -299,7 +345,7 @@ class Loader:
         if nb == 0:
             return
         out_q = queue.Queue()
-        call = self._stream_rpc(self._requests(out_q, nb, epoch), wait_for_ready=True)
+        call = self._stream_rpc(self._requests(out_q, nb, epoch), wait_for_ready=True, metadata=self._auth(_STREAM))
         in_q = queue.Queue()
         done = threading.Event()
 

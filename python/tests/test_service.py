@@ -94,3 +94,15 @@ def test_device_cpu_yields_torch(gm, cora):
             assert isinstance(b, gt.TorchBatch)
             assert torch.equal(b.x, gt.tensor(np.asarray(cora.features)[b.n_id.numpy()]))
     assert 0.2 < cache.hit_rate <= 1
+
+
+def test_shared_secret(gm, cora):
+    with graphmill.Loader(dataset=cora.dir, split="val", fanouts=[3], batch_size=250, token="s3cret") as ld:
+        assert len(list(ld)) == 2
+        with pytest.raises(graphmill.ServiceError, match="wrong secret") as e:
+            graphmill.Loader(ld.addr, split="val", token="other", timeout=5)
+        assert e.value.code.name == "UNAUTHENTICATED"
+        with pytest.raises(graphmill.ServiceError, match="no credentials"):
+            graphmill.Loader(ld.addr, split="val", timeout=5)
+        with graphmill.Loader(ld.addr, split="val", fanouts=[3], batch_size=250, token="s3cret") as ld2:
+            assert len(list(ld2)) == 2
