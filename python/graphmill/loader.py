@@ -6,6 +6,8 @@ found by walking the frame's protobuf fields and decoded in place, so every
 array of a batch is a numpy view of the message gRPC received.
 """
 
+import collections
+import concurrent.futures
 import hashlib
 import hmac
 import os
@@ -202,7 +204,8 @@ class Loader:
     feature rows inside each frame (``x`` is then a view of the message);
     False sends none; ``"local"`` sends none and gathers ``x`` in this
     process from the dataset's memory map (``dataset=``, or
-    ``local_dataset=`` with an address): on one machine this avoids moving
+    ``local_dataset=`` with an address) on ``local_workers`` threads, ahead
+    of the consumer: on one machine this avoids moving
     every row through gRPC, which costs more than the gather (see the
     README's benchmark).
 
@@ -219,7 +222,7 @@ class Loader:
                  shuffle=True, seed=0, epoch=0, drop_last=False, features=True, labels=True, device=None,
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
                  check=True, server_args=(), local_dataset=None, normalize_features=False,
-                 token=None, token_file=None, channel_credentials=None):
+                 token=None, token_file=None, channel_credentials=None, local_workers=2):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -236,6 +239,8 @@ class Loader:
         if features not in (True, False, "local"):
             raise ValueError(f'features must be True, False or "local", got {features!r}')
         self._local = None
+        self._executor = None
+        self.local_workers = max(1, int(local_workers))
         if features == "local" and feature_cache is None:
             from .dataset import Dataset, open_dataset
 
@@ -407,16 +412,52 @@ class Loader:
             t.join(5)
             self._active = None
 
-    def _batches(self):
+    def _decoded(self):
         for f, raw in self.raw_frames():
             off, n = f["payload"]
             mb = decode_batch(raw, off, n, writable=True, check=self.check, num_nodes=self.num_nodes)
             mb.index = f["batch"]
-            if self._local is not None:
-                d = self._local
-                mb.x = np.take(d.features, mb.n_id, axis=0)
-                mb.feature_dtype = d.feature_dtype
             yield mb
+
+    def _batches(self):
+        if self._local is None:
+            yield from self._decoded()
+            return
+        # features="local": gather each batch's rows on a small thread pool
+        # (numpy's take releases the GIL), up to local_workers batches ahead
+        # of the consumer, so gathering overlaps receiving and the step.
+        d = self._local
+        feats = d.features
+
+        def gather(mb):
+            ids = mb.n_id
+            out = np.empty((len(ids), feats.shape[1]), dtype=feats.dtype)
+            np.take(feats, ids, axis=0, out=out)
+            return out
+
+        pool = self._pool()
+        pending = collections.deque()
+        try:
+            for mb in self._decoded():
+                pending.append((mb, pool.submit(gather, mb)))
+                if len(pending) > self.local_workers:
+                    yield self._gathered(*pending.popleft(), d)
+            while pending:
+                yield self._gathered(*pending.popleft(), d)
+        finally:
+            for _, fut in pending:
+                fut.cancel()
+
+    @staticmethod
+    def _gathered(mb, fut, d):
+        mb.x = fut.result()
+        mb.feature_dtype = d.feature_dtype
+        return mb
+
+    def _pool(self):
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(self.local_workers, thread_name_prefix="graphmill-gather")
+        return self._executor
 
     def __iter__(self):
         if self._stager is None and self.feature_cache is None:
@@ -457,6 +498,9 @@ class Loader:
         if self._active is not None:
             self._active[0].cancel()
             self._active = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
         if self._channel is not None:
             self._channel.close()
             self._channel = None
