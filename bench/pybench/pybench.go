@@ -4,7 +4,8 @@
 //
 // Three consumers of the same minibatches (the same dataset, split,
 // fanouts, batch size and seed) are timed, alternating, Rounds times each
-// (the best round counts):
+// (the best round gives each rate; the ratios are medians over the rounds
+// of rates measured next to each other):
 //
 //   - the Go loader: Workers goroutines sampling (sample.Sampler) and
 //     gathering feature rows (feature.Store) for the epoch's batches, in
@@ -28,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"sort"
 	"sync"
 	"time"
 
@@ -68,17 +70,31 @@ type Config struct {
 
 // Python is one Python client measurement (the JSON of graphmill.bench).
 type Python struct {
-	Features        string          `json:"features"`
-	Batches         int             `json:"batches"`
-	BatchesPerS     float64         `json:"batches_per_s"`
-	FrameMiB        float64         `json:"frame_mib_per_batch"`
-	InputNodes      float64         `json:"input_nodes_per_batch"`
-	TorchConvertMs  float64         `json:"torch_convert_ms_per_batch"`
-	ArraysChecked   int             `json:"arrays_checked"`
-	CopiesPerBatch  float64         `json:"copies_per_batch"`
-	PyG             json.RawMessage `json:"pyg,omitempty"`
-	RatioToGoLoader float64         `json:"ratio_to_go_loader"`
-	RatioToGoClient float64         `json:"ratio_to_go_client"`
+	Features       string          `json:"features"`
+	Batches        int             `json:"batches"`
+	BatchesPerS    float64         `json:"batches_per_s"`
+	FrameMiB       float64         `json:"frame_mib_per_batch"`
+	InputNodes     float64         `json:"input_nodes_per_batch"`
+	TorchConvertMs float64         `json:"torch_convert_ms_per_batch"`
+	ArraysChecked  int             `json:"arrays_checked"`
+	CopiesPerBatch float64         `json:"copies_per_batch"`
+	PyG            json.RawMessage `json:"pyg,omitempty"`
+	// RatioToGoLoader and RatioToGoClient are the medians over the rounds
+	// of this mode's rate divided by the Go rates of the same round
+	// (measured next to each other, so a busy machine affects both).
+	RatioToGoLoader float64 `json:"ratio_to_go_loader"`
+	RatioToGoClient float64 `json:"ratio_to_go_client"`
+	// Rounds holds every round's rate and ratios.
+	Rounds []Round `json:"rounds,omitempty"`
+}
+
+// Round is one round of one Python mode.
+type Round struct {
+	BatchesPerS     float64 `json:"batches_per_s"`
+	GoLoader        float64 `json:"go_loader_batches_per_s"`
+	GoClient        float64 `json:"go_client_batches_per_s"`
+	RatioToGoLoader float64 `json:"ratio_to_go_loader"`
+	RatioToGoClient float64 `json:"ratio_to_go_client"`
 }
 
 // Report is the result of Run.
@@ -312,6 +328,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Dataset: cfg.Dataset, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
 		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Rounds: cfg.Rounds, Workers: cfg.Workers}
 	best := map[string]Python{}
+	rounds := map[string][]Round{}
+	// Warm-up, not counted: the first pass maps the graph and feature
+	// pages in (the page cache may be cold after generating).
+	if _, err := goLoader(ctx, d, st, cfg, 1000); err != nil {
+		return nil, fmt.Errorf("go loader: %w", err)
+	}
 	for r := 0; r < cfg.Rounds; r++ {
 		rate, err := goLoader(ctx, d, st, cfg, r)
 		if err != nil {
@@ -341,23 +363,38 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if p.BatchesPerS > best[m].BatchesPerS {
 				best[m] = p
 			}
+			rounds[m] = append(rounds[m], Round{BatchesPerS: p.BatchesPerS, GoLoader: rate, GoClient: crate,
+				RatioToGoLoader: p.BatchesPerS / rate, RatioToGoClient: p.BatchesPerS / crate})
 			progress(fmt.Sprintf("round %d: python (%s) %.1f batches/s, %.2f copies/batch", r+1, m, p.BatchesPerS, p.CopiesPerBatch))
 		}
 	}
 	for _, m := range cfg.Modes {
 		p := best[m]
-		if rep.GoLoader > 0 {
-			p.RatioToGoLoader = p.BatchesPerS / rep.GoLoader
+		p.Rounds = rounds[m]
+		var rl, rc []float64
+		for _, x := range p.Rounds {
+			rl = append(rl, x.RatioToGoLoader)
+			rc = append(rc, x.RatioToGoClient)
 		}
-		if rep.GoClient > 0 {
-			p.RatioToGoClient = p.BatchesPerS / rep.GoClient
-		}
+		p.RatioToGoLoader, p.RatioToGoClient = median(rl), median(rc)
 		rep.Python = append(rep.Python, p)
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		rep.LoadAverage = string(bytes.TrimSpace(b))
 	}
 	return rep, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func joinInts(v []int) string {

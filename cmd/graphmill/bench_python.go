@@ -36,8 +36,10 @@ func newBenchPythonCmd() *cobra.Command {
                decoded as numpy views and converted to torch tensors, with the feature rows
                inside the frames ("frame") or gathered in Python from the memory map ("local")
 
-Rates are batches/s of GraphSAGE minibatches ([25,10], 1024 seeds); python's are also given as
-ratios to the go loader and the go client, with the Python-side copies per batch (every
+Rates are batches/s of GraphSAGE minibatches ([25,10], 1024 seeds), the best of the rounds;
+python's are also given as ratios to the go loader and the go client (the median over the
+rounds of each round's ratio: a busy machine slows neighbours alike), with the Python-side
+copies per batch (every
 tensor's address checked against the received message). PyG's NeighborLoader is timed too with
 --pyg when torch_geometric is importable.
 
@@ -100,7 +102,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl.StringVar(&modesS, "modes", "frame,local", "Python feature modes: frame (rows in the message), local (rows gathered in Python), none")
 	fl.IntVar(&batchSize, "batch-size", 1024, "seeds per minibatch")
 	fl.IntVar(&batches, "batches", 0, "minibatches per measurement (default 60; --quick 25)")
-	fl.IntVar(&rounds, "rounds", 2, "alternations of the consumers (the best round counts)")
+	fl.IntVar(&rounds, "rounds", 3, "alternations of the consumers (best rates; ratios are medians of each round's ratios)")
 	fl.IntVar(&workers, "workers", 2, "Go loader goroutines (the service prepares 2 batches at once)")
 	return c
 }
@@ -118,7 +120,7 @@ func pyBenchFanouts(s string) ([]int, error) {
 }
 
 func printPyBench(w io.Writer, r *pybench.Report) {
-	fmt.Fprintf(w, "%s: %s nodes, %s edges, %d features; fanouts %v, %d seeds per batch, %d batches x %d rounds (best)\n",
+	fmt.Fprintf(w, "%s: %s nodes, %s edges, %d features; fanouts %v, %d seeds per batch, %d batches x %d rounds (best rate; median ratio)\n",
 		filepath.Base(r.Dataset), units.Count(float64(r.Nodes)), units.Count(float64(r.Edges)), r.FeatureDim, r.Fanouts, r.BatchSize, r.Batches, r.Rounds)
 	fmt.Fprintf(w, "  go loader (in process, %d workers)   %7.1f batches/s\n", r.Workers, r.GoLoader)
 	fmt.Fprintf(w, "  go client of the service            %7.1f batches/s  (%.1f MiB frames)\n", r.GoClient, r.GoFrameMiB)
