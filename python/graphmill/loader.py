@@ -27,6 +27,7 @@ from .v1 import sampler_pb2 as pb
 from .wire import decode_batch
 
 _STREAM = "/graphmill.v1.Sampler/Stream"
+_DEFAULT = None  # features not given
 _INFO = "/graphmill.v1.Sampler/Info"
 
 # Frame field numbers (proto/graphmill/v1/sampler.proto).
@@ -215,9 +216,12 @@ class Loader:
     yields ``graphmill.torch.TorchBatch`` values already on the device:
     frames are staged through pinned buffers and copied on a side stream
     while the previous batch is in use. With ``feature_cache`` (a
-    ``graphmill.torch.FeatureCache``) frames come without features and
-    ``x`` is assembled on the cache's device (``batch.cache_stats`` tells
-    its hits and bytes moved).
+    ``graphmill.torch.FeatureCache``) ``x`` is assembled on the cache's
+    device from the cached rows and the misses, read from the cache's
+    dataset on the host (frames come without rows), or, with
+    ``features=True``, taken from the rows the frame carries; only the
+    misses cross to the device (``batch.cache_stats`` tells the hits and
+    bytes moved).
 
     ``normalize_features=True`` has the service row-normalise the rows it
     sends (PyG's NormalizeFeatures; graphmill train's default).
@@ -241,7 +245,7 @@ class Loader:
     """
 
     def __init__(self, addr=None, *, dataset=None, split="train", fanouts=(25, 10), batch_size=1024,
-                 shuffle=True, seed=0, epoch=0, drop_last=False, features=True, labels=True, device=None,
+                 shuffle=True, seed=0, epoch=0, drop_last=False, features=None, labels=True, device=None,
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
                  check=True, server_args=(), local_dataset=None, normalize_features=False,
                  token=None, token_file=None, channel_credentials=None, local_workers=2):
@@ -258,6 +262,9 @@ class Loader:
         self.seed = int(seed)
         self.epoch = int(epoch)
         self.drop_last = bool(drop_last)
+        features_given = features is not _DEFAULT
+        if features is _DEFAULT:
+            features = True
         if features not in (True, False, "local"):
             raise ValueError(f'features must be True, False or "local", got {features!r}')
         self._local = None
@@ -272,7 +279,10 @@ class Loader:
             self._local = src if isinstance(src, Dataset) else open_dataset(src, binary=binary)
             if self._local.features is None:
                 raise GraphmillError(f"{self._local.dir}: the dataset has no features")
-        self.features = features is True and feature_cache is None
+        # With a feature cache, the service sends rows only when asked
+        # explicitly (features=True): misses are then taken from the frame;
+        # by default they are read from the cache's dataset on the host.
+        self.features = features is True and (feature_cache is None or features_given)
         self.labels = bool(labels)
         self.normalize_features = bool(normalize_features)
         self.credits = int(credits)
@@ -510,9 +520,9 @@ class Loader:
         if self._stager is not None:
             self._stager.wait(tb)
         if cache is not None:
-            tb.x = cache.gather(tb.n_id)
+            tb.x = cache.gather(tb.n_id, host_rows=tb.x)
             tb.feature_dtype = cache.feature_dtype
-            tb._cache_stats = cache.last
+            tb.cache_stats = cache.last
         return tb
 
     def close(self):

@@ -188,12 +188,14 @@ class FeatureCache:
         """A bool tensor: which of ``n_id`` are cached."""
         return self._table[torch.as_tensor(n_id, device=self.device).long()] >= 0
 
-    def gather(self, n_id, miss_rows=None, pin=True):
+    def gather(self, n_id, miss_rows=None, pin=True, host_rows=None):
         """Returns the feature rows of the nodes ``n_id`` on ``self.device``,
         in ``n_id`` order. ``miss_rows``, if given, holds the rows of the
-        nodes not cached (in ``n_id`` order: what the sampler service sent
-        for them); otherwise misses are read from the dataset on the host.
-        Host rows bound for a CUDA device are staged in pinned memory."""
+        nodes not cached (in ``n_id`` order); ``host_rows``, if given, holds
+        every node's row on the host (what the sampler service sent) and the
+        misses are taken from it; otherwise misses are read from the dataset
+        on the host. Only the misses cross to the device; host rows bound
+        for a CUDA device are staged in pinned memory."""
         if isinstance(n_id, np.ndarray):
             n_id = tensor(n_id)
         ids = n_id.to(self.device, non_blocking=True).long()
@@ -225,6 +227,11 @@ class FeatureCache:
         nmiss = int(midx.numel())
         to_dev = 0
         if nmiss:
+            if miss_rows is None and host_rows is not None:
+                hr = host_rows if isinstance(host_rows, torch.Tensor) else tensor(host_rows, bfloat16=self.feature_dtype == "bfloat16")
+                if hr.shape != (n, self.dim):
+                    raise ValueError(f"host_rows has shape {tuple(hr.shape)}, want ({n}, {self.dim})")
+                miss_rows = hr[midx.to(hr.device)]
             if miss_rows is None:
                 host = self._host_rows(ids[midx].cpu().numpy())
             else:
@@ -335,7 +342,7 @@ class TorchBatch:
     ``adjs`` ([(edge_index, size)] per layer)."""
 
     __slots__ = ("n_id", "x", "y", "batch_size", "blocks", "sender", "epoch", "sequence",
-                 "index", "feature_dtype", "halo", "raw", "_cache_stats")
+                 "index", "feature_dtype", "halo", "raw", "cache_stats")
 
     @property
     def adjs(self):
@@ -356,7 +363,7 @@ class TorchBatch:
         out.n_id, out.x, out.y = mv(self.n_id), mv(self.x), mv(self.y)
         out.blocks = [TorchBlock(b.num_src, b.num_dst, mv(b.indptr), mv(b.indices), mv(b.edge_ids), mv(b.edge_weight))
                       for b in self.blocks]
-        for k in ("batch_size", "sender", "epoch", "sequence", "index", "feature_dtype", "raw", "_cache_stats"):
+        for k in ("batch_size", "sender", "epoch", "sequence", "index", "feature_dtype", "raw", "cache_stats"):
             setattr(out, k, getattr(self, k, None))
         out.halo = None if self.halo is None else [(mv(n), mv(r)) for n, r in self.halo]
         return out
@@ -382,7 +389,7 @@ def _fill(tb, mb, conv):
     tb.feature_dtype = mb.feature_dtype
     tb.halo = None if mb.halo is None else [(conv(n), t(r)) for n, r in mb.halo]
     tb.raw = mb
-    tb._cache_stats = None
+    tb.cache_stats = None
     return tb
 
 

@@ -145,7 +145,7 @@ def test_feature_cache_batches(cora):
             for b in ld:
                 assert isinstance(b, gt.TorchBatch)
                 assert torch.equal(b.x, gt.tensor(np.asarray(cora.features)[b.n_id.numpy()]))
-                st = b._cache_stats
+                st = b.cache_stats
                 assert st.lookups == b.n_id.shape[0]
         assert cache.hit_rate > 0.3  # high-degree nodes are sampled more than their share
     finally:
@@ -161,5 +161,21 @@ def test_local_features(cora):
                 assert np.array_equal(b.x, cora.features[b.n_id]) and b.feature_dtype == "float32"
         with pytest.raises(ValueError, match="local"):
             Loader(addr, features="local")
+    finally:
+        srv.stop(0)
+
+
+def test_feature_cache_rows_from_frames(cora):
+    torch = pytest.importorskip("torch")
+    import graphmill.torch as gt
+
+    srv, addr, _ = run(cora)
+    try:
+        cache = gt.FeatureCache(cora, budget="10%")
+        with Loader(addr, split="val", fanouts=[5, 5], batch_size=128, feature_cache=cache, features=True) as ld:
+            assert ld.features is True  # the service sends the rows; misses are taken from them
+            for b in ld:
+                assert torch.equal(b.x, gt.tensor(np.asarray(cora.features)[b.n_id.numpy()]))
+                assert b.cache_stats.hits < b.cache_stats.lookups
     finally:
         srv.stop(0)
