@@ -137,11 +137,9 @@ class FeatureCache:
             if counts is None:
                 if loader is None:
                     raise ValueError('policy="presample" needs counts (visits per node) or a loader to presample from')
-                counts = np.zeros(self.num_nodes, np.int64)
-                for i, b in enumerate(loader):
-                    counts += np.bincount(np.asarray(b.n_id), minlength=self.num_nodes)
-                    if i + 1 >= presample_batches:
-                        break
+                from .loader import presample_counts
+
+                counts = presample_counts(loader, presample_batches)
             score = np.asarray(counts)
             if score.shape != (self.num_nodes,):
                 raise ValueError(f"counts has shape {score.shape}, want ({self.num_nodes},)")

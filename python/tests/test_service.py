@@ -106,3 +106,31 @@ def test_shared_secret(gm, cora):
             graphmill.Loader(ld.addr, split="val", timeout=5)
         with graphmill.Loader(ld.addr, split="val", fanouts=[3], batch_size=250, token="s3cret") as ld2:
             assert len(list(ld2)) == 2
+
+
+def test_presample_policy_from_loader(gm, cora):
+    pytest.importorskip("torch")
+    import graphmill.torch as gt
+
+    with graphmill.Loader(dataset=cora.dir, split="train", fanouts=[10, 5], batch_size=32, features=False) as ld:
+        counts = graphmill.presample_counts(ld, batches=3)
+        ld.set_epoch(0)  # the cache presamples the same epoch's batches
+        cache = gt.FeatureCache(cora, budget="5%", policy="presample", loader=ld, presample_batches=3)
+    assert counts.sum() > 0
+    # the cached rows are the most visited ones
+    assert counts[cache.cached_ids].min() >= np.sort(counts)[::-1][cache.capacity - 1]
+
+
+def test_example_trains(gm, cora_dir):
+    pytest.importorskip("torch")
+    import os
+    import sys
+
+    ex = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    sys.path.insert(0, ex)
+    try:
+        import sage_pyg_style
+    finally:
+        sys.path.remove(ex)
+    acc = sage_pyg_style.main(["--dataset", cora_dir, "--epochs", "15", "--quiet", "--seed", "1"])
+    assert acc > 0.7  # 15 short epochs of GraphSAGE on Cora: far above chance (1/7)
