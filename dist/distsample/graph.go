@@ -476,6 +476,10 @@ func (g *Graph) serve(peer int) {
 	})
 }
 
+// rowPool holds the scratch rows of Gather's local part, reused so that a
+// minibatch's rows do not land in freshly faulted pages every time.
+var rowPool = sync.Pool{New: func() any { return new([]float32) }}
+
 // errClosed is returned by calls on a closed Graph.
 var errClosed = errors.New("distsample: closed")
 
@@ -667,12 +671,24 @@ func (g *Graph) Gather(ctx context.Context, ids []int32, out []float32) error {
 		g.st.greq.Add(1)
 	}
 	if len(localIDs) > 0 {
-		tmp := make([]float32, len(localIDs)*g.dim)
-		if err := g.feat.Gather(ctx, localIDs, tmp); err != nil {
-			return err
-		}
-		for j, p := range localPos {
-			copy(out[int(p)*g.dim:(int(p)+1)*g.dim], tmp[j*g.dim:(j+1)*g.dim])
+		if len(localIDs) == len(ids) {
+			// All local (the common case with few remote rows): straight
+			// into out.
+			if err := g.feat.Gather(ctx, localIDs, out); err != nil {
+				return err
+			}
+		} else {
+			bp := rowPool.Get().(*[]float32)
+			tmp := slices.Grow((*bp)[:0], len(localIDs)*g.dim)[:len(localIDs)*g.dim]
+			err := g.feat.Gather(ctx, localIDs, tmp)
+			for j, p := range localPos {
+				copy(out[int(p)*g.dim:(int(p)+1)*g.dim], tmp[j*g.dim:(j+1)*g.dim])
+			}
+			*bp = tmp
+			rowPool.Put(bp)
+			if err != nil {
+				return err
+			}
 		}
 	}
 	remote := int64(0)

@@ -25,6 +25,8 @@ type SourceConfig struct {
 	Seed uint64
 	// Prefetch is the number of minibatches prepared ahead (0: 2).
 	Prefetch int
+	// Workers is the number of minibatches prepared at once (0: 2).
+	Workers int
 }
 
 // Source is a train.BatchSource over the Graph that reproduces a single
@@ -55,6 +57,9 @@ func (g *Graph) NewSource(ctx context.Context, local []int32, labels []int32, cf
 	}
 	if cfg.Prefetch <= 0 {
 		cfg.Prefetch = 2
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
 	}
 	if g.inner == 0 {
 		return nil, fmt.Errorf("distsample: part %d owns no nodes", g.rank)
@@ -131,33 +136,80 @@ func (s *Source) Epoch(ctx context.Context, epoch int) train.BatchIter {
 	it := &iter{cancel: cancel, ch: make(chan *loader.Batch, s.cfg.Prefetch), start: time.Now()}
 	seeds, labels := s.Batches(epoch)
 	key := sample.EpochKey(s.cfg.Seed, epoch)
+	workers := max(1, s.cfg.Workers)
+	it.stats.SampleWorkers = workers
+	// Workers prepare batches concurrently (a batch mostly waits for other
+	// ranks' replies, so several in flight hide the latency); a slot per
+	// batch, filled in any order, is handed out in order, at most
+	// workers+Prefetch ahead of the consumer.
+	slots := make([]chan *loader.Batch, len(seeds))
+	for i := range slots {
+		slots[i] = make(chan *loader.Batch, 1)
+	}
+	next := make(chan int)
+	ahead := make(chan struct{}, workers+s.cfg.Prefetch)
 	it.wg.Add(1)
-	go func() {
+	go func() { // dispatch
 		defer it.wg.Done()
-		defer close(it.ch)
-		var a sample.Assembler
+		defer close(next)
 		for i := range seeds {
-			t := time.Now()
-			mb := &sample.MiniBatch{}
-			if err := s.g.Sample(ctx, &a, mb, seeds[i], key); err != nil {
-				it.setErr(fmt.Errorf("batch %d: %w", i, err))
+			select {
+			case ahead <- struct{}{}:
+			case <-ctx.Done():
 				return
 			}
-			t1 := time.Now()
-			var x []float32
-			if s.g.feat != nil {
-				x = make([]float32, len(mb.InputNodes)*s.g.dim)
-				if err := s.g.Gather(ctx, mb.InputNodes, x); err != nil {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for w := 0; w < workers; w++ {
+		it.wg.Add(1)
+		go func() {
+			defer it.wg.Done()
+			var a sample.Assembler
+			for i := range next {
+				t := time.Now()
+				mb := &sample.MiniBatch{}
+				if err := s.g.Sample(ctx, &a, mb, seeds[i], key); err != nil {
 					it.setErr(fmt.Errorf("batch %d: %w", i, err))
+					cancel()
 					return
 				}
+				t1 := time.Now()
+				var x []float32
+				if s.g.feat != nil {
+					x = make([]float32, len(mb.InputNodes)*s.g.dim)
+					if err := s.g.Gather(ctx, mb.InputNodes, x); err != nil {
+						it.setErr(fmt.Errorf("batch %d: %w", i, err))
+						cancel()
+						return
+					}
+				}
+				it.mu.Lock()
+				it.stats.Sample += t1.Sub(t)
+				it.stats.Gather += time.Since(t1)
+				it.mu.Unlock()
+				slots[i] <- &loader.Batch{Index: i, MiniBatch: mb, Features: x, Labels: labels[i]}
 			}
-			it.mu.Lock()
-			it.stats.Sample += t1.Sub(t)
-			it.stats.Gather += time.Since(t1)
-			it.mu.Unlock()
+		}()
+	}
+	it.wg.Add(1)
+	go func() { // hand out in order
+		defer it.wg.Done()
+		defer close(it.ch)
+		for i := range slots {
+			var b *loader.Batch
 			select {
-			case it.ch <- &loader.Batch{Index: i, MiniBatch: mb, Features: x, Labels: labels[i]}:
+			case b = <-slots[i]:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case it.ch <- b:
+				<-ahead
 			case <-ctx.Done():
 				return
 			}
@@ -220,7 +272,6 @@ func (it *iter) Stats() loader.Stats {
 	defer it.mu.Unlock()
 	s := it.stats
 	s.Elapsed = time.Since(it.start)
-	s.SampleWorkers = 1
 	return s
 }
 

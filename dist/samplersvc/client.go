@@ -66,7 +66,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if cfg.Log == nil {
 		cfg.Log = func(string) {}
 	}
-	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes), grpc.MaxCallSendMsgSize(64<<20))}
+	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes), grpc.MaxCallSendMsgSize(64<<20)),
+		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
+		grpc.WithWriteBufferSize(bufferBytes), grpc.WithReadBufferSize(bufferBytes)}
 	tc := insecure.NewCredentials()
 	if s := cfg.Security; s != nil {
 		if s.TLS != nil {

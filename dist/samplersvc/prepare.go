@@ -48,7 +48,10 @@ func newPreparer(ctx context.Context, p *plan, workers int, held *atomic.Int64) 
 					pr.mu.Lock()
 					r := pr.results[b]
 					pr.mu.Unlock()
-					r.payload, r.err = p.encode(ctx, int(b), &mb, &wb, nil)
+					bp := payloadPool.Get().(*[]byte)
+					r.payload, r.err = p.encode(ctx, int(b), &mb, &wb, (*bp)[:0])
+					*bp = nil
+					payloadPool.Put(bp)
 					held.Add(int64(len(r.payload)))
 					close(r.done)
 				}
@@ -129,8 +132,20 @@ func (pr *preparer) get(b uint32) ([]byte, error) {
 	return r.payload, r.err
 }
 
-// done records that n bytes of a prepared payload were sent (released).
-func (pr *preparer) done(n int) { pr.held.Add(-int64(n)) }
+// payloadPool recycles frame payload buffers: a payload is free again
+// once gRPC has serialised its frame (Send marshals it before returning;
+// the server installs no stats handler or tracer that could read it
+// later), and reusing it spares the page faults of a fresh multi-megabyte
+// buffer per batch.
+var payloadPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// done records that a prepared payload was sent, and recycles it.
+func (pr *preparer) done(payload []byte) {
+	pr.held.Add(-int64(len(payload)))
+	bp := payloadPool.Get().(*[]byte)
+	*bp = payload[:0]
+	payloadPool.Put(bp)
+}
 
 // close stops the workers and releases what was prepared and not sent.
 func (pr *preparer) close() {

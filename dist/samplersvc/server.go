@@ -34,6 +34,12 @@ import (
 // MaxFrameBytes is the largest frame either side accepts.
 const MaxFrameBytes = 1 << 30
 
+// Flow-control window and socket buffer sizes of both sides.
+const (
+	windowBytes = 16 << 20
+	bufferBytes = 1 << 20
+)
+
 // ServerConfig configures a Server.
 type ServerConfig struct {
 	// Dataset is the served dataset.
@@ -131,7 +137,11 @@ func ServerOptions(sec *dist.Security, log func(string)) ([]grpc.ServerOption, e
 	if log == nil {
 		log = func(string) {}
 	}
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(MaxFrameBytes)}
+	// Large flow-control windows and buffers: frames are megabytes, and
+	// gRPC's 64 KiB defaults cap a stream far below the link's rate.
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(MaxFrameBytes),
+		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
+		grpc.WriteBufferSize(bufferBytes), grpc.ReadBufferSize(bufferBytes)}
 	if sec == nil {
 		return opts, nil
 	}
@@ -405,7 +415,7 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 			if err := send(snd.Batch(payload)); err != nil {
 				return err
 			}
-			pre.done(len(payload))
+			pre.done(payload)
 			continue
 		case stream.SendEnd:
 			if err := send(snd.End()); err != nil {

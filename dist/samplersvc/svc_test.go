@@ -180,6 +180,7 @@ func TestStreamEqualsLocalLoader(t *testing.T) {
 // local loader's, every batch exactly once.
 func TestLostSamplerMidEpoch(t *testing.T) {
 	d := cora(t)
+	base := runtime.NumGoroutine()
 	var svcs []*service
 	var sent atomic.Int64
 	for i := 0; i < 3; i++ {
@@ -227,6 +228,13 @@ func TestLostSamplerMidEpoch(t *testing.T) {
 	if it2.Err() != nil || i != len(want) {
 		t.Fatalf("epoch 1: %d of %d batches: %v", i, len(want), it2.Err())
 	}
+	it.Close()
+	it2.Close()
+	c.Close()
+	for _, s := range svcs {
+		s.g.Stop()
+	}
+	goroutinesSettle(t, base)
 }
 
 // stalled accepts a stream and then says nothing.
