@@ -335,6 +335,18 @@ class Loader:
             self.close()
             raise
 
+    def _with_server_state(self, err):
+        """Adds what happened to the sampler this loader started, if it
+        exited (its exit status and last output lines)."""
+        srv = self.server
+        if srv is not None and srv.proc is not None:
+            try:
+                code = srv.proc.wait(0.5)
+            except subprocess.TimeoutExpired:
+                return err
+            return ServiceError(f"{err} (the local sampler exited with status {code}: {srv.tail()})", err.code)
+        return err
+
     def _auth(self, method):
         if self._secret is None:
             return None
@@ -411,7 +423,7 @@ class Loader:
                 if item is StopIteration:
                     raise ServiceError(f"sampler {self.addr}: stream ended after {got} of {nb} batches of epoch {epoch} without an END frame")
                 if isinstance(item, BaseException):
-                    raise _service_error(item, f"sampler {self.addr}") from None
+                    raise self._with_server_state(_service_error(item, f"sampler {self.addr}")) from None
                 f = parse_frame(item)
                 if f["sequence"] != seq:
                     raise ServiceError(f"sampler {self.addr}: frame sequence {f['sequence']}, expected {seq} (a frame was lost or repeated)")

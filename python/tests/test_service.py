@@ -134,3 +134,15 @@ def test_example_trains(gm, cora_dir):
         sys.path.remove(ex)
     acc = sage_pyg_style.main(["--dataset", cora_dir, "--epochs", "15", "--quiet", "--seed", "1"])
     assert acc > 0.7  # 15 short epochs of GraphSAGE on Cora: far above chance (1/7)
+
+
+def test_sampler_killed_mid_epoch(gm, cora):
+    import signal
+
+    with graphmill.Loader(dataset=cora.dir, split="test", fanouts=[10, 10], batch_size=50, credits=1) as ld:
+        it = iter(ld)
+        next(it)
+        ld.server.proc.send_signal(signal.SIGKILL)  # the sampler this loader started
+        with pytest.raises(graphmill.ServiceError, match="the local sampler exited with status -9"):
+            for _ in it:
+                pass
