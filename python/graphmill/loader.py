@@ -301,7 +301,11 @@ class Loader:
             addr = self.server.addr
         self.addr = addr
         try:
-            opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+            # Frames of tens of MiB: no size limit, and HTTP/2 frames of up to
+            # 16 MiB (27 MiB minibatches arrived at 8.5/s with the default
+            # 16 KiB and 11-14/s with this, on a busy 2-core machine).
+            opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
+                    ("grpc.http2.max_frame_size", 16 << 20)]
             if channel_credentials is not None:
                 self._channel = grpc.secure_channel(addr, channel_credentials, options=opts)
             else:
