@@ -10,7 +10,7 @@
 
 from .errors import GraphmillError, ServiceError, WireError
 from .checkpoint import load_checkpoint, load_safetensors
-from .loader import Loader, presample_counts
+from .loader import Loader, presample_counts, train_loader_seed
 from .wire import Block, MiniBatch, decode_batch, encode_batch
 from .dataset import (
     Dataset,
@@ -31,6 +31,7 @@ __all__ = [
     "decode_batch",
     "encode_batch",
     "presample_counts",
+    "train_loader_seed",
     "load_checkpoint",
     "load_safetensors",
     "GraphmillError",

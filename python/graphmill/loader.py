@@ -120,6 +120,25 @@ def _service_error(e, what):
     return ServiceError(f"{what}: {e}")
 
 
+_M64 = (1 << 64) - 1
+
+
+def _mix(x):
+    """splitmix64's finaliser, as graphmill's internal/rng.Mix."""
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def train_loader_seed(seed):
+    """The loader seed ``graphmill train --seed SEED`` samples with
+    (train.LoaderSeed: rng.Derive(seed, 0x5a3)): ``Loader(seed=
+    train_loader_seed(S))`` streams exactly the training batches that
+    ``graphmill train --seed S`` draws, epoch by epoch."""
+    return _mix((int(seed) ^ _mix(0x5A3 + 0x632BE59BD9B4E019)) & _M64)
+
+
 def _row_selector(feats):
     """Returns select(ids, out) copying feats[ids] into out: with PyTorch's
     index_select when torch is importable (about 2.5x numpy's take on these

@@ -179,3 +179,10 @@ def test_feature_cache_rows_from_frames(cora):
                 assert b.cache_stats.hits < b.cache_stats.lookups
     finally:
         srv.stop(0)
+
+
+def test_train_loader_seed_matches_go():
+    # values of rng.Derive(seed, 0x5a3) computed by the Go code (train.LoaderSeed)
+    for seed, want in ((0, 10078169076072904718), (1, 6739772502979586621), (7, 16128990635683687608),
+                       (1 << 63, 4732347890126826790)):
+        assert graphmill.train_loader_seed(seed) == want
