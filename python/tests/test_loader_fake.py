@@ -186,3 +186,15 @@ def test_train_loader_seed_matches_go():
     for seed, want in ((0, 10078169076072904718), (1, 6739772502979586621), (7, 16128990635683687608),
                        (1 << 63, 4732347890126826790)):
         assert graphmill.train_loader_seed(seed) == want
+
+
+def test_cuda_without_gpu_is_a_clear_error(cora):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    srv, addr, _ = run(cora)
+    try:
+        with pytest.raises(graphmill.GraphmillError, match="no CUDA device"):
+            Loader(addr, device="cuda")
+    finally:
+        srv.stop(0)
