@@ -315,6 +315,7 @@ class Loader:
         self.server = None
         self._channel = None
         self._active = None
+        self.heartbeats = 0  # heartbeat frames received (the sampler was idle)
         if addr is None:
             self.server = SamplerServer(dataset, binary=binary, args=server_args, timeout=timeout, secret=self._secret)
             addr = self.server.addr
@@ -455,6 +456,7 @@ class Loader:
                     raise ServiceError(f"sampler {self.addr}: a frame of epoch {f['epoch']} in epoch {epoch}")
                 kind = f["kind"]
                 if kind == KIND_HEARTBEAT:
+                    self.heartbeats += 1
                     continue
                 if kind == KIND_END:
                     if f["batch_count"] != got:

@@ -146,3 +146,15 @@ def test_sampler_killed_mid_epoch(gm, cora):
         with pytest.raises(graphmill.ServiceError, match="the local sampler exited with status -9"):
             for _ in it:
                 pass
+
+
+def test_slow_consumer_gets_heartbeats(gm, cora):
+    import time
+
+    with graphmill.Loader(dataset=cora.dir, split="train", fanouts=[5], batch_size=50, credits=1) as ld:
+        seen = []
+        for b in ld:
+            seen.append(b.index)
+            if b.index == 0:
+                time.sleep(2.5)  # the idle sampler sends heartbeats (sequence numbers go on)
+        assert seen == [0, 1, 2] and ld.heartbeats >= 1
