@@ -77,7 +77,8 @@ class FeatureCache:
     Arguments:
       dataset: a ``Dataset`` / ``PartitionedDataset`` or a path (or "cora").
       budget: bytes of feature rows per device ("4GiB", "512MiB", an int),
-        or a fraction of all rows over all devices ("10%").
+        or a fraction of all rows over all devices ("10%"). The node -> slot
+        table adds 4 bytes per node on ``device``.
       policy: "degree" caches the nodes of highest out-degree (the ones
         neighbour sampling reaches most); "presample" caches the nodes seen
         most often in ``presample_batches`` batches of ``loader`` (or in a
@@ -151,8 +152,10 @@ class FeatureCache:
         self.cached_ids = order
         # Row r of the ranking goes to device r % ndev, slot r // ndev: the
         # hottest rows are spread evenly over the devices.
-        table = np.full(self.num_nodes, -1, dtype=np.int64)
-        table[order] = np.arange(capacity, dtype=np.int64)
+        # The node -> slot table lives on the output device: 4 bytes per
+        # node (int32), outside the budget.
+        table = np.full(self.num_nodes, -1, dtype=np.int32)
+        table[order] = np.arange(capacity, dtype=np.int32)
         self._ndev = ndev
         self._table = torch.from_numpy(table).to(self.device)
         self.shards = []
@@ -199,7 +202,7 @@ class FeatureCache:
         ids = n_id.to(self.device, non_blocking=True).long()
         n = ids.shape[0]
         out = torch.empty((n, self.dim), dtype=self.dtype, device=self.device)
-        code = self._table[ids]
+        code = self._table[ids].long()
         hit = code >= 0
         nhit = 0
         peer = 0
