@@ -153,13 +153,11 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	return h
 }
 
-// rowKeys returns the node ids of x's rows when the block names its source
-// nodes (sampled blocks): dropout is then keyed by node, so a node's row is
-// dropped alike in every minibatch, rank or process that computes it in the
-// same step (a distributed step reproduces the single process's). Without
-// them (full-graph blocks) dropout is keyed by position.
+// rowKeys returns the node ids of x's rows when the block asks for
+// node-keyed dropout (Block.NodeDropout) and names a source node per row;
+// otherwise dropout is keyed by position.
 func rowKeys(b *Block, x *autograd.Var) []int32 {
-	if b != nil && len(b.Src) == x.Value.Rows {
+	if b != nil && b.NodeDropout && len(b.Src) == x.Value.Rows {
 		return b.Src
 	}
 	return nil

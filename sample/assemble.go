@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/graph"
 )
 
 // Neighbors draws, for every node of dst, the in-neighbours that hop hop
@@ -38,21 +41,18 @@ func (s *Sampler) Neighbors(dst []int32, key uint64, hop, k int, counts []int32,
 	defer s.pool.Put(sc)
 	sc.excl = sc.excl[:0]
 	bound := s.spans(sc, dst, 0, k)
-	var hb hopBuf
-	hb.indptr = make([]int64, len(dst)+1)
-	hb.indices = make([]int32, bound)
-	hb.eids = make([]int64, bound)
+	hb := graph.Block{Indptr: make([]int64, len(dst)+1), Indices: make([]int32, bound), EdgeIDs: make([]int64, bound)}
 	e := s.draw(sc, dst, hopKey(key, hop), k, &hb)
 	for i := range dst {
-		counts[i] = int32(hb.indptr[i+1] - hb.indptr[i])
+		counts[i] = int32(hb.Indptr[i+1] - hb.Indptr[i])
 	}
-	return append(out, hb.indices[:e]...), nil
+	return append(out, hb.Indices[:e]...), nil
 }
 
-// Assembler builds a MiniBatch hop by hop from neighbour lists drawn
+// Assembler builds a minibatch hop by hop from neighbour lists drawn
 // elsewhere (by Sampler.Neighbors on the ranks owning the nodes), with
-// SampleInto's relabelling, so that given the same draws it produces a
-// MiniBatch equal to SampleInto's (EdgeIDs aside, which it leaves nil). An
+// SampleInto's relabelling, so that given the same draws it produces the
+// minibatch SampleInto does (EdgeIDs aside, which it leaves nil). An
 // Assembler is not safe for concurrent use; it reuses its buffers.
 //
 //	a.Begin(mb, seeds, hops)
@@ -64,7 +64,8 @@ func (s *Sampler) Neighbors(dst []int32, key uint64, hop, k int, counts []int32,
 //	a.Finish()
 type Assembler struct {
 	hash   idMap
-	mb     *MiniBatch
+	mb     *batch.MiniBatch
+	nodes  []int32
 	hops   int
 	h      int
 	numDst []int
@@ -72,8 +73,8 @@ type Assembler struct {
 }
 
 // Begin starts assembling a minibatch for seeds (distinct ids) with hops
-// hops into mb, reusing mb's buffers.
-func (a *Assembler) Begin(mb *MiniBatch, seeds []int32, hops int) error {
+// hops into mb (Reset first, its arrays reused).
+func (a *Assembler) Begin(mb *batch.MiniBatch, seeds []int32, hops int) error {
 	if len(seeds) == 0 {
 		return errors.New("sample: empty seed set")
 	}
@@ -83,17 +84,16 @@ func (a *Assembler) Begin(mb *MiniBatch, seeds []int32, hops int) error {
 	if v, dup := a.hash.hasDuplicate(seeds); dup {
 		return fmt.Errorf("sample: seed %d appears more than once", v)
 	}
+	mb.Reset()
 	a.mb, a.hops, a.h, a.numDst, a.nseeds = mb, hops, 0, a.numDst[:0], len(seeds)
-	mb.nodes = append(mb.nodes[:0], seeds...)
-	for len(mb.hops) < hops {
-		mb.hops = append(mb.hops, hopBuf{})
-	}
+	a.nodes = append(mb.LocalBuffer(), seeds...)
+	mb.SetBlocks(hops)
 	return nil
 }
 
 // Frontier returns the destinations of the next hop (global ids): the
-// seeds, then every node reached so far. It aliases the minibatch.
-func (a *Assembler) Frontier() []int32 { return a.mb.nodes }
+// seeds, then every node reached so far. It is valid until AddHop.
+func (a *Assembler) Frontier() []int32 { return a.nodes }
 
 // AddHop adds the next hop's draws: counts[i] sources for Frontier()[i],
 // their global ids concatenated in srcs.
@@ -101,59 +101,50 @@ func (a *Assembler) AddHop(counts []int32, srcs []int32) error {
 	if a.mb == nil || a.h >= a.hops {
 		return errors.New("sample: AddHop past the last hop")
 	}
-	mb := a.mb
-	nd := len(mb.nodes)
+	nd := len(a.nodes)
 	if len(counts) != nd {
 		return fmt.Errorf("sample: %d counts for %d destinations", len(counts), nd)
 	}
-	hb := &mb.hops[a.h]
-	hb.indptr = grow(hb.indptr, nd+1)
-	hb.indptr[0] = 0
+	hb := &a.mb.Blocks[a.hops-1-a.h]
+	hb.Indptr = grow(hb.Indptr, nd+1)
+	hb.Indptr[0] = 0
 	e := int64(0)
 	for i, c := range counts {
 		if c < 0 {
 			return fmt.Errorf("sample: negative count %d", c)
 		}
 		e += int64(c)
-		hb.indptr[i+1] = e
+		hb.Indptr[i+1] = e
 	}
 	if e != int64(len(srcs)) {
 		return fmt.Errorf("sample: counts add up to %d sources, got %d", e, len(srcs))
 	}
-	hb.indices = append(hb.indices[:0], srcs...)
-	hb.eids = hb.eids[:0]
+	hb.Indices = append(hb.Indices[:0], srcs...)
+	hb.EdgeIDs, hb.Weights = nil, nil
 	a.numDst = append(a.numDst, nd)
-	nodes := mb.nodes
-	if cap(nodes) < nd+len(srcs) {
-		nodes = slices.Grow(nodes, len(srcs))
+	if cap(a.nodes) < nd+len(srcs) {
+		a.nodes = slices.Grow(a.nodes, len(srcs))
 	}
-	mb.nodes = a.hash.relabel(hb.indices, nodes)
+	a.nodes = a.hash.relabel(hb.Indices, a.nodes)
 	a.h++
 	return nil
 }
 
-// Finish lays out the blocks once every hop was added.
+// Finish lays out the blocks and the input nodes once every hop was added.
 func (a *Assembler) Finish() error {
 	mb := a.mb
 	if mb == nil || a.h != a.hops {
 		return fmt.Errorf("sample: Finish after %d of %d hops", a.h, a.hops)
 	}
 	L := a.hops
-	nodes := mb.nodes
-	mb.Seeds = nodes[:a.nseeds:a.nseeds]
-	if cap(mb.Blocks) < L {
-		mb.Blocks = make([]Block, L)
-	}
-	mb.Blocks = mb.Blocks[:L]
 	for h := 0; h < L; h++ {
-		nsrc := len(nodes)
+		b := &mb.Blocks[L-1-h]
+		b.NumDst, b.NumSrc = a.numDst[h], len(a.nodes)
 		if h+1 < L {
-			nsrc = a.numDst[h+1]
+			b.NumSrc = a.numDst[h+1]
 		}
-		hb := &mb.hops[h]
-		mb.Blocks[L-1-h] = Block{SrcNodes: nodes[:nsrc:nsrc], NumDst: a.numDst[h], Indptr: hb.indptr, Indices: hb.indices}
 	}
-	mb.InputNodes = mb.Blocks[0].SrcNodes
+	mb.SetInputs(a.nodes, a.nseeds)
 	a.mb = nil
 	return nil
 }

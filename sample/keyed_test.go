@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -12,7 +13,7 @@ import (
 // drawsOf records, for every (hop, destination) of mb, the sorted global
 // ids of the sources drawn for it, checking that a destination seen before
 // (in another batch) drew the same ones.
-func drawsOf(t *testing.T, mb *MiniBatch, keyOf func(int32) int32, seen map[[2]int32][]int32, what string) {
+func drawsOf(t *testing.T, mb *batch.MiniBatch, keyOf func(int32) int32, seen map[[2]int32][]int32, what string) {
 	t.Helper()
 	L := len(mb.Blocks)
 	for bi := range mb.Blocks {
@@ -21,10 +22,10 @@ func drawsOf(t *testing.T, mb *MiniBatch, keyOf func(int32) int32, seen map[[2]i
 		for i := 0; i < b.NumDst; i++ {
 			var src []int32
 			for _, q := range b.Indices[b.Indptr[i]:b.Indptr[i+1]] {
-				src = append(src, keyOf(b.SrcNodes[q]))
+				src = append(src, keyOf(int32(mb.InputNodes[q])))
 			}
 			slices.Sort(src)
-			k := [2]int32{hop, keyOf(b.SrcNodes[i])}
+			k := [2]int32{hop, keyOf(int32(mb.InputNodes[i]))}
 			if prev, ok := seen[k]; ok {
 				if !slices.Equal(prev, src) {
 					t.Fatalf("%s: hop %d node %d drew %v, elsewhere %v", what, hop, k[1], src, prev)
@@ -154,7 +155,7 @@ func TestAssemblerMatchesSampleInto(t *testing.T) {
 	for _, cfg := range []Config{{Fanouts: []int{10, 5}}, {Fanouts: []int{3, 70, 2}}, {Fanouts: []int{4, 4}, Replace: true}, {Fanouts: []int{-1, 3}, Weighted: true}} {
 		s, _ := New(g, cfg)
 		var a Assembler
-		mb := &MiniBatch{}
+		mb := &batch.MiniBatch{}
 		for trial, seeds := range [][]int32{{0, 97, 5, 1000}, {2999}, {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}} {
 			key := EpochKey(3, trial)
 			want, err := s.Sample(seeds, key)
@@ -186,17 +187,20 @@ func TestAssemblerMatchesSampleInto(t *testing.T) {
 			}
 			for i := range want.Blocks {
 				w, b := &want.Blocks[i], &mb.Blocks[i]
-				if !slices.Equal(w.SrcNodes, b.SrcNodes) || w.NumDst != b.NumDst || !slices.Equal(w.Indptr, b.Indptr) || !slices.Equal(w.Indices, b.Indices) {
+				if w.NumSrc != b.NumSrc || w.NumDst != b.NumDst || !slices.Equal(w.Indptr, b.Indptr) || !slices.Equal(w.Indices, b.Indices) {
 					t.Fatalf("%+v seeds %v: block %d differs", cfg, seeds, i)
 				}
+			}
+			if !slices.Equal(want.InputNodes, mb.InputNodes) || len(want.Seeds) != len(mb.Seeds) {
+				t.Fatalf("%+v seeds %v: input nodes differ", cfg, seeds)
 			}
 		}
 	}
 	var a Assembler
-	if err := a.Begin(&MiniBatch{}, []int32{1, 1}, 2); err == nil {
+	if err := a.Begin(&batch.MiniBatch{}, []int32{1, 1}, 2); err == nil {
 		t.Fatal("duplicate seeds: no error")
 	}
-	if err := a.Begin(&MiniBatch{}, []int32{1}, 1); err != nil {
+	if err := a.Begin(&batch.MiniBatch{}, []int32{1}, 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.AddHop([]int32{2}, []int32{5}); err == nil {

@@ -12,12 +12,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/bench/comm"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
@@ -26,8 +26,8 @@ import (
 	"github.com/graphmill/graphmill/dist/distsample"
 	"github.com/graphmill/graphmill/dist/samplersvc"
 	"github.com/graphmill/graphmill/feature"
-	"github.com/graphmill/graphmill/loader"
 	"github.com/graphmill/graphmill/partition"
+	"github.com/graphmill/graphmill/pipeline"
 	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/synth"
@@ -209,14 +209,16 @@ func single(ctx context.Context, cfg Config, d *dataset.Dataset) (float64, error
 	defer st.Close()
 	batches := seedBatches(d.Train, cfg.BatchSize, cfg.Batches, 7)
 	mk := func() func([]int32) error {
-		var mb sample.MiniBatch
-		var x []float32
+		var mb batch.MiniBatch
 		return func(b []int32) error {
 			if err := s.SampleInto(&mb, b, 1); err != nil {
 				return err
 			}
-			x = slices.Grow(x[:0], len(mb.InputNodes)*st.Dim())[:len(mb.InputNodes)*st.Dim()]
-			return st.Gather(ctx, mb.InputNodes, x)
+			ids, err := mb.Local()
+			if err != nil {
+				return err
+			}
+			return st.Gather(ctx, ids, mb.Features.SetF32(len(ids), st.Dim()))
 		}
 	}
 	// The first pass faults the memory-mapped graph and features in; the
@@ -319,14 +321,16 @@ func ranks(ctx context.Context, cfg Config, dir string, n int) (*RankPoint, erro
 				run := func(batches [][]int32) (float64, error) {
 					return parallel(batches, func() func([]int32) error {
 						var a sample.Assembler
-						var mb sample.MiniBatch
-						var x []float32
+						var mb batch.MiniBatch
 						return func(b []int32) error {
 							if err := g.Sample(ctx, &a, &mb, b, 1); err != nil {
 								return err
 							}
-							x = slices.Grow(x[:0], len(mb.InputNodes)*fs.Dim())[:len(mb.InputNodes)*fs.Dim()]
-							return g.Gather(ctx, mb.InputNodes, x)
+							ids, err := mb.Local()
+							if err != nil {
+								return err
+							}
+							return g.Gather(ctx, ids, mb.Features.SetF32(len(ids), fs.Dim()))
 						}
 					})
 				}
@@ -412,14 +416,14 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 	}
 	defer c.Close()
 	spec := samplersvc.EpochSpec{Split: "train", Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Seed: 3, Shuffle: true, Features: true, Labels: true, Shards: 1}
-	src := samplersvc.NewSource(c, spec, len(d.Train))
+	nb := spec.NumBatches(len(d.Train))
 	// Both are timed from the epoch's start, over enough batches that
 	// what either prepares ahead is a small part.
-	n := min(max(cfg.Batches, 40), src.NumBatches())
+	n := min(max(cfg.Batches, 40), nb)
 	// A first, untimed pass over the same batches faults the files in on
 	// the server (the loader below runs after it, warm as well).
 	for pass := 0; pass < 3; pass++ {
-		e, err := c.Epoch(ctx, spec, 0, src.NumBatches())
+		e, err := c.Epoch(ctx, spec, 0, nb)
 		if err != nil {
 			return sv, err
 		}
@@ -447,7 +451,7 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 		return sv, err
 	}
 	defer st.Close()
-	l, err := loader.New(s, st, d.Labels, d.Train, loader.Config{BatchSize: cfg.BatchSize, Shuffle: true, Seed: 3, SampleWorkers: Workers})
+	l, err := pipeline.NewSampled(s, st, d.Labels, d.Train, pipeline.SampledConfig{BatchSize: cfg.BatchSize, Shuffle: true, Seed: 3, SampleWorkers: Workers})
 	if err != nil {
 		return sv, err
 	}
@@ -456,6 +460,7 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 		t := time.Now()
 		k := 0
 		for ; k < n && it.Next(); k++ {
+			it.Batch().Release()
 		}
 		el := time.Since(t).Seconds()
 		err := it.Err()
@@ -477,13 +482,17 @@ func service(ctx context.Context, cfg Config, d *dataset.Dataset) (Service, erro
 func timeService(sv *Service, e *samplersvc.Epoch, n int, nodes int64) error {
 	defer e.Close()
 	var bytes float64
+	var mb batch.MiniBatch
 	t := time.Now()
 	for i := 0; i < n; i++ {
 		_, p, ok := e.Next()
 		if !ok {
 			return fmt.Errorf("service: %v", e.Err())
 		}
-		if _, err := samplersvc.Decode(p, nodes); err != nil {
+		if err := samplersvc.Decode(p, &mb, nodes); err != nil {
+			return err
+		}
+		if _, err := mb.Local(); err != nil { // what a trainer does with it
 			return err
 		}
 		bytes += float64(len(p))

@@ -217,14 +217,19 @@ func init() {
 		if p := cfg.Parallel; p != nil {
 			spec.Shard, spec.Shards = p.Rank(), p.Size()
 		}
-		src := samplersvc.NewSource(c, spec, len(ds.Train))
+		src, err := samplersvc.NewSource(c, spec, len(ds.Train))
+		if err != nil {
+			c.Close()
+			ds.Close()
+			return nil, err
+		}
 		if !f.quiet {
 			fmt.Fprintf(out, "minibatches from %d sampler service(s): %s\n", len(addrs), strings.Join(addrs, ", "))
 		}
 		return &trainData{
 			ds:    ds,
 			opts:  []train.Option{train.WithBatches(src)},
-			close: func(bool) { c.Close(); ds.Close() },
+			close: func(bool) { src.Close(); c.Close(); ds.Close() },
 		}, nil
 	}
 }

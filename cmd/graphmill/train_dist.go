@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -50,8 +51,12 @@ func openDistSampled(ctx context.Context, f *trainFlags, cfg *train.Config, comm
 		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%s is a partitioned dataset of %d parts: train on it under a launcher with one rank per part (graphmill launch -n %d -- graphmill train --dataset %s ...), or give the whole dataset (%s)",
-			f.dataset, book.NumParts, book.NumParts, f.dataset, book.Source)
+		src := book.Source
+		if src == "" {
+			src = "the original dataset"
+		}
+		return nil, fmt.Errorf("%s is a partitioned dataset of %d parts: train on it under a launcher with one rank per part (graphmill launch -n %d -- graphmill train --dataset %s ...), or give the whole dataset (%s), or one part, which is a dataset of its nodes and halo (%s)",
+			f.dataset, book.NumParts, book.NumParts, f.dataset, src, filepath.Join(f.dataset, book.Parts[0].Dir))
 	}
 	if cfg.Mode != train.Sampled {
 		return nil, fmt.Errorf("a partitioned dataset trains in sampled mode (--mode sampled), not %s", cfg.Mode)

@@ -7,8 +7,9 @@
 //
 //	g, err := distsample.Open(ctx, comm, dir, distsample.Options{Fanouts: []int{25, 10}, Features: src})
 //	defer g.Close(ctx)
-//	err = g.Sample(ctx, &mb, seeds, sample.EpochKey(seed, epoch)) // seeds: global ids
-//	err = g.Gather(ctx, mb.InputNodes, rows)
+//	err = g.Sample(ctx, &assembler, mb, seeds, sample.EpochKey(seed, epoch)) // seeds: global ids
+//	ids, _ := mb.Local()
+//	err = g.Gather(ctx, ids, rows)
 //
 // Per hop, the frontier's nodes are grouped by owner; one request per
 // remote owner is sent before the rank draws its own nodes' neighbours,
@@ -43,6 +44,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/feature"
@@ -484,16 +486,16 @@ var rowPool = sync.Pool{New: func() any { return new([]float32) }}
 var errClosed = errors.New("distsample: closed")
 
 // Sample assembles the minibatch of seeds (global ids, distinct) keyed by
-// key into mb: the same blocks, in global ids, that a sample.Sampler over
-// the whole graph draws with the same fanouts and key (EdgeIDs aside,
-// which it leaves nil).
-func (g *Graph) Sample(ctx context.Context, a *sample.Assembler, mb *sample.MiniBatch, seeds []int32, key uint64) error {
+// key into mb: the same blocks and input nodes (global ids) that a
+// sample.Sampler over the whole graph draws with the same fanouts and key
+// (EdgeIDs aside, which it leaves nil).
+func (g *Graph) Sample(ctx context.Context, a *sample.Assembler, mb *batch.MiniBatch, seeds []int32, key uint64) error {
 	return g.SampleFanouts(ctx, a, mb, seeds, key, g.fanouts)
 }
 
 // SampleFanouts is Sample with other fanouts (evaluation samples every
 // neighbour: fanouts of -1). Fanouts above 32767 are not supported.
-func (g *Graph) SampleFanouts(ctx context.Context, a *sample.Assembler, mb *sample.MiniBatch, seeds []int32, key uint64, fanouts []int) error {
+func (g *Graph) SampleFanouts(ctx context.Context, a *sample.Assembler, mb *batch.MiniBatch, seeds []int32, key uint64, fanouts []int) error {
 	if err := sample.CheckFanouts(fanouts); err != nil {
 		return err
 	}
@@ -732,12 +734,13 @@ func (g *Graph) Presample(ctx context.Context, batches [][]int32, key uint64) (i
 	}
 	counts := map[int32]int32{}
 	var a sample.Assembler
-	var mb sample.MiniBatch
+	var mb batch.MiniBatch
 	for _, b := range batches {
 		if err := g.Sample(ctx, &a, &mb, b, key); err != nil {
 			return 0, err
 		}
-		for _, v := range mb.InputNodes {
+		for _, u := range mb.InputNodes {
+			v := int32(u)
 			if int(g.partOf[v]) == g.rank {
 				continue
 			}

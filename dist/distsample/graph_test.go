@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
@@ -101,15 +102,18 @@ func openAll(t *testing.T, dir string, k int, fanouts []int, cacheBytes int64) [
 	return gs
 }
 
-func equalBlocks(t *testing.T, what string, want, got *sample.MiniBatch) {
+func equalBlocks(t *testing.T, what string, want, got *batch.MiniBatch) {
 	t.Helper()
 	if len(want.Blocks) != len(got.Blocks) {
 		t.Fatalf("%s: %d blocks, want %d", what, len(got.Blocks), len(want.Blocks))
 	}
+	if !slices.Equal(want.InputNodes, got.InputNodes) || len(want.Seeds) != len(got.Seeds) {
+		t.Fatalf("%s: input nodes differ from the single process's (%d/%d)", what, len(got.InputNodes), len(want.InputNodes))
+	}
 	for i := range want.Blocks {
 		w, b := &want.Blocks[i], &got.Blocks[i]
-		if !slices.Equal(w.SrcNodes, b.SrcNodes) || w.NumDst != b.NumDst || !slices.Equal(w.Indptr, b.Indptr) || !slices.Equal(w.Indices, b.Indices) {
-			t.Fatalf("%s: block %d differs from the single process's (%d/%d sources, %d/%d edges)", what, i, len(b.SrcNodes), len(w.SrcNodes), len(b.Indices), len(w.Indices))
+		if w.NumSrc != b.NumSrc || w.NumDst != b.NumDst || !slices.Equal(w.Indptr, b.Indptr) || !slices.Equal(w.Indices, b.Indices) {
+			t.Fatalf("%s: block %d differs from the single process's (%d/%d sources, %d/%d edges)", what, i, b.NumSrc, w.NumSrc, len(b.Indices), len(w.Indices))
 		}
 	}
 }
@@ -156,7 +160,7 @@ func TestSameMinibatchesAsSingleProcess(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					var a sample.Assembler
-					mb := &sample.MiniBatch{}
+					mb := &batch.MiniBatch{}
 					// Own seeds, foreign seeds and a mix, in two epochs.
 					own := g.part.GlobalIDs[:min(50, g.inner)]
 					mixed := []int32{int32(r), 100 + int32(r), 2000, 1500 + int32(r)}
@@ -168,13 +172,18 @@ func TestSameMinibatchesAsSingleProcess(t *testing.T) {
 						}
 						want, _ := single.Sample(seeds, key)
 						equalBlocks(t, fmt.Sprintf("rank %d seeds %d", r, e), want, mb)
-						rows := make([]float32, len(mb.InputNodes)*g.dim)
-						if err := g.Gather(ctx, mb.InputNodes, rows); err != nil {
+						ids, err := mb.Local()
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						rows := make([]float32, len(ids)*g.dim)
+						if err := g.Gather(ctx, ids, rows); err != nil {
 							t.Errorf("rank %d gather: %v", r, err)
 							return
 						}
 						ref := make([]float32, len(rows))
-						if err := whole.Gather(ctx, mb.InputNodes, ref); err != nil {
+						if err := whole.Gather(ctx, ids, ref); err != nil {
 							t.Error(err)
 							return
 						}

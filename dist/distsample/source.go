@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dist"
-	"github.com/graphmill/graphmill/loader"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/train"
 )
@@ -46,6 +46,11 @@ type Source struct {
 	labels []int32 // by local id
 	pad    int32   // a seed of this rank for empty shares
 	nb     int
+	p      *pipeline.Pipeline
+
+	// The current epoch's batches, read by the stages.
+	seeds, batchLabels [][]int32
+	key                uint64
 }
 
 // NewSource returns a source over the ranks' training nodes (local: this
@@ -95,6 +100,9 @@ func (g *Graph) NewSource(ctx context.Context, local []int32, labels []int32, cf
 		return nil, fmt.Errorf("distsample: no training nodes in any part")
 	}
 	s.nb = (len(s.all) + cfg.BatchSize - 1) / cfg.BatchSize
+	if err := s.newPipeline(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -129,168 +137,64 @@ func (s *Source) label(v int32) int32 {
 	return s.labels[s.g.LocalID(v)]
 }
 
-// Epoch starts an epoch: a goroutine samples and gathers batches ahead of
-// the consumer.
-func (s *Source) Epoch(ctx context.Context, epoch int) train.BatchIter {
-	ctx, cancel := context.WithCancel(ctx)
-	it := &iter{cancel: cancel, ch: make(chan *loader.Batch, s.cfg.Prefetch), start: time.Now()}
-	seeds, labels := s.Batches(epoch)
-	key := sample.EpochKey(s.cfg.Seed, epoch)
-	workers := max(1, s.cfg.Workers)
-	it.stats.SampleWorkers = workers
-	// Workers prepare batches concurrently (a batch mostly waits for other
-	// ranks' replies, so several in flight hide the latency); a slot per
-	// batch, filled in any order, is handed out in order, at most
-	// workers+Prefetch ahead of the consumer.
-	slots := make([]chan *loader.Batch, len(seeds))
-	for i := range slots {
-		slots[i] = make(chan *loader.Batch, 1)
-	}
-	next := make(chan int)
-	ahead := make(chan struct{}, workers+s.cfg.Prefetch)
-	it.wg.Add(1)
-	go func() { // dispatch
-		defer it.wg.Done()
-		defer close(next)
-		for i := range seeds {
-			select {
-			case ahead <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
+// Epoch starts an epoch on the source's pipeline (package pipeline):
+// Workers goroutines sample batches (each mostly waits for other ranks'
+// replies, so several in flight hide the latency), then one gathers their
+// feature rows and labels; batches arrive in order.
+func (s *Source) Epoch(ctx context.Context, epoch int) *pipeline.Iter {
+	s.seeds, s.batchLabels = s.Batches(epoch)
+	s.key = sample.EpochKey(s.cfg.Seed, epoch)
+	return s.p.Epoch(ctx, epoch, len(s.seeds))
+}
+
+// newPipeline builds the source's stages.
+func (s *Source) newPipeline() error {
+	var pool sync.Pool
+	pool.New = func() any { return new(sample.Assembler) }
+	stages := []pipeline.Stage{{Name: "sample", Workers: s.cfg.Workers, Run: func(ctx context.Context, i int, mb *batch.MiniBatch) error {
+		a := pool.Get().(*sample.Assembler)
+		defer pool.Put(a)
+		if err := s.g.Sample(ctx, a, mb, s.seeds[i], s.key); err != nil {
+			return fmt.Errorf("batch %d: %w", i, err)
+		}
+		return nil
+	}}, {Name: "gather", Run: func(ctx context.Context, i int, mb *batch.MiniBatch) error {
+		ids, err := mb.Local()
+		if err != nil {
+			return err
+		}
+		if s.g.feat != nil {
+			if err := s.g.Gather(ctx, ids, mb.Features.SetF32(len(ids), s.g.dim)); err != nil {
+				return fmt.Errorf("batch %d: %w", i, err)
 			}
 		}
-	}()
-	for w := 0; w < workers; w++ {
-		it.wg.Add(1)
-		go func() {
-			defer it.wg.Done()
-			var a sample.Assembler
-			for i := range next {
-				t := time.Now()
-				mb := &sample.MiniBatch{}
-				if err := s.g.Sample(ctx, &a, mb, seeds[i], key); err != nil {
-					it.setErr(fmt.Errorf("batch %d: %w", i, err))
-					cancel()
-					return
-				}
-				t1 := time.Now()
-				var x []float32
-				if s.g.feat != nil {
-					x = make([]float32, len(mb.InputNodes)*s.g.dim)
-					if err := s.g.Gather(ctx, mb.InputNodes, x); err != nil {
-						it.setErr(fmt.Errorf("batch %d: %w", i, err))
-						cancel()
-						return
-					}
-				}
-				it.mu.Lock()
-				it.stats.Sample += t1.Sub(t)
-				it.stats.Gather += time.Since(t1)
-				it.mu.Unlock()
-				slots[i] <- &loader.Batch{Index: i, MiniBatch: mb, Features: x, Labels: labels[i]}
-			}
-		}()
+		mb.Labels = append(mb.Labels[:0], s.batchLabels[i]...)
+		return nil
+	}}}
+	p, err := pipeline.New(pipeline.Config{Stages: stages, Prefetch: s.cfg.Prefetch})
+	if err != nil {
+		return err
 	}
-	it.wg.Add(1)
-	go func() { // hand out in order
-		defer it.wg.Done()
-		defer close(it.ch)
-		for i := range slots {
-			var b *loader.Batch
-			select {
-			case b = <-slots[i]:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case it.ch <- b:
-				<-ahead
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return it
-}
-
-// iter is one epoch of a Source.
-type iter struct {
-	cancel context.CancelFunc
-	ch     chan *loader.Batch
-	wg     sync.WaitGroup
-	cur    *loader.Batch
-	start  time.Time
-
-	mu    sync.Mutex
-	err   error
-	stats loader.Stats
-}
-
-func (it *iter) setErr(err error) {
-	it.mu.Lock()
-	if it.err == nil {
-		it.err = err
-	}
-	it.mu.Unlock()
-}
-
-func (it *iter) Next() bool {
-	t := time.Now()
-	b, ok := <-it.ch
-	it.mu.Lock()
-	it.stats.Wait += time.Since(t)
-	if ok {
-		it.stats.Batches++
-	}
-	it.mu.Unlock()
-	it.cur = b
-	return ok && it.Err() == nil
-}
-
-func (it *iter) Batch() *loader.Batch { return it.cur }
-
-func (it *iter) Err() error {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	return it.err
-}
-
-func (it *iter) Close() {
-	it.cancel()
-	for range it.ch {
-	}
-	it.wg.Wait()
-}
-
-func (it *iter) Stats() loader.Stats {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	s := it.stats
-	s.Elapsed = time.Since(it.start)
-	return s
+	s.p = p
+	return nil
 }
 
 // Evaluator returns a train.Evaluator that scores the model on every
 // rank's validation and test nodes (val, test: this part's, local ids;
 // labels by local id) with every neighbour sampled (fanouts of -1 for
 // layers layers, so the logits are the full-graph ones) in batches of
-// batch seeds, and sums the counts over the ranks (a collective: every
+// size seeds, and sums the counts over the ranks (a collective: every
 // rank evaluates at the same points).
-func (g *Graph) Evaluator(val, test, labels []int32, layers, batch int) train.Evaluator {
+func (g *Graph) Evaluator(val, test, labels []int32, layers, size int) train.Evaluator {
 	all := make([]int, layers)
 	for i := range all {
 		all[i] = -1
 	}
 	score := func(ctx context.Context, m *nn.Model, ids []int32) (c, t, loss float64, err error) {
 		var a sample.Assembler
-		var mb sample.MiniBatch
-		for lo := 0; lo < len(ids); lo += batch {
-			hi := min(lo+batch, len(ids))
+		var mb batch.MiniBatch
+		for lo := 0; lo < len(ids); lo += size {
+			hi := min(lo+size, len(ids))
 			seeds := make([]int32, hi-lo)
 			lab := make([]int32, hi-lo)
 			for j, v := range ids[lo:hi] {
@@ -299,11 +203,15 @@ func (g *Graph) Evaluator(val, test, labels []int32, layers, batch int) train.Ev
 			if err := g.SampleFanouts(ctx, &a, &mb, seeds, 0, all); err != nil {
 				return 0, 0, 0, err
 			}
-			x := make([]float32, len(mb.InputNodes)*g.dim)
-			if err := g.Gather(ctx, mb.InputNodes, x); err != nil {
+			in, err := mb.Local()
+			if err != nil {
 				return 0, 0, 0, err
 			}
-			cc, tt, ll, err := train.ScoreBlocks(m, &mb, x, lab)
+			if err := g.Gather(ctx, in, mb.Features.SetF32(len(in), g.dim)); err != nil {
+				return 0, 0, 0, err
+			}
+			mb.Labels = append(mb.Labels[:0], lab...)
+			cc, tt, ll, err := train.ScoreBlocks(ctx, m, &mb)
 			if err != nil {
 				return 0, 0, 0, err
 			}

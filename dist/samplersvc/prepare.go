@@ -7,7 +7,6 @@ import (
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dist/stream"
-	"github.com/graphmill/graphmill/sample"
 )
 
 // preparer prepares a stream's next batches on a few goroutines, as far
@@ -38,7 +37,6 @@ func newPreparer(ctx context.Context, p *plan, workers int, held *atomic.Int64) 
 		pr.wg.Add(1)
 		go func() {
 			defer pr.wg.Done()
-			var mb sample.MiniBatch
 			var wb batch.MiniBatch
 			for {
 				select {
@@ -49,7 +47,7 @@ func newPreparer(ctx context.Context, p *plan, workers int, held *atomic.Int64) 
 					r := pr.results[b]
 					pr.mu.Unlock()
 					bp := payloadPool.Get().(*[]byte)
-					r.payload, r.err = p.encode(ctx, int(b), &mb, &wb, (*bp)[:0])
+					r.payload, r.err = p.encode(ctx, int(b), &wb, (*bp)[:0])
 					*bp = nil
 					payloadPool.Put(bp)
 					held.Add(int64(len(r.payload)))

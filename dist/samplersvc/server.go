@@ -284,28 +284,29 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 	return p, nil
 }
 
-// encode prepares batch i of the plan as a frame payload.
-func (p *plan) encode(ctx context.Context, i int, mb *sample.MiniBatch, wb *batch.MiniBatch, buf []byte) ([]byte, error) {
-	seeds := p.batches[i]
-	if err := p.sampler.SampleInto(mb, seeds, p.key); err != nil {
+// encode prepares batch i of the plan in wb and returns its frame
+// payload (appended to buf).
+func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byte) ([]byte, error) {
+	if err := p.sampler.SampleInto(wb, p.batches[i], p.key); err != nil {
 		return nil, err
 	}
-	wb.Reset()
-	wb.SetInputs(mb.InputNodes, len(mb.Seeds))
-	blocks := wb.SetBlocks(len(mb.Blocks))
-	for l := range mb.Blocks {
-		b := &mb.Blocks[l]
-		blocks[l] = graph.Block{NumSrc: len(b.SrcNodes), NumDst: b.NumDst, Indptr: b.Indptr, Indices: b.Indices}
+	// Edge ids are not sent: the trainer does not read them, and they
+	// would double the blocks' bytes.
+	for l := range wb.Blocks {
+		wb.Blocks[l].EdgeIDs = nil
+	}
+	ids, err := wb.Local()
+	if err != nil {
+		return nil, err
 	}
 	if p.feat != nil {
-		x := wb.Features.SetF32(len(mb.InputNodes), p.feat.Dim())
-		if err := p.feat.Gather(ctx, mb.InputNodes, x); err != nil {
+		if err := p.feat.Gather(ctx, ids, wb.Features.SetF32(len(ids), p.feat.Dim())); err != nil {
 			return nil, err
 		}
 	}
 	if p.labels != nil {
 		wb.Labels = wb.Labels[:0]
-		for _, v := range mb.Seeds {
+		for _, v := range ids[:len(wb.Seeds)] {
 			wb.Labels = append(wb.Labels, p.labels[v])
 		}
 	}

@@ -3,120 +3,92 @@ package samplersvc
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/graphmill/graphmill/batch"
-	"github.com/graphmill/graphmill/loader"
-	"github.com/graphmill/graphmill/sample"
-	"github.com/graphmill/graphmill/train"
+	"github.com/graphmill/graphmill/pipeline"
 )
 
 // Source is a train.BatchSource that streams every epoch's minibatches
 // from the Client's services: with the spec a local run uses (its loader
-// seed, batch size, fanouts, shard), the batches are the ones its loader
-// would have sampled.
+// seed, batch size, fanouts, shard), the batches are the ones its sampling
+// pipeline would have prepared. It is a one-stage pipeline (package
+// pipeline) whose stage takes the stream's next batch.
 type Source struct {
 	c    *Client
 	spec EpochSpec
 	nb   int
+	p    *pipeline.Pipeline
+
+	e   *Epoch // the current epoch's streams
+	err error  // why the current epoch could not start
 }
 
 // NewSource returns a source of the epochs of spec over a split of
 // numSeeds seeds.
-func NewSource(c *Client, spec EpochSpec, numSeeds int) *Source {
-	return &Source{c: c, spec: spec, nb: spec.NumBatches(numSeeds)}
+func NewSource(c *Client, spec EpochSpec, numSeeds int) (*Source, error) {
+	s := &Source{c: c, spec: spec, nb: spec.NumBatches(numSeeds)}
+	p, err := pipeline.New(pipeline.Config{Stages: []pipeline.Stage{{Name: "receive", Workers: 1, Run: s.receive}}})
+	if err != nil {
+		return nil, err
+	}
+	s.p = p
+	return s, nil
 }
 
 // NumBatches returns the number of batches of an epoch.
 func (s *Source) NumBatches() int { return s.nb }
 
 // Epoch streams epoch epoch.
-func (s *Source) Epoch(ctx context.Context, epoch int) train.BatchIter {
-	it := &iter{start: time.Now(), nodes: s.c.info.NumNodes}
-	e, err := s.c.Epoch(ctx, s.spec, uint64(epoch), s.nb)
-	if err != nil {
-		it.err = err
-		return it
-	}
-	it.e = e
-	return it
+func (s *Source) Epoch(ctx context.Context, epoch int) *pipeline.Iter {
+	s.Close()
+	s.e, s.err = s.c.Epoch(ctx, s.spec, uint64(epoch), s.nb)
+	return s.p.Epoch(ctx, epoch, s.nb)
 }
 
-type iter struct {
-	e     *Epoch
-	err   error
-	cur   *loader.Batch
-	next  int
-	start time.Time
-	nodes int64
-	stats loader.Stats
+// Close ends the current epoch's streams (Epoch does it for the previous
+// epoch).
+func (s *Source) Close() {
+	if s.e != nil {
+		s.e.Close()
+		s.e = nil
+	}
 }
 
-func (it *iter) Next() bool {
-	if it.err != nil || it.e == nil {
-		return false
+// receive is the pipeline's stage: batch i is the stream's next.
+func (s *Source) receive(_ context.Context, i int, mb *batch.MiniBatch) error {
+	if s.err != nil {
+		return s.err
 	}
-	t := time.Now()
-	i, p, ok := it.e.Next()
-	it.stats.Wait += time.Since(t)
+	j, p, ok := s.e.Next()
 	if !ok {
-		it.err = it.e.Err()
-		return false
+		if err := s.e.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("samplersvc: the stream ended before batch %d", i)
 	}
-	if i != it.next {
-		it.err = fmt.Errorf("samplersvc: batch %d arrived where %d was due", i, it.next)
-		return false
+	if j != i {
+		return fmt.Errorf("samplersvc: batch %d arrived where %d was due", j, i)
 	}
-	it.next++
-	b, err := Decode(p, it.nodes)
-	if err != nil {
-		it.err = fmt.Errorf("samplersvc: batch %d: %w", i, err)
-		return false
+	if err := Decode(p, mb, s.c.info.NumNodes); err != nil {
+		return fmt.Errorf("samplersvc: batch %d: %w", i, err)
 	}
-	b.Index = i
-	it.cur = b
-	it.stats.Batches++
-	return true
+	if i == s.nb-1 {
+		s.e.Next() // every batch is in: end the streams
+	}
+	return nil
 }
 
-// Decode turns a frame payload into the loader's batch (aliasing the
-// payload where it can).
-func Decode(payload []byte, numNodes int64) (*loader.Batch, error) {
-	var wb batch.MiniBatch
-	if err := batch.Decode(payload, &wb, batch.DecodeOptions{Alias: true, NumNodes: numNodes}); err != nil {
-		return nil, err
+// Decode decodes a frame payload into mb, aliasing the payload (which
+// must then stay unchanged while mb is in use), and checks it carries
+// float32 feature rows if any.
+func Decode(payload []byte, mb *batch.MiniBatch, numNodes int64) error {
+	epoch, seq := mb.Epoch, mb.Seq
+	if err := batch.Decode(payload, mb, batch.DecodeOptions{Alias: true, NumNodes: numNodes}); err != nil {
+		return err
 	}
-	local, err := wb.Local()
-	if err != nil {
-		return nil, err
+	mb.Epoch, mb.Seq = epoch, seq // the trainer's numbering, not the sampler's
+	if t := mb.Features.DType; t != 0 && t != batch.Float32 {
+		return fmt.Errorf("features of dtype %v; the trainer takes float32", t)
 	}
-	mb := &sample.MiniBatch{InputNodes: local, Seeds: local[:len(wb.Seeds):len(wb.Seeds)], Blocks: make([]sample.Block, len(wb.Blocks))}
-	for l := range wb.Blocks {
-		b := &wb.Blocks[l]
-		mb.Blocks[l] = sample.Block{SrcNodes: local[:b.NumSrc:b.NumSrc], NumDst: b.NumDst, Indptr: b.Indptr, Indices: b.Indices}
-	}
-	out := &loader.Batch{MiniBatch: mb, Labels: wb.Labels}
-	switch wb.Features.DType {
-	case 0:
-	case batch.Float32:
-		out.Features = wb.Features.F32
-	default:
-		return nil, fmt.Errorf("features of dtype %v; the trainer takes float32", wb.Features.DType)
-	}
-	return out, nil
-}
-
-func (it *iter) Batch() *loader.Batch { return it.cur }
-func (it *iter) Err() error           { return it.err }
-
-func (it *iter) Close() {
-	if it.e != nil {
-		it.e.Close()
-	}
-}
-
-func (it *iter) Stats() loader.Stats {
-	s := it.stats
-	s.Elapsed = time.Since(it.start)
-	return s
+	return nil
 }

@@ -12,11 +12,12 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/feature"
-	"github.com/graphmill/graphmill/loader"
+	"github.com/graphmill/graphmill/pipeline"
 	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
 	"github.com/graphmill/graphmill/sample"
 )
@@ -64,8 +65,9 @@ func startService(t *testing.T, d *dataset.Dataset, sec *dist.Security, wrap fun
 	return sv
 }
 
-// localBatches is what the local loader gives for the spec's epoch.
-func localBatches(t *testing.T, d *dataset.Dataset, spec EpochSpec, epoch int) []*loader.Batch {
+// localBatches is what the local sampling pipeline gives for the spec's
+// epoch (copies).
+func localBatches(t *testing.T, d *dataset.Dataset, spec EpochSpec, epoch int) []*batch.MiniBatch {
 	t.Helper()
 	s, _ := sample.New(d.Graph, sample.Config{Fanouts: spec.Fanouts})
 	st, err := feature.Open(d, feature.Options{Workers: 1})
@@ -76,20 +78,26 @@ func localBatches(t *testing.T, d *dataset.Dataset, spec EpochSpec, epoch int) [
 	if spec.NormalizeFeatures {
 		st.NormalizeRows(context.Background())
 	}
-	l, err := loader.New(s, st, d.Labels, d.Train, loader.Config{BatchSize: spec.BatchSize, Shuffle: spec.Shuffle, Seed: spec.Seed, Shard: spec.Shard, Shards: spec.Shards, SampleWorkers: 1})
+	l, err := pipeline.NewSampled(s, st, d.Labels, d.Train, pipeline.SampledConfig{BatchSize: spec.BatchSize, Shuffle: spec.Shuffle, Seed: spec.Seed, Shard: spec.Shard, Shards: spec.Shards, SampleWorkers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	it := l.Epoch(context.Background(), epoch)
 	defer it.Close()
-	var out []*loader.Batch
+	var out []*batch.MiniBatch
 	for it.Next() {
 		b := it.Batch()
-		c := &loader.Batch{Index: b.Index, Features: slices.Clone(b.Features), Labels: slices.Clone(b.Labels), MiniBatch: &sample.MiniBatch{}}
-		for _, blk := range b.MiniBatch.Blocks {
-			c.MiniBatch.Blocks = append(c.MiniBatch.Blocks, sample.Block{SrcNodes: slices.Clone(blk.SrcNodes), NumDst: blk.NumDst, Indptr: slices.Clone(blk.Indptr), Indices: slices.Clone(blk.Indices)})
+		raw, err := b.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
 		}
+		c := &batch.MiniBatch{}
+		if err := c.UnmarshalBinary(raw); err != nil {
+			t.Fatal(err)
+		}
+		c.Seq = b.Seq
 		out = append(out, c)
+		b.Release()
 	}
 	if it.Err() != nil {
 		t.Fatal(it.Err())
@@ -97,20 +105,34 @@ func localBatches(t *testing.T, d *dataset.Dataset, spec EpochSpec, epoch int) [
 	return out
 }
 
-func sameBatch(t *testing.T, want, got *loader.Batch) {
+func sameBatch(t *testing.T, want, got *batch.MiniBatch) {
 	t.Helper()
-	if want.Index != got.Index {
-		t.Fatalf("batch %d where %d was due", got.Index, want.Index)
+	if want.Seq != got.Seq {
+		t.Fatalf("batch %d where %d was due", got.Seq, want.Seq)
 	}
-	for l := range want.MiniBatch.Blocks {
-		w, g := &want.MiniBatch.Blocks[l], &got.MiniBatch.Blocks[l]
-		if !slices.Equal(w.SrcNodes, g.SrcNodes) || w.NumDst != g.NumDst || !slices.Equal(w.Indptr, g.Indptr) || !slices.Equal(w.Indices, g.Indices) {
-			t.Fatalf("batch %d block %d differs from local sampling", want.Index, l)
+	if !slices.Equal(want.InputNodes, got.InputNodes) || len(want.Seeds) != len(got.Seeds) {
+		t.Fatalf("batch %d: input nodes differ from local sampling", want.Seq)
+	}
+	for l := range want.Blocks {
+		w, g := &want.Blocks[l], &got.Blocks[l]
+		if w.NumSrc != g.NumSrc || w.NumDst != g.NumDst || !slices.Equal(w.Indptr, g.Indptr) || !slices.Equal(w.Indices, g.Indices) {
+			t.Fatalf("batch %d block %d differs from local sampling", want.Seq, l)
 		}
 	}
-	if !slices.Equal(want.Features, got.Features) || !slices.Equal(want.Labels, got.Labels) {
-		t.Fatalf("batch %d: features or labels differ from local sampling", want.Index)
+	if !slices.Equal(want.Features.F32, got.Features.F32) || !slices.Equal(want.Labels, got.Labels) {
+		t.Fatalf("batch %d: features or labels differ from local sampling", want.Seq)
 	}
+}
+
+// source is NewSource for tests.
+func source(t *testing.T, c *Client, spec EpochSpec, n int) *Source {
+	t.Helper()
+	s, err := NewSource(c, spec, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 func goroutinesSettle(t *testing.T, base int) {
@@ -152,7 +174,7 @@ func TestStreamEqualsLocalLoader(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.spec.Fingerprint = c.Info().Fingerprint
-			src := NewSource(c, tc.spec, len(d.Train))
+			src := source(t, c, tc.spec, len(d.Train))
 			for epoch := 0; epoch < 2; epoch++ {
 				want := localBatches(t, d, tc.spec, epoch)
 				if src.NumBatches() != len(want) {
@@ -162,6 +184,7 @@ func TestStreamEqualsLocalLoader(t *testing.T) {
 				i := 0
 				for it.Next() {
 					sameBatch(t, want[i], it.Batch())
+					it.Batch().Release()
 					i++
 				}
 				if it.Err() != nil || i != len(want) {
@@ -194,13 +217,14 @@ func TestLostSamplerMidEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	src := NewSource(c, spec, len(d.Train))
+	src := source(t, c, spec, len(d.Train))
 	want := localBatches(t, d, spec, 0)
 	it := src.Epoch(context.Background(), 0)
 	defer it.Close()
 	i := 0
 	for it.Next() {
 		sameBatch(t, want[i], it.Batch())
+		it.Batch().Release()
 		i++
 		if i == 5 {
 			sent.Store(victim.s.batches.Load())
@@ -223,6 +247,7 @@ func TestLostSamplerMidEpoch(t *testing.T) {
 	i = 0
 	for it2.Next() {
 		sameBatch(t, want[i], it2.Batch())
+		it2.Batch().Release()
 		i++
 	}
 	if it2.Err() != nil || i != len(want) {
@@ -258,10 +283,11 @@ func TestSilentSamplerNamed(t *testing.T) {
 	}
 	defer c.Close()
 	spec := EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 32, Seed: 1, Features: true, Labels: true, Shards: 1}
-	it := NewSource(c, spec, len(d.Train)).Epoch(context.Background(), 0)
+	it := source(t, c, spec, len(d.Train)).Epoch(context.Background(), 0)
 	defer it.Close()
 	n := 0
 	for it.Next() {
+		it.Batch().Release()
 		n++
 	}
 	if it.Err() != nil || n != spec.NumBatches(len(d.Train)) {
@@ -283,7 +309,7 @@ func TestDeadTrainerFreesStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := EpochSpec{Split: "train", Fanouts: []int{25, 10}, BatchSize: 4, Seed: 1, Features: true, Labels: true, Shards: 1}
-	it := NewSource(c, spec, len(d.Train)).Epoch(context.Background(), 0)
+	it := source(t, c, spec, len(d.Train)).Epoch(context.Background(), 0)
 	it.Next()
 	time.Sleep(100 * time.Millisecond) // let it prepare ahead
 	if n, _ := svc.s.Active(); n != 1 {
@@ -331,8 +357,9 @@ func TestAuthAndErrors(t *testing.T) {
 		{EpochSpec{Split: "train", Fanouts: []int{0}, BatchSize: 4}, "fanout 0"},
 		{EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 4, Fingerprint: 12345}, "not the trainer's graph"},
 	} {
-		it := NewSource(c, tc.spec, len(d.Train)).Epoch(context.Background(), 0)
+		it := source(t, c, tc.spec, len(d.Train)).Epoch(context.Background(), 0)
 		for it.Next() {
+			it.Batch().Release()
 		}
 		if err := it.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
