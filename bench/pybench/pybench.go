@@ -142,18 +142,18 @@ func goLoader(ctx context.Context, d *dataset.Dataset, st *feature.Store, cfg Co
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var mb sample.MiniBatch
-			var x []float32
+			var mb batch.MiniBatch
 			for i := range next {
 				if err := smp.SampleInto(&mb, bs[i], key); err != nil {
 					errs[w] = err
 					return
 				}
-				need := len(mb.InputNodes) * st.Dim()
-				if cap(x) < need {
-					x = make([]float32, need)
+				ids, err := mb.Local()
+				if err != nil {
+					errs[w] = err
+					return
 				}
-				if err := st.Gather(ctx, mb.InputNodes, x[:need]); err != nil {
+				if err := st.Gather(ctx, ids, mb.Features.SetF32(len(ids), st.Dim())); err != nil {
 					errs[w] = err
 					return
 				}
