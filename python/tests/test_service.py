@@ -158,3 +158,16 @@ def test_slow_consumer_gets_heartbeats(gm, cora):
             if b.index == 0:
                 time.sleep(2.5)  # the idle sampler sends heartbeats (sequence numbers go on)
         assert seen == [0, 1, 2] and ld.heartbeats >= 1
+
+
+def test_shards_cover_the_split_once(gm, cora):
+    """Data-parallel ranks: shard r of num_shards takes its part of every
+    global batch (as graphmill train's ranks do)."""
+    with graphmill.Loader(dataset=cora.dir, split="val", fanouts=[3], batch_size=60, shard=0, num_shards=2, seed=5) as a:
+        with graphmill.Loader(a.addr, split="val", fanouts=[3], batch_size=60, shard=1, num_shards=2, seed=5) as b:
+            assert len(a) == len(b) == 5  # 500 seeds in global batches of 120
+            sa = [x.seeds.tolist() for x in a]
+            sb = [x.seeds.tolist() for x in b]
+    assert all(len(x) == 60 for x in sa[:-1])
+    everything = sum(sa, []) + sum(sb, [])
+    assert sorted(everything) == sorted(cora.val_idx.tolist())
