@@ -21,7 +21,6 @@ import argparse
 import copy
 import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn

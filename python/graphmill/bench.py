@@ -17,7 +17,6 @@ import json
 import sys
 import time
 
-import numpy as np
 
 
 def _inside(t, lo, hi):
