@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -12,7 +13,7 @@ import (
 // drawsOf records, for every (hop, destination) of mb, the sorted global
 // ids of the sources drawn for it, checking that a destination seen before
 // (in another batch) drew the same ones.
-func drawsOf(t *testing.T, mb *MiniBatch, keyOf func(int32) int32, seen map[[2]int32][]int32, what string) {
+func drawsOf(t *testing.T, mb *batch.MiniBatch, keyOf func(int32) int32, seen map[[2]int32][]int32, what string) {
 	t.Helper()
 	L := len(mb.Blocks)
 	for bi := range mb.Blocks {
@@ -21,10 +22,10 @@ func drawsOf(t *testing.T, mb *MiniBatch, keyOf func(int32) int32, seen map[[2]i
 		for i := 0; i < b.NumDst; i++ {
 			var src []int32
 			for _, q := range b.Indices[b.Indptr[i]:b.Indptr[i+1]] {
-				src = append(src, keyOf(b.SrcNodes[q]))
+				src = append(src, keyOf(int32(mb.InputNodes[q])))
 			}
 			slices.Sort(src)
-			k := [2]int32{hop, keyOf(b.SrcNodes[i])}
+			k := [2]int32{hop, keyOf(int32(mb.InputNodes[i]))}
 			if prev, ok := seen[k]; ok {
 				if !slices.Equal(prev, src) {
 					t.Fatalf("%s: hop %d node %d drew %v, elsewhere %v", what, hop, k[1], src, prev)
@@ -143,5 +144,66 @@ func TestKeyIDs(t *testing.T) {
 	}
 	if _, err := New(g, Config{Fanouts: []int{2}, KeyIDs: orig[:5]}); err == nil {
 		t.Fatal("5 key ids for 2000 nodes: no error")
+	}
+}
+
+// TestAssemblerMatchesSampleInto assembles minibatches from Neighbors'
+// draws, splitting every hop's destinations into two halves drawn
+// separately (as two owners would), and checks they equal SampleInto's.
+func TestAssemblerMatchesSampleInto(t *testing.T) {
+	g, _, _ := randomGraph(t, 3000, 8, graph.BuildOptions{})
+	for _, cfg := range []Config{{Fanouts: []int{10, 5}}, {Fanouts: []int{3, 70, 2}}, {Fanouts: []int{4, 4}, Replace: true}, {Fanouts: []int{-1, 3}, Weighted: true}} {
+		s, _ := New(g, cfg)
+		var a Assembler
+		mb := &batch.MiniBatch{}
+		for trial, seeds := range [][]int32{{0, 97, 5, 1000}, {2999}, {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}} {
+			key := EpochKey(3, trial)
+			want, err := s.Sample(seeds, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Begin(mb, seeds, len(cfg.Fanouts)); err != nil {
+				t.Fatal(err)
+			}
+			for h := range cfg.Fanouts {
+				dst := a.Frontier()
+				half := len(dst) / 2
+				c1 := make([]int32, half)
+				c2 := make([]int32, len(dst)-half)
+				s1, err := s.Neighbors(dst[:half], key, h, cfg.Fanouts[h], c1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s2, err := s.Neighbors(dst[half:], key, h, cfg.Fanouts[h], c2, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := a.AddHop(append(c1, c2...), append(s1, s2...)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := a.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want.Blocks {
+				w, b := &want.Blocks[i], &mb.Blocks[i]
+				if w.NumSrc != b.NumSrc || w.NumDst != b.NumDst || !slices.Equal(w.Indptr, b.Indptr) || !slices.Equal(w.Indices, b.Indices) {
+					t.Fatalf("%+v seeds %v: block %d differs", cfg, seeds, i)
+				}
+			}
+			if !slices.Equal(want.InputNodes, mb.InputNodes) || len(want.Seeds) != len(mb.Seeds) {
+				t.Fatalf("%+v seeds %v: input nodes differ", cfg, seeds)
+			}
+		}
+	}
+	var a Assembler
+	if err := a.Begin(&batch.MiniBatch{}, []int32{1, 1}, 2); err == nil {
+		t.Fatal("duplicate seeds: no error")
+	}
+	if err := a.Begin(&batch.MiniBatch{}, []int32{1}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddHop([]int32{2}, []int32{5}); err == nil {
+		t.Fatal("counts add up to 2 sources, got 1: no error")
 	}
 }

@@ -2,13 +2,13 @@ package train
 
 import (
 	"context"
+	"github.com/graphmill/graphmill/engine"
+	"github.com/graphmill/graphmill/pipeline"
 	"time"
 
 	"github.com/graphmill/graphmill/internal/rng"
-	"github.com/graphmill/graphmill/loader"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
-	"github.com/graphmill/graphmill/tensor"
 )
 
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
@@ -17,18 +17,21 @@ type sampledStepper struct {
 	r   *Runner
 	m   *nn.Model
 	opt nn.Optimizer
-	ld  *loader.Loader
-	sp  *splitter
+	ld  BatchSource
+	e   *engine.Engine
 }
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	cfg := r.cfg
+	if r.batches != nil {
+		return &sampledStepper{r: r, m: m, opt: opt, ld: r.batches, e: r.engine(m, opt)}, nil
+	}
 	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: cfg.Fanouts})
 	if err != nil {
 		return nil, err
 	}
-	lc := loader.Config{
-		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
+	lc := pipeline.SampledConfig{
+		BatchSize: cfg.BatchSize, Shuffle: true, Seed: LoaderSeed(cfg),
 		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
 	}
 	if cfg.MaxMemoryBytes > 0 {
@@ -40,11 +43,11 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	if p := cfg.Parallel; p != nil {
 		lc.Shard, lc.Shards = p.Rank(), p.Size() // each rank its share of every global batch
 	}
-	ld, err := loader.New(s, r.feat, r.labels, r.ds.Train, lc)
+	ld, err := pipeline.NewSampled(s, r.feat, r.labels, r.ds.Train, lc)
 	if err != nil {
 		return nil, err
 	}
-	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, sp: r.splitter(m)}, nil
+	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, e: r.engine(m, opt)}, nil
 }
 
 func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
@@ -61,15 +64,14 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	for it.Next() {
 		b := it.Batch()
 		t := time.Now()
-		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: r.feat.Dim(), Data: b.Features}
-		v := &view{blocks: blocksOf(b.MiniBatch), x: x, labels: b.Labels}
-		out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, b.Index, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
+		out, err := r.trainStep(ctx, s.e, b, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq), Epoch: epoch, Index: int(b.Seq)})
+		b.Release()
 		if err != nil {
 			return st, err
 		}
-		lossSum += out.loss * float64(out.total)
-		correct, total = correct+out.correct, total+out.total
-		st.MicroBatches += out.micro
+		lossSum += out.Loss * float64(out.Total)
+		correct, total = correct+out.Correct, total+out.Total
+		st.MicroBatches += out.Micro
 		st.Batches++
 		compute += time.Since(t)
 	}
@@ -79,8 +81,8 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	ls := it.Stats()
 	st.Loss = lossSum / float64(max(total, 1))
 	st.TrainAcc = float64(correct) / float64(max(total, 1))
-	st.SampleSeconds = ls.Sample.Seconds()
-	st.GatherSeconds = ls.Gather.Seconds()
+	st.SampleSeconds = ls.Stage("sample").Seconds()
+	st.GatherSeconds = ls.Stage("gather").Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
 	st.ComputeSeconds = compute.Seconds()
 	return st, nil
@@ -90,28 +92,4 @@ func (s *sampledStepper) close() {}
 
 func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)
-}
-
-// blocksOf wraps a sampled minibatch's blocks for the model.
-func blocksOf(mb *sample.MiniBatch) []*nn.Block {
-	blocks := make([]*nn.Block, len(mb.Blocks))
-	for i := range mb.Blocks {
-		sb := &mb.Blocks[i]
-		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes}
-	}
-	return blocks
-}
-
-// countCorrect counts rows whose argmax equals their (non-negative) label.
-func countCorrect(logits tensor.Matrix, labels []int32) (correct, total int) {
-	for i, y := range labels {
-		if y < 0 {
-			continue
-		}
-		if argmax(logits.Row(i)) == y {
-			correct++
-		}
-		total++
-	}
-	return correct, total
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
@@ -52,6 +53,7 @@ type trainFlags struct {
 	noEval                            bool
 	quiet                             bool
 	dist                              distFlags
+	ds                                distSampleFlags
 }
 
 func init() {
@@ -137,6 +139,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.StringVar(&f.save, "save", "", "save the best model to this safetensors file (loadable by PyTorch)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the final summary")
 	f.dist.add(fl)
+	f.ds.add(fl)
 	// These take -1 for "the model's default", which their help states;
 	// without this, --help would add a meaningless "(default -1)".
 	for _, name := range []string{"weight-decay", "dropout", "attn-dropout", "patience"} {
@@ -296,7 +299,7 @@ func checkOutputs(f *trainFlags) error {
 	return nil
 }
 
-func runTrain(cmd *cobra.Command, f *trainFlags) error {
+func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	cfg, err := buildConfig(cmd, f)
 	if err != nil {
 		return err
@@ -324,11 +327,26 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
 		}
 	}
-	ds, err := openDataset(cmd.Context(), f.dataset, "train")
-	if err != nil {
-		return err
+	opts := []train.Option{train.WithPartitioner(gasPartitioner)}
+	var td *trainData
+	var ds *dataset.Dataset
+	if isPartitioned(f.dataset) || f.ds.sampler != "" {
+		if td, err = openTrainData(cmd.Context(), f, &cfg, comm, out); err != nil {
+			return err
+		}
+		ok := false
+		defer func() { td.close(ok) }()
+		defer func() { ok = err == nil }()
+		ds, opts = td.ds, append(opts, td.opts...)
+	} else {
+		if f.ds.remoteCache != "" {
+			return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", f.dataset)
+		}
+		if ds, err = openDataset(cmd.Context(), f.dataset, "train"); err != nil {
+			return err
+		}
+		defer ds.Close()
 	}
-	defer ds.Close()
 	logEvery := f.logEvery
 	if logEvery <= 0 {
 		logEvery = 10
@@ -371,13 +389,16 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 			}
 		}
 	}
-	r, err := train.NewRunner(ds, cfg, hooks, train.WithPartitioner(gasPartitioner))
+	r, err := train.NewRunner(ds, cfg, hooks, opts...)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	defer applyProcessSettings(cfg)()
 	cfg = r.Config()
+	if td != nil && td.cfgFix != nil {
+		td.cfgFix(&cfg)
+	}
 	if !f.quiet {
 		fmt.Fprintf(out, "training %s (%s mode) on %s: %d nodes, %d edges, %d features, %d classes; split %d/%d/%d\n",
 			cfg.Model.Kind, cfg.Mode, ds.Meta.Name, ds.Meta.NumNodes, ds.Meta.NumEdges, ds.Meta.FeatureDim, ds.Meta.NumClasses,
@@ -397,6 +418,9 @@ func runTrain(cmd *cobra.Command, f *trainFlags) error {
 		fmt.Fprintf(out, "interrupted after %d epochs: keeping the best model so far\n", res.Summary.Epochs)
 	}
 	printSummary2(out, res.Summary)
+	if td != nil && td.report != nil && !f.quiet {
+		td.report(out)
+	}
 	// The model first: it is what a failed write would lose.
 	if f.save != "" {
 		meta := map[string]string{
