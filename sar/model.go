@@ -374,8 +374,9 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 		return StepResult{}, err
 	}
 	e.noteHeap()
-	// One all-reduce for every gradient and the loss and counts.
-	n := 3
+	// One all-reduce for every gradient, one (float64) for the loss and
+	// counts.
+	n := 0
 	for _, p := range params {
 		n += len(p.Value.Data)
 	}
@@ -389,9 +390,12 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 	if k == 0 {
 		l = 0
 	}
-	buf = append(buf, float32(l*float64(k)), float32(correct), float32(k))
+	stats := []float64{l * float64(k), float64(correct), float64(k)}
 	if s.Size > 1 {
 		if err := e.comm.AllReduce(ctx, buf, dist.Sum); err != nil {
+			return StepResult{}, err
+		}
+		if err := e.comm.AllReduce(ctx, stats, dist.Sum); err != nil {
 			return StepResult{}, err
 		}
 	}
@@ -400,10 +404,10 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 		copy(p.Grad.Data, buf[off:off+len(p.Grad.Data)])
 		off += len(p.Grad.Data)
 	}
-	tot := int(buf[off+2])
-	res := StepResult{Correct: int(buf[off+1]), Total: tot, PeakFetchedBytes: x.peakFetched}
+	tot := int(stats[2])
+	res := StepResult{Correct: int(stats[1]), Total: tot, PeakFetchedBytes: x.peakFetched}
 	if tot > 0 {
-		res.Loss = float64(buf[off]) / float64(tot)
+		res.Loss = stats[0] / float64(tot)
 	}
 	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
 		return res, fmt.Errorf("loss is %v: lower the learning rate or check the features for NaN/Inf", res.Loss)
