@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -142,14 +143,14 @@ func makeFixture() (*fixture, error) {
 }
 
 func TestMain(m *testing.M) {
-	dir, err := osMkdirTemp()
+	dir, err := os.MkdirTemp("", "sar-test")
 	if err != nil {
 		panic(err)
 	}
 	fixtureDir = dir
 	code := m.Run()
-	osRemoveAll(dir)
-	osExit(code)
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // reference is one single-process full-graph step.

@@ -182,7 +182,7 @@ func (s *Shard) mfgTopos(ctx context.Context, loops bool, steps int) ([]*topo, e
 					if q == me {
 						j = pos[j]
 					} else {
-						j = int32(must(slices.BinarySearch(need[q], j)))
+						j = int32(foundAt(slices.BinarySearch(need[q], j)))
 					}
 					idx = append(idx, j)
 					base = append(base, i)
@@ -207,8 +207,8 @@ func (s *Shard) mfgTopos(ctx context.Context, loops bool, steps int) ([]*topo, e
 	return topos, nil
 }
 
-// must returns the position BinarySearch found (it is always there).
-func must(i int, found bool) int {
+// foundAt returns the position BinarySearch found (it is always there).
+func foundAt(i int, found bool) int {
 	if !found {
 		panic("sar: a needed row is missing from its owner's list")
 	}
