@@ -40,7 +40,10 @@ epoch against the analytic minimum (boundary rows x width x layers x passes: tar
 measured epoch time (N ranks share this machine's cores, so it cannot show speedup), and a modelled
 epoch time on N machines of --model-cores cores linked at --model-bandwidth: the one-rank epoch's
 core-seconds divided over N x cores, plus the worst rank's bytes over the link (no overlap of
-communication and compute; see README). The datasets are generated and partitioned once into --dir.`,
+communication and compute; see README). The datasets are generated and partitioned once into --dir.
+
+The full run's one-rank process peaks at about 16 GiB (with GOGC=50 in the environment, which
+the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := sarbench.Full
