@@ -367,11 +367,16 @@ func TestRelease(t *testing.T) {
 	if got != mb {
 		t.Fatal("Release did not call the hook")
 	}
+	got = nil
+	mb.Release()
+	if got != nil {
+		t.Fatal("a second Release called the hook again")
+	}
+	mb.SetRelease(func(b *MiniBatch) { got = b })
 	mb.Reset()
 	if len(mb.InputNodes) != 0 || len(mb.Blocks) != 0 || mb.Features.Rows != 0 || cap(mb.InputNodes) == 0 {
 		t.Fatalf("Reset left %+v", mb)
 	}
-	got = nil
 	mb.Release()
 	if got != mb {
 		t.Fatal("Reset dropped the release hook")

@@ -255,11 +255,11 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 		it.free <- mb
 	}
 	p.mu.Unlock()
-	release := func(mb *batch.MiniBatch) {
+	release := func(mb *batch.MiniBatch) { // called once per hand-out (MiniBatch.Release)
 		it.held.Add(-1)
 		select {
 		case it.free <- mb:
-		default: // not one of this epoch's buffers (released twice)
+		default: // cannot happen: at most nbuf buffers exist
 		}
 	}
 	stages := p.cfg.Stages
