@@ -12,7 +12,8 @@ import (
 )
 
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
-// loader pipeline, which samples and gathers ahead of the training steps.
+// sampled pipeline (package pipeline), which samples and gathers ahead of
+// the training steps.
 type sampledStepper struct {
 	r   *Runner
 	m   *nn.Model

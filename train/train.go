@@ -36,9 +36,9 @@ type EpochStats struct {
 	// the memory bound split some batches.
 	MicroBatches int     `json:"micro_batches"`
 	Seconds      float64 `json:"seconds"`
-	// The epoch's time split: sampling and gathering (done by the loader's
+	// The epoch's time split: sampling and gathering (done by the pipeline's
 	// goroutines, so they overlap compute), compute (forward, backward,
-	// optimiser) and waiting for the loader.
+	// optimiser) and waiting for the pipeline.
 	SampleSeconds  float64 `json:"sample_seconds"`
 	GatherSeconds  float64 `json:"gather_seconds"`
 	ComputeSeconds float64 `json:"compute_seconds"`
