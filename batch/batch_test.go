@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"math"
 	"encoding/binary"
 	"os"
 	"reflect"
@@ -60,6 +61,7 @@ func equal(t *testing.T, got, want *MiniBatch) {
 	if !slices.Equal(got.Seeds, want.Seeds) || !slices.Equal(got.InputNodes, want.InputNodes) {
 		t.Errorf("seeds %v inputs %v, want %v %v", got.Seeds, got.InputNodes, want.Seeds, want.InputNodes)
 	}
+	// Block weights are finite (Validate), so DeepEqual is exact.
 	if !reflect.DeepEqual(got.Blocks, want.Blocks) {
 		t.Errorf("blocks\n%+v\nwant\n%+v", got.Blocks, want.Blocks)
 	}
@@ -67,8 +69,9 @@ func equal(t *testing.T, got, want *MiniBatch) {
 		t.Errorf("labels %v, want %v", got.Labels, want.Labels)
 	}
 	rowsEq := func(what string, a, b Rows) {
+		// Compared bit for bit: a decoded frame may hold NaNs.
 		if a.DType != b.DType || a.Rows != b.Rows || a.Dim != b.Dim || len(a.F32) != len(b.F32) || len(a.Bits) != len(b.Bits) ||
-			(len(a.F32) > 0 && !reflect.DeepEqual(a.F32, b.F32)) || (len(a.Bits) > 0 && !reflect.DeepEqual(a.Bits, b.Bits)) {
+			!slices.Equal(f32bits(a.F32), f32bits(b.F32)) || !slices.Equal(a.Bits, b.Bits) {
 			t.Errorf("%s %+v, want %+v", what, a, b)
 		}
 	}
@@ -459,4 +462,12 @@ func TestResetSharedArrays(t *testing.T) {
 	if cap(b.InputNodes) != 0 || src.InputNodes[0] != 10 {
 		t.Fatal("Reset kept borrowed arrays")
 	}
+}
+
+func f32bits(x []float32) []uint32 {
+	out := make([]uint32, len(x))
+	for i, v := range x {
+		out[i] = math.Float32bits(v)
+	}
+	return out
 }
