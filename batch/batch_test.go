@@ -2,8 +2,8 @@ package batch
 
 import (
 	"bytes"
-	"math"
 	"encoding/binary"
+	"math"
 	"os"
 	"reflect"
 	"slices"
