@@ -344,8 +344,9 @@ func (mb *MiniBatch) SetBorrowed() { mb.borrowed = true }
 func (mb *MiniBatch) SetRelease(f func(*MiniBatch)) { mb.release = f }
 
 // Release hands mb back to whoever produced it for reuse; mb must not be
-// used afterwards. It calls the release hook once: a second Release (or
-// one without a hook) does nothing, until the producer sets a hook again.
+// used afterwards, and releasing it twice is a bug (the producer may be
+// refilling it already). It calls the release hook and clears it; without
+// a hook it does nothing.
 func (mb *MiniBatch) Release() {
 	if f := mb.release; f != nil {
 		mb.release = nil

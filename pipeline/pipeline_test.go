@@ -219,26 +219,3 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
-
-// TestDoubleRelease: releasing a batch twice hands it back once, so two
-// batches alive at once are never the same buffer.
-func TestDoubleRelease(t *testing.T) {
-	p, _ := New(Config{Buffers: 3, Stages: []Stage{{Run: fill, Workers: 2}}})
-	it := p.Epoch(context.Background(), 0, 50)
-	defer it.Close()
-	var prev *batch.MiniBatch
-	for it.Next() {
-		cur := it.Batch()
-		if cur == prev {
-			t.Fatal("a batch still held was handed out again")
-		}
-		if prev != nil {
-			prev.Release()
-			prev.Release()
-		}
-		prev = cur
-	}
-	if it.Err() != nil {
-		t.Fatal(it.Err())
-	}
-}
