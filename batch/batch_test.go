@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"math"
 	"os"
 	"reflect"
@@ -470,4 +471,34 @@ func f32bits(x []float32) []uint32 {
 		out[i] = math.Float32bits(v)
 	}
 	return out
+}
+
+func TestReadFrame(t *testing.T) {
+	var stream bytes.Buffer
+	a, _ := sampled().MarshalBinary()
+	b, _ := gas().MarshalBinary()
+	stream.Write(a)
+	stream.Write(b)
+	var buf []byte
+	var mb MiniBatch
+	for i, want := range []*MiniBatch{sampled(), gas()} {
+		var err error
+		buf, err = ReadFrame(&stream, buf)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if err := Decode(buf, &mb, DecodeOptions{}); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		equal(t, &mb, want)
+	}
+	if _, err := ReadFrame(&stream, buf); err != io.EOF {
+		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+	if _, err := ReadFrame(bytes.NewReader(a[:100]), nil); err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if _, err := ReadFrame(bytes.NewReader(make([]byte, 64)), nil); err == nil || !strings.Contains(err.Error(), "magic") {
+		t.Fatalf("garbage: %v", err)
+	}
 }
