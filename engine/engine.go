@@ -57,6 +57,12 @@ type Config struct {
 	Features feature.Source
 	// Sampled makes the bound's errors advise lowering the fanouts.
 	Sampled bool
+	// NodeDropout keys dropout masks by node id instead of row position
+	// (nn.Block.NodeDropout): sampled training sets it, so that a node's
+	// row is dropped alike whichever batch, rank or process computes it
+	// in a step, which lets a distributed step reproduce the single
+	// process's.
+	NodeDropout bool
 }
 
 // GradSync all-reduces gradients for data-parallel training (train's
@@ -185,7 +191,7 @@ type view struct {
 }
 
 func (e *Engine) splitter(m *nn.Model, mark *[]int32) *splitter {
-	return &splitter{m: m, bound: e.cfg.Bound, sampled: e.cfg.Sampled, mark: mark}
+	return &splitter{m: m, bound: e.cfg.Bound, sampled: e.cfg.Sampled, nodeDropout: e.cfg.NodeDropout, mark: mark}
 }
 
 // prepare checks mb's shape against the model and wraps it for a step.
@@ -231,14 +237,14 @@ func (e *Engine) prepare(mb *batch.MiniBatch, labelledOnly bool) (*view, error) 
 			v.halo[l] = rowsMatrix(r)
 		}
 	}
-	v.blocks, err = nnBlocks(mb, ids)
+	v.blocks, err = nnBlocks(mb, ids, e.cfg.NodeDropout)
 	return v, err
 }
 
 // nnBlocks wraps mb's blocks for the layers: one shared nn.Block when
 // every layer has the same block (its derived index arrays are then built
 // once), else one per layer, each with the local ids of its sources.
-func nnBlocks(mb *batch.MiniBatch, ids []int32) ([]*nn.Block, error) {
+func nnBlocks(mb *batch.MiniBatch, ids []int32, nodeDropout bool) ([]*nn.Block, error) {
 	shared := true
 	b0 := &mb.Blocks[0]
 	for l := 1; l < len(mb.Blocks); l++ {
@@ -270,7 +276,7 @@ func nnBlocks(mb *batch.MiniBatch, ids []int32) ([]*nn.Block, error) {
 		if len(src) != b.NumSrc {
 			return nil, fmt.Errorf("engine: block %d has %d sources but the batch names %d", l, b.NumSrc, len(src))
 		}
-		out[l] = &nn.Block{CSR: &tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, Weights: b.Weights, NumSrc: b.NumSrc}, NumDst: b.NumDst, Src: src}
+		out[l] = &nn.Block{CSR: &tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, Weights: b.Weights, NumSrc: b.NumSrc}, NumDst: b.NumDst, Src: src, NodeDropout: nodeDropout}
 	}
 	return out, nil
 }
@@ -522,5 +528,5 @@ func Blocks(mb *batch.MiniBatch) ([]*nn.Block, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nnBlocks(mb, ids)
+	return nnBlocks(mb, ids, false)
 }

@@ -15,7 +15,9 @@ type splitter struct {
 	m       *nn.Model
 	bound   int64 // 0: unbounded
 	sampled bool  // for the advice of errors
-	mark    *[]int32
+	// nodeDropout is Config.NodeDropout, for the micro-batches' blocks.
+	nodeDropout bool
+	mark        *[]int32
 }
 
 // micro is one micro-batch of a view.
@@ -313,7 +315,7 @@ func (s *splitter) sub(v *view, p []int32) (*view, error) {
 		}
 	}
 	var err error
-	w.blocks, err = nnBlocks(mb, ids)
+	w.blocks, err = nnBlocks(mb, ids, s.nodeDropout)
 	return w, err
 }
 

@@ -41,6 +41,12 @@ type Block struct {
 	CSR    *tensor.CSR
 	NumDst int
 	Src    []int32
+	// NodeDropout keys the dropout masks of this block's input rows by
+	// their node ids (Src) instead of their positions, so that a node's row
+	// is dropped alike in every minibatch, rank or process that computes
+	// it in the same step: sampled training sets it, which is what lets a
+	// distributed step reproduce the single process's exactly.
+	NodeDropout bool
 
 	loops *tensor.CSR // CSR plus one self-loop per destination, built on demand
 	gcn   *tensor.CSR // loops with GCN weights, built on demand

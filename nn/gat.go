@@ -48,7 +48,7 @@ func (l *GATConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bo
 	if train {
 		p = l.AttnDropout
 	}
-	out := gatAggregate(tp, c, h, el, er, l.Heads, p, seed)
+	out := gatAggregate(tp, b, c, h, el, er, l.Heads, p, seed)
 	if !l.Concat && l.Heads > 1 {
 		out = meanHeads(tp, out, l.Heads)
 	}

@@ -133,14 +133,14 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	if m.spec.Teleport {
 		if l == 0 {
 			if train && m.Config.Dropout > 0 {
-				x = tp.Dropout(x, m.Config.Dropout, rng.Derive(seed, 0))
+				x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, 0), rowKeys(b, x))
 			}
 			return m.Layers[0].Forward(tp, b, x, train, rng.Derive(seed, 1))
 		}
 		return m.Layers[l].(*propLayer).propagate(tp, b, x, h0)
 	}
 	if train && m.Config.Dropout > 0 {
-		x = tp.Dropout(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)))
+		x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)), rowKeys(b, x))
 	}
 	h := m.Layers[l].Forward(tp, b, x, train, rng.Derive(seed, uint64(2*l+1)))
 	if l < len(m.Layers)-1 {
@@ -151,6 +151,16 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 		}
 	}
 	return h
+}
+
+// rowKeys returns the node ids of x's rows when the block asks for
+// node-keyed dropout (Block.NodeDropout) and names a source node per row;
+// otherwise dropout is keyed by position.
+func rowKeys(b *Block, x *autograd.Var) []int32 {
+	if b != nil && b.NodeDropout && len(b.Src) == x.Value.Rows {
+		return b.Src
+	}
+	return nil
 }
 
 // Forward runs all layers: blocks[l] is layer l's block (input layer
@@ -211,6 +221,12 @@ func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
 }
 
 // gatAggregate is GAT's attention aggregation with attention dropout p.
-func gatAggregate(tp *autograd.Tape, c *tensor.CSR, h, el, er *autograd.Var, heads int, p float64, seed uint64) *autograd.Var {
-	return tp.GATAggregateDropout(c, h, el, er, heads, 0.2, p, seed)
+// With b.NodeDropout the mask of each destination's edges is keyed by its
+// node id (see Block.NodeDropout).
+func gatAggregate(tp *autograd.Tape, b *Block, c *tensor.CSR, h, el, er *autograd.Var, heads int, p float64, seed uint64) *autograd.Var {
+	var keys []int32
+	if b != nil && b.NodeDropout && len(b.Src) >= b.NumDst {
+		keys = b.Src[:b.NumDst]
+	}
+	return tp.GATAggregateDropoutKeyed(c, h, el, er, heads, 0.2, p, seed, keys)
 }

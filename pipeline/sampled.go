@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/graphmill/graphmill/batch"
-	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/sample"
 )
 
@@ -31,9 +30,10 @@ type SampledConfig struct {
 	// Shuffle permutes the seeds every epoch (with a permutation drawn
 	// from Seed and the epoch number).
 	Shuffle bool
-	// Seed seeds shuffling and sampling: batch i of epoch e is sampled
-	// with rng.Derive(rng.Derive(Seed, e), i), whatever the number of
-	// workers.
+	// Seed seeds shuffling and sampling: every batch of epoch e is sampled
+	// with the key sample.EpochKey(Seed, e), so a node's neighbours depend
+	// on (Seed, e, hop, node) alone, whichever batch, worker, shard or
+	// process samples it.
 	Seed uint64
 	// SampleWorkers is the number of sampling goroutines (0 = GOMAXPROCS).
 	SampleWorkers int
@@ -121,7 +121,7 @@ func (l *Sampled) NumBatches() int {
 // Epoch starts the pipeline for epoch number epoch and returns its
 // iterator.
 func (l *Sampled) Epoch(ctx context.Context, epoch int) *Iter {
-	l.eseed = rng.Derive(l.cfg.Seed, uint64(epoch))
+	l.eseed = sample.EpochKey(l.cfg.Seed, epoch)
 	batches, err := sample.Batches(l.seeds, l.cfg.BatchSize*max(1, l.cfg.Shards), l.cfg.Shuffle, l.eseed, l.cfg.DropLast)
 	if err != nil {
 		it := l.p.Epoch(ctx, epoch, 0)
@@ -139,7 +139,7 @@ func (l *Sampled) Epoch(ctx context.Context, epoch int) *Iter {
 }
 
 func (l *Sampled) sample(_ context.Context, i int, mb *batch.MiniBatch) error {
-	return l.s.SampleInto(mb, l.batches[i], rng.Derive(l.eseed, uint64(i)))
+	return l.s.SampleInto(mb, l.batches[i], l.eseed)
 }
 
 // gather fetches the input nodes' features and the seeds' labels.

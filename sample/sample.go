@@ -60,6 +60,12 @@ type Config struct {
 	// Relabel selects the global-to-local id map; the zero value is
 	// RelabelHash.
 	Relabel Relabel
+	// KeyIDs, when set, holds for every node of the graph the id that keys
+	// its random draws (see Sampler.SampleInto): a part of a partitioned
+	// graph sets it to its nodes' global ids, so that it draws exactly the
+	// neighbours the whole graph would (its in-neighbour lists must then be
+	// in the whole graph's order). Nil keys node v by v.
+	KeyIDs []int32
 }
 
 // Sampler draws neighbour-sampled minibatches from one graph. It is safe
@@ -106,6 +112,9 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	if g.EdgeIDs != nil && len(g.EdgeIDs) != len(g.Indices) {
 		return nil, fmt.Errorf("sample: graph has %d edge ids for %d edges", len(g.EdgeIDs), len(g.Indices))
 	}
+	if cfg.KeyIDs != nil && len(cfg.KeyIDs) != g.NumNodes {
+		return nil, fmt.Errorf("sample: %d key ids for %d nodes", len(cfg.KeyIDs), g.NumNodes)
+	}
 	cfg.Fanouts = slices.Clone(cfg.Fanouts)
 	s := &Sampler{g: g, cfg: cfg}
 	s.pool.New = func() any { return &scratch{} }
@@ -136,7 +145,17 @@ func (s *Sampler) Config() Config {
 	return c
 }
 
-// Sample draws a minibatch for seeds with the given random seed.
+// EpochKey returns the random key of one epoch of a run seeded with seed:
+// the value to pass to Sample and SampleInto for every minibatch of that
+// epoch. Every process that samples the same node in the same epoch of the
+// same run then draws the same neighbours.
+func EpochKey(seed uint64, epoch int) uint64 { return rng.Derive(seed, uint64(epoch)) }
+
+// hopKey returns the key of hop h's draws under key.
+func hopKey(key uint64, h int) uint64 { return rng.Derive(key, uint64(h)+0x5ee0) }
+
+// Sample draws a minibatch for seeds with the given random key (see
+// SampleInto).
 func (s *Sampler) Sample(seeds []int32, seed uint64) (*batch.MiniBatch, error) {
 	mb := &batch.MiniBatch{}
 	if err := s.SampleInto(mb, seeds, seed); err != nil {
@@ -151,6 +170,14 @@ func (s *Sampler) Sample(seeds []int32, seed uint64) (*batch.MiniBatch, error) {
 // layer first, with edge ids: graph.CSC.EdgeIDs of every sampled edge when
 // the graph has them, else its CSC position); features, labels and stream
 // metadata are left to later stages.
+//
+// The random draws are keyed, not streamed: the neighbours drawn for node
+// v at hop h depend only on (key, h, v) (v's Config.KeyIDs entry when
+// set), never on the other seeds of the batch, their order, the batch's
+// position in the epoch or the number of workers. Pass EpochKey(seed,
+// epoch) as key for every batch of an epoch, and any split of the epoch's
+// seeds into batches, workers, processes or partitions draws the same
+// neighbours for every node.
 func (s *Sampler) SampleInto(mb *batch.MiniBatch, seeds []int32, seed uint64) error {
 	return s.sample(mb, seeds, seed, nil)
 }
@@ -219,7 +246,6 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 	blocks := mb.SetBlocks(L)
 	numDst := make([]int, 0, 8)
 	spanned := 0 // destinations whose neighbour ranges are in sc.spans
-	var r rng.Rand
 	for h, k := range s.cfg.Fanouts {
 		nd := len(nodes)
 		numDst = append(numDst, nd)
@@ -229,8 +255,7 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		hb.Indptr = grow(hb.Indptr, nd+1)
 		hb.Indices = grow(hb.Indices, bound)
 		hb.EdgeIDs = grow(hb.EdgeIDs, bound)
-		r.Seed(rng.Derive(seed, uint64(h)))
-		e := s.draw(sc, &r, k, hb)
+		e := s.draw(sc, nodes[:nd], hopKey(seed, h), k, hb)
 		hb.Indices = hb.Indices[:e]
 		hb.EdgeIDs = hb.EdgeIDs[:e]
 		hb.Weights = nil
@@ -311,11 +336,14 @@ func (s *Sampler) spans(sc *scratch, dst []int32, done, k int) int {
 	return bound
 }
 
-// draw samples the in-edges of every destination of the hop into hb
-// (global source ids in indices, CSC positions in eids) and returns the
-// number of edges drawn.
-func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *graph.Block) int {
+// draw samples the in-edges of every destination dst[i] of the hop into
+// hb (global source ids in indices, CSC positions in eids) and returns the
+// number of edges drawn. Each destination's draws come from a generator
+// seeded with its key under the hop key hk.
+func (s *Sampler) draw(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block) int {
 	g := s.g
+	var rr rng.Rand
+	r := &rr
 	ind := g.Indices
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	sp := sc.spans
@@ -325,7 +353,7 @@ func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *graph.Block) int {
 	exclusions := len(sc.excl) > 0
 	simple := !s.cfg.Weighted && !s.cfg.Replace
 	if simple && !exclusions && k > 0 {
-		e = s.drawUniform(sc, r, k, ip, pos)
+		e = s.drawUniform(sc, dst, hk, k, ip, pos)
 	} else {
 		for i := 0; i < nd; i++ {
 			lo, hi := sp[2*i], sp[2*i+1]
@@ -346,6 +374,7 @@ func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *graph.Block) int {
 				ip[i+1] = int64(e)
 				continue
 			}
+			r.Seed(s.nodeKey(hk, dst[i]))
 			var w []float32
 			if s.cfg.Weighted {
 				if cand == nil {
@@ -387,19 +416,25 @@ func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *graph.Block) int {
 // without replacement, no exclusions and k > 0: the same draws as pick,
 // without its per-node dispatch. It fills ip and pos and returns the
 // number of edges.
-func (s *Sampler) drawUniform(sc *scratch, r *rng.Rand, k int, ip, pos []int64) int {
+func (s *Sampler) drawUniform(sc *scratch, dst []int32, hk uint64, k int, ip, pos []int64) int {
 	sp := sc.spans
 	nd := len(sp) / 2
 	e := 0
+	var rr rng.Rand
+	r := &rr
 	for i := 0; i < nd; i++ {
 		lo, hi := sp[2*i], sp[2*i+1]
 		d := int(hi - lo)
-		switch {
-		case d <= k:
+		if d <= k {
 			for p := lo; p < hi; p++ {
 				pos[e] = p
 				e++
 			}
+			ip[i+1] = int64(e)
+			continue
+		}
+		r.Seed(s.nodeKey(hk, dst[i]))
+		switch {
 		case d <= 64:
 			// Floyd's algorithm with the chosen set in one register (as
 			// in pick).
@@ -427,6 +462,14 @@ func (s *Sampler) drawUniform(sc *scratch, r *rng.Rand, k int, ip, pos []int64) 
 		ip[i+1] = int64(e)
 	}
 	return e
+}
+
+// nodeKey returns the seed of node v's draws under the hop key hk.
+func (s *Sampler) nodeKey(hk uint64, v int32) uint64 {
+	if s.cfg.KeyIDs != nil {
+		v = s.cfg.KeyIDs[v]
+	}
+	return hk ^ uint64(uint32(v))
 }
 
 // pick chooses offsets in [0, d) for one node (fanout k, weights w when

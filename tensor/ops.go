@@ -241,6 +241,93 @@ func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
 	return drawDropout(dst.Data, mask.Data, x.Data, noMask, p, seed)
 }
 
+// DropoutRows is Dropout with the mask of row i keyed by (seed, keys[i])
+// instead of the row's position: a node's row is dropped the same way
+// whichever minibatch, rank or process computes it (keys are the rows'
+// global node ids), so a distributed step reproduces a single process's.
+// keys must have one entry per row of x.
+func DropoutRows(dst, mask, x Matrix, p float64, seed uint64, keys []int32) error {
+	noMask := mask.Data == nil && mask.Rows == 0 && mask.Cols == 0
+	if noMask {
+		mask = x
+	}
+	if err := sameShapes("DropoutRows", dst, mask, x); err != nil {
+		return err
+	}
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("tensor: DropoutRows: probability %v not in [0, 1)", p)
+	}
+	if len(keys) != x.Rows {
+		return fmt.Errorf("tensor: DropoutRows: %d keys for %d rows", len(keys), x.Rows)
+	}
+	thr := uint64(math.Round(p * 65536))
+	keep := float32(1 / (1 - p))
+	factors := [2]float32{0, keep}
+	c := x.Cols
+	return parallelFor(x.Rows, max(1, dropoutChunk/max(1, c)), func(lo, hi int) {
+		var r rng.Rand
+		for i := lo; i < hi; i++ {
+			r.Seed(seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15)
+			xs, ds := x.Data[i*c:(i+1)*c], dst.Data[i*c:(i+1)*c]
+			var ms []float32
+			if !noMask {
+				ms = mask.Data[i*c : (i+1)*c]
+			}
+			var bits uint64
+			for j := range xs {
+				if j&3 == 0 {
+					bits = r.Uint64()
+				}
+				k := 1 ^ ((bits&0xffff - thr) >> 63)
+				bits >>= 16
+				f := factors[k&1]
+				if ms != nil {
+					ms[j] = f
+				}
+				ds[j] = xs[j] * f
+			}
+		}
+	})
+}
+
+// DropoutMaskSegments is DropoutMask with segment i's factors,
+// mask[offsets[i]:offsets[i+1]], keyed by (seed, keys[i]) instead of their
+// positions: GAT's attention dropout keys each destination's edges by its
+// node id, so a node's attention is dropped alike in every minibatch,
+// rank or process that computes it. offsets has len(keys)+1 increasing
+// entries from 0 to len(mask).
+func DropoutMaskSegments(mask Matrix, p float64, seed uint64, offsets []int64, keys []int32) error {
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("tensor: DropoutMaskSegments: probability %v not in [0, 1)", p)
+	}
+	if len(offsets) != len(keys)+1 || offsets[0] != 0 || offsets[len(keys)] != int64(len(mask.Data)) {
+		return fmt.Errorf("tensor: DropoutMaskSegments: %d offsets for %d keys over %d values", len(offsets), len(keys), len(mask.Data))
+	}
+	for i := range keys {
+		if offsets[i+1] < offsets[i] {
+			return fmt.Errorf("tensor: DropoutMaskSegments: offsets decrease at %d", i)
+		}
+	}
+	thr := uint64(math.Round(p * 65536))
+	factors := [2]float32{0, float32(1 / (1 - p))}
+	return parallelFor(len(keys), 256, func(lo, hi int) {
+		var r rng.Rand
+		for i := lo; i < hi; i++ {
+			r.Seed(seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15)
+			ms := mask.Data[offsets[i]:offsets[i+1]]
+			var bits uint64
+			for j := range ms {
+				if j&3 == 0 {
+					bits = r.Uint64()
+				}
+				k := 1 ^ ((bits&0xffff - thr) >> 63)
+				bits >>= 16
+				ms[j] = factors[k&1]
+			}
+		}
+	})
+}
+
 // DropoutMask fills mask with the dropout factors (0, or 1/(1-p) for kept
 // elements) that Dropout draws for seed, without an input to scale: the
 // attention dropout of GAT multiplies these into its coefficients.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -186,5 +187,111 @@ func TestDropoutThreadInvariantAndRate(t *testing.T) {
 		if rate := float64(zeros) / 90000; math.Abs(rate-p) > 0.009 {
 			t.Errorf("p=%v: dropped fraction %.4f", p, rate)
 		}
+	}
+}
+
+// TestDropoutRowsKeyed checks that DropoutRows drops a row by its key, not
+// its position: the same keys in another order (and within other rows)
+// give the same rows; the drop rate is p; the mask scales what it keeps.
+func TestDropoutRowsKeyed(t *testing.T) {
+	const rows, cols, p = 500, 37, 0.3
+	x := New(rows, cols)
+	for i := range x.Data {
+		x.Data[i] = float32(i%11) + 1
+	}
+	keys := make([]int32, rows)
+	for i := range keys {
+		keys[i] = int32(i*7 + 3)
+	}
+	a, ma := New(rows, cols), New(rows, cols)
+	if err := DropoutRows(a, ma, x, p, 42, keys); err != nil {
+		t.Fatal(err)
+	}
+	// Reverse the rows and keys, and take a subset.
+	sub := 123
+	xr, kr := New(sub, cols), make([]int32, sub)
+	for i := 0; i < sub; i++ {
+		src := rows - 1 - i
+		copy(xr.Row(i), x.Row(src))
+		kr[i] = keys[src]
+	}
+	b := New(sub, cols)
+	if err := DropoutRows(b, Matrix{}, xr, p, 42, kr); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < sub; i++ {
+		src := rows - 1 - i
+		for j := 0; j < cols; j++ {
+			if b.At(i, j) != a.At(src, j) {
+				t.Fatalf("row of key %d differs at column %d: %v vs %v", kr[i], j, b.At(i, j), a.At(src, j))
+			}
+		}
+	}
+	dropped := 0
+	for i, m := range ma.Data {
+		switch m {
+		case 0:
+			dropped++
+			if a.Data[i] != 0 {
+				t.Fatal("a dropped element is not zero")
+			}
+		case float32(1 / (1 - p)):
+			if a.Data[i] != x.Data[i]*m {
+				t.Fatal("a kept element is not scaled")
+			}
+		default:
+			t.Fatalf("mask value %v", m)
+		}
+	}
+	if rate := float64(dropped) / float64(len(ma.Data)); math.Abs(rate-p) > 0.02 {
+		t.Fatalf("drop rate %.3f, want %.2f", rate, p)
+	}
+	c := New(rows, cols)
+	if err := DropoutRows(c, Matrix{}, x, p, 43, keys); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(c.Data, a.Data) {
+		t.Fatal("another seed drops the same elements")
+	}
+	if err := DropoutRows(c, Matrix{}, x, p, 43, keys[:3]); err == nil {
+		t.Fatal("3 keys for 500 rows: no error")
+	}
+}
+
+// TestDropoutMaskSegmentsKeyed: a segment's factors depend on its key, not
+// on where it sits; the rate is p.
+func TestDropoutMaskSegmentsKeyed(t *testing.T) {
+	const p = 0.4
+	lens := []int64{5, 0, 17, 300, 3}
+	keys := []int32{11, 12, 13, 14, 15}
+	off := []int64{0}
+	for _, n := range lens {
+		off = append(off, off[len(off)-1]+n)
+	}
+	m := New(1, int(off[len(off)-1]))
+	if err := DropoutMaskSegments(m, p, 9, off, keys); err != nil {
+		t.Fatal(err)
+	}
+	// Segment of key 14 alone.
+	one := New(1, 300)
+	if err := DropoutMaskSegments(one, p, 9, []int64{0, 300}, []int32{14}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(one.Data, m.Data[off[3]:off[4]]) {
+		t.Fatal("a segment's mask depends on its position")
+	}
+	zero := 0
+	for _, f := range m.Data {
+		if f == 0 {
+			zero++
+		} else if f != float32(1/(1-p)) {
+			t.Fatalf("factor %v", f)
+		}
+	}
+	if r := float64(zero) / float64(len(m.Data)); math.Abs(r-p) > 0.08 {
+		t.Fatalf("drop rate %.3f", r)
+	}
+	if err := DropoutMaskSegments(m, p, 9, off[:3], keys); err == nil {
+		t.Fatal("short offsets: no error")
 	}
 }

@@ -18,18 +18,21 @@ type sampledStepper struct {
 	r   *Runner
 	m   *nn.Model
 	opt nn.Optimizer
-	ld  *pipeline.Sampled
+	ld  BatchSource
 	e   *engine.Engine
 }
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	cfg := r.cfg
+	if r.batches != nil {
+		return &sampledStepper{r: r, m: m, opt: opt, ld: r.batches, e: r.engine(m, opt)}, nil
+	}
 	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: cfg.Fanouts})
 	if err != nil {
 		return nil, err
 	}
 	lc := pipeline.SampledConfig{
-		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
+		BatchSize: cfg.BatchSize, Shuffle: true, Seed: LoaderSeed(cfg),
 		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
 	}
 	if cfg.MaxMemoryBytes > 0 {

@@ -128,6 +128,10 @@ type Runner struct {
 
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
+
+	batches     BatchSource // WithBatches
+	evaluator   Evaluator   // WithEvaluator
+	degOverride []float32   // WithDegrees
 }
 
 // notePeak samples the Go heap after a training step, when the step's
@@ -162,6 +166,10 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	if err := r.openFeatures(); err != nil {
 		return nil, err
 	}
+	if r.degOverride != nil {
+		r.deg = r.degOverride
+		return r, nil
+	}
 	deg := ds.Graph.InDegrees()
 	r.deg = make([]float32, len(deg))
 	for i, d := range deg {
@@ -183,7 +191,7 @@ func (r *Runner) Features() feature.Source { return r.feat }
 // data-parallel gradient all-reduce, and heap-peak sampling after every
 // backward.
 func (r *Runner) engine(m *nn.Model, opt nn.Optimizer) *engine.Engine {
-	e := engine.New(m, opt, engine.Config{Bound: r.cfg.MaxMemoryBytes, Features: r.feat, Sampled: r.cfg.Mode == Sampled})
+	e := engine.New(m, opt, engine.Config{Bound: r.cfg.MaxMemoryBytes, Features: r.feat, Sampled: r.cfg.Mode == Sampled, NodeDropout: r.cfg.Mode == Sampled})
 	e.AfterBackward = r.notePeak
 	if r.dp != nil {
 		e.Sync = r.dp
@@ -211,6 +219,9 @@ type Evaluation struct {
 // Evaluate returns the validation and test accuracy and the validation
 // loss of m.
 func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+	if r.evaluator != nil {
+		return r.evaluator(ctx, m)
+	}
 	logits, err := r.Predict(ctx, m)
 	if err != nil {
 		return Evaluation{}, err

@@ -191,6 +191,33 @@ func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
 	}, x)
 }
 
+// DropoutRows is Dropout with row i's mask keyed by keys[i] (its node id)
+// rather than its position (tensor.DropoutRows); nil keys fall back to
+// Dropout.
+func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
+	if keys == nil || len(keys) != x.Value.Rows {
+		return t.Dropout(x, p, seed)
+	}
+	if t.noGrad || p == 0 {
+		return x
+	}
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	var mask tensor.Matrix
+	if x.requiresGrad {
+		mask = tensor.New(x.Value.Rows, x.Value.Cols)
+	}
+	must("DropoutRows", tensor.DropoutRows(out, mask, x.Value, p, seed, keys))
+	return t.record("Dropout", out, func(g tensor.Matrix) error {
+		return into(x, func(dx tensor.Matrix) error {
+			tmp := tensor.New(g.Rows, g.Cols)
+			if err := tensor.Mul(tmp, g, mask); err != nil {
+				return err
+			}
+			return tensor.AddScaled(dx, 1, tmp)
+		})
+	}, x)
+}
+
 // LogSoftmax returns the row-wise log-softmax of x.
 func (t *Tape) LogSoftmax(x *Var) *Var {
 	out := tensor.New(x.Value.Rows, x.Value.Cols)
@@ -363,12 +390,28 @@ func (t *Tape) GATAggregate(g *tensor.CSR, h, el, er *Var, heads int, slope floa
 // 1/(1-p), the mask drawn from seed), as GAT trains. On an inference tape,
 // or with p == 0, it is GATAggregate.
 func (t *Tape) GATAggregateDropout(g *tensor.CSR, h, el, er *Var, heads int, slope float32, p float64, seed uint64) *Var {
+	return t.GATAggregateDropoutKeyed(g, h, el, er, heads, slope, p, seed, nil)
+}
+
+// GATAggregateDropoutKeyed is GATAggregateDropout with the attention mask
+// of destination i's edges keyed by dstKeys[i] (its node id) rather than
+// the edges' positions (tensor.DropoutMaskSegments); nil keys fall back to
+// positions.
+func (t *Tape) GATAggregateDropoutKeyed(g *tensor.CSR, h, el, er *Var, heads int, slope float32, p float64, seed uint64, dstKeys []int32) *Var {
 	out := tensor.New(g.NumDst(), h.Value.Cols)
 	alpha := tensor.New(1, g.NumEdges()*heads).Data
 	var keep []float32
 	if p > 0 && !t.noGrad {
 		mask := tensor.New(1, len(alpha))
-		must("GATAggregate", tensor.DropoutMask(mask, p, seed))
+		if dstKeys != nil && len(dstKeys) == g.NumDst() {
+			off := make([]int64, len(g.Indptr))
+			for i, e := range g.Indptr {
+				off[i] = e * int64(heads)
+			}
+			must("GATAggregate", tensor.DropoutMaskSegments(mask, p, seed, off, dstKeys))
+		} else {
+			must("GATAggregate", tensor.DropoutMask(mask, p, seed))
+		}
 		keep = mask.Data
 	}
 	must("GATAggregate", tensor.GATAggregateKeep(out, alpha, keep, g, h.Value, el.Value, er.Value, heads, slope))
@@ -390,4 +433,21 @@ func gradOrScratch(v *Var) tensor.Matrix {
 		return v.grad()
 	}
 	return tensor.New(v.Value.Rows, v.Value.Cols)
+}
+
+// Custom records an op computed outside the tape, such as an aggregation
+// whose rows come from other processes: value is its output, and backward
+// receives the output's gradient g and, for every input in order, the
+// matrix to add that input's gradient to (a zero-size Matrix for an input
+// that needs none). On an inference tape nothing is recorded.
+func (t *Tape) Custom(name string, value tensor.Matrix, backward func(g tensor.Matrix, grads []tensor.Matrix) error, inputs ...*Var) *Var {
+	return t.record(name, value, func(g tensor.Matrix) error {
+		grads := make([]tensor.Matrix, len(inputs))
+		for i, in := range inputs {
+			if in.requiresGrad {
+				grads[i] = in.grad()
+			}
+		}
+		return backward(g, grads)
+	}, inputs...)
 }

@@ -1,0 +1,445 @@
+// Package samplersvc is the gRPC transport of sampler services
+// (graphmill.v1.Sampler, proto/graphmill/v1): Server prepares minibatches
+// of a dataset and streams them; Client runs a trainer's epochs over one or
+// more servers and is a train.BatchSource. The protocol itself (who sends
+// what, credits, completion, reassignment) is package stream's state
+// machines; this package moves their messages and does the sampling.
+package samplersvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/dist/stream"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/graph"
+	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
+	"github.com/graphmill/graphmill/sample"
+)
+
+// MaxFrameBytes is the largest frame either side accepts.
+const MaxFrameBytes = 1 << 30
+
+// Flow-control window and socket buffer sizes of both sides.
+const (
+	windowBytes = 16 << 20
+	bufferBytes = 1 << 20
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Dataset is the served dataset.
+	Dataset *dataset.Dataset
+	// Version is reported by Info.
+	Version string
+	// Workers is the number of batches a stream prepares at once (0: 2).
+	Workers int
+	// Heartbeat is the interval of heartbeats while a stream has nothing
+	// to send (0: 1 s).
+	Heartbeat time.Duration
+	// Log receives one line per event worth a log (refused connections,
+	// streams that end with an error); nil discards them.
+	Log func(string)
+}
+
+// Server serves a dataset's minibatches. Register it on a grpc.Server
+// built with ServerOptions.
+type Server struct {
+	pb.UnimplementedSamplerServer
+	cfg   ServerConfig
+	fp    uint64
+	feats [2]feature.Source // raw, normalised (opened on first use)
+	fmu   sync.Mutex
+
+	active  atomic.Int64 // streams open
+	held    atomic.Int64 // bytes of prepared frames held by open streams
+	batches atomic.Int64 // frames sent
+}
+
+// NewServer returns a server for cfg.Dataset.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Dataset == nil {
+		return nil, errors.New("samplersvc: no dataset")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = func(string) {}
+	}
+	return &Server{cfg: cfg, fp: Fingerprint(cfg.Dataset.Graph)}, nil
+}
+
+// Close releases the feature stores the server opened.
+func (s *Server) Close() {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	for i, f := range s.feats {
+		if c, ok := f.(io.Closer); ok {
+			c.Close()
+		}
+		s.feats[i] = nil
+	}
+}
+
+// Active returns the number of open streams, and the bytes of prepared
+// frames they hold (0 once every trainer is gone: a trainer that
+// disconnects frees its stream's memory).
+func (s *Server) Active() (streams int, heldBytes int64) {
+	return int(s.active.Load()), s.held.Load()
+}
+
+// Fingerprint returns a fingerprint of a graph's structure: its node and
+// edge counts and up to 4,096 evenly spaced entries of each CSC array.
+func Fingerprint(g *graph.CSC) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	put := func(v uint64) {
+		for i := range b {
+			b[i] = byte(v >> (8 * i))
+		}
+		h.Write(b[:])
+	}
+	put(uint64(g.NumNodes))
+	put(uint64(len(g.Indices)))
+	for i := 0; i < len(g.Indptr); i += max(1, len(g.Indptr)/4096) {
+		put(uint64(g.Indptr[i]))
+	}
+	for i := 0; i < len(g.Indices); i += max(1, len(g.Indices)/4096) {
+		put(uint64(g.Indices[i]))
+	}
+	return h.Sum64() | 1 // never 0, which means "no check"
+}
+
+// ServerOptions returns the grpc.Server options of a sampler server:
+// message size limits, and authentication as the distributed runtime's
+// (sec.Secret checked on every call, sec.TLS as mutual TLS); sec nil
+// means no authentication (the caller restricts the listener to
+// loopback).
+func ServerOptions(sec *dist.Security, log func(string)) ([]grpc.ServerOption, error) {
+	if log == nil {
+		log = func(string) {}
+	}
+	// Large flow-control windows and buffers: frames are megabytes, and
+	// gRPC's 64 KiB defaults cap a stream far below the link's rate.
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(MaxFrameBytes),
+		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
+		grpc.WriteBufferSize(bufferBytes), grpc.ReadBufferSize(bufferBytes)}
+	if sec == nil {
+		return opts, nil
+	}
+	if sec.TLS != nil {
+		tc, err := sec.TLSConfig(true)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	if len(sec.Secret) > 0 {
+		v := &verifier{secret: sec.Secret, log: log, seen: map[string]time.Time{}}
+		opts = append(opts, grpc.UnaryInterceptor(v.unary), grpc.StreamInterceptor(v.stream))
+	}
+	return opts, nil
+}
+
+// Info describes the served dataset.
+func (s *Server) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoReply, error) {
+	d := s.cfg.Dataset
+	m := d.Meta
+	return &pb.InfoReply{
+		Name: m.Name, NumNodes: int64(m.NumNodes), NumEdges: int64(m.NumEdges), FeatureDim: int32(m.FeatureDim),
+		NumClasses: int32(m.NumClasses), Version: s.cfg.Version, Fingerprint: s.fp,
+		SplitSizes: map[string]int64{"train": int64(len(d.Train)), "val": int64(len(d.Val)), "test": int64(len(d.Test))},
+	}, nil
+}
+
+// features returns the dataset's feature source, row-normalised or not.
+func (s *Server) features(ctx context.Context, normalize bool) (feature.Source, error) {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	i := 0
+	if normalize {
+		i = 1
+	}
+	if s.feats[i] != nil {
+		return s.feats[i], nil
+	}
+	if s.cfg.Dataset.FeatureArray == nil {
+		return nil, fmt.Errorf("dataset %s has no features", s.cfg.Dataset.Meta.Name)
+	}
+	st, err := feature.Open(s.cfg.Dataset, feature.Options{Workers: 1})
+	if err != nil {
+		return nil, err
+	}
+	if normalize {
+		if _, err := st.NormalizeRows(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	s.feats[i] = st
+	return st, nil
+}
+
+// plan is a validated EpochRequest.
+type plan struct {
+	req     *pb.EpochRequest
+	sampler *sample.Sampler
+	batches [][]int32 // every batch of the epoch (this shard's part)
+	feat    feature.Source
+	labels  []int32
+	key     uint64
+}
+
+// Batches returns the seed batches of an epoch as a local loader cuts
+// them: split's seeds shuffled with sample.EpochKey(seed, epoch) when
+// shuffle is set, global batches of batchSize×shards, shard shard of each.
+func Batches(seeds []int32, batchSize, shard, shards int, shuffle, dropLast bool, seed, epoch uint64) ([][]int32, error) {
+	if shards < 1 {
+		shards = 1
+	}
+	if shard < 0 || shard >= shards {
+		return nil, fmt.Errorf("shard %d of %d", shard, shards)
+	}
+	bs, err := sample.Batches(seeds, batchSize*shards, shuffle, sample.EpochKey(seed, int(epoch)), dropLast)
+	if err != nil {
+		return nil, err
+	}
+	if shards > 1 {
+		for i, b := range bs {
+			bs[i] = b[len(b)*shard/shards : len(b)*(shard+1)/shards]
+		}
+	}
+	return bs, nil
+}
+
+func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) {
+	d := s.cfg.Dataset
+	var seeds []int32
+	switch req.Split {
+	case "train":
+		seeds = d.Train
+	case "val":
+		seeds = d.Val
+	case "test":
+		seeds = d.Test
+	default:
+		return nil, fmt.Errorf("unknown split %q: want train, val or test", req.Split)
+	}
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("dataset %s has an empty %s split", d.Meta.Name, req.Split)
+	}
+	if req.Fingerprint != 0 && req.Fingerprint != s.fp {
+		return nil, fmt.Errorf("this sampler serves %s (fingerprint %016x), not the trainer's graph (fingerprint %016x): give the trainer and the sampler the same dataset", d.Meta.Name, s.fp, req.Fingerprint)
+	}
+	if req.BatchSize < 1 {
+		return nil, fmt.Errorf("batch size %d; must be positive", req.BatchSize)
+	}
+	fan := make([]int, len(req.Fanouts))
+	for i, k := range req.Fanouts {
+		fan[i] = int(k)
+	}
+	smp, err := sample.New(d.Graph, sample.Config{Fanouts: fan})
+	if err != nil {
+		return nil, err
+	}
+	bs, err := Batches(seeds, int(req.BatchSize), int(req.Shard), int(req.NumShards), req.Shuffle, req.DropLast, req.Seed, req.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{req: req, sampler: smp, batches: bs, key: sample.EpochKey(req.Seed, int(req.Epoch))}
+	for _, b := range req.Batches {
+		if int(b) >= len(bs) {
+			return nil, fmt.Errorf("batch %d of an epoch of %d batches", b, len(bs))
+		}
+	}
+	if req.WithFeatures {
+		if p.feat, err = s.features(ctx, req.NormalizeFeatures); err != nil {
+			return nil, err
+		}
+	}
+	if req.WithLabels {
+		if d.Labels == nil {
+			return nil, fmt.Errorf("dataset %s has no labels", d.Meta.Name)
+		}
+		p.labels = d.Labels
+	}
+	return p, nil
+}
+
+// encode prepares batch i of the plan in wb and returns its frame
+// payload (appended to buf).
+func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byte) ([]byte, error) {
+	if err := p.sampler.SampleInto(wb, p.batches[i], p.key); err != nil {
+		return nil, err
+	}
+	// Edge ids are not sent: the trainer does not read them, and they
+	// would double the blocks' bytes.
+	for l := range wb.Blocks {
+		wb.Blocks[l].EdgeIDs = nil
+	}
+	ids, err := wb.Local()
+	if err != nil {
+		return nil, err
+	}
+	if p.feat != nil {
+		if err := p.feat.Gather(ctx, ids, wb.Features.SetF32(len(ids), p.feat.Dim())); err != nil {
+			return nil, err
+		}
+	}
+	if p.labels != nil {
+		wb.Labels = wb.Labels[:0]
+		for _, v := range ids[:len(wb.Seeds)] {
+			wb.Labels = append(wb.Labels, p.labels[v])
+		}
+	}
+	wb.Epoch, wb.Seq, wb.Sender = uint32(p.req.Epoch), uint64(i), p.req.Sender
+	return wb.AppendBinary(buf[:0])
+}
+
+// Stream serves one epoch's share of minibatches to one trainer.
+func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
+	ctx, cancel := context.WithCancel(st.Context())
+	defer cancel()
+	s.active.Add(1)
+	defer s.active.Add(-1)
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			s.cfg.Log(fmt.Sprintf("stream ended: %v", err))
+		}
+	}()
+	first, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	req := first.GetStart()
+	if req == nil {
+		return status.Error(codes.InvalidArgument, "graphmill sampler: a stream must start with an EpochRequest")
+	}
+	p, err := s.plan(ctx, req)
+	if err != nil {
+		return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+	}
+	share := req.Batches
+	if len(share) == 0 {
+		share = make([]uint32, len(p.batches))
+		for i := range share {
+			share[i] = uint32(i)
+		}
+	}
+	credits := req.InitialCredits
+	if credits == 0 {
+		credits = 1
+	}
+	snd, err := stream.NewSender(stream.Start{Sender: req.Sender, Epoch: req.Epoch, Batches: share, Credits: credits})
+	if err != nil {
+		return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+	}
+	// The client's messages arrive on a goroutine of their own.
+	msgs := make(chan *pb.ClientMessage)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			m, err := st.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case msgs <- m:
+			case <-ctx.Done():
+				recvErr <- ctx.Err()
+				return
+			}
+		}
+	}()
+	pre := newPreparer(ctx, p, s.cfg.Workers, &s.held)
+	defer pre.close()
+	hb := time.NewTicker(s.cfg.Heartbeat)
+	defer hb.Stop()
+	send := func(f stream.Frame) error {
+		fr := &pb.Frame{Sender: f.Sender, Epoch: f.Epoch, Sequence: f.Sequence, Kind: pb.Frame_Kind(f.Kind), Batch: f.Batch, BatchCount: f.Count, Minibatch: f.Payload}
+		pb.AlignPayload(fr)
+		if err := st.Send(fr); err != nil {
+			return err
+		}
+		if f.Kind == stream.KindBatch {
+			s.batches.Add(1)
+		}
+		return nil
+	}
+	handle := func(m *pb.ClientMessage) error {
+		switch {
+		case m.GetCredit() != nil:
+			snd.Credit(m.GetCredit().Frames)
+		case m.GetAssign() != nil:
+			a := m.GetAssign()
+			for _, b := range a.Batches {
+				if int(b) >= len(p.batches) {
+					return status.Errorf(codes.InvalidArgument, "graphmill sampler: batch %d of an epoch of %d batches", b, len(p.batches))
+				}
+			}
+			if err := snd.Assign(a.Epoch, a.Batches); err != nil {
+				return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+			}
+		default:
+			return status.Error(codes.InvalidArgument, "graphmill sampler: an EpochRequest in the middle of a stream")
+		}
+		return nil
+	}
+	for {
+		// Prepare ahead what the credits allow.
+		pre.want(snd)
+		switch snd.Next() {
+		case stream.SendBatch:
+			payload, err := pre.get(snd.NextBatch())
+			if err != nil {
+				return status.Errorf(codes.Internal, "graphmill sampler: batch %d: %v", snd.NextBatch(), err)
+			}
+			if err := send(snd.Batch(payload)); err != nil {
+				return err
+			}
+			pre.done(payload)
+			continue
+		case stream.SendEnd:
+			if err := send(snd.End()); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case m := <-msgs:
+			if err := handle(m); err != nil {
+				return err
+			}
+		case err := <-recvErr:
+			if err == io.EOF {
+				return nil // the trainer has what it needs
+			}
+			return err
+		case <-hb.C:
+			if err := send(snd.Heartbeat()); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

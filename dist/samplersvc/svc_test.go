@@ -1,0 +1,415 @@
+package samplersvc
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/testcert"
+	"github.com/graphmill/graphmill/pipeline"
+	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
+	"github.com/graphmill/graphmill/sample"
+)
+
+func cora(t *testing.T) *dataset.Dataset {
+	t.Helper()
+	d, err := builtin.Open(context.Background(), "cora")
+	if err != nil {
+		t.Skipf("cora unavailable: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// service is one in-process sampler service on loopback.
+type service struct {
+	s    *Server
+	g    *grpc.Server
+	addr string
+}
+
+func startService(t *testing.T, d *dataset.Dataset, sec *dist.Security, wrap func(*Server) pb.SamplerServer) *service {
+	t.Helper()
+	s, err := NewServer(ServerConfig{Dataset: d, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := ServerOptions(sec, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(opts...)
+	var impl pb.SamplerServer = s
+	if wrap != nil {
+		impl = wrap(s)
+	}
+	pb.RegisterSamplerServer(g, impl)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(ln)
+	sv := &service{s: s, g: g, addr: ln.Addr().String()}
+	t.Cleanup(func() { g.Stop(); s.Close() })
+	return sv
+}
+
+// localBatches is what the local sampling pipeline gives for the spec's
+// epoch (copies).
+func localBatches(t *testing.T, d *dataset.Dataset, spec EpochSpec, epoch int) []*batch.MiniBatch {
+	t.Helper()
+	s, _ := sample.New(d.Graph, sample.Config{Fanouts: spec.Fanouts})
+	st, err := feature.Open(d, feature.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if spec.NormalizeFeatures {
+		st.NormalizeRows(context.Background())
+	}
+	l, err := pipeline.NewSampled(s, st, d.Labels, d.Train, pipeline.SampledConfig{BatchSize: spec.BatchSize, Shuffle: spec.Shuffle, Seed: spec.Seed, Shard: spec.Shard, Shards: spec.Shards, SampleWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := l.Epoch(context.Background(), epoch)
+	defer it.Close()
+	var out []*batch.MiniBatch
+	for it.Next() {
+		b := it.Batch()
+		raw, err := b.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &batch.MiniBatch{}
+		if err := c.UnmarshalBinary(raw); err != nil {
+			t.Fatal(err)
+		}
+		c.Seq = b.Seq
+		out = append(out, c)
+		b.Release()
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	return out
+}
+
+func sameBatch(t *testing.T, want, got *batch.MiniBatch) {
+	t.Helper()
+	if want.Seq != got.Seq {
+		t.Fatalf("batch %d where %d was due", got.Seq, want.Seq)
+	}
+	if !slices.Equal(want.InputNodes, got.InputNodes) || len(want.Seeds) != len(got.Seeds) {
+		t.Fatalf("batch %d: input nodes differ from local sampling", want.Seq)
+	}
+	for l := range want.Blocks {
+		w, g := &want.Blocks[l], &got.Blocks[l]
+		if w.NumSrc != g.NumSrc || w.NumDst != g.NumDst || !slices.Equal(w.Indptr, g.Indptr) || !slices.Equal(w.Indices, g.Indices) {
+			t.Fatalf("batch %d block %d differs from local sampling", want.Seq, l)
+		}
+	}
+	if !slices.Equal(want.Features.F32, got.Features.F32) || !slices.Equal(want.Labels, got.Labels) {
+		t.Fatalf("batch %d: features or labels differ from local sampling", want.Seq)
+	}
+}
+
+// source is NewSource for tests.
+func source(t *testing.T, c *Client, spec EpochSpec, n int) *Source {
+	t.Helper()
+	s, err := NewSource(c, spec, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func goroutinesSettle(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base+3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+3 {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines left (started with %d):\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestStreamEqualsLocalLoader: one and three services stream exactly the
+// local loader's batches (blocks, features, labels), sharded or not.
+func TestStreamEqualsLocalLoader(t *testing.T) {
+	d := cora(t)
+	base := runtime.NumGoroutine()
+	func() {
+		var svcs []*service
+		for i := 0; i < 3; i++ {
+			svcs = append(svcs, startService(t, d, nil, nil))
+		}
+		for _, tc := range []struct {
+			n    int
+			spec EpochSpec
+		}{
+			{1, EpochSpec{Split: "train", Fanouts: []int{10, 5}, BatchSize: 16, Seed: 5, Shuffle: true, Features: true, Labels: true, NormalizeFeatures: true, Shards: 1}},
+			{3, EpochSpec{Split: "train", Fanouts: []int{25, 10}, BatchSize: 8, Seed: 9, Shuffle: true, Features: true, Labels: true, Shards: 1}},
+			{3, EpochSpec{Split: "train", Fanouts: []int{4, 4, 4}, BatchSize: 10, Seed: 2, Shuffle: true, Features: true, Labels: true, Shard: 1, Shards: 2}},
+		} {
+			var addrs []string
+			for _, s := range svcs[:tc.n] {
+				addrs = append(addrs, s.addr)
+			}
+			c, err := Dial(context.Background(), ClientConfig{Addrs: addrs, Credits: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.spec.Fingerprint = c.Info().Fingerprint
+			src := source(t, c, tc.spec, len(d.Train))
+			for epoch := 0; epoch < 2; epoch++ {
+				want := localBatches(t, d, tc.spec, epoch)
+				if src.NumBatches() != len(want) {
+					t.Fatalf("%d batches, local loader %d", src.NumBatches(), len(want))
+				}
+				it := src.Epoch(context.Background(), epoch)
+				i := 0
+				for it.Next() {
+					sameBatch(t, want[i], it.Batch())
+					it.Batch().Release()
+					i++
+				}
+				if it.Err() != nil || i != len(want) {
+					t.Fatalf("%d of %d batches: %v", i, len(want), it.Err())
+				}
+				it.Close()
+			}
+			c.Close()
+		}
+	}()
+	goroutinesSettle(t, base)
+}
+
+// TestLostSamplerMidEpoch stops one of three services after it sent a few
+// frames: its unsent batches are reassigned and the epoch is still the
+// local loader's, every batch exactly once.
+func TestLostSamplerMidEpoch(t *testing.T) {
+	d := cora(t)
+	base := runtime.NumGoroutine()
+	var svcs []*service
+	var sent atomic.Int64
+	for i := 0; i < 3; i++ {
+		svcs = append(svcs, startService(t, d, nil, nil))
+	}
+	victim := svcs[1]
+	spec := EpochSpec{Split: "train", Fanouts: []int{10, 5}, BatchSize: 4, Seed: 3, Shuffle: true, Features: true, Labels: true, Shards: 1}
+	var logs []string
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svcs[0].addr, victim.addr, svcs[2].addr}, Credits: 2, Log: func(s string) { logs = append(logs, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	src := source(t, c, spec, len(d.Train))
+	want := localBatches(t, d, spec, 0)
+	it := src.Epoch(context.Background(), 0)
+	defer it.Close()
+	i := 0
+	for it.Next() {
+		sameBatch(t, want[i], it.Batch())
+		it.Batch().Release()
+		i++
+		if i == 5 {
+			sent.Store(victim.s.batches.Load())
+			victim.g.Stop() // connections closed: the sampler is gone
+		}
+	}
+	if it.Err() != nil || i != len(want) {
+		t.Fatalf("%d of %d batches: %v", i, len(want), it.Err())
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], "sampler 1 ("+victim.addr+") lost") {
+		t.Fatalf("logs %q", logs)
+	}
+	if n := sent.Load(); n == 0 || n >= int64(len(want))/3 {
+		t.Fatalf("the victim had sent %d of its ~%d batches when stopped: not mid-epoch", n, len(want)/3)
+	}
+	// The next epoch runs on the two survivors.
+	it2 := src.Epoch(context.Background(), 1)
+	defer it2.Close()
+	want = localBatches(t, d, spec, 1)
+	i = 0
+	for it2.Next() {
+		sameBatch(t, want[i], it2.Batch())
+		it2.Batch().Release()
+		i++
+	}
+	if it2.Err() != nil || i != len(want) {
+		t.Fatalf("epoch 1: %d of %d batches: %v", i, len(want), it2.Err())
+	}
+	it.Close()
+	it2.Close()
+	c.Close()
+	for _, s := range svcs {
+		s.g.Stop()
+	}
+	goroutinesSettle(t, base)
+}
+
+// stalled accepts a stream and then says nothing.
+type stalled struct{ *Server }
+
+func (s stalled) Stream(st pb.Sampler_StreamServer) error {
+	<-st.Context().Done()
+	return st.Context().Err()
+}
+
+// TestSilentSamplerNamed: a sampler that accepts and never sends is named
+// after the deadline and its batches reassigned.
+func TestSilentSamplerNamed(t *testing.T) {
+	d := cora(t)
+	good := startService(t, d, nil, nil)
+	silent := startService(t, d, nil, func(s *Server) pb.SamplerServer { return stalled{s} })
+	var logs []string
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{good.addr, silent.addr}, Deadline: 400 * time.Millisecond, Log: func(s string) { logs = append(logs, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 32, Seed: 1, Features: true, Labels: true, Shards: 1}
+	it := source(t, c, spec, len(d.Train)).Epoch(context.Background(), 0)
+	defer it.Close()
+	n := 0
+	for it.Next() {
+		it.Batch().Release()
+		n++
+	}
+	if it.Err() != nil || n != spec.NumBatches(len(d.Train)) {
+		t.Fatalf("%d batches: %v", n, it.Err())
+	}
+	if len(logs) != 1 || !strings.Contains(logs[0], silent.addr) || !strings.Contains(logs[0], "sent nothing for 400ms") {
+		t.Fatalf("logs %q", logs)
+	}
+}
+
+// TestDeadTrainerFreesStream: a trainer that goes away mid-epoch leaves no
+// stream, no prepared frame and no goroutine on the server.
+func TestDeadTrainerFreesStream(t *testing.T) {
+	d := cora(t)
+	base := runtime.NumGoroutine()
+	svc := startService(t, d, nil, nil)
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Credits: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := EpochSpec{Split: "train", Fanouts: []int{25, 10}, BatchSize: 4, Seed: 1, Features: true, Labels: true, Shards: 1}
+	it := source(t, c, spec, len(d.Train)).Epoch(context.Background(), 0)
+	it.Next()
+	time.Sleep(100 * time.Millisecond) // let it prepare ahead
+	if n, _ := svc.s.Active(); n != 1 {
+		t.Fatalf("mid-epoch: %d streams, want 1", n)
+	}
+	it.Close()
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, held := svc.s.Active(); n == 0 && held == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, held := svc.s.Active(); n != 0 || held != 0 {
+		t.Fatalf("after the trainer left: %d streams holding %d bytes", n, held)
+	}
+	svc.g.Stop()
+	goroutinesSettle(t, base)
+}
+
+// TestAuthAndErrors: a wrong secret is refused with a message saying so;
+// a bad request comes back with the server's error text.
+func TestAuthAndErrors(t *testing.T) {
+	d := cora(t)
+	svc := startService(t, d, &dist.Security{Secret: []byte("right")}, nil)
+	_, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: &dist.Security{Secret: []byte("wrong")}, ConnectTimeout: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "authentication failed (wrong secret)") {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	_, err = Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, ConnectTimeout: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "no credentials") {
+		t.Fatalf("no secret: %v", err)
+	}
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: &dist.Security{Secret: []byte("right")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		spec EpochSpec
+		want string
+	}{
+		{EpochSpec{Split: "nope", Fanouts: []int{5}, BatchSize: 4}, `unknown split "nope"`},
+		{EpochSpec{Split: "train", Fanouts: []int{0}, BatchSize: 4}, "fanout 0"},
+		{EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 4, Fingerprint: 12345}, "not the trainer's graph"},
+	} {
+		it := source(t, c, tc.spec, len(d.Train)).Epoch(context.Background(), 0)
+		for it.Next() {
+			it.Batch().Release()
+		}
+		if err := it.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
+		}
+		it.Close()
+	}
+	// Waiting for a sampler that never comes ends after the timeout, naming it.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	t0 := time.Now()
+	_, err = Dial(context.Background(), ClientConfig{Addrs: []string{addr}, ConnectTimeout: 500 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "did not answer within") || time.Since(t0) > 3*time.Second {
+		t.Fatalf("absent sampler: %v after %v", err, time.Since(t0))
+	}
+}
+
+// TestMutualTLS: with mutual TLS (and the secret inside it) a trainer with
+// a certificate of the job's CA streams batches; one with another CA's is
+// refused.
+func TestMutualTLS(t *testing.T) {
+	d := cora(t)
+	dir := t.TempDir()
+	job := testcert.WriteCA(t, dir, "job")
+	other := testcert.WriteCA(t, dir, "other")
+	sec := func(f testcert.Files) *dist.Security {
+		return &dist.Security{Secret: []byte("s"), TLS: &dist.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}}
+	}
+	svc := startService(t, d, sec(job), nil)
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: sec(job)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 64, Seed: 1, Features: true, Labels: true, Shards: 1}
+	it := source(t, c, spec, len(d.Train)).Epoch(context.Background(), 0)
+	n := 0
+	for it.Next() {
+		it.Batch().Release()
+		n++
+	}
+	it.Close()
+	if it.Err() != nil || n != spec.NumBatches(len(d.Train)) {
+		t.Fatalf("%d batches: %v", n, it.Err())
+	}
+	if _, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: sec(other), ConnectTimeout: time.Second}); err == nil {
+		t.Fatal("a certificate of another CA was accepted")
+	}
+	if _, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: &dist.Security{Secret: []byte("s")}, ConnectTimeout: time.Second}); err == nil {
+		t.Fatal("a client without TLS was accepted")
+	}
+}

@@ -1,0 +1,88 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/engine"
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/pipeline"
+)
+
+// BatchSource supplies the training minibatches of sampled mode in place
+// of the local sampling pipeline: a distributed sampler over a partitioned
+// dataset, or a stream from remote sampler services. Its batches carry the
+// blocks, the input nodes (the ids the model's degrees are indexed by),
+// their feature rows and the seeds' labels; *pipeline.Sampled is one.
+type BatchSource interface {
+	// NumBatches returns the number of batches of an epoch.
+	NumBatches() int
+	// Epoch starts epoch epoch's batches.
+	Epoch(ctx context.Context, epoch int) *pipeline.Iter
+}
+
+// Evaluator evaluates a model in place of full-graph inference on the
+// local dataset (a distributed run's evaluation over every rank's nodes).
+type Evaluator func(ctx context.Context, m *nn.Model) (Evaluation, error)
+
+// WithBatches makes sampled mode train on src's batches instead of
+// sampling the local dataset.
+func WithBatches(src BatchSource) Option { return func(r *Runner) { r.batches = src } }
+
+// WithEvaluator makes the run evaluate with ev instead of inference on the
+// local dataset.
+func WithEvaluator(ev Evaluator) Option { return func(r *Runner) { r.evaluator = ev } }
+
+// WithDegrees gives the model the in-degrees it normalises with (GCN,
+// APPNP), indexed by the ids of the batches' input nodes, instead of the
+// local graph's: a distributed run's batches hold global ids.
+func WithDegrees(deg []float32) Option { return func(r *Runner) { r.degOverride = deg } }
+
+// ScoreBlocks runs m forward (inference, no dropout) on a minibatch that
+// carries its float32 feature rows and its seeds' labels, and scores the
+// seeds (negative labels are skipped): the number predicted right, the
+// number scored and the summed negative log-likelihood. With every fanout
+// -1 the logits are the full-graph ones, so a distributed run evaluates
+// exactly.
+func ScoreBlocks(ctx context.Context, m *nn.Model, mb *batch.MiniBatch) (correct, total int, lossSum float64, err error) {
+	if len(mb.Labels) != len(mb.Seeds) {
+		return 0, 0, 0, fmt.Errorf("train: %d labels for %d seeds", len(mb.Labels), len(mb.Seeds))
+	}
+	if mb.Features.Empty() {
+		return 0, 0, 0, fmt.Errorf("train: the batch carries no feature rows")
+	}
+	res, err := engine.New(m, nil, engine.Config{}).Infer(ctx, m, mb)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	logits := res.Logits
+	for i, y := range mb.Labels {
+		if y < 0 {
+			continue
+		}
+		row := logits.Row(i)
+		if engine.Argmax(row) == y {
+			correct++
+		}
+		mx := row[0]
+		for _, v := range row {
+			mx = max(mx, v)
+		}
+		var z float64
+		for _, v := range row {
+			z += math.Exp(float64(v - mx))
+		}
+		lossSum += math.Log(z) - float64(row[y]-mx)
+		total++
+	}
+	return correct, total, lossSum, nil
+}
+
+// LoaderSeed returns the seed sampled mode's pipeline shuffles and samples
+// with under cfg (sample.EpochKey(LoaderSeed(cfg), epoch) keys an epoch's
+// draws), so that a distributed sampler or a sampler service draws what a
+// local run would.
+func LoaderSeed(cfg Config) uint64 { return rng.Derive(cfg.Seed, 0x5a3) }
