@@ -259,9 +259,7 @@ func DropoutMask(mask Matrix, p float64, seed uint64) error {
 // made it the most expensive op of a GCN epoch), four 16-bit lanes per
 // draw, a branch-free keep/drop choice, and chunks in parallel.
 func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) error {
-	thr := uint64(math.Round(p * 65536))
-	keep := float32(1 / (1 - p))
-	factors := [2]float32{0, keep}
+	thr, factors := dropoutParams(p)
 	n := len(x)
 	if x == nil {
 		n = len(mask)
@@ -293,6 +291,12 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 			}
 		}
 	})
+}
+
+// dropoutParams returns the 16-bit drop threshold and the factors of a
+// dropped and a kept element for probability p.
+func dropoutParams(p float64) (uint64, [2]float32) {
+	return uint64(math.Round(p * 65536)), [2]float32{0, float32(1 / (1 - p))}
 }
 
 // LogSoftmax sets each row of dst to the log-softmax of the row of x:

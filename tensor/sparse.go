@@ -243,7 +243,19 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 // It gathers over the transpose (g.T()), so every source row is written by
 // one goroutine: no locks and no races.
 func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
-	if err := checkAgg("AggregateGrad", g, dx, dy, mode); err != nil {
+	return aggregateGrad("AggregateGrad", dx, g, dy, mode, true)
+}
+
+// AggregateGradSet is AggregateGrad that sets dx to the gradient instead
+// of adding to it (each row is cleared just before its sources are
+// gathered, while it is in cache): for a gradient not yet written, it
+// saves zero-filling dx in a separate pass.
+func AggregateGradSet(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
+	return aggregateGrad("AggregateGradSet", dx, g, dy, mode, false)
+}
+
+func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, acc bool) error {
+	if err := checkAgg(op, g, dx, dy, mode); err != nil {
 		return err
 	}
 	t := g.T()
@@ -252,6 +264,9 @@ func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
 	return parallelFor(g.NumSrc, 64, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			o := dx.Row(s)
+			if !acc {
+				clear(o)
+			}
 			for q := t.Indptr[s]; q < t.Indptr[s+1]; q++ {
 				d := int(t.Dst[q])
 				pf := dy.Row(int(t.Dst[min(q+prefetchAhead, nq-1)]))

@@ -1,0 +1,119 @@
+package tensor
+
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// Fused element-wise kernels: each does in one pass over memory what
+// would otherwise take two or three (a separate activation backward, bias
+// gradient, mask multiply and accumulate), and none needs a temporary.
+
+// biasChunk is the number of rows whose column sums ReLUGradBias adds up
+// in one partial sum; partials are added in chunk order, so the result
+// does not depend on the number of threads.
+const biasChunk = 256
+
+// ReLUGradBias computes the gradient gz = dy ⊙ 1[y > 0] before a ReLU
+// whose output is y, writing it to gz (which may be dy itself), and, when
+// dbias is not nil, adds the column sums of gz to dbias (the gradient of a
+// bias added before the ReLU): a ReLU backward fused with its neighbouring
+// bias backward. With relu false it only sums dy into dbias (gz unused).
+// The column sums are added in fixed chunks of rows, so they are
+// reproducible but rounded differently from a row-by-row sum.
+func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
+	if err := sameShapes("ReLUGradBias", y, dy); err != nil {
+		return err
+	}
+	if relu {
+		if err := sameShapes("ReLUGradBias", gz, dy); err != nil {
+			return err
+		}
+	} else {
+		gz = dy
+	}
+	if dbias != nil && len(dbias) != dy.Cols {
+		return fmt.Errorf("%w: ReLUGradBias: bias gradient has %d values for %d columns", ErrShape, len(dbias), dy.Cols)
+	}
+	rows, cols := dy.Rows, dy.Cols
+	chunks := (rows + biasChunk - 1) / biasChunk
+	var partial []float32
+	if dbias != nil {
+		partial = getBuf(chunks * cols)
+		defer putBuf(partial)
+	}
+	err := parallelFor(chunks, 1, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			var p []float32
+			if partial != nil {
+				p = partial[ch*cols : (ch+1)*cols]
+				clear(p)
+			}
+			for i := ch * biasChunk; i < min((ch+1)*biasChunk, rows); i++ {
+				g, o := dy.Row(i), gz.Row(i)
+				if relu {
+					yr := y.Row(i)
+					for j, v := range g {
+						if yr[j] <= 0 {
+							v = 0
+						}
+						o[j] = v
+					}
+				}
+				if p != nil {
+					for j, v := range o {
+						p[j] += v
+					}
+				}
+			}
+		}
+	})
+	if err != nil || dbias == nil {
+		return err
+	}
+	for ch := 0; ch < chunks; ch++ {
+		p := partial[ch*cols : (ch+1)*cols]
+		for j, v := range p {
+			dbias[j] += v
+		}
+	}
+	return nil
+}
+
+// DropoutGrad is the backward of Dropout(_, _, x, p, seed) without a
+// stored mask: it draws the same factors again from the counter-based
+// streams (one per chunk of elements, keyed by seed and chunk index) and
+// sets dx = dy ⊙ factor, or adds that to dx with acc. The forward pass
+// thus keeps no mask at all, and the backward is one pass.
+func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
+	if err := sameShapes("DropoutGrad", dx, dy); err != nil {
+		return err
+	}
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("tensor: DropoutGrad: probability %v not in [0, 1)", p)
+	}
+	thr, factors := dropoutParams(p)
+	n := len(dy.Data)
+	chunks := (n + dropoutChunk - 1) / dropoutChunk
+	return parallelFor(chunks, 4, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			r := rng.New(rng.Derive(seed, uint64(ch)))
+			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
+			d, g := dx.Data[i0:i1], dy.Data[i0:i1]
+			var bits uint64
+			for i := range g {
+				if i&3 == 0 {
+					bits = r.Uint64()
+				}
+				k := 1 ^ ((bits&0xffff - thr) >> 63)
+				bits >>= 16
+				v := g[i] * factors[k&1]
+				if acc {
+					v += d[i]
+				}
+				d[i] = v
+			}
+		}
+	})
+}
