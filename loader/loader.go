@@ -20,8 +20,9 @@
 //	if err := it.Err(); err != nil { ... }
 //	fmt.Println(it.Stats())
 //
-// A Batch's buffers are recycled when Next is called again, so steady-state
-// iteration does not allocate; copy anything that must outlive the step.
+// A Batch's buffers are recycled when Next is called again (and the next
+// epoch reuses the last one's), so steady-state iteration does not
+// allocate; copy anything that must outlive the step.
 package loader
 
 import (
@@ -102,6 +103,40 @@ type Loader struct {
 	labels []int32
 	seeds  []int32
 	cfg    Config
+
+	// Batch buffers (blocks, gathered rows, labels) outlive the epoch
+	// that filled them: the next epoch takes them back, so a steady-state
+	// epoch allocates no batch memory (a fresh 50 MB buffer costs more in
+	// page faults than gathering into it).
+	poolMu sync.Mutex
+	pool   []*Batch
+}
+
+// takeBuffer returns a recycled batch buffer, or a new one.
+func (l *Loader) takeBuffer() *Batch {
+	l.poolMu.Lock()
+	defer l.poolMu.Unlock()
+	if n := len(l.pool); n > 0 {
+		b := l.pool[n-1]
+		l.pool[n-1] = nil
+		l.pool = l.pool[:n-1]
+		return b
+	}
+	return &Batch{MiniBatch: &sample.MiniBatch{}, done: make(chan error, 1)}
+}
+
+// putBuffers hands an epoch's buffers back once its goroutines have exited.
+func (l *Loader) putBuffers(bs []*Batch) {
+	l.poolMu.Lock()
+	defer l.poolMu.Unlock()
+	for _, b := range bs {
+		select {
+		case <-b.done: // a result the cancelled gather stage never read
+		default:
+		}
+		b.Index, b.seeds = 0, nil
+		l.pool = append(l.pool, b)
+	}
 }
 
 // New returns a loader that samples with s, gathers with f (nil for no
@@ -215,6 +250,7 @@ type Iter struct {
 	out     chan *Batch
 	errc    chan error
 	free    chan *Batch
+	bufs    []*Batch // every buffer of the epoch, returned to the loader by stop
 	cur     *Batch
 	err     error
 	done    bool
@@ -254,8 +290,10 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 		nbuf = l.cfg.Buffers
 	}
 	it.free = make(chan *Batch, nbuf)
-	for i := 0; i < nbuf; i++ {
-		it.free <- &Batch{MiniBatch: &sample.MiniBatch{}, done: make(chan error, 1)}
+	it.bufs = make([]*Batch, nbuf)
+	for i := range it.bufs {
+		it.bufs[i] = l.takeBuffer()
+		it.free <- it.bufs[i]
 	}
 	jobs := make(chan *Batch)
 	ordered := make(chan *Batch, ahead)
@@ -422,6 +460,10 @@ func (it *Iter) Close() {
 func (it *Iter) stop() {
 	it.cancel()
 	it.wg.Wait()
+	if it.bufs != nil { // no goroutine of the epoch uses them any more
+		it.l.putBuffers(it.bufs)
+		it.bufs, it.cur = nil, nil
+	}
 	if it.end.IsZero() {
 		it.end = time.Now()
 	}

@@ -405,6 +405,13 @@ func (r *Runner) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]
 	// share of the labelled destinations.
 	run := func(w *view, seed uint64) ([]*autograd.Var, error) {
 		tp := autograd.NewTape()
+		if r.ws != nil {
+			// The last piece's matrices are no longer used: its hidden
+			// rows were copied out (micro-batches) or consumed by the
+			// caller before this step (GAS's histories).
+			r.ws.Reset()
+			tp.Workspace = r.ws
+		}
 		if r.dp != nil && plan == nil {
 			tp.GradReady = r.dp.ready // overlap the all-reduce with backward
 		}

@@ -124,6 +124,12 @@ type Runner struct {
 
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
+
+	// ws holds every step's activations, gradients and scratch (reset at
+	// the start of each forward-backward piece), so steady-state steps
+	// allocate nothing large; nil under a memory bound, where each
+	// matrix is allocated and dropped as before.
+	ws *tensor.Workspace
 }
 
 // notePeak samples the Go heap after a training step, when the step's
@@ -152,6 +158,9 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	}
 	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
 	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks}
+	if cfg.MaxMemoryBytes == 0 {
+		r.ws = tensor.NewWorkspace(0)
+	}
 	for _, o := range opts {
 		o(r)
 	}
