@@ -63,7 +63,7 @@ type Var struct {
 	Grad  tensor.Matrix // the gradient; zero-size until needed
 
 	requiresGrad bool
-	op           bool               // the output of an op (not a leaf)
+	op           bool              // the output of an op (not a leaf)
 	ws           *tensor.Workspace // where an op output's gradient is allocated (nil: tensor.New)
 }
 
