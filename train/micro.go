@@ -371,7 +371,9 @@ type stepOut struct {
 	loss           float64 // mean over the labelled destinations
 	correct, total int     // right predictions among them, and their count
 	micro          int     // micro-batches run (1: unsplit)
-	// fresh holds every hidden layer's rows of all destinations (GAS).
+	// fresh holds every hidden layer's rows of all destinations (GAS);
+	// after a training step, until the next step (they may live in the
+	// runner's workspace).
 	fresh []tensor.Matrix
 	// logits holds the logits of all destinations (inference only).
 	logits tensor.Matrix

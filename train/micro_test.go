@@ -116,6 +116,9 @@ func TestMicroBatchGradientsMatchUnsplit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			for l := range a.fresh { // valid until the next step, which reuses the workspace
+				a.fresh[l] = a.fresh[l].Clone()
+			}
 			b, err := c.r.trainPlan(context.Background(), whole, c.v, thirds(c.v, true), c.m, &g1, 0, 0, 1)
 			if err != nil {
 				t.Fatal(err)
