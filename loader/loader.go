@@ -129,7 +129,11 @@ func (l *Loader) takeBuffer() *Batch {
 func (l *Loader) putBuffers(bs []*Batch) {
 	l.poolMu.Lock()
 	defer l.poolMu.Unlock()
-	for _, b := range bs {
+	// In reverse, so the next epoch takes them in this epoch's order: the
+	// first batches (every epoch has them) get the buffers that grew to a
+	// batch's size, and spare ones stay spare.
+	for i := len(bs) - 1; i >= 0; i-- {
+		b := bs[i]
 		select {
 		case <-b.done: // a result the cancelled gather stage never read
 		default:

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -43,6 +44,9 @@ func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
 		partial = getBuf(chunks * cols)
 		defer putBuf(partial)
 	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &eltNs, &eltElems, int64(len(dy.Data)))
+	}
 	err := parallelFor(chunks, 1, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			var p []float32
@@ -53,13 +57,7 @@ func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
 			for i := ch * biasChunk; i < min((ch+1)*biasChunk, rows); i++ {
 				g, o := dy.Row(i), gz.Row(i)
 				if relu {
-					yr := y.Row(i)
-					for j, v := range g {
-						if yr[j] <= 0 {
-							v = 0
-						}
-						o[j] = v
-					}
+					reluMask(o, g, y.Row(i))
 				}
 				if p != nil {
 					for j, v := range o {
@@ -96,11 +94,15 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 	thr, factors := dropoutParams(p)
 	n := len(dy.Data)
 	chunks := (n + dropoutChunk - 1) / dropoutChunk
-	return parallelFor(chunks, 4, func(lo, hi int) {
+	return timedRows(n, chunks, 4, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			r := rng.New(rng.Derive(seed, uint64(ch)))
 			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
 			d, g := dx.Data[i0:i1], dy.Data[i0:i1]
+			if !acc {
+				dropoutApply(d, g, r, thr, factors[1])
+				continue
+			}
 			var bits uint64
 			for i := range g {
 				if i&3 == 0 {
@@ -108,12 +110,22 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 				}
 				k := 1 ^ ((bits&0xffff - thr) >> 63)
 				bits >>= 16
-				v := g[i] * factors[k&1]
-				if acc {
-					v += d[i]
-				}
-				d[i] = v
+				d[i] += g[i] * factors[k&1]
 			}
 		}
 	})
+}
+
+// reluMask sets o = g where y > 0 and 0 elsewhere, for y the output of a
+// ReLU (never negative, never -0: a positive zero or more, or NaN). It is
+// branch-free: half of a ReLU's outputs are 0 in no predictable pattern,
+// and a branch per element costs a misprediction every other element.
+func reluMask(o, g, y []float32) {
+	g = g[:len(o)]
+	y = y[:len(o)]
+	for j := range o {
+		b := math.Float32bits(y[j])
+		keep := uint32(int32(b|-b) >> 31) // all ones when b != 0
+		o[j] = math.Float32frombits(math.Float32bits(g[j]) & keep)
+	}
 }

@@ -127,6 +127,9 @@ func gemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	if threads <= 0 {
 		threads = Threads()
 	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(n)*int64(k))
+	}
 	if m <= 128 && n >= 8*m {
 		return gemmSwapped(threads, tA, tB, alpha, a, b, beta, c, ep)
 	}

@@ -19,7 +19,7 @@ import "fmt"
 //
 // A step that needs more than the slab holds gets overflow chunks; the
 // next Reset replaces slab and chunks by one slab with room for the
-// whole step plus an eighth, so after the first steps (or after Reserve
+// whole step plus a quarter (batches vary in size), so after the first steps (or after Reserve
 // with the memory planner's figure) a steady-state step allocates
 // nothing. Matrices are aligned to 64 bytes. A Workspace is used by one
 // goroutine at a time. Every Get counts in Allocated, as New does, so the
@@ -122,7 +122,7 @@ func (w *Workspace) Reset() {
 	if len(w.extra) > 0 || w.peak > len(w.slab) {
 		w.extra = nil
 		w.slab = nil // let the collector take the old memory before the new slab is made
-		w.slab = make([]float32, roundUp(w.peak+w.peak/8, 1<<14))
+		w.slab = make([]float32, roundUp(w.peak+w.peak/4, 1<<14))
 		w.grows++
 	}
 	w.off, w.used = 0, 0

@@ -19,6 +19,8 @@ type sampledStepper struct {
 	opt nn.Optimizer
 	ld  *loader.Loader
 	sp  *splitter
+	// ts holds one transpose per layer, rebuilt in place every step.
+	ts []*tensor.Transposed
 }
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
@@ -63,6 +65,12 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 		t := time.Now()
 		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: r.feat.Dim(), Data: b.Features}
 		v := &view{blocks: blocksOf(b.MiniBatch), x: x, labels: b.Labels}
+		for i, bl := range v.blocks {
+			if i == len(s.ts) {
+				s.ts = append(s.ts, &tensor.Transposed{})
+			}
+			bl.CSR.TScratch = s.ts[i]
+		}
 		out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, b.Index, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
 		if err != nil {
 			return st, err
@@ -82,6 +90,7 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	st.SampleSeconds = ls.Sample.Seconds()
 	st.GatherSeconds = ls.Gather.Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
+	st.GatheredRows = ls.Rows
 	st.ComputeSeconds = compute.Seconds()
 	return st, nil
 }

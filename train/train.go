@@ -39,7 +39,10 @@ type EpochStats struct {
 	GatherSeconds  float64 `json:"gather_seconds"`
 	ComputeSeconds float64 `json:"compute_seconds"`
 	WaitSeconds    float64 `json:"wait_seconds"`
-	EvalSeconds    float64 `json:"eval_seconds,omitempty"`
+	// GatheredRows is the number of feature rows the loader gathered
+	// (sampled training).
+	GatheredRows int64   `json:"gathered_rows,omitempty"`
+	EvalSeconds  float64 `json:"eval_seconds,omitempty"`
 	// PeakHeapBytes is the largest Go heap in use seen after a training
 	// step of the epoch; PeakRSSBytes the process's resident-set high-water
 	// mark during the epoch (Linux).
