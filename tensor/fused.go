@@ -38,6 +38,7 @@ func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
 		return fmt.Errorf("%w: ReLUGradBias: bias gradient has %d values for %d columns", ErrShape, len(dbias), dy.Cols)
 	}
 	rows, cols := dy.Rows, dy.Cols
+	k := ks()
 	chunks := (rows + biasChunk - 1) / biasChunk
 	var partial []float32
 	if dbias != nil {
@@ -57,7 +58,7 @@ func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
 			for i := ch * biasChunk; i < min((ch+1)*biasChunk, rows); i++ {
 				g, o := dy.Row(i), gz.Row(i)
 				if relu {
-					reluMask(o, g, y.Row(i))
+					k.reluMask(o, g, y.Row(i))
 				}
 				if p != nil {
 					for j, v := range o {
@@ -116,16 +117,49 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 	})
 }
 
-// reluMask sets o = g where y > 0 and 0 elsewhere, for y the output of a
-// ReLU (never negative, never -0: a positive zero or more, or NaN). It is
-// branch-free: half of a ReLU's outputs are 0 in no predictable pattern,
-// and a branch per element costs a misprediction every other element.
-func reluMask(o, g, y []float32) {
+// reluMaskGeneric sets o = g where y > 0 and 0 elsewhere (a NaN y gives
+// 0, as the unfused ReLU backward does). It is branch-free: half of a
+// ReLU's outputs are 0 in no predictable pattern, and a branch per element
+// costs a misprediction every other element.
+func reluMaskGeneric(o, g, y []float32) {
 	g = g[:len(o)]
 	y = y[:len(o)]
 	for j := range o {
 		b := math.Float32bits(y[j])
-		keep := uint32(int32(b|-b) >> 31) // all ones when b != 0
+		// y > 0: sign bit clear, not zero, not NaN (b <= 0x7f800000).
+		pos := (b - 1) < 0x7f800000
+		keep := uint32(0)
+		if pos {
+			keep = ^uint32(0)
+		}
 		o[j] = math.Float32frombits(math.Float32bits(g[j]) & keep)
 	}
+}
+
+// biasReLUGeneric sets seg = act(seg + bias) (bias nil: no bias).
+func biasReLUGeneric(seg, bias []float32, relu bool) {
+	switch {
+	case bias != nil && relu:
+		b := bias[:len(seg)]
+		for i, v := range seg {
+			seg[i] = relu0(v + b[i])
+		}
+	case bias != nil:
+		b := bias[:len(seg)]
+		for i, v := range seg {
+			seg[i] = v + b[i]
+		}
+	case relu:
+		for i, v := range seg {
+			seg[i] = relu0(v)
+		}
+	}
+}
+
+// relu0 is max(0, v) keeping a NaN, as the AVX2 kernel computes it.
+func relu0(v float32) float32 {
+	if v > 0 || v != v {
+		return v
+	}
+	return 0
 }

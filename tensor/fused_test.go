@@ -49,6 +49,10 @@ func TestDropoutWithoutMaskAndGrad(t *testing.T) {
 // separate passes: gz exactly, the bias gradient to float32 rounding (it
 // is summed in chunks of rows), with and without the ReLU, in place too.
 func TestReLUGradBias(t *testing.T) {
+	forEachKernel(t, testReLUGradBias)
+}
+
+func testReLUGradBias(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, rows := range []int{1, 255, 256, 1000} {
 		for _, relu := range []bool{true, false} {
@@ -155,4 +159,52 @@ func TestWorkspace(t *testing.T) {
 	if Allocated()-before != 64 {
 		t.Fatal("workspace matrices do not count in Allocated")
 	}
+}
+
+// TestEpilogueKernels checks every kernel set's bias + ReLU and ReLU-mask
+// kernels element by element against their definitions, on lengths with
+// and without a tail, with NaN, zeros of both signs and infinities.
+func TestEpilogueKernels(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(8, 8))
+		nan := float32(math.NaN())
+		special := []float32{nan, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40, -1e-40}
+		for _, n := range []int{0, 1, 7, 8, 9, 33, 100} {
+			x, b, g := make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i], b[i], g[i] = rng.Float32()-0.5, rng.Float32()-0.5, rng.Float32()-0.5
+				if i%5 == 0 {
+					x[i] = special[(i/5)%len(special)]
+				}
+			}
+			for _, bias := range [][]float32{nil, b} {
+				for _, relu := range []bool{false, true} {
+					got := append([]float32(nil), x...)
+					ks().biasReLU(got, bias, relu)
+					for i, v := range x {
+						if bias != nil {
+							v += bias[i]
+						}
+						if relu && !(v > 0) && v == v {
+							v = 0
+						}
+						if !(got[i] == v || (got[i] != got[i] && v != v)) {
+							t.Fatalf("n %d bias %v relu %v: [%d] = %v from %v, want %v", n, bias != nil, relu, i, got[i], x[i], v)
+						}
+					}
+				}
+			}
+			o := make([]float32, n)
+			ks().reluMask(o, g, x)
+			for i := range o {
+				want := float32(0)
+				if x[i] > 0 {
+					want = g[i]
+				}
+				if o[i] != want {
+					t.Fatalf("n %d: reluMask [%d] = %v for y %v, want %v", n, i, o[i], x[i], want)
+				}
+			}
+		}
+	})
 }

@@ -59,22 +59,11 @@ func (e *Epilogue) none() bool { return e == nil || (e.Bias == nil && !e.ReLU) }
 
 // apply runs the epilogue on seg, the part of a row of C starting at column col.
 func (e *Epilogue) apply(seg []float32, col int) {
-	switch {
-	case e.Bias != nil && e.ReLU:
-		b := e.Bias[col : col+len(seg)]
-		for i, v := range seg {
-			seg[i] = max(v+b[i], 0)
-		}
-	case e.Bias != nil:
-		b := e.Bias[col : col+len(seg)]
-		for i, v := range seg {
-			seg[i] = v + b[i]
-		}
-	case e.ReLU:
-		for i, v := range seg {
-			seg[i] = max(v, 0)
-		}
+	var b []float32
+	if e.Bias != nil {
+		b = e.Bias[col : col+len(seg)]
 	}
+	ks().biasReLU(seg, b, e.ReLU)
 }
 
 // GemmEpilogue is Gemm followed by ep on every element of C (bias add then

@@ -1,0 +1,51 @@
+//go:build amd64 && !noasm
+
+package tensor
+
+// biasReLUAVX2 sets x[i] = act(x[i] + b[i]) for i < n&^7 (mode bit 0: add
+// b; bit 1: ReLU).
+//
+//go:noescape
+func biasReLUAVX2(n int, x, b *float32, mode int)
+
+// reluMaskAVX2 sets o[i] = g[i] where y[i] > 0 and 0 elsewhere, for i < n&^7.
+//
+//go:noescape
+func reluMaskAVX2(n int, o, dy, y *float32)
+
+// biasReLUVec is biasReLUGeneric with AVX2 for the bulk.
+func biasReLUVec(seg, bias []float32, relu bool) {
+	if bias == nil && !relu {
+		return
+	}
+	n := len(seg) &^ 7
+	if n > 0 {
+		mode, bp := 0, &seg[0] // bp: any valid pointer when there is no bias
+		if bias != nil {
+			mode, bp = 1, &bias[0]
+		}
+		if relu {
+			mode |= 2
+		}
+		biasReLUAVX2(n, &seg[0], bp, mode)
+	}
+	if n < len(seg) {
+		var b []float32
+		if bias != nil {
+			b = bias[n:]
+		}
+		biasReLUGeneric(seg[n:], b, relu)
+	}
+}
+
+// reluMaskVec is reluMaskGeneric with AVX2 for the bulk.
+func reluMaskVec(o, g, y []float32) {
+	n := len(o) &^ 7
+	if n > 0 {
+		_, _ = g[len(o)-1], y[len(o)-1]
+		reluMaskAVX2(n, &o[0], &g[0], &y[0])
+	}
+	if n < len(o) {
+		reluMaskGeneric(o[n:], g[n:], y[n:])
+	}
+}
