@@ -119,7 +119,7 @@ func gemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	if t0 := statStart(); t0 != 0 {
 		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(n)*int64(k))
 	}
-	if m <= 128 && n >= 8*m {
+	if m <= 128 && n >= 8*m || deepNarrowGrad(tA, tB, m, n, k) {
 		return gemmSwapped(threads, tA, tB, alpha, a, b, beta, c, ep)
 	}
 	return gemm(threads, tA, tB, alpha, a, b, beta, c, ep)
@@ -155,6 +155,17 @@ func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 		}
 	}
 	return nil
+}
+
+// deepNarrowGrad reports a weight gradient Xᵀ·dY (A transposed, deep k)
+// with few output columns and many rows, e.g. dW = dYᵀ·X of a layer
+// stored [out, in] with in <= 4 column panels: computed directly, A would
+// be streamed from memory once per column panel (it is k×m, megabytes);
+// swapped, the narrow operand becomes the packed A and the wide one is
+// packed once, so each input is read once.
+func deepNarrowGrad(tA, tB Op, m, n, k int) bool {
+	nr := ks().wide.nr
+	return tA == Trans && tB == NoTrans && k >= 1024 && n <= 4*nr && m > 4*nr
 }
 
 func flipOp(o Op) Op {
