@@ -7,8 +7,10 @@
 // Each stage is replaceable (Sampler and Fetcher are interfaces, satisfied
 // by *sample.Sampler and *feature.Store) and timed (Stats), so a user sees
 // which stage limits the epoch. Batches arrive in order and are the same
-// whatever the number of sampling workers: batch i of epoch e is sampled
-// with the seed rng.Derive(rng.Derive(Config.Seed, e), i).
+// whatever the number of sampling workers: every batch of epoch e is
+// sampled with the key sample.EpochKey(Config.Seed, e), so a node's
+// neighbours depend on (Config.Seed, e, hop, node) alone, whichever batch,
+// shard or process samples it.
 //
 //	l, err := loader.New(sampler, store, d.Labels, d.Train, loader.Config{BatchSize: 1024, Shuffle: true})
 //	it := l.Epoch(ctx, epoch)
@@ -34,7 +36,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/sample"
 )
 
@@ -274,7 +275,7 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 	ctx, cancel := context.WithCancel(ctx)
 	it := &Iter{l: l, ctx: ctx, cancel: cancel, start: time.Now()}
 	it.stats.SampleWorkers = l.cfg.SampleWorkers
-	eseed := rng.Derive(l.cfg.Seed, uint64(epoch))
+	eseed := sample.EpochKey(l.cfg.Seed, epoch)
 	batches, err := sample.Batches(l.seeds, l.cfg.BatchSize*max(1, l.cfg.Shards), l.cfg.Shuffle, eseed, l.cfg.DropLast)
 	if err != nil {
 		it.err, it.done = err, true
@@ -336,7 +337,7 @@ func (l *Loader) Epoch(ctx context.Context, epoch int) *Iter {
 			defer it.wg.Done()
 			for b := range jobs {
 				t0 := time.Now()
-				err := l.s.SampleInto(b.MiniBatch, b.seeds, rng.Derive(eseed, uint64(b.Index)))
+				err := l.s.SampleInto(b.MiniBatch, b.seeds, eseed)
 				it.sampleNs.Add(int64(time.Since(t0)))
 				if err != nil {
 					err = fmt.Errorf("batch %d: %w", b.Index, err)

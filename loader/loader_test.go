@@ -78,7 +78,7 @@ func TestEpoch(t *testing.T) {
 			if b.Index != i {
 				t.Fatalf("batch %d arrived at position %d", b.Index, i)
 			}
-			ref, err := s.Sample(want[i], rng.Derive(rng.Derive(5, 3), uint64(i)))
+			ref, err := s.Sample(want[i], sample.EpochKey(5, 3))
 			if err != nil {
 				t.Fatal(err)
 			}

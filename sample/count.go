@@ -36,11 +36,11 @@ func Batches(seeds []int32, batchSize int, shuffle bool, seed uint64, dropLast b
 	return out, nil
 }
 
-// CountInputs samples minibatches (seeded with rng.Derive(seed, i) for
-// batch i) on workers goroutines and returns, for every node, how many of
+// CountInputs samples minibatches (every one with the random key key, as
+// the batches of one epoch) on workers goroutines and returns, for every node, how many of
 // them read its features (how often it is in InputNodes). This is the
 // pre-sampling pass GNNLab uses to rank nodes for a feature cache.
-func (s *Sampler) CountInputs(ctx context.Context, batches [][]int32, seed uint64, workers int) ([]uint32, error) {
+func (s *Sampler) CountInputs(ctx context.Context, batches [][]int32, key uint64, workers int) ([]uint32, error) {
 	counts := make([]uint32, s.g.NumNodes)
 	workers = par.Workers(workers)
 	mbs := make([]MiniBatch, workers)
@@ -50,7 +50,7 @@ func (s *Sampler) CountInputs(ctx context.Context, batches [][]int32, seed uint6
 			return
 		}
 		mb := &mbs[w]
-		if err := s.SampleInto(mb, batches[i], rng.Derive(seed, uint64(i))); err != nil {
+		if err := s.SampleInto(mb, batches[i], key); err != nil {
 			errs[w] = fmt.Errorf("batch %d: %w", i, err)
 			return
 		}

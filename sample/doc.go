@@ -32,10 +32,15 @@
 // SampleExcluding leaves given edge ids out of the population (link
 // prediction: do not let a model see the edges it must predict).
 //
-// Results depend only on the graph, the configuration, the seeds and the
-// seed value: each hop of a minibatch draws from its own rng stream derived
-// from the seed, so a loader running any number of sampling goroutines
-// produces the same minibatches. A Sampler is safe for concurrent use; its
+// Draws are keyed, not streamed: the neighbours drawn for node v at hop h
+// depend only on (key, h, v), where key is the value passed to Sample
+// (sample.EpochKey(seed, epoch) for every batch of an epoch). So the
+// minibatches do not depend on the number of sampling goroutines, and a
+// node sampled in the same epoch by another batch, another rank or a
+// sampler service over the same graph draws the same neighbours; a part of
+// a partitioned graph keys its nodes by their global ids (Config.KeyIDs).
+// Re-seeding the generator per node costs one 64-bit mix, well below the
+// cost of the node's neighbour-range load. A Sampler is safe for concurrent use; its
 // per-call scratch (the relabelling hash map and bitsets) is pooled, and
 // SampleInto reuses a MiniBatch's buffers, so steady-state sampling does not
 // allocate.

@@ -59,6 +59,12 @@ type Config struct {
 	// Relabel selects the global-to-local id map; the zero value is
 	// RelabelHash.
 	Relabel Relabel
+	// KeyIDs, when set, holds for every node of the graph the id that keys
+	// its random draws (see Sampler.SampleInto): a part of a partitioned
+	// graph sets it to its nodes' global ids, so that it draws exactly the
+	// neighbours the whole graph would (its in-neighbour lists must then be
+	// in the whole graph's order). Nil keys node v by v.
+	KeyIDs []int32
 }
 
 // Sampler draws neighbour-sampled minibatches from one graph. It is safe
@@ -104,6 +110,9 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	}
 	if g.EdgeIDs != nil && len(g.EdgeIDs) != len(g.Indices) {
 		return nil, fmt.Errorf("sample: graph has %d edge ids for %d edges", len(g.EdgeIDs), len(g.Indices))
+	}
+	if cfg.KeyIDs != nil && len(cfg.KeyIDs) != g.NumNodes {
+		return nil, fmt.Errorf("sample: %d key ids for %d nodes", len(cfg.KeyIDs), g.NumNodes)
 	}
 	cfg.Fanouts = slices.Clone(cfg.Fanouts)
 	s := &Sampler{g: g, cfg: cfg}
@@ -195,7 +204,17 @@ func (mb *MiniBatch) NumEdges() int {
 	return n
 }
 
-// Sample draws a minibatch for seeds with the given random seed.
+// EpochKey returns the random key of one epoch of a run seeded with seed:
+// the value to pass to Sample and SampleInto for every minibatch of that
+// epoch. Every process that samples the same node in the same epoch of the
+// same run then draws the same neighbours.
+func EpochKey(seed uint64, epoch int) uint64 { return rng.Derive(seed, uint64(epoch)) }
+
+// hopKey returns the key of hop h's draws under key.
+func hopKey(key uint64, h int) uint64 { return rng.Derive(key, uint64(h)+0x5ee0) }
+
+// Sample draws a minibatch for seeds with the given random key (see
+// SampleInto).
 func (s *Sampler) Sample(seeds []int32, seed uint64) (*MiniBatch, error) {
 	mb := &MiniBatch{}
 	if err := s.SampleInto(mb, seeds, seed); err != nil {
@@ -206,6 +225,14 @@ func (s *Sampler) Sample(seeds []int32, seed uint64) (*MiniBatch, error) {
 
 // SampleInto draws a minibatch for seeds into mb, reusing its buffers.
 // Seeds must be distinct node ids; there must be at least one.
+//
+// The random draws are keyed, not streamed: the neighbours drawn for node
+// v at hop h depend only on (key, h, v) (v's Config.KeyIDs entry when
+// set), never on the other seeds of the batch, their order, the batch's
+// position in the epoch or the number of workers. Pass EpochKey(seed,
+// epoch) as key for every batch of an epoch, and any split of the epoch's
+// seeds into batches, workers, processes or partitions draws the same
+// neighbours for every node.
 func (s *Sampler) SampleInto(mb *MiniBatch, seeds []int32, seed uint64) error {
 	return s.sample(mb, seeds, seed, nil)
 }
@@ -276,7 +303,6 @@ func (s *Sampler) sample(mb *MiniBatch, seeds []int32, seed uint64, exclude []in
 	}
 	numDst := make([]int, 0, 8)
 	spanned := 0 // destinations whose neighbour ranges are in sc.spans
-	var r rng.Rand
 	for h, k := range s.cfg.Fanouts {
 		nd := len(nodes)
 		numDst = append(numDst, nd)
@@ -286,8 +312,7 @@ func (s *Sampler) sample(mb *MiniBatch, seeds []int32, seed uint64, exclude []in
 		hb.indptr = grow(hb.indptr, nd+1)
 		hb.indices = grow(hb.indices, bound)
 		hb.eids = grow(hb.eids, bound)
-		r.Seed(rng.Derive(seed, uint64(h)))
-		e := s.draw(sc, &r, k, hb)
+		e := s.draw(sc, nodes[:nd], hopKey(seed, h), k, hb)
 		hb.indices = hb.indices[:e]
 		hb.eids = hb.eids[:e]
 		// Relabel in place: global source ids become local positions, new
@@ -380,11 +405,14 @@ func (s *Sampler) spans(sc *scratch, dst []int32, done, k int) int {
 	return bound
 }
 
-// draw samples the in-edges of every destination of the hop into hb
-// (global source ids in indices, CSC positions in eids) and returns the
-// number of edges drawn.
-func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *hopBuf) int {
+// draw samples the in-edges of every destination dst[i] of the hop into
+// hb (global source ids in indices, CSC positions in eids) and returns the
+// number of edges drawn. Each destination's draws come from a generator
+// seeded with its key under the hop key hk.
+func (s *Sampler) draw(sc *scratch, dst []int32, hk uint64, k int, hb *hopBuf) int {
 	g := s.g
+	var rr rng.Rand
+	r := &rr
 	ind := g.Indices
 	out, pos, ip := hb.indices, hb.eids, hb.indptr
 	sp := sc.spans
@@ -394,7 +422,7 @@ func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *hopBuf) int {
 	exclusions := len(sc.excl) > 0
 	simple := !s.cfg.Weighted && !s.cfg.Replace
 	if simple && !exclusions && k > 0 {
-		e = s.drawUniform(sc, r, k, ip, pos)
+		e = s.drawUniform(sc, dst, hk, k, ip, pos)
 	} else {
 		for i := 0; i < nd; i++ {
 			lo, hi := sp[2*i], sp[2*i+1]
@@ -415,6 +443,7 @@ func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *hopBuf) int {
 				ip[i+1] = int64(e)
 				continue
 			}
+			r.Seed(s.nodeKey(hk, dst[i]))
 			var w []float32
 			if s.cfg.Weighted {
 				if cand == nil {
@@ -456,19 +485,25 @@ func (s *Sampler) draw(sc *scratch, r *rng.Rand, k int, hb *hopBuf) int {
 // without replacement, no exclusions and k > 0: the same draws as pick,
 // without its per-node dispatch. It fills ip and pos and returns the
 // number of edges.
-func (s *Sampler) drawUniform(sc *scratch, r *rng.Rand, k int, ip, pos []int64) int {
+func (s *Sampler) drawUniform(sc *scratch, dst []int32, hk uint64, k int, ip, pos []int64) int {
 	sp := sc.spans
 	nd := len(sp) / 2
 	e := 0
+	var rr rng.Rand
+	r := &rr
 	for i := 0; i < nd; i++ {
 		lo, hi := sp[2*i], sp[2*i+1]
 		d := int(hi - lo)
-		switch {
-		case d <= k:
+		if d <= k {
 			for p := lo; p < hi; p++ {
 				pos[e] = p
 				e++
 			}
+			ip[i+1] = int64(e)
+			continue
+		}
+		r.Seed(s.nodeKey(hk, dst[i]))
+		switch {
 		case d <= 64:
 			// Floyd's algorithm with the chosen set in one register (as
 			// in pick).
@@ -496,6 +531,14 @@ func (s *Sampler) drawUniform(sc *scratch, r *rng.Rand, k int, ip, pos []int64) 
 		ip[i+1] = int64(e)
 	}
 	return e
+}
+
+// nodeKey returns the seed of node v's draws under the hop key hk.
+func (s *Sampler) nodeKey(hk uint64, v int32) uint64 {
+	if s.cfg.KeyIDs != nil {
+		v = s.cfg.KeyIDs[v]
+	}
+	return hk ^ uint64(uint32(v))
 }
 
 // pick chooses offsets in [0, d) for one node (fanout k, weights w when

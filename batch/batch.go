@@ -1,0 +1,394 @@
+// Package batch holds MiniBatch, the one value every stage of training
+// passes on (sampler → feature fetch → history pull → step, in every mode:
+// full graph, neighbour-sampled, GNNAutoScale, micro-batches and layer-wise
+// inference), and its wire encoding (see docs/wire.md), so that the same
+// value can cross a socket to a remote trainer or a Python client.
+//
+// A MiniBatch follows DGL's block convention (PyG's "seeds first"):
+//
+//   - InputNodes (PyG's n_id) holds the global ids of the first block's
+//     sources: the nodes whose features the first layer reads. Features
+//     holds their rows, in the same order.
+//   - Blocks holds one graph.Block per layer, input layer first. Block 0's
+//     sources are the input nodes. Block l's sources (l >= 1) are block
+//     l-1's destinations, followed by Halo[l-1].Nodes, whose rows come from
+//     a history table (GNNAutoScale) instead of the layer below.
+//   - Every block's destinations are the first NumDst of its sources, so
+//     every block's destinations are a prefix of the input nodes; the last
+//     block's destinations are the seeds: Seeds == InputNodes[:len(Seeds)].
+//   - Labels holds the seeds' labels (-1: none), or is nil.
+//
+// Node ids are int64 (global ids across partitions); ids within one local
+// graph fit int32 and Local returns them as such for the local graph and
+// feature store.
+//
+// Batches are recycled: a pipeline hands out a batch whose arrays it reuses
+// once the consumer calls Release, so steady-state steps allocate nothing
+// large. Anything that must outlive the step must be copied before Release.
+package batch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/graphmill/graphmill/graph"
+)
+
+// DType is the element type of an array in a MiniBatch and on the wire.
+// Its values are the wire's dtype codes.
+type DType uint8
+
+// The element types; the numbers are the wire's dtype codes.
+const (
+	Int32    DType = 1 // little-endian two's-complement 32-bit integer (numpy "<i4")
+	Int64    DType = 2 // little-endian 64-bit integer ("<i8")
+	Float32  DType = 3 // IEEE binary32 ("<f4")
+	Float16  DType = 4 // IEEE binary16 ("<f2")
+	BFloat16 DType = 5 // bfloat16: the top 16 bits of a binary32 (numpy has none: read "<u2", shift left by 16, view as "<f4")
+)
+
+// Size returns the bytes per element (0 for an unknown dtype).
+func (t DType) Size() int {
+	switch t {
+	case Int32, Float32:
+		return 4
+	case Int64:
+		return 8
+	case Float16, BFloat16:
+		return 2
+	}
+	return 0
+}
+
+// String returns the dtype's name ("int32", "float16", ...).
+func (t DType) String() string {
+	switch t {
+	case Int32:
+		return "int32"
+	case Int64:
+		return "int64"
+	case Float32:
+		return "float32"
+	case Float16:
+		return "float16"
+	case BFloat16:
+		return "bfloat16"
+	}
+	return fmt.Sprintf("DType(%d)", uint8(t))
+}
+
+// IsFloat reports whether t is one of the feature dtypes (float32, float16,
+// bfloat16).
+func (t DType) IsFloat() bool { return t == Float32 || t == Float16 || t == BFloat16 }
+
+// Rows is a row-major matrix of Rows x Dim values of one float dtype:
+// F32 holds them for Float32, Bits (the raw 16-bit patterns) for Float16
+// and BFloat16. The zero value is "no rows".
+type Rows struct {
+	DType     DType
+	Rows, Dim int
+	F32       []float32
+	Bits      []uint16
+}
+
+// Len returns the number of values the dtype's array should hold.
+func (r *Rows) Len() int { return r.Rows * r.Dim }
+
+// Empty reports whether r holds no matrix at all (Dim 0).
+func (r *Rows) Empty() bool { return r.Dim == 0 }
+
+// SetF32 makes r a float32 matrix of rows x dim, reusing F32's capacity,
+// and returns its values (to be filled).
+func (r *Rows) SetF32(rows, dim int) []float32 {
+	n := rows * dim
+	if cap(r.F32) < n {
+		r.F32 = make([]float32, n, n+n/4)
+	}
+	r.DType, r.Rows, r.Dim, r.F32 = Float32, rows, dim, r.F32[:n]
+	r.Bits = r.Bits[:0]
+	return r.F32
+}
+
+// SetHalf makes r a 16-bit matrix (Float16 or BFloat16) of rows x dim,
+// reusing Bits' capacity, and returns its raw values (to be filled).
+func (r *Rows) SetHalf(t DType, rows, dim int) []uint16 {
+	n := rows * dim
+	if cap(r.Bits) < n {
+		r.Bits = make([]uint16, n, n+n/4)
+	}
+	r.DType, r.Rows, r.Dim, r.Bits = t, rows, dim, r.Bits[:n]
+	r.F32 = r.F32[:0]
+	return r.Bits
+}
+
+func (r *Rows) validate(what string, rows int) error {
+	if r.Dim == 0 && r.Rows == 0 && len(r.F32) == 0 && len(r.Bits) == 0 {
+		return nil
+	}
+	if r.Dim <= 0 || r.Rows < 0 {
+		return fmt.Errorf("batch: %s: %d rows of dimension %d", what, r.Rows, r.Dim)
+	}
+	if r.Rows != rows {
+		return fmt.Errorf("batch: %s has %d rows for %d nodes", what, r.Rows, rows)
+	}
+	if hi, lo := mul64(uint64(r.Rows), uint64(r.Dim)); hi != 0 || lo > math.MaxInt64/8 {
+		return fmt.Errorf("batch: %s: %d x %d values overflow", what, r.Rows, r.Dim)
+	}
+	switch r.DType {
+	case Float32:
+		if len(r.F32) != r.Len() {
+			return fmt.Errorf("batch: %s: %d float32 values for %d x %d", what, len(r.F32), r.Rows, r.Dim)
+		}
+	case Float16, BFloat16:
+		if len(r.Bits) != r.Len() {
+			return fmt.Errorf("batch: %s: %d %s values for %d x %d", what, len(r.Bits), r.DType, r.Rows, r.Dim)
+		}
+	default:
+		return fmt.Errorf("batch: %s has dtype %s; features are float32, float16 or bfloat16", what, r.DType)
+	}
+	return nil
+}
+
+// Halo holds the history sources of one layer l >= 1 (GNNAutoScale): the
+// global ids of the sources of block l beyond block l-1's destinations,
+// and, once pulled, their rows from layer l-1's history table.
+type Halo struct {
+	Nodes []int64
+	Rows  Rows
+}
+
+// MiniBatch is one minibatch as every stage sees it (see the package
+// documentation for the conventions that tie its fields together).
+type MiniBatch struct {
+	// Sender, Epoch and Seq identify the batch in a stream: the producer
+	// (a sampler rank or service), the epoch and the batch's position in
+	// the epoch.
+	Sender uint32
+	Epoch  uint32
+	Seq    uint64
+
+	// Seeds holds the global ids of the seeds, the last block's
+	// destinations; it is always InputNodes[:len(Seeds)].
+	Seeds []int64
+	// InputNodes holds the global ids of the first block's sources.
+	InputNodes []int64
+	// Blocks holds one block per layer, input layer first.
+	Blocks []graph.Block
+	// Features holds the input nodes' rows (empty before the fetch stage).
+	Features Rows
+	// Labels holds the seeds' labels (-1 for unlabelled), or is nil.
+	Labels []int32
+	// Halo is nil, or holds len(Blocks)-1 entries: Halo[l-1] for block l.
+	Halo []Halo
+
+	local   []int32 // InputNodes as int32 (see Local)
+	localOK bool
+	aliased bool // the arrays alias a decoded frame (DecodeOptions.Alias)
+
+	release func(*MiniBatch)
+}
+
+// NumLayers returns the number of blocks.
+func (mb *MiniBatch) NumLayers() int { return len(mb.Blocks) }
+
+// NumEdges returns the number of edges over all blocks.
+func (mb *MiniBatch) NumEdges() int {
+	n := 0
+	for i := range mb.Blocks {
+		n += len(mb.Blocks[i].Indices)
+	}
+	return n
+}
+
+// HaloLen returns the number of history sources of block l (0 for l = 0
+// or without Halo).
+func (mb *MiniBatch) HaloLen(l int) int {
+	if l == 0 || mb.Halo == nil {
+		return 0
+	}
+	return len(mb.Halo[l-1].Nodes)
+}
+
+// Reset empties mb for refilling, keeping its arrays' capacity (unless
+// they alias a decoded frame, which is never written). Stream metadata is
+// zeroed; the release hook is kept.
+func (mb *MiniBatch) Reset() {
+	if mb.aliased {
+		rel := mb.release
+		*mb = MiniBatch{release: rel}
+		return
+	}
+	mb.Sender, mb.Epoch, mb.Seq = 0, 0, 0
+	mb.Seeds = nil
+	mb.InputNodes = mb.InputNodes[:0]
+	for i := range mb.Blocks {
+		mb.Blocks[i].Reset()
+	}
+	mb.Blocks = mb.Blocks[:0]
+	mb.Features.DType, mb.Features.Rows, mb.Features.Dim = 0, 0, 0
+	mb.Features.F32, mb.Features.Bits = mb.Features.F32[:0], mb.Features.Bits[:0]
+	mb.Labels = mb.Labels[:0]
+	if mb.Labels != nil && cap(mb.Labels) == 0 {
+		mb.Labels = nil
+	}
+	for i := range mb.Halo {
+		h := &mb.Halo[i]
+		h.Nodes = h.Nodes[:0]
+		h.Rows.DType, h.Rows.Rows, h.Rows.Dim = 0, 0, 0
+		h.Rows.F32, h.Rows.Bits = h.Rows.F32[:0], h.Rows.Bits[:0]
+	}
+	mb.Halo = mb.Halo[:0]
+	mb.localOK = false
+}
+
+// SetBlocks sets the number of blocks to n, reusing the arrays of the
+// blocks mb held before (each block is Reset), and returns them.
+func (mb *MiniBatch) SetBlocks(n int) []graph.Block {
+	if cap(mb.Blocks) < n {
+		nb := make([]graph.Block, n)
+		copy(nb, mb.Blocks[:cap(mb.Blocks)])
+		mb.Blocks = nb
+	}
+	mb.Blocks = mb.Blocks[:n]
+	for i := range mb.Blocks {
+		mb.Blocks[i].Reset()
+	}
+	return mb.Blocks
+}
+
+// SetInputs sets InputNodes from local int32 ids (reusing capacity), the
+// first numSeeds of which are the seeds, and keeps the int32 copy for
+// Local.
+func (mb *MiniBatch) SetInputs(local []int32, numSeeds int) {
+	if cap(mb.InputNodes) < len(local) {
+		mb.InputNodes = make([]int64, len(local), len(local)+len(local)/4)
+	}
+	mb.InputNodes = mb.InputNodes[:len(local)]
+	for i, v := range local {
+		mb.InputNodes[i] = int64(v)
+	}
+	mb.local = append(mb.local[:0], local...)
+	mb.localOK = true
+	mb.Seeds = mb.InputNodes[:numSeeds]
+}
+
+// SetInputs64 sets InputNodes to a copy of ids (reusing capacity), the first
+// numSeeds of which are the seeds.
+func (mb *MiniBatch) SetInputs64(ids []int64, numSeeds int) {
+	mb.InputNodes = append(mb.InputNodes[:0], ids...)
+	mb.Seeds = mb.InputNodes[:numSeeds]
+	mb.localOK = false
+}
+
+// Local returns the input nodes as int32 ids of a local graph (the first
+// len(Seeds) are the seeds). The slice is cached until the next Reset,
+// SetInputs or decode; do not modify it. It fails when an id is outside
+// [0, 2^31-1).
+func (mb *MiniBatch) Local() ([]int32, error) {
+	if mb.localOK && len(mb.local) == len(mb.InputNodes) {
+		return mb.local, nil
+	}
+	mb.local = mb.local[:0]
+	for i, v := range mb.InputNodes {
+		if v < 0 || v >= graph.MaxNodes {
+			return nil, fmt.Errorf("batch: input node %d (position %d) is not a local int32 node id", v, i)
+		}
+		mb.local = append(mb.local, int32(v))
+	}
+	mb.localOK = true
+	return mb.local, nil
+}
+
+// SetRelease sets the function Release calls (a pipeline recycling mb).
+func (mb *MiniBatch) SetRelease(f func(*MiniBatch)) { mb.release = f }
+
+// Release hands mb back to whoever produced it for reuse; mb must not be
+// used afterwards. Without a release hook it does nothing.
+func (mb *MiniBatch) Release() {
+	if f := mb.release; f != nil {
+		f(mb)
+	}
+}
+
+// Validate checks every invariant of the package documentation: counts,
+// the chain of blocks, every block's offsets and source positions, seeds
+// as the input nodes' prefix, ids >= 0 (and < numNodes when numNodes > 0),
+// the lengths of labels, features and halos. It reads every array once.
+func (mb *MiniBatch) Validate(numNodes int64) error {
+	if len(mb.Blocks) == 0 {
+		return errors.New("batch: no blocks")
+	}
+	if len(mb.Blocks) > maxLayers {
+		return fmt.Errorf("batch: %d blocks, more than %d", len(mb.Blocks), maxLayers)
+	}
+	n := len(mb.InputNodes)
+	if len(mb.Seeds) > n {
+		return fmt.Errorf("batch: %d seeds but %d input nodes", len(mb.Seeds), n)
+	}
+	if len(mb.Seeds) > 0 && &mb.Seeds[0] != &mb.InputNodes[0] {
+		for i, v := range mb.Seeds {
+			if mb.InputNodes[i] != v {
+				return fmt.Errorf("batch: seed %d (position %d) is not input node %d: seeds must be the first input nodes", v, i, mb.InputNodes[i])
+			}
+		}
+	}
+	if err := checkIDs("input node", mb.InputNodes, numNodes); err != nil {
+		return err
+	}
+	if mb.Halo != nil && len(mb.Halo) != len(mb.Blocks)-1 {
+		return fmt.Errorf("batch: %d halos for %d blocks (want one per block after the first)", len(mb.Halo), len(mb.Blocks))
+	}
+	for l := range mb.Blocks {
+		b := &mb.Blocks[l]
+		want := n
+		if l > 0 {
+			want = mb.Blocks[l-1].NumDst + mb.HaloLen(l)
+		}
+		if b.NumSrc != want {
+			if l == 0 {
+				return fmt.Errorf("batch: block 0 has %d sources for %d input nodes", b.NumSrc, n)
+			}
+			return fmt.Errorf("batch: block %d has %d sources; block %d has %d destinations and %d history sources", l, b.NumSrc, l-1, mb.Blocks[l-1].NumDst, mb.HaloLen(l))
+		}
+		if err := b.Validate(); err != nil {
+			return fmt.Errorf("batch: block %d: %w", l, err)
+		}
+		if l > 0 && mb.Halo != nil {
+			h := &mb.Halo[l-1]
+			if err := checkIDs(fmt.Sprintf("block %d history node", l), h.Nodes, numNodes); err != nil {
+				return err
+			}
+			if err := h.Rows.validate(fmt.Sprintf("block %d history rows", l), len(h.Nodes)); err != nil {
+				return err
+			}
+		}
+	}
+	if last := mb.Blocks[len(mb.Blocks)-1].NumDst; last != len(mb.Seeds) {
+		return fmt.Errorf("batch: the last block has %d destinations for %d seeds", last, len(mb.Seeds))
+	}
+	if mb.Labels != nil && len(mb.Labels) != len(mb.Seeds) {
+		return fmt.Errorf("batch: %d labels for %d seeds", len(mb.Labels), len(mb.Seeds))
+	}
+	for i, y := range mb.Labels {
+		if y < -1 {
+			return fmt.Errorf("batch: seed %d (position %d) has label %d; labels are >= 0, or -1 for none", mb.Seeds[i], i, y)
+		}
+	}
+	return mb.Features.validate("features", n)
+}
+
+func checkIDs(what string, ids []int64, numNodes int64) error {
+	for i, v := range ids {
+		if v < 0 || numNodes > 0 && v >= numNodes {
+			if numNodes > 0 {
+				return fmt.Errorf("batch: %s %d (position %d) is not in [0, %d)", what, v, i, numNodes)
+			}
+			return fmt.Errorf("batch: %s %d (position %d) is negative", what, v, i)
+		}
+	}
+	return nil
+}
+
+// maxLayers bounds the number of blocks (the wire's uint16 count).
+const maxLayers = 1 << 12

@@ -1,0 +1,35 @@
+package batch
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.gmbf")
+
+// TestGolden pins the encoding of two batches to files in testdata, which
+// also serve readers in other languages (the Python client's tests) as
+// reference frames.
+func TestGolden(t *testing.T) {
+	for name, mk := range map[string]func() *MiniBatch{"sampled": sampled, "gas": gas} {
+		f, err := mk().MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "testdata/" + name + ".gmbf"
+		if *update {
+			if err := os.WriteFile(path, f, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(f, want) {
+			t.Errorf("%s: the encoding changed; if on purpose, bump Version, update docs/wire.md and run go test ./batch -run Golden -update", name)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package sample
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// drawsOf records, for every (hop, destination) of mb, the sorted global
+// ids of the sources drawn for it, checking that a destination seen before
+// (in another batch) drew the same ones.
+func drawsOf(t *testing.T, mb *MiniBatch, keyOf func(int32) int32, seen map[[2]int32][]int32, what string) {
+	t.Helper()
+	L := len(mb.Blocks)
+	for bi := range mb.Blocks {
+		b := &mb.Blocks[bi]
+		hop := int32(L - 1 - bi)
+		for i := 0; i < b.NumDst; i++ {
+			var src []int32
+			for _, q := range b.Indices[b.Indptr[i]:b.Indptr[i+1]] {
+				src = append(src, keyOf(b.SrcNodes[q]))
+			}
+			slices.Sort(src)
+			k := [2]int32{hop, keyOf(b.SrcNodes[i])}
+			if prev, ok := seen[k]; ok {
+				if !slices.Equal(prev, src) {
+					t.Fatalf("%s: hop %d node %d drew %v, elsewhere %v", what, hop, k[1], src, prev)
+				}
+				continue
+			}
+			seen[k] = src
+		}
+	}
+}
+
+// TestKeyedDraws checks that a node's neighbours depend on (key, hop,
+// node) only: any split of the seeds into batches, in any order, draws the
+// same neighbours for every node, for every sampling method.
+func TestKeyedDraws(t *testing.T) {
+	g, _, _ := randomGraph(t, 3000, 5, graph.BuildOptions{})
+	all := make([]int32, 600)
+	for i := range all {
+		all[i] = int32(i * 5)
+	}
+	for _, cfg := range []Config{
+		{Fanouts: []int{10, 5}},
+		{Fanouts: []int{3, 70}}, // nodes of degree > 64: the bitset path
+		{Fanouts: []int{4, 4}, Replace: true},
+		{Fanouts: []int{4, -1}, Weighted: true},
+		{Fanouts: []int{4, 3}, Weighted: true, Replace: true},
+		{Fanouts: []int{6, 2}, Relabel: RelabelDense},
+	} {
+		s, err := New(g, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := func(v int32) int32 { return v }
+		seen := map[[2]int32][]int32{}
+		key := EpochKey(7, 2)
+		for _, bs := range []int{600, 1, 37, 128} {
+			batches, err := Batches(all, bs, true, uint64(bs), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range batches {
+				mb, err := s.Sample(b, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				drawsOf(t, mb, id, seen, fmt.Sprintf("%+v batch size %d", cfg, bs))
+			}
+		}
+		// Another epoch draws differently.
+		other := map[[2]int32][]int32{}
+		mb, _ := s.Sample(all, EpochKey(7, 3))
+		drawsOf(t, mb, id, other, "epoch 3")
+		differ := 0
+		for k, v := range other {
+			if !slices.Equal(v, seen[k]) {
+				differ++
+			}
+		}
+		if !cfg.Weighted && cfg.Fanouts[1] != -1 && differ == 0 {
+			t.Fatalf("%+v: epoch 3 drew exactly what epoch 2 drew", cfg)
+		}
+	}
+}
+
+// TestKeyIDs relabels a graph by a permutation, keeping every in-neighbour
+// list in the original order, and checks that with Config.KeyIDs set to the
+// original ids the relabelled graph draws exactly the original's
+// neighbours (what a part of a partitioned graph relies on).
+func TestKeyIDs(t *testing.T) {
+	g, _, _ := randomGraph(t, 2000, 6, graph.BuildOptions{})
+	n := g.NumNodes
+	perm := make([]int32, n) // original -> new
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	r := rng.New(3)
+	for i := n - 1; i > 0; i-- {
+		j := r.IntN(i + 1)
+		perm[i], perm[j] = perm[j], perm[i]
+	}
+	orig := make([]int32, n) // new -> original
+	for v, p := range perm {
+		orig[p] = int32(v)
+	}
+	h := &graph.CSC{NumNodes: n, Indptr: make([]int64, n+1)}
+	for p := 0; p < n; p++ {
+		v := orig[p]
+		lo, hi := g.Indptr[v], g.Indptr[v+1]
+		for q := lo; q < hi; q++ {
+			h.Indices = append(h.Indices, perm[g.Indices[q]])
+			h.Weights = append(h.Weights, g.Weights[q])
+		}
+		h.Indptr[p+1] = int64(len(h.Indices))
+	}
+	seeds := []int32{3, 99, 1500, 7, 1234}
+	pseeds := make([]int32, len(seeds))
+	for i, v := range seeds {
+		pseeds[i] = perm[v]
+	}
+	for _, cfg := range []Config{{Fanouts: []int{5, 5}}, {Fanouts: []int{70, 3}}, {Fanouts: []int{3, 3}, Weighted: true}, {Fanouts: []int{4}, Replace: true}} {
+		sg, _ := New(g, cfg)
+		pcfg := cfg
+		pcfg.KeyIDs = orig
+		sh, err := New(h, pcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[[2]int32][]int32{}
+		a, _ := sg.Sample(seeds, 11)
+		drawsOf(t, a, func(v int32) int32 { return v }, seen, "original")
+		b, _ := sh.Sample(pseeds, 11)
+		drawsOf(t, b, func(v int32) int32 { return orig[v] }, seen, fmt.Sprintf("%+v relabelled", cfg))
+		if len(a.InputNodes) != len(b.InputNodes) {
+			t.Fatalf("%+v: %d input nodes, relabelled %d", cfg, len(a.InputNodes), len(b.InputNodes))
+		}
+	}
+	if _, err := New(g, Config{Fanouts: []int{2}, KeyIDs: orig[:5]}); err == nil {
+		t.Fatal("5 key ids for 2000 nodes: no error")
+	}
+}
