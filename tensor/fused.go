@@ -80,6 +80,26 @@ func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
 	return nil
 }
 
+// BiasAct sets dst = act(x + bias) row by row in one pass (bias, one value
+// per column, may be nil; act is ReLU when relu is set, else the
+// identity). dst may be x.
+func BiasAct(dst, x Matrix, bias []float32, relu bool) error {
+	if err := sameShapes("BiasAct", dst, x); err != nil {
+		return err
+	}
+	if bias != nil && len(bias) != x.Cols {
+		return fmt.Errorf("%w: BiasAct: bias has %d values for %d columns", ErrShape, len(bias), x.Cols)
+	}
+	k := ks()
+	return timedRows(len(x.Data), x.Rows, 256, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			d := dst.Row(i)
+			copy(d, x.Row(i))
+			k.biasReLU(d, bias, relu)
+		}
+	})
+}
+
 // DropoutGrad is the backward of Dropout(_, _, x, p, seed) without a
 // stored mask: it draws the same factors again from the counter-based
 // streams (one per chunk of elements, keyed by seed and chunk index) and

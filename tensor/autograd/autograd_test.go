@@ -121,6 +121,10 @@ func gradCases() []gradCase {
 			neigh := t.Aggregate(g, in[0], tensor.Sum)
 			return t.Dense(5, []Term{{X: in[1], W: in[2]}, {X: neigh}}, in[3], NoActivation)
 		}},
+		{"DenseBiasReLUOnly", []tensor.Matrix{awayFromZero(randM(rng, 7, 4)), make1x4()}, func(t *Tape, in []*Var) *Var {
+			h := t.Scale(in[0], 2)
+			return t.Dense(5, []Term{{X: h}}, in[1], ActReLU)
+		}},
 		{"DenseSameInputTwice", []tensor.Matrix{randM(rng, 6, 3), randM(rng, 2, 3), randM(rng, 2, 3)}, func(t *Tape, in []*Var) *Var {
 			h := t.Scale(in[0], 2) // an intermediate: its gradient is first set, then added to
 			return t.Dense(4, []Term{{X: h, W: in[1]}, {X: h, W: in[2]}}, nil, NoActivation)
@@ -135,6 +139,15 @@ func gradCases() []gradCase {
 			return t.CrossEntropy(t.ELU(h, 1), labels)
 		}},
 	}
+}
+
+// make1x4 is a small bias (|x+b| stays away from ReLU's kink for awayFromZero x).
+func make1x4() tensor.Matrix {
+	m := tensor.New(1, 4)
+	for i := range m.Data {
+		m.Data[i] = 0.01 * float32(i+1)
+	}
+	return m
 }
 
 // dirtyWorkspace returns a workspace whose memory is full of NaN, as a

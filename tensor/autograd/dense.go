@@ -85,13 +85,17 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 		tm := terms[k]
 		x := tm.X.Value.RowSlice(0, rows)
 		if tm.W == nil {
-			if i == 0 {
+			last := i == len(order)-1
+			switch {
+			case i == 0 && last: // act(x + b) in one pass
+				must("Dense", tensor.BiasAct(out, x, ep.Bias, ep.ReLU))
+			case i == 0:
 				copy(out.Data, x.Data)
-			} else {
+			default:
 				must("Dense", tensor.AddScaled(out, 1, x))
 			}
-			if i == len(order)-1 {
-				must("Dense", applyEpilogue(out, ep))
+			if last && i > 0 {
+				must("Dense", tensor.BiasAct(out, out, ep.Bias, ep.ReLU))
 			}
 			continue
 		}
@@ -148,23 +152,6 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 		}
 		return nil
 	}, inputs...)
-}
-
-// applyEpilogue runs ep over m in one pass (for a Dense op whose last term
-// is not a product).
-func applyEpilogue(m tensor.Matrix, ep tensor.Epilogue) error {
-	if ep.Bias == nil && !ep.ReLU {
-		return nil
-	}
-	if ep.Bias != nil {
-		if err := tensor.AddBias(m, m, ep.Bias); err != nil {
-			return err
-		}
-	}
-	if ep.ReLU {
-		return tensor.ReLU(m, m)
-	}
-	return nil
 }
 
 func (a Activation) String() string {
