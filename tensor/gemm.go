@@ -549,19 +549,26 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 // hardware prefetcher follows) instead of tile by tile.
 func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	mr := j.mk.mr
-	if j.csA == 1 || mb%mr != 0 {
+	if j.csA == 1 {
 		for t := 0; t*mr < mb; t++ {
 			j.packATile(dst[t*mr*kb:], i0+t*mr, min(mr, mb-t*mr), pc, kb)
 		}
 		return
 	}
+	// Whole tiles row by row; a last, partial tile (mb not a multiple of
+	// mr) on its own.
 	tiles := mb / mr
-	for p := 0; p < kb; p++ {
-		src := j.a[(pc+p)*j.csA+i0:]
-		src = src[:mb]
-		for t := 0; t < tiles; t++ {
-			copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
+	if tiles > 0 {
+		for p := 0; p < kb; p++ {
+			src := j.a[(pc+p)*j.csA+i0:]
+			src = src[:tiles*mr]
+			for t := 0; t < tiles; t++ {
+				copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
+			}
 		}
+	}
+	if rest := mb - tiles*mr; rest > 0 {
+		j.packATile(dst[tiles*mr*kb:], i0+tiles*mr, rest, pc, kb)
 	}
 }
 

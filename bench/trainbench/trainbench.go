@@ -7,6 +7,13 @@
 // are measured in the same run, so kernel_efficiency — the time the
 // step's GEMM, aggregation and gather work would take at those ceilings,
 // over the steady-state epoch time — compares like with like.
+//
+// "Time" there is CPU time (Linux: the process's CPU clock), for the
+// ceilings (work per CPU-second) and for the epoch alike: on a machine
+// shared with other work, wall times swing with the neighbours' load,
+// while CPU time counts what this process spent (kernel threads spinning
+// or waiting for work included). KernelEfficiencyWall is the same ratio
+// in wall time, which also charges cores left idle.
 package trainbench
 
 import (
@@ -61,6 +68,11 @@ type Report struct {
 	// the ceilings measured in this run (1 = nothing but that work, at
 	// full speed).
 	KernelEfficiency float64 `json:"kernel_efficiency"`
+	// KernelEfficiencyWall is the same in wall time: ceilings in work per
+	// wall second with the training's threads, over the epoch's wall time.
+	KernelEfficiencyWall float64 `json:"kernel_efficiency_wall"`
+	// CPUSecondsPerEpoch is the process's CPU time per steady-state epoch.
+	CPUSecondsPerEpoch float64 `json:"cpu_seconds_per_epoch"`
 	// AllocBytesPerStep is the Go heap allocated per step in the steady
 	// state (runtime/metrics /gc/heap/allocs:bytes).
 	AllocBytesPerStep float64 `json:"alloc_bytes_per_step"`
@@ -118,23 +130,30 @@ type StepSplit struct {
 	// GCSeconds is CPU time of the garbage collector; GCCycles its cycles.
 	GCSeconds float64 `json:"gc_cpu_seconds"`
 	GCCycles  int64   `json:"gc_cycles"`
-	// IdealSeconds is what GEMM, aggregation and gathering would take at
-	// the ceilings (KernelEfficiency × epoch time).
-	IdealSeconds float64 `json:"ideal_seconds"`
+	// IdealSeconds is the CPU time GEMM, aggregation and gathering would
+	// take at the ceilings (KernelEfficiency × CPU time per epoch);
+	// IdealWallSeconds the wall time at the wall ceilings.
+	IdealSeconds     float64 `json:"ideal_cpu_seconds"`
+	IdealWallSeconds float64 `json:"ideal_wall_seconds"`
 }
 
 // Ceilings are the machine rates measured in the run, with the kernel
 // threads the training uses.
 type Ceilings struct {
 	// GEMMGFlops is the best of the layer's forward product (rows ×
-	// features · features × hidden) and its weight gradient's.
-	GEMMGFlops float64 `json:"gemm_gflops"`
+	// features · features × hidden) and its weight gradient's, per wall
+	// second with the kernel threads; GEMMGFlopsPerCPU per CPU-second.
+	GEMMGFlops       float64 `json:"gemm_gflops"`
+	GEMMGFlopsPerCPU float64 `json:"gemm_gflops_per_cpu_s"`
 	// AggregateValuesPerSec is random rows of the feature table read and
-	// copied, in float32 values per second, on the kernel threads.
+	// copied, in float32 values per wall second, on the kernel threads;
+	// AggregateValuesPerCPU per CPU-second.
 	AggregateValuesPerSec float64 `json:"aggregate_values_per_s"`
+	AggregateValuesPerCPU float64 `json:"aggregate_values_per_cpu_s"`
 	// GatherRowsPerSec is the same on one goroutine (the loader's gather
-	// stage), in rows per second.
+	// stage), in rows per second; GatherRowsPerCPU per CPU-second.
 	GatherRowsPerSec float64 `json:"gather_rows_per_s"`
+	GatherRowsPerCPU float64 `json:"gather_rows_per_cpu_s"`
 	// FreshBytesPerSec is how fast a fresh allocation is zeroed and
 	// faulted in.
 	FreshBytesPerSec float64 `json:"fresh_alloc_bytes_per_s"`
@@ -261,11 +280,19 @@ func (rep *Report) summarise(steady []epochDelta) {
 		sp.AllocSeconds = float64(sp.AllocBytes) / c.FreshBytesPerSec
 	}
 	if c.GEMMGFlops > 0 && c.AggregateValuesPerSec > 0 && c.GatherRowsPerSec > 0 {
-		sp.IdealSeconds = float64(k.GEMMFlops)/n/(c.GEMMGFlops*1e9) + float64(sp.AggregateValues)/c.AggregateValuesPerSec + float64(sp.GatheredRows)/c.GatherRowsPerSec
+		sp.IdealWallSeconds = float64(k.GEMMFlops)/n/(c.GEMMGFlops*1e9) + float64(sp.AggregateValues)/c.AggregateValuesPerSec + float64(sp.GatheredRows)/c.GatherRowsPerSec
+	}
+	if c.GEMMGFlopsPerCPU > 0 && c.AggregateValuesPerCPU > 0 && c.GatherRowsPerCPU > 0 {
+		sp.IdealSeconds = float64(k.GEMMFlops)/n/(c.GEMMGFlopsPerCPU*1e9) + float64(sp.AggregateValues)/c.AggregateValuesPerCPU + float64(sp.GatheredRows)/c.GatherRowsPerCPU
 	}
 	rep.Step = sp
+	rep.CPUSecondsPerEpoch = p.cpu.Seconds() / n
 	if rep.EpochSeconds > 0 {
-		rep.KernelEfficiency = sp.IdealSeconds / rep.EpochSeconds
+		rep.KernelEfficiencyWall = sp.IdealWallSeconds / rep.EpochSeconds
+	}
+	rep.KernelEfficiency = rep.KernelEfficiencyWall // where the CPU clock is not available
+	if rep.CPUSecondsPerEpoch > 0 && sp.IdealSeconds > 0 {
+		rep.KernelEfficiency = sp.IdealSeconds / rep.CPUSecondsPerEpoch
 	}
 	if batches > 0 {
 		rep.AllocBytesPerStep = float64(p.allocBytes) / float64(batches)
@@ -279,6 +306,7 @@ func (rep *Report) summarise(steady []epochDelta) {
 type probe struct {
 	allocBytes, gcCycles int64
 	gcCPU, cpuTotal      float64
+	cpu                  time.Duration // the process's CPU clock
 	kernels              tensor.KernelStats
 }
 
@@ -302,17 +330,18 @@ func read() probe {
 		}
 		return 0
 	}
-	return probe{allocBytes: u(0), gcCycles: u(1), gcCPU: f(2), cpuTotal: f(3), kernels: tensor.ReadKernelStats()}
+	cpu, _ := membench.ProcessCPU()
+	return probe{allocBytes: u(0), gcCycles: u(1), gcCPU: f(2), cpuTotal: f(3), cpu: cpu, kernels: tensor.ReadKernelStats()}
 }
 
 func (p probe) sub(o probe) probe {
-	return probe{p.allocBytes - o.allocBytes, p.gcCycles - o.gcCycles, p.gcCPU - o.gcCPU, p.cpuTotal - o.cpuTotal, p.kernels.Sub(o.kernels)}
+	return probe{p.allocBytes - o.allocBytes, p.gcCycles - o.gcCycles, p.gcCPU - o.gcCPU, p.cpuTotal - o.cpuTotal, p.cpu - o.cpu, p.kernels.Sub(o.kernels)}
 }
 
 func (p probe) add(o probe) probe {
 	k := p.kernels
 	ok := o.kernels
-	return probe{p.allocBytes + o.allocBytes, p.gcCycles + o.gcCycles, p.gcCPU + o.gcCPU, p.cpuTotal + o.cpuTotal, tensor.KernelStats{
+	return probe{p.allocBytes + o.allocBytes, p.gcCycles + o.gcCycles, p.gcCPU + o.gcCPU, p.cpuTotal + o.cpuTotal, p.cpu + o.cpu, tensor.KernelStats{
 		GEMM: k.GEMM + ok.GEMM, GEMMFlops: k.GEMMFlops + ok.GEMMFlops,
 		Aggregate: k.Aggregate + ok.Aggregate, AggregateElems: k.AggregateElems + ok.AggregateElems,
 		Elementwise: k.Elementwise + ok.Elementwise, ElementwiseElems: k.ElementwiseElems + ok.ElementwiseElems,
@@ -335,32 +364,48 @@ func measureCeilings(feats []float32, dim, hidden, batch int) (Ceilings, error) 
 	}
 	x, w, y := fill(tensor.New(rows, dim)), fill(tensor.New(hidden, dim)), fill(tensor.New(rows, hidden))
 	dw := tensor.New(hidden, dim)
-	best := func(f func() error) (time.Duration, error) {
-		b := time.Duration(1 << 62)
-		for range 7 {
+	// best returns the shortest wall time of a call and the least CPU time
+	// per call over groups of calls (the CPU clock is read per group of
+	// calls lasting about 10 ms, so its granularity does not matter).
+	best := func(f func() error) (wall, cpu time.Duration, err error) {
+		wall, cpu = time.Duration(1<<62), time.Duration(1<<62)
+		for range 5 {
+			c0, _ := membench.ProcessCPU()
 			t0 := time.Now()
-			if err := f(); err != nil {
-				return 0, err
+			calls := 0
+			for calls == 0 || time.Since(t0) < 10*time.Millisecond {
+				t1 := time.Now()
+				if err := f(); err != nil {
+					return 0, 0, err
+				}
+				wall = min(wall, time.Since(t1))
+				calls++
 			}
-			b = min(b, time.Since(t0))
+			c1, _ := membench.ProcessCPU()
+			cpu = min(cpu, (c1-c0)/time.Duration(calls))
 		}
-		return b, nil
+		return wall, cpu, nil
 	}
 	flops := 2 * float64(rows) * float64(dim) * float64(hidden)
-	fwd, err := best(func() error { return tensor.Gemm(tensor.NoTrans, tensor.Trans, 1, x, w, 0, y) })
+	fwd, fwdCPU, err := best(func() error { return tensor.Gemm(tensor.NoTrans, tensor.Trans, 1, x, w, 0, y) })
 	if err != nil {
 		return c, err
 	}
-	grad, err := best(func() error { return tensor.Gemm(tensor.Trans, tensor.NoTrans, 1, y, x, 1, dw) })
+	grad, gradCPU, err := best(func() error { return tensor.Gemm(tensor.Trans, tensor.NoTrans, 1, y, x, 1, dw) })
 	if err != nil {
 		return c, err
 	}
 	c.GEMMGFlops = flops / min(fwd, grad).Seconds() / 1e9
+	if cpu := min(fwdCPU, gradCPU); cpu > 0 {
+		c.GEMMGFlopsPerCPU = flops / cpu.Seconds() / 1e9
+	}
 	if len(feats) >= dim && dim > 0 {
-		agg := membench.RandomRows(feats, dim, rows, tensor.Threads(), 150*time.Millisecond)
+		nt := tensor.Threads()
+		agg := membench.RandomRows(feats, dim, rows, nt, 150*time.Millisecond)
 		c.AggregateValuesPerSec = agg.PerSec * float64(dim)
+		c.AggregateValuesPerCPU = agg.CPUPerSec / float64(nt) * float64(dim)
 		g := membench.RandomRows(feats, dim, rows, 1, 150*time.Millisecond)
-		c.GatherRowsPerSec = g.PerSec
+		c.GatherRowsPerSec, c.GatherRowsPerCPU = g.PerSec, g.CPUPerSec
 	}
 	const fresh = 64 << 20
 	t0 := time.Now()
