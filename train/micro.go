@@ -408,6 +408,11 @@ func (r *Runner) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]
 	run := func(w *view, seed uint64) ([]*autograd.Var, error) {
 		tp := autograd.NewTape()
 		if r.ws != nil {
+			if r.ws.Cap() == 0 {
+				// Sized from the memory planner before the first step, so
+				// even that one does not overflow into extra chunks.
+				r.ws.Reserve(int(sp.wholeBytes(w, true) / 4))
+			}
 			// The last piece's matrices are no longer used: its hidden
 			// rows were copied out (micro-batches) or consumed by the
 			// caller before this step (GAS's histories).

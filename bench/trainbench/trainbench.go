@@ -122,6 +122,10 @@ type StepSplit struct {
 	// overlapping compute) and GatheredRows the rows it copied.
 	GatherSeconds float64 `json:"gather_seconds"`
 	GatheredRows  int64   `json:"gathered_rows"`
+	// GatherRatio is the gather's rows per second inside training over
+	// the one-goroutine random-row ceiling (wall rates; during training
+	// the gather shares the cores with the kernels).
+	GatherRatio float64 `json:"gather_ratio_to_ceiling"`
 	// AllocSeconds estimates allocation cost: the bytes allocated times
 	// the cost per byte of a fresh allocation (zeroing and first-touch
 	// page faults) measured in this run.
@@ -284,6 +288,9 @@ func (rep *Report) summarise(steady []epochDelta) {
 	}
 	if c.GEMMGFlopsPerCPU > 0 && c.AggregateValuesPerCPU > 0 && c.GatherRowsPerCPU > 0 {
 		sp.IdealSeconds = float64(k.GEMMFlops)/n/(c.GEMMGFlopsPerCPU*1e9) + float64(sp.AggregateValues)/c.AggregateValuesPerCPU + float64(sp.GatheredRows)/c.GatherRowsPerCPU
+	}
+	if sp.GatherSeconds > 0 && c.GatherRowsPerSec > 0 {
+		sp.GatherRatio = float64(sp.GatheredRows) / sp.GatherSeconds / c.GatherRowsPerSec
 	}
 	rep.Step = sp
 	rep.CPUSecondsPerEpoch = p.cpu.Seconds() / n

@@ -18,7 +18,8 @@ import (
 var (
 	cpuProfile, memProfile string
 	profileFile            *os.File
-	profileOnce            sync.Once
+	memProfilePath         string // what stopProfiles writes (set when the command starts)
+	profileMu              sync.Mutex
 )
 
 func init() {
@@ -31,12 +32,15 @@ func init() {
 // startProfiles opens the profile files (so a bad path fails before any
 // work) and starts the CPU profile.
 func startProfiles() error {
+	profileMu.Lock()
+	defer profileMu.Unlock()
 	if memProfile != "" {
 		f, err := os.Create(memProfile)
 		if err != nil {
 			return fmt.Errorf("--memprofile: %w", err)
 		}
 		f.Close()
+		memProfilePath = memProfile
 	}
 	if cpuProfile == "" {
 		return nil
@@ -56,27 +60,30 @@ func startProfiles() error {
 // stopProfiles ends the CPU profile and writes the heap profile; main
 // calls it once the command has returned, whatever its outcome.
 func stopProfiles() {
-	profileOnce.Do(func() {
-		if profileFile != nil {
-			pprof.StopCPUProfile()
-			if err := profileFile.Close(); err != nil {
-				fmt.Fprintln(os.Stderr, "graphmill: --cpuprofile:", err)
-			}
-			profileFile = nil
+	profileMu.Lock()
+	defer profileMu.Unlock()
+	if profileFile != nil {
+		pprof.StopCPUProfile()
+		if err := profileFile.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "graphmill: --cpuprofile:", err)
 		}
-		if memProfile != "" {
-			f, err := os.Create(memProfile)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
-				return
-			}
-			runtime.GC() // up-to-date statistics of what is live
-			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-				fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
-			}
-			if err := f.Close(); err != nil {
-				fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
-			}
-		}
-	})
+		profileFile = nil
+	}
+	if memProfilePath == "" {
+		return
+	}
+	path := memProfilePath
+	memProfilePath = "" // written once
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
+		return
+	}
+	runtime.GC() // up-to-date statistics of what is live
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
+	}
+	if err := f.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
+	}
 }
