@@ -73,3 +73,37 @@ reluMask_loop:
 reluMask_done:
 	VZEROUPPER
 	RET
+
+// func dropoutAVX2(n int, d, s *float32, lanes *uint16, thrm1 int32, keep float32)
+// d[i] = s[i] * (lanes[i] > thrm1 ? keep : 0) for i < n&^15 (lanes are the
+// 16-bit draws, zero-extended and compared as int32).
+TEXT ·dropoutAVX2(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ d+8(FP), DI
+	MOVQ s+16(FP), SI
+	MOVQ lanes+24(FP), DX
+	MOVL thrm1+32(FP), AX
+	MOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	VBROADCASTSS keep+36(FP), Y13
+	SHRQ $4, CX
+	JZ dropout_done
+dropout_loop:
+	VPMOVZXWD (DX), Y0
+	VPMOVZXWD 16(DX), Y1
+	VPCMPGTD Y14, Y0, Y0
+	VPCMPGTD Y14, Y1, Y1
+	VANDPS Y13, Y0, Y0
+	VANDPS Y13, Y1, Y1
+	VMULPS (SI), Y0, Y0
+	VMULPS 32(SI), Y1, Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $32, DX
+	DECQ CX
+	JNZ dropout_loop
+dropout_done:
+	VZEROUPPER
+	RET

@@ -11,9 +11,13 @@ import (
 // the output with one, and DropoutGrad (set and accumulate) equals dy ⊙
 // mask, on lengths that end inside a draw and span several chunks.
 func TestDropoutWithoutMaskAndGrad(t *testing.T) {
+	forEachKernel(t, testDropoutWithoutMaskAndGrad)
+}
+
+func testDropoutWithoutMaskAndGrad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{1, 3, 4, 7, dropoutChunk - 1, dropoutChunk + 5, 3*dropoutChunk + 2} {
-		for _, p := range []float64{0, 0.1, 0.5, 0.9} {
+	for _, n := range []int{1, 3, 4, 7, 16, 17, 1023, 1025, dropoutChunk - 1, dropoutChunk + 5, 3*dropoutChunk + 2} {
+		for _, p := range []float64{0, 0.1, 0.5, 0.9, 0.99999} {
 			x, dy, prev := randMatrix(rng, 1, n), randMatrix(rng, 1, n), randMatrix(rng, 1, n)
 			want, mask := New(1, n), New(1, n)
 			if err := Dropout(want, mask, x, p, 77); err != nil {

@@ -286,7 +286,7 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 				ms = mask[i0:i1]
 			}
 			if ms == nil && x != nil {
-				dropoutApply(dst[i0:i1], x[i0:i1], r, thr, factors[1])
+				ks().dropout(dst[i0:i1], x[i0:i1], r, thr, factors[1])
 				continue
 			}
 			var bits uint64
@@ -309,10 +309,10 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 	})
 }
 
-// dropoutApply sets d = s ⊙ factor for the factors the stream r draws
+// dropoutApplyGeneric sets d = s ⊙ factor for the factors the stream r draws
 // (the same as drawDropout's general loop: four 16-bit lanes per draw,
 // lowest first), four elements per draw, without a branch or a table.
-func dropoutApply(d, s []float32, r *rng.Rand, thr uint64, keep float32) {
+func dropoutApplyGeneric(d, s []float32, r *rng.Rand, thr uint64, keep float32) {
 	d = d[:len(s)]
 	kb := uint64(math.Float32bits(keep))
 	one := func(bits uint64) float32 {

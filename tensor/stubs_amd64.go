@@ -48,7 +48,7 @@ func registerArchKernels() {
 				sgemmAVX2x6x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc))
 			}},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
-			biasReLU: biasReLUVec, reluMask: reluMaskVec,
+			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
 		})
 	}
 	if hasAVX512 {
@@ -60,7 +60,7 @@ func registerArchKernels() {
 				sgemmAVX512x24x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc))
 			}},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
-			biasReLU: biasReLUVec, reluMask: reluMaskVec,
+			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
 		})
 	}
 }
