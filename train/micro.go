@@ -44,6 +44,10 @@ type view struct {
 	// labels holds the label of every destination of the last block (-1
 	// for none).
 	labels []int32
+	// xOwned says that x is the step's own copy (a sampled batch's
+	// gathered rows), which the step may overwrite (input dropout works in
+	// place on it).
+	xOwned bool
 	// labelledOnly says that only labelled destinations need computing
 	// (full-graph training); otherwise a micro-batched step computes every
 	// destination (GAS pushes them all to its histories).
@@ -73,11 +77,15 @@ func forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v *view, train
 	x := v.x
 	if v.xRows != nil {
 		var err error
-		if x, err = gatherSource(ctx, v.src, v.xRows); err != nil {
+		if x, err = gatherSource(ctx, v.src, v.xRows, tp.Workspace); err != nil {
 			return nil, nil, err
 		}
 	}
-	logits, hidden := m.ForwardStacked(tp, v.blocks, tp.Const(x), v.halo, train, seed)
+	in := tp.Const(x)
+	if v.xOwned {
+		in = tp.ConstOwned(x)
+	}
+	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed)
 	return logits, hidden, nil
 }
 
@@ -348,7 +356,7 @@ func (s *splitter) sub(ctx context.Context, v *view, p []int32) (*view, error) {
 			rows[i] = v.xRows[q]
 		}
 		var err error
-		if w.x, err = gatherSource(ctx, v.src, rows); err != nil {
+		if w.x, err = gatherSource(ctx, v.src, rows, nil); err != nil {
 			return nil, err
 		}
 	} else {

@@ -64,7 +64,7 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 		b := it.Batch()
 		t := time.Now()
 		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: r.feat.Dim(), Data: b.Features}
-		v := &view{blocks: blocksOf(b.MiniBatch), x: x, labels: b.Labels}
+		v := &view{blocks: blocksOf(b.MiniBatch), x: x, xOwned: true, labels: b.Labels}
 		for i, bl := range v.blocks {
 			if i == len(s.ts) {
 				s.ts = append(s.ts, &tensor.Transposed{})

@@ -63,6 +63,7 @@ type Var struct {
 	Grad  tensor.Matrix // the gradient; zero-size until needed
 
 	requiresGrad bool
+	owned        bool              // a constant the tape's ops may overwrite (ConstOwned)
 	op           bool              // the output of an op (not a leaf)
 	ws           *tensor.Workspace // where an op output's gradient is allocated (nil: tensor.New)
 }
@@ -176,6 +177,12 @@ func (t *Tape) Len() int { return len(t.nodes) }
 
 // Const wraps a value that needs no gradient (input features, targets).
 func (t *Tape) Const(m tensor.Matrix) *Var { return &Var{Name: "const", Value: m} }
+
+// ConstOwned is Const for a value whose owner no longer needs it after
+// the step: ops may then work in place on it instead of writing a new
+// matrix (Dropout does), saving a pass's worth of memory traffic and the
+// matrix. Use it for a batch's gathered input rows.
+func (t *Tape) ConstOwned(m tensor.Matrix) *Var { return &Var{Name: "const", Value: m, owned: true} }
 
 // Input wraps a value whose gradient Backward should compute (for example
 // to inspect input saliency, or in gradient checks).

@@ -348,3 +348,33 @@ func TestGATDropoutChangesOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestDropoutInPlaceOnOwnedConst checks that Dropout on a ConstOwned input
+// gives exactly what it gives on a Const (the same factors), writes them
+// over the input instead of into a new matrix, and leaves Const inputs
+// alone.
+func TestDropoutInPlaceOnOwnedConst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 3))
+	x := randM(rng, 37, 29)
+	keep := x.Clone()
+	tp := NewTape()
+	want := tp.Dropout(tp.Const(x), 0.3, 5)
+	for i := range x.Data {
+		if x.Data[i] != keep.Data[i] {
+			t.Fatal("Dropout wrote to a Const input")
+		}
+	}
+	before := tensor.Allocated()
+	got := tp.Dropout(tp.ConstOwned(x), 0.3, 5)
+	if tensor.Allocated() != before {
+		t.Fatal("Dropout on an owned constant allocated a matrix")
+	}
+	if &got.Value.Data[0] != &x.Data[0] {
+		t.Fatal("Dropout on an owned constant did not work in place")
+	}
+	for i := range want.Value.Data {
+		if got.Value.Data[i] != want.Value.Data[i] {
+			t.Fatalf("element %d: in place %v, into a new matrix %v", i, got.Value.Data[i], want.Value.Data[i])
+		}
+	}
+}

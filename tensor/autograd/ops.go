@@ -207,6 +207,12 @@ func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
 	if t.noGrad || p == 0 {
 		return x
 	}
+	if x.owned && !x.requiresGrad {
+		// In place on a constant its owner gave up (ConstOwned): no new
+		// matrix, and no gradient to pass back.
+		must("Dropout", tensor.Dropout(x.Value, tensor.Matrix{}, x.Value, p, seed))
+		return &Var{Name: "Dropout", Value: x.Value, op: true, ws: t.Workspace, owned: true}
+	}
 	out := t.get(x.Value.Rows, x.Value.Cols)
 	// No mask is kept: backward draws the same factors again from the
 	// counter-based streams of seed (tensor.DropoutGrad).
