@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/graphmill/graphmill/graph"
 )
@@ -182,9 +183,9 @@ type MiniBatch struct {
 	// Halo is nil, or holds len(Blocks)-1 entries: Halo[l-1] for block l.
 	Halo []Halo
 
-	local   []int32 // InputNodes as int32 (see Local)
-	localOK bool
-	aliased bool // the arrays alias a decoded frame (DecodeOptions.Alias)
+	local    []int32 // InputNodes as int32 (see Local)
+	localOK  bool
+	borrowed bool // the arrays belong to someone else (an aliased frame, a graph): never written, never reused
 
 	release func(*MiniBatch)
 }
@@ -211,19 +212,28 @@ func (mb *MiniBatch) HaloLen(l int) int {
 }
 
 // Reset empties mb for refilling, keeping its arrays' capacity (unless
-// they alias a decoded frame, which is never written). Stream metadata is
-// zeroed; the release hook is kept.
+// they are borrowed: see SetBorrowed). The stream metadata (Sender, Epoch,
+// Seq) and the release hook are kept.
 func (mb *MiniBatch) Reset() {
-	if mb.aliased {
-		rel := mb.release
-		*mb = MiniBatch{release: rel}
+	if mb.borrowed {
+		*mb = MiniBatch{Sender: mb.Sender, Epoch: mb.Epoch, Seq: mb.Seq, release: mb.release}
 		return
 	}
-	mb.Sender, mb.Epoch, mb.Seq = 0, 0, 0
 	mb.Seeds = nil
 	mb.InputNodes = mb.InputNodes[:0]
 	for i := range mb.Blocks {
-		mb.Blocks[i].Reset()
+		// A block sharing an earlier block's arrays (one block reused by
+		// every layer) gives them up, so that no two blocks are ever
+		// refilled into the same storage.
+		shared := false
+		for k := 0; k < i && !shared; k++ {
+			shared = sameArrays(&mb.Blocks[i], &mb.Blocks[k])
+		}
+		if shared {
+			mb.Blocks[i] = graph.Block{}
+		} else {
+			mb.Blocks[i].Reset()
+		}
 	}
 	mb.Blocks = mb.Blocks[:0]
 	mb.Features.DType, mb.Features.Rows, mb.Features.Dim = 0, 0, 0
@@ -235,6 +245,9 @@ func (mb *MiniBatch) Reset() {
 	for i := range mb.Halo {
 		h := &mb.Halo[i]
 		h.Nodes = h.Nodes[:0]
+		if overlaps(h.Nodes, mb.InputNodes) || i > 0 && overlaps(h.Nodes, mb.Halo[i-1].Nodes) {
+			h.Nodes = nil // a view of the input nodes (GAS), not storage of its own
+		}
 		h.Rows.DType, h.Rows.Rows, h.Rows.Dim = 0, 0, 0
 		h.Rows.F32, h.Rows.Bits = h.Rows.F32[:0], h.Rows.Bits[:0]
 	}
@@ -257,18 +270,29 @@ func (mb *MiniBatch) SetBlocks(n int) []graph.Block {
 	return mb.Blocks
 }
 
-// SetInputs sets InputNodes from local int32 ids (reusing capacity), the
-// first numSeeds of which are the seeds, and keeps the int32 copy for
-// Local.
+// LocalBuffer returns mb's int32 id array emptied (capacity kept), for a
+// producer to append local input ids to and pass to SetInputs.
+func (mb *MiniBatch) LocalBuffer() []int32 {
+	mb.localOK = false
+	if mb.borrowed {
+		return nil
+	}
+	return mb.local[:0]
+}
+
+// SetInputs sets InputNodes from local int32 ids (widened into
+// InputNodes' storage), the first numSeeds of which are the seeds. mb keeps
+// local itself as what Local returns: the caller must not modify it
+// afterwards (a producer builds it in LocalBuffer's array).
 func (mb *MiniBatch) SetInputs(local []int32, numSeeds int) {
-	if cap(mb.InputNodes) < len(local) {
+	if cap(mb.InputNodes) < len(local) || mb.borrowed {
 		mb.InputNodes = make([]int64, len(local), len(local)+len(local)/4)
 	}
 	mb.InputNodes = mb.InputNodes[:len(local)]
 	for i, v := range local {
 		mb.InputNodes[i] = int64(v)
 	}
-	mb.local = append(mb.local[:0], local...)
+	mb.local = local
 	mb.localOK = true
 	mb.Seeds = mb.InputNodes[:numSeeds]
 }
@@ -299,6 +323,23 @@ func (mb *MiniBatch) Local() ([]int32, error) {
 	mb.localOK = true
 	return mb.local, nil
 }
+
+// Borrow makes mb share src's arrays (no copy) and marks them borrowed
+// (SetBorrowed): a pipeline stage handing out a batch built once, such as
+// the whole graph of full-graph training. mb's stream metadata and release
+// hook are kept.
+func (mb *MiniBatch) Borrow(src *MiniBatch) {
+	sender, epoch, seq, rel := mb.Sender, mb.Epoch, mb.Seq, mb.release
+	*mb = *src
+	mb.Sender, mb.Epoch, mb.Seq, mb.release = sender, epoch, seq, rel
+	mb.borrowed = true
+}
+
+// SetBorrowed marks mb's current arrays as someone else's (a graph's
+// arrays, a cached full-graph batch, a decoded frame): Reset then drops them
+// instead of keeping them for reuse, so that no later fill writes into
+// them.
+func (mb *MiniBatch) SetBorrowed() { mb.borrowed = true }
 
 // SetRelease sets the function Release calls (a pipeline recycling mb).
 func (mb *MiniBatch) SetRelease(f func(*MiniBatch)) { mb.release = f }
@@ -392,3 +433,21 @@ func checkIDs(what string, ids []int64, numNodes int64) error {
 
 // maxLayers bounds the number of blocks (the wire's uint16 count).
 const maxLayers = 1 << 12
+
+// sameArrays reports whether two blocks share their index arrays.
+func sameArrays(a, b *graph.Block) bool {
+	return cap(a.Indptr) > 0 && unsafe.SliceData(a.Indptr) == unsafe.SliceData(b.Indptr) ||
+		cap(a.Indices) > 0 && unsafe.SliceData(a.Indices) == unsafe.SliceData(b.Indices)
+}
+
+// overlaps reports whether a's storage lies within b's.
+func overlaps[T any](a, b []T) bool {
+	if cap(a) == 0 || cap(b) == 0 {
+		return false
+	}
+	var z T
+	sz := unsafe.Sizeof(z)
+	pa := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	pb := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return pa >= pb && pa < pb+uintptr(cap(b))*sz
+}

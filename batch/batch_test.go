@@ -426,3 +426,32 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestResetSharedArrays: a batch whose layers share one block and whose
+// halos view its input nodes (GNNAutoScale) is refilled without two
+// arrays landing in the same storage.
+func TestResetSharedArrays(t *testing.T) {
+	mb := gas()
+	mb.Reset()
+	if len(mb.Blocks) != 0 {
+		t.Fatal("blocks kept")
+	}
+	bs := mb.SetBlocks(2)
+	if cap(bs[1].Indptr) != 0 && &bs[1].Indptr[:1][0] == &bs[0].Indptr[:1][0] {
+		t.Fatal("block 1 kept block 0's storage")
+	}
+	if mb.Halo = mb.Halo[:1]; mb.Halo[0].Nodes != nil {
+		t.Fatal("a halo that viewed the input nodes kept their storage")
+	}
+	src := sampled()
+	var b MiniBatch
+	b.Seq = 9
+	b.Borrow(src)
+	if b.Seq != 9 || len(b.InputNodes) != 7 || &b.InputNodes[0] != &src.InputNodes[0] {
+		t.Fatal("Borrow did not share the arrays")
+	}
+	b.Reset()
+	if cap(b.InputNodes) != 0 || src.InputNodes[0] != 10 {
+		t.Fatal("Reset kept borrowed arrays")
+	}
+}

@@ -374,7 +374,7 @@ func Decode(frame []byte, mb *MiniBatch, opt DecodeOptions) error {
 	}
 	// Fill mb.
 	mb.Reset()
-	mb.aliased = opt.Alias
+	mb.borrowed = opt.Alias
 	mb.Sender, mb.Epoch, mb.Seq = le.Uint32(frame[24:]), le.Uint32(frame[28:]), le.Uint64(frame[32:])
 	labels := mb.Labels[:0]
 	mb.Labels = nil

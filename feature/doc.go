@@ -9,8 +9,9 @@
 //		CacheBytes: 2 << 30,                     // --feature-cache 2GiB
 //		CacheOrder: feature.DegreeOrder(d.Graph), // or HotOrder(pre-sampled counts)
 //	})
-//	out := make([]float32, len(mb.InputNodes)*st.Dim())
-//	err = st.Gather(context.Background(), mb.InputNodes, out)
+//	ids, err := mb.Local() // a batch.MiniBatch's input nodes as int32 ids
+//	out := make([]float32, len(ids)*st.Dim())
+//	err = st.Gather(context.Background(), ids, out)
 //
 // The cache is torch-quiver's and PaGraph's idea on CPUs: the hottest rows
 // are copied into a compact in-memory table (huge pages, in the storage

@@ -3,6 +3,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"github.com/graphmill/graphmill/batch"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -88,7 +89,7 @@ func BenchmarkSample(b *testing.B) {
 					var next atomic.Int64
 					b.ResetTimer()
 					res := membench.Work(workers, func(int) int64 {
-						mb := &MiniBatch{}
+						mb := &batch.MiniBatch{}
 						edges := int64(0)
 						for {
 							i := int(next.Add(1) - 1)

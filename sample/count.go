@@ -3,6 +3,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"github.com/graphmill/graphmill/batch"
 	"sync/atomic"
 
 	"github.com/graphmill/graphmill/internal/par"
@@ -43,7 +44,7 @@ func Batches(seeds []int32, batchSize int, shuffle bool, seed uint64, dropLast b
 func (s *Sampler) CountInputs(ctx context.Context, batches [][]int32, key uint64, workers int) ([]uint32, error) {
 	counts := make([]uint32, s.g.NumNodes)
 	workers = par.Workers(workers)
-	mbs := make([]MiniBatch, workers)
+	mbs := make([]batch.MiniBatch, workers)
 	errs := make([]error, workers)
 	err := par.Tasks(ctx, workers, len(batches), func(w, i int) {
 		if errs[w] != nil {

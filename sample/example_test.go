@@ -24,10 +24,12 @@ func Example() {
 		panic(err)
 	}
 	for i, b := range mb.Blocks {
-		fmt.Printf("block %d: %d dst of %d src, %d edges\n", i, b.NumDst, b.NumSrc(), b.NumEdges())
+		fmt.Printf("block %d: %d dst of %d src, %d edges\n", i, b.NumDst, b.NumSrc, b.NumEdges())
 	}
+	// Block sources are prefixes of the input nodes (global ids), and every
+	// block's destinations are its first sources.
 	out := mb.Blocks[1] // the output layer: destinations are the seeds
-	fmt.Println("seed", out.DstNodes(), "in-neighbours", out.SrcNodes[1:])
+	fmt.Println("seed", mb.Seeds, "in-neighbours", mb.InputNodes[out.NumDst:out.NumSrc])
 	// Output:
 	// block 0: 4 dst of 5 src, 2 edges
 	// block 1: 1 dst of 4 src, 3 edges

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -12,7 +13,7 @@ import (
 // drawsOf records, for every (hop, destination) of mb, the sorted global
 // ids of the sources drawn for it, checking that a destination seen before
 // (in another batch) drew the same ones.
-func drawsOf(t *testing.T, mb *MiniBatch, keyOf func(int32) int32, seen map[[2]int32][]int32, what string) {
+func drawsOf(t *testing.T, mb *batch.MiniBatch, keyOf func(int32) int32, seen map[[2]int32][]int32, what string) {
 	t.Helper()
 	L := len(mb.Blocks)
 	for bi := range mb.Blocks {
@@ -21,10 +22,10 @@ func drawsOf(t *testing.T, mb *MiniBatch, keyOf func(int32) int32, seen map[[2]i
 		for i := 0; i < b.NumDst; i++ {
 			var src []int32
 			for _, q := range b.Indices[b.Indptr[i]:b.Indptr[i+1]] {
-				src = append(src, keyOf(b.SrcNodes[q]))
+				src = append(src, keyOf(int32(mb.InputNodes[q])))
 			}
 			slices.Sort(src)
-			k := [2]int32{hop, keyOf(b.SrcNodes[i])}
+			k := [2]int32{hop, keyOf(int32(mb.InputNodes[i]))}
 			if prev, ok := seen[k]; ok {
 				if !slices.Equal(prev, src) {
 					t.Fatalf("%s: hop %d node %d drew %v, elsewhere %v", what, hop, k[1], src, prev)

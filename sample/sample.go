@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -144,66 +145,6 @@ func (s *Sampler) Config() Config {
 	return c
 }
 
-// Block is one layer's message-flow graph, compressed over destinations.
-// Its fields have the meanings of tensor.CSR's: the sampled in-edges of
-// destination i are Indices[Indptr[i]:Indptr[i+1]], each a position in
-// SrcNodes.
-type Block struct {
-	// SrcNodes holds the global ids of the layer's input nodes; the first
-	// NumDst of them are the destination nodes.
-	SrcNodes []int32
-	// NumDst is the number of destination nodes.
-	NumDst int
-	// Indptr has NumDst+1 offsets into Indices.
-	Indptr []int64
-	// Indices holds, for every sampled edge, the local position of its
-	// source node in SrcNodes.
-	Indices []int32
-	// EdgeIDs holds every sampled edge's global id: graph.CSC.EdgeIDs[p]
-	// when the graph has edge ids, else its CSC position p.
-	EdgeIDs []int64
-}
-
-// NumSrc returns the number of source nodes.
-func (b *Block) NumSrc() int { return len(b.SrcNodes) }
-
-// NumEdges returns the number of sampled edges.
-func (b *Block) NumEdges() int { return len(b.Indices) }
-
-// DstNodes returns the global ids of the destination nodes.
-func (b *Block) DstNodes() []int32 { return b.SrcNodes[:b.NumDst] }
-
-// MiniBatch is one sampled minibatch. Its slices are owned by it and are
-// overwritten when it is passed to SampleInto again.
-type MiniBatch struct {
-	// Seeds holds the seed nodes, in the order given: the last block's
-	// destinations.
-	Seeds []int32
-	// InputNodes holds the nodes whose features the first layer reads:
-	// Blocks[0].SrcNodes.
-	InputNodes []int32
-	// Blocks holds one block per layer, input layer first.
-	Blocks []Block
-
-	nodes []int32 // all nodes in first-seen order; every SrcNodes is a prefix
-	hops  []hopBuf
-}
-
-type hopBuf struct {
-	indptr  []int64
-	indices []int32
-	eids    []int64
-}
-
-// NumEdges returns the number of sampled edges over all blocks.
-func (mb *MiniBatch) NumEdges() int {
-	n := 0
-	for i := range mb.Blocks {
-		n += len(mb.Blocks[i].Indices)
-	}
-	return n
-}
-
 // EpochKey returns the random key of one epoch of a run seeded with seed:
 // the value to pass to Sample and SampleInto for every minibatch of that
 // epoch. Every process that samples the same node in the same epoch of the
@@ -215,16 +156,20 @@ func hopKey(key uint64, h int) uint64 { return rng.Derive(key, uint64(h)+0x5ee0)
 
 // Sample draws a minibatch for seeds with the given random key (see
 // SampleInto).
-func (s *Sampler) Sample(seeds []int32, seed uint64) (*MiniBatch, error) {
-	mb := &MiniBatch{}
+func (s *Sampler) Sample(seeds []int32, seed uint64) (*batch.MiniBatch, error) {
+	mb := &batch.MiniBatch{}
 	if err := s.SampleInto(mb, seeds, seed); err != nil {
 		return nil, err
 	}
 	return mb, nil
 }
 
-// SampleInto draws a minibatch for seeds into mb, reusing its buffers.
-// Seeds must be distinct node ids; there must be at least one.
+// SampleInto draws a minibatch for seeds into mb, reusing its arrays (mb
+// is Reset first). Seeds must be distinct node ids; there must be at least
+// one. It fills mb's seeds, input nodes and blocks (one per fanout, input
+// layer first, with edge ids: graph.CSC.EdgeIDs of every sampled edge when
+// the graph has them, else its CSC position); features, labels and stream
+// metadata are left to later stages.
 //
 // The random draws are keyed, not streamed: the neighbours drawn for node
 // v at hop h depend only on (key, h, v) (v's Config.KeyIDs entry when
@@ -233,7 +178,7 @@ func (s *Sampler) Sample(seeds []int32, seed uint64) (*MiniBatch, error) {
 // epoch) as key for every batch of an epoch, and any split of the epoch's
 // seeds into batches, workers, processes or partitions draws the same
 // neighbours for every node.
-func (s *Sampler) SampleInto(mb *MiniBatch, seeds []int32, seed uint64) error {
+func (s *Sampler) SampleInto(mb *batch.MiniBatch, seeds []int32, seed uint64) error {
 	return s.sample(mb, seeds, seed, nil)
 }
 
@@ -242,7 +187,7 @@ func (s *Sampler) SampleInto(mb *MiniBatch, seeds []int32, seed uint64) error {
 // Ids are graph.CSC.EdgeIDs values when the graph has edge ids (the first
 // such call builds an inverse index of 8 bytes per edge; ids no edge
 // carries are ignored), else CSC positions, which must be in range.
-func (s *Sampler) SampleExcluding(mb *MiniBatch, seeds []int32, seed uint64, exclude []int64) error {
+func (s *Sampler) SampleExcluding(mb *batch.MiniBatch, seeds []int32, seed uint64, exclude []int64) error {
 	return s.sample(mb, seeds, seed, exclude)
 }
 
@@ -268,7 +213,7 @@ type wkey struct {
 	off int64
 }
 
-func (s *Sampler) sample(mb *MiniBatch, seeds []int32, seed uint64, exclude []int64) error {
+func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclude []int64) error {
 	g := s.g
 	if len(seeds) == 0 {
 		return errors.New("sample: empty seed set")
@@ -285,8 +230,8 @@ func (s *Sampler) sample(mb *MiniBatch, seeds []int32, seed uint64, exclude []in
 		return err
 	}
 	dense := s.cfg.Relabel == RelabelDense
-	nodes := append(mb.nodes[:0], seeds...)
-	mb.nodes = nodes
+	mb.Reset()
+	nodes := append(mb.LocalBuffer(), seeds...)
 	if dense {
 		sc.dense.begin(g.NumNodes)
 		for i, v := range seeds {
@@ -298,60 +243,46 @@ func (s *Sampler) sample(mb *MiniBatch, seeds []int32, seed uint64, exclude []in
 		return fmt.Errorf("sample: seed %d appears more than once", v)
 	}
 	L := len(s.cfg.Fanouts)
-	for len(mb.hops) < L {
-		mb.hops = append(mb.hops, hopBuf{})
-	}
+	blocks := mb.SetBlocks(L)
 	numDst := make([]int, 0, 8)
 	spanned := 0 // destinations whose neighbour ranges are in sc.spans
 	for h, k := range s.cfg.Fanouts {
 		nd := len(nodes)
 		numDst = append(numDst, nd)
-		hb := &mb.hops[h]
+		hb := &blocks[L-1-h]
 		bound := s.spans(sc, nodes[:nd], spanned, k)
 		spanned = nd
-		hb.indptr = grow(hb.indptr, nd+1)
-		hb.indices = grow(hb.indices, bound)
-		hb.eids = grow(hb.eids, bound)
+		hb.Indptr = grow(hb.Indptr, nd+1)
+		hb.Indices = grow(hb.Indices, bound)
+		hb.EdgeIDs = grow(hb.EdgeIDs, bound)
 		e := s.draw(sc, nodes[:nd], hopKey(seed, h), k, hb)
-		hb.indices = hb.indices[:e]
-		hb.eids = hb.eids[:e]
+		hb.Indices = hb.Indices[:e]
+		hb.EdgeIDs = hb.EdgeIDs[:e]
+		hb.Weights = nil
 		// Relabel in place: global source ids become local positions, new
 		// nodes are appended in first-seen order.
 		if cap(nodes) < nd+e {
 			nodes = slices.Grow(nodes, nd+e-len(nodes))
 		}
 		if dense {
-			nodes = sc.dense.relabel(hb.indices, nodes)
+			nodes = sc.dense.relabel(hb.Indices, nodes)
 		} else {
-			nodes = sc.hash.relabel(hb.indices, nodes)
+			nodes = sc.hash.relabel(hb.Indices, nodes)
 		}
 		if g.EdgeIDs != nil {
-			for q, p := range hb.eids {
-				hb.eids[q] = g.EdgeIDs[p]
+			for q, p := range hb.EdgeIDs {
+				hb.EdgeIDs[q] = g.EdgeIDs[p]
 			}
 		}
 	}
-	mb.nodes = nodes
-	mb.Seeds = nodes[:len(seeds):len(seeds)]
-	if cap(mb.Blocks) < L {
-		mb.Blocks = make([]Block, L)
-	}
-	mb.Blocks = mb.Blocks[:L]
 	for h := 0; h < L; h++ {
-		nsrc := len(nodes)
+		b := &blocks[L-1-h]
+		b.NumDst, b.NumSrc = numDst[h], len(nodes)
 		if h+1 < L {
-			nsrc = numDst[h+1]
-		}
-		hb := &mb.hops[h]
-		mb.Blocks[L-1-h] = Block{
-			SrcNodes: nodes[:nsrc:nsrc],
-			NumDst:   numDst[h],
-			Indptr:   hb.indptr,
-			Indices:  hb.indices,
-			EdgeIDs:  hb.eids,
+			b.NumSrc = numDst[h+1]
 		}
 	}
-	mb.InputNodes = mb.Blocks[0].SrcNodes
+	mb.SetInputs(nodes, len(seeds))
 	return nil
 }
 
@@ -409,12 +340,12 @@ func (s *Sampler) spans(sc *scratch, dst []int32, done, k int) int {
 // hb (global source ids in indices, CSC positions in eids) and returns the
 // number of edges drawn. Each destination's draws come from a generator
 // seeded with its key under the hop key hk.
-func (s *Sampler) draw(sc *scratch, dst []int32, hk uint64, k int, hb *hopBuf) int {
+func (s *Sampler) draw(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block) int {
 	g := s.g
 	var rr rng.Rand
 	r := &rr
 	ind := g.Indices
-	out, pos, ip := hb.indices, hb.eids, hb.indptr
+	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	sp := sc.spans
 	nd := len(sp) / 2
 	ip[0] = 0

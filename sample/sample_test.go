@@ -3,6 +3,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"github.com/graphmill/graphmill/batch"
 	"math"
 	"reflect"
 	"slices"
@@ -57,22 +58,25 @@ func cora(t testing.TB) *graph.CSC {
 
 // checkMiniBatch checks every invariant of a minibatch against the graph
 // and the configuration.
-func checkMiniBatch(t *testing.T, g *graph.CSC, cfg Config, seeds []int32, mb *MiniBatch) {
+func checkMiniBatch(t *testing.T, g *graph.CSC, cfg Config, seeds []int32, mb *batch.MiniBatch) {
 	t.Helper()
 	L := len(cfg.Fanouts)
 	if len(mb.Blocks) != L {
 		t.Fatalf("%d blocks, want %d", len(mb.Blocks), L)
 	}
-	if !slices.Equal(mb.Seeds, seeds) {
+	if !slices.Equal(seeds32(mb), seeds) {
 		t.Fatalf("Seeds = %v, want %v", mb.Seeds, seeds)
 	}
-	if !slices.Equal(mb.Blocks[L-1].DstNodes(), seeds) {
+	if err := mb.Validate(int64(g.NumNodes)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dstNodes(mb, mb.Blocks[L-1]), seeds) {
 		t.Fatalf("last block's dst nodes are not the seeds")
 	}
-	if !slices.Equal(mb.InputNodes, mb.Blocks[0].SrcNodes) {
-		t.Fatalf("InputNodes != Blocks[0].SrcNodes")
+	if mb.Blocks[0].NumSrc != len(mb.InputNodes) {
+		t.Fatalf("block 0 has %d sources for %d input nodes", mb.Blocks[0].NumSrc, len(mb.InputNodes))
 	}
-	seen := map[int32]bool{}
+	seen := map[int64]bool{}
 	for _, v := range mb.InputNodes {
 		if seen[v] {
 			t.Fatalf("node %d appears twice in InputNodes", v)
@@ -82,18 +86,18 @@ func checkMiniBatch(t *testing.T, g *graph.CSC, cfg Config, seeds []int32, mb *M
 	for li, b := range mb.Blocks {
 		hop := L - 1 - li
 		k := cfg.Fanouts[hop]
-		if li+1 < L && !slices.Equal(mb.Blocks[li+1].SrcNodes, b.DstNodes()) {
+		if li+1 < L && !slices.Equal(srcNodes(mb, mb.Blocks[li+1]), dstNodes(mb, b)) {
 			t.Fatalf("block %d: next block's src nodes != this block's dst nodes", li)
 		}
-		if b.NumDst > b.NumSrc() {
-			t.Fatalf("block %d: %d dst > %d src", li, b.NumDst, b.NumSrc())
+		if b.NumDst > b.NumSrc {
+			t.Fatalf("block %d: %d dst > %d src", li, b.NumDst, b.NumSrc)
 		}
 		if len(b.Indptr) != b.NumDst+1 || b.Indptr[0] != 0 || b.Indptr[b.NumDst] != int64(len(b.Indices)) || len(b.EdgeIDs) != len(b.Indices) {
 			t.Fatalf("block %d: malformed (indptr %d for %d dst, %d indices, %d eids)", li, len(b.Indptr), b.NumDst, len(b.Indices), len(b.EdgeIDs))
 		}
-		reached := make([]bool, b.NumSrc())
+		reached := make([]bool, b.NumSrc)
 		for i := 0; i < b.NumDst; i++ {
-			v := b.SrcNodes[i]
+			v := srcNodes(mb, b)[i]
 			lo, hi := b.Indptr[i], b.Indptr[i+1]
 			if hi < lo {
 				t.Fatalf("block %d: indptr decreases at %d", li, i)
@@ -130,16 +134,16 @@ func checkMiniBatch(t *testing.T, g *graph.CSC, cfg Config, seeds []int32, mb *M
 			pos := map[int64]bool{}
 			for e := lo; e < hi; e++ {
 				l := b.Indices[e]
-				if l < 0 || int(l) >= b.NumSrc() {
-					t.Fatalf("block %d: local index %d out of [0,%d)", li, l, b.NumSrc())
+				if l < 0 || int(l) >= b.NumSrc {
+					t.Fatalf("block %d: local index %d out of [0,%d)", li, l, b.NumSrc)
 				}
 				reached[l] = true
 				p := b.EdgeIDs[e]
 				if p < g.Indptr[v] || p >= g.Indptr[v+1] {
 					t.Fatalf("block %d: edge position %d is not an in-edge of %d", li, p, v)
 				}
-				if g.Indices[p] != b.SrcNodes[l] {
-					t.Fatalf("block %d: edge %d has source %d, graph says %d", li, p, b.SrcNodes[l], g.Indices[p])
+				if g.Indices[p] != srcNodes(mb, b)[l] {
+					t.Fatalf("block %d: edge %d has source %d, graph says %d", li, p, srcNodes(mb, b)[l], g.Indices[p])
 				}
 				if cfg.Weighted && k >= 0 && g.Weights[p] == 0 {
 					t.Fatalf("block %d: drew edge %d of weight 0", li, p)
@@ -150,9 +154,9 @@ func checkMiniBatch(t *testing.T, g *graph.CSC, cfg Config, seeds []int32, mb *M
 				pos[p] = true
 			}
 		}
-		for l := b.NumDst; l < b.NumSrc(); l++ {
+		for l := b.NumDst; l < b.NumSrc; l++ {
 			if !reached[l] {
-				t.Fatalf("block %d: source %d (node %d) is not the source of any edge", li, l, b.SrcNodes[l])
+				t.Fatalf("block %d: source %d (node %d) is not the source of any edge", li, l, srcNodes(mb, b)[l])
 			}
 		}
 	}
@@ -193,7 +197,7 @@ func TestSampleInvariants(t *testing.T) {
 					all[i] = int32(i)
 				}
 				batches, _ := Batches(all, 128, true, 7, false)
-				mb := &MiniBatch{}
+				mb := &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 6)] {
 					if err := s.SampleInto(mb, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -257,14 +261,14 @@ func TestUniformChiSquared(t *testing.T) {
 			}
 			trials := 20000
 			obs := make([]float64, tc.deg)
-			mb := &MiniBatch{}
+			mb := &batch.MiniBatch{}
 			for i := 0; i < trials; i++ {
 				if err := s.SampleInto(mb, []int32{0}, uint64(i)); err != nil {
 					t.Fatal(err)
 				}
 				b := mb.Blocks[0]
 				for _, l := range b.Indices {
-					obs[b.SrcNodes[l]-1]++
+					obs[srcNodes(mb, b)[l]-1]++
 				}
 			}
 			exp := make([]float64, tc.deg)
@@ -306,7 +310,7 @@ func TestWeightedProportional(t *testing.T) {
 			}
 			trials := 20000
 			obs := make([]float64, len(w))
-			mb := &MiniBatch{}
+			mb := &batch.MiniBatch{}
 			for i := 0; i < trials; i++ {
 				if err := s.SampleInto(mb, []int32{0}, uint64(i)); err != nil {
 					t.Fatal(err)
@@ -356,7 +360,7 @@ func TestWeightedWithoutReplacementInclusion(t *testing.T) {
 	}
 	trials := 20000
 	obs := make([]float64, 4)
-	mb := &MiniBatch{}
+	mb := &batch.MiniBatch{}
 	for i := 0; i < trials; i++ {
 		if err := s.SampleInto(mb, []int32{0}, uint64(i)); err != nil {
 			t.Fatal(err)
@@ -380,12 +384,12 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 		all[i] = int32(i)
 	}
 	batches, _ := Batches(all, 100, true, 3, false)
-	run := func(workers int, relabel Relabel) []*MiniBatch {
+	run := func(workers int, relabel Relabel) []*batch.MiniBatch {
 		s, err := New(g, Config{Fanouts: []int{10, 5}, Relabel: relabel})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]*MiniBatch, len(batches))
+		out := make([]*batch.MiniBatch, len(batches))
 		var wg sync.WaitGroup
 		next := make(chan int)
 		for w := 0; w < workers; w++ {
@@ -447,7 +451,7 @@ func TestExclusion(t *testing.T) {
 			}
 		}
 	}
-	mb := &MiniBatch{}
+	mb := &batch.MiniBatch{}
 	if err := s.SampleExcluding(mb, seeds, 1, ex); err != nil {
 		t.Fatal(err)
 	}
@@ -496,8 +500,8 @@ func TestEdgeIDs(t *testing.T) {
 				if id >= e {
 					s, d = d, s
 				}
-				if s != b.SrcNodes[b.Indices[q]] || d != b.SrcNodes[i] {
-					t.Fatalf("edge id %d is %d->%d, block says %d->%d", id, s, d, b.SrcNodes[b.Indices[q]], b.SrcNodes[i])
+				if s != srcNodes(mb, b)[b.Indices[q]] || d != srcNodes(mb, b)[i] {
+					t.Fatalf("edge id %d is %d->%d, block says %d->%d", id, s, d, srcNodes(mb, b)[b.Indices[q]], srcNodes(mb, b)[i])
 				}
 				drawn = append(drawn, id)
 			}
@@ -570,7 +574,7 @@ func TestSteadyStateDoesNotAllocate(t *testing.T) {
 		all[i] = int32(i)
 	}
 	batches, _ := Batches(all, 64, true, 1, true)
-	mb := &MiniBatch{}
+	mb := &batch.MiniBatch{}
 	for i, b := range batches { // warm up buffers
 		_ = s.SampleInto(mb, b, uint64(i))
 	}
@@ -696,4 +700,25 @@ func FuzzParseFanouts(f *testing.F) {
 			t.Fatalf("round trip of %v: %v, %v", fan, back, err)
 		}
 	})
+}
+
+// srcNodes returns the local ids of b's sources: the first NumSrc input
+// nodes of mb.
+func srcNodes(mb *batch.MiniBatch, b graph.Block) []int32 {
+	l, err := mb.Local()
+	if err != nil {
+		panic(err)
+	}
+	return l[:b.NumSrc]
+}
+
+// dstNodes returns the local ids of b's destinations.
+func dstNodes(mb *batch.MiniBatch, b graph.Block) []int32 { return srcNodes(mb, b)[:b.NumDst] }
+
+func seeds32(mb *batch.MiniBatch) []int32 {
+	out := make([]int32, len(mb.Seeds))
+	for i, v := range mb.Seeds {
+		out[i] = int32(v)
+	}
+	return out
 }

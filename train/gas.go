@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/history"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/tensor"
 )
 
@@ -31,16 +34,10 @@ type gasStepper struct {
 	hist   []*history.Store
 	masked []int32 // labels of training nodes, -1 elsewhere
 	filled bool
-	sp     *splitter
-}
-
-// gasBatch is a batch with its block, input features and pulled halo rows.
-type gasBatch struct {
-	block  *nn.Block
-	halo   []tensor.Matrix // per hidden layer: history rows of the halo
-	labels []int32
-	secs   float64 // time to build it
-	err    error
+	e      *engine.Engine
+	pipe   *pipeline.Pipeline
+	cur    [][]int32 // the node groups of the epoch being iterated
+	pos    []int32   // node -> position scratch of the build stage (all -1)
 }
 
 func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
@@ -75,7 +72,19 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 		s.hist = append(s.hist, h)
 	}
 	s.masked = r.trainLabels()
-	s.sp = r.splitter(m)
+	s.e = r.engine(m, opt)
+	s.pos = newPos(g.NumNodes)
+	// Two buffers: batch i+1 is built and pulled while batch i computes,
+	// and batch i+2 only once batch i has pushed its rows and been
+	// released (see run).
+	s.pipe, err = pipeline.New(pipeline.Config{Buffers: 2, Prefetch: 1, Stages: []pipeline.Stage{
+		{Name: "build", Workers: 1, Run: s.build},
+		{Name: "pull", Run: s.pull},
+	}})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -157,37 +166,51 @@ func (s *gasStepper) groups(epoch int) [][]int32 {
 	return out
 }
 
-// prepare builds a batch and pulls its halo rows.
-func (s *gasStepper) prepare(nodes []int32, pos []int32) *gasBatch {
-	t := time.Now()
-	r := s.r
-	b := &gasBatch{block: blockOf(r.ds.Graph, nodes, pos)}
-	halo := b.block.Src[b.block.NumDst:]
-	for _, h := range s.hist {
-		m := tensor.New(len(halo), h.Dim())
-		if err := h.Pull(halo, m.Data); err != nil {
-			b.err = err
-			return b
-		}
-		b.halo = append(b.halo, m)
+// build makes batch i of the current groups: the group's nodes as seeds
+// with all their in-neighbours (one block shared by every layer, whose
+// sources past the seeds, the halo, read history rows at layers >= 1),
+// and the seeds' training labels.
+func (s *gasStepper) build(_ context.Context, i int, mb *batch.MiniBatch) error {
+	nodes := s.cur[i]
+	neighbourhood(s.r.ds.Graph, nodes, s.pos, mb, len(s.m.Layers))
+	mb.Labels = mb.Labels[:0]
+	for _, v := range nodes {
+		mb.Labels = append(mb.Labels, s.masked[v])
 	}
-	b.labels = make([]int32, len(nodes))
-	for i, v := range nodes {
-		b.labels[i] = s.masked[v]
+	halo := mb.InputNodes[len(nodes):]
+	if cap(mb.Halo) < len(s.hist) {
+		mb.Halo = make([]batch.Halo, len(s.hist))
 	}
-	b.secs = time.Since(t).Seconds()
-	return b
+	mb.Halo = mb.Halo[:len(s.hist)]
+	for l := range mb.Halo {
+		mb.Halo[l].Nodes = halo
+	}
+	return nil
 }
 
-// view returns the batch as a step sees it: one block shared by every
-// layer, whose sources past the batch's own nodes read history rows.
-func (s *gasStepper) view(b *gasBatch) *view {
-	return &view{blocks: []*nn.Block{b.block}, src: s.r.feat, xRows: b.block.Src, halo: b.halo, labels: b.labels}
+// pull reads the halo's rows from every history.
+func (s *gasStepper) pull(_ context.Context, _ int, mb *batch.MiniBatch) error {
+	ids, err := mb.Local()
+	if err != nil {
+		return err
+	}
+	halo := ids[mb.Blocks[0].NumDst:]
+	for l, h := range s.hist {
+		out := mb.Halo[l].Rows.SetF32(len(halo), h.Dim())
+		if err := h.Pull(halo, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // push stores a batch's fresh hidden rows in the histories.
-func (s *gasStepper) push(b *gasBatch, fresh []tensor.Matrix) error {
-	dst := b.block.Src[:b.block.NumDst]
+func (s *gasStepper) push(mb *batch.MiniBatch, fresh []tensor.Matrix) error {
+	ids, err := mb.Local()
+	if err != nil {
+		return err
+	}
+	dst := ids[:mb.Blocks[0].NumDst]
 	for l, f := range fresh {
 		if err := s.hist[l].Push(dst, f.Data); err != nil {
 			return err
@@ -196,47 +219,49 @@ func (s *gasStepper) push(b *gasBatch, fresh []tensor.Matrix) error {
 	return nil
 }
 
-// run iterates the batches of groups, preparing batch i+1 while batch i
-// computes, and calls step on every batch; step returns the fresh rows to
-// push, which happens after the next batch's pull.
-func (s *gasStepper) run(ctx context.Context, groups [][]int32, step func(i int, b *gasBatch) ([]tensor.Matrix, error)) (prepSecs, waitSecs float64, err error) {
-	n := s.r.ds.Meta.NumNodes
-	pos := newPos(n) // one prepare runs at a time, and leaves it all -1
-	next := make(chan *gasBatch, 1)
-	launch := func(i int) {
-		go func() { next <- s.prepare(groups[i], pos) }()
+// run iterates the batches of groups through the pipeline, which builds
+// batch i+1 and pulls its halo rows while batch i computes, and calls step
+// on every batch; step returns the fresh rows to push, which happens after
+// the next batch's pull (so the histories every batch sees do not depend
+// on timing).
+func (s *gasStepper) run(ctx context.Context, epoch int, groups [][]int32, step func(i int, mb *batch.MiniBatch) ([]tensor.Matrix, error)) (pipeline.Stats, error) {
+	s.cur = groups
+	it := s.pipe.Epoch(ctx, epoch, len(groups))
+	defer it.Close()
+	var prev *batch.MiniBatch
+	var prevFresh []tensor.Matrix
+	finish := func() error { // push and release the previous batch
+		if prev == nil {
+			return nil
+		}
+		err := s.push(prev, prevFresh)
+		prev.Release()
+		prev, prevFresh = nil, nil
+		return err
 	}
-	launch(0)
-	for i := range groups {
-		t := time.Now()
-		cur := <-next
-		waitSecs += time.Since(t).Seconds()
-		prepSecs += cur.secs
-		if cur.err != nil {
-			return prepSecs, waitSecs, cur.err
+	for it.Next() {
+		cur := it.Batch()
+		if err := finish(); err != nil {
+			cur.Release()
+			return it.Stats(), err
 		}
-		if i+1 < len(groups) {
-			launch(i + 1)
-		}
-		fresh, err := step(i, cur)
+		fresh, err := step(int(cur.Seq), cur)
 		if err == nil {
 			err = ctx.Err()
 		}
-		if i+1 < len(groups) {
-			// The next batch's pull must finish before this batch pushes.
-			t := time.Now()
-			nb := <-next
-			waitSecs += time.Since(t).Seconds()
-			next <- nb
-		}
 		if err != nil {
-			return prepSecs, waitSecs, err
+			cur.Release()
+			return it.Stats(), err
 		}
-		if err := s.push(cur, fresh); err != nil {
-			return prepSecs, waitSecs, err
-		}
+		prev, prevFresh = cur, fresh
 	}
-	return prepSecs, waitSecs, nil
+	if err := it.Err(); err != nil {
+		if prev != nil {
+			prev.Release()
+		}
+		return it.Stats(), err
+	}
+	return it.Stats(), finish()
 }
 
 func (s *gasStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
@@ -255,23 +280,24 @@ func (s *gasStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	var lossSum float64
 	correct, total := 0, 0
 	start := time.Now()
-	prep, wait, err := s.run(ctx, groups, func(i int, b *gasBatch) ([]tensor.Matrix, error) {
-		out, err := r.trainStep(ctx, s.sp, s.view(b), s.m, s.opt, epoch, i, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)))
+	ps, err := s.run(ctx, epoch, groups, func(i int, mb *batch.MiniBatch) ([]tensor.Matrix, error) {
+		out, err := r.trainStep(ctx, s.e, mb, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)), Epoch: epoch, Index: i})
 		if err != nil {
 			return nil, err
 		}
 		st.Batches++
-		st.MicroBatches += out.micro
-		lossSum += out.loss * float64(out.total)
-		correct, total = correct+out.correct, total+out.total
-		return out.fresh, nil
+		st.MicroBatches += out.Micro
+		lossSum += out.Loss * float64(out.Total)
+		correct, total = correct+out.Correct, total+out.Total
+		return out.Fresh, nil
 	})
 	if err != nil {
 		return st, err
 	}
 	st.Loss = lossSum / float64(max(total, 1))
 	st.TrainAcc = float64(correct) / float64(max(total, 1))
-	st.GatherSeconds, st.WaitSeconds = prep, wait
+	wait := (ps.Wait + ps.FirstWait).Seconds()
+	st.GatherSeconds, st.WaitSeconds = (ps.Stage("build") + ps.Stage("pull")).Seconds(), wait
 	st.ComputeSeconds = time.Since(start).Seconds() - wait
 	return st, nil
 }
@@ -282,15 +308,15 @@ func (s *gasStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
 func (s *gasStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	r := s.r
 	logits := tensor.New(r.ds.Meta.NumNodes, m.Layers[len(m.Layers)-1].OutDim())
-	_, _, err := s.run(ctx, s.groups(-1), func(_ int, b *gasBatch) ([]tensor.Matrix, error) {
-		out, err := inferStep(ctx, s.sp, s.view(b), m)
+	_, err := s.run(ctx, 0, s.groups(-1), func(_ int, mb *batch.MiniBatch) ([]tensor.Matrix, error) {
+		out, err := s.e.Infer(ctx, m, mb)
 		if err != nil {
 			return nil, err
 		}
-		for i, v := range b.block.Src[:b.block.NumDst] {
-			copy(logits.Row(int(v)), out.logits.Row(i))
+		for i, v := range mb.Seeds {
+			copy(logits.Row(int(v)), out.Logits.Row(i))
 		}
-		return out.fresh, nil
+		return out.Fresh, nil
 	})
 	if err != nil {
 		return Evaluation{}, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/units"
@@ -97,6 +99,7 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 	}
 	pos := newPos(n)
 	var buf []int32 // the destinations of a batch: a run of node ids
+	mb := &batch.MiniBatch{}
 	for l := 0; l < layers; l++ {
 		in := m.Config.In
 		if l > 0 {
@@ -107,7 +110,7 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 		// graph's).
 		bytes := func(b *nn.Block, copies bool) int64 {
 			sh := nn.ShapeOf(b)
-			c := m.InferLayerBytes(l, sh) + indexBytes(m, sh, false, copies)
+			c := m.InferLayerBytes(l, sh) + engine.IndexBytes(m, sh, false, copies)
 			if copies {
 				c += 4 * int64(in) * int64(sh.Src)
 			}
@@ -132,7 +135,14 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 						buf = append(buf, int32(v))
 					}
 					ids = buf
-					b = blockOf(g, ids, pos)
+					// The run's batch: its nodes with all their
+					// in-neighbours, one block.
+					neighbourhood(g, ids, pos, mb, 1)
+					blocks, err := engine.Blocks(mb)
+					if err != nil {
+						return err
+					}
+					b = blocks[0]
 					if maxBytes <= 0 {
 						break
 					}
@@ -180,37 +190,43 @@ func newPos(n int) []int32 {
 	return pos
 }
 
-// blockOf builds the block whose destinations are dst (distinct nodes),
-// with all their in-neighbours: sources are dst followed by the other
-// in-neighbours (the halo) in first-seen order. pos must be all -1 on entry
-// and is restored on exit.
-func blockOf(g *graph.CSC, dst []int32, pos []int32) *nn.Block {
-	src := make([]int32, 0, len(dst))
+// neighbourhood fills mb (reusing its arrays) with the batch whose seeds
+// are dst (distinct nodes) with all their in-neighbours: input nodes are
+// dst followed by the other in-neighbours (the halo) in first-seen order,
+// and one block, repeated for layers layers (its arrays shared), holds
+// every in-edge of dst. pos must be all -1 on entry and is restored on
+// exit.
+func neighbourhood(g *graph.CSC, dst []int32, pos []int32, mb *batch.MiniBatch, layers int) {
+	mb.Reset()
+	src := mb.LocalBuffer()
 	for _, v := range dst {
 		pos[v] = int32(len(src))
 		src = append(src, v)
 	}
-	indptr := make([]int64, len(dst)+1)
+	b := &mb.SetBlocks(layers)[0]
+	indptr := append(b.Indptr[:0], 0)
 	for i, v := range dst {
-		indptr[i+1] = indptr[i] + g.Indptr[v+1] - g.Indptr[v]
+		indptr = append(indptr, indptr[i]+g.Indptr[v+1]-g.Indptr[v])
 	}
-	indices := make([]int32, indptr[len(dst)])
-	for i, v := range dst {
-		k := indptr[i]
+	indices := b.Indices[:0]
+	for _, v := range dst {
 		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
 			u := g.Indices[p]
 			if pos[u] < 0 {
 				pos[u] = int32(len(src))
 				src = append(src, u)
 			}
-			indices[k] = pos[u]
-			k++
+			indices = append(indices, pos[u])
 		}
 	}
 	for _, u := range src {
 		pos[u] = -1
 	}
-	return &nn.Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: len(src)}, NumDst: len(dst), Src: src}
+	*b = graph.Block{NumSrc: len(src), NumDst: len(dst), Indptr: indptr, Indices: indices}
+	for l := 1; l < layers; l++ {
+		mb.Blocks[l] = *b
+	}
+	mb.SetInputs(src, len(dst))
 }
 
 // gatherRows copies the rows ids of x into a new matrix.

@@ -106,19 +106,19 @@ func (g *gradSync) broadcast() error {
 	return nil
 }
 
-// begin starts a step whose local gradients are means over labelled
+// Begin starts a step whose local gradients are means over labelled
 // destinations.
-func (g *gradSync) begin(labelled int) {
+func (g *gradSync) Begin(labelled int) {
 	g.weight, g.next = float32(labelled), 0
 	for b, idx := range g.buckets {
 		g.pending[b] = len(idx)
 	}
 }
 
-// ready is the tape's GradReady hook: it launches every bucket whose
+// Ready is the tape's GradReady hook: it launches every bucket whose
 // gradients are all final, in bucket order (the same on every rank), but
 // keeps the last for finish.
-func (g *gradSync) ready(v *autograd.Var) {
+func (g *gradSync) Ready(v *autograd.Var) {
 	b, ok := g.bucket[v]
 	if !ok {
 		return
@@ -151,11 +151,11 @@ func (g *gradSync) launch(b int) {
 	g.jobs <- b
 }
 
-// finish launches the remaining buckets (the last with this rank's
+// Finish launches the remaining buckets (the last with this rank's
 // labelled count, loss sum and correct count), waits for every
 // all-reduce, and leaves in each gradient the mean over all ranks'
 // labelled destinations. It returns the global counts.
-func (g *gradSync) finish(lossSum float64, correct int) (labelled int, loss float64, right int, err error) {
+func (g *gradSync) Finish(lossSum float64, correct int) (labelled int, loss float64, right int, err error) {
 	last := len(g.buckets) - 1
 	tail := g.flat[last][len(g.flat[last])-stats:]
 	tail[0], tail[1], tail[2] = g.weight, float32(lossSum), float32(correct)

@@ -2,13 +2,13 @@ package train
 
 import (
 	"context"
+	"github.com/graphmill/graphmill/engine"
+	"github.com/graphmill/graphmill/pipeline"
 	"time"
 
 	"github.com/graphmill/graphmill/internal/rng"
-	"github.com/graphmill/graphmill/loader"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
-	"github.com/graphmill/graphmill/tensor"
 )
 
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
@@ -17,10 +17,8 @@ type sampledStepper struct {
 	r   *Runner
 	m   *nn.Model
 	opt nn.Optimizer
-	ld  *loader.Loader
-	sp  *splitter
-	// ts holds one transpose per layer, rebuilt in place every step.
-	ts []*tensor.Transposed
+	ld  *pipeline.Sampled
+	e   *engine.Engine
 }
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
@@ -29,7 +27,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	if err != nil {
 		return nil, err
 	}
-	lc := loader.Config{
+	lc := pipeline.SampledConfig{
 		BatchSize: cfg.BatchSize, Shuffle: true, Seed: rng.Derive(cfg.Seed, 0x5a3),
 		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
 	}
@@ -42,11 +40,11 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	if p := cfg.Parallel; p != nil {
 		lc.Shard, lc.Shards = p.Rank(), p.Size() // each rank its share of every global batch
 	}
-	ld, err := loader.New(s, r.feat, r.labels, r.ds.Train, lc)
+	ld, err := pipeline.NewSampled(s, r.feat, r.labels, r.ds.Train, lc)
 	if err != nil {
 		return nil, err
 	}
-	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, sp: r.splitter(m)}, nil
+	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, e: r.engine(m, opt)}, nil
 }
 
 func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
@@ -63,21 +61,15 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	for it.Next() {
 		b := it.Batch()
 		t := time.Now()
-		x := tensor.Matrix{Rows: len(b.MiniBatch.InputNodes), Cols: r.feat.Dim(), Data: b.Features}
-		v := &view{blocks: blocksOf(b.MiniBatch), x: x, xOwned: true, labels: b.Labels}
-		for i, bl := range v.blocks {
-			if i == len(s.ts) {
-				s.ts = append(s.ts, &tensor.Transposed{})
-			}
-			bl.CSR.TScratch = s.ts[i]
-		}
-		out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, b.Index, rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(b.Index)))
+		// Overwrite: the batch is released right after the step.
+		out, err := r.trainStep(ctx, s.e, b, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq), Epoch: epoch, Index: int(b.Seq), Overwrite: true})
+		b.Release()
 		if err != nil {
 			return st, err
 		}
-		lossSum += out.loss * float64(out.total)
-		correct, total = correct+out.correct, total+out.total
-		st.MicroBatches += out.micro
+		lossSum += out.Loss * float64(out.Total)
+		correct, total = correct+out.Correct, total+out.Total
+		st.MicroBatches += out.Micro
 		st.Batches++
 		compute += time.Since(t)
 	}
@@ -87,8 +79,8 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	ls := it.Stats()
 	st.Loss = lossSum / float64(max(total, 1))
 	st.TrainAcc = float64(correct) / float64(max(total, 1))
-	st.SampleSeconds = ls.Sample.Seconds()
-	st.GatherSeconds = ls.Gather.Seconds()
+	st.SampleSeconds = ls.Stage("sample").Seconds()
+	st.GatherSeconds = ls.Stage("gather").Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
 	st.GatheredRows = ls.Rows
 	st.ComputeSeconds = compute.Seconds()
@@ -99,28 +91,4 @@ func (s *sampledStepper) close() {}
 
 func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)
-}
-
-// blocksOf wraps a sampled minibatch's blocks for the model.
-func blocksOf(mb *sample.MiniBatch) []*nn.Block {
-	blocks := make([]*nn.Block, len(mb.Blocks))
-	for i := range mb.Blocks {
-		sb := &mb.Blocks[i]
-		blocks[i] = &nn.Block{CSR: &tensor.CSR{Indptr: sb.Indptr, Indices: sb.Indices, NumSrc: len(sb.SrcNodes)}, NumDst: sb.NumDst, Src: sb.SrcNodes}
-	}
-	return blocks
-}
-
-// countCorrect counts rows whose argmax equals their (non-negative) label.
-func countCorrect(logits tensor.Matrix, labels []int32) (correct, total int) {
-	for i, y := range labels {
-		if y < 0 {
-			continue
-		}
-		if argmax(logits.Row(i)) == y {
-			correct++
-		}
-		total++
-	}
-	return correct, total
 }

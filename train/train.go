@@ -8,11 +8,15 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -186,9 +190,26 @@ func (r *Runner) Config() Config { return r.cfg }
 // when Config().NormalizeFeatures).
 func (r *Runner) Features() feature.Source { return r.feat }
 
-// splitter returns the micro-batch planner of the run's memory bound.
-func (r *Runner) splitter(m *nn.Model) *splitter {
-	return &splitter{m: m, bound: r.cfg.MaxMemoryBytes, mode: r.cfg.Mode}
+// engine returns the step engine of a run's model and optimiser: the
+// run's memory bound, its feature source for batches that carry no rows,
+// data-parallel gradient all-reduce, and heap-peak sampling after every
+// backward.
+func (r *Runner) engine(m *nn.Model, opt nn.Optimizer) *engine.Engine {
+	e := engine.New(m, opt, engine.Config{Bound: r.cfg.MaxMemoryBytes, Features: r.feat, Sampled: r.cfg.Mode == Sampled})
+	e.AfterBackward = r.notePeak
+	if r.dp != nil {
+		e.Sync = r.dp
+	}
+	return e
+}
+
+// trainStep runs one training step and reports it to the Batch hook.
+func (r *Runner) trainStep(ctx context.Context, e *engine.Engine, mb *batch.MiniBatch, st engine.Step) (engine.Result, error) {
+	out, err := e.Train(ctx, mb, st)
+	if err == nil && out.Total > 0 && r.hooks.Batch != nil {
+		r.hooks.Batch(st.Epoch, st.Index, out.Loss)
+	}
+	return out, err
 }
 
 // NewModel builds a freshly initialised model for the run.
@@ -456,48 +477,73 @@ type stepper interface {
 func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	switch r.cfg.Mode {
 	case Full:
-		s := &fullStepper{r: r, m: m, opt: opt, block: nn.FullGraph(r.ds.Graph), masked: r.trainLabels(), sp: r.splitter(m)}
-		if r.cfg.MaxMemoryBytes > 0 {
-			// Micro-batches gather the input rows they need from the
-			// source: the bound then holds for the features too.
-			s.src, s.rows = r.feat, s.block.Src
-		} else {
-			x, err := r.denseFeatures(ctx)
-			if err != nil {
-				return nil, err
-			}
-			s.x = x
-		}
-		return s, nil
+		return r.fullStepper(ctx, m, opt)
 	case GAS:
 		return r.gasStepper(ctx, m, opt)
 	}
 	return r.sampledStepper(m, opt)
 }
 
-// fullStepper takes one step per epoch on the whole graph.
+// fullStepper takes one step per epoch on the whole graph: a batch built
+// once (every node a seed, labelled where it is a training node, one block
+// shared by every layer) that the pipeline hands out every epoch.
 type fullStepper struct {
-	r      *Runner
-	m      *nn.Model
-	opt    nn.Optimizer
-	block  *nn.Block
-	masked []int32
-	sp     *splitter
-	// The input rows: all of them in x, or read from src (rows: every node).
-	x    tensor.Matrix
-	src  feature.Source
-	rows []int32
+	r    *Runner
+	e    *engine.Engine
+	pipe *pipeline.Pipeline
+}
+
+func (r *Runner) fullStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
+	g := r.ds.Graph
+	whole := &batch.MiniBatch{}
+	ids := make([]int32, g.NumNodes)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	whole.SetInputs(ids, g.NumNodes)
+	whole.Blocks = make([]graph.Block, len(m.Layers))
+	for l := range whole.Blocks {
+		whole.Blocks[l] = graph.Block{NumSrc: g.NumNodes, NumDst: g.NumNodes, Indptr: g.Indptr, Indices: g.Indices}
+	}
+	whole.Labels = r.trainLabels()
+	if r.cfg.MaxMemoryBytes <= 0 {
+		// Unbounded: the batch carries every row. Under a bound the
+		// micro-batches gather the input rows they need from the source,
+		// so that the bound holds for the features too.
+		x, err := r.denseFeatures(ctx)
+		if err != nil {
+			return nil, err
+		}
+		whole.Features = batch.Rows{DType: batch.Float32, Rows: x.Rows, Dim: x.Cols, F32: x.Data}
+	}
+	pipe, err := pipeline.New(pipeline.Config{Buffers: 1, Prefetch: 1, Stages: []pipeline.Stage{{Name: "build", Workers: 1,
+		Run: func(_ context.Context, _ int, mb *batch.MiniBatch) error { mb.Borrow(whole); return nil }}}})
+	if err != nil {
+		return nil, err
+	}
+	return &fullStepper{r: r, e: r.engine(m, opt), pipe: pipe}, nil
 }
 
 func (s *fullStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
 	t := time.Now()
-	v := &view{blocks: []*nn.Block{s.block}, x: s.x, src: s.src, xRows: s.rows, labels: s.masked, labelledOnly: true}
-	out, err := r.trainStep(ctx, s.sp, v, s.m, s.opt, epoch, 0, rng.Derive(r.cfg.Seed, uint64(epoch)))
-	if err != nil {
+	it := s.pipe.Epoch(ctx, epoch, 1)
+	defer it.Close()
+	var st EpochStats
+	for it.Next() {
+		mb := it.Batch()
+		out, err := r.trainStep(ctx, s.e, mb, engine.Step{Seed: rng.Derive(r.cfg.Seed, uint64(epoch)), LabelledOnly: true, Epoch: epoch})
+		mb.Release()
+		if err != nil {
+			return EpochStats{}, err
+		}
+		st = EpochStats{Loss: out.Loss, TrainAcc: float64(out.Correct) / float64(max(out.Total, 1)), Batches: 1, MicroBatches: out.Micro}
+	}
+	if err := it.Err(); err != nil {
 		return EpochStats{}, err
 	}
-	return EpochStats{Loss: out.loss, TrainAcc: float64(out.correct) / float64(max(out.total, 1)), Batches: 1, MicroBatches: out.micro, ComputeSeconds: time.Since(t).Seconds()}, nil
+	st.ComputeSeconds = time.Since(t).Seconds()
+	return st, nil
 }
 
 // trainLabels returns every node's label where the node is in the training

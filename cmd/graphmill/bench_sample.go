@@ -11,7 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
-	"github.com/graphmill/graphmill/loader/loadbench"
+	"github.com/graphmill/graphmill/pipeline/loadbench"
 	"github.com/graphmill/graphmill/sample"
 )
 

@@ -1,4 +1,4 @@
-package loader
+package pipeline
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func benchDataset(b *testing.B) *dataset.Dataset {
 	benchOnce.Do(func() {
 		dir := os.Getenv("GRAPHMILL_BENCH_DATA")
 		if dir == "" {
-			tmp, err := os.MkdirTemp("", "graphmill-loader-bench-")
+			tmp, err := os.MkdirTemp("", "graphmill-pipeline-bench-")
 			if err != nil {
 				benchErr = err
 				return
@@ -82,32 +82,34 @@ func BenchmarkLoaderBusy(b *testing.B) {
 			if tc.features {
 				f = st
 			}
-			l, err := New(s, f, nil, d.Train, Config{BatchSize: 1024, Shuffle: true, Seed: 1, SampleWorkers: 2})
+			l, err := NewSampled(s, f, nil, d.Train, SampledConfig{BatchSize: 1024, Shuffle: true, Seed: 1, SampleWorkers: 2})
 			if err != nil {
 				b.Fatal(err)
 			}
 			var total Stats
+			var sampleT, gatherT time.Duration
 			var sink uint64
 			b.ResetTimer()
 			for done, epoch := 0, 0; done < b.N; epoch++ {
 				it := l.Epoch(context.Background(), epoch)
 				for done < b.N && it.Next() {
 					sink += spin(5 * time.Millisecond)
+					it.Batch().Release()
 					done++
 				}
 				st := it.Stats()
 				it.Close()
 				total.Busy += st.Busy
 				total.Wait += st.Wait // FirstWait (pipeline fill) excluded
-				total.Sample += st.Sample
-				total.Gather += st.Gather
+				sampleT += st.Stage("sample")
+				gatherT += st.Stage("gather")
 				total.Batches += st.Batches
 			}
 			_ = sink
 			b.ReportMetric(100*total.Utilization(), "busy%")
-			b.ReportMetric(total.Sample.Seconds()*1000/float64(total.Batches)/2, "sample-ms/batch/worker")
+			b.ReportMetric(sampleT.Seconds()*1000/float64(total.Batches)/2, "sample-ms/batch/worker")
 			if tc.features {
-				b.ReportMetric(total.Gather.Seconds()*1000/float64(total.Batches), "gather-ms/batch")
+				b.ReportMetric(gatherT.Seconds()*1000/float64(total.Batches), "gather-ms/batch")
 			}
 		})
 	}

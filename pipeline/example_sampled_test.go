@@ -1,4 +1,4 @@
-package loader_test
+package pipeline_test
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/feature"
-	"github.com/graphmill/graphmill/loader"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/sample"
 )
 
-// One epoch over Cora's training nodes.
-func Example() {
+// One epoch of neighbour-sampled minibatches over Cora's training nodes.
+func ExampleSampled() {
 	ctx := context.Background()
 	d, err := builtin.Open(ctx, "cora")
 	if err != nil {
@@ -20,7 +20,7 @@ func Example() {
 	defer d.Close()
 	s, _ := sample.New(d.Graph, sample.Config{Fanouts: []int{10, 5}})
 	st, _ := feature.Open(d, feature.Options{})
-	l, err := loader.New(s, st, d.Labels, d.Train, loader.Config{BatchSize: 64, Shuffle: true, Seed: 1})
+	l, err := pipeline.NewSampled(s, st, d.Labels, d.Train, pipeline.SampledConfig{BatchSize: 64, Shuffle: true, Seed: 1})
 	if err != nil {
 		panic(err)
 	}
@@ -28,11 +28,12 @@ func Example() {
 	defer it.Close()
 	seeds := 0
 	for it.Next() {
-		b := it.Batch()
-		if len(b.Features) != len(b.MiniBatch.InputNodes)*st.Dim() || len(b.Labels) != len(b.MiniBatch.Seeds) {
+		mb := it.Batch()
+		if len(mb.Features.F32) != len(mb.InputNodes)*st.Dim() || len(mb.Labels) != len(mb.Seeds) {
 			panic("shapes")
 		}
-		seeds += len(b.MiniBatch.Seeds)
+		seeds += len(mb.Seeds) // a training step on mb would run here
+		mb.Release()           // its buffers go back to the pipeline
 	}
 	if err := it.Err(); err != nil {
 		panic(err)

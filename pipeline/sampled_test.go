@@ -1,4 +1,4 @@
-package loader
+package pipeline
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func TestEpoch(t *testing.T) {
 		dropLast              bool
 	}{{1, 1, 16, false}, {3, 4, 16, true}, {2, 2, 1000, false}, {4, 1, 7, false}} {
 		base := runtime.NumGoroutine()
-		l, err := New(s, st, d.Labels, seeds, Config{BatchSize: tc.bs, DropLast: tc.dropLast, Shuffle: true, Seed: 5, SampleWorkers: tc.workers, Prefetch: tc.prefetch})
+		l, err := NewSampled(s, st, d.Labels, seeds, SampledConfig{BatchSize: tc.bs, DropLast: tc.dropLast, Shuffle: true, Seed: 5, SampleWorkers: tc.workers, Prefetch: tc.prefetch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,31 +75,38 @@ func TestEpoch(t *testing.T) {
 		i := 0
 		for it.Next() {
 			b := it.Batch()
-			if b.Index != i {
-				t.Fatalf("batch %d arrived at position %d", b.Index, i)
+			if b.Seq != uint64(i) || b.Epoch != 3 {
+				t.Fatalf("batch %d of epoch %d arrived at position %d", b.Seq, b.Epoch, i)
 			}
 			ref, err := s.Sample(want[i], sample.EpochKey(5, 3))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(ref.Blocks, b.MiniBatch.Blocks) {
+			if !reflect.DeepEqual(ref.Blocks, b.Blocks) || !slices.Equal(ref.InputNodes, b.InputNodes) {
 				t.Fatalf("workers=%d: batch %d differs from sampling it directly", tc.workers, i)
 			}
-			feat := make([]float32, len(ref.InputNodes)*st.Dim())
-			if err := st.Gather(context.Background(), ref.InputNodes, feat); err != nil {
+			ids, _ := ref.Local()
+			feat := make([]float32, len(ids)*st.Dim())
+			if err := st.Gather(context.Background(), ids, feat); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(feat, b.Features) {
+			if !slices.Equal(feat, b.Features.F32) || b.Features.Rows != len(ids) || b.Features.Dim != st.Dim() {
 				t.Fatalf("batch %d: features differ", i)
 			}
-			for k, v := range b.MiniBatch.Seeds {
+			if err := b.Validate(int64(d.Meta.NumNodes)); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range b.Seeds {
 				if b.Labels[k] != d.Labels[v] {
 					t.Fatalf("batch %d: label of seed %d is %d, want %d", i, v, b.Labels[k], d.Labels[v])
 				}
 			}
-			seen = append(seen, b.MiniBatch.Seeds...)
-			edges += int64(b.MiniBatch.NumEdges())
-			rows += int64(len(b.MiniBatch.InputNodes))
+			for _, v := range b.Seeds {
+				seen = append(seen, int32(v))
+			}
+			edges += int64(b.NumEdges())
+			rows += int64(len(b.InputNodes))
+			b.Release()
 			i++
 		}
 		it.Close()
@@ -116,10 +123,10 @@ func TestEpoch(t *testing.T) {
 			}
 		}
 		stats := it.Stats()
-		if stats.Batches != i || stats.Edges != edges || stats.Rows != rows || stats.SampleWorkers != tc.workers {
+		if stats.Batches != i || stats.Edges != edges || stats.Rows != rows || stats.Stages[0].Workers != tc.workers {
 			t.Fatalf("stats %+v, want %d batches, %d edges, %d rows", stats, i, edges, rows)
 		}
-		if stats.Sample <= 0 || stats.Gather <= 0 || stats.Bottleneck() == "none" || !strings.Contains(stats.String(), "bottleneck") {
+		if stats.Stage("sample") <= 0 || stats.Stage("gather") <= 0 || stats.Bottleneck() == "none" || !strings.Contains(stats.String(), "bottleneck") {
 			t.Fatalf("stage timings missing: %v", stats)
 		}
 		waitGoroutines(t, base)
@@ -128,7 +135,7 @@ func TestEpoch(t *testing.T) {
 
 func TestNoFeaturesNoLabels(t *testing.T) {
 	d, s, _ := setup(t)
-	l, err := New(s, nil, nil, d.Train, Config{BatchSize: 32})
+	l, err := NewSampled(s, nil, nil, d.Train, SampledConfig{BatchSize: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +143,10 @@ func TestNoFeaturesNoLabels(t *testing.T) {
 	defer it.Close()
 	n := 0
 	for it.Next() {
-		if it.Batch().Features != nil || it.Batch().Labels != nil {
+		if !it.Batch().Features.Empty() || it.Batch().Labels != nil {
 			t.Fatal("features or labels without a fetcher or labels")
 		}
+		it.Batch().Release()
 		n++
 	}
 	if n != l.NumBatches() || it.Err() != nil {
@@ -149,7 +157,7 @@ func TestNoFeaturesNoLabels(t *testing.T) {
 func TestCancelAndClose(t *testing.T) {
 	d, s, st := setup(t)
 	base := runtime.NumGoroutine()
-	l, err := New(s, st, d.Labels, d.Train, Config{BatchSize: 4, SampleWorkers: 3})
+	l, err := NewSampled(s, st, d.Labels, d.Train, SampledConfig{BatchSize: 4, SampleWorkers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +165,11 @@ func TestCancelAndClose(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	it := l.Epoch(ctx, 0)
 	for k := 0; k < 3 && it.Next(); k++ {
+		it.Batch().Release()
 	}
 	cancel()
 	for it.Next() { // drains what was already prefetched, then stops
+		it.Batch().Release()
 	}
 	if !errors.Is(it.Err(), context.Canceled) {
 		t.Fatalf("Err = %v, want context.Canceled", it.Err())
@@ -190,7 +200,7 @@ func (f failingFetcher) Gather(context.Context, []int32, []float32) error {
 func TestStageErrors(t *testing.T) {
 	d, s, _ := setup(t)
 	base := runtime.NumGoroutine()
-	l, _ := New(s, failingFetcher{4}, nil, d.Train, Config{BatchSize: 8})
+	l, _ := NewSampled(s, failingFetcher{4}, nil, d.Train, SampledConfig{BatchSize: 8})
 	it := l.Epoch(context.Background(), 0)
 	for it.Next() {
 	}
@@ -200,10 +210,11 @@ func TestStageErrors(t *testing.T) {
 	it.Close()
 	// A seed the sampler rejects.
 	bad := append(slices.Clone(d.Train[:20]), int32(d.Meta.NumNodes))
-	l, _ = New(s, nil, nil, bad, Config{BatchSize: 8, SampleWorkers: 2})
+	l, _ = NewSampled(s, nil, nil, bad, SampledConfig{BatchSize: 8, SampleWorkers: 2})
 	it = l.Epoch(context.Background(), 0)
 	n := 0
 	for it.Next() {
+		it.Batch().Release()
 		n++
 	}
 	if it.Err() == nil || !strings.Contains(it.Err().Error(), "batch 2") || n != 2 {
@@ -220,18 +231,18 @@ func TestBadConfig(t *testing.T) {
 		s      Sampler
 		labels []int32
 		seeds  []int32
-		cfg    Config
+		cfg    SampledConfig
 		want   string
 	}{
-		{"nil sampler", nil, nil, d.Train, Config{BatchSize: 1}, "nil sampler"},
-		{"batch 0", s, nil, d.Train, Config{}, "batch size"},
-		{"no seeds", s, nil, nil, Config{BatchSize: 4}, "no seeds"},
-		{"negative workers", s, nil, d.Train, Config{BatchSize: 4, SampleWorkers: -1}, "negative"},
-		{"seed without label", s, d.Labels[:10], d.Train, Config{BatchSize: 4}, "no label"},
-		{"drop everything", s, nil, d.Train[:3], Config{BatchSize: 4, DropLast: true}, "no full batch"},
+		{"nil sampler", nil, nil, d.Train, SampledConfig{BatchSize: 1}, "nil sampler"},
+		{"batch 0", s, nil, d.Train, SampledConfig{}, "batch size"},
+		{"no seeds", s, nil, nil, SampledConfig{BatchSize: 4}, "no seeds"},
+		{"negative workers", s, nil, d.Train, SampledConfig{BatchSize: 4, SampleWorkers: -1}, "-1 sampling workers"},
+		{"seed without label", s, d.Labels[:10], d.Train, SampledConfig{BatchSize: 4}, "no label"},
+		{"drop everything", s, nil, d.Train[:3], SampledConfig{BatchSize: 4, DropLast: true}, "no full batch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(tc.s, st, tc.labels, tc.seeds, tc.cfg)
+			_, err := NewSampled(tc.s, st, tc.labels, tc.seeds, tc.cfg)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
 			}

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/graphmill/graphmill/batch"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -29,7 +30,7 @@ import (
 	"github.com/graphmill/graphmill/internal/membench"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
-	"github.com/graphmill/graphmill/loader"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/synth"
 )
@@ -471,7 +472,7 @@ func (e *env) sampling(ctx context.Context) error {
 				var errOnce atomic.Value
 				what := fmt.Sprintf("sampling %s (%v, %d workers)", sample.FormatFanouts(fan), relabel, w)
 				res := membench.Work(w, func(int) int64 {
-					mb := &sample.MiniBatch{}
+					mb := &batch.MiniBatch{}
 					var edges int64
 					for {
 						i := int(next.Add(1) - 1)
@@ -521,7 +522,7 @@ func (e *env) inputBatches(batches [][]int32, n int) ([][]int32, error) {
 			errs[i] = err
 			return
 		}
-		out[i] = mb.InputNodes
+		out[i], errs[i] = mb.Local()
 	})
 	return out, errors.Join(errs...)
 }
@@ -709,7 +710,7 @@ func (e *env) loader(ctx context.Context) error {
 	// (10,5) whose sampling alone is faster than a 5 ms consumer.
 	for _, run := range []struct {
 		fan []int
-		f   loader.Fetcher
+		f   pipeline.Fetcher
 	}{{e.cfg.Fanouts[0], nil}, {e.cfg.Fanouts[0], st}, {[]int{10, 5}, nil}} {
 		s, err := sample.New(e.g, sample.Config{Fanouts: run.fan})
 		if err != nil {
@@ -724,12 +725,12 @@ func (e *env) loader(ctx context.Context) error {
 	return nil
 }
 
-func (e *env) runLoader(ctx context.Context, s *sample.Sampler, f loader.Fetcher, w int) (*LoaderResult, error) {
+func (e *env) runLoader(ctx context.Context, s *sample.Sampler, f pipeline.Fetcher, w int) (*LoaderResult, error) {
 	var labels []int32
 	if f != nil {
 		labels = e.d.Labels
 	}
-	l, err := loader.New(s, f, labels, e.seeds, loader.Config{BatchSize: e.cfg.BatchSize, Shuffle: true, Seed: e.cfg.Seed, SampleWorkers: w, Prefetch: 4})
+	l, err := pipeline.NewSampled(s, f, labels, e.seeds, pipeline.SampledConfig{BatchSize: e.cfg.BatchSize, Shuffle: true, Seed: e.cfg.Seed, SampleWorkers: w, Prefetch: 4})
 	if err != nil {
 		return nil, err
 	}
@@ -740,11 +741,13 @@ func (e *env) runLoader(ctx context.Context, s *sample.Sampler, f loader.Fetcher
 	// Run epochs until Batches batches have been consumed (small datasets
 	// have few batches per epoch).
 	n := e.cfg.Batches
-	var stats loader.Stats
+	var stats pipeline.Stats
+	var sampleT, gatherT time.Duration
 	for k, epoch := 0, 0; k < n; epoch++ {
 		it := l.Epoch(ctx, epoch)
 		for k < n && it.Next() {
 			spin(e.cfg.ConsumerTime)
+			it.Batch().Release()
 			k++
 			if e.cfg.Progress != nil {
 				e.cfg.Progress(what, k, n)
@@ -759,9 +762,12 @@ func (e *env) runLoader(ctx context.Context, s *sample.Sampler, f loader.Fetcher
 		stats.Busy += st.Busy
 		stats.Wait += st.Wait
 		stats.FirstWait += st.FirstWait
-		stats.Sample += st.Sample
-		stats.Gather += st.Gather
-		stats.SampleWorkers = st.SampleWorkers
+		sampleT += st.Stage("sample")
+		gatherT += st.Stage("gather")
+		stats.Stages = st.Stages
+	}
+	for i := range stats.Stages {
+		stats.Stages[i].Busy = map[string]time.Duration{"sample": sampleT, "gather": gatherT}[stats.Stages[i].Name]
 	}
 	per := func(d time.Duration, div int) float64 {
 		return d.Seconds() * 1000 / float64(max(1, stats.Batches)) / float64(max(1, div))
@@ -769,7 +775,7 @@ func (e *env) runLoader(ctx context.Context, s *sample.Sampler, f loader.Fetcher
 	return &LoaderResult{
 		Fanouts: sample.FormatFanouts(s.Config().Fanouts), SampleWorkers: w, Features: f != nil,
 		ConsumerMs: e.cfg.ConsumerTime.Seconds() * 1000, Batches: stats.Batches, Busy: stats.Utilization(),
-		SampleMsPerBatch: per(stats.Sample, w), GatherMsPerBatch: per(stats.Gather, 1), Bottleneck: stats.Bottleneck(),
+		SampleMsPerBatch: per(sampleT, w), GatherMsPerBatch: per(gatherT, 1), Bottleneck: stats.Bottleneck(),
 	}, nil
 }
 

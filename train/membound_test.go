@@ -1,0 +1,85 @@
+package train
+
+import (
+	"context"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/graphmill/graphmill/nn"
+)
+
+// TestMemoryBoundTraining trains every mode under a bound that forces
+// micro-batches: runs are reproducible, batches are split, and accuracy
+// stays that of the unbounded run.
+func TestMemoryBoundTraining(t *testing.T) {
+	d := cora(t)
+	for _, mode := range []Mode{Full, Sampled, GAS} {
+		cfg := Defaults(nn.GCN)
+		cfg.Mode, cfg.Epochs, cfg.BatchSize, cfg.Parts, cfg.PartsPerBatch = mode, 30, 140, 8, 4
+		if testing.Short() {
+			cfg.Epochs = 3 // the race detector's run: reproducibility and splitting only
+		}
+		free := run(t, d, cfg)
+		cfg.MaxMemoryBytes = 8 << 20
+		a, b := run(t, d, cfg), run(t, d, cfg)
+		if !reflect.DeepEqual(stripTimes(a), stripTimes(b)) {
+			t.Fatalf("%s: a bounded run is not reproducible", mode)
+		}
+		h := a.History[len(a.History)-1]
+		if h.MicroBatches <= h.Batches {
+			t.Fatalf("%s: %d micro-batches for %d batches under an 8 MiB bound", mode, h.MicroBatches, h.Batches)
+		}
+		if !testing.Short() && a.Summary.TestAcc < free.Summary.TestAcc-0.03 {
+			t.Fatalf("%s: test accuracy %.3f bounded, %.3f unbounded", mode, a.Summary.TestAcc, free.Summary.TestAcc)
+		}
+		t.Logf("%s: test accuracy %.3f bounded (%d micro-batches for %d batches), %.3f unbounded", mode, a.Summary.TestAcc, h.MicroBatches, h.Batches, free.Summary.TestAcc)
+	}
+	cfg := Defaults(nn.GCN)
+	cfg.MaxMemoryBytes = 1000
+	r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background()); err == nil {
+		t.Fatal("a 1000-byte bound that no single node fits was accepted")
+	}
+}
+
+// TestImpossibleBoundGivesSmallestBound: a bound that some single nodes
+// exceed is refused with the smallest bound that runs the batch, which
+// then runs; full-graph mode does not suggest lowering fanouts.
+func TestImpossibleBoundGivesSmallestBound(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs, cfg.SkipEval, cfg.MaxMemoryBytes = 1, true, 800<<10
+	r, err := NewRunner(d, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(context.Background())
+	if err == nil {
+		t.Fatal("an 800 KiB bound was accepted")
+	}
+	m := regexp.MustCompile(`the smallest --max-memory for this batch is (\d+)KiB`).FindStringSubmatch(err.Error())
+	if m == nil || strings.Contains(err.Error(), "fanouts") {
+		t.Fatalf("error %q: want the smallest bound, and no fanout advice in full-graph mode", err)
+	}
+	kib, _ := strconv.ParseInt(m[1], 10, 64)
+	for _, c := range []struct {
+		bound int64
+		ok    bool
+	}{{kib << 10, true}, {kib<<10 - 4096, false}} {
+		cfg.MaxMemoryBytes = c.bound
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Run(context.Background())
+		if (err == nil) != c.ok {
+			t.Fatalf("bound %d bytes (suggested %d KiB): error %v", c.bound, kib, err)
+		}
+	}
+}
