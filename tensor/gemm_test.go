@@ -240,6 +240,9 @@ func TestGemmEpilogue(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 9))
 		combo := 0
 		for _, limit := range []int{1 << 18, 0} {
+			if limit == 0 && testing.Short() {
+				continue // -short: whole-depth packing only
+			}
 			fullDepthLimit = limit
 			for _, tc := range []struct{ m, n, k int }{{300, 256, 100}, {40, 500, 64}, {64, 16, 2000}, {1030, 16, 256}, {7, 3, 5}, {500, 300, 600}, {300, 100, 1100}} {
 				for _, tA := range []Op{NoTrans, Trans} {
