@@ -29,7 +29,7 @@ func Example() {
 
 	m, _ := nn.NewModel(nn.Config{Kind: nn.SAGE, In: 4, Hidden: 8, Out: 2, Layers: 2}, nil)
 	opt, _ := nn.NewOptimizer(nn.OptimConfig{Name: "adam", LR: 0.01})
-	for _, bound := range []int64{0, 2500} {
+	for _, bound := range []int64{0, 1000} {
 		e := engine.New(m, opt, engine.Config{Bound: bound})
 		res, err := e.Train(context.Background(), mb, engine.Step{Seed: 1})
 		if err != nil {
@@ -39,5 +39,5 @@ func Example() {
 	}
 	// Output:
 	// bound 0: 2 labelled seeds, 1 micro-batches
-	// bound 2500: 2 labelled seeds, 2 micro-batches
+	// bound 1000: 2 labelled seeds, 2 micro-batches
 }

@@ -123,7 +123,7 @@ func (o *historyIO) input(ctx context.Context, l int, ids []int32, full bool) (t
 		if full {
 			return denseRows(ctx, o.x)
 		}
-		return gatherSource(ctx, o.x, ids)
+		return gatherSource(ctx, o.x, ids, nil)
 	}
 	return o.pull(o.hist[l-1], ids)
 }

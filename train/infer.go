@@ -63,7 +63,7 @@ func (o *matrixIO) input(ctx context.Context, l int, ids []int32, full bool) (te
 	case l == 0 && full:
 		return denseRows(ctx, o.src)
 	case l == 0:
-		return gatherSource(ctx, o.src, ids)
+		return gatherSource(ctx, o.src, ids, nil)
 	case full:
 		return o.h, nil
 	}
