@@ -413,3 +413,46 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal("a client without TLS was accepted")
 	}
 }
+
+// TestTrainerWaitsForSampler: a trainer that dials before its sampler
+// listens waits for it (within the connect timeout).
+func TestTrainerWaitsForSampler(t *testing.T) {
+	d := cora(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	type res struct {
+		c   *Client
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		c, err := Dial(context.Background(), ClientConfig{Addrs: []string{addr}, ConnectTimeout: 20 * time.Second})
+		done <- res{c, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	s, err := NewServer(ServerConfig{Dataset: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g := grpc.NewServer()
+	pb.RegisterSamplerServer(g, s)
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	go g.Serve(ln)
+	defer g.Stop()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the trainer did not wait: %v", r.err)
+	}
+	defer r.c.Close()
+	if r.c.Info().NumNodes != int64(d.Meta.NumNodes) {
+		t.Fatalf("info %+v", r.c.Info())
+	}
+}
