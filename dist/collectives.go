@@ -35,7 +35,9 @@ func (g *TCP) AllReduce(ctx context.Context, data any, op Op) error {
 	if err != nil {
 		return err
 	}
-	if g.size > 1 {
+	if g.shm != nil {
+		err = g.shmAllReduce(c, buf)
+	} else if g.size > 1 {
 		if len(buf) <= g.opts.SmallBytes {
 			err = g.recursiveDoubling(c, buf)
 		} else {
@@ -183,6 +185,10 @@ func (g *TCP) ReduceScatter(ctx context.Context, send, recv any, op Op) error {
 	switch {
 	case g.size == 1:
 		copy(rb, sb)
+	case g.shm != nil && m == 0:
+		err = g.shmBarrier(c)
+	case g.shm != nil:
+		err = g.shmReduceScatter(c, sb, rb)
 	case len(sb) <= g.opts.SmallBytes:
 		for j := 1; j < g.size; j++ {
 			to := (g.rank + j) % g.size
@@ -251,6 +257,10 @@ func (g *TCP) AllGather(ctx context.Context, send, recv any) error {
 	copy(rb[g.rank*m*es:], sb)
 	switch {
 	case g.size == 1:
+	case g.shm != nil && m == 0:
+		err = g.shmBarrier(c)
+	case g.shm != nil:
+		err = g.shmAllGather(c, sb, rb)
 	case len(rb) <= g.opts.SmallBytes:
 		for j := 1; j < g.size; j++ {
 			g.sendAsync(c, (g.rank+j)%g.size, sb)
@@ -289,6 +299,8 @@ func (g *TCP) Broadcast(ctx context.Context, data any, root int) error {
 	v := mod(g.rank-root, N)
 	switch {
 	case N == 1:
+	case g.shm != nil:
+		err = g.shmBroadcast(c, buf, root)
 	case len(buf) <= g.opts.SmallBytes:
 		mask := 1
 		for mask < N {
@@ -338,6 +350,12 @@ func (g *TCP) AllToAllV(ctx context.Context, send [][]byte) ([][]byte, error) {
 	}
 	out := make([][]byte, g.size)
 	out[g.rank] = send[g.rank]
+	if g.shm != nil {
+		if err = g.end(c, g.shmAllToAllV(c, send, out)); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
 	for j := 1; j < g.size; j++ {
 		to := (g.rank + j) % g.size
 		g.sendAsync(c, to, send[to])
@@ -368,6 +386,9 @@ func (g *TCP) Barrier(ctx context.Context) error {
 	c, err := g.begin(ctx, KindBarrier, Bytes, 0, 0)
 	if err != nil {
 		return err
+	}
+	if g.shm != nil {
+		return g.end(c, g.shmBarrier(c))
 	}
 	for k := 1; k < g.size && err == nil; k <<= 1 {
 		if err = g.sendNow(c, (g.rank+k)%g.size, nil); err != nil {

@@ -160,7 +160,11 @@ func asT[T any](b []byte, size int) []T {
 func reduceInto(dst, src []byte, dt DType, op Op) {
 	switch dt {
 	case Float32:
-		reduceT(asT[float32](dst, 4), asT[float32](src, 4), op)
+		if op == Max {
+			reduceT(asT[float32](dst, 4), asT[float32](src, 4), op)
+		} else {
+			reduceF32(asT[float32](dst, 4), asT[float32](src, 4)[:len(dst)/4])
+		}
 	case Float64:
 		reduceT(asT[float64](dst, 8), asT[float64](src, 8), op)
 	case Int64:

@@ -43,13 +43,21 @@ func TestConformanceTCP(t *testing.T) {
 		label string
 	}{
 		{1, dist.Options{}, "defaults"},
-		{2, dist.Options{}, "defaults"},
-		{3, dist.Options{}, "defaults"},
-		{4, dist.Options{}, "defaults"},
-		{5, dist.Options{ChunkBytes: 4 << 10, SmallBytes: 512}, "small chunks"},
+		{2, dist.Options{}, "shared memory"},
+		{3, dist.Options{}, "shared memory"},
+		{4, dist.Options{}, "shared memory"},
+		{3, dist.Options{ShmSlotBytes: 4096, SmallBytes: 512}, "shared memory, small slots"},
+		{2, dist.Options{NoSharedMemory: true}, "tcp"},
+		{3, dist.Options{NoSharedMemory: true}, "tcp"},
+		{4, dist.Options{NoSharedMemory: true}, "tcp"},
+		{5, dist.Options{NoSharedMemory: true, ChunkBytes: 4 << 10, SmallBytes: 512}, "tcp, small chunks"},
 	}
 	if testing.Short() {
-		cases = cases[1:3]
+		cases = []struct {
+			n     int
+			opts  dist.Options
+			label string
+		}{cases[2], cases[4], cases[6]}
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%d ranks %s", tc.n, tc.label), func(t *testing.T) {
@@ -61,6 +69,13 @@ func TestConformanceTCP(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeAll(gs)
+			want := "shared memory"
+			if tc.opts.NoSharedMemory {
+				want = "tcp (shared memory turned off)"
+			}
+			if tc.n > 1 && gs[0].Transport() != want {
+				t.Fatalf("transport %q, want %q", gs[0].Transport(), want)
+			}
 			for r, err := range runAll(t, gs, func(c dist.Comm) error { return disttest.Run(ctx, c) }) {
 				if err != nil {
 					t.Errorf("rank %d: %v", r, err)

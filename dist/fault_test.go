@@ -39,6 +39,16 @@ func group(t *testing.T, n int, o Options) []*TCP {
 	return gs
 }
 
+// transports runs f once per transport of local ranks.
+func transports(t *testing.T, f func(t *testing.T, o Options)) {
+	for _, tr := range []struct {
+		name string
+		o    Options
+	}{{"shared memory", Options{}}, {"tcp", Options{NoSharedMemory: true}}} {
+		t.Run(tr.name, func(t *testing.T) { f(t, tr.o) })
+	}
+}
+
 // each runs f on every rank and returns the errors and the time taken.
 func each(gs []*TCP, f func(g *TCP) error) ([]error, time.Duration) {
 	t0 := time.Now()
@@ -64,46 +74,50 @@ func TestMismatchedCollectiveIsAnErrorOnEveryRank(t *testing.T) {
 		{"different type", func(g *TCP) error { return g.AllReduce(ctx, make([]float64, 1000), Sum) }, []string{"float64 × 1000", "float32 × 1000"}},
 		{"large, different size", func(g *TCP) error { return g.AllReduce(ctx, make([]float32, 300001), Sum) }, []string{"float32 × 300001", "float32 × 300000"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			gs := group(t, 3, Options{})
-			size := 1000
-			if strings.HasPrefix(tc.name, "large") {
-				size = 300000
-			}
-			errs, dt := each(gs, func(g *TCP) error {
-				if err := g.Barrier(ctx); err != nil { // collective #0 matches
-					return err
+	transports(t, func(t *testing.T, o Options) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				gs := group(t, 3, o)
+				size := 1000
+				if strings.HasPrefix(tc.name, "large") {
+					size = 300000
 				}
-				if g.Rank() == 1 {
-					return tc.odd(g)
+				errs, dt := each(gs, func(g *TCP) error {
+					if err := g.Barrier(ctx); err != nil { // collective #0 matches
+						return err
+					}
+					if g.Rank() == 1 {
+						return tc.odd(g)
+					}
+					return g.AllReduce(ctx, make([]float32, size), Sum)
+				})
+				for r, err := range errs {
+					if err == nil {
+						t.Fatalf("rank %d: no error", r)
+					}
 				}
-				return g.AllReduce(ctx, make([]float32, size), Sum)
+				joined := ""
+				for _, err := range errs {
+					joined += err.Error() + "\n"
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(joined, w) {
+						t.Errorf("errors do not mention %q:\n%s", w, joined)
+					}
+				}
+				if dt > 10*time.Second {
+					t.Errorf("took %v", dt)
+				}
 			})
-			for r, err := range errs {
-				if err == nil {
-					t.Fatalf("rank %d: no error", r)
-				}
-			}
-			joined := ""
-			for _, err := range errs {
-				joined += err.Error() + "\n"
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(joined, w) {
-					t.Errorf("errors do not mention %q:\n%s", w, joined)
-				}
-			}
-			if dt > 10*time.Second {
-				t.Errorf("took %v", dt)
-			}
-		})
-	}
+		}
+	})
 }
 
-func TestDeadRankFailsEveryOtherRank(t *testing.T) {
+func TestDeadRankFailsEveryOtherRank(t *testing.T) { transports(t, testDeadRank) }
+
+func testDeadRank(t *testing.T, o Options) {
 	ctx := context.Background()
-	gs := group(t, 4, Options{})
+	gs := group(t, 4, o)
 	errs, dt := each(gs, func(g *TCP) error {
 		buf := make([]float32, 1<<20)
 		for i := 0; ; i++ {
@@ -134,11 +148,14 @@ func TestDeadRankFailsEveryOtherRank(t *testing.T) {
 	}
 }
 
-func TestSilentPeerDetectedByHeartbeat(t *testing.T) {
+func TestSilentPeerDetectedByHeartbeat(t *testing.T) { transports(t, testSilentPeer) }
+
+func testSilentPeer(t *testing.T, o Options) {
 	// A stopped process (SIGSTOP) or a cut link sends nothing, not even a
 	// FIN: only the missing heartbeats tell.
 	ctx := context.Background()
-	gs := group(t, 2, Options{PeerTimeout: time.Second})
+	o.PeerTimeout = time.Second
+	gs := group(t, 2, o)
 	gs[1].closing.Store(true) // rank 1's side neither reports nor heartbeats
 	close(gs[1].closeCh)
 	errs, dt := each(gs[:1], func(g *TCP) error { return g.AllReduce(ctx, make([]float32, 10), Sum) })
@@ -150,8 +167,11 @@ func TestSilentPeerDetectedByHeartbeat(t *testing.T) {
 	}
 }
 
-func TestOpTimeout(t *testing.T) {
-	gs := group(t, 2, Options{OpTimeout: 500 * time.Millisecond})
+func TestOpTimeout(t *testing.T) { transports(t, testOpTimeout) }
+
+func testOpTimeout(t *testing.T, o Options) {
+	o.OpTimeout = 500 * time.Millisecond
+	gs := group(t, 2, o)
 	err := gs[0].AllReduce(context.Background(), make([]float32, 10), Sum)
 	if err == nil || !strings.Contains(err.Error(), "nothing from rank 1 within 500ms") {
 		t.Errorf("got %v", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,7 +39,21 @@ type Options struct {
 	// SmallBytes is the size up to which latency-optimal algorithms run
 	// (default 64 KiB).
 	SmallBytes int
+	// NoSharedMemory keeps every collective on TCP even when all ranks
+	// share a host (Join also honours GRAPHMILL_DIST_SHM=0).
+	NoSharedMemory bool
+	// ShmSlotBytes is the shared-memory transport's step size per rank
+	// (default 1 MiB; the segment holds two slots per rank).
+	ShmSlotBytes int
+	// ShmRingBytes is the size of the shared-memory ring each ordered
+	// pair of ranks sends point-to-point messages through (default
+	// 256 KiB; larger messages stream through it).
+	ShmRingBytes int
 }
+
+// ShmEnv is the environment variable that, set to 0, turns the
+// shared-memory transport off in Join.
+const ShmEnv = "GRAPHMILL_DIST_SHM"
 
 func (o *Options) defaults() {
 	if o.RendezvousTimeout <= 0 {
@@ -55,6 +70,12 @@ func (o *Options) defaults() {
 	}
 	if o.SmallBytes <= 0 {
 		o.SmallBytes = 64 << 10
+	}
+	if o.ShmSlotBytes <= 0 {
+		o.ShmSlotBytes = 1 << 20
+	}
+	if o.ShmRingBytes <= 0 {
+		o.ShmRingBytes = 256 << 10
 	}
 }
 
@@ -166,6 +187,8 @@ type peer struct {
 	p2p   map[uint32]*queue
 	left  atomic.Bool // said goodbye
 	eof   chan struct{}
+	ring  bool       // on this host: messages through the segment's ring
+	rmu   sync.Mutex // the ring's single producer
 }
 
 func (p *peer) mailbox(tag uint32) *queue {
@@ -201,11 +224,18 @@ type TCP struct {
 	closeCh  chan struct{}
 	wg       sync.WaitGroup
 	pool     sync.Pool
+
+	seg       *shmSeg // this host's segment, if any
+	shm       *shmSeg // seg when every rank is on this host (collectives through it); else nil
+	transport string
 }
 
 // Join meets the other ranks at rank 0's store, connects to every one of
 // them and returns the group.
 func Join(ctx context.Context, in Info, o Options) (*TCP, error) {
+	if os.Getenv(ShmEnv) == "0" {
+		o.NoSharedMemory = true
+	}
 	return join(ctx, in, o, in.Rank == 0)
 }
 
@@ -299,7 +329,20 @@ func join(ctx context.Context, in Info, o Options, serveStore bool) (*TCP, error
 		}
 		return nil, fmt.Errorf("rendezvous: rank(s) %s of %d never arrived within %v (not started, crashed, or a different shared secret)", strings.Join(ranks, ", "), in.Size, o.RendezvousTimeout)
 	}
-	return connectMesh(ctx, in.Rank, in.Size, addrs, ln, o)
+	g, err := connectMesh(ctx, in.Rank, in.Size, addrs, ln, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.setupShm(sc, serveStore); err != nil {
+		for _, p := range g.peers {
+			if p != nil {
+				p.c.Close()
+			}
+		}
+		return nil, fmt.Errorf("rank %d: %w", in.Rank, err)
+	}
+	g.start()
+	return g, nil
 }
 
 // localAddrTowards returns the local IP address used to reach host (a UDP
@@ -403,6 +446,11 @@ func connectMesh(ctx context.Context, rank, size int, addrs []string, ln net.Lis
 		p.lastWrite.Store(time.Now().UnixNano())
 		g.peers[j] = p
 	}
+	return g, nil
+}
+
+// start runs the group's readers, senders and heartbeats.
+func (g *TCP) start() {
 	for _, p := range g.peers {
 		if p == nil {
 			continue
@@ -413,7 +461,10 @@ func connectMesh(ctx context.Context, rank, size int, addrs []string, ln net.Lis
 	}
 	g.wg.Add(1)
 	go g.heartbeats()
-	return g, nil
+	if g.seg != nil {
+		g.wg.Add(1)
+		go g.shmDrain()
+	}
 }
 
 // deadlineReader refreshes the read deadline before every read, so a
@@ -436,11 +487,18 @@ func (g *TCP) Rank() int { return g.rank }
 func (g *TCP) Size() int { return g.size }
 
 // fail records the group's first error, tells every peer (so they fail
-// now rather than at their next timeout) and wakes every waiter.
+// now rather than at their next timeout) and then wakes every waiter.
 func (g *TCP) fail(err error) {
 	g.failOnce.Do(func() {
 		g.failErr = err
-		close(g.failed)
+		// Tell the peers first, then wake this rank's waiters: a caller
+		// that exits on the error must not cut the message off.
+		defer func() {
+			close(g.failed)
+			if g.seg != nil && !g.closing.Load() {
+				g.seg.ring() // wake this rank's sleepers now
+			}
+		}()
 		msg := []byte(fmt.Sprintf("rank %d: %v", g.rank, err))
 		var wg sync.WaitGroup
 		for _, p := range g.peers {
@@ -487,6 +545,9 @@ func (g *TCP) Err() error {
 
 // gone describes a lost connection.
 func (g *TCP) gone(p *peer, err error) error {
+	if e := g.Err(); e != nil && p.ring {
+		return e // a ring write fails only once the group has failed
+	}
 	var ne net.Error
 	switch {
 	case errors.As(err, &ne) && ne.Timeout():
@@ -563,6 +624,9 @@ func (g *TCP) release(f *frame) {
 // write sends one message (header and payload) to p, in pieces with a
 // fresh write deadline each.
 func (g *TCP) write(p *peer, h header, data []byte) error {
+	if p.ring { // not under wmu: heartbeats still go out over TCP meanwhile
+		return g.ringWrite(context.Background(), p.rank, h, data)
+	}
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	h.n = uint64(len(data))
@@ -681,6 +745,9 @@ func (g *TCP) Close() error {
 		}
 	}
 	g.wg.Wait()
+	if g.seg != nil {
+		g.seg.close()
+	}
 	return g.Err()
 }
 
@@ -695,6 +762,9 @@ type call struct {
 	timer *time.Timer
 	sends sync.WaitGroup
 	serr  atomic.Pointer[error]
+	start time.Time // shared memory: the deadline's start (no timer)
+	// shmErr carries a mismatch found while polling shared memory.
+	shmErr error
 }
 
 func (c *call) String() string { return describe(c.kind, c.seq, c.dtype, c.op, c.count) }
@@ -703,20 +773,29 @@ func (c *call) String() string { return describe(c.kind, c.seq, c.dtype, c.op, c
 func (g *TCP) begin(ctx context.Context, kind Kind, dt DType, op Op, count int) (*call, error) {
 	c := &call{kind: kind, seq: g.seq, dtype: dt, op: op, count: uint64(count), ctx: ctx}
 	g.seq++
+	if g.closing.Load() {
+		return nil, fmt.Errorf("%v: the group is closed", c)
+	}
 	if err := g.Err(); err != nil {
 		return nil, fmt.Errorf("%v: the group is broken: %w", c, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.timer = time.NewTimer(g.opts.OpTimeout)
+	if g.shm != nil {
+		c.start = time.Now()
+	} else {
+		c.timer = time.NewTimer(g.opts.OpTimeout)
+	}
 	return c, nil
 }
 
 // end waits for the call's asynchronous sends.
 func (g *TCP) end(c *call, err error) error {
 	c.sends.Wait()
-	c.timer.Stop()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 	if err == nil {
 		if e := c.serr.Load(); e != nil {
 			err = fmt.Errorf("%v: %w", c, *e)
@@ -731,6 +810,17 @@ func (c *call) header(kind uint8) header {
 
 // sendAsync queues data to rank to; the call's end waits for it.
 func (g *TCP) sendAsync(c *call, to int, data []byte) {
+	if p := g.peers[to]; p.ring {
+		// A ring write waits only for the receiver's drain goroutine,
+		// never for its caller: write from here (the caller's buffer is
+		// then read by the caller's goroutine alone).
+		if err := g.write(p, c.header(fData), data); err != nil {
+			err = g.gone(p, err)
+			g.fail(err)
+			c.serr.CompareAndSwap(nil, &err)
+		}
+		return
+	}
 	c.sends.Add(1)
 	g.peers[to].asyncq <- &sendReq{h: c.header(fData), data: data, wg: &c.sends, err: &c.serr}
 }
@@ -801,6 +891,12 @@ func (g *TCP) Send(ctx context.Context, to int, tag uint32, data []byte) error {
 		return fmt.Errorf("send to rank %d (tag %d): the group is broken: %w", to, tag, err)
 	}
 	h := header{kind: fP2P, coll: KindSend, dtype: Bytes, tag: tag}
+	if g.peers[to].ring {
+		if err := g.ringWrite(ctx, to, h, data); err != nil {
+			return fmt.Errorf("send to rank %d (tag %d): %w", to, tag, err)
+		}
+		return nil
+	}
 	if err := g.write(g.peers[to], h, data); err != nil {
 		err = g.gone(g.peers[to], err)
 		g.fail(err)

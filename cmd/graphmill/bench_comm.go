@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/bench/comm"
+	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/internal/units"
 )
 
@@ -29,6 +31,9 @@ type commReport struct {
 	// LatencyRatio4K is pure-Go ÷ Open MPI all-reduce time at 4 KiB (the
 	// largest over the rank counts).
 	LatencyRatio4K *float64 `json:"latency_ratio_4k_vs_mpi,omitempty"`
+	// LatencyRatio4KPinned is LatencyRatio4K with the pure-Go ranks bound
+	// to cores as Open MPI's are (full runs with taskset only).
+	LatencyRatio4KPinned *float64 `json:"latency_ratio_4k_pinned_vs_mpi,omitempty"`
 	// A2AVRatioVsMPI is RatioVsMPI for all-to-all-v.
 	A2AVRatioVsMPI *float64     `json:"alltoallv_ratio_vs_mpi,omitempty"`
 	MPI            bool         `json:"mpi"`
@@ -47,9 +52,14 @@ func newBenchCommCmd() *cobra.Command {
 		Short: "All-reduce and all-to-all-v bandwidth and latency of the pure-Go backend against Open MPI",
 		Long: `Time all-reduce (float32 sum) and all-to-all-v with 2 and 4 local ranks at sizes from
 4 KiB to 256 MiB: bus bandwidth as nccl-tests define it (all-reduce 2(N-1)/N * bytes / time)
-and latency, for the pure-Go TCP backend and, in builds with -tags mpi, Open MPI's
-MPI_Allreduce / MPI_Alltoallv on the same buffers in the same run (via mpirun), next to the
-loopback TCP and memory-copy ceilings. ratio_vs_mpi is the smallest pure-Go / Open MPI
+and latency, the fastest of 3 timed rounds, for:
+  go      the pure-Go backend as it runs by default (local ranks through shared memory)
+  go-pin  the same with rank r bound to core r mod cores, as mpirun binds Open MPI's ranks
+          (not with --quick; needs taskset)
+  go-tcp  the same over loopback TCP only (not with --quick)
+  mpi     Open MPI's MPI_Allreduce / MPI_Alltoallv on the same buffers in the same run
+          (via mpirun; builds with -tags mpi only)
+next to the loopback TCP and memory-copy ceilings. ratio_vs_mpi is the smallest go / mpi
 all-reduce bus-bandwidth ratio over sizes >= 1 MiB.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -120,6 +130,11 @@ func commWorker(ctx context.Context, backend string, sizes []int64, budget time.
 	if err != nil {
 		return err
 	}
+	if t, ok := c.(*dist.TCP); ok {
+		for i := range pts {
+			pts[i].Transport = t.Transport()
+		}
+	}
 	if c.Rank() == 0 {
 		return json.NewEncoder(out).Encode(pts)
 	}
@@ -128,7 +143,7 @@ func commWorker(ctx context.Context, backend string, sizes []int64, budget time.
 
 // runRanks runs n worker ranks (through mpirun for mpi) and returns rank
 // 0's points.
-func runRanks(ctx context.Context, backend string, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
+func runRanks(ctx context.Context, backend string, noShm, pin bool, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -148,7 +163,22 @@ func runRanks(ctx context.Context, backend string, n int, sizes []int64, budget 
 			return nil, fmt.Errorf("mpirun -np %d: %v: %s", n, err, lastLine(stderr.String()))
 		}
 	} else {
-		if err := runLaunch(ctx, n, 0, 3*time.Second, append([]string{self}, args...), &stdout, &stderr); err != nil {
+		if noShm { // the children inherit it
+			old, had := os.LookupEnv(dist.ShmEnv)
+			os.Setenv(dist.ShmEnv, "0")
+			defer func() {
+				if had {
+					os.Setenv(dist.ShmEnv, old)
+				} else {
+					os.Unsetenv(dist.ShmEnv)
+				}
+			}()
+		}
+		argv := append([]string{self}, args...)
+		if pin { // rank r on core r mod cores, as mpirun binds Open MPI's ranks
+			argv = append([]string{"sh", "-c", `exec taskset -c $((LOCAL_RANK % ` + strconv.Itoa(runtime.NumCPU()) + `)) "$0" "$@"`}, argv...)
+		}
+		if err := runLaunch(ctx, n, 0, 3*time.Second, argv, &stdout, &stderr); err != nil {
 			return nil, fmt.Errorf("%d tcp ranks: %v: %s", n, err, lastLine(stderr.String()))
 		}
 	}
@@ -187,16 +217,31 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		return err
 	}
 	rep.CopyGBps = comm.CopyGBps(16<<20, budget)
-	for _, n := range ranks {
-		bs := []string{"tcp"}
-		if hasMPI {
-			bs = append(bs, "mpi")
+	// go: the pure-Go backend as it runs by default (shared memory
+	// between local ranks); go-tcp: the same over loopback TCP only.
+	type run struct {
+		label, backend string
+		noShm, pin     bool
+	}
+	runs := []run{{"go", "tcp", false, false}}
+	if !quick {
+		if _, err := exec.LookPath("taskset"); err == nil {
+			runs = append(runs, run{"go-pin", "tcp", false, true})
 		}
-		for _, b := range bs {
-			fmt.Fprintf(errOut, "bench comm: %d ranks, %s\n", n, b)
-			pts, err := runRanks(ctx, b, n, sizes, budget, errOut)
+		runs = append(runs, run{"go-tcp", "tcp", true, false})
+	}
+	if hasMPI {
+		runs = append(runs, run{"mpi", "mpi", false, false})
+	}
+	for _, n := range ranks {
+		for _, r := range runs {
+			fmt.Fprintf(errOut, "bench comm: %d ranks, %s\n", n, r.label)
+			pts, err := runRanks(ctx, r.backend, r.noShm, r.pin, n, sizes, budget, errOut)
 			if err != nil {
 				return err
+			}
+			for i := range pts {
+				pts[i].Backend = r.label
 			}
 			rep.Points = append(rep.Points, pts...)
 		}
@@ -210,9 +255,14 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 			}
 			return nil
 		}
-		bw, a2a, lat := math.Inf(1), math.Inf(1), 0.0
+		bw, a2a, lat, latPin := math.Inf(1), math.Inf(1), 0.0, 0.0
 		for _, p := range rep.Points {
-			if p.Backend != "tcp" {
+			if p.Backend == "go-pin" && p.Bytes == 4<<10 && p.Op == "all-reduce" {
+				if m := find("mpi", p.Ranks, p.Op, p.Bytes); m != nil {
+					latPin = max(latPin, p.Seconds/m.Seconds)
+				}
+			}
+			if p.Backend != "go" {
 				continue
 			}
 			m := find("mpi", p.Ranks, p.Op, p.Bytes)
@@ -238,6 +288,9 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		if lat > 0 {
 			rep.LatencyRatio4K = &lat
 		}
+		if latPin > 0 {
+			rep.LatencyRatio4KPinned = &latPin
+		}
 	}
 	if asJSON {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -248,9 +301,9 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		return err
 	}
 	fmt.Fprintf(out, "ceilings: loopback TCP stream %.2f GB/s, memory copy %.2f GB/s\n", rep.LoopbackGBps, rep.CopyGBps)
-	fmt.Fprintf(out, "%-6s %-5s %-13s %10s %12s %10s\n", "ranks", "impl", "collective", "size", "latency", "bus GB/s")
+	fmt.Fprintf(out, "%-6s %-7s %-13s %10s %12s %10s\n", "ranks", "impl", "collective", "size", "latency", "bus GB/s")
 	for _, p := range rep.Points {
-		fmt.Fprintf(out, "%-6d %-5s %-13s %10s %12s %10.3f\n", p.Ranks, p.Backend, p.Op, units.Bytes(p.Bytes), units.Duration(time.Duration(p.Seconds*1e9)), p.BusGBps)
+		fmt.Fprintf(out, "%-6d %-7s %-13s %10s %12s %10.3f\n", p.Ranks, p.Backend, p.Op, units.Bytes(p.Bytes), units.Duration(time.Duration(p.Seconds*1e9)), p.BusGBps)
 	}
 	if rep.RatioVsMPI != nil {
 		fmt.Fprintf(out, "pure Go / Open MPI: all-reduce bus bandwidth >= 1 MiB %.2f (smallest), all-to-all-v %.2f, all-reduce latency at 4 KiB %.2fx\n", *rep.RatioVsMPI, *rep.A2AVRatioVsMPI, *rep.LatencyRatio4K)

@@ -22,15 +22,23 @@ func newEvalCmd() *cobra.Command {
 		load, ds, maxMem string
 		batch            int
 		asJSON           bool
+		sf               sarEval
 	)
 	c := &cobra.Command{
 		Use:   "eval --load MODEL.safetensors [--dataset DIR|cora]",
 		Short: "Evaluate a saved model on a dataset's validation and test splits",
-		Long:  "Load a checkpoint written by 'graphmill train --save', run full-neighbour (layer-wise) inference and print validation and test accuracy.",
-		Args:  cobra.NoArgs,
+		Long: `Load a checkpoint written by 'graphmill train --save', run full-neighbour (layer-wise) inference and print validation and test accuracy.
+
+On a partitioned dataset ('graphmill partition'), under any launcher (or alone), the ranks share the
+parts and run the layers across them (package sar); rank 0 prints the accuracies over all nodes:
+  graphmill launch -n 4 -- graphmill eval --load gcn.safetensors --dataset data/cs-4`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if load == "" {
 				return fmt.Errorf("--load MODEL.safetensors is required")
+			}
+			if isPartitioned(ds) {
+				return runEvalSAR(cmd, &sf, ds, load, asJSON)
 			}
 			d, r, m, err := openCheckpoint(cmd, ds, load, batch, maxMem)
 			if err != nil {
@@ -53,6 +61,7 @@ func newEvalCmd() *cobra.Command {
 	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
 	c.Flags().StringVar(&maxMem, "max-memory", "", inferMemoryHelp)
 	c.Flags().BoolVar(&asJSON, "json", false, "print the accuracies as JSON")
+	sf.add(c)
 	return c
 }
 
@@ -60,6 +69,7 @@ func newPredictCmd() *cobra.Command {
 	var (
 		load, ds, out, maxMem string
 		batch                 int
+		sf                    sarEval
 	)
 	c := &cobra.Command{
 		Use:   "predict --load MODEL.safetensors --out DIR [--dataset DIR|cora]",
@@ -70,11 +80,18 @@ func newPredictCmd() *cobra.Command {
   predictions.json   what was run (model, dataset, counts)
 The three are written together: into a temporary folder swapped with --out in
 one step, so --out never holds files of two different runs. --out must be new,
-empty, or an earlier predict output (which is replaced); anything else is refused.`,
+empty, or an earlier predict output (which is replaced); anything else is refused.
+
+On a partitioned dataset ('graphmill partition'), under any launcher (or alone), every rank
+writes the nodes of its parts into --out/rank-R (R zero-padded): the same three files for those
+nodes in original node order, and node_ids.npy, their original ids.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if load == "" || out == "" {
 				return fmt.Errorf("--load and --out are required")
+			}
+			if isPartitioned(ds) {
+				return runPredictSAR(cmd, &sf, ds, load, out)
 			}
 			// Checked before the model runs: --out may only be new, empty or
 			// an earlier predict output.
@@ -114,6 +131,7 @@ empty, or an earlier predict output (which is replaced); anything else is refuse
 	c.Flags().StringVar(&out, "out", "", "output directory (required)")
 	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
 	c.Flags().StringVar(&maxMem, "max-memory", "", inferMemoryHelp)
+	sf.add(c)
 	return c
 }
 

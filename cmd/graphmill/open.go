@@ -32,7 +32,7 @@ func openDataset(ctx context.Context, nameOrDir, what string) (*dataset.Dataset,
 		if src == "" {
 			src = "the original dataset"
 		}
-		return nil, fmt.Errorf("%s is a partitioned dataset (%d parts of %s, made by 'graphmill partition'), not a dataset: 'graphmill %s' reads a whole dataset, in every mode (full, sampled, gas - gas partitions it itself): give %s, or one part, which is a dataset of its nodes and halo (%s)",
+		return nil, fmt.Errorf("%s is a partitioned dataset (%d parts of %s, made by 'graphmill partition'), not a dataset: 'graphmill %s' reads a whole dataset in modes full, sampled and gas (gas partitions it itself): give %s, or one part, which is a dataset of its nodes and halo (%s); or train over the parts with --mode sar, sa or one-shot (under a launcher, or alone)",
 			nameOrDir, book.NumParts, book.Name, what, src, filepath.Join(nameOrDir, book.Parts[0].Dir))
 	}
 	return builtin.Open(ctx, nameOrDir)
@@ -48,5 +48,5 @@ func printBook(w io.Writer, dir string, b *parts.Book) {
 	for p, pi := range b.Parts {
 		fmt.Fprintf(w, "  part %-4d   %s: %s inner + %s halo nodes, %s edges, split %d/%d/%d\n", p, pi.Dir, units.Count(pi.NumInner), units.Count(pi.NumHalo), units.Count(pi.NumEdges), pi.Train, pi.Val, pi.Test)
 	}
-	fmt.Fprintf(w, "  each part is a dataset ('graphmill data info %s'); train reads the whole dataset (%s) in every mode\n", filepath.Join(dir, b.Parts[0].Dir), b.Source)
+	fmt.Fprintf(w, "  each part is a dataset ('graphmill data info %s'); train reads the whole dataset (%s) in modes full, sampled and gas, and these parts in modes sar, sa and one-shot\n", filepath.Join(dir, b.Parts[0].Dir), b.Source)
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/sample"
+	"github.com/graphmill/graphmill/sar"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/train"
 )
@@ -43,6 +44,7 @@ type trainFlags struct {
 	batch, prefetch, workers, threads int
 	evalEvery, patience, logEvery     int
 	overlap, normalize, halfHistory   bool
+	mfg                               bool
 	parts, partsPerBatch              int
 	seed                              uint64
 	metricsOut, plotOut, save         string
@@ -81,19 +83,28 @@ accuracy reported is that model's.
 Under a launcher (graphmill launch, torchrun, mpirun, srun, a Kubeflow PyTorchJob or a
 Kubernetes Indexed Job) it trains data-parallel in sampled mode: rank 0's weights are
 broadcast, each rank trains on its share of every batch (--batch seeds per rank), gradients
-are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
+are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.
+
+With --mode sar, sa or one-shot it trains full-graph over a partitioned dataset ('graphmill
+partition --parts P', P a multiple of the ranks), alone or under any of those launchers: each
+rank holds P/N parts and fetches the other ranks' boundary rows per layer (sar: one rank at a
+time, freed after use, so memory per rank falls as 1/N; one-shot: all at once). The run equals
+--mode full on the whole dataset up to float32 rounding (same dropout masks); --mfg computes
+each layer on the training nodes' receptive field only.`,
 		Example: `  graphmill train
   graphmill train --model gat --epochs 300 --plot curves.png
   graphmill train --model sage --mode sampled --fanouts 25,10 --batch 256 --save sage.safetensors
   graphmill train --dataset data/citeseer --metrics-out run.json
-  graphmill launch -n 4 -- graphmill train --model sage`,
+  graphmill launch -n 4 -- graphmill train --model sage
+  graphmill partition --parts 4 data/citeseer --out data/citeseer-4
+  graphmill launch -n 4 -- graphmill train --model gcn --mode sar --dataset data/citeseer-4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, &f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	fl.StringVar(&f.model, "model", "gcn", "model, one of:\n"+nn.KindsHelp())
-	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled)")
+	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled).\nOn a partitioned dataset ('graphmill partition'), under any number of ranks: sar (full-graph steps, other ranks' boundary rows fetched one rank at a time and freed: memory per rank falls as 1/N), sa (sar keeping GAT's fetched rows for backward) or one-shot (all boundary rows in one exchange per layer)")
 	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64, appnp 64)")
 	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers (appnp: propagation steps K, default 10)")
@@ -111,6 +122,7 @@ are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.`,
 	fl.IntVar(&f.parts, "parts", 40, "gas mode: number of graph parts (multilevel partitioner)")
 	fl.IntVar(&f.partsPerBatch, "parts-per-batch", 10, "gas mode: parts per batch (shuffled each epoch)")
 	fl.BoolVar(&f.halfHistory, "half-history", false, "gas mode: store historical embeddings as float16 (half the memory)")
+	fl.BoolVar(&f.mfg, "mfg", false, "sar, sa, one-shot modes: compute each layer only on the receptive field of the training nodes (message flow graphs; the same gradients, less work when few nodes are labelled)")
 	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
 	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (highest out-degree) in memory, up to this size (e.g. 2GiB), in front of the memory-mapped feature file; the hit rate is reported (default: no cache)")
 	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored, through the file mapping)")
@@ -291,6 +303,12 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	cfg, err := buildConfig(cmd, f)
 	if err != nil {
 		return err
+	}
+	if mode, err := sar.ParseMode(string(cfg.Mode)); err == nil {
+		return runTrainSAR(cmd, f, cfg, mode)
+	}
+	if f.mfg {
+		return fmt.Errorf("--mfg is for the sar, sa and one-shot modes (full-graph training over a partitioned dataset)")
 	}
 	if err := checkOutputs(f); err != nil {
 		return err

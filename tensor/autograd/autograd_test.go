@@ -301,3 +301,34 @@ func TestGATDropoutChangesOutput(t *testing.T) {
 		}
 	}
 }
+
+func TestCustomOp(t *testing.T) {
+	tp := NewTape()
+	x := NewParam("x", tensor.Matrix{Rows: 1, Cols: 3, Data: []float32{1, 2, 3}})
+	c := tp.Const(tensor.Matrix{Rows: 1, Cols: 3, Data: []float32{5, 5, 5}})
+	// y = 2x (+ c, which needs no gradient)
+	out := tensor.New(1, 3)
+	for i := range out.Data {
+		out.Data[i] = 2*x.Value.Data[i] + c.Value.Data[i]
+	}
+	y := tp.Custom("twice", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		if grads[1].Data != nil {
+			t.Error("a constant input got a gradient matrix")
+		}
+		for i, v := range g.Data {
+			grads[0].Data[i] += 2 * v
+		}
+		return nil
+	}, x, c)
+	if err := tp.Backward(tp.Sum(y)); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x.Grad.Data {
+		if v != 2 {
+			t.Fatalf("grad[%d] = %v, want 2", i, v)
+		}
+	}
+	if NewInferenceTape().Custom("twice", out, nil, x).RequiresGrad() {
+		t.Error("an inference tape recorded a custom op")
+	}
+}

@@ -434,3 +434,20 @@ func gradOrScratch(v *Var) tensor.Matrix {
 	}
 	return tensor.New(v.Value.Rows, v.Value.Cols)
 }
+
+// Custom records an op computed outside the tape, such as an aggregation
+// whose rows come from other processes: value is its output, and backward
+// receives the output's gradient g and, for every input in order, the
+// matrix to add that input's gradient to (a zero-size Matrix for an input
+// that needs none). On an inference tape nothing is recorded.
+func (t *Tape) Custom(name string, value tensor.Matrix, backward func(g tensor.Matrix, grads []tensor.Matrix) error, inputs ...*Var) *Var {
+	return t.record(name, value, func(g tensor.Matrix) error {
+		grads := make([]tensor.Matrix, len(inputs))
+		for i, in := range inputs {
+			if in.requiresGrad {
+				grads[i] = in.grad()
+			}
+		}
+		return backward(g, grads)
+	}, inputs...)
+}

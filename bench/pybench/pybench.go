@@ -1,0 +1,417 @@
+// Package pybench is the harness behind "graphmill bench python": how fast
+// minibatches reach PyTorch through the Python client, next to the Go
+// loader's rate on the same machine in the same run.
+//
+// Three consumers of the same minibatches (the same dataset, split,
+// fanouts, batch size and seed) are timed, alternating, Rounds times each
+// (the best round gives each rate; the ratios are medians over the rounds
+// of rates measured next to each other):
+//
+//   - the Go loader: Workers goroutines sampling (sample.Sampler) and
+//     gathering feature rows (feature.Store) for the epoch's batches, in
+//     process, with nothing else to do (the ceiling: what the sampler
+//     service itself does per batch, less encoding and sending);
+//   - the Go client of a "graphmill serve sampler" child process
+//     (samplersvc.Client), decoding each frame in place (batch.Decode with
+//     Alias): the same transport without Python;
+//   - the Python client (python3 -m graphmill.bench) of the same service:
+//     batches received, decoded as numpy views and converted to torch
+//     tensors, in each feature mode ("frame": rows inside the message;
+//     "local": rows gathered in Python from the memory map), counting the
+//     Python-side copies by checking every tensor's address.
+package pybench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dist/samplersvc"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/sample"
+)
+
+// Config configures a run.
+type Config struct {
+	// Dataset is the dataset directory (see Ensure for the generated one).
+	Dataset string
+	// Graphmill is the graphmill program that serves the sampler.
+	Graphmill string
+	// Python is the interpreter that runs the client (with graphmill
+	// importable: installed, or PYTHONPATH set).
+	Python string
+	// PythonPath, if set, is prepended to PYTHONPATH (the source tree).
+	PythonPath string
+	Fanouts    []int
+	BatchSize  int
+	// Batches is the number of minibatches per measurement.
+	Batches int
+	// Rounds is the number of alternations of the consumers.
+	Rounds int
+	// Workers is the Go loader's goroutines (the service's default, 2).
+	Workers int
+	Seed    uint64
+	// Modes are the Python client's feature modes ("frame", "local").
+	Modes []string
+	// PyG also times PyG's NeighborLoader when torch_geometric imports.
+	PyG bool
+	// Progress, if set, receives a line per measurement.
+	Progress func(string)
+}
+
+// Python is one Python client measurement (the JSON of graphmill.bench).
+type Python struct {
+	Features       string          `json:"features"`
+	Batches        int             `json:"batches"`
+	BatchesPerS    float64         `json:"batches_per_s"`
+	FrameMiB       float64         `json:"frame_mib_per_batch"`
+	InputNodes     float64         `json:"input_nodes_per_batch"`
+	TorchConvertMs float64         `json:"torch_convert_ms_per_batch"`
+	ArraysChecked  int             `json:"arrays_checked"`
+	CopiesPerBatch float64         `json:"copies_per_batch"`
+	PyG            json.RawMessage `json:"pyg,omitempty"`
+	// RatioToGoLoader and RatioToGoClient are the medians over the rounds
+	// of this mode's rate divided by the Go rates of the same round
+	// (measured next to each other, so a busy machine affects both).
+	RatioToGoLoader float64 `json:"ratio_to_go_loader"`
+	RatioToGoClient float64 `json:"ratio_to_go_client"`
+	// Rounds holds every round's rate and ratios.
+	Rounds []Round `json:"rounds,omitempty"`
+}
+
+// Round is one round of one Python mode.
+type Round struct {
+	BatchesPerS     float64 `json:"batches_per_s"`
+	GoLoader        float64 `json:"go_loader_batches_per_s"`
+	GoClient        float64 `json:"go_client_batches_per_s"`
+	RatioToGoLoader float64 `json:"ratio_to_go_loader"`
+	RatioToGoClient float64 `json:"ratio_to_go_client"`
+}
+
+// Report is the result of Run.
+type Report struct {
+	Dataset     string   `json:"dataset"`
+	Nodes       int      `json:"nodes"`
+	Edges       int64    `json:"edges"`
+	FeatureDim  int      `json:"feature_dim"`
+	Fanouts     []int    `json:"fanouts"`
+	BatchSize   int      `json:"batch_size"`
+	Batches     int      `json:"batches"`
+	Rounds      int      `json:"rounds"`
+	Workers     int      `json:"workers"`
+	GoLoader    float64  `json:"go_loader_batches_per_s"`
+	GoClient    float64  `json:"go_client_batches_per_s"`
+	GoFrameMiB  float64  `json:"go_client_frame_mib_per_batch"`
+	Python      []Python `json:"python"`
+	PyG         any      `json:"pyg,omitempty"`
+	CPUs        int      `json:"cpus"`
+	LoadAverage string   `json:"load_average,omitempty"`
+}
+
+// goLoader times cfg.Batches batches of the Go loader's work: sampling and
+// feature gathering on cfg.Workers goroutines. It returns batches/s.
+func goLoader(ctx context.Context, d *dataset.Dataset, st *feature.Store, cfg Config, epoch int) (float64, error) {
+	smp, err := sample.New(d.Graph, sample.Config{Fanouts: cfg.Fanouts})
+	if err != nil {
+		return 0, err
+	}
+	bs, err := samplersvc.Batches(d.Train, cfg.BatchSize, 0, 1, true, false, cfg.Seed, uint64(epoch))
+	if err != nil {
+		return 0, err
+	}
+	n := min(cfg.Batches, len(bs))
+	next := make(chan int, n)
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	key := sample.EpochKey(cfg.Seed, epoch)
+	errs := make([]error, cfg.Workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < cfg.Workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var mb batch.MiniBatch
+			for i := range next {
+				if err := smp.SampleInto(&mb, bs[i], key); err != nil {
+					errs[w] = err
+					return
+				}
+				ids, err := mb.Local()
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				if err := st.Gather(ctx, ids, mb.Features.SetF32(len(ids), st.Dim())); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	el := time.Since(start)
+	for _, e := range errs {
+		if e != nil {
+			return 0, e
+		}
+	}
+	return float64(n) / el.Seconds(), nil
+}
+
+// goClient times cfg.Batches batches received from the service by the Go
+// client, each decoded in place. It returns batches/s (from the first
+// batch to the last, as the Python client measures) and MiB per frame.
+func goClient(ctx context.Context, addr string, d *dataset.Dataset, cfg Config, epoch int) (float64, float64, error) {
+	c, err := samplersvc.Dial(ctx, samplersvc.ClientConfig{Addrs: []string{addr}, ConnectTimeout: time.Minute})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	spec := samplersvc.EpochSpec{Split: "train", Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Seed: cfg.Seed,
+		Shuffle: true, Features: true, Labels: true, Shards: 1}
+	nb := spec.NumBatches(len(d.Train))
+	e, err := c.Epoch(ctx, spec, uint64(epoch), nb)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer e.Close()
+	var mb batch.MiniBatch
+	var first time.Time
+	got := 0
+	var bytes int64
+	for got < cfg.Batches {
+		_, p, ok := e.Next()
+		if !ok {
+			break
+		}
+		if err := batch.Decode(p, &mb, batch.DecodeOptions{Alias: true}); err != nil {
+			return 0, 0, err
+		}
+		bytes += int64(len(p))
+		if got == 0 {
+			first = time.Now()
+		}
+		got++
+	}
+	if err := e.Err(); err != nil {
+		return 0, 0, err
+	}
+	if got < 2 {
+		return 0, 0, fmt.Errorf("go client: %d batches", got)
+	}
+	return float64(got-1) / time.Since(first).Seconds(), float64(bytes) / float64(got) / (1 << 20), nil
+}
+
+// python runs the Python client once.
+func python(ctx context.Context, addr string, cfg Config, mode string, pyg bool) (Python, error) {
+	args := []string{"-m", "graphmill.bench", "--addr", addr, "--fanouts", joinInts(cfg.Fanouts),
+		"--batch-size", fmt.Sprint(cfg.BatchSize), "--batches", fmt.Sprint(cfg.Batches), "--features", mode,
+		"--dataset", cfg.Dataset, "--seed", fmt.Sprint(cfg.Seed), "--json"}
+	if pyg {
+		args = append(args, "--pyg")
+	}
+	cmd := exec.CommandContext(ctx, cfg.Python, args...)
+	cmd.Env = os.Environ()
+	if cfg.PythonPath != "" {
+		pp := cfg.PythonPath
+		if old := os.Getenv("PYTHONPATH"); old != "" {
+			pp += string(os.PathListSeparator) + old
+		}
+		cmd.Env = append(cmd.Env, "PYTHONPATH="+pp)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return Python{}, fmt.Errorf("python client (%s %v): %w: %s", cfg.Python, args, err, lastLine(errb.String()))
+	}
+	var r Python
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return Python{}, fmt.Errorf("python client output %q: %w", lastLine(out.String()), err)
+	}
+	return r, nil
+}
+
+// Serve starts "graphmill serve sampler" on dataset and returns its
+// address and a function that stops it.
+func Serve(ctx context.Context, graphmill, dir string) (string, func(), error) {
+	cmd := exec.CommandContext(ctx, graphmill, "serve", "sampler", "--dataset", dir, "--listen", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	re := regexp.MustCompile(`listening on (\S+:\d+)`)
+	buf := make([]byte, 0, 4096)
+	tmp := make([]byte, 1024)
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		n, err := out.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		if m := re.FindSubmatch(buf); m != nil {
+			go func() { // keep draining so the server never blocks on a full pipe
+				for {
+					if _, err := out.Read(tmp); err != nil {
+						return
+					}
+				}
+			}()
+			return string(m[1]), stop, nil
+		}
+		if err != nil {
+			stop()
+			return "", nil, fmt.Errorf("graphmill serve sampler exited: %s", lastLine(string(buf)))
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("graphmill serve sampler printed no address in 2 minutes: %s", lastLine(string(buf)))
+}
+
+// Run measures, alternating the consumers cfg.Rounds times.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Workers < 1 {
+		cfg.Workers = 2
+	}
+	if cfg.Rounds < 1 {
+		cfg.Rounds = 1
+	}
+	if len(cfg.Modes) == 0 {
+		cfg.Modes = []string{"frame", "local"}
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	d, err := dataset.Open(cfg.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	if d.Train == nil || d.FeatureArray == nil {
+		return nil, fmt.Errorf("%s: the benchmark needs a train split and features", cfg.Dataset)
+	}
+	st, err := feature.Open(d, feature.Options{Workers: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	addr, stop, err := Serve(ctx, cfg.Graphmill, cfg.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	rep := &Report{Dataset: cfg.Dataset, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
+		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Rounds: cfg.Rounds, Workers: cfg.Workers}
+	best := map[string]Python{}
+	rounds := map[string][]Round{}
+	// Warm-up, not counted: the first pass maps the graph and feature
+	// pages in (the page cache may be cold after generating).
+	if _, err := goLoader(ctx, d, st, cfg, 1000); err != nil {
+		return nil, fmt.Errorf("go loader: %w", err)
+	}
+	for r := 0; r < cfg.Rounds; r++ {
+		rate, err := goLoader(ctx, d, st, cfg, r)
+		if err != nil {
+			return nil, fmt.Errorf("go loader: %w", err)
+		}
+		rep.GoLoader = max(rep.GoLoader, rate)
+		progress(fmt.Sprintf("round %d: go loader %.1f batches/s", r+1, rate))
+		crate, mib, err := goClient(ctx, addr, d, cfg, r)
+		if err != nil {
+			return nil, fmt.Errorf("go client: %w", err)
+		}
+		rep.GoClient = max(rep.GoClient, crate)
+		rep.GoFrameMiB = mib
+		progress(fmt.Sprintf("round %d: go client %.1f batches/s (%.1f MiB frames)", r+1, crate, mib))
+		for _, m := range cfg.Modes {
+			p, err := python(ctx, addr, cfg, m, cfg.PyG && r == 0 && m == cfg.Modes[0])
+			if err != nil {
+				return nil, err
+			}
+			if len(p.PyG) > 0 {
+				var v any
+				if json.Unmarshal(p.PyG, &v) == nil {
+					rep.PyG = v
+				}
+				p.PyG = nil
+			}
+			if p.BatchesPerS > best[m].BatchesPerS {
+				best[m] = p
+			}
+			rounds[m] = append(rounds[m], Round{BatchesPerS: p.BatchesPerS, GoLoader: rate, GoClient: crate,
+				RatioToGoLoader: p.BatchesPerS / rate, RatioToGoClient: p.BatchesPerS / crate})
+			progress(fmt.Sprintf("round %d: python (%s) %.1f batches/s, %.2f copies/batch", r+1, m, p.BatchesPerS, p.CopiesPerBatch))
+		}
+	}
+	for _, m := range cfg.Modes {
+		p := best[m]
+		p.Rounds = rounds[m]
+		var rl, rc []float64
+		for _, x := range p.Rounds {
+			rl = append(rl, x.RatioToGoLoader)
+			rc = append(rc, x.RatioToGoClient)
+		}
+		p.RatioToGoLoader, p.RatioToGoClient = median(rl), median(rc)
+		rep.Python = append(rep.Python, p)
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		rep.LoadAverage = string(bytes.TrimSpace(b))
+	}
+	return rep, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func joinInts(v []int) string {
+	var b bytes.Buffer
+	for i, x := range v {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, x)
+	}
+	return b.String()
+}
+
+func lastLine(s string) string {
+	s = string(bytes.TrimSpace([]byte(s)))
+	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

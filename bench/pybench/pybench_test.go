@@ -1,0 +1,69 @@
+package pybench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/graphmill/graphmill/synth"
+)
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// TestRun runs the whole benchmark on a small generated graph: a real
+// "graphmill serve sampler", the Go loader and client, and the Python
+// client from the source tree.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds graphmill and runs Python")
+	}
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import numpy, grpc, torch, google.protobuf").Run(); err != nil {
+		t.Skipf("%s lacks numpy, grpcio, protobuf or torch: %v", py, err)
+	}
+	tmp := t.TempDir()
+	gm := filepath.Join(tmp, "graphmill")
+	if out, err := exec.Command("go", "build", "-o", gm, "../../cmd/graphmill").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	dir := filepath.Join(tmp, "g")
+	if _, err := synth.Generate(ctx, dir, synth.Config{Nodes: 20000, Edges: 200000, FeatureDim: 16, Classes: 4, Seed: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Abs("../../python")
+	rep, err := Run(ctx, Config{Dataset: dir, Graphmill: gm, Python: py, PythonPath: src, Fanouts: []int{5, 5},
+		BatchSize: 128, Batches: 4, Rounds: 1, Workers: 2, Seed: 1, Modes: []string{"frame", "local"}, PyG: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.GoLoader <= 0 || rep.GoClient <= 0 || len(rep.Python) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, p := range rep.Python {
+		if p.Batches != 4 || p.BatchesPerS <= 0 || p.CopiesPerBatch != 0 || p.ArraysChecked == 0 {
+			t.Errorf("python %s: %+v", p.Features, p)
+		}
+		if p.RatioToGoLoader <= 0 || len(p.Rounds) != 1 {
+			t.Errorf("python %s ratios: %+v", p.Features, p)
+		}
+	}
+	if rep.Python[0].FrameMiB <= rep.Python[1].FrameMiB {
+		t.Errorf("frames with features (%.2f MiB) are not larger than without (%.2f MiB)", rep.Python[0].FrameMiB, rep.Python[1].FrameMiB)
+	}
+	if rep.PyG == nil {
+		t.Error("no PyG entry (timed or skipped)")
+	}
+	_ = os.Remove(gm)
+}

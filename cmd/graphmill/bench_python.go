@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/bench/pybench"
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/synth"
+)
+
+func init() { benchCmd.AddCommand(newBenchPythonCmd()) }
+
+func newBenchPythonCmd() *cobra.Command {
+	var quick, asJSON, pyg bool
+	var dir, py, pypath, fanoutsS, modesS string
+	var batchSize, batches, rounds, workers int
+	c := &cobra.Command{
+		Use:   "python",
+		Short: "Minibatches per second reaching PyTorch through the Python client, against the Go loader",
+		Long: `Serve a generated graph (1M nodes, 20M edges, 100 float32 features; --quick: 200k nodes,
+4M edges) with "graphmill serve sampler" and time, alternating, --rounds times each:
+
+  go loader    sampling and feature gathering in process (--workers goroutines, as the
+               service prepares batches): the ceiling
+  go client    the service's frames received and decoded in place by the Go client
+  python       the same frames received by the Python client (python3 -m graphmill.bench),
+               decoded as numpy views and converted to torch tensors, with the feature rows
+               inside the frames ("frame") or gathered in Python from the memory map ("local")
+
+Rates are batches/s of GraphSAGE minibatches ([25,10], 1024 seeds), the best of the rounds;
+python's are also given as ratios to the go loader and the go client (the median over the
+rounds of each round's ratio: a busy machine slows neighbours alike), with the Python-side
+copies per batch (every
+tensor's address checked against the received message). PyG's NeighborLoader is timed too with
+--pyg when torch_geometric is importable.
+
+The Python client must be importable by --python: install it (pip install ./python) or give
+--python-path python (the source tree).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			fan, err := pyBenchFanouts(fanoutsS)
+			if err != nil {
+				return err
+			}
+			nodes, edges := 1_000_000, int64(20_000_000)
+			if quick {
+				nodes, edges = 200_000, 4_000_000
+				if batches == 0 {
+					batches = 25
+				}
+			}
+			if batches == 0 {
+				batches = 60
+			}
+			if dir == "" {
+				dir = filepath.Join(builtin.CacheDir(), "bench", fmt.Sprintf("python-n%d-e%d-f100", nodes, edges))
+				fmt.Fprintf(cmd.ErrOrStderr(), "dataset %s (generated once)\n", dir)
+				if _, err := synth.Ensure(ctx, dir, synth.Config{Name: "bench-python", Nodes: nodes, Edges: edges, FeatureDim: 100, Classes: 16, Seed: 1}); err != nil {
+					return err
+				}
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg := pybench.Config{Dataset: dir, Graphmill: self, Python: py, PythonPath: pypath, Fanouts: fan,
+				BatchSize: batchSize, Batches: batches, Rounds: rounds, Workers: workers, Seed: 1,
+				Modes: strings.Split(modesS, ","), PyG: pyg,
+				Progress: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }}
+			rep, err := pybench.Run(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			rep.CPUs = runtime.NumCPU()
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			printPyBench(cmd.OutOrStdout(), rep)
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.BoolVar(&quick, "quick", false, "a 200k-node graph and 25 batches per measurement (about a minute)")
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON (go_loader_batches_per_s, python[].ratio_to_go_loader, ...)")
+	fl.BoolVar(&pyg, "pyg", true, "also time PyG's NeighborLoader when torch_geometric is importable")
+	fl.StringVar(&dir, "dataset", "", "dataset directory to serve (default: the generated graph, in the cache directory)")
+	fl.StringVar(&py, "python", "/usr/bin/python3", "Python interpreter with the graphmill client importable")
+	fl.StringVar(&pypath, "python-path", "", "directory prepended to PYTHONPATH (e.g. python, to run the client from source)")
+	fl.StringVar(&fanoutsS, "fanouts", "25,10", "fanouts per hop from the seeds")
+	fl.StringVar(&modesS, "modes", "frame,local", "Python feature modes: frame (rows in the message), local (rows gathered in Python), none")
+	fl.IntVar(&batchSize, "batch-size", 1024, "seeds per minibatch")
+	fl.IntVar(&batches, "batches", 0, "minibatches per measurement (default 60; --quick 25)")
+	fl.IntVar(&rounds, "rounds", 3, "alternations of the consumers (best rates; ratios are medians of each round's ratios)")
+	fl.IntVar(&workers, "workers", 2, "Go loader goroutines (the service prepares 2 batches at once)")
+	return c
+}
+
+func pyBenchFanouts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		var k int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &k); err != nil || k == 0 || k < -1 {
+			return nil, fmt.Errorf("fanouts %q: want positive counts (or -1) separated by commas", s)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func printPyBench(w io.Writer, r *pybench.Report) {
+	fmt.Fprintf(w, "%s: %s nodes, %s edges, %d features; fanouts %v, %d seeds per batch, %d batches x %d rounds (best rate; median ratio)\n",
+		filepath.Base(r.Dataset), units.Count(float64(r.Nodes)), units.Count(float64(r.Edges)), r.FeatureDim, r.Fanouts, r.BatchSize, r.Batches, r.Rounds)
+	fmt.Fprintf(w, "  go loader (in process, %d workers)   %7.1f batches/s\n", r.Workers, r.GoLoader)
+	fmt.Fprintf(w, "  go client of the service            %7.1f batches/s  (%.1f MiB frames)\n", r.GoClient, r.GoFrameMiB)
+	for _, p := range r.Python {
+		fmt.Fprintf(w, "  python, features %-6s             %7.1f batches/s  = %.2f x go loader, %.2f x go client; %.1f MiB frames, %.0f copies/batch\n",
+			p.Features, p.BatchesPerS, p.RatioToGoLoader, p.RatioToGoClient, p.FrameMiB, p.CopiesPerBatch)
+	}
+	if r.PyG != nil {
+		b, _ := json.Marshal(r.PyG)
+		fmt.Fprintf(w, "  PyG NeighborLoader                   %s\n", b)
+	}
+	if r.LoadAverage != "" {
+		fmt.Fprintf(w, "  (%d CPUs, load average %s)\n", r.CPUs, r.LoadAverage)
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/sar"
+	"github.com/graphmill/graphmill/train"
+)
+
+// sarComm joins the launcher's group, or makes a group of one for a plain
+// process, so that SAR runs the same code under any number of ranks.
+func sarComm(cmd *cobra.Command, f *distFlags) (dist.Comm, error) {
+	comm, _, err := f.join(cmd.Context())
+	if err != nil || comm != nil {
+		return comm, err
+	}
+	gs, err := dist.LocalGroup(cmd.Context(), 1, dist.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return gs[0], nil
+}
+
+// runTrainSAR is "graphmill train --mode sar|sa|one-shot": distributed
+// full-graph training over a partitioned dataset (package sar).
+func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.Mode) error {
+	for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "feature-dtype", "overlap-eval"} {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
+		}
+	}
+	if !isPartitioned(f.dataset) {
+		return fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, f.dataset, f.dataset)
+	}
+	if err := checkOutputs(f); err != nil {
+		return err
+	}
+	if cfg.Parallel != nil {
+		return fmt.Errorf("--mode %s: internal error: data-parallel settings given", mode)
+	}
+	if !sar.Supported(cfg.Model.Kind) {
+		return fmt.Errorf("--mode %s: no distributed forward pass for %s", mode, cfg.Model.Kind)
+	}
+	comm, err := sarComm(cmd, &f.dist)
+	if err != nil {
+		return err
+	}
+	defer comm.Close()
+	out := cmd.OutOrStdout()
+	if comm.Rank() != 0 { // rank 0 alone reports and writes
+		f.quiet, f.metricsOut, f.plotOut, f.save, out = true, "", "", "", io.Discard
+	}
+	defer applyProcessSettings(cfg)()
+	ctx := cmd.Context()
+	s, err := sar.Open(ctx, comm, f.dataset, sar.ShardOptions{Normalize: cfg.NormalizeFeatures})
+	if err != nil {
+		return err
+	}
+	cfg.NormalizeFeatures = s.Normalized
+	e := sar.NewEngine(s, mode)
+	e.MFG = f.mfg
+	if !f.quiet {
+		fmt.Fprintf(out, "training %s (%s mode, full graph) on %s over %d ranks: %d nodes, %d features, %d classes; split %d/%d/%d; rank 0 holds parts %v: %s nodes, %s in-edges, sends %s boundary rows and fetches %s per exchange\n",
+			cfg.Model.Kind, mode, s.Name, s.Size, s.NumNodes, s.FeatureDim, s.NumClasses, s.NumTrain, s.NumVal, s.NumTest,
+			s.Parts, units.Count(s.NumInner()), units.Count(s.NumEdges()), units.Count(s.Boundary()), units.Count(s.Fetched()))
+	}
+	var bar *cli.Bar
+	hooks := train.Hooks{}
+	logEvery := f.logEvery
+	if logEvery <= 0 {
+		logEvery = 10
+	}
+	evals := 0
+	if !f.quiet {
+		bar = cli.NewBar(int64(cfg.Epochs), "training", "epochs")
+		hooks.Epoch = func(st train.EpochStats) {
+			bar.Set(int64(st.Epoch + 1))
+			bar.Describe(fmt.Sprintf("loss %.4f", st.Loss))
+			if st.ValAcc != nil {
+				evals++
+				if evals%logEvery == 0 {
+					printEpoch(out, st)
+				}
+			}
+		}
+	}
+	res, err := sar.Run(ctx, e, cfg, hooks)
+	if bar != nil {
+		bar.Finish()
+	}
+	stopped := err
+	if err != nil && !(errors.Is(err, train.ErrInterrupted) && res != nil) {
+		return fmt.Errorf("rank %d: %w", comm.Rank(), err)
+	}
+	if stopped != nil {
+		fmt.Fprintf(out, "interrupted after %d epochs: keeping the best model so far\n", res.Summary.Epochs)
+	}
+	printSummary2(out, res.Summary)
+	ex, red := e.BytesSent()
+	if res.Summary.Epochs > 0 && s.Size > 1 {
+		fmt.Fprintf(out, "rank 0 sent %s per epoch (rows and gradients %s, parameter all-reduce %s)\n",
+			units.Bytes((ex+red)/int64(res.Summary.Epochs)), units.Bytes(ex/int64(res.Summary.Epochs)), units.Bytes(red/int64(res.Summary.Epochs)))
+	}
+	if f.save != "" {
+		meta := map[string]string{
+			"dataset":            s.Name,
+			"normalize_features": strconv.FormatBool(cfg.NormalizeFeatures),
+			"best_val_acc":       strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64),
+			"test_acc":           strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64),
+		}
+		if err := saveModel(out, res.Model, f.save, meta); err != nil {
+			return err
+		}
+	}
+	if err := writeOutputs(out, f, cfg, s.Name, res); err != nil {
+		return err
+	}
+	return stopped
+}

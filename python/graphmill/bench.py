@@ -1,0 +1,135 @@
+"""The Python side of ``graphmill bench python``: receive minibatches from a
+sampler service, convert them to torch tensors, and report the rate and
+the copies made.
+
+    python3 -m graphmill.bench --addr 127.0.0.1:7070 --batches 50 --json
+
+Modes (``--features``): ``frame`` has the service send the feature rows
+inside each frame (x is a view of the message); ``local`` has it send
+none and gathers x from the dataset's memory map in this process
+(``--dataset``); ``none`` receives blocks and ids only. With ``--pyg`` it
+also times PyG's NeighborLoader on the same graph when torch_geometric is
+importable (it is not in Debian; reported as skipped otherwise).
+"""
+
+import argparse
+import json
+import sys
+import time
+
+
+
+def _inside(t, lo, hi):
+    p = t.data_ptr()
+    return lo <= p and p + t.numel() * t.element_size() <= hi
+
+
+def run_client(addr, fanouts, batch_size, batches, features="frame", dataset=None, seed=1, credits=4, split="train"):
+    import torch  # noqa: F401
+
+    import graphmill
+
+    feat = {"frame": True, "local": "local", "none": False}[features]
+    ld = graphmill.Loader(addr, split=split, fanouts=fanouts, batch_size=batch_size, shuffle=True, seed=seed,
+                          features=feat, local_dataset=dataset, credits=credits)
+    times = []
+    copies = 0
+    arrays = 0
+    frame_bytes = 0
+    n_id = 0
+    convert = 0.0
+    got = 0
+    try:
+        while got < batches:
+            for b in ld:
+                t0 = time.perf_counter()
+                t = b.torch()
+                convert += time.perf_counter() - t0
+                lo = b.buffer.ctypes.data
+                hi = lo + len(b.buffer)
+                ts = [t.n_id, t.y] + [a for blk in t.blocks for a in (blk.indptr, blk.indices)]
+                if features == "frame":
+                    ts.append(t.x)
+                for x in ts:
+                    if x is not None:
+                        arrays += 1
+                        copies += 0 if _inside(x, lo, hi) else 1
+                if features == "local":
+                    # gathered here (the work the Go loader does too), not a copy of received bytes;
+                    # its tensor must share the gathered array's memory
+                    arrays += 1
+                    copies += 0 if t.x.data_ptr() == b.x.ctypes.data else 1
+                frame_bytes += b.nbytes
+                n_id += len(b.n_id)
+                times.append(time.perf_counter())
+                got += 1
+                if got >= batches:
+                    break
+    finally:
+        ld.close()
+    # the rate between the first and the last batch: no connection set-up
+    span = times[-1] - times[0] if len(times) > 1 else float("nan")
+    return {
+        "features": features,
+        "batches": got,
+        "batches_per_s": (len(times) - 1) / span if len(times) > 1 else 0.0,
+        "frame_mib_per_batch": frame_bytes / got / 2 ** 20 if got else 0.0,
+        "input_nodes_per_batch": n_id / got if got else 0.0,
+        "torch_convert_ms_per_batch": 1000 * convert / got if got else 0.0,
+        "arrays_checked": arrays,
+        "copies_per_batch": copies / got if got else 0.0,
+    }
+
+
+def run_pyg(dataset, fanouts, batch_size, batches, seed=1):
+    try:
+        import torch
+        from torch_geometric.data import Data
+        from torch_geometric.loader import NeighborLoader
+    except ImportError as e:
+        return {"skipped": f"PyG is not importable ({e.name or e}); Debian does not package it"}
+    import graphmill
+    import graphmill.torch as gt
+
+    ds = graphmill.open_dataset(dataset)
+    data = Data(x=gt.features(ds), y=gt.tensor(ds.labels).long(), edge_index=torch.from_numpy(ds.edge_index()),
+                num_nodes=ds.num_nodes)
+    torch.manual_seed(seed)
+    ld = NeighborLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=gt.tensor(ds.train_idx).long(),
+                        shuffle=True)
+    times = []
+    for b in ld:
+        times.append(time.perf_counter())
+        if len(times) >= batches:
+            break
+    span = times[-1] - times[0]
+    return {"batches": len(times), "batches_per_s": (len(times) - 1) / span if span > 0 else 0.0}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--addr", required=True, help="sampler service address")
+    p.add_argument("--fanouts", default="25,10")
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--batches", type=int, default=50)
+    p.add_argument("--features", default="frame", choices=["frame", "local", "none"])
+    p.add_argument("--dataset", default=None, help="dataset directory (for --features local and --pyg)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--credits", type=int, default=4)
+    p.add_argument("--pyg", action="store_true", help="also time PyG's NeighborLoader on --dataset")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    fanouts = [int(f) for f in a.fanouts.split(",")]
+    out = run_client(a.addr, fanouts, a.batch_size, a.batches, a.features, a.dataset, a.seed, a.credits)
+    if a.pyg:
+        out["pyg"] = run_pyg(a.dataset, fanouts, a.batch_size, a.batches, a.seed) if a.dataset else {"skipped": "no --dataset"}
+    if a.json:
+        json.dump(out, sys.stdout)
+        print()
+    else:
+        for k, v in out.items():
+            print(f"{k:28s} {v:.3f}" if isinstance(v, float) else f"{k:28s} {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,502 @@
+"""PyTorch side of graphmill: zero-copy tensors, device staging and the
+device-resident feature cache.
+
+Importing this module needs PyTorch (>= 1.13 for ``torch.from_dlpack``);
+the rest of the package does not.
+"""
+
+import collections
+import warnings
+
+import numpy as np
+import torch
+
+from . import _units
+from .dataset import Dataset, PartitionedDataset, open_dataset
+from .errors import GraphmillError
+
+__all__ = ["FeatureCache", "CacheStats", "tensor", "features"]
+
+
+def tensor(a, bfloat16=False):
+    """Returns a torch tensor sharing memory with the numpy array ``a``
+    (through DLPack, ``torch.from_dlpack``). ``bfloat16=True`` reads a
+    uint16 array of bfloat16 bit patterns as ``torch.bfloat16``. Read-only
+    arrays (memory-mapped files opened with mode "r"), which DLPack cannot
+    export, go through ``torch.from_numpy``: do not write to those tensors."""
+    a = np.asarray(a) if not isinstance(a, np.ndarray) else a
+    if a.dtype == np.uint16:
+        if not bfloat16:
+            raise TypeError("uint16 arrays are bfloat16 bit patterns here: pass bfloat16=True")
+        return tensor(a.view(np.int16)).view(torch.bfloat16)
+    if a.dtype == np.uint32:
+        a = a.view(np.int32)
+    if not a.flags.writeable:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.from_numpy(a)
+    if a.size == 0:
+        return torch.from_numpy(a)
+    return torch.from_dlpack(a)
+
+
+def features(ds):
+    """The features of a native dataset as one tensor over the memory map
+    (float32, float16 or bfloat16 as stored), without copying."""
+    if ds.features is None:
+        return None
+    return tensor(ds.features, bfloat16=ds.feature_dtype == "bfloat16")
+
+
+_TORCH_DTYPE = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+CacheStats = collections.namedtuple(
+    "CacheStats", "lookups hits hit_rate bytes_to_device bytes_peer",
+)
+CacheStats.__doc__ = """Counts of one gather (or of all gathers so far).
+
+lookups: rows asked for; hits: rows found in a device shard;
+hit_rate: hits / lookups; bytes_to_device: feature bytes that crossed
+the host-to-device link (the misses; 0 when the output device is the CPU
+and the rows are read in place); bytes_peer: bytes read from another
+device's shard."""
+
+
+class FeatureCache:
+    """Keeps the hottest feature rows of a dataset resident on one or more
+    devices under a byte budget, as quiver's ``Feature`` and gglspeedup's
+    ``CGPUFeature``; with several devices the cached rows are sharded across
+    them (as ``Multi_CGPUFeature``) and each device reads the others' shards.
+
+    ``gather(n_id)`` returns the rows of ``n_id`` on ``device`` in ``n_id``
+    order: hits are gathered on their devices through a node-id -> slot
+    table, misses are read from the host (the dataset's memory map, or the
+    rows the sampler service sent) and copied over.
+
+    Arguments:
+      dataset: a ``Dataset`` / ``PartitionedDataset`` or a path (or "cora").
+      budget: bytes of feature rows per device ("4GiB", "512MiB", an int),
+        or a fraction of all rows over all devices ("10%"). The node -> slot
+        table adds 4 bytes per node on ``device``.
+      policy: "degree" caches the nodes of highest out-degree (the ones
+        neighbour sampling reaches most); "presample" caches the nodes seen
+        most often in ``presample_batches`` batches of ``loader`` (or in a
+        given ``counts`` array: visits per node).
+      devices: where the shards live, e.g. ["cuda:0", "cuda:1"] or ["cpu"].
+      device: where ``gather`` puts its output (default: ``devices[0]``).
+    """
+
+    def __init__(self, dataset, budget="4GiB", policy="degree", devices=("cpu",), device=None,
+                 counts=None, loader=None, presample_batches=16):
+        if isinstance(dataset, (str, bytes)) or hasattr(dataset, "__fspath__"):
+            dataset = open_dataset(dataset)
+        if not isinstance(dataset, (Dataset, PartitionedDataset)):
+            raise TypeError(f"dataset must be a graphmill dataset or a path, got {type(dataset).__name__}")
+        self.dataset = dataset
+        if isinstance(dataset, PartitionedDataset):
+            p0 = dataset.part(0)
+            self.num_nodes = dataset.num_nodes
+            self.dim = p0.feature_dim
+            self.feature_dtype = p0.feature_dtype
+            self._rows = dataset.features_of
+        else:
+            if dataset.features is None:
+                raise GraphmillError(f"{dataset.dir}: the dataset has no features to cache")
+            self.num_nodes = dataset.num_nodes
+            self.dim = dataset.feature_dim
+            self.feature_dtype = dataset.feature_dtype
+            feats = dataset.features
+            self._rows = lambda ids: feats[ids]
+        self.dtype = _TORCH_DTYPE[self.feature_dtype]
+        self.row_bytes = self.dim * (4 if self.feature_dtype == "float32" else 2)
+        if isinstance(devices, (str, torch.device)):
+            devices = [devices]
+        self.devices = [torch.device(d) for d in devices]
+        if not self.devices:
+            raise ValueError("devices is empty")
+        for d in self.devices:
+            if d.type == "cuda" and not torch.cuda.is_available():
+                raise GraphmillError(f"device {d} asked for, but PyTorch sees no CUDA device")
+        self.device = torch.device(device) if device is not None else self.devices[0]
+        ndev = len(self.devices)
+
+        if isinstance(budget, str) and budget.strip().endswith("%"):
+            frac = float(budget.strip()[:-1]) / 100
+            if not 0 <= frac <= 1:
+                raise ValueError(f"budget {budget!r}: a percentage of the rows between 0% and 100%")
+            capacity = int(round(frac * self.num_nodes))
+        else:
+            per_dev = _units.parse_size(budget) // max(self.row_bytes, 1)
+            capacity = min(self.num_nodes, per_dev * ndev)
+        self.capacity = capacity
+        self.budget_bytes = capacity * self.row_bytes
+
+        if policy == "degree":
+            score = self._out_degrees()
+        elif policy == "presample":
+            if counts is None:
+                if loader is None:
+                    raise ValueError('policy="presample" needs counts (visits per node) or a loader to presample from')
+                from .loader import presample_counts
+
+                counts = presample_counts(loader, presample_batches)
+            score = np.asarray(counts)
+            if score.shape != (self.num_nodes,):
+                raise ValueError(f"counts has shape {score.shape}, want ({self.num_nodes},)")
+        else:
+            raise ValueError(f'policy {policy!r}: want "degree" or "presample"')
+        self.policy = policy
+        # Hottest first; ties broken by node id so the choice is deterministic.
+        order = np.argsort(-np.asarray(score, dtype=np.int64), kind="stable")[:capacity]
+        self.cached_ids = order
+        # Row r of the ranking goes to device r % ndev, slot r // ndev: the
+        # hottest rows are spread evenly over the devices.
+        # The node -> slot table lives on the output device: 4 bytes per
+        # node (int32), outside the budget.
+        table = np.full(self.num_nodes, -1, dtype=np.int32)
+        table[order] = np.arange(capacity, dtype=np.int32)
+        self._ndev = ndev
+        self._table = torch.from_numpy(table).to(self.device)
+        self.shards = []
+        for d, dev in enumerate(self.devices):
+            ids = order[d::ndev]
+            shard = torch.empty((len(ids), self.dim), dtype=self.dtype, device=dev)
+            step = max(1, (64 << 20) // max(self.row_bytes, 1))
+            for lo in range(0, len(ids), step):
+                rows = self._host_rows(ids[lo:lo + step])
+                shard[lo:lo + len(rows)].copy_(rows)
+            self.shards.append(shard)
+        self._totals = [0, 0, 0, 0]
+        self.last = CacheStats(0, 0, 0.0, 0, 0)
+        self.batches = 0
+
+    def _out_degrees(self):
+        ds = self.dataset
+        if isinstance(ds, PartitionedDataset):
+            deg = np.zeros(self.num_nodes, np.int64)
+            for p in ds.parts:
+                deg[p.global_ids[:p.num_inner]] = p.global_out_degrees[:p.num_inner]
+            return deg
+        return ds.out_degrees()
+
+    def _host_rows(self, ids):
+        """Rows of ``ids`` read from the dataset on the host as a tensor."""
+        rows = self._rows(np.asarray(ids, dtype=np.int64))
+        return tensor(np.ascontiguousarray(rows), bfloat16=self.feature_dtype == "bfloat16")
+
+    def contains(self, n_id):
+        """A bool tensor: which of ``n_id`` are cached."""
+        return self._table[torch.as_tensor(n_id, device=self.device).long()] >= 0
+
+    def gather(self, n_id, miss_rows=None, pin=True, host_rows=None):
+        """Returns the feature rows of the nodes ``n_id`` on ``self.device``,
+        in ``n_id`` order. ``miss_rows``, if given, holds the rows of the
+        nodes not cached (in ``n_id`` order); ``host_rows``, if given, holds
+        every node's row on the host (what the sampler service sent) and the
+        misses are taken from it; otherwise misses are read from the dataset
+        on the host. Only the misses cross to the device; host rows bound
+        for a CUDA device are staged in pinned memory."""
+        if isinstance(n_id, np.ndarray):
+            n_id = tensor(n_id)
+        ids = n_id.to(self.device, non_blocking=True).long()
+        n = ids.shape[0]
+        out = torch.empty((n, self.dim), dtype=self.dtype, device=self.device)
+        code = self._table[ids].long()
+        hit = code >= 0
+        nhit = 0
+        peer = 0
+        if self._ndev == 1:
+            hidx = hit.nonzero().squeeze(1)
+            nhit = int(hidx.numel())
+            if nhit:
+                out[hidx] = self.shards[0][code[hidx]].to(self.device, non_blocking=True)
+        else:
+            dev_of = torch.remainder(code, self._ndev)
+            slot = torch.div(code, self._ndev, rounding_mode="floor")
+            for d, shard in enumerate(self.shards):
+                idx = (hit & (dev_of == d)).nonzero().squeeze(1)
+                k = int(idx.numel())
+                if not k:
+                    continue
+                nhit += k
+                rows = shard[slot[idx].to(shard.device)]
+                if shard.device != self.device:
+                    peer += k * self.row_bytes
+                out[idx] = rows.to(self.device, non_blocking=True)
+        midx = (~hit).nonzero().squeeze(1)
+        nmiss = int(midx.numel())
+        to_dev = 0
+        if nmiss:
+            if miss_rows is None and host_rows is not None:
+                hr = host_rows if isinstance(host_rows, torch.Tensor) else tensor(host_rows, bfloat16=self.feature_dtype == "bfloat16")
+                if hr.shape != (n, self.dim):
+                    raise ValueError(f"host_rows has shape {tuple(hr.shape)}, want ({n}, {self.dim})")
+                miss_rows = hr[midx.to(hr.device)]
+            if miss_rows is None:
+                host = self._host_rows(ids[midx].cpu().numpy())
+            else:
+                host = miss_rows if isinstance(miss_rows, torch.Tensor) else tensor(miss_rows, bfloat16=self.feature_dtype == "bfloat16")
+                if host.shape != (nmiss, self.dim):
+                    raise ValueError(f"miss_rows has shape {tuple(host.shape)}, want ({nmiss}, {self.dim})")
+            if self.device.type == "cuda":
+                if pin and host.device.type == "cpu" and not host.is_pinned():
+                    host = host.pin_memory()
+                if host.device.type == "cpu":
+                    to_dev = nmiss * self.row_bytes
+            out[midx] = host.to(self.device, non_blocking=True)
+        self.last = CacheStats(n, nhit, nhit / n if n else 0.0, to_dev, peer)
+        t = self._totals
+        t[0] += n
+        t[1] += nhit
+        t[2] += to_dev
+        t[3] += peer
+        self.batches += 1
+        return out
+
+    @property
+    def stats(self):
+        """Totals over every gather so far (hit_rate over all lookups)."""
+        t = self._totals
+        return CacheStats(t[0], t[1], t[1] / t[0] if t[0] else 0.0, t[2], t[3])
+
+    @property
+    def hit_rate(self):
+        """Fraction of looked-up rows found in a device shard so far."""
+        return self.stats.hit_rate
+
+    def bytes_per_batch(self):
+        """Mean host-to-device feature bytes per gather so far."""
+        return self._totals[2] / self.batches if self.batches else 0.0
+
+    def reset_stats(self):
+        """Zeroes the counters (e.g. after a warm-up epoch)."""
+        self._totals = [0, 0, 0, 0]
+        self.batches = 0
+
+    def __repr__(self):
+        devs = ",".join(str(d) for d in self.devices)
+        return (f"FeatureCache({self.capacity}/{self.num_nodes} rows ({_units.human_bytes(self.budget_bytes)}) "
+                f"of {self.dim}x{self.feature_dtype} on {devs}, policy={self.policy}, hit rate {self.hit_rate:.1%})")
+
+
+# ---------------------------------------------------------------------------
+# Minibatches as tensors
+
+
+_NP_TO_TORCH = {
+    np.dtype("<i8"): torch.int64, np.dtype("<i4"): torch.int32, np.dtype("<f4"): torch.float32,
+    np.dtype("<f2"): torch.float16, np.dtype("<u2"): torch.bfloat16,
+}
+
+
+class TorchBlock:
+    """One layer of a TorchBatch: ``indptr``/``indices`` (graphmill's
+    convention: in-edges of destination i are indices[indptr[i]:indptr[i+1]],
+    source positions), ``size`` = (num_src, num_dst) and ``edge_index``
+    (PyG's [2, E] int64 source/destination positions, built on first use on
+    the block's device), ``edge_ids`` and ``edge_weight`` when sent."""
+
+    __slots__ = ("num_src", "num_dst", "indptr", "indices", "edge_ids", "edge_weight", "_edge_index", "_dst")
+
+    def __init__(self, num_src, num_dst, indptr, indices, edge_ids=None, edge_weight=None):
+        self.num_src, self.num_dst = num_src, num_dst
+        self.indptr, self.indices = indptr, indices
+        self.edge_ids, self.edge_weight = edge_ids, edge_weight
+        self._edge_index = None
+        self._dst = None
+
+    @property
+    def size(self):
+        return (self.num_src, self.num_dst)
+
+    @property
+    def num_edges(self):
+        return self.indices.shape[0]
+
+    @property
+    def dst_index(self):
+        """Destination position of every edge (int64)."""
+        if self._dst is None:
+            counts = self.indptr[1:] - self.indptr[:-1]
+            self._dst = torch.repeat_interleave(torch.arange(self.num_dst, device=self.indptr.device), counts)
+        return self._dst
+
+    @property
+    def edge_index(self):
+        """PyG's edge_index: int64 [2, num_edges], row 0 source positions,
+        row 1 destination positions."""
+        if self._edge_index is None:
+            self._edge_index = torch.stack([self.indices.long(), self.dst_index])
+        return self._edge_index
+
+    def __repr__(self):
+        return f"TorchBlock(src={self.num_src}, dst={self.num_dst}, edges={self.num_edges}, device={self.indices.device})"
+
+
+class TorchBatch:
+    """A minibatch as PyTorch tensors, in PyG's NeighborLoader/NeighborSampler
+    terms: ``n_id`` (int64 global ids of the input nodes), ``x`` (their
+    feature rows), ``y`` (the seeds' labels, int32 as sent: call
+    ``y.long()`` for PyTorch's losses), ``batch_size`` (seeds = the first
+    batch_size nodes), ``blocks`` (TorchBlock per layer, input first) and
+    ``adjs`` ([(edge_index, size)] per layer)."""
+
+    __slots__ = ("n_id", "x", "y", "batch_size", "blocks", "sender", "epoch", "sequence",
+                 "index", "feature_dtype", "halo", "raw", "cache_stats")
+
+    @property
+    def adjs(self):
+        return [(b.edge_index, b.size) for b in self.blocks]
+
+    @property
+    def device(self):
+        return self.n_id.device
+
+    @property
+    def seeds(self):
+        return self.n_id[:self.batch_size]
+
+    def to(self, device, non_blocking=False):
+        """A copy of the batch on ``device``."""
+        out = TorchBatch()
+        mv = lambda t: None if t is None else t.to(device, non_blocking=non_blocking)  # noqa: E731
+        out.n_id, out.x, out.y = mv(self.n_id), mv(self.x), mv(self.y)
+        out.blocks = [TorchBlock(b.num_src, b.num_dst, mv(b.indptr), mv(b.indices), mv(b.edge_ids), mv(b.edge_weight))
+                      for b in self.blocks]
+        for k in ("batch_size", "sender", "epoch", "sequence", "index", "feature_dtype", "raw", "cache_stats"):
+            setattr(out, k, getattr(self, k, None))
+        out.halo = None if self.halo is None else [(mv(n), mv(r)) for n, r in self.halo]
+        return out
+
+    def __repr__(self):
+        xs = f", x={tuple(self.x.shape)} {self.x.dtype}" if self.x is not None else ""
+        return (f"TorchBatch(batch_size={self.batch_size}, n_id={self.n_id.shape[0]}{xs}, "
+                f"blocks={self.blocks}, device={self.device})")
+
+
+def _fill(tb, mb, conv):
+    """Fills TorchBatch tb from MiniBatch mb, converting each numpy view with
+    conv(array) -> tensor."""
+    t = lambda a: None if a is None else conv(a)  # noqa: E731
+    tb.n_id = conv(mb.n_id)
+    tb.x = t(mb.x)
+    tb.y = t(mb.y)
+    tb.batch_size = mb.batch_size
+    tb.blocks = [TorchBlock(b.num_src, b.num_dst, conv(b.indptr), conv(b.indices), t(b.edge_ids), t(b.edge_weight))
+                 for b in mb.blocks]
+    tb.sender, tb.epoch, tb.sequence = mb.sender, mb.epoch, mb.sequence
+    tb.index = mb.index
+    tb.feature_dtype = mb.feature_dtype
+    tb.halo = None if mb.halo is None else [(conv(n), t(r)) for n, r in mb.halo]
+    tb.raw = mb
+    tb.cache_stats = None
+    return tb
+
+
+def to_torch(mb, device=None, non_blocking=False):
+    """Converts a wire MiniBatch to a TorchBatch. On the CPU (device None or
+    "cpu") every tensor shares the batch's memory through DLPack (no copy;
+    the frame must be writable, as the Loader's are); on another device the
+    tensors are copied there."""
+    bf16 = mb.feature_dtype == "bfloat16"
+
+    def conv(a):
+        if a.dtype == np.uint16:
+            return tensor(a, bfloat16=bf16)
+        return tensor(a)
+
+    tb = _fill(TorchBatch(), mb, conv)
+    if device is not None and torch.device(device).type != "cpu":
+        tb = tb.to(device, non_blocking=non_blocking)
+    return tb
+
+
+class DeviceStager:
+    """Moves whole frames to a device: each frame's bytes are copied into a
+    pinned host buffer (one of ``depth`` reused ones), sent to the device
+    with one asynchronous copy on a side stream into a buffer from PyTorch's
+    caching allocator, and the batch's tensors are views of that device copy
+    at the frame's section offsets (64-byte aligned). ``stage`` returns at
+    once; ``wait`` makes the compute stream wait for the copy's event (no
+    host block), so the copy of batch k+1 overlaps the step on batch k. A
+    staged batch stays valid as long as it is referenced.
+
+    On a CPU ``device`` the same path runs without pinning or streams (the
+    tests use it to check the views)."""
+
+    def __init__(self, device, depth=3):
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        if self.cuda and not torch.cuda.is_available():
+            raise GraphmillError(f"device {self.device} asked for, but PyTorch sees no CUDA device")
+        self.depth = depth
+        self._host = [None] * depth
+        self._events = [None] * depth
+        self._next = 0
+        self.stream = torch.cuda.Stream(self.device) if self.cuda else None
+        self.bytes_to_device = 0
+
+    def _pinned(self, i, n):
+        h = self._host[i]
+        if h is None or h.numel() < n:
+            self._host[i] = h = torch.empty(max(n, int(n * 1.25)), dtype=torch.uint8, pin_memory=self.cuda)
+        return h
+
+    def stage(self, mb):
+        """Starts moving MiniBatch mb to the device and returns its
+        TorchBatch (its tensors are ready once ``wait`` was called on it, or
+        at once on the CPU)."""
+        i = self._next
+        self._next = (i + 1) % self.depth
+        n = mb.nbytes
+        if self._events[i] is not None:
+            # pinned buffer i was last copied from `depth` batches ago: that
+            # copy must be done before the buffer is overwritten
+            self._events[i].synchronize()
+        host = self._pinned(i, n)
+        host[:n].numpy()[:] = mb.buffer[mb.offset:mb.offset + n]  # the one host copy: into pinned memory
+        if self.cuda:
+            with torch.cuda.stream(self.stream):
+                dev = torch.empty(n, dtype=torch.uint8, device=self.device)
+                dev.copy_(host[:n], non_blocking=True)
+                ev = torch.cuda.Event()
+                ev.record(self.stream)
+            self._events[i] = ev
+        else:
+            dev = host[:n].clone()
+            ev = None
+        self.bytes_to_device += n
+        base = mb.buffer.__array_interface__["data"][0] + mb.offset
+
+        def conv(a):
+            off = a.__array_interface__["data"][0] - base
+            return dev[off:off + a.nbytes].view(_NP_TO_TORCH[a.dtype]).reshape(a.shape)
+
+        tb = _fill(TorchBatch(), mb, conv)
+        tb.raw = (ev, dev)
+        return tb
+
+    def wait(self, tb):
+        """Makes the current stream wait for tb's copy (no host block) and
+        returns tb."""
+        if isinstance(tb.raw, tuple):
+            ev, dev = tb.raw
+            if self.cuda:
+                cur = torch.cuda.current_stream(self.device)
+                cur.wait_event(ev)
+                # the buffer was allocated on the side stream but is read on
+                # this one: keep the allocator from reusing it too early
+                dev.record_stream(cur)
+            tb.raw = None
+        return tb
+
+
+def load_state_dict(path):
+    """A graphmill checkpoint as a PyTorch state_dict (PyG's parameter
+    names, float32 tensors) and the model configuration: ``state, config =
+    load_state_dict(path); model.load_state_dict(state)``."""
+    from .checkpoint import load_checkpoint
+
+    state, cfg = load_checkpoint(path)
+    return {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}, cfg
