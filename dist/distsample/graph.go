@@ -332,7 +332,6 @@ func (g *Graph) err() error {
 // retrying the backend's idle timeouts (a peer may not ask anything for a
 // long time, e.g. during evaluation).
 func (g *Graph) recvLoop(peer int, tag uint32, handle func([]byte) error) {
-	defer g.wg.Done()
 	for {
 		b, err := g.comm.Recv(g.ctx, peer, tag)
 		if g.ctx.Err() != nil {
@@ -354,6 +353,7 @@ func (g *Graph) recvLoop(peer int, tag uint32, handle func([]byte) error) {
 
 // dispatch routes peer's replies to the calls waiting for them.
 func (g *Graph) dispatch(peer int) {
+	defer g.wg.Done()
 	g.recvLoop(peer, TagReply, func(b []byte) error {
 		if len(b) < 4 {
 			return fmt.Errorf("distsample: short reply (%d bytes) from rank %d", len(b), peer)
@@ -424,72 +424,106 @@ func newRequest(kind byte, hop, fanout int, key uint64, ids []int32) []byte {
 	return b
 }
 
-// serve answers peer's requests.
+// serveWorkers is the number of requests of one peer answered at once
+// (its sampling workers may have several in flight).
+const serveWorkers = 2
+
+// serve answers peer's requests, serveWorkers at a time (replies carry
+// their request's id, so their order does not matter).
 func (g *Graph) serve(peer int) {
-	var counts []int32
-	var srcs []int32
-	var rows []float32
+	defer g.wg.Done()
+	reqs := make(chan []byte, 2*serveWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < serveWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var sc serveScratch
+			for b := range reqs {
+				if err := g.answer(peer, b, &sc); err != nil {
+					g.fail(err)
+				}
+			}
+		}()
+	}
 	g.recvLoop(peer, TagRequest, func(b []byte) error {
-		if len(b) < reqHeader {
-			return fmt.Errorf("distsample: short request (%d bytes) from rank %d", len(b), peer)
-		}
-		kind, hop, fanout := b[0], int(b[1]), int(int16(binary.LittleEndian.Uint16(b[2:])))
-		id := binary.LittleEndian.Uint32(b[4:])
-		key := binary.LittleEndian.Uint64(b[8:])
-		n := int(binary.LittleEndian.Uint32(b[16:]))
-		if len(b) != reqHeader+4*n {
-			return fmt.Errorf("distsample: request from rank %d has %d bytes for %d nodes", peer, len(b), n)
-		}
-		ids := make([]int32, n)
-		for i := range ids {
-			v := int32(binary.LittleEndian.Uint32(b[reqHeader+4*i:]))
-			if v < 0 || int(v) >= g.inner {
-				return fmt.Errorf("distsample: rank %d asked for local node %d; part %d owns %d", peer, v, g.rank, g.inner)
-			}
-			ids[i] = v
-		}
-		var reply []byte
-		switch kind {
-		case kindSample:
-			if cap(counts) < n {
-				counts = make([]int32, n)
-			}
-			counts = counts[:n]
-			var err error
-			srcs, err = g.local.Neighbors(ids, key, hop, fanout, counts, srcs[:0])
-			if err != nil {
-				return fmt.Errorf("distsample: sampling for rank %d: %w", peer, err)
-			}
-			reply = make([]byte, 4+4*(n+len(srcs)))
-			for i, c := range counts {
-				binary.LittleEndian.PutUint32(reply[4+4*i:], uint32(c))
-			}
-			o := 4 + 4*n
-			gid := g.part.GlobalIDs
-			for i, u := range srcs {
-				binary.LittleEndian.PutUint32(reply[o+4*i:], uint32(gid[u]))
-			}
-		case kindGather:
-			if g.feat == nil {
-				return fmt.Errorf("distsample: rank %d asked for feature rows; this rank serves none", peer)
-			}
-			rows = slices.Grow(rows[:0], n*g.dim)[:n*g.dim]
-			if err := g.feat.Gather(g.ctx, ids, rows); err != nil {
-				return fmt.Errorf("distsample: rows for rank %d: %w", peer, err)
-			}
-			reply = make([]byte, 4+4*len(rows))
-			for i, x := range rows {
-				binary.LittleEndian.PutUint32(reply[4+4*i:], math.Float32bits(x))
-			}
-		default:
-			return fmt.Errorf("distsample: unknown request kind %d from rank %d", kind, peer)
-		}
-		binary.LittleEndian.PutUint32(reply, id)
-		if err := g.comm.Send(g.ctx, peer, TagReply, reply); err != nil {
-			return fmt.Errorf("distsample: reply to rank %d: %w", peer, err)
+		select {
+		case reqs <- b:
+		case <-g.ctx.Done():
 		}
 		return nil
 	})
+	close(reqs)
+	wg.Wait()
+}
+
+// serveScratch is one serving goroutine's reused buffers.
+type serveScratch struct {
+	counts, srcs []int32
+	rows         []float32
+}
+
+// answer answers one request of peer.
+func (g *Graph) answer(peer int, b []byte, sc *serveScratch) error {
+	if len(b) < reqHeader {
+		return fmt.Errorf("distsample: short request (%d bytes) from rank %d", len(b), peer)
+	}
+	kind, hop, fanout := b[0], int(b[1]), int(int16(binary.LittleEndian.Uint16(b[2:])))
+	id := binary.LittleEndian.Uint32(b[4:])
+	key := binary.LittleEndian.Uint64(b[8:])
+	n := int(binary.LittleEndian.Uint32(b[16:]))
+	if len(b) != reqHeader+4*n {
+		return fmt.Errorf("distsample: request from rank %d has %d bytes for %d nodes", peer, len(b), n)
+	}
+	ids := make([]int32, n)
+	for i := range ids {
+		v := int32(binary.LittleEndian.Uint32(b[reqHeader+4*i:]))
+		if v < 0 || int(v) >= g.inner {
+			return fmt.Errorf("distsample: rank %d asked for local node %d; part %d owns %d", peer, v, g.rank, g.inner)
+		}
+		ids[i] = v
+	}
+	var reply []byte
+	switch kind {
+	case kindSample:
+		if cap(sc.counts) < n {
+			sc.counts = make([]int32, n)
+		}
+		sc.counts = sc.counts[:n]
+		var err error
+		sc.srcs, err = g.local.Neighbors(ids, key, hop, fanout, sc.counts, sc.srcs[:0])
+		if err != nil {
+			return fmt.Errorf("distsample: sampling for rank %d: %w", peer, err)
+		}
+		reply = make([]byte, 4+4*(n+len(sc.srcs)))
+		for i, c := range sc.counts {
+			binary.LittleEndian.PutUint32(reply[4+4*i:], uint32(c))
+		}
+		o := 4 + 4*n
+		gid := g.part.GlobalIDs
+		for i, u := range sc.srcs {
+			binary.LittleEndian.PutUint32(reply[o+4*i:], uint32(gid[u]))
+		}
+	case kindGather:
+		if g.feat == nil {
+			return fmt.Errorf("distsample: rank %d asked for feature rows; this rank serves none", peer)
+		}
+		sc.rows = slices.Grow(sc.rows[:0], n*g.dim)[:n*g.dim]
+		if err := g.feat.Gather(g.ctx, ids, sc.rows); err != nil {
+			return fmt.Errorf("distsample: rows for rank %d: %w", peer, err)
+		}
+		reply = make([]byte, 4+4*len(sc.rows))
+		for i, x := range sc.rows {
+			binary.LittleEndian.PutUint32(reply[4+4*i:], math.Float32bits(x))
+		}
+	default:
+		return fmt.Errorf("distsample: unknown request kind %d from rank %d", kind, peer)
+	}
+	binary.LittleEndian.PutUint32(reply, id)
+	if err := g.comm.Send(g.ctx, peer, TagReply, reply); err != nil {
+		return fmt.Errorf("distsample: reply to rank %d: %w", peer, err)
+	}
+	return nil
 }
 
 // localPool holds Gather's scratch id arrays.
