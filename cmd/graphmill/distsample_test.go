@@ -181,7 +181,7 @@ func TestKillOneOfThreeSamplers(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the trainer never reached its samplers")
 	}
-	time.Sleep(300 * time.Millisecond) // into the first epochs of a run of a few seconds
+	time.Sleep(300 * time.Millisecond)              // into the first epochs of a run of a few seconds
 	if err := procs[1].Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
