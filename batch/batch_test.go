@@ -3,6 +3,8 @@ package batch
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -60,6 +62,7 @@ func equal(t *testing.T, got, want *MiniBatch) {
 	if !slices.Equal(got.Seeds, want.Seeds) || !slices.Equal(got.InputNodes, want.InputNodes) {
 		t.Errorf("seeds %v inputs %v, want %v %v", got.Seeds, got.InputNodes, want.Seeds, want.InputNodes)
 	}
+	// Block weights are finite (Validate), so DeepEqual is exact.
 	if !reflect.DeepEqual(got.Blocks, want.Blocks) {
 		t.Errorf("blocks\n%+v\nwant\n%+v", got.Blocks, want.Blocks)
 	}
@@ -67,8 +70,9 @@ func equal(t *testing.T, got, want *MiniBatch) {
 		t.Errorf("labels %v, want %v", got.Labels, want.Labels)
 	}
 	rowsEq := func(what string, a, b Rows) {
+		// Compared bit for bit: a decoded frame may hold NaNs.
 		if a.DType != b.DType || a.Rows != b.Rows || a.Dim != b.Dim || len(a.F32) != len(b.F32) || len(a.Bits) != len(b.Bits) ||
-			(len(a.F32) > 0 && !reflect.DeepEqual(a.F32, b.F32)) || (len(a.Bits) > 0 && !reflect.DeepEqual(a.Bits, b.Bits)) {
+			!slices.Equal(f32bits(a.F32), f32bits(b.F32)) || !slices.Equal(a.Bits, b.Bits) {
 			t.Errorf("%s %+v, want %+v", what, a, b)
 		}
 	}
@@ -367,11 +371,16 @@ func TestRelease(t *testing.T) {
 	if got != mb {
 		t.Fatal("Release did not call the hook")
 	}
+	got = nil
+	mb.Release()
+	if got != nil {
+		t.Fatal("a second Release called the hook again")
+	}
+	mb.SetRelease(func(b *MiniBatch) { got = b })
 	mb.Reset()
 	if len(mb.InputNodes) != 0 || len(mb.Blocks) != 0 || mb.Features.Rows != 0 || cap(mb.InputNodes) == 0 {
 		t.Fatalf("Reset left %+v", mb)
 	}
-	got = nil
 	mb.Release()
 	if got != mb {
 		t.Fatal("Reset dropped the release hook")
@@ -453,5 +462,43 @@ func TestResetSharedArrays(t *testing.T) {
 	b.Reset()
 	if cap(b.InputNodes) != 0 || src.InputNodes[0] != 10 {
 		t.Fatal("Reset kept borrowed arrays")
+	}
+}
+
+func f32bits(x []float32) []uint32 {
+	out := make([]uint32, len(x))
+	for i, v := range x {
+		out[i] = math.Float32bits(v)
+	}
+	return out
+}
+
+func TestReadFrame(t *testing.T) {
+	var stream bytes.Buffer
+	a, _ := sampled().MarshalBinary()
+	b, _ := gas().MarshalBinary()
+	stream.Write(a)
+	stream.Write(b)
+	var buf []byte
+	var mb MiniBatch
+	for i, want := range []*MiniBatch{sampled(), gas()} {
+		var err error
+		buf, err = ReadFrame(&stream, buf)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if err := Decode(buf, &mb, DecodeOptions{}); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		equal(t, &mb, want)
+	}
+	if _, err := ReadFrame(&stream, buf); err != io.EOF {
+		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+	if _, err := ReadFrame(bytes.NewReader(a[:100]), nil); err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if _, err := ReadFrame(bytes.NewReader(make([]byte, 64)), nil); err == nil || !strings.Contains(err.Error(), "magic") {
+		t.Fatalf("garbage: %v", err)
 	}
 }

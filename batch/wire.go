@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 
 	"github.com/graphmill/graphmill/graph"
@@ -511,4 +512,38 @@ func getRows(d []byte, r *Rows, e entry, alias bool) {
 		r.Bits = getArray(d, r.Bits, alias)
 		r.F32 = r.F32[:0]
 	}
+}
+
+// ReadFrame reads one frame from a byte stream into buf's storage (grown as
+// needed; reuse the returned slice for the next frame) and returns it,
+// ready for Decode. It returns io.EOF when the stream ends before a frame
+// starts, io.ErrUnexpectedEOF when it ends inside one, and an error for a
+// header that is not a frame's. A frame read into a fresh buffer is
+// aligned for Decode's aliasing (Go allocates byte slices of 16 bytes or
+// more at 16-byte aligned addresses or better).
+func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
+	if cap(buf) < 16 {
+		buf = make([]byte, 0, 4096)
+	}
+	buf = buf[:16]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return buf[:0], err
+	}
+	size, err := FrameSize(buf)
+	if err != nil {
+		return buf[:0], err
+	}
+	if cap(buf) < size {
+		nb := make([]byte, size)
+		copy(nb, buf)
+		buf = nb
+	}
+	buf = buf[:size]
+	if _, err := io.ReadFull(r, buf[16:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return buf[:0], err
+	}
+	return buf, nil
 }

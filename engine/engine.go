@@ -94,12 +94,24 @@ type Engine struct {
 	AfterBackward func()
 
 	mark []int32 // scratch of Train's planner
+
+	// ws holds every training step's activations, gradients and scratch
+	// (reset at the start of each forward-backward piece), so
+	// steady-state steps allocate nothing large; nil under a bound, where
+	// each matrix is allocated and dropped as the bound's plan counts.
+	ws *tensor.Workspace
+	// ts holds one transpose per layer, rebuilt in place every step.
+	ts []*tensor.Transposed
 }
 
 // New returns an engine for m and opt (opt may be nil for an engine that
 // only infers).
 func New(m *nn.Model, opt nn.Optimizer, cfg Config) *Engine {
-	return &Engine{m: m, opt: opt, cfg: cfg}
+	e := &Engine{m: m, opt: opt, cfg: cfg}
+	if cfg.Bound == 0 {
+		e.ws = tensor.NewWorkspace(0)
+	}
+	return e
 }
 
 // Model returns the engine's model.
@@ -115,6 +127,11 @@ type Step struct {
 	LabelledOnly bool
 	// Epoch and Index name the step in errors.
 	Epoch, Index int
+	// Overwrite says that the caller is done with the batch's feature
+	// rows once the step has started (it releases the batch after it):
+	// input dropout then works in place on them instead of writing a new
+	// matrix.
+	Overwrite bool
 }
 
 // Result is what a step computed.
@@ -126,7 +143,8 @@ type Result struct {
 	// Micro is the number of micro-batches run (1: unsplit).
 	Micro int
 	// Fresh holds every hidden layer's rows of all seeds, for batches with
-	// history sources (GNNAutoScale); nil otherwise.
+	// history sources (GNNAutoScale); nil otherwise. After Train they are
+	// valid until the next Train (they may live in the step's workspace).
 	Fresh []tensor.Matrix
 	// Logits holds the logits of all seeds (Infer only).
 	Logits tensor.Matrix
@@ -142,6 +160,12 @@ func (e *Engine) Train(ctx context.Context, mb *batch.MiniBatch, st Step) (Resul
 	v, err := e.prepare(mb, st.LabelledOnly)
 	if err != nil {
 		return Result{}, err
+	}
+	for i, b := range v.blocks {
+		if i == len(e.ts) {
+			e.ts = append(e.ts, &tensor.Transposed{})
+		}
+		b.CSR.TScratch = e.ts[i]
 	}
 	sp := e.splitter(e.m, &e.mark)
 	plan, err := sp.plan(v, true)
@@ -188,6 +212,8 @@ type view struct {
 	halo         []tensor.Matrix
 	labels       []int32
 	labelledOnly bool
+	// overwrite says the step may overwrite x (Step.Overwrite, unsplit).
+	overwrite bool
 }
 
 func (e *Engine) splitter(m *nn.Model, mark *[]int32) *splitter {
@@ -322,16 +348,21 @@ func rowsMatrix(r *batch.Rows) tensor.Matrix {
 }
 
 // input returns v's input rows: carried by the batch, or gathered.
-func (e *Engine) input(ctx context.Context, v *view) (tensor.Matrix, error) {
+func (e *Engine) input(ctx context.Context, v *view, ws *tensor.Workspace) (tensor.Matrix, error) {
 	if v.carried {
 		return v.x, nil
 	}
-	return Gather(ctx, e.cfg.Features, v.ids)
+	return gatherInto(ctx, e.cfg.Features, v.ids, ws)
 }
 
 // Gather copies the rows ids of src into a new matrix.
 func Gather(ctx context.Context, src feature.Source, ids []int32) (tensor.Matrix, error) {
-	out := tensor.New(len(ids), src.Dim())
+	return gatherInto(ctx, src, ids, nil)
+}
+
+// gatherInto is Gather into a matrix of ws (nil: a new matrix).
+func gatherInto(ctx context.Context, src feature.Source, ids []int32, ws *tensor.Workspace) (tensor.Matrix, error) {
+	out := ws.Get(len(ids), src.Dim()) // every row is written
 	if err := src.Gather(ctx, ids, out.Data); err != nil {
 		return tensor.Matrix{}, err
 	}
@@ -343,11 +374,15 @@ func Gather(ctx context.Context, src feature.Source, ids []int32) (tensor.Matrix
 // returns the logits of the last block's destinations and every hidden
 // layer's output.
 func (e *Engine) forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v *view, train bool, seed uint64) (*autograd.Var, []*autograd.Var, error) {
-	x, err := e.input(ctx, v)
+	x, err := e.input(ctx, v, tp.Workspace)
 	if err != nil {
 		return nil, nil, err
 	}
-	logits, hidden := m.ForwardStacked(tp, v.blocks, tp.Const(x), v.halo, train, seed)
+	in := tp.Const(x)
+	if v.overwrite {
+		in = tp.ConstOwned(x)
+	}
+	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed)
 	return logits, hidden, nil
 }
 
@@ -369,6 +404,18 @@ func (e *Engine) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]
 	// share of the labelled destinations.
 	run := func(w *view, seed uint64) ([]*autograd.Var, error) {
 		tp := autograd.NewTape()
+		if e.ws != nil {
+			if e.ws.Cap() == 0 {
+				// Sized from the memory planner before the first step, so
+				// even that one does not overflow into extra chunks.
+				e.ws.Reserve(int(sp.wholeBytes(w, true) / 4))
+			}
+			// The last piece's matrices are no longer used: its hidden
+			// rows were copied out (micro-batches) or consumed by the
+			// caller before this step (GAS's histories).
+			e.ws.Reset()
+			tp.Workspace = e.ws
+		}
 		if e.Sync != nil && plan == nil {
 			tp.GradReady = e.Sync.Ready // overlap the all-reduce with backward
 		}
@@ -399,6 +446,7 @@ func (e *Engine) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]
 	}
 	if plan == nil {
 		out.Micro = 1
+		v.overwrite = st.Overwrite && v.carried
 		hidden, err := run(v, st.Seed)
 		if err != nil {
 			return out, err

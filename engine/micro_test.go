@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/graphmill/graphmill/batch"
@@ -370,4 +371,42 @@ func sameMatrix(a, b tensor.Matrix, tol float32) error {
 		}
 	}
 	return nil
+}
+
+// TestStepOnDecodedFrame: a batch that crossed the wire (encoded, then
+// decoded in place) gives the same step as the batch itself, bit for bit,
+// for a sampled and a GAS batch.
+func TestStepOnDecodedFrame(t *testing.T) {
+	for _, c := range microCases(t, 0.5) {
+		if c.src != nil || !(strings.HasSuffix(c.name, "/sampled") || strings.HasSuffix(c.name, "/gas")) {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			frame, err := c.mb.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got batch.MiniBatch
+			if err := batch.Decode(frame, &got, batch.DecodeOptions{Alias: true}); err != nil {
+				t.Fatal(err)
+			}
+			var g0, g1 gradRecorder
+			a, err := New(c.m, &g0, Config{}).Train(context.Background(), c.mb, Step{Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := New(c.m, &g1, Config{}).Train(context.Background(), &got, Step{Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Loss != b.Loss || a.Correct != b.Correct || a.Total != b.Total {
+				t.Fatalf("loss %v (%d/%d) in process, %v (%d/%d) after the wire", a.Loss, a.Correct, a.Total, b.Loss, b.Correct, b.Total)
+			}
+			for i := range g0.grads {
+				if err := sameMatrix(g0.grads[i], g1.grads[i], 0); err != nil {
+					t.Fatalf("gradient %d: %v", i, err)
+				}
+			}
+		})
+	}
 }

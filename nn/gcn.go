@@ -49,8 +49,25 @@ func gcnCSR(b *Block, deg []float32) *tensor.CSR {
 
 // Forward implements Layer.
 func (l *GCNConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
+	return l.forward(tp, b, x, autograd.NoActivation)
+}
+
+// forwardReLU is Forward followed by ReLU, fused (see reluFused).
+func (l *GCNConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var) *autograd.Var {
+	return l.forward(tp, b, x, autograd.ActReLU)
+}
+
+// forward computes act(Â·x·Wᵀ + bias) with the bias and activation fused
+// into one Dense op: the product's epilogue when aggregating first, one
+// pass over the aggregate otherwise.
+func (l *GCNConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation) *autograd.Var {
 	c := gcnCSR(b, l.Deg)
-	return tp.AddBias(aggregateLinear(tp, b, c, x, l.Lin, tensor.Weighted), l.Bias)
+	if aggregateFirst(BlockShape{Src: c.NumSrc, Dst: b.NumDst, Edges: b.CSR.NumEdges()}, l.in, l.out) {
+		agg := tp.Aggregate(c, x, tensor.Weighted)
+		return tp.Dense(b.NumDst, []autograd.Term{{X: agg, W: l.Lin}}, l.Bias, act)
+	}
+	agg := tp.Aggregate(c, linear(tp, x, l.Lin), tensor.Weighted)
+	return tp.Dense(b.NumDst, []autograd.Term{{X: agg}}, l.Bias, act)
 }
 
 // Params implements Layer.
@@ -68,8 +85,17 @@ func init() {
 	})
 }
 
-func (l *GCNConv) plan(p *planner, s BlockShape, x pv) pv {
-	return p.bias(p.aggregateLinear(x, s, l.in, l.out))
+func (l *GCNConv) plan(p *planner, s BlockShape, x pv) pv { return l.planAct(p, s, x, false) }
+
+func (l *GCNConv) planReLU(p *planner, s BlockShape, x pv) pv { return l.planAct(p, s, x, true) }
+
+func (l *GCNConv) planAct(p *planner, s BlockShape, x pv, relu bool) pv {
+	if aggregateFirst(s, l.in, l.out) {
+		p.aggregate(x, s.Dst)
+	} else {
+		p.aggregate(p.linear(x, l.out), s.Dst)
+	}
+	return p.dense(s.Dst, l.out, relu)
 }
 
 func (l *GCNConv) indexBytes(s BlockShape, train bool) int64 { return gcnIndexBytes(s, train) }

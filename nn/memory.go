@@ -59,10 +59,16 @@ func (p *planner) dropout(x pv, prob float64) pv {
 	if !p.train || prob == 0 {
 		return x
 	}
-	o := p.out(x.rows, x.cols, x.grad)
-	if x.grad {
-		p.alloc(x.rows, x.cols) // mask
-		p.alloc(x.rows, x.cols) // backward temporary
+	return p.out(x.rows, x.cols, x.grad) // no mask: backward draws it again
+}
+
+// dense plans a fused Dense op (autograd.Tape.Dense) with rows×cols
+// output: the output, its gradient and, with a ReLU, the gradient before
+// the activation.
+func (p *planner) dense(rows, cols int, relu bool) pv {
+	o := p.out(rows, cols, true)
+	if p.train && relu {
+		p.alloc(rows, cols)
 	}
 	return o
 }
@@ -117,6 +123,9 @@ func (m *Model) planLayer(p *planner, l int, s BlockShape, x pv) pv {
 		return layer.plan(p, s, x) // the teleport terms are planned by the caller
 	}
 	x = p.dropout(x, m.Config.Dropout)
+	if m.fusesReLU(l) {
+		return layer.(reluFused).planReLU(p, s, x)
+	}
 	h := layer.plan(p, s, x)
 	if l < len(m.Layers)-1 && !m.spec.Teleport {
 		h = p.same(h) // activation

@@ -142,6 +142,9 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	if train && m.Config.Dropout > 0 {
 		x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)), rowKeys(b, x))
 	}
+	if m.fusesReLU(l) {
+		return m.Layers[l].(reluFused).forwardReLU(tp, b, x)
+	}
 	h := m.Layers[l].Forward(tp, b, x, train, rng.Derive(seed, uint64(2*l+1)))
 	if l < len(m.Layers)-1 {
 		if m.spec.Activation != nil {
@@ -161,6 +164,17 @@ func rowKeys(b *Block, x *autograd.Var) []int32 {
 		return b.Src
 	}
 	return nil
+}
+
+// fusesReLU reports whether layer l applies the model's ReLU itself: a
+// hidden layer of a model whose activation is ReLU, of a kind that fuses
+// it into its output op.
+func (m *Model) fusesReLU(l int) bool {
+	if m.spec.Teleport || m.spec.Activation != nil || l >= len(m.Layers)-1 {
+		return false
+	}
+	_, ok := m.Layers[l].(reluFused)
+	return ok
 }
 
 // Forward runs all layers: blocks[l] is layer l's block (input layer

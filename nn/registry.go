@@ -42,6 +42,14 @@ type planned interface {
 	indexBytes(s BlockShape, train bool) int64
 }
 
+// reluFused is a layer that applies the model's ReLU itself, fused into
+// its output op (Forward without it, forwardReLU with it), and plans that
+// fused form (planReLU).
+type reluFused interface {
+	forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var) *autograd.Var
+	planReLU(p *planner, s BlockShape, x pv) pv
+}
+
 var (
 	registryMu sync.RWMutex
 	registry   = map[Kind]Spec{}

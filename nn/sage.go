@@ -26,12 +26,26 @@ func NewSAGEConv(r *rng.Rand, in, out int) *SAGEConv {
 
 // Forward implements Layer.
 func (l *SAGEConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
-	neigh := aggregateLinear(tp, b, b.CSR, x, l.LinL, tensor.Mean)
-	root := x
-	if b.NumDst != x.Value.Rows {
-		root = tp.Rows(x, 0, b.NumDst)
+	return l.forward(tp, b, x, autograd.NoActivation)
+}
+
+// forwardReLU is Forward followed by ReLU, fused (see reluFused).
+func (l *SAGEConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var) *autograd.Var {
+	return l.forward(tp, b, x, autograd.ActReLU)
+}
+
+// forward computes act(lin_l(mean of neighbours) + lin_r(root) + bias) as
+// one fused Dense op over the destinations: the root term reads the
+// destinations' rows in place (the first rows of x); the neighbour term
+// is the mean aggregated then transformed, or transformed then aggregated,
+// whichever costs less.
+func (l *SAGEConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation) *autograd.Var {
+	if aggregateFirst(BlockShape{Src: b.CSR.NumSrc, Dst: b.NumDst, Edges: b.CSR.NumEdges()}, l.in, l.out) {
+		agg := tp.Aggregate(b.CSR, x, tensor.Mean)
+		return tp.Dense(b.NumDst, []autograd.Term{{X: agg, W: l.LinL}, {X: x, W: l.LinR}}, l.BiasL, act)
 	}
-	return tp.AddBias(tp.Add(neigh, linear(tp, root, l.LinR)), l.BiasL)
+	neigh := tp.Aggregate(b.CSR, linear(tp, x, l.LinL), tensor.Mean)
+	return tp.Dense(b.NumDst, []autograd.Term{{X: neigh}, {X: x, W: l.LinR}}, l.BiasL, act)
 }
 
 // Params implements Layer.
@@ -49,10 +63,17 @@ func init() {
 	})
 }
 
-func (l *SAGEConv) plan(p *planner, s BlockShape, x pv) pv {
-	neigh := p.aggregateLinear(x, s, l.in, l.out)
-	root := p.rowsIf(x, s.Dst)
-	return p.bias(p.add(neigh, p.linear(root, l.out)))
+func (l *SAGEConv) plan(p *planner, s BlockShape, x pv) pv { return l.planAct(p, s, x, false) }
+
+func (l *SAGEConv) planReLU(p *planner, s BlockShape, x pv) pv { return l.planAct(p, s, x, true) }
+
+func (l *SAGEConv) planAct(p *planner, s BlockShape, x pv, relu bool) pv {
+	if aggregateFirst(s, l.in, l.out) {
+		p.aggregate(x, s.Dst)
+	} else {
+		p.aggregate(p.linear(x, l.out), s.Dst)
+	}
+	return p.dense(s.Dst, l.out, relu)
 }
 
 // indexBytes: SAGE aggregates over the block's own edges; backward needs

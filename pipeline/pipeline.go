@@ -51,6 +51,13 @@ import (
 	"github.com/graphmill/graphmill/batch"
 )
 
+// Done, returned by the first stage for batch i, ends the epoch before
+// batch i without error: for epochs whose length the first stage finds
+// out as it goes (Epoch with n = math.MaxInt), such as layer-wise
+// inference's runs of destinations, which shrink to fit a memory bound.
+// The first stage must then run on one worker.
+var Done = errors.New("pipeline: no more batches")
+
 // Stage is one step of the preparation of every batch.
 type Stage struct {
 	// Name names the stage in Stats ("sample", "gather", "pull").
@@ -255,11 +262,11 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 		it.free <- mb
 	}
 	p.mu.Unlock()
-	release := func(mb *batch.MiniBatch) {
+	release := func(mb *batch.MiniBatch) { // called once per hand-out (MiniBatch.Release)
 		it.held.Add(-1)
 		select {
 		case it.free <- mb:
-		default: // not one of this epoch's buffers (released twice)
+		default: // cannot happen: at most nbuf buffers exist
 		}
 	}
 	stages := p.cfg.Stages
@@ -306,7 +313,9 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 				t0 := time.Now()
 				err := stages[0].Run(ctx, j.i, j.mb)
 				it.busy[0].Add(int64(time.Since(t0)))
-				if err != nil {
+				if errors.Is(err, Done) {
+					err = Done
+				} else if err != nil {
 					err = fmt.Errorf("batch %d: %s: %w", j.i, stages[0].Name, err)
 				} else {
 					it.edges.Add(int64(j.mb.NumEdges()))
@@ -327,6 +336,9 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 			case err = <-j.done:
 			case <-ctx.Done():
 				return
+			}
+			if err == Done {
+				return // the epoch ends here
 			}
 			if err != nil {
 				it.fail(err)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -218,4 +219,31 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}
 	}
+}
+
+// TestDone: the first stage ends an epoch of unknown length.
+func TestDone(t *testing.T) {
+	base := runtime.NumGoroutine()
+	next := 0
+	p, _ := New(Config{Buffers: 2, Stages: []Stage{{Workers: 1, Run: func(ctx context.Context, i int, mb *batch.MiniBatch) error {
+		if next >= 7 {
+			return Done
+		}
+		next++
+		return fill(ctx, i, mb)
+	}}, {Run: func(context.Context, int, *batch.MiniBatch) error { return nil }}}})
+	it := p.Epoch(context.Background(), 0, math.MaxInt)
+	n := 0
+	for it.Next() {
+		if int(it.Batch().Seq) != n {
+			t.Fatalf("batch %d at position %d", it.Batch().Seq, n)
+		}
+		it.Batch().Release()
+		n++
+	}
+	it.Close()
+	if n != 7 || it.Err() != nil {
+		t.Fatalf("%d batches, err %v; want 7 and none", n, it.Err())
+	}
+	waitGoroutines(t, base)
 }

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Regenerates the Go code of the protobuf schemas in proto/ (run from the
 # repository root, or anywhere: it finds the root itself). Needs Debian's
 # protobuf-compiler (protoc) and the two Go plugins at the versions below
@@ -25,8 +25,11 @@ for f in $(find proto -name '*.proto' | sort); do
 done
 if [ "$out" != "$root" ]; then
   status=0
+  # The header names the protoc version that generated a file: another
+  # Debian release's protoc is not a stale schema, so that line is ignored.
+  strip() { grep -v -E '^//.*protoc +v[0-9]' "$1"; }
   for g in $(cd "$out" && find . -name '*.go' | sort); do
-    if ! cmp -s "$out/$g" "$root/$g"; then
+    if [ ! -f "$root/$g" ] || ! cmp -s <(strip "$out/$g") <(strip "$root/$g"); then
       echo "proto/gen.sh: $g is stale; run proto/gen.sh and commit the result" >&2
       status=1
     fi

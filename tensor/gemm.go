@@ -44,9 +44,49 @@ func Gemm(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
 	return GemmThreads(Threads(), tA, tB, alpha, a, b, beta, c)
 }
 
+// Epilogue is element-wise work that GemmEpilogue applies to C as each
+// block of C gets its final value, while the block is still in cache:
+// C[i, j] = act(C[i, j] + Bias[j]). It saves the separate passes over C
+// (and their memory traffic) that a bias add and an activation would make.
+type Epilogue struct {
+	// Bias, when not nil, has one value per column of C, added to every row.
+	Bias []float32
+	// ReLU clamps negative values to 0 after the bias.
+	ReLU bool
+}
+
+func (e *Epilogue) none() bool { return e == nil || (e.Bias == nil && !e.ReLU) }
+
+// apply runs the epilogue on seg, the part of a row of C starting at column col.
+func (e *Epilogue) apply(seg []float32, col int) {
+	var b []float32
+	if e.Bias != nil {
+		b = e.Bias[col : col+len(seg)]
+	}
+	ks().biasReLU(seg, b, e.ReLU)
+}
+
+// GemmEpilogue is Gemm followed by ep on every element of C (bias add then
+// ReLU), fused: each block of C gets the epilogue as soon as its last
+// depth block has been added, instead of in a separate pass.
+func GemmEpilogue(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep Epilogue) error {
+	if ep.Bias != nil && len(ep.Bias) != c.Cols {
+		return fmt.Errorf("%w: gemm epilogue: bias has %d values for %d columns", ErrShape, len(ep.Bias), c.Cols)
+	}
+	var e *Epilogue
+	if !ep.none() {
+		e = &ep
+	}
+	return gemmThreads(Threads(), tA, tB, alpha, a, b, beta, c, e)
+}
+
 // GemmThreads is Gemm with an explicit number of goroutines (threads <= 0
 // means Threads()).
 func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
+	return gemmThreads(threads, tA, tB, alpha, a, b, beta, c, nil)
+}
+
+func gemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) error {
 	for _, x := range []struct {
 		name string
 		m    Matrix
@@ -76,10 +116,13 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	if threads <= 0 {
 		threads = Threads()
 	}
-	if m <= 128 && n >= 8*m {
-		return gemmSwapped(threads, tA, tB, alpha, a, b, beta, c)
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(n)*int64(k))
 	}
-	return gemm(threads, tA, tB, alpha, a, b, beta, c)
+	if m <= 128 && n >= 8*m || deepNarrowGrad(tA, tB, m, n, k) {
+		return gemmSwapped(threads, tA, tB, alpha, a, b, beta, c, ep)
+	}
+	return gemm(threads, tA, tB, alpha, a, b, beta, c, ep)
 }
 
 // gemmSwapped computes a product with few rows and many columns (such as
@@ -87,11 +130,11 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 // Cᵀ = op(B)ᵀ·op(A)ᵀ into a scratch matrix, then adds that to C. The large
 // operand then plays A, which the kernels read in place (streaming it once)
 // instead of packing it.
-func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
+func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) error {
 	m, n := c.Rows, c.Cols
 	t := Matrix{Rows: n, Cols: m, Data: getBuf(n * m)}
 	defer putBuf(t.Data)
-	if err := gemm(threads, flipOp(tB), flipOp(tA), alpha, b, a, 0, t); err != nil {
+	if err := gemm(threads, flipOp(tB), flipOp(tA), alpha, b, a, 0, t, nil); err != nil {
 		return err
 	}
 	for i := 0; i < m; i++ {
@@ -107,8 +150,22 @@ func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 				row[jj] = beta*row[jj] + v
 			}
 		}
+		if ep != nil {
+			ep.apply(row, 0)
+		}
 	}
 	return nil
+}
+
+// deepNarrowGrad reports a weight gradient Xᵀ·dY (A transposed, deep k)
+// with few output columns and many rows, e.g. dW = dYᵀ·X of a layer
+// stored [out, in] with in <= 4 column panels: computed directly, A would
+// be streamed from memory once per column panel (it is k×m, megabytes);
+// swapped, the narrow operand becomes the packed A and the wide one is
+// packed once, so each input is read once.
+func deepNarrowGrad(tA, tB Op, m, n, k int) bool {
+	nr := ks().wide.nr
+	return tA == Trans && tB == NoTrans && k >= 1024 && n <= 4*nr && m > 4*nr
 }
 
 func flipOp(o Op) Op {
@@ -119,7 +176,7 @@ func flipOp(o Op) Op {
 }
 
 // gemm runs a validated product.
-func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) error {
+func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) error {
 	m, k := a.Rows, a.Cols
 	rsA, csA := a.Cols, 1
 	if tA == Trans {
@@ -140,7 +197,7 @@ func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Ma
 		a: a.Data, rsA: rsA, csA: csA,
 		b: b.Data, transB: tB == Trans, ldb: b.Cols,
 		c: c.Data, ldc: c.Cols,
-		alpha: alpha, beta: beta, mk: mk,
+		alpha: alpha, beta: beta, mk: mk, ep: ep,
 	}
 	kc := 256 // measured best for both the 6×16 and the 12×32 tiles
 	// A is packed when it is used transposed: the micro-kernel would
@@ -237,6 +294,7 @@ func (j *gemmJob) runParallel(threads int) error {
 			switch kind {
 			case 'n':
 				s.n = hi - lo
+				s.col0 = j.col0 + lo
 				if j.transB {
 					s.b = j.b[lo*j.ldb:]
 				} else {
@@ -255,7 +313,7 @@ func (j *gemmJob) runParallel(threads int) error {
 				} else {
 					s.b = j.b[lo*j.ldb:]
 				}
-				s.ldc, s.beta = j.n, 0
+				s.ldc, s.beta, s.ep = j.n, 0, nil // the epilogue runs after the partial sums are added
 				bufs[ch] = getBuf(j.m * j.n)
 				s.c = bufs[ch]
 			}
@@ -290,6 +348,9 @@ func (j *gemmJob) runParallel(threads int) error {
 				}
 				first = false
 			}
+			if j.ep != nil {
+				j.ep.apply(row, j.col0)
+			}
 		}
 	})
 }
@@ -314,6 +375,8 @@ type gemmJob struct {
 	c           []float32
 	ldc         int
 	alpha, beta float32
+	ep          *Epilogue // applied to each block of C once it is final (nil: none)
+	col0        int       // column of C's first column in the whole product (for the bias)
 	mk          *microKernel
 	kc          int
 	packA       bool
@@ -353,6 +416,9 @@ func (j *gemmJob) run() error {
 	defer putBuf(j.tmp)
 	j.scale()
 	if j.alpha == 0 {
+		if j.ep != nil {
+			j.epilogue(0, j.m, 0, j.n)
+		}
 		return nil
 	}
 	for jc := 0; jc < j.n; jc += blockNC {
@@ -367,6 +433,9 @@ func (j *gemmJob) run() error {
 				for pc := 0; pc < j.k; pc += j.kc {
 					j.block(bp[pc*npad:], ic, min(blockMC, j.m-ic), jc, nb, pc, min(j.kc, j.k-pc))
 				}
+				if j.ep != nil {
+					j.epilogue(ic, min(ic+blockMC, j.m), jc, nb)
+				}
 			}
 			continue
 		}
@@ -375,10 +444,20 @@ func (j *gemmJob) run() error {
 			j.packB(bp, jc, nb, pc, kb)
 			for ic := 0; ic < j.m; ic += blockMC {
 				j.block(bp, ic, min(blockMC, j.m-ic), jc, nb, pc, kb)
+				if j.ep != nil && pc+kb >= j.k {
+					j.epilogue(ic, min(ic+blockMC, j.m), jc, nb)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// epilogue applies j.ep to rows [i0, i1) and columns [jc, jc+nb) of C.
+func (j *gemmJob) epilogue(i0, i1, jc, nb int) {
+	for i := i0; i < i1; i++ {
+		j.ep.apply(j.c[i*j.ldc+jc:i*j.ldc+jc+nb], j.col0+jc)
+	}
 }
 
 // scale multiplies C by beta. With beta == 0 it leaves C alone (the first
@@ -470,19 +549,26 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 // hardware prefetcher follows) instead of tile by tile.
 func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	mr := j.mk.mr
-	if j.csA == 1 || mb%mr != 0 {
+	if j.csA == 1 {
 		for t := 0; t*mr < mb; t++ {
 			j.packATile(dst[t*mr*kb:], i0+t*mr, min(mr, mb-t*mr), pc, kb)
 		}
 		return
 	}
+	// Whole tiles row by row; a last, partial tile (mb not a multiple of
+	// mr) on its own.
 	tiles := mb / mr
-	for p := 0; p < kb; p++ {
-		src := j.a[(pc+p)*j.csA+i0:]
-		src = src[:mb]
-		for t := 0; t < tiles; t++ {
-			copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
+	if tiles > 0 {
+		for p := 0; p < kb; p++ {
+			src := j.a[(pc+p)*j.csA+i0:]
+			src = src[:tiles*mr]
+			for t := 0; t < tiles; t++ {
+				copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
+			}
 		}
+	}
+	if rest := mb - tiles*mr; rest > 0 {
+		j.packATile(dst[tiles*mr*kb:], i0+tiles*mr, rest, pc, kb)
 	}
 }
 

@@ -77,6 +77,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
 		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
 		{40, 900, 300},
+		{140, 100, 1030}, // a deep, narrow weight gradient: computed swapped when A is transposed
 	}
 	forEachKernel(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -226,5 +227,71 @@ func TestGemmConcurrentCallers(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestGemmEpilogue checks that the fused bias + ReLU epilogue gives
+// exactly (bitwise) what Gemm followed by a separate bias and ReLU pass
+// gives, on every path of the product: rows, columns and depth split, the
+// swapped product for few rows, whole-depth and depth-blocked packing.
+func TestGemmEpilogue(t *testing.T) {
+	defer func(v int) { fullDepthLimit = v }(fullDepthLimit)
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(9, 9))
+		combo := 0
+		for _, limit := range []int{1 << 18, 0} {
+			if limit == 0 && testing.Short() {
+				continue // -short: whole-depth packing only
+			}
+			fullDepthLimit = limit
+			for _, tc := range []struct{ m, n, k int }{{300, 256, 100}, {40, 500, 64}, {64, 16, 2000}, {1030, 16, 256}, {7, 3, 5}, {500, 300, 600}, {300, 100, 1100}} {
+				for _, tA := range []Op{NoTrans, Trans} {
+					for _, tB := range []Op{NoTrans, Trans} {
+						for _, beta := range []float32{0, 1} {
+							// The epilogue kind and thread count rotate over the
+							// cases (every combination of them would take 6× longer).
+							combo++
+							for _, ep := range []Epilogue{{ReLU: true}, {Bias: make([]float32, tc.n)}, {Bias: make([]float32, tc.n), ReLU: true}}[combo%3 : combo%3+1] {
+								for _, th := range []int{1 + combo/3%2} {
+									if ep.Bias != nil {
+										for i := range ep.Bias {
+											ep.Bias[i] = rng.Float32() - 0.5
+										}
+									}
+									ar, ac := shapeOf(tA, tc.m, tc.k)
+									br, bc := shapeOf(tB, tc.k, tc.n)
+									a, b := randMatrix(rng, ar, ac), randMatrix(rng, br, bc)
+									c0 := randMatrix(rng, tc.m, tc.n)
+									want := c0.Clone()
+									if err := GemmThreads(th, tA, tB, 1, a, b, beta, want); err != nil {
+										t.Fatal(err)
+									}
+									for i := 0; i < want.Rows; i++ {
+										ep.apply(want.Row(i), 0)
+									}
+									got := c0.Clone()
+									old := Threads()
+									SetThreads(th)
+									err := GemmEpilogue(tA, tB, 1, a, b, beta, got, ep)
+									SetThreads(old)
+									if err != nil {
+										t.Fatal(err)
+									}
+									for i := range want.Data {
+										if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+											t.Fatalf("%dx%dx%d %s%s beta %g bias %v relu %v threads %d limit %d: C[%d] = %v, want %v",
+												tc.m, tc.n, tc.k, tA, tB, beta, ep.Bias != nil, ep.ReLU, th, limit, i, got.Data[i], want.Data[i])
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+	if err := GemmEpilogue(NoTrans, NoTrans, 1, New(2, 3), New(3, 4), 0, New(2, 4), Epilogue{Bias: make([]float32, 3)}); !errors.Is(err, ErrShape) {
+		t.Fatalf("bias of the wrong length: %v, want ErrShape", err)
 	}
 }

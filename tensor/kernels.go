@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // Why hand-written kernels: Go does not auto-vectorize, and no pure-Go
@@ -31,6 +33,14 @@ type kernelSet struct {
 	axpy   func(alpha float32, x, y []float32)
 	axpyPF func(alpha float32, x, y, pf []float32) // axpy that prefetches pf
 	dot    func(x, y []float32) float32
+	// biasReLU sets seg = act(seg + bias) (bias may be nil; act is ReLU
+	// when relu): the GEMM epilogue.
+	biasReLU func(seg, bias []float32, relu bool)
+	// reluMask sets o = g where y > 0 and 0 elsewhere (ReLU backward).
+	reluMask func(o, g, y []float32)
+	// dropout sets d = s ⊙ factor for the dropout factors stream r draws
+	// (threshold thr on 16-bit lanes, kept elements scaled by keep).
+	dropout func(d, s []float32, r *rng.Rand, thr uint64, keep float32)
 }
 
 var (
@@ -55,7 +65,8 @@ func init() {
 	registerKernels("generic", &kernelSet{
 		wide: &microKernel{mr: 4, nr: 4, fn: gemmKernelGeneric},
 		axpy: axpyGeneric, dot: dotGeneric,
-		axpyPF: func(alpha float32, x, y, _ []float32) { axpyGeneric(alpha, x, y) },
+		axpyPF:   func(alpha float32, x, y, _ []float32) { axpyGeneric(alpha, x, y) },
+		biasReLU: biasReLUGeneric, reluMask: reluMaskGeneric, dropout: dropoutApplyGeneric,
 	})
 	registerArchKernels()
 	// GRAPHMILL_KERNEL=generic (or avx2, avx512) overrides the choice.

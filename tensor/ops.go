@@ -46,7 +46,19 @@ func parallelFor(n, chunk int, f func(lo, hi int)) error {
 
 // elementwise applies f to chunks of the flat index range in parallel.
 func elementwise(n int, f func(lo, hi int)) error {
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &eltNs, &eltElems, int64(n))
+	}
 	return parallelFor(n, 1<<15, f)
+}
+
+// timedRows is parallelFor for the row-wise kernels, timed as element-wise
+// work over elems values.
+func timedRows(elems, n, chunk int, f func(lo, hi int)) error {
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &eltNs, &eltElems, int64(elems))
+	}
+	return parallelFor(n, chunk, f)
 }
 
 // Add sets dst = a + b elementwise.
@@ -104,7 +116,7 @@ func AddBias(dst, x Matrix, bias []float32) error {
 	if len(bias) != x.Cols {
 		return fmt.Errorf("%w: AddBias: bias has %d elements, x has %d columns", ErrShape, len(bias), x.Cols)
 	}
-	return parallelFor(x.Rows, 256, func(lo, hi int) {
+	return timedRows(len(x.Data), x.Rows, 256, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			d, s := dst.Row(i), x.Row(i)
 			for j, b := range bias {
@@ -346,21 +358,23 @@ func DropoutMask(mask Matrix, p float64, seed uint64) error {
 // made it the most expensive op of a GCN epoch), four 16-bit lanes per
 // draw, a branch-free keep/drop choice, and chunks in parallel.
 func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) error {
-	thr := uint64(math.Round(p * 65536))
-	keep := float32(1 / (1 - p))
-	factors := [2]float32{0, keep}
+	thr, factors := dropoutParams(p)
 	n := len(x)
 	if x == nil {
 		n = len(mask)
 	}
 	chunks := (n + dropoutChunk - 1) / dropoutChunk
-	return parallelFor(chunks, 4, func(lo, hi int) {
+	return timedRows(n, chunks, 4, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			r := rng.New(rng.Derive(seed, uint64(ch)))
 			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
 			var ms []float32
 			if !noMask {
 				ms = mask[i0:i1]
+			}
+			if ms == nil && x != nil {
+				ks().dropout(dst[i0:i1], x[i0:i1], r, thr, factors[1])
+				continue
 			}
 			var bits uint64
 			for i := 0; i < i1-i0; i++ {
@@ -382,6 +396,39 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 	})
 }
 
+// dropoutApplyGeneric sets d = s ⊙ factor for the factors the stream r draws
+// (the same as drawDropout's general loop: four 16-bit lanes per draw,
+// lowest first), four elements per draw, without a branch or a table.
+func dropoutApplyGeneric(d, s []float32, r *rng.Rand, thr uint64, keep float32) {
+	d = d[:len(s)]
+	kb := uint64(math.Float32bits(keep))
+	one := func(bits uint64) float32 {
+		k := 1 ^ ((bits&0xffff - thr) >> 63) // 1: keep
+		return math.Float32frombits(uint32(kb & -k))
+	}
+	i := 0
+	for ; i+4 <= len(s); i += 4 {
+		bits := r.Uint64()
+		d[i] = s[i] * one(bits)
+		d[i+1] = s[i+1] * one(bits>>16)
+		d[i+2] = s[i+2] * one(bits>>32)
+		d[i+3] = s[i+3] * one(bits>>48)
+	}
+	if i < len(s) {
+		bits := r.Uint64()
+		for ; i < len(s); i++ {
+			d[i] = s[i] * one(bits)
+			bits >>= 16
+		}
+	}
+}
+
+// dropoutParams returns the 16-bit drop threshold and the factors of a
+// dropped and a kept element for probability p.
+func dropoutParams(p float64) (uint64, [2]float32) {
+	return uint64(math.Round(p * 65536)), [2]float32{0, float32(1 / (1 - p))}
+}
+
 // LogSoftmax sets each row of dst to the log-softmax of the row of x:
 // dst[i, j] = x[i, j] - log Σ_k exp(x[i, k]), computed stably.
 func LogSoftmax(dst, x Matrix) error {
@@ -391,7 +438,7 @@ func LogSoftmax(dst, x Matrix) error {
 	if x.Cols == 0 && x.Rows > 0 {
 		return fmt.Errorf("%w: LogSoftmax of rows with no columns", ErrEmpty)
 	}
-	return parallelFor(x.Rows, 128, func(lo, hi int) {
+	return timedRows(len(x.Data), x.Rows, 128, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			s, d := x.Row(i), dst.Row(i)
 			m := s[0]
@@ -416,7 +463,7 @@ func LogSoftmaxGrad(dx, y, dy Matrix) error {
 	if err := sameShapes("LogSoftmaxGrad", dx, y, dy); err != nil {
 		return err
 	}
-	return parallelFor(y.Rows, 128, func(lo, hi int) {
+	return timedRows(len(y.Data), y.Rows, 128, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			ys, g, d := y.Row(i), dy.Row(i), dx.Row(i)
 			var s float32

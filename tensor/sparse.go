@@ -20,6 +20,11 @@ type CSR struct {
 	Indices []int32   // source row of each edge
 	Weights []float32 // optional per-edge weights, len NumEdges() or nil
 	NumSrc  int       // number of source rows
+	// TScratch, when set, is where T builds the transpose, reusing (and
+	// growing) its arrays instead of allocating: a caller that makes a new
+	// CSR every step passes the same scratch each time (the transpose of
+	// the CSR it last served is overwritten).
+	TScratch *Transposed
 
 	t *Transposed
 }
@@ -68,30 +73,51 @@ func (g *CSR) Validate() error {
 	return nil
 }
 
-// T returns the transpose (built on first call, then cached).
+// T returns the transpose (built on first call, then cached; in TScratch
+// when set).
 func (g *CSR) T() *Transposed {
 	if g.t != nil {
 		return g.t
 	}
-	t := &Transposed{Indptr: make([]int64, g.NumSrc+1), Dst: make([]int32, len(g.Indices)), Edge: make([]int64, len(g.Indices))}
+	t := g.TScratch
+	if t == nil {
+		t = &Transposed{}
+	}
+	n, ne := g.NumSrc, len(g.Indices)
+	t.Indptr = resize(t.Indptr, n+1)
+	t.Dst = resize(t.Dst, ne)
+	t.Edge = resize(t.Edge, ne)
+	ip := t.Indptr
+	clear(ip)
 	for _, s := range g.Indices {
-		t.Indptr[s+1]++
+		ip[s+1]++
 	}
-	for s := 0; s < g.NumSrc; s++ {
-		t.Indptr[s+1] += t.Indptr[s]
+	for s := 0; s < n; s++ {
+		ip[s+1] += ip[s]
 	}
-	next := append([]int64(nil), t.Indptr[:g.NumSrc]...)
+	// Fill with ip[s] as source s's cursor; afterwards ip[s] holds the
+	// start of s+1, so shift back by one.
 	for d := 0; d < g.NumDst(); d++ {
 		for e := g.Indptr[d]; e < g.Indptr[d+1]; e++ {
 			s := g.Indices[e]
-			q := next[s]
-			next[s]++
+			q := ip[s]
+			ip[s]++
 			t.Dst[q] = int32(d)
 			t.Edge[q] = e
 		}
 	}
+	copy(ip[1:], ip[:n])
+	ip[0] = 0
 	g.t = t
 	return t
+}
+
+// resize returns s with length n, reusing its array when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
 }
 
 // InDegrees returns the number of in-edges of each destination.
@@ -209,6 +235,9 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 	if err := checkAgg("Aggregate", g, x, out, mode); err != nil {
 		return err
 	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(x.Cols))
+	}
 	axpy := ks().axpyPF
 	ne := int64(len(g.Indices))
 	// Source rows are read in random order, so the time goes to memory
@@ -243,8 +272,23 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 // It gathers over the transpose (g.T()), so every source row is written by
 // one goroutine: no locks and no races.
 func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
-	if err := checkAgg("AggregateGrad", g, dx, dy, mode); err != nil {
+	return aggregateGrad("AggregateGrad", dx, g, dy, mode, true)
+}
+
+// AggregateGradSet is AggregateGrad that sets dx to the gradient instead
+// of adding to it (each row is cleared just before its sources are
+// gathered, while it is in cache): for a gradient not yet written, it
+// saves zero-filling dx in a separate pass.
+func AggregateGradSet(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
+	return aggregateGrad("AggregateGradSet", dx, g, dy, mode, false)
+}
+
+func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, acc bool) error {
+	if err := checkAgg(op, g, dx, dy, mode); err != nil {
 		return err
+	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(dy.Cols))
 	}
 	t := g.T()
 	axpy := ks().axpyPF
@@ -252,6 +296,9 @@ func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
 	return parallelFor(g.NumSrc, 64, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			o := dx.Row(s)
+			if !acc {
+				clear(o)
+			}
 			for q := t.Indptr[s]; q < t.Indptr[s+1]; q++ {
 				d := int(t.Dst[q])
 				pf := dy.Row(int(t.Dst[min(q+prefetchAhead, nq-1)]))
@@ -287,6 +334,9 @@ func GATAggregateKeep(out Matrix, alpha, keep []float32, g *CSR, h, el, er Matri
 	}
 	if keep != nil && len(keep) != len(alpha) {
 		return fmt.Errorf("%w: GATAggregate: keep has %d elements, want %d", ErrShape, len(keep), len(alpha))
+	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(h.Cols))
 	}
 	f := h.Cols / heads
 	axpy := ks().axpy
@@ -347,6 +397,9 @@ func GATAggregateGradKeep(dh, del, der Matrix, g *CSR, h, el, er Matrix, alpha, 
 	}
 	if keep != nil && len(keep) != len(alpha) {
 		return fmt.Errorf("%w: GATAggregateGrad: keep has %d elements, want %d", ErrShape, len(keep), len(alpha))
+	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(hm.Cols))
 	}
 	if err := sameShapes("GATAggregateGrad", dh, hm); err != nil {
 		return err

@@ -48,6 +48,7 @@ func registerArchKernels() {
 				sgemmAVX2x6x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc))
 			}},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
+			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
 		})
 	}
 	if hasAVX512 {
@@ -59,6 +60,7 @@ func registerArchKernels() {
 				sgemmAVX512x24x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc))
 			}},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
+			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
 		})
 	}
 }

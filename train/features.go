@@ -151,7 +151,7 @@ func denseRows(ctx context.Context, src feature.Source) (tensor.Matrix, error) {
 }
 
 // gatherSource copies the rows ids of src into a new matrix.
-func gatherSource(ctx context.Context, src feature.Source, ids []int32) (tensor.Matrix, error) {
-	out := tensor.New(len(ids), src.Dim())
+func gatherSource(ctx context.Context, src feature.Source, ids []int32, ws *tensor.Workspace) (tensor.Matrix, error) {
+	out := ws.Get(len(ids), src.Dim()) // every row is written (nil ws: tensor.New)
 	return out, src.Gather(ctx, ids, out.Data)
 }

@@ -123,9 +123,16 @@ func (o *historyIO) input(ctx context.Context, l int, ids []int32, full bool) (t
 		if full {
 			return denseRows(ctx, o.x)
 		}
-		return gatherSource(ctx, o.x, ids)
+		return gatherSource(ctx, o.x, ids, nil)
 	}
 	return o.pull(o.hist[l-1], ids)
+}
+
+func (o *historyIO) inputInto(ctx context.Context, l int, ids []int32, out []float32) error {
+	if l == 0 {
+		return o.x.Gather(ctx, ids, out)
+	}
+	return o.hist[l-1].Pull(ids, out)
 }
 
 func (o *historyIO) h0(ids []int32) (tensor.Matrix, error) { return o.pull(o.hist[0], ids) }

@@ -11,6 +11,7 @@ import (
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -41,6 +42,8 @@ type layerIO interface {
 	// input returns layer l's input rows of nodes ids (all nodes in order
 	// when full).
 	input(ctx context.Context, l int, ids []int32, full bool) (tensor.Matrix, error)
+	// inputInto copies layer l's input rows of nodes ids into out.
+	inputInto(ctx context.Context, l int, ids []int32, out []float32) error
 	// h0 returns layer 0's output rows of nodes ids (APPNP).
 	h0(ids []int32) (tensor.Matrix, error)
 	// output takes layer l's output rows y of nodes ids.
@@ -60,11 +63,22 @@ func (o *matrixIO) input(ctx context.Context, l int, ids []int32, full bool) (te
 	case l == 0 && full:
 		return denseRows(ctx, o.src)
 	case l == 0:
-		return gatherSource(ctx, o.src, ids)
+		return gatherSource(ctx, o.src, ids, nil)
 	case full:
 		return o.h, nil
 	}
 	return gatherRows(o.h, ids), nil
+}
+
+func (o *matrixIO) inputInto(ctx context.Context, l int, ids []int32, out []float32) error {
+	if l == 0 {
+		return o.src.Gather(ctx, ids, out)
+	}
+	w := o.h.Cols
+	for i, v := range ids {
+		copy(out[i*w:(i+1)*w], o.h.Row(int(v)))
+	}
+	return nil
 }
 
 func (o *matrixIO) h0(ids []int32) (tensor.Matrix, error) {
@@ -87,7 +101,10 @@ func (o *matrixIO) output(l int, ids []int32, y tensor.Matrix) error {
 
 // inferLayers runs the first layers layers of m for every node, in runs of
 // at most batchSize destinations (halved while a run exceeds maxBytes),
-// reading and writing rows through io.
+// reading and writing rows through io. The runs of a layer go through a
+// pipeline: the next run's neighbourhood is built and its input rows
+// gathered while the current one computes (one run at a time under a
+// memory bound, which counts a run's gathered rows).
 func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, maxBytes int64, layers int, io layerIO) error {
 	n := g.NumNodes
 	if batchSize <= 0 || batchSize >= n {
@@ -97,88 +114,150 @@ func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, 
 	if batchSize == n {
 		full = nn.FullGraph(g)
 	}
-	pos := newPos(n)
-	var buf []int32 // the destinations of a batch: a run of node ids
-	mb := &batch.MiniBatch{}
+	run := &inferRuns{m: m, g: g, io: io, batchSize: batchSize, maxBytes: maxBytes, pos: newPos(n)}
+	buffers := 3
+	if maxBytes > 0 {
+		buffers = 1
+	}
+	p, err := pipeline.New(pipeline.Config{Buffers: buffers, Prefetch: 1, Stages: []pipeline.Stage{
+		{Name: "build", Workers: 1, Run: run.build},
+		{Name: "gather", Run: run.gather},
+	}})
+	if err != nil {
+		return err
+	}
 	for l := 0; l < layers; l++ {
-		in := m.Config.In
-		if l > 0 {
-			in = m.Layers[l-1].OutDim()
-		}
-		// bytes is what computing layer l on block b allocates; copies
-		// counts the block's own arrays and gathered input (not the full
-		// graph's).
-		bytes := func(b *nn.Block, copies bool) int64 {
-			sh := nn.ShapeOf(b)
-			c := m.InferLayerBytes(l, sh) + engine.IndexBytes(m, sh, false, copies)
-			if copies {
-				c += 4 * int64(in) * int64(sh.Src)
-			}
-			return c
-		}
-		size := batchSize
-		for lo := 0; lo < n; {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			hi := min(n, lo+size)
-			var b *nn.Block
-			var ids []int32
-			whole := hi-lo == n
-			if whole && (maxBytes <= 0 || bytes(full, false) <= maxBytes) {
-				b, ids = full, full.Src
-			} else {
-				whole = false
-				for {
-					buf = buf[:0]
-					for v := lo; v < hi; v++ {
-						buf = append(buf, int32(v))
-					}
-					ids = buf
-					// The run's batch: its nodes with all their
-					// in-neighbours, one block.
-					neighbourhood(g, ids, pos, mb, 1)
-					blocks, err := engine.Blocks(mb)
-					if err != nil {
-						return err
-					}
-					b = blocks[0]
-					if maxBytes <= 0 {
-						break
-					}
-					need := bytes(b, true)
-					if need <= maxBytes {
-						break
-					}
-					if hi-lo == 1 {
-						return fmt.Errorf("layer-wise inference of node %d at layer %d needs %s, more than the memory bound of %s: raise --max-memory", lo, l, units.Bytes(need), units.Bytes(maxBytes))
-					}
-					hi = lo + (hi-lo)/2
-				}
-			}
-			x, err := io.input(ctx, l, b.Src, whole)
+		run.layer(l)
+		if full != nil && (maxBytes <= 0 || run.bytes(full, false) <= maxBytes) {
+			// One run covers the graph: a plain full-graph layer.
+			x, err := io.input(ctx, l, full.Src, true)
 			if err != nil {
 				return err
 			}
-			tp := autograd.NewInferenceTape()
-			var h0dst *autograd.Var
-			if m.NeedsH0(l) {
-				h, err := io.h0(ids)
-				if err != nil {
-					return err
-				}
-				h0dst = tp.Const(h)
-			}
-			y := m.ForwardLayerH0(tp, l, b, tp.Const(x), h0dst, false, 0)
-			if err := io.output(l, ids, y.Value); err != nil {
+			if err := run.compute(l, full, full.Src, x); err != nil {
 				return err
 			}
-			// Grow back towards batchSize after a halving.
-			size = min(batchSize, 2*(hi-lo))
-			lo = hi
+			continue
+		}
+		it := p.Epoch(ctx, l, math.MaxInt)
+		for it.Next() {
+			mb := it.Batch()
+			blocks, err := engine.Blocks(mb)
+			if err == nil {
+				ids, _ := mb.Local()
+				err = run.compute(l, blocks[0], ids[:blocks[0].NumDst], tensor.Matrix{Rows: mb.Features.Rows, Cols: mb.Features.Dim, Data: mb.Features.F32})
+			}
+			mb.Release()
+			if err != nil {
+				it.Close()
+				return err
+			}
+		}
+		it.Close()
+		if err := it.Err(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// inferRuns cuts a layer of layer-wise inference into runs of destinations
+// (the pipeline's build stage, in order), gathers their input rows (its
+// gather stage) and computes them (the consumer).
+type inferRuns struct {
+	m         *nn.Model
+	g         *graph.CSC
+	io        layerIO
+	batchSize int
+	maxBytes  int64
+	pos       []int32 // node -> position scratch of build (all -1)
+
+	// The current layer; lo and size are the build stage's cursor.
+	l, in    int
+	lo, size int
+	buf      []int32
+}
+
+// layer starts layer l.
+func (r *inferRuns) layer(l int) {
+	r.l, r.lo, r.size = l, 0, r.batchSize
+	r.in = r.m.Config.In
+	if l > 0 {
+		r.in = r.m.Layers[l-1].OutDim()
+	}
+}
+
+// bytes is what computing the current layer on block b allocates; copies
+// counts the block's own arrays and gathered input (not the full graph's).
+func (r *inferRuns) bytes(b *nn.Block, copies bool) int64 {
+	sh := nn.ShapeOf(b)
+	c := r.m.InferLayerBytes(r.l, sh) + engine.IndexBytes(r.m, sh, false, copies)
+	if copies {
+		c += 4 * int64(r.in) * int64(sh.Src)
+	}
+	return c
+}
+
+// build makes the next run's batch: a run of node ids with all their
+// in-neighbours, halved while it exceeds the bound, then grown back
+// towards batchSize.
+func (r *inferRuns) build(_ context.Context, _ int, mb *batch.MiniBatch) error {
+	n := r.g.NumNodes
+	if r.lo >= n {
+		return pipeline.Done
+	}
+	lo := r.lo
+	hi := min(n, lo+r.size)
+	for {
+		r.buf = r.buf[:0]
+		for v := lo; v < hi; v++ {
+			r.buf = append(r.buf, int32(v))
+		}
+		neighbourhood(r.g, r.buf, r.pos, mb, 1)
+		if r.maxBytes <= 0 {
+			break
+		}
+		blocks, err := engine.Blocks(mb)
+		if err != nil {
+			return err
+		}
+		need := r.bytes(blocks[0], true)
+		if need <= r.maxBytes {
+			break
+		}
+		if hi-lo == 1 {
+			return fmt.Errorf("layer-wise inference of node %d at layer %d needs %s, more than the memory bound of %s: raise --max-memory", lo, r.l, units.Bytes(need), units.Bytes(r.maxBytes))
+		}
+		hi = lo + (hi-lo)/2
+	}
+	r.size = min(r.batchSize, 2*(hi-lo))
+	r.lo = hi
+	return nil
+}
+
+// gather reads the run's input rows (layer l-1's output of its sources).
+func (r *inferRuns) gather(ctx context.Context, _ int, mb *batch.MiniBatch) error {
+	ids, err := mb.Local()
+	if err != nil {
+		return err
+	}
+	return r.io.inputInto(ctx, r.l, ids, mb.Features.SetF32(len(ids), r.in))
+}
+
+// compute runs layer l on block b for its destinations dst (a run of
+// nodes) from their sources' rows x, and hands the output to io.
+func (r *inferRuns) compute(l int, b *nn.Block, dst []int32, x tensor.Matrix) error {
+	tp := autograd.NewInferenceTape()
+	var h0dst *autograd.Var
+	if r.m.NeedsH0(l) {
+		h, err := r.io.h0(dst)
+		if err != nil {
+			return err
+		}
+		h0dst = tp.Const(h)
+	}
+	y := r.m.ForwardLayerH0(tp, l, b, tp.Const(x), h0dst, false, 0)
+	return r.io.output(l, dst, y.Value)
 }
 
 // newPos returns a node -> local position scratch map, all -1.

@@ -12,7 +12,8 @@ import (
 )
 
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
-// loader pipeline, which samples and gathers ahead of the training steps.
+// sampled pipeline (package pipeline), which samples and gathers ahead of
+// the training steps.
 type sampledStepper struct {
 	r   *Runner
 	m   *nn.Model
@@ -64,7 +65,8 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	for it.Next() {
 		b := it.Batch()
 		t := time.Now()
-		out, err := r.trainStep(ctx, s.e, b, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq), Epoch: epoch, Index: int(b.Seq)})
+		// Overwrite: the batch is released right after the step.
+		out, err := r.trainStep(ctx, s.e, b, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq), Epoch: epoch, Index: int(b.Seq), Overwrite: true})
 		b.Release()
 		if err != nil {
 			return st, err
@@ -84,6 +86,7 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	st.SampleSeconds = ls.Stage("sample").Seconds()
 	st.GatherSeconds = ls.Stage("gather").Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
+	st.GatheredRows = ls.Rows
 	st.ComputeSeconds = compute.Seconds()
 	return st, nil
 }

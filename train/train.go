@@ -36,14 +36,17 @@ type EpochStats struct {
 	// the memory bound split some batches.
 	MicroBatches int     `json:"micro_batches"`
 	Seconds      float64 `json:"seconds"`
-	// The epoch's time split: sampling and gathering (done by the loader's
+	// The epoch's time split: sampling and gathering (done by the pipeline's
 	// goroutines, so they overlap compute), compute (forward, backward,
-	// optimiser) and waiting for the loader.
+	// optimiser) and waiting for the pipeline.
 	SampleSeconds  float64 `json:"sample_seconds"`
 	GatherSeconds  float64 `json:"gather_seconds"`
 	ComputeSeconds float64 `json:"compute_seconds"`
 	WaitSeconds    float64 `json:"wait_seconds"`
-	EvalSeconds    float64 `json:"eval_seconds,omitempty"`
+	// GatheredRows is the number of feature rows the loader gathered
+	// (sampled training).
+	GatheredRows int64   `json:"gathered_rows,omitempty"`
+	EvalSeconds  float64 `json:"eval_seconds,omitempty"`
 	// PeakHeapBytes is the largest Go heap in use seen after a training
 	// step of the epoch; PeakRSSBytes the process's resident-set high-water
 	// mark during the epoch (Linux).
@@ -132,6 +135,12 @@ type Runner struct {
 	batches     BatchSource // WithBatches
 	evaluator   Evaluator   // WithEvaluator
 	degOverride []float32   // WithDegrees
+
+	// ws holds every step's activations, gradients and scratch (reset at
+	// the start of each forward-backward piece), so steady-state steps
+	// allocate nothing large; nil under a memory bound, where each
+	// matrix is allocated and dropped as before.
+	ws *tensor.Workspace
 }
 
 // notePeak samples the Go heap after a training step, when the step's
@@ -160,6 +169,9 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	}
 	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
 	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks}
+	if cfg.MaxMemoryBytes == 0 {
+		r.ws = tensor.NewWorkspace(0)
+	}
 	for _, o := range opts {
 		o(r)
 	}

@@ -492,10 +492,12 @@ type rawServer struct {
 	payload []byte
 }
 
+// Info implements the service (Dial asks it).
 func (r *rawServer) Info(context.Context, *pb.InfoRequest) (*pb.InfoReply, error) {
 	return &pb.InfoReply{}, nil
 }
 
+// Stream sends the frame until the client goes.
 func (r *rawServer) Stream(st pb.Sampler_StreamServer) error {
 	for i := 0; ; i++ {
 		f := &pb.Frame{Kind: pb.Frame_KIND_BATCH, Sequence: uint64(i), Minibatch: r.payload}

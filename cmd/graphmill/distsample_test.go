@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,17 +153,42 @@ func TestKillOneOfThreeSamplers(t *testing.T) {
 	remote := filepath.Join(dir, "remote.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tr := cliCmd(ctx, append(args, "--sampler", strings.Join(addrs, ","), "--metrics-out", remote)...)
+	// Not --quiet: the trainer says when it has reached its samplers.
+	rargs := append(slices.Clone(args[:len(args)-1]), "--sampler", strings.Join(addrs, ","), "--metrics-out", remote)
+	tr := cliCmd(ctx, rargs...)
+	pr, pw := io.Pipe()
+	tr.Stdout, tr.Stderr = pw, pw
 	var trOut bytes.Buffer
-	tr.Stdout, tr.Stderr = &trOut, &trOut
+	connected := make(chan struct{})
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		once := false
+		for sc.Scan() {
+			trOut.WriteString(sc.Text() + "\n")
+			if !once && strings.Contains(sc.Text(), "minibatches from 3 sampler service(s)") {
+				once = true
+				close(connected)
+			}
+		}
+	}()
 	if err := tr.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)              // a few dozen batches in
+	select {
+	case <-connected:
+	case <-time.After(time.Minute):
+		t.Fatal("the trainer never reached its samplers")
+	}
+	time.Sleep(300 * time.Millisecond)              // into the first epochs of a run of a few seconds
 	if err := procs[1].Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
-	if err := tr.Wait(); err != nil {
+	err := tr.Wait()
+	pw.Close()
+	<-scanned
+	if err != nil {
 		t.Fatalf("trainer: %v\n%s", err, trOut.String())
 	}
 	if !strings.Contains(trOut.String(), "sampler 1 ("+addrs[1]+") lost") {

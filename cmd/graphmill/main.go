@@ -64,6 +64,7 @@ func signalContext() context.Context {
 		fmt.Fprintf(os.Stderr, "\ngraphmill: %v: stopping (send it again to quit at once)\n", s)
 		cancel()
 		s = <-sigs
+		stopProfiles()
 		atomicfile.CleanupTemps()
 		fmt.Fprintf(os.Stderr, "graphmill: %v again: quit, temporary files removed\n", s)
 		os.Exit(signalExitCode(s))
@@ -84,6 +85,7 @@ func signalExitCode(s os.Signal) int {
 // atomic writes leave no partial output.
 func main() {
 	err := rootCmd.ExecuteContext(signalContext())
+	stopProfiles()
 	if err == nil {
 		return
 	}

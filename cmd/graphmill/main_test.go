@@ -219,3 +219,29 @@ func TestTrainEvalPredict(t *testing.T) {
 		t.Errorf("train --fanouts all,10: %v", err)
 	}
 }
+
+// TestProfileFlags checks that every command takes --cpuprofile and
+// --memprofile and writes pprof files (gzip-compressed protobuf), and that
+// an unwritable path fails before any work.
+func TestProfileFlags(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
+	if _, err := run(t, "train", "--epochs", "2", "--quiet", "--cpuprofile", cpu, "--memprofile", mem); err != nil {
+		t.Fatal(err)
+	}
+	stopProfiles() // main does this when the command returns
+	for _, p := range []string{cpu, mem} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Fatalf("%s is not a pprof (gzip) file: %d bytes", p, len(b))
+		}
+	}
+	if _, err := run(t, "data", "info", "cora", "--cpuprofile", filepath.Join(dir, "no", "such", "cpu.prof")); err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+		t.Fatalf("unwritable --cpuprofile: %v", err)
+	}
+	stopProfiles()
+	cpuProfile, memProfile = "", ""
+}

@@ -40,7 +40,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -162,6 +161,9 @@ func Open(ctx context.Context, comm dist.Comm, dir string, o Options) (_ *Graph,
 			p.Close()
 		}
 	}()
+	if p.NumInner() == 0 {
+		return nil, fmt.Errorf("distsample: part %d of %s owns no nodes", p.Index, dir)
+	}
 	g := &Graph{comm: comm, rank: comm.Rank(), size: comm.Size(), book: book, part: p, inner: p.NumInner(),
 		fanouts: slices.Clone(o.Fanouts), feat: o.Features, cacheBytes: o.CacheBytes, wait: map[uint32]chan []byte{}}
 	if o.Features != nil {
@@ -234,14 +236,26 @@ func globalOrder(p *parts.Part) (*graph.CSC, error) {
 	src := p.Graph
 	g := &graph.CSC{NumNodes: src.NumNodes, Indptr: src.Indptr, Indices: slices.Clone(src.Indices)}
 	gid := p.GlobalIDs
+	var keys []uint64
 	for v := 0; v < src.NumNodes; v++ {
 		l := g.Indices[g.Indptr[v]:g.Indptr[v+1]]
-		for _, u := range l {
+		keys = keys[:0]
+		sorted := true
+		for i, u := range l {
 			if u < 0 || int(u) >= len(gid) {
 				return nil, fmt.Errorf("distsample: part %d: node %d has in-neighbour %d outside its %d local nodes", p.Index, v, u, len(gid))
 			}
+			keys = append(keys, uint64(uint32(gid[u]))<<32|uint64(uint32(u)))
+			if i > 0 && keys[i] < keys[i-1] {
+				sorted = false
+			}
 		}
-		sort.Slice(l, func(i, j int) bool { return gid[l[i]] < gid[l[j]] })
+		if !sorted {
+			slices.Sort(keys)
+			for i, k := range keys {
+				l[i] = int32(uint32(k))
+			}
+		}
 	}
 	return g, nil
 }
@@ -318,7 +332,6 @@ func (g *Graph) err() error {
 // retrying the backend's idle timeouts (a peer may not ask anything for a
 // long time, e.g. during evaluation).
 func (g *Graph) recvLoop(peer int, tag uint32, handle func([]byte) error) {
-	defer g.wg.Done()
 	for {
 		b, err := g.comm.Recv(g.ctx, peer, tag)
 		if g.ctx.Err() != nil {
@@ -340,6 +353,7 @@ func (g *Graph) recvLoop(peer int, tag uint32, handle func([]byte) error) {
 
 // dispatch routes peer's replies to the calls waiting for them.
 func (g *Graph) dispatch(peer int) {
+	defer g.wg.Done()
 	g.recvLoop(peer, TagReply, func(b []byte) error {
 		if len(b) < 4 {
 			return fmt.Errorf("distsample: short reply (%d bytes) from rank %d", len(b), peer)
@@ -410,77 +424,110 @@ func newRequest(kind byte, hop, fanout int, key uint64, ids []int32) []byte {
 	return b
 }
 
-// serve answers peer's requests.
+// serveWorkers is the number of requests of one peer answered at once
+// (its sampling workers may have several in flight).
+const serveWorkers = 2
+
+// serve answers peer's requests, serveWorkers at a time (replies carry
+// their request's id, so their order does not matter).
 func (g *Graph) serve(peer int) {
-	var counts []int32
-	var srcs []int32
-	var rows []float32
+	defer g.wg.Done()
+	reqs := make(chan []byte, 2*serveWorkers)
+	var wg sync.WaitGroup
+	for w := 0; w < serveWorkers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var sc serveScratch
+			for b := range reqs {
+				if err := g.answer(peer, b, &sc); err != nil {
+					g.fail(err)
+				}
+			}
+		}()
+	}
 	g.recvLoop(peer, TagRequest, func(b []byte) error {
-		if len(b) < reqHeader {
-			return fmt.Errorf("distsample: short request (%d bytes) from rank %d", len(b), peer)
-		}
-		kind, hop, fanout := b[0], int(b[1]), int(int16(binary.LittleEndian.Uint16(b[2:])))
-		id := binary.LittleEndian.Uint32(b[4:])
-		key := binary.LittleEndian.Uint64(b[8:])
-		n := int(binary.LittleEndian.Uint32(b[16:]))
-		if len(b) != reqHeader+4*n {
-			return fmt.Errorf("distsample: request from rank %d has %d bytes for %d nodes", peer, len(b), n)
-		}
-		ids := make([]int32, n)
-		for i := range ids {
-			v := int32(binary.LittleEndian.Uint32(b[reqHeader+4*i:]))
-			if v < 0 || int(v) >= g.inner {
-				return fmt.Errorf("distsample: rank %d asked for local node %d; part %d owns %d", peer, v, g.rank, g.inner)
-			}
-			ids[i] = v
-		}
-		var reply []byte
-		switch kind {
-		case kindSample:
-			if cap(counts) < n {
-				counts = make([]int32, n)
-			}
-			counts = counts[:n]
-			var err error
-			srcs, err = g.local.Neighbors(ids, key, hop, fanout, counts, srcs[:0])
-			if err != nil {
-				return fmt.Errorf("distsample: sampling for rank %d: %w", peer, err)
-			}
-			reply = make([]byte, 4+4*(n+len(srcs)))
-			for i, c := range counts {
-				binary.LittleEndian.PutUint32(reply[4+4*i:], uint32(c))
-			}
-			o := 4 + 4*n
-			gid := g.part.GlobalIDs
-			for i, u := range srcs {
-				binary.LittleEndian.PutUint32(reply[o+4*i:], uint32(gid[u]))
-			}
-		case kindGather:
-			if g.feat == nil {
-				return fmt.Errorf("distsample: rank %d asked for feature rows; this rank serves none", peer)
-			}
-			rows = slices.Grow(rows[:0], n*g.dim)[:n*g.dim]
-			if err := g.feat.Gather(g.ctx, ids, rows); err != nil {
-				return fmt.Errorf("distsample: rows for rank %d: %w", peer, err)
-			}
-			reply = make([]byte, 4+4*len(rows))
-			for i, x := range rows {
-				binary.LittleEndian.PutUint32(reply[4+4*i:], math.Float32bits(x))
-			}
-		default:
-			return fmt.Errorf("distsample: unknown request kind %d from rank %d", kind, peer)
-		}
-		binary.LittleEndian.PutUint32(reply, id)
-		if err := g.comm.Send(g.ctx, peer, TagReply, reply); err != nil {
-			return fmt.Errorf("distsample: reply to rank %d: %w", peer, err)
+		select {
+		case reqs <- b:
+		case <-g.ctx.Done():
 		}
 		return nil
 	})
+	close(reqs)
+	wg.Wait()
 }
 
-// rowPool holds the scratch rows of Gather's local part, reused so that a
-// minibatch's rows do not land in freshly faulted pages every time.
-var rowPool = sync.Pool{New: func() any { return new([]float32) }}
+// serveScratch is one serving goroutine's reused buffers.
+type serveScratch struct {
+	counts, srcs []int32
+	rows         []float32
+}
+
+// answer answers one request of peer.
+func (g *Graph) answer(peer int, b []byte, sc *serveScratch) error {
+	if len(b) < reqHeader {
+		return fmt.Errorf("distsample: short request (%d bytes) from rank %d", len(b), peer)
+	}
+	kind, hop, fanout := b[0], int(b[1]), int(int16(binary.LittleEndian.Uint16(b[2:])))
+	id := binary.LittleEndian.Uint32(b[4:])
+	key := binary.LittleEndian.Uint64(b[8:])
+	n := int(binary.LittleEndian.Uint32(b[16:]))
+	if len(b) != reqHeader+4*n {
+		return fmt.Errorf("distsample: request from rank %d has %d bytes for %d nodes", peer, len(b), n)
+	}
+	ids := make([]int32, n)
+	for i := range ids {
+		v := int32(binary.LittleEndian.Uint32(b[reqHeader+4*i:]))
+		if v < 0 || int(v) >= g.inner {
+			return fmt.Errorf("distsample: rank %d asked for local node %d; part %d owns %d", peer, v, g.rank, g.inner)
+		}
+		ids[i] = v
+	}
+	var reply []byte
+	switch kind {
+	case kindSample:
+		if cap(sc.counts) < n {
+			sc.counts = make([]int32, n)
+		}
+		sc.counts = sc.counts[:n]
+		var err error
+		sc.srcs, err = g.local.Neighbors(ids, key, hop, fanout, sc.counts, sc.srcs[:0])
+		if err != nil {
+			return fmt.Errorf("distsample: sampling for rank %d: %w", peer, err)
+		}
+		reply = make([]byte, 4+4*(n+len(sc.srcs)))
+		for i, c := range sc.counts {
+			binary.LittleEndian.PutUint32(reply[4+4*i:], uint32(c))
+		}
+		o := 4 + 4*n
+		gid := g.part.GlobalIDs
+		for i, u := range sc.srcs {
+			binary.LittleEndian.PutUint32(reply[o+4*i:], uint32(gid[u]))
+		}
+	case kindGather:
+		if g.feat == nil {
+			return fmt.Errorf("distsample: rank %d asked for feature rows; this rank serves none", peer)
+		}
+		sc.rows = slices.Grow(sc.rows[:0], n*g.dim)[:n*g.dim]
+		if err := g.feat.Gather(g.ctx, ids, sc.rows); err != nil {
+			return fmt.Errorf("distsample: rows for rank %d: %w", peer, err)
+		}
+		reply = make([]byte, 4+4*len(sc.rows))
+		for i, x := range sc.rows {
+			binary.LittleEndian.PutUint32(reply[4+4*i:], math.Float32bits(x))
+		}
+	default:
+		return fmt.Errorf("distsample: unknown request kind %d from rank %d", kind, peer)
+	}
+	binary.LittleEndian.PutUint32(reply, id)
+	if err := g.comm.Send(g.ctx, peer, TagReply, reply); err != nil {
+		return fmt.Errorf("distsample: reply to rank %d: %w", peer, err)
+	}
+	return nil
+}
+
+// localPool holds Gather's scratch id arrays.
+var localPool = sync.Pool{New: func() any { return new([]int32) }}
 
 // errClosed is returned by calls on a closed Graph.
 var errClosed = errors.New("distsample: closed")
@@ -634,8 +681,15 @@ func (g *Graph) Gather(ctx context.Context, ids []int32, out []float32) error {
 		ch       chan []byte
 	}
 	groups := make([]group, g.size)
-	var localPos, localIDs []int32
-	cached := int64(0)
+	// Every row is gathered from the part in one pass, straight into out:
+	// own and halo rows by their local ids, the others (cached or remote)
+	// as a placeholder row that is overwritten below.
+	lp := localPool.Get().(*[]int32)
+	local := slices.Grow((*lp)[:0], len(ids))[:len(ids)]
+	defer func() { *lp = local; localPool.Put(lp) }()
+	nLocal, cached := 0, int64(0)
+	type fill struct{ pos, row int32 }
+	var fromCache []fill
 	g.cacheMu.RLock()
 	for i, v := range ids {
 		if v < 0 || int(v) >= len(g.partOf) {
@@ -644,22 +698,23 @@ func (g *Graph) Gather(ctx context.Context, ids []int32, out []float32) error {
 		}
 		q := int(g.partOf[v])
 		if q == g.rank {
-			localPos, localIDs = append(localPos, int32(i)), append(localIDs, g.newIDs[v]-g.start[q])
+			local[i] = g.newIDs[v] - g.start[q]
+			nLocal++
 			continue
 		}
 		if j, ok := slices.BinarySearch(g.halo, v); ok {
-			localPos, localIDs = append(localPos, int32(i)), append(localIDs, int32(g.inner+j))
+			local[i] = int32(g.inner + j)
+			nLocal++
 			continue
 		}
+		local[i] = 0
 		if r, ok := g.cacheIdx[v]; ok {
-			copy(out[i*g.dim:(i+1)*g.dim], g.cacheRows[int(r)*g.dim:(int(r)+1)*g.dim])
-			cached++
+			fromCache = append(fromCache, fill{int32(i), r})
 			continue
 		}
 		gr := &groups[q]
 		gr.pos, gr.ids = append(gr.pos, int32(i)), append(gr.ids, g.newIDs[v]-g.start[q])
 	}
-	g.cacheMu.RUnlock()
 	for q := range groups {
 		gr := &groups[q]
 		if len(gr.ids) == 0 {
@@ -667,32 +722,21 @@ func (g *Graph) Gather(ctx context.Context, ids []int32, out []float32) error {
 		}
 		ch, err := g.call(ctx, q, newRequest(kindGather, 0, 0, 0, gr.ids))
 		if err != nil {
+			g.cacheMu.RUnlock()
 			return err
 		}
 		gr.ch = ch
 		g.st.greq.Add(1)
 	}
-	if len(localIDs) > 0 {
-		if len(localIDs) == len(ids) {
-			// All local (the common case with few remote rows): straight
-			// into out.
-			if err := g.feat.Gather(ctx, localIDs, out); err != nil {
-				return err
-			}
-		} else {
-			bp := rowPool.Get().(*[]float32)
-			tmp := slices.Grow((*bp)[:0], len(localIDs)*g.dim)[:len(localIDs)*g.dim]
-			err := g.feat.Gather(ctx, localIDs, tmp)
-			for j, p := range localPos {
-				copy(out[int(p)*g.dim:(int(p)+1)*g.dim], tmp[j*g.dim:(j+1)*g.dim])
-			}
-			*bp = tmp
-			rowPool.Put(bp)
-			if err != nil {
-				return err
-			}
-		}
+	if err := g.feat.Gather(ctx, local, out); err != nil {
+		g.cacheMu.RUnlock()
+		return err
 	}
+	for _, f := range fromCache {
+		copy(out[int(f.pos)*g.dim:(int(f.pos)+1)*g.dim], g.cacheRows[int(f.row)*g.dim:(int(f.row)+1)*g.dim])
+		cached++
+	}
+	g.cacheMu.RUnlock()
 	remote := int64(0)
 	for q := range groups {
 		gr := &groups[q]
@@ -716,7 +760,7 @@ func (g *Graph) Gather(ctx context.Context, ids []int32, out []float32) error {
 		remote += int64(len(gr.ids))
 		g.st.remoteB.Add(int64(len(b)))
 	}
-	g.st.local.Add(int64(len(localIDs)))
+	g.st.local.Add(int64(nLocal))
 	g.st.cached.Add(cached)
 	g.st.remote.Add(remote)
 	return nil

@@ -53,6 +53,7 @@ func authMAC(secret []byte, ts, nonce, method string) []byte {
 // callCreds attaches AuthValue to every call.
 type callCreds struct{ secret []byte }
 
+// GetRequestMetadata implements credentials.PerRPCCredentials.
 func (c callCreds) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
 	method := ""
 	if ri, ok := credentialsRequestInfo(ctx); ok {
@@ -61,6 +62,8 @@ func (c callCreds) GetRequestMetadata(ctx context.Context, uri ...string) (map[s
 	return map[string]string{AuthKey: AuthValue(c.secret, method, time.Now())}, nil
 }
 
+// RequireTransportSecurity implements credentials.PerRPCCredentials: the
+// HMAC needs no TLS (nothing secret is sent).
 func (callCreds) RequireTransportSecurity() bool { return false }
 
 // verifier checks calls' credentials on the server.

@@ -228,7 +228,7 @@ func (c *Client) Epoch(ctx context.Context, spec EpochSpec, epoch uint64, numBat
 			}
 			continue
 		}
-		st, err := c.cl[addrs[s]].Stream(ctx)
+		st, err := c.cl[addrs[s]].Stream(ctx, grpc.ForceCodecV2(newFrameCodec()))
 		if err == nil {
 			req := &pb.EpochRequest{Split: spec.Split, Fanouts: fan, BatchSize: uint32(spec.BatchSize), Epoch: epoch, Seed: spec.Seed,
 				Shuffle: spec.Shuffle, DropLast: spec.DropLast, WithFeatures: spec.Features, WithLabels: spec.Labels,

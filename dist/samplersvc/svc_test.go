@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,6 +137,24 @@ func source(t *testing.T, c *Client, spec EpochSpec, n int) *Source {
 	return s
 }
 
+// logLines collects log lines from any goroutine.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) add(s string) {
+	l.mu.Lock()
+	l.lines = append(l.lines, s)
+	l.mu.Unlock()
+}
+
+func (l *logLines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
 func goroutinesSettle(t *testing.T, base int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -212,8 +231,8 @@ func TestLostSamplerMidEpoch(t *testing.T) {
 	}
 	victim := svcs[1]
 	spec := EpochSpec{Split: "train", Fanouts: []int{10, 5}, BatchSize: 4, Seed: 3, Shuffle: true, Features: true, Labels: true, Shards: 1}
-	var logs []string
-	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svcs[0].addr, victim.addr, svcs[2].addr}, Credits: 2, Log: func(s string) { logs = append(logs, s) }})
+	var lg logLines
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svcs[0].addr, victim.addr, svcs[2].addr}, Credits: 2, Log: lg.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +254,7 @@ func TestLostSamplerMidEpoch(t *testing.T) {
 	if it.Err() != nil || i != len(want) {
 		t.Fatalf("%d of %d batches: %v", i, len(want), it.Err())
 	}
-	if len(logs) != 1 || !strings.Contains(logs[0], "sampler 1 ("+victim.addr+") lost") {
+	if logs := lg.get(); len(logs) != 1 || !strings.Contains(logs[0], "sampler 1 ("+victim.addr+") lost") {
 		t.Fatalf("logs %q", logs)
 	}
 	if n := sent.Load(); n == 0 || n >= int64(len(want))/3 {
@@ -277,8 +296,8 @@ func TestSilentSamplerNamed(t *testing.T) {
 	d := cora(t)
 	good := startService(t, d, nil, nil)
 	silent := startService(t, d, nil, func(s *Server) pb.SamplerServer { return stalled{s} })
-	var logs []string
-	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{good.addr, silent.addr}, Deadline: 400 * time.Millisecond, Log: func(s string) { logs = append(logs, s) }})
+	var lg logLines
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{good.addr, silent.addr}, Deadline: 1500 * time.Millisecond, Log: lg.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +313,7 @@ func TestSilentSamplerNamed(t *testing.T) {
 	if it.Err() != nil || n != spec.NumBatches(len(d.Train)) {
 		t.Fatalf("%d batches: %v", n, it.Err())
 	}
-	if len(logs) != 1 || !strings.Contains(logs[0], silent.addr) || !strings.Contains(logs[0], "sent nothing for 400ms") {
+	if logs := lg.get(); len(logs) != 1 || !strings.Contains(logs[0], silent.addr) || !strings.Contains(logs[0], "sent nothing for 1.5s") {
 		t.Fatalf("logs %q", logs)
 	}
 }
@@ -411,5 +430,48 @@ func TestMutualTLS(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Security: &dist.Security{Secret: []byte("s")}, ConnectTimeout: time.Second}); err == nil {
 		t.Fatal("a client without TLS was accepted")
+	}
+}
+
+// TestTrainerWaitsForSampler: a trainer that dials before its sampler
+// listens waits for it (within the connect timeout).
+func TestTrainerWaitsForSampler(t *testing.T) {
+	d := cora(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	type res struct {
+		c   *Client
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		c, err := Dial(context.Background(), ClientConfig{Addrs: []string{addr}, ConnectTimeout: 20 * time.Second})
+		done <- res{c, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	s, err := NewServer(ServerConfig{Dataset: d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g := grpc.NewServer()
+	pb.RegisterSamplerServer(g, s)
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	go g.Serve(ln)
+	defer g.Stop()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the trainer did not wait: %v", r.err)
+	}
+	defer r.c.Close()
+	if r.c.Info().NumNodes != int64(d.Meta.NumNodes) {
+		t.Fatalf("info %+v", r.c.Info())
 	}
 }

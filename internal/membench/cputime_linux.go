@@ -17,3 +17,13 @@ func ThreadCPU() time.Duration {
 	}
 	return time.Duration(ts.Nano())
 }
+
+// ProcessCPU returns the CPU time all threads of the process have used,
+// and true (false where the platform does not say).
+func ProcessCPU() (time.Duration, bool) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		return 0, false
+	}
+	return time.Duration(ts.Nano()), true
+}

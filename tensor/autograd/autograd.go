@@ -63,7 +63,9 @@ type Var struct {
 	Grad  tensor.Matrix // the gradient; zero-size until needed
 
 	requiresGrad bool
-	op           bool // the output of an op (not a leaf)
+	owned        bool              // a constant the tape's ops may overwrite (ConstOwned)
+	op           bool              // the output of an op (not a leaf)
+	ws           *tensor.Workspace // where an op output's gradient is allocated (nil: tensor.New)
 }
 
 // NewParam returns a trainable parameter holding value: it requires a
@@ -88,10 +90,27 @@ func (v *Var) Scalar() float32 {
 
 // grad returns the gradient, allocating it (zeroed) on first use.
 func (v *Var) grad() tensor.Matrix {
-	if len(v.Grad.Data) != len(v.Value.Data) || v.Grad.Rows != v.Value.Rows {
-		v.Grad = tensor.New(v.Value.Rows, v.Value.Cols)
+	if !v.hasGrad() {
+		v.Grad = v.ws.Zeroed(v.Value.Rows, v.Value.Cols)
 	}
 	return v.Grad
+}
+
+func (v *Var) hasGrad() bool {
+	return len(v.Grad.Data) == len(v.Value.Data) && v.Grad.Rows == v.Value.Rows
+}
+
+// gradSet returns the gradient for an op's backward to write, and whether
+// it must add to it (acc) or may overwrite it: the first contribution to
+// an op output's gradient overwrites memory that was never zeroed; later
+// ones, and every contribution to a leaf's gradient (parameters
+// accumulate across Backward calls), add.
+func (v *Var) gradSet() (tensor.Matrix, bool) {
+	if v.hasGrad() || !v.op {
+		return v.grad(), true
+	}
+	v.Grad = v.ws.Get(v.Value.Rows, v.Value.Cols)
+	return v.Grad, false
 }
 
 // ZeroGrad clears the gradients of the given parameters.
@@ -116,6 +135,13 @@ type Tape struct {
 	// gradient, for NaN/Inf; the first one found panics (in an op) or is
 	// returned (by Backward) as a *tensor.NonFiniteError naming the op.
 	CheckFinite bool
+
+	// Workspace, when set, holds every matrix the tape's ops make (outputs,
+	// gradients of intermediates, scratch) instead of fresh allocations:
+	// they stay valid until the workspace is Reset, which the owner does
+	// when the step's results have been used. Parameter gradients never
+	// come from it.
+	Workspace *tensor.Workspace
 
 	nodes  []node
 	noGrad bool
@@ -152,6 +178,12 @@ func (t *Tape) Len() int { return len(t.nodes) }
 // Const wraps a value that needs no gradient (input features, targets).
 func (t *Tape) Const(m tensor.Matrix) *Var { return &Var{Name: "const", Value: m} }
 
+// ConstOwned is Const for a value whose owner no longer needs it after
+// the step: ops may then work in place on it instead of writing a new
+// matrix (Dropout does), saving a pass's worth of memory traffic and the
+// matrix. Use it for a batch's gathered input rows.
+func (t *Tape) ConstOwned(m tensor.Matrix) *Var { return &Var{Name: "const", Value: m, owned: true} }
+
 // Input wraps a value whose gradient Backward should compute (for example
 // to inspect input saliency, or in gradient checks).
 func (t *Tape) Input(name string, m tensor.Matrix) *Var {
@@ -161,7 +193,7 @@ func (t *Tape) Input(name string, m tensor.Matrix) *Var {
 // record creates the output of an op and, if any input requires a
 // gradient, records its backward function.
 func (t *Tape) record(name string, value tensor.Matrix, backward func(g tensor.Matrix) error, inputs ...*Var) *Var {
-	out := &Var{Name: name, Value: value, op: true}
+	out := &Var{Name: name, Value: value, op: true, ws: t.Workspace}
 	if t.CheckFinite {
 		if err := tensor.CheckFinite(name, value); err != nil {
 			panic(err)
@@ -248,6 +280,12 @@ func (t *Tape) BackwardFrom(out *Var, seed tensor.Matrix) error {
 	}
 	return nil
 }
+
+// get returns an op's output or scratch matrix (contents arbitrary).
+func (t *Tape) get(rows, cols int) tensor.Matrix { return t.Workspace.Get(rows, cols) }
+
+// zeroed returns an op's zeroed output or scratch matrix.
+func (t *Tape) zeroed(rows, cols int) tensor.Matrix { return t.Workspace.Zeroed(rows, cols) }
 
 // must turns a kernel error during graph construction into a panic.
 func must(op string, err error) {

@@ -112,6 +112,26 @@ func gradCases() []gradCase {
 		{"GATAggregateDropout", []tensor.Matrix{randM(rng, 7, 6), el, er}, func(t *Tape, in []*Var) *Var {
 			return t.GATAggregateDropout(g, in[0], in[1], in[2], 2, 0.2, 0.5, 42)
 		}},
+		{"DenseReLU", []tensor.Matrix{randM(rng, 7, 3), randM(rng, 4, 3), randM(rng, 4, 3), randM(rng, 1, 4)}, func(t *Tape, in []*Var) *Var {
+			h := t.Scale(in[0], 1.5) // an intermediate whose gradient Dense sets first, on its first 5 of 7 rows
+			agg := t.Aggregate(g, h, tensor.Mean)
+			return t.Dense(5, []Term{{X: agg, W: in[1]}, {X: h, W: in[2]}}, in[3], ActReLU)
+		}},
+		{"DenseIdentityTerm", []tensor.Matrix{randM(rng, 7, 4), randM(rng, 7, 3), randM(rng, 4, 3), randM(rng, 1, 4)}, func(t *Tape, in []*Var) *Var {
+			neigh := t.Aggregate(g, in[0], tensor.Sum)
+			return t.Dense(5, []Term{{X: in[1], W: in[2]}, {X: neigh}}, in[3], NoActivation)
+		}},
+		{"DenseBiasReLUOnly", []tensor.Matrix{awayFromZero(randM(rng, 7, 4)), make1x4()}, func(t *Tape, in []*Var) *Var {
+			h := t.Scale(in[0], 2)
+			return t.Dense(5, []Term{{X: h}}, in[1], ActReLU)
+		}},
+		{"DenseSameInputTwice", []tensor.Matrix{randM(rng, 6, 3), randM(rng, 2, 3), randM(rng, 2, 3)}, func(t *Tape, in []*Var) *Var {
+			h := t.Scale(in[0], 2) // an intermediate: its gradient is first set, then added to
+			return t.Dense(4, []Term{{X: h, W: in[1]}, {X: h, W: in[2]}}, nil, NoActivation)
+		}},
+		{"DropoutOfIntermediate", []tensor.Matrix{randM(rng, 6, 5)}, func(t *Tape, in []*Var) *Var {
+			return t.Dropout(t.Scale(in[0], 0.5), 0.4, 7)
+		}},
 		{"SAGELayer", []tensor.Matrix{randM(rng, 7, 3), randM(rng, 6, 4), randM(rng, 1, 4)}, func(t *Tape, in []*Var) *Var {
 			self := t.Rows(in[0], 0, 5)
 			neigh := t.Aggregate(g, in[0], tensor.Mean)
@@ -119,6 +139,28 @@ func gradCases() []gradCase {
 			return t.CrossEntropy(t.ELU(h, 1), labels)
 		}},
 	}
+}
+
+// make1x4 is a small bias (|x+b| stays away from ReLU's kink for awayFromZero x).
+func make1x4() tensor.Matrix {
+	m := tensor.New(1, 4)
+	for i := range m.Data {
+		m.Data[i] = 0.01 * float32(i+1)
+	}
+	return m
+}
+
+// dirtyWorkspace returns a workspace whose memory is full of NaN, as a
+// reused one holds the last step's values: an op that reads its output or
+// a gradient before writing it all would turn the result to NaN.
+func dirtyWorkspace() *tensor.Workspace {
+	ws := tensor.NewWorkspace(1 << 16)
+	m := ws.Get(1, ws.Cap())
+	for i := range m.Data {
+		m.Data[i] = float32(math.NaN())
+	}
+	ws.Reset()
+	return ws
 }
 
 // eval runs the forward pass on constants and returns Σ seed ⊙ out in float64.
@@ -146,39 +188,44 @@ func TestGradients(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range gradCases() {
-			t.Run(kn+"/"+c.name, func(t *testing.T) {
-				tp := NewTape()
-				vars := make([]*Var, len(c.inputs))
-				for i, m := range c.inputs {
-					vars[i] = tp.Input(fmt.Sprint("in", i), m)
-				}
-				out := c.build(tp, vars)
-				rng := rand.New(rand.NewPCG(5, 6))
-				seed := randM(rng, out.Value.Rows, out.Value.Cols)
-				if err := tp.BackwardFrom(out, seed); err != nil {
-					t.Fatal(err)
-				}
-				const eps = 1e-2
-				for i, m := range c.inputs {
-					grad := vars[i].Grad
-					if len(grad.Data) != len(m.Data) {
-						t.Fatalf("input %d: no gradient", i)
+			for _, useWS := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/workspace=%v", kn, c.name, useWS), func(t *testing.T) {
+					tp := NewTape()
+					if useWS {
+						tp.Workspace = dirtyWorkspace()
 					}
-					for j := range m.Data {
-						orig := m.Data[j]
-						m.Data[j] = orig + eps
-						fp := eval(c, c.inputs, seed)
-						m.Data[j] = orig - eps
-						fm := eval(c, c.inputs, seed)
-						m.Data[j] = orig
-						num := (fp - fm) / (2 * eps)
-						ana := float64(grad.Data[j])
-						if math.Abs(num-ana) > 3e-3+2e-2*math.Abs(num) {
-							t.Errorf("input %d element %d: analytic %.6f, numeric %.6f", i, j, ana, num)
+					vars := make([]*Var, len(c.inputs))
+					for i, m := range c.inputs {
+						vars[i] = tp.Input(fmt.Sprint("in", i), m)
+					}
+					out := c.build(tp, vars)
+					rng := rand.New(rand.NewPCG(5, 6))
+					seed := randM(rng, out.Value.Rows, out.Value.Cols)
+					if err := tp.BackwardFrom(out, seed); err != nil {
+						t.Fatal(err)
+					}
+					const eps = 1e-2
+					for i, m := range c.inputs {
+						grad := vars[i].Grad
+						if len(grad.Data) != len(m.Data) {
+							t.Fatalf("input %d: no gradient", i)
+						}
+						for j := range m.Data {
+							orig := m.Data[j]
+							m.Data[j] = orig + eps
+							fp := eval(c, c.inputs, seed)
+							m.Data[j] = orig - eps
+							fm := eval(c, c.inputs, seed)
+							m.Data[j] = orig
+							num := (fp - fm) / (2 * eps)
+							ana := float64(grad.Data[j])
+							if !(math.Abs(num-ana) <= 3e-3+2e-2*math.Abs(num)) { // NaN fails too
+								t.Errorf("input %d element %d: analytic %.6f, numeric %.6f", i, j, ana, num)
+							}
 						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
@@ -298,6 +345,36 @@ func TestGATDropoutChangesOutput(t *testing.T) {
 	for i := range plain.Data {
 		if plain.Data[i] != inf.Data[i] {
 			t.Fatal("inference tape applied attention dropout")
+		}
+	}
+}
+
+// TestDropoutInPlaceOnOwnedConst checks that Dropout on a ConstOwned input
+// gives exactly what it gives on a Const (the same factors), writes them
+// over the input instead of into a new matrix, and leaves Const inputs
+// alone.
+func TestDropoutInPlaceOnOwnedConst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 3))
+	x := randM(rng, 37, 29)
+	keep := x.Clone()
+	tp := NewTape()
+	want := tp.Dropout(tp.Const(x), 0.3, 5)
+	for i := range x.Data {
+		if x.Data[i] != keep.Data[i] {
+			t.Fatal("Dropout wrote to a Const input")
+		}
+	}
+	before := tensor.Allocated()
+	got := tp.Dropout(tp.ConstOwned(x), 0.3, 5)
+	if tensor.Allocated() != before {
+		t.Fatal("Dropout on an owned constant allocated a matrix")
+	}
+	if &got.Value.Data[0] != &x.Data[0] {
+		t.Fatal("Dropout on an owned constant did not work in place")
+	}
+	for i := range want.Value.Data {
+		if got.Value.Data[i] != want.Value.Data[i] {
+			t.Fatalf("element %d: in place %v, into a new matrix %v", i, got.Value.Data[i], want.Value.Data[i])
 		}
 	}
 }

@@ -6,12 +6,40 @@ import (
 	"github.com/graphmill/graphmill/tensor"
 )
 
-// into runs f on v's gradient if v requires one.
+// into runs f on v's gradient if v requires one; f adds to it.
 func into(v *Var, f func(dv tensor.Matrix) error) error {
 	if !v.requiresGrad {
 		return nil
 	}
 	return f(v.grad())
+}
+
+// intoSet runs f on v's gradient if v requires one; f adds to it when acc
+// is true and must overwrite all of it otherwise (see Var.gradSet).
+func intoSet(v *Var, f func(dv tensor.Matrix, acc bool) error) error {
+	if !v.requiresGrad {
+		return nil
+	}
+	return f(v.gradSet())
+}
+
+// addOrCopy sets dst = src, or adds src to dst with acc.
+func addOrCopy(dst, src tensor.Matrix, acc bool) error {
+	if acc {
+		return tensor.AddScaled(dst, 1, src)
+	}
+	if !dst.SameShape(src) {
+		return tensor.AddScaled(dst, 1, src) // reports the shapes
+	}
+	copy(dst.Data, src.Data)
+	return nil
+}
+
+func beta(acc bool) float32 {
+	if acc {
+		return 1
+	}
+	return 0
 }
 
 func shapePanic(op string, format string, args ...any) {
@@ -34,25 +62,25 @@ func (t *Tape) MatMulOp(a *Var, ta tensor.Op, b *Var, tb tensor.Op) *Var {
 	if k != k2 {
 		shapePanic("MatMul", "%s %d×%d (%s) times %s %d×%d (%s)", a.Name, a.Value.Rows, a.Value.Cols, ta, b.Name, b.Value.Rows, b.Value.Cols, tb)
 	}
-	out := tensor.New(m, n)
+	out := t.get(m, n)
 	must("MatMul", tensor.Gemm(ta, tb, 1, a.Value, b.Value, 0, out))
 	return t.record("MatMul", out, func(g tensor.Matrix) error {
 		// C = op(A)op(B): dop(A) = G op(B)ᵀ, dop(B) = op(A)ᵀ G.
-		if err := into(a, func(da tensor.Matrix) error {
+		if err := intoSet(a, func(da tensor.Matrix, acc bool) error {
 			if ta == tensor.NoTrans { // dA = G·op(B)ᵀ
-				return tensor.Gemm(tensor.NoTrans, flip(tb), 1, g, b.Value, 1, da)
+				return tensor.Gemm(tensor.NoTrans, flip(tb), 1, g, b.Value, beta(acc), da)
 			}
 			// A is stored k×m: dA = op(B)·Gᵀ
-			return tensor.Gemm(tb, tensor.Trans, 1, b.Value, g, 1, da)
+			return tensor.Gemm(tb, tensor.Trans, 1, b.Value, g, beta(acc), da)
 		}); err != nil {
 			return err
 		}
-		return into(b, func(db tensor.Matrix) error {
+		return intoSet(b, func(db tensor.Matrix, acc bool) error {
 			if tb == tensor.NoTrans { // dB = op(A)ᵀ·G
-				return tensor.Gemm(flip(ta), tensor.NoTrans, 1, a.Value, g, 1, db)
+				return tensor.Gemm(flip(ta), tensor.NoTrans, 1, a.Value, g, beta(acc), db)
 			}
 			// B is stored n×k: dB = Gᵀ·op(A)
-			return tensor.Gemm(tensor.Trans, ta, 1, g, a.Value, 1, db)
+			return tensor.Gemm(tensor.Trans, ta, 1, g, a.Value, beta(acc), db)
 		})
 	}, a, b)
 }
@@ -78,10 +106,10 @@ func (t *Tape) AddBias(x, b *Var) *Var {
 	if b.Value.Rows != 1 || b.Value.Cols != x.Value.Cols {
 		shapePanic("AddBias", "bias %s is %d×%d, want 1×%d", b.Name, b.Value.Rows, b.Value.Cols, x.Value.Cols)
 	}
-	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	out := t.get(x.Value.Rows, x.Value.Cols)
 	must("AddBias", tensor.AddBias(out, x.Value, b.Value.Data))
 	return t.record("AddBias", out, func(g tensor.Matrix) error {
-		if err := into(x, func(dx tensor.Matrix) error { return tensor.AddScaled(dx, 1, g) }); err != nil {
+		if err := intoSet(x, func(dx tensor.Matrix, acc bool) error { return addOrCopy(dx, g, acc) }); err != nil {
 			return err
 		}
 		return into(b, func(db tensor.Matrix) error { return tensor.SumRowsInto(db.Data, g) })
@@ -97,23 +125,23 @@ func sameShape(op string, a, b *Var) {
 // Add returns a + b (same shapes).
 func (t *Tape) Add(a, b *Var) *Var {
 	sameShape("Add", a, b)
-	out := tensor.New(a.Value.Rows, a.Value.Cols)
+	out := t.get(a.Value.Rows, a.Value.Cols)
 	must("Add", tensor.Add(out, a.Value, b.Value))
 	return t.record("Add", out, func(g tensor.Matrix) error {
-		if err := into(a, func(da tensor.Matrix) error { return tensor.AddScaled(da, 1, g) }); err != nil {
+		if err := intoSet(a, func(da tensor.Matrix, acc bool) error { return addOrCopy(da, g, acc) }); err != nil {
 			return err
 		}
-		return into(b, func(db tensor.Matrix) error { return tensor.AddScaled(db, 1, g) })
+		return intoSet(b, func(db tensor.Matrix, acc bool) error { return addOrCopy(db, g, acc) })
 	}, a, b)
 }
 
 // Mul returns the elementwise product a ⊙ b.
 func (t *Tape) Mul(a, b *Var) *Var {
 	sameShape("Mul", a, b)
-	out := tensor.New(a.Value.Rows, a.Value.Cols)
+	out := t.get(a.Value.Rows, a.Value.Cols)
 	must("Mul", tensor.Mul(out, a.Value, b.Value))
 	return t.record("Mul", out, func(g tensor.Matrix) error {
-		tmp := tensor.New(g.Rows, g.Cols)
+		tmp := t.get(g.Rows, g.Cols)
 		if err := into(a, func(da tensor.Matrix) error {
 			if err := tensor.Mul(tmp, g, b.Value); err != nil {
 				return err
@@ -133,17 +161,22 @@ func (t *Tape) Mul(a, b *Var) *Var {
 
 // Scale returns s*x.
 func (t *Tape) Scale(x *Var, s float32) *Var {
-	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	out := t.get(x.Value.Rows, x.Value.Cols)
 	must("Scale", tensor.Scale(out, s, x.Value))
 	return t.record("Scale", out, func(g tensor.Matrix) error {
-		return into(x, func(dx tensor.Matrix) error { return tensor.AddScaled(dx, s, g) })
+		return intoSet(x, func(dx tensor.Matrix, acc bool) error {
+			if acc {
+				return tensor.AddScaled(dx, s, g)
+			}
+			return tensor.Scale(dx, s, g)
+		})
 	}, x)
 }
 
 type gradFn func(dx, x, y, dy tensor.Matrix) error
 
 func (t *Tape) unary(name string, x *Var, fwd func(dst, x tensor.Matrix) error, bwd gradFn) *Var {
-	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	out := t.get(x.Value.Rows, x.Value.Cols)
 	must(name, fwd(out, x.Value))
 	return t.record(name, out, func(g tensor.Matrix) error {
 		return into(x, func(dx tensor.Matrix) error { return bwd(dx, x.Value, out, g) })
@@ -174,20 +207,18 @@ func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
 	if t.noGrad || p == 0 {
 		return x
 	}
-	out := tensor.New(x.Value.Rows, x.Value.Cols)
-	var mask tensor.Matrix // only kept when a gradient flows back through it
-	if x.requiresGrad {
-		mask = tensor.New(x.Value.Rows, x.Value.Cols)
+	if x.owned && !x.requiresGrad {
+		// In place on a constant its owner gave up (ConstOwned): no new
+		// matrix, and no gradient to pass back.
+		must("Dropout", tensor.Dropout(x.Value, tensor.Matrix{}, x.Value, p, seed))
+		return &Var{Name: "Dropout", Value: x.Value, op: true, ws: t.Workspace, owned: true}
 	}
-	must("Dropout", tensor.Dropout(out, mask, x.Value, p, seed))
+	out := t.get(x.Value.Rows, x.Value.Cols)
+	// No mask is kept: backward draws the same factors again from the
+	// counter-based streams of seed (tensor.DropoutGrad).
+	must("Dropout", tensor.Dropout(out, tensor.Matrix{}, x.Value, p, seed))
 	return t.record("Dropout", out, func(g tensor.Matrix) error {
-		return into(x, func(dx tensor.Matrix) error {
-			tmp := tensor.New(g.Rows, g.Cols)
-			if err := tensor.Mul(tmp, g, mask); err != nil {
-				return err
-			}
-			return tensor.AddScaled(dx, 1, tmp)
-		})
+		return intoSet(x, func(dx tensor.Matrix, acc bool) error { return tensor.DropoutGrad(dx, g, p, seed, acc) })
 	}, x)
 }
 
@@ -201,15 +232,23 @@ func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
 	if t.noGrad || p == 0 {
 		return x
 	}
-	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	if x.owned && !x.requiresGrad {
+		// In place on a constant its owner gave up, as Dropout.
+		must("DropoutRows", tensor.DropoutRows(x.Value, tensor.Matrix{}, x.Value, p, seed, keys))
+		return &Var{Name: "Dropout", Value: x.Value, op: true, ws: t.Workspace, owned: true}
+	}
+	out := t.get(x.Value.Rows, x.Value.Cols)
 	var mask tensor.Matrix
 	if x.requiresGrad {
-		mask = tensor.New(x.Value.Rows, x.Value.Cols)
+		mask = t.get(x.Value.Rows, x.Value.Cols)
 	}
 	must("DropoutRows", tensor.DropoutRows(out, mask, x.Value, p, seed, keys))
 	return t.record("Dropout", out, func(g tensor.Matrix) error {
-		return into(x, func(dx tensor.Matrix) error {
-			tmp := tensor.New(g.Rows, g.Cols)
+		return intoSet(x, func(dx tensor.Matrix, acc bool) error {
+			if !acc {
+				return tensor.Mul(dx, g, mask)
+			}
+			tmp := t.get(g.Rows, g.Cols)
 			if err := tensor.Mul(tmp, g, mask); err != nil {
 				return err
 			}
@@ -220,7 +259,7 @@ func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
 
 // LogSoftmax returns the row-wise log-softmax of x.
 func (t *Tape) LogSoftmax(x *Var) *Var {
-	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	out := t.get(x.Value.Rows, x.Value.Cols)
 	must("LogSoftmax", tensor.LogSoftmax(out, x.Value))
 	return t.record("LogSoftmax", out, func(g tensor.Matrix) error {
 		return into(x, func(dx tensor.Matrix) error { return tensor.LogSoftmaxGrad(dx, out, g) })
@@ -233,7 +272,7 @@ func (t *Tape) LogSoftmax(x *Var) *Var {
 func (t *Tape) NLL(logp *Var, labels []int32) *Var {
 	loss, count, err := tensor.NLLLoss(logp.Value, labels)
 	must("NLL", err)
-	out := tensor.New(1, 1)
+	out := t.get(1, 1)
 	out.Data[0] = loss
 	return t.record("NLL", out, func(g tensor.Matrix) error {
 		return into(logp, func(d tensor.Matrix) error { return tensor.NLLLossGrad(d, labels, count, g.Data[0]) })
@@ -250,7 +289,7 @@ func (t *Tape) CrossEntropy(logits *Var, labels []int32) *Var {
 func (t *Tape) BCEWithLogits(logits *Var, targets tensor.Matrix) *Var {
 	loss, err := tensor.BCEWithLogits(logits.Value, targets)
 	must("BCEWithLogits", err)
-	out := tensor.New(1, 1)
+	out := t.get(1, 1)
 	out.Data[0] = loss
 	return t.record("BCEWithLogits", out, func(g tensor.Matrix) error {
 		return into(logits, func(d tensor.Matrix) error { return tensor.BCEWithLogitsGrad(d, logits.Value, targets, g.Data[0]) })
@@ -263,7 +302,7 @@ func (t *Tape) Sum(x *Var) *Var {
 	for _, v := range x.Value.Data {
 		s += float64(v)
 	}
-	out := tensor.New(1, 1)
+	out := t.get(1, 1)
 	out.Data[0] = float32(s)
 	return t.record("Sum", out, func(g tensor.Matrix) error {
 		return into(x, func(dx tensor.Matrix) error {
@@ -282,7 +321,7 @@ func (t *Tape) ConcatCols(a, b *Var) *Var {
 		shapePanic("ConcatCols", "%s has %d rows, %s has %d", a.Name, a.Value.Rows, b.Name, b.Value.Rows)
 	}
 	ca, cb := a.Value.Cols, b.Value.Cols
-	out := tensor.New(a.Value.Rows, ca+cb)
+	out := t.get(a.Value.Rows, ca+cb)
 	for i := 0; i < out.Rows; i++ {
 		copy(out.Row(i)[:ca], a.Value.Row(i))
 		copy(out.Row(i)[ca:], b.Value.Row(i))
@@ -312,7 +351,8 @@ func (t *Tape) Rows(x *Var, from, to int) *Var {
 	if from < 0 || to < from || to > x.Value.Rows {
 		shapePanic("Rows", "rows [%d, %d) of %s with %d rows", from, to, x.Name, x.Value.Rows)
 	}
-	out := x.Value.RowSlice(from, to).Clone()
+	out := t.get(to-from, x.Value.Cols)
+	copy(out.Data, x.Value.RowSlice(from, to).Data)
 	return t.record("Rows", out, func(g tensor.Matrix) error {
 		return into(x, func(dx tensor.Matrix) error {
 			return tensor.AddScaled(dx.RowSlice(from, to), 1, g)
@@ -325,14 +365,19 @@ func (t *Tape) Rows(x *Var, from, to int) *Var {
 // (NumSrc rows) over its in-edges: a NumDst × cols(x) matrix. Its backward
 // gathers over g.T() (built on first use and cached in g).
 func (t *Tape) Aggregate(g *tensor.CSR, x *Var, mode tensor.Reduce) *Var {
-	out := tensor.New(g.NumDst(), x.Value.Cols)
+	out := t.get(g.NumDst(), x.Value.Cols)
 	name := "Aggregate(" + mode.String() + ")"
 	must(name, tensor.Aggregate(out, g, x.Value, mode))
 	if x.requiresGrad && !t.noGrad {
 		g.T() // build the transpose now, on the tape's goroutine
 	}
 	return t.record(name, out, func(gy tensor.Matrix) error {
-		return into(x, func(dx tensor.Matrix) error { return tensor.AggregateGrad(dx, g, gy, mode) })
+		return intoSet(x, func(dx tensor.Matrix, acc bool) error {
+			if acc {
+				return tensor.AggregateGrad(dx, g, gy, mode)
+			}
+			return tensor.AggregateGradSet(dx, g, gy, mode)
+		})
 	}, x)
 }
 
@@ -346,7 +391,7 @@ func (t *Tape) HeadDot(h, a *Var) *Var {
 		shapePanic("HeadDot", "%s has %d columns, attention %s is %d×%d", h.Name, h.Value.Cols, a.Name, heads, f)
 	}
 	n := h.Value.Rows
-	out := tensor.New(n, heads)
+	out := t.get(n, heads)
 	for i := 0; i < n; i++ {
 		r := h.Value.Row(i)
 		for k := 0; k < heads; k++ {
@@ -398,11 +443,11 @@ func (t *Tape) GATAggregateDropout(g *tensor.CSR, h, el, er *Var, heads int, slo
 // the edges' positions (tensor.DropoutMaskSegments); nil keys fall back to
 // positions.
 func (t *Tape) GATAggregateDropoutKeyed(g *tensor.CSR, h, el, er *Var, heads int, slope float32, p float64, seed uint64, dstKeys []int32) *Var {
-	out := tensor.New(g.NumDst(), h.Value.Cols)
-	alpha := tensor.New(1, g.NumEdges()*heads).Data
+	out := t.get(g.NumDst(), h.Value.Cols)
+	alpha := t.get(1, g.NumEdges()*heads).Data
 	var keep []float32
 	if p > 0 && !t.noGrad {
-		mask := tensor.New(1, len(alpha))
+		mask := t.get(1, len(alpha))
 		if dstKeys != nil && len(dstKeys) == g.NumDst() {
 			off := make([]int64, len(g.Indptr))
 			for i, e := range g.Indptr {
@@ -423,16 +468,16 @@ func (t *Tape) GATAggregateDropoutKeyed(g *tensor.CSR, h, el, er *Var, heads int
 			return nil
 		}
 		// The kernel computes all three gradients; scratch for the unneeded.
-		dh, del, der := gradOrScratch(h), gradOrScratch(el), gradOrScratch(er)
+		dh, del, der := t.gradOrScratch(h), t.gradOrScratch(el), t.gradOrScratch(er)
 		return tensor.GATAggregateGradKeep(dh, del, der, g, h.Value, el.Value, er.Value, alpha, keep, gy, heads, slope)
 	}, h, el, er)
 }
 
-func gradOrScratch(v *Var) tensor.Matrix {
+func (t *Tape) gradOrScratch(v *Var) tensor.Matrix {
 	if v.requiresGrad {
 		return v.grad()
 	}
-	return tensor.New(v.Value.Rows, v.Value.Cols)
+	return t.zeroed(v.Value.Rows, v.Value.Cols)
 }
 
 // Custom records an op computed outside the tape, such as an aggregation

@@ -10,7 +10,7 @@ func (t *Tape) ConcatRows(a, b *Var) *Var {
 		shapePanic("ConcatRows", "%s has %d columns, %s has %d", a.Name, a.Value.Cols, b.Name, b.Value.Cols)
 	}
 	ra := a.Value.Rows
-	out := tensor.New(ra+b.Value.Rows, a.Value.Cols)
+	out := t.get(ra+b.Value.Rows, a.Value.Cols)
 	copy(out.Data, a.Value.Data)
 	copy(out.Data[len(a.Value.Data):], b.Value.Data)
 	return t.record("ConcatRows", out, func(g tensor.Matrix) error {

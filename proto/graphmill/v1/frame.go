@@ -46,24 +46,32 @@ func AlignPayload(f *Frame) int {
 // copying; ok is false when raw is malformed or holds no minibatch. It is
 // what a zero-copy client does (the Python client has the same walk).
 func PayloadOffset(raw []byte) (off, n int, ok bool) {
+	_, off, n, ok = PayloadField(raw)
+	return off, n, ok
+}
+
+// PayloadField is PayloadOffset that also returns where the minibatch
+// field (its tag) starts, so that a client can parse the fields before it
+// and alias the payload instead of copying it.
+func PayloadField(raw []byte) (start, off, n int, ok bool) {
 	pos := 0
 	for pos < len(raw) {
 		num, typ, tl := protowire.ConsumeTag(raw[pos:])
 		if tl < 0 {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		if num == 15 && typ == protowire.BytesType {
 			v, vl := protowire.ConsumeVarint(raw[pos+tl:])
 			if vl < 0 || uint64(len(raw)-pos-tl-vl) < v {
-				return 0, 0, false
+				return 0, 0, 0, false
 			}
-			return pos + tl + vl, int(v), true
+			return pos, pos + tl + vl, int(v), true
 		}
 		fl := protowire.ConsumeFieldValue(num, typ, raw[pos+tl:])
 		if fl < 0 {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
 		pos += tl + fl
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
 }

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+
+	"github.com/spf13/cobra"
+)
+
+// Profiling flags: every command takes --cpuprofile and --memprofile
+// (persistent flags of the root). The CPU profile runs from the start of
+// the command to its end (also when it fails or is interrupted); the heap
+// profile is written when the command ends. Both are pprof files: read
+// them with "go tool pprof FILE".
+var (
+	cpuProfile, memProfile string
+	profileFile            *os.File
+	memProfilePath         string // what stopProfiles writes (set when the command starts)
+	profileMu              sync.Mutex
+)
+
+func init() {
+	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof format) of the command to `FILE`")
+	rootCmd.PersistentFlags().StringVar(&memProfile, "memprofile", "", "write a heap profile (pprof format) to `FILE` when the command ends")
+	cobra.EnableTraverseRunHooks = true // sub-commands' own pre-run hooks do not replace this one
+	rootCmd.PersistentPreRunE = func(*cobra.Command, []string) error { return startProfiles() }
+}
+
+// startProfiles opens the profile files (so a bad path fails before any
+// work) and starts the CPU profile.
+func startProfiles() error {
+	profileMu.Lock()
+	defer profileMu.Unlock()
+	if memProfile != "" {
+		f, err := os.Create(memProfile)
+		if err != nil {
+			return fmt.Errorf("--memprofile: %w", err)
+		}
+		f.Close()
+		memProfilePath = memProfile
+	}
+	if cpuProfile == "" {
+		return nil
+	}
+	f, err := os.Create(cpuProfile)
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	profileFile = f
+	return nil
+}
+
+// stopProfiles ends the CPU profile and writes the heap profile; main
+// calls it once the command has returned, whatever its outcome.
+func stopProfiles() {
+	profileMu.Lock()
+	defer profileMu.Unlock()
+	if profileFile != nil {
+		pprof.StopCPUProfile()
+		if err := profileFile.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "graphmill: --cpuprofile:", err)
+		}
+		profileFile = nil
+	}
+	if memProfilePath == "" {
+		return
+	}
+	path := memProfilePath
+	memProfilePath = "" // written once
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
+		return
+	}
+	runtime.GC() // up-to-date statistics of what is live
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
+	}
+	if err := f.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "graphmill: --memprofile:", err)
+	}
+}

@@ -1,0 +1,165 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/tensor"
+)
+
+// Activation is the activation a fused Dense op applies.
+type Activation uint8
+
+// The activations of Dense.
+const (
+	NoActivation Activation = iota
+	ActReLU
+)
+
+// Term is one summand of Dense: the first rows of X times Wᵀ, W stored
+// [out, in] like torch.nn.Linear; with W nil, the first rows of X
+// themselves (X then has the output's width).
+type Term struct {
+	X, W *Var
+}
+
+// Dense returns act(Σ_k terms[k].X[:rows]·terms[k].Wᵀ + b) as one op: the
+// products are accumulated into one output, and the bias and activation
+// are applied by the last product's epilogue (tensor.GemmEpilogue), so
+// none of the sums, the bias add or the activation makes a matrix or a
+// pass of its own; reading only the first rows of an input replaces a
+// copy of them (a GraphSAGE layer's root term reads its destinations, the
+// first rows of its sources). b may be nil. Backward computes the
+// activation's gradient and the bias's in one pass and feeds the
+// products' gradients straight into the inputs' (the first contribution
+// to an intermediate's gradient overwrites it, so nothing is zero-filled).
+//
+// The result equals the unfused MatMulOp/Add/AddBias/ReLU chain up to
+// float32 rounding: the bias gradient is summed in chunks of rows, and a
+// product deeper than one depth block (256) is added to the running sum
+// block by block.
+func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
+	if len(terms) == 0 {
+		shapePanic("Dense", "no terms")
+	}
+	n := -1
+	for _, tm := range terms {
+		xr, xc := tm.X.Shape()
+		c := xc
+		if tm.W != nil {
+			wo, wi := tm.W.Shape()
+			if wi != xc {
+				shapePanic("Dense", "%s is %d×%d, weight %s is %d×%d (want [out, %d])", tm.X.Name, xr, xc, tm.W.Name, wo, wi, xc)
+			}
+			c = wo
+		}
+		if n >= 0 && c != n {
+			shapePanic("Dense", "terms of %d and %d columns", n, c)
+		}
+		n = c
+		if rows < 0 || rows > xr {
+			shapePanic("Dense", "%d rows of %s which has %d", rows, tm.X.Name, xr)
+		}
+	}
+	if b != nil && (b.Value.Rows != 1 || b.Value.Cols != n) {
+		shapePanic("Dense", "bias %s is %d×%d, want 1×%d", b.Name, b.Value.Rows, b.Value.Cols, n)
+	}
+	// Terms without a weight first (copied or added), then the products,
+	// the last of which applies the epilogue.
+	order := make([]int, 0, len(terms))
+	for k, tm := range terms {
+		if tm.W == nil {
+			order = append(order, k)
+		}
+	}
+	for k, tm := range terms {
+		if tm.W != nil {
+			order = append(order, k)
+		}
+	}
+	ep := tensor.Epilogue{ReLU: act == ActReLU}
+	if b != nil {
+		ep.Bias = b.Value.Data
+	}
+	out := t.get(rows, n)
+	for i, k := range order {
+		tm := terms[k]
+		x := tm.X.Value.RowSlice(0, rows)
+		if tm.W == nil {
+			last := i == len(order)-1
+			switch {
+			case i == 0 && last: // act(x + b) in one pass
+				must("Dense", tensor.BiasAct(out, x, ep.Bias, ep.ReLU))
+			case i == 0:
+				copy(out.Data, x.Data)
+			default:
+				must("Dense", tensor.AddScaled(out, 1, x))
+			}
+			if last && i > 0 {
+				must("Dense", tensor.BiasAct(out, out, ep.Bias, ep.ReLU))
+			}
+			continue
+		}
+		e := tensor.Epilogue{}
+		if i == len(order)-1 {
+			e = ep
+		}
+		must("Dense", tensor.GemmEpilogue(tensor.NoTrans, tensor.Trans, 1, x, tm.W.Value, beta(i > 0), out, e))
+	}
+	inputs := make([]*Var, 0, 2*len(terms)+1)
+	for _, tm := range terms {
+		inputs = append(inputs, tm.X)
+		if tm.W != nil {
+			inputs = append(inputs, tm.W)
+		}
+	}
+	if b != nil {
+		inputs = append(inputs, b)
+	}
+	terms = append([]Term(nil), terms...)
+	return t.record("Dense", out, func(g tensor.Matrix) error {
+		gz := g
+		var db []float32
+		if b != nil && b.requiresGrad {
+			db = b.grad().Data
+		}
+		if act == ActReLU {
+			gz = t.get(g.Rows, g.Cols)
+		}
+		if act == ActReLU || db != nil {
+			if err := tensor.ReLUGradBias(gz, out, g, db, act == ActReLU); err != nil {
+				return err
+			}
+		}
+		for _, tm := range terms {
+			x := tm.X.Value.RowSlice(0, rows)
+			if tm.W != nil && tm.W.requiresGrad { // dW += gzᵀ·X
+				if err := tensor.Gemm(tensor.Trans, tensor.NoTrans, 1, gz, x, 1, tm.W.grad()); err != nil {
+					return err
+				}
+			}
+			if err := intoSet(tm.X, func(dx tensor.Matrix, acc bool) error {
+				if !acc && rows < dx.Rows {
+					clear(dx.Data[rows*dx.Cols:]) // rows past the output get no gradient here
+				}
+				dx = dx.RowSlice(0, rows)
+				if tm.W == nil {
+					return addOrCopy(dx, gz, acc)
+				}
+				return tensor.Gemm(tensor.NoTrans, tensor.NoTrans, 1, gz, tm.W.Value, beta(acc), dx) // dX = gz·W
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, inputs...)
+}
+
+func (a Activation) String() string {
+	switch a {
+	case NoActivation:
+		return "none"
+	case ActReLU:
+		return "relu"
+	}
+	return fmt.Sprintf("Activation(%d)", uint8(a))
+}
