@@ -78,18 +78,8 @@ class Dataset:
     def __init__(self, path, mmap_mode="r"):
         self.dir = os.fspath(path)
         self._mmap_mode = mmap_mode
-        mp = os.path.join(self.dir, "meta.json")
-        try:
-            with open(mp) as f:
-                m = json.load(f)
-        except FileNotFoundError:
-            raise GraphmillError(f"{self.dir}: not a graphmill dataset (no meta.json); import one with 'graphmill data import'") from None
-        except ValueError as e:
-            raise GraphmillError(f"{mp}: {e}") from None
-        if m.get("format") != FORMAT_NAME:
-            raise GraphmillError(f"{mp}: format is {m.get('format')!r}, want {FORMAT_NAME!r}")
-        if m.get("format_version") != FORMAT_VERSION:
-            raise GraphmillError(f"{mp}: format version {m.get('format_version')} is not supported (this client reads version {FORMAT_VERSION})")
+        m = _read_header(self.dir, "meta.json", FORMAT_NAME, FORMAT_VERSION,
+                         "not a graphmill dataset (no meta.json); import one with 'graphmill data import'", "")
         self.meta = m
         self.name = m.get("name", "")
         self.num_nodes = int(m["num_nodes"])
@@ -253,18 +243,9 @@ class PartitionedDataset:
     def __init__(self, path, mmap_mode="r"):
         self.dir = os.fspath(path)
         self._mmap_mode = mmap_mode
-        bp = os.path.join(self.dir, "partition.json")
-        try:
-            with open(bp) as f:
-                b = json.load(f)
-        except FileNotFoundError:
-            raise GraphmillError(f"{self.dir}: not a partitioned dataset (no partition.json); create one with 'graphmill partition'") from None
-        except ValueError as e:
-            raise GraphmillError(f"{bp}: {e}") from None
-        if b.get("format") != BOOK_FORMAT:
-            raise GraphmillError(f"{bp}: format is {b.get('format')!r}, want {BOOK_FORMAT!r}")
-        if b.get("format_version") != BOOK_VERSION:
-            raise GraphmillError(f"{bp}: format version {b.get('format_version')} is not supported (this client reads version {BOOK_VERSION}); partition the dataset again")
+        b = _read_header(self.dir, "partition.json", BOOK_FORMAT, BOOK_VERSION,
+                         "not a partitioned dataset (no partition.json); create one with 'graphmill partition'",
+                         "; partition the dataset again")
         self.book = b
         self.name = b.get("name", "")
         self.num_parts = int(b["num_parts"])
@@ -374,3 +355,24 @@ def open_dataset(path, mmap_mode="r", binary=None):
     if os.path.exists(os.path.join(d, "partition.json")):
         return PartitionedDataset(d, mmap_mode=mmap_mode)
     return Dataset(d, mmap_mode=mmap_mode)
+
+
+def _read_header(dir, name, fmt, version, missing, redo):
+    """Reads the JSON header file name of the folder dir and checks its
+    format name and version; missing says what dir is not when it lacks
+    the file, redo what to do about an unsupported version."""
+    path = os.path.join(dir, name)
+    try:
+        with open(path) as f:
+            h = json.load(f)
+    except FileNotFoundError:
+        raise GraphmillError(f"{dir}: {missing}") from None
+    except ValueError as e:
+        raise GraphmillError(f"{path}: {e}") from None
+    if not isinstance(h, dict):
+        raise GraphmillError(f"{path}: not a JSON object")
+    if h.get("format") != fmt:
+        raise GraphmillError(f"{path}: format is {h.get('format')!r}, want {fmt!r}")
+    if h.get("format_version") != version:
+        raise GraphmillError(f"{path}: format version {h.get('format_version')} is not supported (this client reads version {version}){redo}")
+    return h
