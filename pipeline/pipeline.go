@@ -221,7 +221,7 @@ type Iter struct {
 	wg      sync.WaitGroup
 	out     chan *batch.MiniBatch
 	errc    chan error
-	free    chan *batch.MiniBatch
+	free    *freeList
 	cur     *batch.MiniBatch
 	err     error
 	done    bool
@@ -250,24 +250,23 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 	it := &Iter{p: p, n: n, ctx: ctx, cancel: cancel, start: time.Now(), busy: make([]atomic.Int64, len(p.cfg.Stages))}
 	it.out = make(chan *batch.MiniBatch, p.cfg.Prefetch)
 	it.errc = make(chan error, 1)
-	it.free = make(chan *batch.MiniBatch, p.nbuf)
+	it.free = newFreeList(p.nbuf)
 	p.mu.Lock()
-	for i := 0; i < p.nbuf; i++ {
-		var mb *batch.MiniBatch
-		if k := len(p.pool); k > 0 {
-			mb, p.pool = p.pool[k-1], p.pool[:k-1]
-		} else {
-			mb = &batch.MiniBatch{}
-		}
-		it.free <- mb
+	// Fresh buffers go to the bottom of the stack, the previous epoch's
+	// (in the order they were used) on top, so that the hottest are
+	// taken first.
+	for i := len(p.pool); i < p.nbuf; i++ {
+		it.free.put(&batch.MiniBatch{})
 	}
+	for _, mb := range p.pool[max(0, len(p.pool)-p.nbuf):] {
+		it.free.put(mb)
+	}
+	clear(p.pool)
+	p.pool = p.pool[:0]
 	p.mu.Unlock()
 	release := func(mb *batch.MiniBatch) { // called once per hand-out (MiniBatch.Release)
 		it.held.Add(-1)
-		select {
-		case it.free <- mb:
-		default: // cannot happen: at most nbuf buffers exist
-		}
+		it.free.put(mb)
 	}
 	stages := p.cfg.Stages
 	ahead := 2 * p.workers
@@ -282,10 +281,8 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 		defer close(jobs)
 		defer close(ordered)
 		for i := 0; i < n; i++ {
-			var mb *batch.MiniBatch
-			select {
-			case mb = <-it.free:
-			case <-ctx.Done():
+			mb := it.free.get(ctx)
+			if mb == nil {
 				return
 			}
 			mb.Reset()
@@ -472,17 +469,9 @@ func (it *Iter) stop() {
 		// for the consumer return to the pool (those dropped mid-stage by
 		// a cancellation are left to the collector).
 		it.p.mu.Lock()
+		it.p.pool = append(it.p.pool, it.free.drain()...)
 		for mb := range it.out {
 			it.p.pool = append(it.p.pool, mb)
-		}
-		for {
-			select {
-			case mb := <-it.free:
-				it.p.pool = append(it.p.pool, mb)
-				continue
-			default:
-			}
-			break
 		}
 		it.p.mu.Unlock()
 	}
@@ -506,4 +495,63 @@ func (it *Iter) Stats() Stats {
 		s.Elapsed = it.end.Sub(it.start)
 	}
 	return s
+}
+
+// freeList holds an epoch's free minibatch buffers as a stack: the buffer
+// released last is handed out first. While the loader runs ahead of its
+// consumer the free buffers pile up, and a first-in-first-out queue (the
+// channel this replaced) would hand out each of them in turn, so every
+// one of the nbuf buffers grows to a full minibatch, is first-touched
+// (page faults) and keeps falling out of the caches and TLB. Last-in-first-
+// out reuses the few most recently released buffers, whose pages are
+// mapped and whose lines are still cached, and leaves spares untouched.
+type freeList struct {
+	mu    sync.Mutex
+	stack []*batch.MiniBatch
+	avail chan struct{} // one token per buffer on the stack
+}
+
+func newFreeList(n int) *freeList {
+	return &freeList{stack: make([]*batch.MiniBatch, 0, n), avail: make(chan struct{}, n)}
+}
+
+// put pushes mb. At most the list's capacity of buffers may be on it.
+func (f *freeList) put(mb *batch.MiniBatch) {
+	f.mu.Lock()
+	f.stack = append(f.stack, mb)
+	f.mu.Unlock()
+	select {
+	case f.avail <- struct{}{}:
+	default: // cannot happen: at most its capacity of buffers exist
+	}
+}
+
+// get pops the most recently put buffer, waiting for one; it returns nil
+// when ctx is done first.
+func (f *freeList) get(ctx context.Context) *batch.MiniBatch {
+	select {
+	case <-f.avail:
+	case <-ctx.Done():
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := len(f.stack) - 1
+	mb := f.stack[k]
+	f.stack[k] = nil
+	f.stack = f.stack[:k]
+	return mb
+}
+
+// drain removes and returns every buffer on the stack, bottom first. Call
+// it only when no other goroutine uses the list.
+func (f *freeList) drain() []*batch.MiniBatch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.stack
+	f.stack = nil
+	for len(f.avail) > 0 {
+		<-f.avail
+	}
+	return out
 }

@@ -247,3 +247,37 @@ func TestDone(t *testing.T) {
 	}
 	waitGoroutines(t, base)
 }
+
+// TestFreeListLIFO checks that the free list hands out the buffer released
+// last first (hot buffers stay in use, spares stay untouched) and that a
+// cancelled wait returns nil.
+func TestFreeListLIFO(t *testing.T) {
+	f := newFreeList(3)
+	a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
+	f.put(a)
+	f.put(b)
+	ctx := context.Background()
+	if got := f.get(ctx); got != b {
+		t.Fatalf("first get: got %p, want the last put %p", got, b)
+	}
+	f.put(c)
+	f.put(b)
+	for i, want := range []*batch.MiniBatch{b, c, a} {
+		if got := f.get(ctx); got != want {
+			t.Fatalf("get %d: got %p, want %p", i, got, want)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if got := f.get(cctx); got != nil {
+		t.Fatalf("get on an empty list with a cancelled context: got %p, want nil", got)
+	}
+	f.put(a)
+	f.put(c)
+	if d := f.drain(); len(d) != 2 || d[0] != a || d[1] != c {
+		t.Fatalf("drain: got %v, want [a c]", d)
+	}
+	if len(f.avail) != 0 {
+		t.Fatalf("drain left %d tokens", len(f.avail))
+	}
+}
