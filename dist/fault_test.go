@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -182,13 +183,23 @@ func testOpTimeout(t *testing.T, o Options) {
 	}
 }
 
+// freePort returns a loopback port that is free now, chosen below Linux's
+// ephemeral range (32768 and up): a port the kernel handed out for
+// "port 0" and took back could be handed out again at once to another
+// listener (another rank's mesh listener, another test's store) before
+// the test binds it, and a rank dialling it would then reach a stranger.
 func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	t.Helper()
+	for range 200 {
+		p := 20000 + mrand.IntN(12000)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err == nil {
+			ln.Close()
+			return p
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in [20000, 32000)")
+	return 0
 }
 
 func TestWrongSecretIsRefused(t *testing.T) {

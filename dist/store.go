@@ -59,7 +59,15 @@ func ServeStore(addr string, sec *Security) (*Store, error) {
 // Addr returns the address the store listens on.
 func (s *Store) Addr() string { return s.ln.Addr().String() }
 
-// Close stops the store and drops its clients.
+// storeCloseGrace is how long Close lets connected clients finish before
+// it cuts them off.
+const storeCloseGrace = 2 * time.Second
+
+// Close stops the store: it accepts no one new, ends every wait, lets each
+// client read the reply to its last request and hang up (for at most
+// storeCloseGrace), then drops whoever is still connected. Cutting clients
+// off at once could lose the reply to a rank's final set, whose key is
+// what let the store's owner go on and close it.
 func (s *Store) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -67,13 +75,22 @@ func (s *Store) Close() {
 		return
 	}
 	s.closed = true
-	for c := range s.conns {
-		c.Close()
-	}
 	close(s.changed)
 	s.mu.Unlock()
 	s.ln.Close()
-	s.wg.Wait()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(storeCloseGrace):
+	}
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	<-done
 }
 
 func (s *Store) accept() {
