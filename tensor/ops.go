@@ -272,31 +272,29 @@ func DropoutRows(dst, mask, x Matrix, p float64, seed uint64, keys []int32) erro
 	if len(keys) != x.Rows {
 		return fmt.Errorf("tensor: DropoutRows: %d keys for %d rows", len(keys), x.Rows)
 	}
-	thr := uint64(math.Round(p * 65536))
-	keep := float32(1 / (1 - p))
-	factors := [2]float32{0, keep}
+	thr, factors := dropoutParams(p)
+	keep := factors[1]
 	c := x.Cols
 	return parallelFor(x.Rows, max(1, dropoutChunk/max(1, c)), func(lo, hi int) {
+		// Each row runs the dropout kernel (vectorised where the CPU
+		// allows) on its own stream; the mask, when asked for, is the same
+		// stream applied to a row of ones, so it holds exactly the factors
+		// that multiplied the row.
 		var r rng.Rand
-		for i := lo; i < hi; i++ {
-			r.Seed(seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15)
-			xs, ds := x.Data[i*c:(i+1)*c], dst.Data[i*c:(i+1)*c]
-			var ms []float32
-			if !noMask {
-				ms = mask.Data[i*c : (i+1)*c]
+		var ones []float32
+		if !noMask {
+			ones = make([]float32, c)
+			for j := range ones {
+				ones[j] = 1
 			}
-			var bits uint64
-			for j := range xs {
-				if j&3 == 0 {
-					bits = r.Uint64()
-				}
-				k := 1 ^ ((bits&0xffff - thr) >> 63)
-				bits >>= 16
-				f := factors[k&1]
-				if ms != nil {
-					ms[j] = f
-				}
-				ds[j] = xs[j] * f
+		}
+		for i := lo; i < hi; i++ {
+			rs := seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15
+			r.Seed(rs)
+			ks().dropout(dst.Data[i*c:(i+1)*c], x.Data[i*c:(i+1)*c], &r, thr, keep)
+			if !noMask {
+				r.Seed(rs)
+				ks().dropout(mask.Data[i*c:(i+1)*c], ones, &r, thr, keep)
 			}
 		}
 	})

@@ -1,0 +1,83 @@
+package tensor
+
+import (
+	"math"
+	"testing"
+
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// dropoutRowsRef is DropoutRows written plainly: per row a stream seeded
+// by its key, four 16-bit lanes per draw, lowest first.
+func dropoutRowsRef(dst, mask, x Matrix, p float64, seed uint64, keys []int32) {
+	thr := uint64(math.Round(p * 65536))
+	factors := [2]float32{0, float32(1 / (1 - p))}
+	c := x.Cols
+	for i := 0; i < x.Rows; i++ {
+		var r rng.Rand
+		r.Seed(seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15)
+		var bits uint64
+		for j := 0; j < c; j++ {
+			if j&3 == 0 {
+				bits = r.Uint64()
+			}
+			f := factors[(1^((bits&0xffff-thr)>>63))&1]
+			bits >>= 16
+			if mask.Data != nil {
+				mask.Data[i*c+j] = f
+			}
+			dst.Data[i*c+j] = x.Data[i*c+j] * f
+		}
+	}
+}
+
+// TestDropoutRowsKernel checks that the vectorised DropoutRows draws
+// exactly the plain per-row masks: with and without a mask, in place, for
+// widths that are and are not multiples of the kernel's step.
+func TestDropoutRowsKernel(t *testing.T) {
+	for _, tc := range []struct {
+		rows, cols int
+		p          float64
+		inPlace    bool
+		withMask   bool
+	}{
+		{7, 1, 0.5, false, true},
+		{33, 5, 0.1, false, false},
+		{64, 16, 0.5, true, false},
+		{100, 37, 0.25, false, true},
+		{300, 100, 0.5, true, false},
+		{5, 256, 0.9, false, true},
+	} {
+		x := New(tc.rows, tc.cols)
+		r := rng.New(uint64(tc.rows*1000 + tc.cols))
+		for i := range x.Data {
+			x.Data[i] = float32(r.Uint64()%2001)/1000 - 1
+		}
+		keys := make([]int32, tc.rows)
+		for i := range keys {
+			keys[i] = int32(r.Uint64() % 1_000_000)
+		}
+		want, wantMask := New(tc.rows, tc.cols), New(tc.rows, tc.cols)
+		dropoutRowsRef(want, wantMask, x, tc.p, 42, keys)
+		dst, mask := New(tc.rows, tc.cols), Matrix{}
+		if tc.withMask {
+			mask = New(tc.rows, tc.cols)
+		}
+		if tc.inPlace {
+			dst = x.Clone()
+			if err := DropoutRows(dst, mask, dst, tc.p, 42, keys); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := DropoutRows(dst, mask, x, tc.p, 42, keys); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want.Data {
+			if math.Float32bits(dst.Data[i]) != math.Float32bits(want.Data[i]) {
+				t.Fatalf("%+v: element %d = %v, plain loop %v", tc, i, dst.Data[i], want.Data[i])
+			}
+			if tc.withMask && mask.Data[i] != wantMask.Data[i] {
+				t.Fatalf("%+v: mask element %d = %v, plain loop %v", tc, i, mask.Data[i], wantMask.Data[i])
+			}
+		}
+	}
+}
