@@ -409,3 +409,42 @@ func TestCustomOp(t *testing.T) {
 		t.Error("an inference tape recorded a custom op")
 	}
 }
+
+// TestDropoutRowsGradient checks node-keyed dropout's backward, which keeps
+// no mask: the gradient of sum(DropoutRows(x) ⊙ w) is w times the factors
+// tensor.DropoutRows draws, for x used once and twice (accumulating).
+func TestDropoutRowsGradient(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 5))
+	x := NewParam("x", randM(rng, 23, 13))
+	w := randM(rng, 23, 13)
+	keys := make([]int32, 23)
+	for i := range keys {
+		keys[i] = int32(rng.IntN(1000))
+	}
+	mask, out := tensor.New(23, 13), tensor.New(23, 13)
+	if err := tensor.DropoutRows(out, mask, x.Value, 0.4, 9, keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, uses := range []int{1, 2} {
+		x.Grad = tensor.Matrix{}
+		tp := NewTape()
+		var loss *Var
+		for range uses {
+			l := tp.Sum(tp.Mul(tp.DropoutRows(x, 0.4, 9, keys), tp.Const(w)))
+			if loss == nil {
+				loss = l
+			} else {
+				loss = tp.Add(loss, l)
+			}
+		}
+		if err := tp.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		for i := range w.Data {
+			want := float32(uses) * w.Data[i] * mask.Data[i]
+			if d := x.Grad.Data[i] - want; d > 1e-6 || d < -1e-6 {
+				t.Fatalf("%d uses: gradient element %d = %v, want %v", uses, i, x.Grad.Data[i], want)
+			}
+		}
+	}
+}

@@ -238,18 +238,16 @@ func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
 		return &Var{Name: "Dropout", Value: x.Value, op: true, ws: t.Workspace, owned: true}
 	}
 	out := t.get(x.Value.Rows, x.Value.Cols)
-	var mask tensor.Matrix
-	if x.requiresGrad {
-		mask = t.get(x.Value.Rows, x.Value.Cols)
-	}
-	must("DropoutRows", tensor.DropoutRows(out, mask, x.Value, p, seed, keys))
+	// No mask is kept: backward applies the same per-row streams to the
+	// gradient (the factors are a function of seed and the row's key).
+	must("DropoutRows", tensor.DropoutRows(out, tensor.Matrix{}, x.Value, p, seed, keys))
 	return t.record("Dropout", out, func(g tensor.Matrix) error {
 		return intoSet(x, func(dx tensor.Matrix, acc bool) error {
 			if !acc {
-				return tensor.Mul(dx, g, mask)
+				return tensor.DropoutRows(dx, tensor.Matrix{}, g, p, seed, keys)
 			}
 			tmp := t.get(g.Rows, g.Cols)
-			if err := tensor.Mul(tmp, g, mask); err != nil {
+			if err := tensor.DropoutRows(tmp, tensor.Matrix{}, g, p, seed, keys); err != nil {
 				return err
 			}
 			return tensor.AddScaled(dx, 1, tmp)
