@@ -54,6 +54,20 @@ type Model struct {
 	spec   Spec
 }
 
+// Clone returns a new model of m's config holding a copy of m's weights
+// (deg as NewModel's; a snapshot evaluated while training goes on).
+func (m *Model) Clone(deg []float32) (*Model, error) {
+	c, err := NewModel(m.Config, deg)
+	if err != nil {
+		return nil, err
+	}
+	src, dst := m.Params(), c.Params()
+	for i := range src {
+		copy(dst[i].Value.Data, src[i].Value.Data)
+	}
+	return c, nil
+}
+
 // NewModel builds a model. deg (every node's in-degree in the full graph)
 // is needed by GCN and APPNP (their symmetric normalisation) and may be
 // nil for SAGE and GAT.

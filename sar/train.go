@@ -12,7 +12,6 @@ import (
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
-	"github.com/graphmill/graphmill/tensor/autograd"
 	"github.com/graphmill/graphmill/train"
 )
 
@@ -39,16 +38,7 @@ func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*
 	if err != nil {
 		return nil, err
 	}
-	oc := cfg.Optimizer
-	if cfg.DecayFirstLayerOnly && len(model.Layers) > 1 {
-		oc.Decay = map[*autograd.Var]float64{}
-		for _, l := range model.Layers[1:] {
-			for _, p := range l.Params() {
-				oc.Decay[p] = 0
-			}
-		}
-	}
-	opt, err := nn.NewOptimizer(oc)
+	opt, err := cfg.NewOptimizer(model)
 	if err != nil {
 		return nil, err
 	}
@@ -58,9 +48,9 @@ func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*
 		BaseHeapBytes: memstat.HeapInUse(),
 	}}
 	start := time.Now()
-	best, bestLoss, lowestLoss := math.Inf(-1), math.Inf(1), math.Inf(1)
+	sel := train.NewSelection()
 	var bestModel *nn.Model
-	sinceBest, epochs := 0, 0
+	epochs := 0
 	var trainSecs float64
 	finalize := func() *train.Result {
 		if bestModel != nil {
@@ -87,10 +77,7 @@ func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*
 		if err := ctx.Err(); err != nil {
 			return interrupted(err)
 		}
-		lr := cfg.Schedule.LR(epoch)
-		if cfg.Schedule.Base == 0 {
-			lr = cfg.Optimizer.LR
-		}
+		lr := cfg.LR(epoch)
 		opt.SetLR(lr)
 		t0 := time.Now()
 		memstat.ResetPeak()
@@ -118,14 +105,8 @@ func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*
 			}
 			st.EvalSeconds = time.Since(t1).Seconds()
 			st.ValAcc, st.TestAcc, st.ValLoss = &ev.ValAcc, &ev.TestAcc, &ev.ValLoss
-			if ev.ValAcc >= best || ev.ValLoss <= lowestLoss {
-				sinceBest = 0
-			} else {
-				sinceBest++
-			}
-			lowestLoss = min(lowestLoss, ev.ValLoss)
-			if ev.ValAcc > best || ev.ValAcc == best && ev.ValLoss < bestLoss {
-				best, bestLoss, bestModel = ev.ValAcc, ev.ValLoss, cloneModel(model)
+			if sel.Observe(ev) {
+				bestModel = cloneModel(model)
 				res.Summary.BestValAcc, res.Summary.BestValLoss = ev.ValAcc, ev.ValLoss
 				res.Summary.TestAcc, res.Summary.BestEpoch = ev.TestAcc, epoch
 			}
@@ -134,7 +115,7 @@ func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*
 		if hooks.Epoch != nil {
 			hooks.Epoch(st)
 		}
-		if cfg.Patience > 0 && sinceBest >= cfg.Patience {
+		if sel.Exhausted(cfg.Patience) {
 			res.Summary.StoppedEarly = true
 			break
 		}
@@ -144,13 +125,9 @@ func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*
 
 // cloneModel copies m's weights into a new model of the same config.
 func cloneModel(m *nn.Model) *nn.Model {
-	c, err := nn.NewModel(m.Config, []float32{})
+	c, err := m.Clone([]float32{})
 	if err != nil {
 		panic(err) // m was built from the same config
-	}
-	src, dst := m.Params(), c.Params()
-	for i := range src {
-		copy(dst[i].Value.Data, src[i].Value.Data)
 	}
 	return c
 }

@@ -6,8 +6,10 @@ package train
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
 // Mode selects the training loop.
@@ -153,4 +155,65 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%d fanouts for %d layers: give one fanout per layer", len(c.Fanouts), c.numLayers())
 	}
 	return nil
+}
+
+// LR returns the learning rate of epoch: the schedule's, or the
+// optimiser's when no schedule is set.
+func (c Config) LR(epoch int) float64 {
+	if c.Schedule.Base == 0 {
+		return c.Optimizer.LR
+	}
+	return c.Schedule.LR(epoch)
+}
+
+// NewOptimizer returns the optimiser for m's parameters, with weight decay
+// on the first layer only when DecayFirstLayerOnly is set.
+func (c Config) NewOptimizer(m *nn.Model) (nn.Optimizer, error) {
+	oc := c.Optimizer
+	if c.DecayFirstLayerOnly && len(m.Layers) > 1 {
+		oc.Decay = map[*autograd.Var]float64{}
+		for _, l := range m.Layers[1:] {
+			for _, p := range l.Params() {
+				oc.Decay[p] = 0
+			}
+		}
+	}
+	return nn.NewOptimizer(oc)
+}
+
+// Selection chooses the model to keep and when to stop, as the original
+// GAT code does: an evaluation resets the patience counter if it matches
+// the best validation accuracy or the lowest validation loss so far; the
+// kept model is the one with the best accuracy, ties broken by the lower
+// loss.
+type Selection struct {
+	best, bestLoss, lowestLoss float64
+	sinceBest                  int
+}
+
+// NewSelection returns a selection that has seen no evaluation.
+func NewSelection() *Selection {
+	return &Selection{best: math.Inf(-1), bestLoss: math.Inf(1), lowestLoss: math.Inf(1)}
+}
+
+// Observe counts one evaluation and reports whether its model is the best
+// so far (the one to keep).
+func (s *Selection) Observe(ev Evaluation) bool {
+	if ev.ValAcc >= s.best || ev.ValLoss <= s.lowestLoss {
+		s.sinceBest = 0
+	} else {
+		s.sinceBest++
+	}
+	s.lowestLoss = min(s.lowestLoss, ev.ValLoss)
+	if ev.ValAcc > s.best || ev.ValAcc == s.best && ev.ValLoss < s.bestLoss {
+		s.best, s.bestLoss = ev.ValAcc, ev.ValLoss
+		return true
+	}
+	return false
+}
+
+// Exhausted reports whether patience (> 0) evaluations in a row have
+// brought no improvement.
+func (s *Selection) Exhausted(patience int) bool {
+	return patience > 0 && s.sinceBest >= patience
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/tensor"
-	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
 // EpochStats is one epoch's record in the metrics history.
@@ -304,13 +302,8 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1, HistoryBytes: historyBytes, BaseHeapBytes: baseHeap,
 	}}
 	start := time.Now()
-	// Selection and patience follow the original GAT code: an evaluation
-	// resets the patience counter if it matches the best validation
-	// accuracy or the lowest validation loss so far; the kept model is the
-	// one with the best accuracy, ties broken by the lower loss.
-	best, bestLoss, lowestLoss := math.Inf(-1), math.Inf(1), math.Inf(1)
+	sel := NewSelection()
 	var bestModel *nn.Model
-	sinceBest := 0
 	var pending *evalJob
 	var pendingStats *EpochStats
 	finish := func(j *evalJob, st *EpochStats) error {
@@ -320,14 +313,8 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		}
 		ev := j.ev
 		st.ValAcc, st.TestAcc, st.ValLoss, st.EvalSeconds = &ev.ValAcc, &ev.TestAcc, &ev.ValLoss, j.secs
-		if ev.ValAcc >= best || ev.ValLoss <= lowestLoss {
-			sinceBest = 0
-		} else {
-			sinceBest++
-		}
-		lowestLoss = min(lowestLoss, ev.ValLoss)
-		if ev.ValAcc > best || ev.ValAcc == best && ev.ValLoss < bestLoss {
-			best, bestLoss, bestModel = ev.ValAcc, ev.ValLoss, j.snapshot
+		if sel.Observe(ev) {
+			bestModel = j.snapshot
 			res.Summary.BestValAcc, res.Summary.BestValLoss = ev.ValAcc, ev.ValLoss
 			res.Summary.TestAcc, res.Summary.BestEpoch = ev.TestAcc, j.epoch
 		}
@@ -374,10 +361,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return interrupted(err)
 		}
-		lr := cfg.Schedule.LR(epoch)
-		if cfg.Schedule.Base == 0 {
-			lr = cfg.Optimizer.LR
-		}
+		lr := cfg.LR(epoch)
 		opt.SetLR(lr)
 		t0 := time.Now()
 		memstat.ResetPeak()
@@ -432,7 +416,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 				r.hooks.Epoch(st)
 			}
 		}
-		if cfg.Patience > 0 && sinceBest >= cfg.Patience {
+		if sel.Exhausted(cfg.Patience) {
 			res.Summary.StoppedEarly = true
 			break
 		}
@@ -454,29 +438,14 @@ var ErrInterrupted = errors.New("training interrupted")
 // cloneModel returns a copy of m's weights in a new model (the snapshot an
 // evaluation uses while training goes on).
 func cloneModel(m *nn.Model, r *Runner) *nn.Model {
-	c, err := nn.NewModel(m.Config, r.deg)
+	c, err := m.Clone(r.deg)
 	if err != nil {
 		panic(err) // m was built from the same config
-	}
-	src, dst := m.Params(), c.Params()
-	for i := range src {
-		copy(dst[i].Value.Data, src[i].Value.Data)
 	}
 	return c
 }
 
-func (r *Runner) optimizer(m *nn.Model) (nn.Optimizer, error) {
-	oc := r.cfg.Optimizer
-	if r.cfg.DecayFirstLayerOnly && len(m.Layers) > 1 {
-		oc.Decay = map[*autograd.Var]float64{}
-		for _, l := range m.Layers[1:] {
-			for _, p := range l.Params() {
-				oc.Decay[p] = 0
-			}
-		}
-	}
-	return nn.NewOptimizer(oc)
-}
+func (r *Runner) optimizer(m *nn.Model) (nn.Optimizer, error) { return r.cfg.NewOptimizer(m) }
 
 // stepper runs the training steps of one epoch, and evaluates.
 type stepper interface {

@@ -204,22 +204,9 @@ func (t *Tape) ELU(x *Var, alpha float32) *Var {
 // 1/(1-p); the mask is determined by seed (use a new seed every step). On
 // an inference tape, or with p == 0, it returns x unchanged.
 func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
-	if t.noGrad || p == 0 {
-		return x
-	}
-	if x.owned && !x.requiresGrad {
-		// In place on a constant its owner gave up (ConstOwned): no new
-		// matrix, and no gradient to pass back.
-		must("Dropout", tensor.Dropout(x.Value, tensor.Matrix{}, x.Value, p, seed))
-		return &Var{Name: "Dropout", Value: x.Value, op: true, ws: t.Workspace, owned: true}
-	}
-	out := t.get(x.Value.Rows, x.Value.Cols)
-	// No mask is kept: backward draws the same factors again from the
-	// counter-based streams of seed (tensor.DropoutGrad).
-	must("Dropout", tensor.Dropout(out, tensor.Matrix{}, x.Value, p, seed))
-	return t.record("Dropout", out, func(g tensor.Matrix) error {
-		return intoSet(x, func(dx tensor.Matrix, acc bool) error { return tensor.DropoutGrad(dx, g, p, seed, acc) })
-	}, x)
+	return t.dropout(x, p,
+		func(dst, src tensor.Matrix) error { return tensor.Dropout(dst, tensor.Matrix{}, src, p, seed) },
+		func(dx, g tensor.Matrix, acc bool) error { return tensor.DropoutGrad(dx, g, p, seed, acc) })
 }
 
 // DropoutRows is Dropout with row i's mask keyed by keys[i] (its node id)
@@ -229,29 +216,37 @@ func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
 	if keys == nil || len(keys) != x.Value.Rows {
 		return t.Dropout(x, p, seed)
 	}
+	apply := func(dst, src tensor.Matrix) error { return tensor.DropoutRows(dst, tensor.Matrix{}, src, p, seed, keys) }
+	return t.dropout(x, p, apply, func(dx, g tensor.Matrix, acc bool) error {
+		if !acc {
+			return apply(dx, g)
+		}
+		tmp := t.get(g.Rows, g.Cols)
+		if err := apply(tmp, g); err != nil {
+			return err
+		}
+		return tensor.AddScaled(dx, 1, tmp)
+	})
+}
+
+// dropout is Dropout and DropoutRows: apply multiplies src by the drawn
+// factors into dst (in place when they are the same); grad sets (or with
+// acc adds) the gradient by drawing the same factors again, so no mask is
+// kept.
+func (t *Tape) dropout(x *Var, p float64, apply func(dst, src tensor.Matrix) error, grad func(dx, g tensor.Matrix, acc bool) error) *Var {
 	if t.noGrad || p == 0 {
 		return x
 	}
 	if x.owned && !x.requiresGrad {
-		// In place on a constant its owner gave up, as Dropout.
-		must("DropoutRows", tensor.DropoutRows(x.Value, tensor.Matrix{}, x.Value, p, seed, keys))
+		// In place on a constant its owner gave up (ConstOwned): no new
+		// matrix, and no gradient to pass back.
+		must("Dropout", apply(x.Value, x.Value))
 		return &Var{Name: "Dropout", Value: x.Value, op: true, ws: t.Workspace, owned: true}
 	}
 	out := t.get(x.Value.Rows, x.Value.Cols)
-	// No mask is kept: backward applies the same per-row streams to the
-	// gradient (the factors are a function of seed and the row's key).
-	must("DropoutRows", tensor.DropoutRows(out, tensor.Matrix{}, x.Value, p, seed, keys))
+	must("Dropout", apply(out, x.Value))
 	return t.record("Dropout", out, func(g tensor.Matrix) error {
-		return intoSet(x, func(dx tensor.Matrix, acc bool) error {
-			if !acc {
-				return tensor.DropoutRows(dx, tensor.Matrix{}, g, p, seed, keys)
-			}
-			tmp := t.get(g.Rows, g.Cols)
-			if err := tensor.DropoutRows(tmp, tensor.Matrix{}, g, p, seed, keys); err != nil {
-				return err
-			}
-			return tensor.AddScaled(dx, 1, tmp)
-		})
+		return intoSet(x, func(dx tensor.Matrix, acc bool) error { return grad(dx, g, acc) })
 	}, x)
 }
 
