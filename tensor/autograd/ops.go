@@ -216,7 +216,9 @@ func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
 	if keys == nil || len(keys) != x.Value.Rows {
 		return t.Dropout(x, p, seed)
 	}
-	apply := func(dst, src tensor.Matrix) error { return tensor.DropoutRows(dst, tensor.Matrix{}, src, p, seed, keys) }
+	apply := func(dst, src tensor.Matrix) error {
+		return tensor.DropoutRows(dst, tensor.Matrix{}, src, p, seed, keys)
+	}
 	return t.dropout(x, p, apply, func(dx, g tensor.Matrix, acc bool) error {
 		if !acc {
 			return apply(dx, g)
