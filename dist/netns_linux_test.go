@@ -1,13 +1,11 @@
 package dist
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -64,106 +62,35 @@ func TestCutLinkBetweenNamespaces(t *testing.T) {
 		}
 	}
 
-	type rankProc struct {
-		cmd   *exec.Cmd
-		lines chan string
-		done  chan struct{}
-		last  string
-	}
 	secret := NewSecret()
-	procs := make([]*rankProc, 3)
+	running := make(chan int, 3)
+	procs := make([]*rankHelper, 3)
 	for r, ns := range []string{nsA, nsA, nsB} {
 		bind := addrA
 		if ns == nsB {
 			bind = addrB
 		}
-		cmd := exec.Command(ipPath, "netns", "exec", ns, os.Args[0], "-test.run=^TestRankHelper$")
-		cmd.Env = append(os.Environ(), cutHelperEnv+"="+strconv.Itoa(r), "GRAPHMILL_CUTLINK_PORT=29517", "GRAPHMILL_CUTLINK_SIZE=3", "GRAPHMILL_CUTLINK_MASTER="+addrA,
-			"GRAPHMILL_CUTLINK_BIND="+bind, TokenEnv+"="+secret)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p := &rankProc{cmd: cmd, lines: make(chan string, 100), done: make(chan struct{})}
-		procs[r] = p
-		go func() {
-			defer close(p.lines)
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				p.lines <- sc.Text()
-			}
-		}()
-		go func() { cmd.Wait(); close(p.done) }()
-		t.Cleanup(func() {
-			select {
-			case <-p.done:
-			default:
-				cmd.Process.Kill()
-				<-p.done
-			}
-		})
+		procs[r] = startRankHelper(t, r, []string{ipPath, "netns", "exec", ns, os.Args[0]}, []string{"GRAPHMILL_CUTLINK_PORT=29517", "GRAPHMILL_CUTLINK_SIZE=3",
+			"GRAPHMILL_CUTLINK_MASTER=" + addrA, "GRAPHMILL_CUTLINK_BIND=" + bind, TokenEnv + "=" + secret}, running)
 	}
 	// wait until every rank is all-reducing
-	var mu sync.Mutex
-	results := make([]string, 3)
-	running := make(chan int, 3)
-	for r, p := range procs {
-		go func() {
-			for l := range p.lines {
-				if l == "RUNNING" {
-					running <- r
-				}
-				if strings.HasPrefix(l, "ERROR") || strings.HasPrefix(l, "JOIN-ERROR") || strings.HasPrefix(l, "TRANSPORT") {
-					mu.Lock()
-					if !strings.HasPrefix(l, "TRANSPORT") || results[r] == "" {
-						results[r] = l
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for range 3 {
-		select {
-		case <-running:
-		case <-time.After(60 * time.Second):
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("ranks did not start all-reducing within 60 s: %q", results)
-		}
-	}
-	mu.Lock()
+	waitRunning(t, procs, running)
 	for r, want := range []string{"shared memory with ranks 0, 1 on this host, tcp with the others", "shared memory with ranks 0, 1 on this host, tcp with the others", "tcp (no other rank on this host)"} {
-		if results[r] != "TRANSPORT "+want {
-			t.Errorf("rank %d: %q, want %q (ranks 0 and 1 share a namespace)", r, results[r], want)
+		if got := procs[r].result(); got != "TRANSPORT "+want {
+			t.Errorf("rank %d: %q, want %q (ranks 0 and 1 share a namespace)", r, got, want)
 		}
 	}
-	mu.Unlock()
 	// cut the link mid all-reduce
 	if err := ip("-n", nsB, "link", "set", vB, "down"); err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now()
-	for r, p := range procs {
-		select {
-		case <-p.done:
-		case <-time.After(time.Until(t0.Add(15 * time.Second))):
-			t.Fatalf("rank %d still running 15 s after the link was cut", r)
-		}
-	}
-	dt := time.Since(t0)
+	dt := waitEnded(t, procs, "the link was cut")
 	t.Logf("every rank failed %v after the cut", dt.Round(time.Millisecond))
 	if dt > 10*time.Second {
 		t.Errorf("took %v to fail every rank, want at most 10 s", dt)
 	}
-	time.Sleep(100 * time.Millisecond) // the readers' last lines
-	mu.Lock()
-	defer mu.Unlock()
-	for r, l := range results {
+	for r, p := range procs {
+		l := p.result()
 		t.Logf("rank %d: %s", r, l)
 		across := "rank 2"
 		if r == 2 {
