@@ -190,6 +190,10 @@ type senderState struct {
 	batches  uint64   // BATCH frames received
 	credit   int64    // credits granted and not used
 	assigned []uint32 // every batch assigned to it (received or not)
+	// known[j] is the number of batches in its Start and first j
+	// Assigns: an END may only count one of these (an Assign still on
+	// its way is not yet known to the sender).
+	known []uint64
 	heard    time.Time
 	ended    bool // its last END matched
 }
@@ -233,7 +237,7 @@ func NewReceiver(epoch uint64, numBatches, senders int, credits uint32, deadline
 	}
 	var msgs []Msg
 	for s := range r.senders {
-		r.senders[s] = senderState{alive: true, credit: int64(credits), assigned: shares[s], heard: now}
+		r.senders[s] = senderState{alive: true, credit: int64(credits), assigned: shares[s], known: []uint64{uint64(len(shares[s]))}, heard: now}
 		msgs = append(msgs, Msg{To: s, Start: &Start{Sender: uint32(s), Epoch: epoch, Batches: shares[s], Credits: credits}})
 	}
 	return r, msgs, nil
@@ -295,12 +299,20 @@ func (r *Receiver) OnFrame(s int, f Frame, now time.Time) error {
 		if f.Count != st.batches {
 			return fmt.Errorf("sampler %d ended with %d batches sent, but %d arrived", s, f.Count, st.batches)
 		}
-		for _, b := range st.assigned {
+		// The sender ends when it has sent everything it knows of; the
+		// batches of an Assign it had not yet received when it ended
+		// follow in a later stream of frames and a later END.
+		// It knew at least the smallest share that holds Count batches.
+		j := 0
+		for j+1 < len(st.known) && st.known[j] < f.Count {
+			j++
+		}
+		for _, b := range st.assigned[:st.known[j]] {
 			if !r.got[b] {
 				return fmt.Errorf("sampler %d ended without sending batch %d", s, b)
 			}
 		}
-		st.ended = true
+		st.ended = j == len(st.known)-1
 	default:
 		return fmt.Errorf("sampler %d sent a frame of unknown kind %d", s, f.Kind)
 	}
@@ -351,6 +363,7 @@ func (r *Receiver) OnLost(s int, cause error) error {
 		}
 		qs := &r.senders[q]
 		qs.assigned = append(qs.assigned, shares[q]...)
+		qs.known = append(qs.known, uint64(len(qs.assigned)))
 		qs.ended = false
 		r.out = append(r.out, Msg{To: q, Assign: shares[q]})
 	}

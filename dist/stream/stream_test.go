@@ -213,6 +213,89 @@ func TestSenderLostMidEpoch(t *testing.T) {
 	}
 }
 
+// TestSenderLostAfterOthersEnded: the survivors may already have sent END
+// when a sender is lost; the reassignment reaches them after their END,
+// which the receiver must accept (they end again once they have sent the
+// new batches). Kills late in the epoch with many credits, where that
+// happens.
+func TestSenderLostAfterOthersEnded(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		s := newSim(t, seed, 30, 3, 16, 0)
+		at := 40 + int(seed%60)
+		victim := int(seed % 3)
+		if err := s.run(100000, func(i int) {
+			if i == at {
+				s.dead[victim] = true
+			}
+		}); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		s.checkExactlyOnce(30)
+	}
+	// The same, step by step: sender 0 has sent all of its share and its
+	// END when sender 1 is lost.
+	now := time.Unix(0, 0)
+	r, start, err := NewReceiver(7, 4, 2, 4, 0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := NewSender(*start[0].Start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inFlight []Frame
+	for snd.Next() == SendBatch {
+		inFlight = append(inFlight, snd.Batch([]byte{byte(snd.NextBatch())}))
+	}
+	inFlight = append(inFlight, snd.End())
+	if err := r.OnLost(1, errors.New("killed")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range inFlight {
+		if err := r.OnFrame(0, f, now); err != nil {
+			t.Fatalf("END sent before the reassignment arrived: %v", err)
+		}
+	}
+	for _, m := range r.Outbox() {
+		if m.Assign != nil {
+			if err := snd.Assign(7, m.Assign); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for snd.Next() != Wait {
+		var f Frame
+		if snd.Next() == SendBatch {
+			f = snd.Batch([]byte{byte(snd.NextBatch())})
+		} else {
+			f = snd.End()
+		}
+		if err := r.OnFrame(0, f, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		if j, _, ok := r.Next(); !ok || j != i {
+			t.Fatalf("batch %d: got %d, %v", i, j, ok)
+		}
+	}
+	if !r.Done() {
+		t.Fatal("not done")
+	}
+	// An END that leaves out a batch of a share the sender knew is still
+	// an error.
+	r, _, _ = NewReceiver(7, 4, 2, 4, 0, now)
+	if err := r.OnLost(1, errors.New("killed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.OnFrame(0, Frame{Sender: 0, Epoch: 7, Kind: KindBatch, Batch: 0}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.OnFrame(0, Frame{Sender: 0, Epoch: 7, Sequence: 1, Kind: KindEnd, Count: 1}, now); err == nil || !strings.Contains(err.Error(), "ended without sending batch 2") {
+		t.Fatalf("early END: %v", err)
+	}
+}
+
 // TestAllLost names every sampler's cause.
 func TestAllLost(t *testing.T) {
 	s := newSim(t, 1, 10, 2, 1, 0)
