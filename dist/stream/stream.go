@@ -194,8 +194,8 @@ type senderState struct {
 	// Assigns: an END may only count one of these (an Assign still on
 	// its way is not yet known to the sender).
 	known []uint64
-	heard    time.Time
-	ended    bool // its last END matched
+	heard time.Time
+	ended bool // its last END matched
 }
 
 // Receiver is the trainer's side of an epoch over several senders.
