@@ -632,8 +632,9 @@ class Loader:
         if self._stager is not None:
             self._stager.wait(tb)
         if cache is not None:
-            if miss_rows is not None or self._misses_from_service:
-                # only the misses came (maybe none at all)
+            if miss_rows is not None or (self._misses_from_service and tb.x is None):
+                # only the misses came (maybe none at all); a service that
+                # ignores the cached set sends every row (the else branch)
                 if miss_rows is None:
                     miss_rows = np.empty((0, cache.dim), dtype=np.float32)
                 tb.x = cache.gather(tb.n_id, miss_rows=miss_rows)
