@@ -212,7 +212,7 @@ type plan struct {
 }
 
 // encoded is a prepared payload: in the shared segment at shmOff, or on
-// the heap (shmOff -1), with miss rows after the batch frame.
+// the heap (shmOff -1), with miss feature rows after the batch frame.
 type encoded struct {
 	payload []byte
 	shmOff  int
@@ -318,14 +318,18 @@ func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byt
 	if err != nil {
 		return e, err
 	}
-	var miss []int32
+	var miss []int32 // the rows after the frame
 	if p.feat != nil {
-		if p.cached != nil {
-			// Only the rows the client does not hold, after the frame.
+		if p.cached != nil || p.req.RowsAfterFrame {
 			wb.Features.DType, wb.Features.Rows, wb.Features.Dim = 0, 0, 0
-			for _, v := range ids {
-				if p.cached[v>>3]&(1<<(v&7)) == 0 {
-					miss = append(miss, v)
+			miss = ids
+			if p.cached != nil {
+				// Only the rows the client does not hold.
+				miss = nil
+				for _, v := range ids {
+					if p.cached[v>>3]&(1<<(v&7)) == 0 {
+						miss = append(miss, v)
+					}
 				}
 			}
 		} else if err := p.feat.Gather(ctx, ids, wb.Features.SetF32(len(ids), p.feat.Dim())); err != nil {
@@ -353,7 +357,7 @@ func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byt
 	if cap(out) < n {
 		out = make([]byte, 0, n)
 	}
-	if out, err = wb.AppendBinary(out); err == nil && len(miss) > 0 {
+	if out, err = wb.AppendBinary(out); err == nil && p.feat != nil && n > flen {
 		out = out[:n]
 		// float32 rows, little-endian as the machine (amd64, arm64); the
 		// frame's size is a multiple of 64, so they are aligned.
@@ -440,7 +444,7 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 	hb := time.NewTicker(s.cfg.Heartbeat)
 	defer hb.Stop()
 	send := func(f stream.Frame, e encoded) error {
-		fr := &pb.Frame{Sender: f.Sender, Epoch: f.Epoch, Sequence: f.Sequence, Kind: pb.Frame_Kind(f.Kind), Batch: f.Batch, BatchCount: f.Count, Minibatch: f.Payload, MissRows: uint64(e.miss)}
+		fr := &pb.Frame{Sender: f.Sender, Epoch: f.Epoch, Sequence: f.Sequence, Kind: pb.Frame_Kind(f.Kind), Batch: f.Batch, BatchCount: f.Count, Minibatch: f.Payload, TailRows: uint64(e.miss)}
 		if e.shmOff >= 0 {
 			fr.ShmOffset, fr.ShmLength, fr.Minibatch = uint64(e.shmOff), uint64(len(e.payload)), nil
 		}

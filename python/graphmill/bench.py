@@ -61,12 +61,12 @@ def run_client(addr, fanouts, batch_size, batches, features="frame", dataset=Non
                     # its tensor must share the gathered array's memory
                     arrays += 1
                     copies += 0 if t.x.data_ptr() == b.x.ctypes.data else 1
-                frame_bytes += b.nbytes
                 n_id += len(b.n_id)
                 times.append(time.perf_counter())
                 got += 1
                 if got >= batches:
                     break
+        frame_bytes = ld.bytes_received  # payloads: the frames and the rows after them
     finally:
         ld.close()
     # the rate between the first and the last batch: no connection set-up

@@ -36,7 +36,7 @@ _ROWS = "/graphmill.v1.Sampler/GetRows"
 
 # Frame field numbers (proto/graphmill/v1/sampler.proto).
 _F_SENDER, _F_EPOCH, _F_SEQUENCE, _F_KIND, _F_BATCH, _F_COUNT, _F_PAD, _F_MINIBATCH = 1, 2, 3, 4, 5, 6, 14, 15
-_F_SHM_OFFSET, _F_SHM_LENGTH, _F_MISS_ROWS = 7, 8, 9
+_F_SHM_OFFSET, _F_SHM_LENGTH, _F_TAIL_ROWS = 7, 8, 9
 KIND_BATCH, KIND_END, KIND_HEARTBEAT = 1, 2, 3
 
 
@@ -59,10 +59,10 @@ def parse_frame(raw):
     with sender, epoch, sequence, kind, batch, batch_count and
     payload (offset, length) or None."""
     out = {"sender": 0, "epoch": 0, "sequence": 0, "kind": 0, "batch": 0, "batch_count": 0, "payload": None,
-           "shm_offset": 0, "shm_length": 0, "miss_rows": 0}
+           "shm_offset": 0, "shm_length": 0, "tail_rows": 0}
     names = {_F_SENDER: "sender", _F_EPOCH: "epoch", _F_SEQUENCE: "sequence", _F_KIND: "kind",
              _F_BATCH: "batch", _F_COUNT: "batch_count", _F_SHM_OFFSET: "shm_offset",
-             _F_SHM_LENGTH: "shm_length", _F_MISS_ROWS: "miss_rows"}
+             _F_SHM_LENGTH: "shm_length", _F_TAIL_ROWS: "tail_rows"}
     pos = 0
     n = len(raw)
     while pos < n:
@@ -441,7 +441,8 @@ class Loader:
                               with_features=self.features, with_labels=self.labels, shard=self.shard,
                               num_shards=self.num_shards, batches=list(range(nb)), sender=0,
                               initial_credits=self.credits, fingerprint=0,
-                              normalize_features=self.normalize_features, cached=self._cached or b"")
+                              normalize_features=self.normalize_features, cached=self._cached or b"",
+                              rows_after_frame=self.features)
         if seg is not None:
             req.shm_path, req.shm_token, req.shm_size = seg.path, seg.token, seg.size
         yield pb.ClientMessage(start=req)
@@ -549,7 +550,10 @@ class Loader:
         dim = int(self.info.feature_dim)
         for f, buf in self.raw_frames():
             off, n = f["payload"]
-            miss = f["miss_rows"]
+            # Feature rows come after the batch frame (the service gathers
+            # them straight into the payload): every input node's, or with a
+            # cache the misses'.
+            miss = f["tail_rows"]
             size = n
             if miss:
                 mem = as_buffer(buf, writable=True)
@@ -558,7 +562,13 @@ class Loader:
                     raise ServiceError(f"sampler {self.addr}: payload of {n} bytes: a frame of {size} and {miss} rows of {dim} floats do not add up")
             mb = decode_batch(buf, off, size, writable=True, check=self.check, num_nodes=self.num_nodes)
             if miss:
-                mb.miss_rows = mem[off + size:off + n].view("<f4").reshape(miss, dim)
+                rows = mem[off + size:off + n].view("<f4").reshape(miss, dim)
+                if self._cached is not None:
+                    mb.miss_rows = rows
+                elif mb.x is None and miss == len(mb.n_id):
+                    mb.x, mb.feature_dtype = rows, "float32"
+                else:
+                    raise ServiceError(f"sampler {self.addr}: {miss} feature rows after a frame of {len(mb.n_id)} input nodes")
             mb.index = f["batch"]
             del buf
             yield mb

@@ -558,12 +558,15 @@ type EpochRequest struct {
 	ShmSize  uint64 `protobuf:"varint,19,opt,name=shm_size,json=shmSize,proto3" json:"shm_size,omitempty"`
 	// Nodes whose feature rows the client holds (a bitmap: bit v%8 of byte
 	// v/8 is node v). With with_features, a frame then carries only the other
-	// input nodes' rows: the minibatch has no features section and the
-	// payload continues after the batch frame with Frame.miss_rows float32
-	// rows (the uncached input nodes' rows, in input-node order).
-	Cached        []byte `protobuf:"bytes,20,opt,name=cached,proto3" json:"cached,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// input nodes' rows, after the batch frame (as rows_after_frame).
+	Cached []byte `protobuf:"bytes,20,opt,name=cached,proto3" json:"cached,omitempty"`
+	// With with_features: the minibatch has no features section; the payload
+	// continues after the batch frame with Frame.tail_rows float32 rows (every
+	// input node's, or with `cached` the uncached ones', in input-node
+	// order), which the server gathers straight into the payload.
+	RowsAfterFrame bool `protobuf:"varint,21,opt,name=rows_after_frame,json=rowsAfterFrame,proto3" json:"rows_after_frame,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EpochRequest) Reset() {
@@ -736,6 +739,13 @@ func (x *EpochRequest) GetCached() []byte {
 	return nil
 }
 
+func (x *EpochRequest) GetRowsAfterFrame() bool {
+	if x != nil {
+		return x.RowsAfterFrame
+	}
+	return false
+}
+
 // Credit allows the server to send `frames` more BATCH frames.
 type Credit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -854,9 +864,9 @@ type Frame struct {
 	// shm_length) of the shared file; shm_offset is a multiple of 4096.
 	ShmOffset uint64 `protobuf:"varint,7,opt,name=shm_offset,json=shmOffset,proto3" json:"shm_offset,omitempty"`
 	ShmLength uint64 `protobuf:"varint,8,opt,name=shm_length,json=shmLength,proto3" json:"shm_length,omitempty"`
-	// KIND_BATCH with EpochRequest.cached: rows of uncached input nodes that
-	// follow the batch frame in the payload.
-	MissRows uint64 `protobuf:"varint,9,opt,name=miss_rows,json=missRows,proto3" json:"miss_rows,omitempty"`
+	// KIND_BATCH with EpochRequest.rows_after_frame or cached: the number of
+	// float32 feature rows that follow the batch frame in the payload.
+	TailRows uint64 `protobuf:"varint,9,opt,name=tail_rows,json=tailRows,proto3" json:"tail_rows,omitempty"`
 	// Zero bytes that place `minibatch` at an offset in the serialized frame
 	// that is a multiple of 16 (the Go server writes fields in number order,
 	// this one just before minibatch), so a client that reads the raw frame
@@ -955,9 +965,9 @@ func (x *Frame) GetShmLength() uint64 {
 	return 0
 }
 
-func (x *Frame) GetMissRows() uint64 {
+func (x *Frame) GetTailRows() uint64 {
 	if x != nil {
-		return x.MissRows
+		return x.TailRows
 	}
 	return 0
 }
@@ -1010,7 +1020,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\arelease\x18\x04 \x01(\v2\x15.graphmill.v1.ReleaseH\x00R\areleaseB\x05\n" +
 	"\x03msg\"#\n" +
 	"\aRelease\x12\x18\n" +
-	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\xd0\x04\n" +
+	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\xfa\x04\n" +
 	"\fEpochRequest\x12\x14\n" +
 	"\x05split\x18\x01 \x01(\tR\x05split\x12\x18\n" +
 	"\afanouts\x18\x02 \x03(\x05R\afanouts\x12\x1d\n" +
@@ -1035,7 +1045,8 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\bshm_path\x18\x11 \x01(\tR\ashmPath\x12\x1b\n" +
 	"\tshm_token\x18\x12 \x01(\fR\bshmToken\x12\x19\n" +
 	"\bshm_size\x18\x13 \x01(\x04R\ashmSize\x12\x16\n" +
-	"\x06cached\x18\x14 \x01(\fR\x06cached\" \n" +
+	"\x06cached\x18\x14 \x01(\fR\x06cached\x12(\n" +
+	"\x10rows_after_frame\x18\x15 \x01(\bR\x0erowsAfterFrame\" \n" +
 	"\x06Credit\x12\x16\n" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\"8\n" +
 	"\x06Assign\x12\x14\n" +
@@ -1053,7 +1064,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"shm_offset\x18\a \x01(\x04R\tshmOffset\x12\x1d\n" +
 	"\n" +
 	"shm_length\x18\b \x01(\x04R\tshmLength\x12\x1b\n" +
-	"\tmiss_rows\x18\t \x01(\x04R\bmissRows\x12\x10\n" +
+	"\ttail_rows\x18\t \x01(\x04R\btailRows\x12\x10\n" +
 	"\x03pad\x18\x0e \x01(\fR\x03pad\x12\x1c\n" +
 	"\tminibatch\x18\x0f \x01(\fR\tminibatch\"N\n" +
 	"\x04Kind\x12\x14\n" +
