@@ -402,8 +402,11 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 		if seg, err := openSegment(req.ShmPath, req.ShmSize, req.ShmToken); err != nil {
 			s.cfg.Log(fmt.Sprintf("stream without shared memory: %v", err))
 		} else {
-			p.seg = seg
 			defer seg.close()
+			if err := seg.hold(req.ShmBusy); err != nil {
+				return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+			}
+			p.seg = seg
 		}
 	}
 	share := req.Batches

@@ -34,7 +34,6 @@ type segment struct {
 	fd    int
 	mu    sync.Mutex
 	live  []span // sorted by off
-	bytes int64  // allocated
 }
 
 type span struct{ off, end int }
@@ -63,8 +62,32 @@ func (s *segment) alloc(n int) (int, []byte, bool) {
 	s.live = append(s.live, span{})
 	copy(s.live[i+1:], s.live[i:])
 	s.live[i] = span{off, off + size}
-	s.bytes += int64(size)
 	return off, s.mem[off : off+n : off+n], true
+}
+
+// hold marks payloads of earlier streams (offset, length pairs) as
+// allocated.
+func (s *segment) hold(pairs []uint64) error {
+	if len(pairs)%2 != 0 {
+		return fmt.Errorf("%d numbers of busy shared-memory payloads; want (offset, length) pairs", len(pairs))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i < len(pairs); i += 2 {
+		off, n := pairs[i], pairs[i+1]
+		if off%shmPage != 0 || off < shmPage || n == 0 || n > uint64(len(s.mem)) || off > uint64(len(s.mem))-n {
+			return fmt.Errorf("busy shared-memory payload [%d, +%d) is not a payload of a segment of %d bytes", off, n, len(s.mem))
+		}
+		end := int((off + n + shmPage - 1) / shmPage * shmPage)
+		j := sort.Search(len(s.live), func(j int) bool { return s.live[j].off >= int(off) })
+		if (j > 0 && s.live[j-1].end > int(off)) || (j < len(s.live) && s.live[j].off < end) {
+			return fmt.Errorf("busy shared-memory payloads overlap at %d", off)
+		}
+		s.live = append(s.live, span{})
+		copy(s.live[j+1:], s.live[j:])
+		s.live[j] = span{int(off), end}
+	}
+	return nil
 }
 
 // free returns the space allocated at off.
@@ -75,7 +98,6 @@ func (s *segment) free(off uint64) error {
 	if i == len(s.live) || uint64(s.live[i].off) != off {
 		return fmt.Errorf("release of shared-memory offset %d, which holds no payload", off)
 	}
-	s.bytes -= int64(s.live[i].end - s.live[i].off)
 	s.live = append(s.live[:i], s.live[i+1:]...)
 	return nil
 }

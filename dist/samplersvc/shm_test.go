@@ -85,6 +85,27 @@ func TestSegmentAlloc(t *testing.T) {
 		free    int // offset to free
 		wantOff int // -1: no room; for a free, -1: an error
 	}
+	if err := seg.hold([]uint64{4096, 100, 4096}); err == nil {
+		t.Error("hold of an odd list accepted")
+	}
+	for _, bad := range [][]uint64{{100, 10}, {0, 10}, {4096, 0}, {4096, 1 << 20}, {4096, 5000, 8192, 10}} {
+		if err := seg.hold(bad); err == nil {
+			t.Errorf("hold(%v) accepted", bad)
+		}
+		seg.live = nil
+	}
+	// payloads of an earlier stream are left alone, and can be freed
+	if err := seg.hold([]uint64{8192, 100}); err != nil {
+		t.Fatal(err)
+	}
+	if off, _, _ := seg.alloc(5000); off != 12288 {
+		t.Errorf("alloc beside a held payload at %d, want 12288", off)
+	}
+	for _, off := range []uint64{8192, 12288} {
+		if err := seg.free(off); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, s := range []step{
 		{alloc: 100, wantOff: 4096},
 		{alloc: 5000, wantOff: 8192},

@@ -13,6 +13,7 @@ leaves nothing in /dev/shm; the memory goes when both have unmapped it.
 
 import mmap
 import os
+import threading
 
 import numpy as np
 
@@ -66,3 +67,39 @@ class Segment:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+class Slots:
+    """The payloads of a segment this client still uses (offset -> length),
+    and the stream their releases go to: one segment serves every epoch of
+    a Loader, so a payload kept from an earlier epoch is announced to the
+    next stream (EpochRequest.shm_busy) and released on it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._busy = {}
+        self._send = None
+
+    def start(self, send):
+        """Makes ``send(offset)`` the release path; returns the busy
+        (offset, length) pairs, flattened."""
+        with self._lock:
+            self._send = send
+            return [v for off in sorted(self._busy) for v in (off, self._busy[off])]
+
+    def stop(self, send):
+        with self._lock:
+            if self._send is send:
+                self._send = None
+
+    def take(self, off, n):
+        with self._lock:
+            self._busy[off] = n
+
+    def release(self, off):
+        """Called when the payload's last array is gone."""
+        with self._lock:
+            self._busy.pop(off, None)
+            send = self._send
+        if send is not None:
+            send(off)

@@ -24,7 +24,7 @@ import grpc
 import numpy as np
 
 from . import _cli
-from ._shm import Segment
+from ._shm import Segment, Slots
 from .errors import GraphmillError, ServiceError
 from .v1 import sampler_pb2 as pb
 from .wire import as_buffer, decode_batch, frame_size
@@ -320,6 +320,8 @@ class Loader:
             self._cached = np.packbits(bits, bitorder="little").tobytes()
         self.shm = bool(shm) and os.path.isdir("/dev/shm") and os.path.isdir("/proc/self/fd")
         self.shm_bytes = int(shm_bytes)
+        self._seg = None  # the shared segment of every epoch (made on first use)
+        self._slots = Slots()
         self.transport = None  # "shm" or "grpc": how the last epoch's payloads came
         self.bytes_received = 0  # payload bytes received (frames or shared memory)
         self.labels = bool(labels)
@@ -416,12 +418,13 @@ class Loader:
 
     # -- streaming -----------------------------------------------------------
 
-    def get_rows(self, ids, chunk=1 << 18):
+    def get_rows(self, ids, chunk_bytes=64 << 20):
         """The feature rows of nodes ``ids`` from the service (float32,
-        row-normalised as the loader's frames are): GetRows calls of at
-        most ``chunk`` rows."""
+        row-normalised as the loader's frames are): GetRows calls of about
+        ``chunk_bytes`` each."""
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         dim = int(self.info.feature_dim)
+        chunk = max(1, min(1_000_000, chunk_bytes // max(4 * dim, 1)))
         out = np.empty((len(ids), dim), dtype=np.float32)
         for lo in range(0, len(ids), chunk):
             part = ids[lo:lo + chunk]
@@ -435,7 +438,13 @@ class Loader:
             out[lo:lo + len(part)] = np.frombuffer(r.rows, dtype="<f4").reshape(len(part), dim)
         return out
 
-    def _requests(self, out_q, nb, epoch, seg):
+    def _segment(self):
+        if self._seg is None and self.shm:
+            self._seg = Segment.create(self.shm_bytes)
+            self.shm = self._seg is not None
+        return self._seg
+
+    def _requests(self, out_q, nb, epoch, seg, busy):
         req = pb.EpochRequest(split=self.split, fanouts=self.fanouts, batch_size=self.batch_size, epoch=epoch,
                               seed=self.seed, shuffle=self.shuffle, drop_last=self.drop_last,
                               with_features=self.features, with_labels=self.labels, shard=self.shard,
@@ -445,6 +454,7 @@ class Loader:
                               rows_after_frame=self.features)
         if seg is not None:
             req.shm_path, req.shm_token, req.shm_size = seg.path, seg.token, seg.size
+            req.shm_busy.extend(busy)
         yield pb.ClientMessage(start=req)
         while True:
             m = out_q.get()
@@ -462,8 +472,13 @@ class Loader:
         if nb == 0:
             return
         out_q = queue.Queue()
-        seg = Segment.create(self.shm_bytes) if self.shm else None
-        call = self._stream_rpc(self._requests(out_q, nb, epoch, seg), wait_for_ready=True, metadata=self._auth(_STREAM))
+        seg = self._segment()
+
+        def release(off):
+            out_q.put(pb.ClientMessage(release=pb.Release(offsets=[off])))
+
+        busy = self._slots.start(release) if seg is not None else []
+        call = self._stream_rpc(self._requests(out_q, nb, epoch, seg, busy), wait_for_ready=True, metadata=self._auth(_STREAM))
         in_q = queue.Queue()
         done = threading.Event()
 
@@ -524,7 +539,8 @@ class Loader:
                         raise ServiceError(f"sampler {self.addr}: {e}") from None
                     # The space goes back to the service when the batch's
                     # last array is dropped.
-                    weakref.finalize(buf, out_q.put, pb.ClientMessage(release=pb.Release(offsets=[off])))
+                    self._slots.take(off, n)
+                    weakref.finalize(buf, self._slots.release, off)
                     f["payload"] = (0, n)
                     self.transport = "shm"
                 elif f["payload"] is None:
@@ -543,8 +559,7 @@ class Loader:
                 call.cancel()
             t.join(5)
             self._active = None
-            if seg is not None:
-                seg.close_fd()
+            self._slots.stop(release)
 
     def _decoded(self):
         dim = int(self.info.feature_dim)
@@ -666,6 +681,9 @@ class Loader:
         if self._channel is not None:
             self._channel.close()
             self._channel = None
+        if self._seg is not None:
+            self._seg.close_fd()  # the mapping stays while arrays use it
+            self._seg = None
         if self.server is not None:
             self.server.close()
             self.server = None

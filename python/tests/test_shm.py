@@ -76,6 +76,23 @@ def test_slots_released_when_batches_dropped(server, cora):
         assert torch.equal(t.x, x0)  # ... but not the one the tensor holds
 
 
+def test_one_segment_for_every_epoch(server, cora):
+    with graphmill.Loader(server.addr, split="train", fanouts=[10, 5], batch_size=32, seed=2) as ld:
+        first = list(ld)  # epoch 0, all kept
+        want = [b.x.copy() for b in first]
+        maps = {id(b.buffer.base.obj) for b in first}
+        spans = [(b.buffer.ctypes.data, b.buffer.ctypes.data + len(b.buffer)) for b in first]
+        for b in ld:  # epoch 1 over the same mapping, around the kept payloads
+            assert in_shm(b) and id(b.buffer.base.obj) in maps
+            lo, hi = b.buffer.ctypes.data, b.buffer.ctypes.data + len(b.buffer)
+            assert all(hi <= a or lo >= z for a, z in spans)
+            assert np.array_equal(b.x, cora.features[b.n_id])
+        assert all(np.array_equal(b.x, x) for b, x in zip(first, want))
+        del first, b
+        for b in ld:  # epoch 2: the space of epoch 0 was released on epoch 1's stream ... or this one's
+            assert in_shm(b)
+
+
 def test_refused_segment_falls_back(server, cora, monkeypatch):
     real = _shm.Segment.create
 

@@ -556,6 +556,11 @@ type EpochRequest struct {
 	ShmPath  string `protobuf:"bytes,17,opt,name=shm_path,json=shmPath,proto3" json:"shm_path,omitempty"`
 	ShmToken []byte `protobuf:"bytes,18,opt,name=shm_token,json=shmToken,proto3" json:"shm_token,omitempty"`
 	ShmSize  uint64 `protobuf:"varint,19,opt,name=shm_size,json=shmSize,proto3" json:"shm_size,omitempty"`
+	// Payloads of earlier streams over the same file that the client still
+	// uses, as (offset, length) pairs: the server leaves them alone, and the
+	// client may release them on this stream. (A client keeps one file for
+	// all its epochs, so that its pages stay mapped on both sides.)
+	ShmBusy []uint64 `protobuf:"varint,22,rep,packed,name=shm_busy,json=shmBusy,proto3" json:"shm_busy,omitempty"`
 	// Nodes whose feature rows the client holds (a bitmap: bit v%8 of byte
 	// v/8 is node v). With with_features, a frame then carries only the other
 	// input nodes' rows, after the batch frame (as rows_after_frame).
@@ -730,6 +735,13 @@ func (x *EpochRequest) GetShmSize() uint64 {
 		return x.ShmSize
 	}
 	return 0
+}
+
+func (x *EpochRequest) GetShmBusy() []uint64 {
+	if x != nil {
+		return x.ShmBusy
+	}
+	return nil
 }
 
 func (x *EpochRequest) GetCached() []byte {
@@ -1020,7 +1032,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\arelease\x18\x04 \x01(\v2\x15.graphmill.v1.ReleaseH\x00R\areleaseB\x05\n" +
 	"\x03msg\"#\n" +
 	"\aRelease\x12\x18\n" +
-	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\xfa\x04\n" +
+	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\x95\x05\n" +
 	"\fEpochRequest\x12\x14\n" +
 	"\x05split\x18\x01 \x01(\tR\x05split\x12\x18\n" +
 	"\afanouts\x18\x02 \x03(\x05R\afanouts\x12\x1d\n" +
@@ -1044,7 +1056,8 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\x12normalize_features\x18\x10 \x01(\bR\x11normalizeFeatures\x12\x19\n" +
 	"\bshm_path\x18\x11 \x01(\tR\ashmPath\x12\x1b\n" +
 	"\tshm_token\x18\x12 \x01(\fR\bshmToken\x12\x19\n" +
-	"\bshm_size\x18\x13 \x01(\x04R\ashmSize\x12\x16\n" +
+	"\bshm_size\x18\x13 \x01(\x04R\ashmSize\x12\x19\n" +
+	"\bshm_busy\x18\x16 \x03(\x04R\ashmBusy\x12\x16\n" +
 	"\x06cached\x18\x14 \x01(\fR\x06cached\x12(\n" +
 	"\x10rows_after_frame\x18\x15 \x01(\bR\x0erowsAfterFrame\" \n" +
 	"\x06Credit\x12\x16\n" +
