@@ -30,10 +30,10 @@ const (
 // allocation of its space to payloads (first fit from the start, so the
 // pages touched stay about the payloads in flight).
 type segment struct {
-	mem   []byte
-	fd    int
-	mu    sync.Mutex
-	live  []span // sorted by off
+	mem  []byte
+	fd   int
+	mu   sync.Mutex
+	live []span // sorted by off
 }
 
 type span struct{ off, end int }
