@@ -476,7 +476,10 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 			}
 		case m.GetRelease() != nil:
 			if p.seg == nil {
-				return status.Error(codes.InvalidArgument, "graphmill sampler: a Release on a stream without shared memory")
+				// The client's payloads of an earlier stream, released
+				// on this one, which the server could not map: nothing
+				// of it is allocated here.
+				return nil
 			}
 			for _, off := range m.GetRelease().Offsets {
 				if err := p.seg.free(off); err != nil {
