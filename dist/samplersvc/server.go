@@ -500,10 +500,11 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 			if err != nil {
 				return status.Errorf(codes.Internal, "graphmill sampler: batch %d: %v", snd.NextBatch(), err)
 			}
-			if err := send(snd.Batch(e.payload), e); err != nil {
+			err = send(snd.Batch(e.payload), e)
+			pre.done(e) // sent or not, the stream holds it no longer
+			if err != nil {
 				return err
 			}
-			pre.done(e)
 			continue
 		case stream.SendEnd:
 			if err := send(snd.End(), encoded{shmOff: -1}); err != nil {
