@@ -10,7 +10,6 @@ import collections
 import concurrent.futures
 import hashlib
 import hmac
-import mmap
 import os
 import queue
 import re
@@ -260,6 +259,13 @@ class Loader:
     of the consumer: on one machine this avoids moving
     every row through gRPC, which costs more than the gather (see the
     README's benchmark).
+
+    ``shm=True`` (the default) asks a service on this machine to write the
+    payloads into a shared-memory file this loader maps (``shm_bytes``
+    bytes, sparse; one for all epochs): frames then carry only where each
+    payload lies, and a batch's space is handed back when its last array
+    is dropped. A service elsewhere (or one that cannot map it) sends the
+    payloads in its messages; ``transport`` tells which happened.
 
     Errors of the service are raised as ``graphmill.ServiceError`` with the
     Go side's message.
@@ -585,7 +591,7 @@ class Loader:
                 else:
                     raise ServiceError(f"sampler {self.addr}: {miss} feature rows after a frame of {len(mb.n_id)} input nodes")
             mb.index = f["batch"]
-            del buf
+            buf = mem = None  # only mb's arrays keep the payload alive
             yield mb
 
     def _batches(self):
