@@ -588,6 +588,7 @@ class Loader:
                     mb.miss_rows = rows
                 elif mb.x is None and miss == len(mb.n_id):
                     mb.x, mb.feature_dtype = rows, "float32"
+                    mb.nbytes = n  # the batch spans the rows too (DeviceStager copies it whole)
                 else:
                     raise ServiceError(f"sampler {self.addr}: {miss} feature rows after a frame of {len(mb.n_id)} input nodes")
             mb.index = f["batch"]

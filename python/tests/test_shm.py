@@ -93,6 +93,21 @@ def test_one_segment_for_every_epoch(server, cora):
             assert in_shm(b)
 
 
+@pytest.mark.parametrize("shm", [True, False])
+def test_stager_takes_rows_after_the_frame(server, cora, shm):
+    torch = pytest.importorskip("torch")
+    from graphmill.torch import DeviceStager
+
+    st = DeviceStager("cpu")  # the path device="cuda" takes, on the CPU
+    with graphmill.Loader(server.addr, split="val", fanouts=[5, 5], batch_size=100, shm=shm) as ld:
+        for b in ld:
+            assert b.nbytes == len(b.buffer) - b.offset  # the payload: frame and rows
+            tb = st.stage(b)
+            st.wait(tb)
+            assert torch.equal(tb.x, torch.from_numpy(cora.features[b.n_id]))
+            assert torch.equal(tb.blocks[0].indices, torch.from_numpy(b.blocks[0].indices))
+
+
 def test_refused_segment_falls_back(server, cora, monkeypatch):
     real = _shm.Segment.create
 
