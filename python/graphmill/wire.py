@@ -123,6 +123,8 @@ class MiniBatch:
     * ``sender``, ``epoch``, ``sequence``: stream metadata.
     * ``halo``: GNNAutoScale history sources per layer >= 1 (``(nodes, rows)``
       pairs; rows may be None), or None.
+    * ``miss_rows``: with a feature cache, the rows of the input nodes the
+      cache lacks, as the sampler service sent them (float32), or None.
     """
 
     __slots__ = ("sender", "epoch", "sequence", "batch_size", "n_id", "blocks", "x", "y",
