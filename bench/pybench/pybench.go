@@ -16,8 +16,10 @@
 //     Alias): the same transport without Python;
 //   - the Python client (python3 -m graphmill.bench) of the same service:
 //     batches received, decoded as numpy views and converted to torch
-//     tensors, in each feature mode ("frame": rows inside the message;
-//     "local": rows gathered in Python from the memory map), counting the
+//     tensors, in each feature mode ("frame": rows inside the gRPC
+//     message; "shm": the same payloads through shared memory, the frames
+//     carrying offset and length; "local": rows gathered in Python from the
+//     memory map), counting the
 //     Python-side copies by checking every tensor's address.
 package pybench
 
@@ -60,7 +62,7 @@ type Config struct {
 	// Workers is the Go loader's goroutines (the service's default, 2).
 	Workers int
 	Seed    uint64
-	// Modes are the Python client's feature modes ("frame", "local").
+	// Modes are the Python client's feature modes ("frame", "shm", "local").
 	Modes []string
 	// PyG also times PyG's NeighborLoader when torch_geometric imports.
 	PyG bool
@@ -71,6 +73,7 @@ type Config struct {
 // Python is one Python client measurement (the JSON of graphmill.bench).
 type Python struct {
 	Features       string          `json:"features"`
+	Transport      string          `json:"transport"` // "grpc" or "shm": how the payloads came
 	Batches        int             `json:"batches"`
 	BatchesPerS    float64         `json:"batches_per_s"`
 	FrameMiB       float64         `json:"frame_mib_per_batch"`
@@ -301,7 +304,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Rounds = 1
 	}
 	if len(cfg.Modes) == 0 {
-		cfg.Modes = []string{"frame", "local"}
+		cfg.Modes = []string{"frame", "shm", "local"}
 	}
 	progress := cfg.Progress
 	if progress == nil {
@@ -352,6 +355,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			p, err := python(ctx, addr, cfg, m, cfg.PyG && r == 0 && m == cfg.Modes[0])
 			if err != nil {
 				return nil, err
+			}
+			if m == "shm" && p.Transport != "shm" {
+				return nil, fmt.Errorf("python (shm): the service sent the payloads over %q, not shared memory", p.Transport)
 			}
 			if len(p.PyG) > 0 {
 				var v any

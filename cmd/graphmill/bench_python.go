@@ -34,7 +34,7 @@ func newBenchPythonCmd() *cobra.Command {
   go client    the service's frames received and decoded in place by the Go client
   python       the same frames received by the Python client (python3 -m graphmill.bench),
                decoded as numpy views and converted to torch tensors, with the feature rows
-               inside the frames ("frame") or gathered in Python from the memory map ("local")
+               inside the frames ("frame"; "shm": the same payloads through shared memory) or gathered in Python from the memory map ("local")
 
 Rates are batches/s of GraphSAGE minibatches ([25,10], 1024 seeds), the best of the rounds;
 python's are also given as ratios to the go loader and the go client (the median over the
@@ -99,7 +99,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl.StringVar(&py, "python", "/usr/bin/python3", "Python interpreter with the graphmill client importable")
 	fl.StringVar(&pypath, "python-path", "", "directory prepended to PYTHONPATH (e.g. python, to run the client from source)")
 	fl.StringVar(&fanoutsS, "fanouts", "25,10", "fanouts per hop from the seeds")
-	fl.StringVar(&modesS, "modes", "frame,local", "Python feature modes: frame (rows in the message), local (rows gathered in Python), none")
+	fl.StringVar(&modesS, "modes", "frame,shm,local", "Python feature modes: frame (rows in the gRPC message), shm (rows in the payload, through shared memory), local (rows gathered in Python), none")
 	fl.IntVar(&batchSize, "batch-size", 1024, "seeds per minibatch")
 	fl.IntVar(&batches, "batches", 0, "minibatches per measurement (default 60; --quick 25)")
 	fl.IntVar(&rounds, "rounds", 3, "alternations of the consumers (best rates; ratios are medians of each round's ratios)")

@@ -25,9 +25,9 @@ type preparer struct {
 }
 
 type result struct {
-	done    chan struct{}
-	payload []byte
-	err     error
+	done chan struct{}
+	enc  encoded
+	err  error
 }
 
 func newPreparer(ctx context.Context, p *plan, workers int, held *atomic.Int64) *preparer {
@@ -47,10 +47,10 @@ func newPreparer(ctx context.Context, p *plan, workers int, held *atomic.Int64) 
 					r := pr.results[b]
 					pr.mu.Unlock()
 					bp := payloadPool.Get().(*[]byte)
-					r.payload, r.err = p.encode(ctx, int(b), &wb, (*bp)[:0])
+					r.enc, r.err = p.encode(ctx, int(b), &wb, (*bp)[:0])
 					*bp = nil
 					payloadPool.Put(bp)
-					held.Add(int64(len(r.payload)))
+					held.Add(int64(len(r.enc.payload)))
 					close(r.done)
 				}
 			}
@@ -93,12 +93,12 @@ func (pr *preparer) want(s *stream.Sender) {
 }
 
 // get waits for batch b's payload.
-func (pr *preparer) get(b uint32) ([]byte, error) {
+func (pr *preparer) get(b uint32) (encoded, error) {
 	for !pr.request(b) {
 		// The queue is full of batches sent later; wait for one.
 		select {
 		case <-pr.ctx.Done():
-			return nil, pr.ctx.Err()
+			return encoded{}, pr.ctx.Err()
 		default:
 		}
 		pr.mu.Lock()
@@ -112,7 +112,7 @@ func (pr *preparer) get(b uint32) ([]byte, error) {
 			select {
 			case <-any.done:
 			case <-pr.ctx.Done():
-				return nil, pr.ctx.Err()
+				return encoded{}, pr.ctx.Err()
 			}
 		}
 	}
@@ -122,12 +122,12 @@ func (pr *preparer) get(b uint32) ([]byte, error) {
 	select {
 	case <-r.done:
 	case <-pr.ctx.Done():
-		return nil, pr.ctx.Err()
+		return encoded{}, pr.ctx.Err()
 	}
 	pr.mu.Lock()
 	delete(pr.results, b)
 	pr.mu.Unlock()
-	return r.payload, r.err
+	return r.enc, r.err
 }
 
 // payloadPool recycles frame payload buffers: a payload is free again
@@ -137,11 +137,15 @@ func (pr *preparer) get(b uint32) ([]byte, error) {
 // buffer per batch.
 var payloadPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// done records that a prepared payload was sent, and recycles it.
-func (pr *preparer) done(payload []byte) {
-	pr.held.Add(-int64(len(payload)))
+// done records that a prepared payload was sent, and recycles it (a
+// payload in shared memory is the client's until it releases it).
+func (pr *preparer) done(e encoded) {
+	pr.held.Add(-int64(len(e.payload)))
+	if e.shmOff >= 0 {
+		return
+	}
 	bp := payloadPool.Get().(*[]byte)
-	*bp = payload[:0]
+	*bp = e.payload[:0]
 	payloadPool.Put(bp)
 }
 
@@ -154,7 +158,7 @@ func (pr *preparer) close() {
 	for b, r := range pr.results {
 		select {
 		case <-r.done:
-			pr.held.Add(-int64(len(r.payload)))
+			pr.held.Add(-int64(len(r.enc.payload)))
 		default:
 		}
 		delete(pr.results, b)

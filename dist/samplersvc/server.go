@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -206,6 +207,16 @@ type plan struct {
 	feat    feature.Source
 	labels  []int32
 	key     uint64
+	seg     *segment // the client's shared memory, or nil
+	cached  []byte   // the client's cached-rows bitmap, or nil
+}
+
+// encoded is a prepared payload: in the shared segment at shmOff, or on
+// the heap (shmOff -1), with miss feature rows after the batch frame.
+type encoded struct {
+	payload []byte
+	shmOff  int
+	miss    int
 }
 
 // Batches returns the seed batches of an epoch as a local loader cuts
@@ -275,6 +286,12 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 			return nil, err
 		}
 	}
+	if len(req.Cached) > 0 && req.WithFeatures {
+		if want := (d.Meta.NumNodes + 7) / 8; len(req.Cached) != want {
+			return nil, fmt.Errorf("cached-rows bitmap of %d bytes; %d nodes need %d", len(req.Cached), d.Meta.NumNodes, want)
+		}
+		p.cached = req.Cached
+	}
 	if req.WithLabels {
 		if d.Labels == nil {
 			return nil, fmt.Errorf("dataset %s has no labels", d.Meta.Name)
@@ -285,10 +302,12 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 }
 
 // encode prepares batch i of the plan in wb and returns its frame
-// payload (appended to buf).
-func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byte) ([]byte, error) {
+// payload: in the shared segment when the stream has one with room, else
+// appended to buf.
+func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byte) (encoded, error) {
+	e := encoded{shmOff: -1}
 	if err := p.sampler.SampleInto(wb, p.batches[i], p.key); err != nil {
-		return nil, err
+		return e, err
 	}
 	// Edge ids are not sent: the trainer does not read them, and they
 	// would double the blocks' bytes.
@@ -297,11 +316,24 @@ func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byt
 	}
 	ids, err := wb.Local()
 	if err != nil {
-		return nil, err
+		return e, err
 	}
+	var miss []int32 // the rows after the frame
 	if p.feat != nil {
-		if err := p.feat.Gather(ctx, ids, wb.Features.SetF32(len(ids), p.feat.Dim())); err != nil {
-			return nil, err
+		if p.cached != nil || p.req.RowsAfterFrame {
+			wb.Features.DType, wb.Features.Rows, wb.Features.Dim = 0, 0, 0
+			miss = ids
+			if p.cached != nil {
+				// Only the rows the client does not hold.
+				miss = nil
+				for _, v := range ids {
+					if p.cached[v>>3]&(1<<(v&7)) == 0 {
+						miss = append(miss, v)
+					}
+				}
+			}
+		} else if err := p.feat.Gather(ctx, ids, wb.Features.SetF32(len(ids), p.feat.Dim())); err != nil {
+			return e, err
 		}
 	}
 	if p.labels != nil {
@@ -311,7 +343,35 @@ func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byt
 		}
 	}
 	wb.Epoch, wb.Seq, wb.Sender = uint32(p.req.Epoch), uint64(i), p.req.Sender
-	return wb.AppendBinary(buf[:0])
+	flen := wb.EncodedLen()
+	n := flen
+	if p.feat != nil {
+		n += len(miss) * p.feat.Dim() * 4
+	}
+	out := buf[:0]
+	if p.seg != nil {
+		if off, b, ok := p.seg.alloc(n); ok {
+			out, e.shmOff = b[:0], off
+		}
+	}
+	if cap(out) < n {
+		out = make([]byte, 0, n)
+	}
+	if out, err = wb.AppendBinary(out); err == nil && p.feat != nil && n > flen {
+		out = out[:n]
+		// float32 rows, little-endian as the machine (amd64, arm64); the
+		// frame's size is a multiple of 64, so they are aligned.
+		rows := unsafe.Slice((*float32)(unsafe.Pointer(&out[flen])), len(miss)*p.feat.Dim())
+		err = p.feat.Gather(ctx, miss, rows)
+	}
+	if err != nil {
+		if e.shmOff >= 0 {
+			p.seg.free(uint64(e.shmOff))
+		}
+		return encoded{shmOff: -1}, err
+	}
+	e.payload, e.miss = out, len(miss)
+	return e, nil
 }
 
 // Stream serves one epoch's share of minibatches to one trainer.
@@ -336,6 +396,18 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 	p, err := s.plan(ctx, req)
 	if err != nil {
 		return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+	}
+	if req.ShmPath != "" {
+		// Shared memory when the client's file opens and checks out; in-message frames otherwise.
+		if seg, err := openSegment(req.ShmPath, req.ShmSize, req.ShmToken); err != nil {
+			s.cfg.Log(fmt.Sprintf("stream without shared memory: %v", err))
+		} else {
+			defer seg.close()
+			if err := seg.hold(req.ShmBusy); err != nil {
+				return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+			}
+			p.seg = seg
+		}
 	}
 	share := req.Batches
 	if len(share) == 0 {
@@ -374,8 +446,11 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 	defer pre.close()
 	hb := time.NewTicker(s.cfg.Heartbeat)
 	defer hb.Stop()
-	send := func(f stream.Frame) error {
-		fr := &pb.Frame{Sender: f.Sender, Epoch: f.Epoch, Sequence: f.Sequence, Kind: pb.Frame_Kind(f.Kind), Batch: f.Batch, BatchCount: f.Count, Minibatch: f.Payload}
+	send := func(f stream.Frame, e encoded) error {
+		fr := &pb.Frame{Sender: f.Sender, Epoch: f.Epoch, Sequence: f.Sequence, Kind: pb.Frame_Kind(f.Kind), Batch: f.Batch, BatchCount: f.Count, Minibatch: f.Payload, TailRows: uint64(e.miss)}
+		if e.shmOff >= 0 {
+			fr.ShmOffset, fr.ShmLength, fr.Minibatch = uint64(e.shmOff), uint64(len(e.payload)), nil
+		}
 		pb.AlignPayload(fr)
 		if err := st.Send(fr); err != nil {
 			return err
@@ -399,6 +474,18 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 			if err := snd.Assign(a.Epoch, a.Batches); err != nil {
 				return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
 			}
+		case m.GetRelease() != nil:
+			if p.seg == nil {
+				// The client's payloads of an earlier stream, released
+				// on this one, which the server could not map: nothing
+				// of it is allocated here.
+				return nil
+			}
+			for _, off := range m.GetRelease().Offsets {
+				if err := p.seg.free(off); err != nil {
+					return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+				}
+			}
 		default:
 			return status.Error(codes.InvalidArgument, "graphmill sampler: an EpochRequest in the middle of a stream")
 		}
@@ -409,17 +496,18 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 		pre.want(snd)
 		switch snd.Next() {
 		case stream.SendBatch:
-			payload, err := pre.get(snd.NextBatch())
+			e, err := pre.get(snd.NextBatch())
 			if err != nil {
 				return status.Errorf(codes.Internal, "graphmill sampler: batch %d: %v", snd.NextBatch(), err)
 			}
-			if err := send(snd.Batch(payload)); err != nil {
+			err = send(snd.Batch(e.payload), e)
+			pre.done(e) // sent or not, the stream holds it no longer
+			if err != nil {
 				return err
 			}
-			pre.done(payload)
 			continue
 		case stream.SendEnd:
-			if err := send(snd.End()); err != nil {
+			if err := send(snd.End(), encoded{shmOff: -1}); err != nil {
 				return err
 			}
 			continue
@@ -435,11 +523,43 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 			}
 			return err
 		case <-hb.C:
-			if err := send(snd.Heartbeat()); err != nil {
+			if err := send(snd.Heartbeat(), encoded{shmOff: -1}); err != nil {
 				return err
 			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// maxRowsPerCall bounds GetRows.
+const maxRowsPerCall = 1_000_000
+
+// GetRows returns feature rows by node id.
+func (s *Server) GetRows(ctx context.Context, req *pb.RowsRequest) (*pb.RowsReply, error) {
+	n := int64(s.cfg.Dataset.Meta.NumNodes)
+	if len(req.Ids) > maxRowsPerCall {
+		return nil, status.Errorf(codes.InvalidArgument, "graphmill sampler: %d rows asked; at most %d per call", len(req.Ids), maxRowsPerCall)
+	}
+	ids := make([]int32, len(req.Ids))
+	for i, v := range req.Ids {
+		if v < 0 || v >= n {
+			return nil, status.Errorf(codes.InvalidArgument, "graphmill sampler: node %d out of range [0, %d)", v, n)
+		}
+		ids[i] = int32(v)
+	}
+	feat, err := s.features(ctx, req.NormalizeFeatures)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+	}
+	dim := feat.Dim()
+	rows := make([]float32, len(ids)*dim)
+	if err := feat.Gather(ctx, ids, rows); err != nil {
+		return nil, status.Error(codes.Internal, "graphmill sampler: "+err.Error())
+	}
+	var b []byte
+	if len(rows) > 0 {
+		b = unsafe.Slice((*byte)(unsafe.Pointer(&rows[0])), 4*len(rows))
+	}
+	return &pb.RowsReply{Dim: uint32(dim), Rows: b}, nil
 }

@@ -2,6 +2,8 @@ package samplersvc
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"net"
 	"runtime"
 	"slices"
@@ -473,5 +475,53 @@ func TestTrainerWaitsForSampler(t *testing.T) {
 	defer r.c.Close()
 	if r.c.Info().NumNodes != int64(d.Meta.NumNodes) {
 		t.Fatalf("info %+v", r.c.Info())
+	}
+}
+
+// TestGetRows: rows by id equal the dataset's; bad ids are refused.
+func TestGetRows(t *testing.T) {
+	d := cora(t)
+	svc := startService(t, d, nil, nil)
+	st, err := feature.Open(d, feature.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, c := range []struct {
+		ids []int64
+		err string
+	}{
+		{ids: []int64{0, 5, 2707, 5}},
+		{ids: nil},
+		{ids: []int64{2708}, err: "out of range"},
+		{ids: []int64{-1}, err: "out of range"},
+		{ids: make([]int64, maxRowsPerCall+1), err: "at most"},
+	} {
+		r, err := svc.s.GetRows(context.Background(), &pb.RowsRequest{Ids: c.ids})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("ids %v: err %v, want %q", c.ids[:min(len(c.ids), 4)], err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, len(c.ids)*st.Dim())
+		ids := make([]int32, len(c.ids))
+		for i, v := range c.ids {
+			ids[i] = int32(v)
+		}
+		if err := st.Gather(context.Background(), ids, want); err != nil {
+			t.Fatal(err)
+		}
+		if int(r.Dim) != st.Dim() || len(r.Rows) != 4*len(want) {
+			t.Fatalf("ids %v: %d bytes of dimension %d", c.ids, len(r.Rows), r.Dim)
+		}
+		for i, w := range want {
+			if g := math.Float32frombits(binary.LittleEndian.Uint32(r.Rows[4*i:])); g != w {
+				t.Fatalf("ids %v: value %d is %v, want %v", c.ids, i, g, w)
+			}
+		}
 	}
 }

@@ -5,7 +5,9 @@ the copies made.
     python3 -m graphmill.bench --addr 127.0.0.1:7070 --batches 50 --json
 
 Modes (``--features``): ``frame`` has the service send the feature rows
-inside each frame (x is a view of the message); ``local`` has it send
+inside each gRPC message (x is a view of the message); ``shm`` the same
+payloads through shared memory (the frames carry offset and length; x is
+a view of the shared mapping); ``local`` has it send
 none and gathers x from the dataset's memory map in this process
 (``--dataset``); ``none`` receives blocks and ids only. With ``--pyg`` it
 also times PyG's NeighborLoader on the same graph when torch_geometric is
@@ -29,9 +31,9 @@ def run_client(addr, fanouts, batch_size, batches, features="frame", dataset=Non
 
     import graphmill
 
-    feat = {"frame": True, "local": "local", "none": False}[features]
+    feat = {"frame": True, "shm": True, "local": "local", "none": False}[features]
     ld = graphmill.Loader(addr, split=split, fanouts=fanouts, batch_size=batch_size, shuffle=True, seed=seed,
-                          features=feat, local_dataset=dataset, credits=credits)
+                          features=feat, local_dataset=dataset, credits=credits, shm=features == "shm")
     times = []
     copies = 0
     arrays = 0
@@ -48,7 +50,7 @@ def run_client(addr, fanouts, batch_size, batches, features="frame", dataset=Non
                 lo = b.buffer.ctypes.data
                 hi = lo + len(b.buffer)
                 ts = [t.n_id, t.y] + [a for blk in t.blocks for a in (blk.indptr, blk.indices)]
-                if features == "frame":
+                if features in ("frame", "shm"):
                     ts.append(t.x)
                 for x in ts:
                     if x is not None:
@@ -59,18 +61,19 @@ def run_client(addr, fanouts, batch_size, batches, features="frame", dataset=Non
                     # its tensor must share the gathered array's memory
                     arrays += 1
                     copies += 0 if t.x.data_ptr() == b.x.ctypes.data else 1
-                frame_bytes += b.nbytes
                 n_id += len(b.n_id)
                 times.append(time.perf_counter())
                 got += 1
                 if got >= batches:
                     break
+        frame_bytes = ld.bytes_received  # payloads: the frames and the rows after them
     finally:
         ld.close()
     # the rate between the first and the last batch: no connection set-up
     span = times[-1] - times[0] if len(times) > 1 else float("nan")
     return {
         "features": features,
+        "transport": ld.transport,
         "batches": got,
         "batches_per_s": (len(times) - 1) / span if len(times) > 1 else 0.0,
         "frame_mib_per_batch": frame_bytes / got / 2 ** 20 if got else 0.0,
@@ -112,7 +115,7 @@ def main(argv=None):
     p.add_argument("--fanouts", default="25,10")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--batches", type=int, default=50)
-    p.add_argument("--features", default="frame", choices=["frame", "local", "none"])
+    p.add_argument("--features", default="frame", choices=["frame", "shm", "local", "none"])
     p.add_argument("--dataset", default=None, help="dataset directory (for --features local and --pyg)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--credits", type=int, default=4)

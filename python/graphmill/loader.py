@@ -17,21 +17,25 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 
 import grpc
 import numpy as np
 
 from . import _cli
+from ._shm import Segment, Slots
 from .errors import GraphmillError, ServiceError
 from .v1 import sampler_pb2 as pb
-from .wire import decode_batch
+from .wire import as_buffer, decode_batch, frame_size
 
 _STREAM = "/graphmill.v1.Sampler/Stream"
 _DEFAULT = None  # features not given
 _INFO = "/graphmill.v1.Sampler/Info"
+_ROWS = "/graphmill.v1.Sampler/GetRows"
 
 # Frame field numbers (proto/graphmill/v1/sampler.proto).
 _F_SENDER, _F_EPOCH, _F_SEQUENCE, _F_KIND, _F_BATCH, _F_COUNT, _F_PAD, _F_MINIBATCH = 1, 2, 3, 4, 5, 6, 14, 15
+_F_SHM_OFFSET, _F_SHM_LENGTH, _F_TAIL_ROWS = 7, 8, 9
 KIND_BATCH, KIND_END, KIND_HEARTBEAT = 1, 2, 3
 
 
@@ -53,9 +57,11 @@ def parse_frame(raw):
     """Walks a serialized Frame without copying its payload. Returns a dict
     with sender, epoch, sequence, kind, batch, batch_count and
     payload (offset, length) or None."""
-    out = {"sender": 0, "epoch": 0, "sequence": 0, "kind": 0, "batch": 0, "batch_count": 0, "payload": None}
+    out = {"sender": 0, "epoch": 0, "sequence": 0, "kind": 0, "batch": 0, "batch_count": 0, "payload": None,
+           "shm_offset": 0, "shm_length": 0, "tail_rows": 0}
     names = {_F_SENDER: "sender", _F_EPOCH: "epoch", _F_SEQUENCE: "sequence", _F_KIND: "kind",
-             _F_BATCH: "batch", _F_COUNT: "batch_count"}
+             _F_BATCH: "batch", _F_COUNT: "batch_count", _F_SHM_OFFSET: "shm_offset",
+             _F_SHM_LENGTH: "shm_length", _F_TAIL_ROWS: "tail_rows"}
     pos = 0
     n = len(raw)
     while pos < n:
@@ -254,6 +260,13 @@ class Loader:
     every row through gRPC, which costs more than the gather (see the
     README's benchmark).
 
+    ``shm=True`` (the default) asks a service on this machine to write the
+    payloads into a shared-memory file this loader maps (``shm_bytes``
+    bytes, sparse; one for all epochs): frames then carry only where each
+    payload lies, and a batch's space is handed back when its last array
+    is dropped. A service elsewhere (or one that cannot map it) sends the
+    payloads in its messages; ``transport`` tells which happened.
+
     Errors of the service are raised as ``graphmill.ServiceError`` with the
     Go side's message.
 
@@ -267,7 +280,8 @@ class Loader:
                  shuffle=True, seed=0, epoch=0, drop_last=False, features=None, labels=True, device=None,
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
                  check=True, server_args=(), local_dataset=None, normalize_features=False,
-                 token=None, token_file=None, channel_credentials=None, local_workers=2):
+                 token=None, token_file=None, channel_credentials=None, local_workers=2, shm=True,
+                 shm_bytes=1 << 30):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -298,10 +312,24 @@ class Loader:
             self._local = src if isinstance(src, Dataset) else open_dataset(src, binary=binary)
             if self._local.features is None:
                 raise GraphmillError(f"{self._local.dir}: the dataset has no features")
-        # With a feature cache, the service sends rows only when asked
-        # explicitly (features=True): misses are then taken from the frame;
-        # by default they are read from the cache's dataset on the host.
-        self.features = features is True and (feature_cache is None or features_given)
+        # With a feature cache the service sends only the rows the cache
+        # misses when the cache has no local dataset (filled from the
+        # service) or when asked explicitly (features=True); otherwise the
+        # misses are read from the cache's dataset on the host.
+        self._misses_from_service = feature_cache is not None and (
+            getattr(feature_cache, "dataset", None) is None or (features_given and features is True))
+        self.features = (features is True and feature_cache is None) or self._misses_from_service
+        self._cached = None
+        if self._misses_from_service:
+            bits = np.zeros(feature_cache.num_nodes, dtype=bool)
+            bits[np.asarray(feature_cache.cached_ids, dtype=np.int64)] = True
+            self._cached = np.packbits(bits, bitorder="little").tobytes()
+        self.shm = bool(shm) and os.path.isdir("/dev/shm") and os.path.isdir("/proc/self/fd")
+        self.shm_bytes = int(shm_bytes)
+        self._seg = None  # the shared segment of every epoch (made on first use)
+        self._slots = Slots()
+        self.transport = None  # "shm" or "grpc": how the last epoch's payloads came
+        self.bytes_received = 0  # payload bytes received (frames or shared memory)
         self.labels = bool(labels)
         self.normalize_features = bool(normalize_features)
         self.credits = int(credits)
@@ -334,6 +362,8 @@ class Loader:
                                                        response_deserializer=pb.InfoReply.FromString)
             self._stream_rpc = self._channel.stream_stream(_STREAM, request_serializer=pb.ClientMessage.SerializeToString,
                                                            response_deserializer=None)
+            self._rows_rpc = self._channel.unary_unary(_ROWS, request_serializer=pb.RowsRequest.SerializeToString,
+                                                       response_deserializer=pb.RowsReply.FromString)
             try:
                 self.info = self._info_rpc(pb.InfoRequest(), timeout=timeout, wait_for_ready=True,
                                            metadata=self._auth(_INFO))
@@ -394,13 +424,43 @@ class Loader:
 
     # -- streaming -----------------------------------------------------------
 
-    def _requests(self, out_q, nb, epoch):
+    def get_rows(self, ids, chunk_bytes=64 << 20):
+        """The feature rows of nodes ``ids`` from the service (float32,
+        row-normalised as the loader's frames are): GetRows calls of about
+        ``chunk_bytes`` each."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        dim = int(self.info.feature_dim)
+        chunk = max(1, min(1_000_000, chunk_bytes // max(4 * dim, 1)))
+        out = np.empty((len(ids), dim), dtype=np.float32)
+        for lo in range(0, len(ids), chunk):
+            part = ids[lo:lo + chunk]
+            try:
+                r = self._rows_rpc(pb.RowsRequest(ids=part.tolist(), normalize_features=self.normalize_features),
+                                   timeout=self.timeout, metadata=self._auth(_ROWS))
+            except grpc.RpcError as e:
+                raise _service_error(e, f"sampler {self.addr}") from None
+            if r.dim != dim or len(r.rows) != 4 * dim * len(part):
+                raise ServiceError(f"sampler {self.addr}: GetRows sent {len(r.rows)} bytes of dimension {r.dim} for {len(part)} rows of {dim}")
+            out[lo:lo + len(part)] = np.frombuffer(r.rows, dtype="<f4").reshape(len(part), dim)
+        return out
+
+    def _segment(self):
+        if self._seg is None and self.shm:
+            self._seg = Segment.create(self.shm_bytes)
+            self.shm = self._seg is not None
+        return self._seg
+
+    def _requests(self, out_q, nb, epoch, seg, busy):
         req = pb.EpochRequest(split=self.split, fanouts=self.fanouts, batch_size=self.batch_size, epoch=epoch,
                               seed=self.seed, shuffle=self.shuffle, drop_last=self.drop_last,
                               with_features=self.features, with_labels=self.labels, shard=self.shard,
                               num_shards=self.num_shards, batches=list(range(nb)), sender=0,
                               initial_credits=self.credits, fingerprint=0,
-                              normalize_features=self.normalize_features)
+                              normalize_features=self.normalize_features, cached=self._cached or b"",
+                              rows_after_frame=self.features)
+        if seg is not None:
+            req.shm_path, req.shm_token, req.shm_size = seg.path, seg.token, seg.size
+            req.shm_busy.extend(busy)
         yield pb.ClientMessage(start=req)
         while True:
             m = out_q.get()
@@ -418,7 +478,13 @@ class Loader:
         if nb == 0:
             return
         out_q = queue.Queue()
-        call = self._stream_rpc(self._requests(out_q, nb, epoch), wait_for_ready=True, metadata=self._auth(_STREAM))
+        seg = self._segment()
+
+        def release(off):
+            out_q.put(pb.ClientMessage(release=pb.Release(offsets=[off])))
+
+        busy = self._slots.start(release) if seg is not None else []
+        call = self._stream_rpc(self._requests(out_q, nb, epoch, seg, busy), wait_for_ready=True, metadata=self._auth(_STREAM))
         in_q = queue.Queue()
         done = threading.Event()
 
@@ -468,10 +534,29 @@ class Loader:
                     raise ServiceError(f"sampler {self.addr}: frame of unknown kind {kind}")
                 if f["batch"] != got:
                     raise ServiceError(f"sampler {self.addr}: batch {f['batch']} arrived, expected {got}")
-                if f["payload"] is None:
+                buf = item
+                if f["shm_length"]:
+                    if seg is None:
+                        raise ServiceError(f"sampler {self.addr}: a shared-memory frame on a stream without shared memory")
+                    off, n = f["shm_offset"], f["shm_length"]
+                    try:
+                        buf = seg.slot(off, n)
+                    except ValueError as e:
+                        raise ServiceError(f"sampler {self.addr}: {e}") from None
+                    # The space goes back to the service when the batch's
+                    # last array is dropped.
+                    self._slots.take(off, n)
+                    weakref.finalize(buf, self._slots.release, off)
+                    f["payload"] = (0, n)
+                    self.transport = "shm"
+                elif f["payload"] is None:
                     raise ServiceError(f"sampler {self.addr}: batch frame {got} has no minibatch")
+                else:
+                    self.transport = "grpc"
+                self.bytes_received += f["payload"][1]
                 got += 1
-                yield f, item
+                yield f, buf
+                del buf
                 out_q.put(pb.ClientMessage(credit=pb.Credit(frames=1)))
         finally:
             done.set()
@@ -480,12 +565,34 @@ class Loader:
                 call.cancel()
             t.join(5)
             self._active = None
+            self._slots.stop(release)
 
     def _decoded(self):
-        for f, raw in self.raw_frames():
+        dim = int(self.info.feature_dim)
+        for f, buf in self.raw_frames():
             off, n = f["payload"]
-            mb = decode_batch(raw, off, n, writable=True, check=self.check, num_nodes=self.num_nodes)
+            # Feature rows come after the batch frame (the service gathers
+            # them straight into the payload): every input node's, or with a
+            # cache the misses'.
+            miss = f["tail_rows"]
+            size = n
+            if miss:
+                mem = as_buffer(buf, writable=True)
+                size = frame_size(mem[off:off + 16].tobytes())
+                if size + 4 * dim * miss != n:
+                    raise ServiceError(f"sampler {self.addr}: payload of {n} bytes: a frame of {size} and {miss} rows of {dim} floats do not add up")
+            mb = decode_batch(buf, off, size, writable=True, check=self.check, num_nodes=self.num_nodes)
+            if miss:
+                rows = mem[off + size:off + n].view("<f4").reshape(miss, dim)
+                if self._cached is not None:
+                    mb.miss_rows = rows
+                elif mb.x is None and miss == len(mb.n_id):
+                    mb.x, mb.feature_dtype = rows, "float32"
+                    mb.nbytes = n  # the batch spans the rows too (DeviceStager copies it whole)
+                else:
+                    raise ServiceError(f"sampler {self.addr}: {miss} feature rows after a frame of {len(mb.n_id)} input nodes")
             mb.index = f["batch"]
+            buf = mem = None  # only mb's arrays keep the payload alive
             yield mb
 
     def _batches(self):
@@ -548,16 +655,23 @@ class Loader:
         for mb in self._batches():
             tb = st.stage(mb) if st is not None else to_torch(mb)
             if pending is not None:
-                yield self._finish(pending, cache)
-            pending = tb
+                yield self._finish(*pending, cache)
+            pending = tb, mb.miss_rows
         if pending is not None:
-            yield self._finish(pending, cache)
+            yield self._finish(*pending, cache)
 
-    def _finish(self, tb, cache):
+    def _finish(self, tb, miss_rows, cache):
         if self._stager is not None:
             self._stager.wait(tb)
         if cache is not None:
-            tb.x = cache.gather(tb.n_id, host_rows=tb.x)
+            if miss_rows is not None or (self._misses_from_service and tb.x is None):
+                # only the misses came (maybe none at all); a service that
+                # ignores the cached set sends every row (the else branch)
+                if miss_rows is None:
+                    miss_rows = np.empty((0, cache.dim), dtype=np.float32)
+                tb.x = cache.gather(tb.n_id, miss_rows=miss_rows)
+            else:
+                tb.x = cache.gather(tb.n_id, host_rows=tb.x)
             tb.feature_dtype = cache.feature_dtype
             tb.cache_stats = cache.last
         return tb
@@ -574,6 +688,9 @@ class Loader:
         if self._channel is not None:
             self._channel.close()
             self._channel = None
+        if self._seg is not None:
+            self._seg.close_fd()  # the mapping stays while arrays use it
+            self._seg = None
         if self.server is not None:
             self.server.close()
             self.server = None

@@ -75,7 +75,9 @@ class FeatureCache:
     rows the sampler service sent) and copied over.
 
     Arguments:
-      dataset: a ``Dataset`` / ``PartitionedDataset`` or a path (or "cora").
+      dataset: a ``Dataset`` / ``PartitionedDataset`` or a path (or "cora"),
+        or a ``Loader`` of a sampler service (rows come through its
+        ``get_rows``; policy "presample" then, with counts= or loader=).
       budget: bytes of feature rows per device ("4GiB", "512MiB", an int),
         or a fraction of all rows over all devices ("10%"). The node -> slot
         table adds 4 bytes per node on ``device``.
@@ -89,12 +91,25 @@ class FeatureCache:
 
     def __init__(self, dataset, budget="4GiB", policy="degree", devices=("cpu",), device=None,
                  counts=None, loader=None, presample_batches=16):
+        from .loader import Loader
+
         if isinstance(dataset, (str, bytes)) or hasattr(dataset, "__fspath__"):
             dataset = open_dataset(dataset)
-        if not isinstance(dataset, (Dataset, PartitionedDataset)):
-            raise TypeError(f"dataset must be a graphmill dataset or a path, got {type(dataset).__name__}")
+        if isinstance(dataset, Loader):
+            # A service on another machine: rows come through GetRows, and
+            # only the misses come in the frames of a Loader given this cache.
+            svc = dataset
+            dataset = None
+            self.num_nodes = svc.num_nodes
+            self.dim = int(svc.info.feature_dim)
+            self.feature_dtype = "float32"
+            self._rows = svc.get_rows
+        elif not isinstance(dataset, (Dataset, PartitionedDataset)):
+            raise TypeError(f"dataset must be a graphmill dataset, a path or a Loader, got {type(dataset).__name__}")
         self.dataset = dataset
-        if isinstance(dataset, PartitionedDataset):
+        if dataset is None:
+            pass
+        elif isinstance(dataset, PartitionedDataset):
             p0 = dataset.part(0)
             self.num_nodes = dataset.num_nodes
             self.dim = p0.feature_dim
@@ -173,6 +188,8 @@ class FeatureCache:
 
     def _out_degrees(self):
         ds = self.dataset
+        if ds is None:
+            raise ValueError('policy="degree" needs the dataset; with a service use policy="presample" (counts= or loader=)')
         if isinstance(ds, PartitionedDataset):
             deg = np.zeros(self.num_nodes, np.int64)
             for p in ds.parts:

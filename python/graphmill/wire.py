@@ -123,10 +123,12 @@ class MiniBatch:
     * ``sender``, ``epoch``, ``sequence``: stream metadata.
     * ``halo``: GNNAutoScale history sources per layer >= 1 (``(nodes, rows)``
       pairs; rows may be None), or None.
+    * ``miss_rows``: with a feature cache, the rows of the input nodes the
+      cache lacks, as the sampler service sent them (float32), or None.
     """
 
     __slots__ = ("sender", "epoch", "sequence", "batch_size", "n_id", "blocks", "x", "y",
-                 "feature_dtype", "halo", "buffer", "offset", "nbytes", "index", "__weakref__")
+                 "feature_dtype", "halo", "buffer", "offset", "nbytes", "index", "miss_rows", "__weakref__")
 
     @property
     def seeds(self):
@@ -323,6 +325,7 @@ def decode_batch(buf, offset=0, length=None, writable=False, check=True, num_nod
     mb.batch_size = int(nseeds)
     mb.n_id = n_id
     mb.buffer, mb.offset, mb.nbytes = mem, offset, size
+    mb.miss_rows = None
     mb.index = None
     mb.y = sections.get((KIND_LABELS, 0))
     if mb.y is not None and len(mb.y) != nseeds:

@@ -84,7 +84,116 @@ func (x Frame_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Frame_Kind.Descriptor instead.
 func (Frame_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{6, 0}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{9, 0}
+}
+
+// RowsRequest asks for the feature rows of some nodes.
+type RowsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Global node ids (at most 1,000,000 per call).
+	Ids []int64 `protobuf:"varint,1,rep,packed,name=ids,proto3" json:"ids,omitempty"`
+	// Row-normalise them (as EpochRequest.normalize_features).
+	NormalizeFeatures bool `protobuf:"varint,2,opt,name=normalize_features,json=normalizeFeatures,proto3" json:"normalize_features,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RowsRequest) Reset() {
+	*x = RowsRequest{}
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RowsRequest) ProtoMessage() {}
+
+func (x *RowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RowsRequest.ProtoReflect.Descriptor instead.
+func (*RowsRequest) Descriptor() ([]byte, []int) {
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RowsRequest) GetIds() []int64 {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *RowsRequest) GetNormalizeFeatures() bool {
+	if x != nil {
+		return x.NormalizeFeatures
+	}
+	return false
+}
+
+// RowsReply holds the rows of RowsRequest.ids, in order.
+type RowsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Dim   uint32                 `protobuf:"varint,1,opt,name=dim,proto3" json:"dim,omitempty"`
+	// len(ids) x dim float32 values, little-endian, row-major.
+	Rows          []byte `protobuf:"bytes,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RowsReply) Reset() {
+	*x = RowsReply{}
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RowsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RowsReply) ProtoMessage() {}
+
+func (x *RowsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RowsReply.ProtoReflect.Descriptor instead.
+func (*RowsReply) Descriptor() ([]byte, []int) {
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RowsReply) GetDim() uint32 {
+	if x != nil {
+		return x.Dim
+	}
+	return 0
+}
+
+func (x *RowsReply) GetRows() []byte {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
 }
 
 type InfoRequest struct {
@@ -95,7 +204,7 @@ type InfoRequest struct {
 
 func (x *InfoRequest) Reset() {
 	*x = InfoRequest{}
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[0]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -107,7 +216,7 @@ func (x *InfoRequest) String() string {
 func (*InfoRequest) ProtoMessage() {}
 
 func (x *InfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[0]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -120,7 +229,7 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{0}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{2}
 }
 
 // InfoReply describes the dataset a sampler serves.
@@ -146,7 +255,7 @@ type InfoReply struct {
 
 func (x *InfoReply) Reset() {
 	*x = InfoReply{}
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[1]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -158,7 +267,7 @@ func (x *InfoReply) String() string {
 func (*InfoReply) ProtoMessage() {}
 
 func (x *InfoReply) ProtoReflect() protoreflect.Message {
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[1]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -171,7 +280,7 @@ func (x *InfoReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InfoReply.ProtoReflect.Descriptor instead.
 func (*InfoReply) Descriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{1}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *InfoReply) GetName() string {
@@ -238,6 +347,7 @@ type ClientMessage struct {
 	//	*ClientMessage_Start
 	//	*ClientMessage_Credit
 	//	*ClientMessage_Assign
+	//	*ClientMessage_Release
 	Msg           isClientMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -245,7 +355,7 @@ type ClientMessage struct {
 
 func (x *ClientMessage) Reset() {
 	*x = ClientMessage{}
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[2]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -257,7 +367,7 @@ func (x *ClientMessage) String() string {
 func (*ClientMessage) ProtoMessage() {}
 
 func (x *ClientMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[2]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -270,7 +380,7 @@ func (x *ClientMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientMessage.ProtoReflect.Descriptor instead.
 func (*ClientMessage) Descriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{2}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ClientMessage) GetMsg() isClientMessage_Msg {
@@ -307,6 +417,15 @@ func (x *ClientMessage) GetAssign() *Assign {
 	return nil
 }
 
+func (x *ClientMessage) GetRelease() *Release {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
 type isClientMessage_Msg interface {
 	isClientMessage_Msg()
 }
@@ -323,11 +442,63 @@ type ClientMessage_Assign struct {
 	Assign *Assign `protobuf:"bytes,3,opt,name=assign,proto3,oneof"`
 }
 
+type ClientMessage_Release struct {
+	Release *Release `protobuf:"bytes,4,opt,name=release,proto3,oneof"`
+}
+
 func (*ClientMessage_Start) isClientMessage_Msg() {}
 
 func (*ClientMessage_Credit) isClientMessage_Msg() {}
 
 func (*ClientMessage_Assign) isClientMessage_Msg() {}
+
+func (*ClientMessage_Release) isClientMessage_Msg() {}
+
+// Release returns the shared-memory space of payloads (their shm_offset)
+// the client no longer uses.
+type Release struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Offsets       []uint64               `protobuf:"varint,1,rep,packed,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Release) Reset() {
+	*x = Release{}
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Release) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Release) ProtoMessage() {}
+
+func (x *Release) ProtoReflect() protoreflect.Message {
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Release.ProtoReflect.Descriptor instead.
+func (*Release) Descriptor() ([]byte, []int) {
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Release) GetOffsets() []uint64 {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
 
 // EpochRequest starts a stream: which epoch, how to sample it and which of
 // its batches this sampler prepares. The epoch's batches are those a local
@@ -373,13 +544,39 @@ type EpochRequest struct {
 	// Row-normalise the feature rows (graphmill train's default,
 	// --normalize-features), as the trainer's local features are.
 	NormalizeFeatures bool `protobuf:"varint,16,opt,name=normalize_features,json=normalizeFeatures,proto3" json:"normalize_features,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Shared-memory frames (a client on the sampler's machine): a file the
+	// client created, sized shm_size bytes, that the server opens by this
+	// path (the client's /proc/PID/fd/N of a /dev/shm file it unlinked
+	// already). Its first 32 bytes must equal shm_token (32 random bytes),
+	// proving the server opened the client's file. When the server can
+	// open and check it, BATCH frames may leave `minibatch` empty and name
+	// the payload's place in the file (Frame.shm_offset, shm_length) instead;
+	// the client returns the space with Release messages. A server that
+	// cannot open it sends every payload inside its frame.
+	ShmPath  string `protobuf:"bytes,17,opt,name=shm_path,json=shmPath,proto3" json:"shm_path,omitempty"`
+	ShmToken []byte `protobuf:"bytes,18,opt,name=shm_token,json=shmToken,proto3" json:"shm_token,omitempty"`
+	ShmSize  uint64 `protobuf:"varint,19,opt,name=shm_size,json=shmSize,proto3" json:"shm_size,omitempty"`
+	// Payloads of earlier streams over the same file that the client still
+	// uses, as (offset, length) pairs: the server leaves them alone, and the
+	// client may release them on this stream. (A client keeps one file for
+	// all its epochs, so that its pages stay mapped on both sides.)
+	ShmBusy []uint64 `protobuf:"varint,22,rep,packed,name=shm_busy,json=shmBusy,proto3" json:"shm_busy,omitempty"`
+	// Nodes whose feature rows the client holds (a bitmap: bit v%8 of byte
+	// v/8 is node v). With with_features, a frame then carries only the other
+	// input nodes' rows, after the batch frame (as rows_after_frame).
+	Cached []byte `protobuf:"bytes,20,opt,name=cached,proto3" json:"cached,omitempty"`
+	// With with_features: the minibatch has no features section; the payload
+	// continues after the batch frame with Frame.tail_rows float32 rows (every
+	// input node's, or with `cached` the uncached ones', in input-node
+	// order), which the server gathers straight into the payload.
+	RowsAfterFrame bool `protobuf:"varint,21,opt,name=rows_after_frame,json=rowsAfterFrame,proto3" json:"rows_after_frame,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *EpochRequest) Reset() {
 	*x = EpochRequest{}
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[3]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +588,7 @@ func (x *EpochRequest) String() string {
 func (*EpochRequest) ProtoMessage() {}
 
 func (x *EpochRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[3]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +601,7 @@ func (x *EpochRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EpochRequest.ProtoReflect.Descriptor instead.
 func (*EpochRequest) Descriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{3}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *EpochRequest) GetSplit() string {
@@ -519,6 +716,48 @@ func (x *EpochRequest) GetNormalizeFeatures() bool {
 	return false
 }
 
+func (x *EpochRequest) GetShmPath() string {
+	if x != nil {
+		return x.ShmPath
+	}
+	return ""
+}
+
+func (x *EpochRequest) GetShmToken() []byte {
+	if x != nil {
+		return x.ShmToken
+	}
+	return nil
+}
+
+func (x *EpochRequest) GetShmSize() uint64 {
+	if x != nil {
+		return x.ShmSize
+	}
+	return 0
+}
+
+func (x *EpochRequest) GetShmBusy() []uint64 {
+	if x != nil {
+		return x.ShmBusy
+	}
+	return nil
+}
+
+func (x *EpochRequest) GetCached() []byte {
+	if x != nil {
+		return x.Cached
+	}
+	return nil
+}
+
+func (x *EpochRequest) GetRowsAfterFrame() bool {
+	if x != nil {
+		return x.RowsAfterFrame
+	}
+	return false
+}
+
 // Credit allows the server to send `frames` more BATCH frames.
 type Credit struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -529,7 +768,7 @@ type Credit struct {
 
 func (x *Credit) Reset() {
 	*x = Credit{}
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[4]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -541,7 +780,7 @@ func (x *Credit) String() string {
 func (*Credit) ProtoMessage() {}
 
 func (x *Credit) ProtoReflect() protoreflect.Message {
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[4]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -554,7 +793,7 @@ func (x *Credit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Credit.ProtoReflect.Descriptor instead.
 func (*Credit) Descriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{4}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Credit) GetFrames() uint32 {
@@ -576,7 +815,7 @@ type Assign struct {
 
 func (x *Assign) Reset() {
 	*x = Assign{}
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[5]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +827,7 @@ func (x *Assign) String() string {
 func (*Assign) ProtoMessage() {}
 
 func (x *Assign) ProtoReflect() protoreflect.Message {
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[5]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +840,7 @@ func (x *Assign) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assign.ProtoReflect.Descriptor instead.
 func (*Assign) Descriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{5}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Assign) GetEpoch() uint64 {
@@ -632,6 +871,14 @@ type Frame struct {
 	Batch uint32 `protobuf:"varint,5,opt,name=batch,proto3" json:"batch,omitempty"`
 	// KIND_END: BATCH frames sent in this stream so far.
 	BatchCount uint64 `protobuf:"varint,6,opt,name=batch_count,json=batchCount,proto3" json:"batch_count,omitempty"`
+	// KIND_BATCH over shared memory (EpochRequest.shm_path): the payload
+	// (what `minibatch` would hold) is bytes [shm_offset, shm_offset +
+	// shm_length) of the shared file; shm_offset is a multiple of 4096.
+	ShmOffset uint64 `protobuf:"varint,7,opt,name=shm_offset,json=shmOffset,proto3" json:"shm_offset,omitempty"`
+	ShmLength uint64 `protobuf:"varint,8,opt,name=shm_length,json=shmLength,proto3" json:"shm_length,omitempty"`
+	// KIND_BATCH with EpochRequest.rows_after_frame or cached: the number of
+	// float32 feature rows that follow the batch frame in the payload.
+	TailRows uint64 `protobuf:"varint,9,opt,name=tail_rows,json=tailRows,proto3" json:"tail_rows,omitempty"`
 	// Zero bytes that place `minibatch` at an offset in the serialized frame
 	// that is a multiple of 16 (the Go server writes fields in number order,
 	// this one just before minibatch), so a client that reads the raw frame
@@ -646,7 +893,7 @@ type Frame struct {
 
 func (x *Frame) Reset() {
 	*x = Frame{}
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[6]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +905,7 @@ func (x *Frame) String() string {
 func (*Frame) ProtoMessage() {}
 
 func (x *Frame) ProtoReflect() protoreflect.Message {
-	mi := &file_graphmill_v1_sampler_proto_msgTypes[6]
+	mi := &file_graphmill_v1_sampler_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +918,7 @@ func (x *Frame) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Frame.ProtoReflect.Descriptor instead.
 func (*Frame) Descriptor() ([]byte, []int) {
-	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{6}
+	return file_graphmill_v1_sampler_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Frame) GetSender() uint32 {
@@ -716,6 +963,27 @@ func (x *Frame) GetBatchCount() uint64 {
 	return 0
 }
 
+func (x *Frame) GetShmOffset() uint64 {
+	if x != nil {
+		return x.ShmOffset
+	}
+	return 0
+}
+
+func (x *Frame) GetShmLength() uint64 {
+	if x != nil {
+		return x.ShmLength
+	}
+	return 0
+}
+
+func (x *Frame) GetTailRows() uint64 {
+	if x != nil {
+		return x.TailRows
+	}
+	return 0
+}
+
 func (x *Frame) GetPad() []byte {
 	if x != nil {
 		return x.Pad
@@ -734,7 +1002,13 @@ var File_graphmill_v1_sampler_proto protoreflect.FileDescriptor
 
 const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\n" +
-	"\x1agraphmill/v1/sampler.proto\x12\fgraphmill.v1\"\r\n" +
+	"\x1agraphmill/v1/sampler.proto\x12\fgraphmill.v1\"N\n" +
+	"\vRowsRequest\x12\x10\n" +
+	"\x03ids\x18\x01 \x03(\x03R\x03ids\x12-\n" +
+	"\x12normalize_features\x18\x02 \x01(\bR\x11normalizeFeatures\"1\n" +
+	"\tRowsReply\x12\x10\n" +
+	"\x03dim\x18\x01 \x01(\rR\x03dim\x12\x12\n" +
+	"\x04rows\x18\x02 \x01(\fR\x04rows\"\r\n" +
 	"\vInfoRequest\"\xe0\x02\n" +
 	"\tInfoReply\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
@@ -750,12 +1024,15 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\vfingerprint\x18\b \x01(\x06R\vfingerprint\x1a=\n" +
 	"\x0fSplitSizesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xaa\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xdd\x01\n" +
 	"\rClientMessage\x122\n" +
 	"\x05start\x18\x01 \x01(\v2\x1a.graphmill.v1.EpochRequestH\x00R\x05start\x12.\n" +
 	"\x06credit\x18\x02 \x01(\v2\x14.graphmill.v1.CreditH\x00R\x06credit\x12.\n" +
-	"\x06assign\x18\x03 \x01(\v2\x14.graphmill.v1.AssignH\x00R\x06assignB\x05\n" +
-	"\x03msg\"\xe5\x03\n" +
+	"\x06assign\x18\x03 \x01(\v2\x14.graphmill.v1.AssignH\x00R\x06assign\x121\n" +
+	"\arelease\x18\x04 \x01(\v2\x15.graphmill.v1.ReleaseH\x00R\areleaseB\x05\n" +
+	"\x03msg\"#\n" +
+	"\aRelease\x12\x18\n" +
+	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\x95\x05\n" +
 	"\fEpochRequest\x12\x14\n" +
 	"\x05split\x18\x01 \x01(\tR\x05split\x12\x18\n" +
 	"\afanouts\x18\x02 \x03(\x05R\afanouts\x12\x1d\n" +
@@ -776,12 +1053,18 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\x06sender\x18\r \x01(\rR\x06sender\x12'\n" +
 	"\x0finitial_credits\x18\x0e \x01(\rR\x0einitialCredits\x12 \n" +
 	"\vfingerprint\x18\x0f \x01(\x06R\vfingerprint\x12-\n" +
-	"\x12normalize_features\x18\x10 \x01(\bR\x11normalizeFeatures\" \n" +
+	"\x12normalize_features\x18\x10 \x01(\bR\x11normalizeFeatures\x12\x19\n" +
+	"\bshm_path\x18\x11 \x01(\tR\ashmPath\x12\x1b\n" +
+	"\tshm_token\x18\x12 \x01(\fR\bshmToken\x12\x19\n" +
+	"\bshm_size\x18\x13 \x01(\x04R\ashmSize\x12\x19\n" +
+	"\bshm_busy\x18\x16 \x03(\x04R\ashmBusy\x12\x16\n" +
+	"\x06cached\x18\x14 \x01(\fR\x06cached\x12(\n" +
+	"\x10rows_after_frame\x18\x15 \x01(\bR\x0erowsAfterFrame\" \n" +
 	"\x06Credit\x12\x16\n" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\"8\n" +
 	"\x06Assign\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x18\n" +
-	"\abatches\x18\x02 \x03(\rR\abatches\"\xb6\x02\n" +
+	"\abatches\x18\x02 \x03(\rR\abatches\"\x91\x03\n" +
 	"\x05Frame\x12\x16\n" +
 	"\x06sender\x18\x01 \x01(\rR\x06sender\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x04R\x05epoch\x12\x1a\n" +
@@ -789,7 +1072,12 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\x04kind\x18\x04 \x01(\x0e2\x18.graphmill.v1.Frame.KindR\x04kind\x12\x14\n" +
 	"\x05batch\x18\x05 \x01(\rR\x05batch\x12\x1f\n" +
 	"\vbatch_count\x18\x06 \x01(\x04R\n" +
-	"batchCount\x12\x10\n" +
+	"batchCount\x12\x1d\n" +
+	"\n" +
+	"shm_offset\x18\a \x01(\x04R\tshmOffset\x12\x1d\n" +
+	"\n" +
+	"shm_length\x18\b \x01(\x04R\tshmLength\x12\x1b\n" +
+	"\ttail_rows\x18\t \x01(\x04R\btailRows\x12\x10\n" +
 	"\x03pad\x18\x0e \x01(\fR\x03pad\x12\x1c\n" +
 	"\tminibatch\x18\x0f \x01(\fR\tminibatch\"N\n" +
 	"\x04Kind\x12\x14\n" +
@@ -797,10 +1085,11 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\n" +
 	"KIND_BATCH\x10\x01\x12\f\n" +
 	"\bKIND_END\x10\x02\x12\x12\n" +
-	"\x0eKIND_HEARTBEAT\x10\x032\x85\x01\n" +
+	"\x0eKIND_HEARTBEAT\x10\x032\xc4\x01\n" +
 	"\aSampler\x12:\n" +
 	"\x04Info\x12\x19.graphmill.v1.InfoRequest\x1a\x17.graphmill.v1.InfoReply\x12>\n" +
-	"\x06Stream\x12\x1b.graphmill.v1.ClientMessage\x1a\x13.graphmill.v1.Frame(\x010\x01B?Z=github.com/graphmill/graphmill/proto/graphmill/v1;graphmillv1b\x06proto3"
+	"\x06Stream\x12\x1b.graphmill.v1.ClientMessage\x1a\x13.graphmill.v1.Frame(\x010\x01\x12=\n" +
+	"\aGetRows\x12\x19.graphmill.v1.RowsRequest\x1a\x17.graphmill.v1.RowsReplyB?Z=github.com/graphmill/graphmill/proto/graphmill/v1;graphmillv1b\x06proto3"
 
 var (
 	file_graphmill_v1_sampler_proto_rawDescOnce sync.Once
@@ -815,33 +1104,39 @@ func file_graphmill_v1_sampler_proto_rawDescGZIP() []byte {
 }
 
 var file_graphmill_v1_sampler_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_graphmill_v1_sampler_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_graphmill_v1_sampler_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_graphmill_v1_sampler_proto_goTypes = []any{
 	(Frame_Kind)(0),       // 0: graphmill.v1.Frame.Kind
-	(*InfoRequest)(nil),   // 1: graphmill.v1.InfoRequest
-	(*InfoReply)(nil),     // 2: graphmill.v1.InfoReply
-	(*ClientMessage)(nil), // 3: graphmill.v1.ClientMessage
-	(*EpochRequest)(nil),  // 4: graphmill.v1.EpochRequest
-	(*Credit)(nil),        // 5: graphmill.v1.Credit
-	(*Assign)(nil),        // 6: graphmill.v1.Assign
-	(*Frame)(nil),         // 7: graphmill.v1.Frame
-	nil,                   // 8: graphmill.v1.InfoReply.SplitSizesEntry
+	(*RowsRequest)(nil),   // 1: graphmill.v1.RowsRequest
+	(*RowsReply)(nil),     // 2: graphmill.v1.RowsReply
+	(*InfoRequest)(nil),   // 3: graphmill.v1.InfoRequest
+	(*InfoReply)(nil),     // 4: graphmill.v1.InfoReply
+	(*ClientMessage)(nil), // 5: graphmill.v1.ClientMessage
+	(*Release)(nil),       // 6: graphmill.v1.Release
+	(*EpochRequest)(nil),  // 7: graphmill.v1.EpochRequest
+	(*Credit)(nil),        // 8: graphmill.v1.Credit
+	(*Assign)(nil),        // 9: graphmill.v1.Assign
+	(*Frame)(nil),         // 10: graphmill.v1.Frame
+	nil,                   // 11: graphmill.v1.InfoReply.SplitSizesEntry
 }
 var file_graphmill_v1_sampler_proto_depIdxs = []int32{
-	8, // 0: graphmill.v1.InfoReply.split_sizes:type_name -> graphmill.v1.InfoReply.SplitSizesEntry
-	4, // 1: graphmill.v1.ClientMessage.start:type_name -> graphmill.v1.EpochRequest
-	5, // 2: graphmill.v1.ClientMessage.credit:type_name -> graphmill.v1.Credit
-	6, // 3: graphmill.v1.ClientMessage.assign:type_name -> graphmill.v1.Assign
-	0, // 4: graphmill.v1.Frame.kind:type_name -> graphmill.v1.Frame.Kind
-	1, // 5: graphmill.v1.Sampler.Info:input_type -> graphmill.v1.InfoRequest
-	3, // 6: graphmill.v1.Sampler.Stream:input_type -> graphmill.v1.ClientMessage
-	2, // 7: graphmill.v1.Sampler.Info:output_type -> graphmill.v1.InfoReply
-	7, // 8: graphmill.v1.Sampler.Stream:output_type -> graphmill.v1.Frame
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	11, // 0: graphmill.v1.InfoReply.split_sizes:type_name -> graphmill.v1.InfoReply.SplitSizesEntry
+	7,  // 1: graphmill.v1.ClientMessage.start:type_name -> graphmill.v1.EpochRequest
+	8,  // 2: graphmill.v1.ClientMessage.credit:type_name -> graphmill.v1.Credit
+	9,  // 3: graphmill.v1.ClientMessage.assign:type_name -> graphmill.v1.Assign
+	6,  // 4: graphmill.v1.ClientMessage.release:type_name -> graphmill.v1.Release
+	0,  // 5: graphmill.v1.Frame.kind:type_name -> graphmill.v1.Frame.Kind
+	3,  // 6: graphmill.v1.Sampler.Info:input_type -> graphmill.v1.InfoRequest
+	5,  // 7: graphmill.v1.Sampler.Stream:input_type -> graphmill.v1.ClientMessage
+	1,  // 8: graphmill.v1.Sampler.GetRows:input_type -> graphmill.v1.RowsRequest
+	4,  // 9: graphmill.v1.Sampler.Info:output_type -> graphmill.v1.InfoReply
+	10, // 10: graphmill.v1.Sampler.Stream:output_type -> graphmill.v1.Frame
+	2,  // 11: graphmill.v1.Sampler.GetRows:output_type -> graphmill.v1.RowsReply
+	9,  // [9:12] is the sub-list for method output_type
+	6,  // [6:9] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_graphmill_v1_sampler_proto_init() }
@@ -849,10 +1144,11 @@ func file_graphmill_v1_sampler_proto_init() {
 	if File_graphmill_v1_sampler_proto != nil {
 		return
 	}
-	file_graphmill_v1_sampler_proto_msgTypes[2].OneofWrappers = []any{
+	file_graphmill_v1_sampler_proto_msgTypes[4].OneofWrappers = []any{
 		(*ClientMessage_Start)(nil),
 		(*ClientMessage_Credit)(nil),
 		(*ClientMessage_Assign)(nil),
+		(*ClientMessage_Release)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -860,7 +1156,7 @@ func file_graphmill_v1_sampler_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_graphmill_v1_sampler_proto_rawDesc), len(file_graphmill_v1_sampler_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,8 +28,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Sampler_Info_FullMethodName   = "/graphmill.v1.Sampler/Info"
-	Sampler_Stream_FullMethodName = "/graphmill.v1.Sampler/Stream"
+	Sampler_Info_FullMethodName    = "/graphmill.v1.Sampler/Info"
+	Sampler_Stream_FullMethodName  = "/graphmill.v1.Sampler/Stream"
+	Sampler_GetRows_FullMethodName = "/graphmill.v1.Sampler/GetRows"
 )
 
 // SamplerClient is the client API for Sampler service.
@@ -50,6 +51,9 @@ type SamplerClient interface {
 	// the stream with a gRPC status whose message is the server's error
 	// text (e.g. "sampler: batch size 0; must be positive").
 	Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ClientMessage, Frame], error)
+	// GetRows returns feature rows by node id (float32, row-major), e.g. to
+	// fill a client's feature cache from a service on another machine.
+	GetRows(ctx context.Context, in *RowsRequest, opts ...grpc.CallOption) (*RowsReply, error)
 }
 
 type samplerClient struct {
@@ -83,6 +87,16 @@ func (c *samplerClient) Stream(ctx context.Context, opts ...grpc.CallOption) (gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sampler_StreamClient = grpc.BidiStreamingClient[ClientMessage, Frame]
 
+func (c *samplerClient) GetRows(ctx context.Context, in *RowsRequest, opts ...grpc.CallOption) (*RowsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RowsReply)
+	err := c.cc.Invoke(ctx, Sampler_GetRows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SamplerServer is the server API for Sampler service.
 // All implementations must embed UnimplementedSamplerServer
 // for forward compatibility.
@@ -101,6 +115,9 @@ type SamplerServer interface {
 	// the stream with a gRPC status whose message is the server's error
 	// text (e.g. "sampler: batch size 0; must be positive").
 	Stream(grpc.BidiStreamingServer[ClientMessage, Frame]) error
+	// GetRows returns feature rows by node id (float32, row-major), e.g. to
+	// fill a client's feature cache from a service on another machine.
+	GetRows(context.Context, *RowsRequest) (*RowsReply, error)
 	mustEmbedUnimplementedSamplerServer()
 }
 
@@ -116,6 +133,9 @@ func (UnimplementedSamplerServer) Info(context.Context, *InfoRequest) (*InfoRepl
 }
 func (UnimplementedSamplerServer) Stream(grpc.BidiStreamingServer[ClientMessage, Frame]) error {
 	return status.Error(codes.Unimplemented, "method Stream not implemented")
+}
+func (UnimplementedSamplerServer) GetRows(context.Context, *RowsRequest) (*RowsReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRows not implemented")
 }
 func (UnimplementedSamplerServer) mustEmbedUnimplementedSamplerServer() {}
 func (UnimplementedSamplerServer) testEmbeddedByValue()                 {}
@@ -163,6 +183,24 @@ func _Sampler_Stream_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sampler_StreamServer = grpc.BidiStreamingServer[ClientMessage, Frame]
 
+func _Sampler_GetRows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SamplerServer).GetRows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sampler_GetRows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SamplerServer).GetRows(ctx, req.(*RowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sampler_ServiceDesc is the grpc.ServiceDesc for Sampler service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -173,6 +211,10 @@ var Sampler_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Info",
 			Handler:    _Sampler_Info_Handler,
+		},
+		{
+			MethodName: "GetRows",
+			Handler:    _Sampler_GetRows_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

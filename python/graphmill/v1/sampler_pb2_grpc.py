@@ -25,6 +25,11 @@ class SamplerStub(object):
                 request_serializer=graphmill_dot_v1_dot_sampler__pb2.ClientMessage.SerializeToString,
                 response_deserializer=graphmill_dot_v1_dot_sampler__pb2.Frame.FromString,
                 )
+        self.GetRows = channel.unary_unary(
+                '/graphmill.v1.Sampler/GetRows',
+                request_serializer=graphmill_dot_v1_dot_sampler__pb2.RowsRequest.SerializeToString,
+                response_deserializer=graphmill_dot_v1_dot_sampler__pb2.RowsReply.FromString,
+                )
 
 
 class SamplerServicer(object):
@@ -53,6 +58,14 @@ class SamplerServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetRows(self, request, context):
+        """GetRows returns feature rows by node id (float32, row-major), e.g. to
+        fill a client's feature cache from a service on another machine.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SamplerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -65,6 +78,11 @@ def add_SamplerServicer_to_server(servicer, server):
                     servicer.Stream,
                     request_deserializer=graphmill_dot_v1_dot_sampler__pb2.ClientMessage.FromString,
                     response_serializer=graphmill_dot_v1_dot_sampler__pb2.Frame.SerializeToString,
+            ),
+            'GetRows': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRows,
+                    request_deserializer=graphmill_dot_v1_dot_sampler__pb2.RowsRequest.FromString,
+                    response_serializer=graphmill_dot_v1_dot_sampler__pb2.RowsReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -108,5 +126,22 @@ class Sampler(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/graphmill.v1.Sampler/Stream',
             graphmill_dot_v1_dot_sampler__pb2.ClientMessage.SerializeToString,
             graphmill_dot_v1_dot_sampler__pb2.Frame.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetRows(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/graphmill.v1.Sampler/GetRows',
+            graphmill_dot_v1_dot_sampler__pb2.RowsRequest.SerializeToString,
+            graphmill_dot_v1_dot_sampler__pb2.RowsReply.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1,0 +1,103 @@
+package samplersvc
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Shared-memory frames. A client on the sampler's machine creates a file
+// in /dev/shm (mode 0600, a random name), writes 32 random bytes (its
+// token) at its start, unlinks it at once and passes the server the path
+// /proc/PID/fd/N of its open descriptor with the token
+// (EpochRequest.shm_path, shm_token). The server opens that path, checks
+// the file is an unlinked tmpfs file of the announced size whose first 32
+// bytes are the token (so it can only be the client's segment: a remote
+// server, or a path to any other file, is refused and the stream falls
+// back to in-message frames), and then writes payloads straight into the
+// file; frames carry (offset, length) only. The name never outlives its
+// creation, so a killed client or server leaves nothing behind; the
+// memory goes when both have unmapped it.
+
+const (
+	shmTokenLen = 32
+	shmPage     = 4096
+	// shmMaxSize bounds the segment a client may announce.
+	shmMaxSize = 1 << 40
+)
+
+// segment is a client's shared file mapped by the server, and the
+// allocation of its space to payloads (first fit from the start, so the
+// pages touched stay about the payloads in flight).
+type segment struct {
+	mem  []byte
+	fd   int
+	mu   sync.Mutex
+	live []span // sorted by off
+}
+
+type span struct{ off, end int }
+
+// alloc reserves n bytes (rounded up to pages) and returns their offset
+// and the slice; ok is false when no gap is large enough or the file
+// system cannot back them.
+func (s *segment) alloc(n int) (int, []byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	size := (n + shmPage - 1) / shmPage * shmPage
+	off := shmPage // the first page holds the token
+	i := 0
+	for ; i < len(s.live); i++ {
+		if s.live[i].off-off >= size {
+			break
+		}
+		off = s.live[i].end
+	}
+	if off+size > len(s.mem) {
+		return 0, nil, false
+	}
+	if err := s.reserve(off, size); err != nil {
+		return 0, nil, false
+	}
+	s.live = append(s.live, span{})
+	copy(s.live[i+1:], s.live[i:])
+	s.live[i] = span{off, off + size}
+	return off, s.mem[off : off+n : off+n], true
+}
+
+// hold marks payloads of earlier streams (offset, length pairs) as
+// allocated.
+func (s *segment) hold(pairs []uint64) error {
+	if len(pairs)%2 != 0 {
+		return fmt.Errorf("%d numbers of busy shared-memory payloads; want (offset, length) pairs", len(pairs))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := 0; i < len(pairs); i += 2 {
+		off, n := pairs[i], pairs[i+1]
+		if off%shmPage != 0 || off < shmPage || n == 0 || n > uint64(len(s.mem)) || off > uint64(len(s.mem))-n {
+			return fmt.Errorf("busy shared-memory payload [%d, +%d) is not a payload of a segment of %d bytes", off, n, len(s.mem))
+		}
+		end := int((off + n + shmPage - 1) / shmPage * shmPage)
+		j := sort.Search(len(s.live), func(j int) bool { return s.live[j].off >= int(off) })
+		if (j > 0 && s.live[j-1].end > int(off)) || (j < len(s.live) && s.live[j].off < end) {
+			return fmt.Errorf("busy shared-memory payloads overlap at %d", off)
+		}
+		s.live = append(s.live, span{})
+		copy(s.live[j+1:], s.live[j:])
+		s.live[j] = span{int(off), end}
+	}
+	return nil
+}
+
+// free returns the space allocated at off.
+func (s *segment) free(off uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := sort.Search(len(s.live), func(i int) bool { return uint64(s.live[i].off) >= off })
+	if i == len(s.live) || uint64(s.live[i].off) != off {
+		return fmt.Errorf("release of shared-memory offset %d, which holds no payload", off)
+	}
+	s.live = append(s.live[:i], s.live[i+1:]...)
+	return nil
+}
