@@ -248,13 +248,13 @@ func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
 	return tp.MatMul(x, tp.Const(avg))
 }
 
-// gatAggregate is GAT's attention aggregation with attention dropout p.
-// With b.NodeDropout the mask of each destination's edges is keyed by its
-// node id (see Block.NodeDropout).
-func gatAggregate(tp *autograd.Tape, b *Block, c *tensor.CSR, h, el, er *autograd.Var, heads int, p float64, seed uint64) *autograd.Var {
+// gatAttention is GAT's attention (tp.GATAttention) with attention dropout
+// p. With b.NodeDropout the mask of each destination's edges is keyed by
+// its node id (see Block.NodeDropout).
+func gatAttention(tp *autograd.Tape, b *Block, c *tensor.CSR, h, aSrc, aDst *autograd.Var, p float64, seed uint64) *autograd.Var {
 	var keys []int32
 	if b != nil && b.NodeDropout && len(b.Src) >= b.NumDst {
 		keys = b.Src[:b.NumDst]
 	}
-	return tp.GATAggregateDropoutKeyed(c, h, el, er, heads, 0.2, p, seed, keys)
+	return tp.GATAttention(c, h, aSrc, aDst, 0.2, p, seed, keys)
 }

@@ -1,0 +1,19 @@
+//go:build !noasm
+
+package tensor
+
+// headAxpyAVX2 sets o[head k] += c[k]·x[head k] for k < n, heads of m
+// vectors of eight, prefetching the row at pf and the line at pf2.
+//
+//go:noescape
+func headAxpyAVX2(n, m int, c, x, o, pf, pf2 *float32)
+
+// headDotAVX2 sets out[k] = x[head k]·y[head k] for k < n, heads of m
+// vectors of eight, prefetching the row at pf.
+//
+//go:noescape
+func headDotAVX2(n, m int, x, y, out, pf *float32)
+
+// headKernels reports whether the head kernels may run: AVX2 is there and
+// the current kernel set is not the portable one.
+func headKernels() bool { return hasAVX2 && ks().name != "generic" }

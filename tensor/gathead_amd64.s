@@ -1,0 +1,74 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// func headAxpyAVX2(n, m int, c, x, o, pf, pf2 *float32)
+// o[k*8m : (k+1)*8m] += c[k] * x[k*8m : (k+1)*8m] for k < n (m vectors of
+// eight per head), prefetching the row at pf (as long as x) and the line
+// at pf2.
+TEXT ·headAxpyAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ m+8(FP), R8
+	MOVQ c+16(FP), AX
+	MOVQ x+24(FP), SI
+	MOVQ o+32(FP), DI
+	MOVQ pf+40(FP), DX
+	MOVQ pf2+48(FP), BX
+	PREFETCHT0 (BX)
+	TESTQ CX, CX
+	JLE headAxpy_done
+headAxpy_head:
+	VBROADCASTSS (AX), Y0
+	MOVQ R8, R9
+headAxpy_vec:
+	PREFETCHT0 (DX)
+	VMOVUPS (DI), Y1
+	VFMADD231PS (SI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ R9
+	JNZ headAxpy_vec
+	ADDQ $4, AX
+	DECQ CX
+	JNZ headAxpy_head
+headAxpy_done:
+	VZEROUPPER
+	RET
+
+// func headDotAVX2(n, m int, x, y, out, pf *float32)
+// out[k] = x[k*8m : (k+1)*8m] · y[k*8m : (k+1)*8m] for k < n, prefetching
+// the row at pf (as long as y).
+TEXT ·headDotAVX2(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ m+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ y+24(FP), DI
+	MOVQ out+32(FP), AX
+	MOVQ pf+40(FP), DX
+	TESTQ CX, CX
+	JLE headDot_done
+headDot_head:
+	VXORPS Y0, Y0, Y0
+	MOVQ R8, R9
+headDot_vec:
+	PREFETCHT0 (DX)
+	VMOVUPS (SI), Y1
+	VFMADD231PS (DI), Y1, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ R9
+	JNZ headDot_vec
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (AX)
+	ADDQ $4, AX
+	DECQ CX
+	JNZ headDot_head
+headDot_done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,9 @@
+//go:build !amd64 || noasm
+
+package tensor
+
+func headAxpyAVX2(n, m int, c, x, o, pf, pf2 *float32) { panic("tensor: no head kernels") }
+
+func headDotAVX2(n, m int, x, y, out, pf *float32) { panic("tensor: no head kernels") }
+
+func headKernels() bool { return false }
