@@ -52,6 +52,7 @@ type Model struct {
 	Config Config
 	Layers []Layer
 	spec   Spec
+	reuse  *blockReuse // see ReuseBlocks
 }
 
 // Clone returns a new model of m's config holding a copy of m's weights
@@ -144,6 +145,10 @@ func (m *Model) NeedsH0(l int) bool { return m.spec.Teleport && l > 0 }
 // ForwardLayerH0 is ForwardLayer with h0, the output of layer 0 for the
 // block's destination rows, for layers where NeedsH0 holds (nil otherwise).
 func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var {
+	if m.reuse != nil {
+		m.reuse.apply(b)
+		defer m.reuse.keep(b)
+	}
 	if m.spec.Teleport {
 		if l == 0 {
 			if train && m.Config.Dropout > 0 {
