@@ -62,3 +62,46 @@ func (r *blockReuse) keep(b *Block) {
 		r.src, r.loops, r.gcn = b.Src, b.loops, b.gcn
 	}
 }
+
+// blockScratch holds the arrays derived from one layer's training blocks,
+// rebuilt in place every step (see ScratchBlocks).
+type blockScratch struct {
+	indptr       []int64
+	indices      []int32
+	weights      []float32
+	tLoops, tGCN tensor.Transposed
+}
+
+// ScratchBlocks makes m build what its layers derive from the blocks of
+// training steps (one self-loop per node, GCN's edge weights, the
+// transposes) in arrays it keeps and refills every step, instead of fresh
+// ones, so that steady-state steps allocate nothing for them. Only for a
+// loop whose training steps run one after the other on one goroutine and
+// never use a step's block once the next step's forward has begun
+// (GNNAutoScale's); inference is unaffected.
+func (m *Model) ScratchBlocks(on bool) {
+	m.scratch = nil
+	if on {
+		m.scratch = []*blockScratch{}
+	}
+}
+
+// scratchFor gives a training block of layer l without derived arrays yet
+// the scratch of layer l (a block shared by every layer keeps layer 0's).
+func (m *Model) scratchFor(l int, b *Block) {
+	if m.scratch == nil || b.scratch != nil || b.loops != nil || m.reuse.matches(b) {
+		return
+	}
+	for len(m.scratch) <= l {
+		m.scratch = append(m.scratch, &blockScratch{})
+	}
+	b.scratch = m.scratch[l]
+}
+
+// grow returns s with length n, reusing its array when it is large enough.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
+}

@@ -49,10 +49,11 @@ type Config struct {
 // (layer 0, dropout inside) followed by Config.Layers propagation steps
 // without weights, dropout or activation.
 type Model struct {
-	Config Config
-	Layers []Layer
-	spec   Spec
-	reuse  *blockReuse // see ReuseBlocks
+	Config  Config
+	Layers  []Layer
+	spec    Spec
+	reuse   *blockReuse     // see ReuseBlocks
+	scratch []*blockScratch // per layer; see ScratchBlocks
 }
 
 // Clone returns a new model of m's config holding a copy of m's weights
@@ -148,6 +149,9 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	if m.reuse != nil {
 		m.reuse.apply(b)
 		defer m.reuse.keep(b)
+	}
+	if train {
+		m.scratchFor(l, b)
 	}
 	if m.spec.Teleport {
 		if l == 0 {

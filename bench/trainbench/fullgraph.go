@@ -18,6 +18,8 @@ type GraphOptions struct {
 	Options
 	Model nn.Kind
 	Mode  train.Mode // train.Full or train.GAS
+	// Partitioner splits the graph into parts for GAS (train.WithPartitioner).
+	Partitioner train.Partitioner
 }
 
 // GraphReport is what RunGraph measured, averaged over the steady-state
@@ -93,7 +95,11 @@ func RunGraph(ctx context.Context, o GraphOptions) (*GraphReport, error) {
 	}
 	tensor.EnableKernelStats(true)
 	defer tensor.EnableKernelStats(false)
-	r, err := train.NewRunner(d, cfg, hooks)
+	var opts []train.Option
+	if o.Partitioner != nil {
+		opts = append(opts, train.WithPartitioner(o.Partitioner))
+	}
+	r, err := train.NewRunner(d, cfg, hooks, opts...)
 	if err != nil {
 		return nil, err
 	}

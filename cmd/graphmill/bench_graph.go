@@ -37,7 +37,7 @@ element-wise kernels. The synthetic dataset is generated once into --dir and reu
 			if err != nil {
 				return err
 			}
-			o := trainbench.GraphOptions{Options: trainbench.Full, Model: kind, Mode: train.Mode(mode)}
+			o := trainbench.GraphOptions{Options: trainbench.Full, Model: kind, Mode: train.Mode(mode), Partitioner: gasPartitioner}
 			if quick {
 				o.Options = trainbench.Quick
 			}
