@@ -114,3 +114,86 @@ func abs32(v float32) float32 {
 	}
 	return v
 }
+
+// TestScratchBlocks checks that building the derived arrays of training
+// blocks in kept scratch gives bitwise the logits and gradients of fresh
+// arrays, step after step on blocks of changing size, and reuses the memory.
+func TestScratchBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const nAll, in = 80, 10
+	deg := make([]float32, nAll)
+	for i := range deg {
+		deg[i] = float32(r.IntN(5))
+	}
+	for _, kind := range []Kind{GCN, GAT} {
+		t.Run(string(kind), func(t *testing.T) {
+			cfg := Config{Kind: kind, In: in, Hidden: 8, Out: 3, Layers: 2, Dropout: 0.5, Heads: 2, OutHeads: 1, AttnDropout: 0.3, Seed: 3}
+			plain, err := NewModel(cfg, deg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scr, _ := NewModel(cfg, deg)
+			scr.ScratchBlocks(true)
+			var firstIdx *int32
+			for s, nd := range []int{40, 25, 30} {
+				ns, mid := nd+15, nd+5
+				mkCSR := func(nDst, nSrc int) *tensor.CSR {
+					c := &tensor.CSR{Indptr: make([]int64, nDst+1), NumSrc: nSrc}
+					for d := 0; d < nDst; d++ {
+						for j := r.IntN(5); j > 0; j-- {
+							c.Indices = append(c.Indices, int32(r.IntN(nSrc)))
+						}
+						c.Indptr[d+1] = int64(len(c.Indices))
+					}
+					return c
+				}
+				c0, c1 := mkCSR(mid, ns), mkCSR(nd, mid)
+				src := make([]int32, ns)
+				for i := range src {
+					src[i] = int32(r.IntN(nAll))
+				}
+				x := tensor.New(ns, in)
+				for i := range x.Data {
+					x.Data[i] = float32(r.NormFloat64())
+				}
+				labels := make([]int32, nd)
+				for i := range labels {
+					labels[i] = int32(r.IntN(3))
+				}
+				run := func(m *Model) (*Block, tensor.Matrix, []tensor.Matrix) {
+					b0 := &Block{CSR: &tensor.CSR{Indptr: c0.Indptr, Indices: c0.Indices, NumSrc: ns}, NumDst: mid, Src: src}
+					b := &Block{CSR: &tensor.CSR{Indptr: c1.Indptr, Indices: c1.Indices, NumSrc: mid}, NumDst: nd, Src: src[:mid]}
+					autograd.ZeroGrad(m.Params()...)
+					tp := autograd.NewTape()
+					logits := m.Forward(tp, []*Block{b0, b}, tp.Const(x), true, uint64(s))
+					if err := tp.Backward(tp.CrossEntropy(logits, labels)); err != nil {
+						t.Fatal(err)
+					}
+					var gs []tensor.Matrix
+					for _, p := range m.Params() {
+						gs = append(gs, p.Grad.Clone())
+					}
+					return b, logits.Value.Clone(), gs
+				}
+				_, lp, gp := run(plain)
+				b, ls, gs := run(scr)
+				if relDiffMax(lp, ls) != 0 {
+					t.Fatalf("step %d: logits differ", s)
+				}
+				for i := range gp {
+					if relDiffMax(gp[i], gs[i]) != 0 {
+						t.Fatalf("step %d: gradient %d differs", s, i)
+					}
+				}
+				if b.scratch == nil {
+					t.Fatalf("step %d: the training block got no scratch", s)
+				}
+				if s == 0 {
+					firstIdx = &b.loops.Indices[:1][0]
+				} else if &b.loops.Indices[:1][0] != firstIdx {
+					t.Errorf("step %d: the self-looped indices were allocated afresh", s)
+				}
+			}
+		})
+	}
+}
