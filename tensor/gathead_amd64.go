@@ -17,3 +17,10 @@ func headDotAVX2(n, m int, x, y, out, pf *float32)
 // headKernels reports whether the head kernels may run: AVX2 is there and
 // the current kernel set is not the portable one.
 func headKernels() bool { return hasAVX2 && ks().name != "generic" }
+
+// spmmRowAVX2 sets o[0:8m] += w[e*wstep]·x[idx[e]*ldx:][:8m] for e < n in
+// order (ldx and wstep in bytes), prefetching the row idx[e+4] while
+// e+4 < lim.
+//
+//go:noescape
+func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)

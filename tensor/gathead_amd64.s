@@ -72,3 +72,55 @@ headDot_vec:
 headDot_done:
 	VZEROUPPER
 	RET
+
+// func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+// o[0:8m] += w[e*wstep] * x[idx[e]*ldx : +8m] for e < n, in order (ldx and
+// wstep in bytes; wstep 0 repeats w[0]); each edge prefetches the row of
+// idx[e+4] while e+4 < lim (the indices readable from idx).
+TEXT ·spmmRowAVX2(SB), NOSPLIT, $0-72
+	MOVQ n+0(FP), CX
+	MOVQ m+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ ldx+24(FP), R9
+	MOVQ idx+32(FP), R10
+	MOVQ w+40(FP), R11
+	MOVQ wstep+48(FP), R12
+	MOVQ o+56(FP), DI
+	MOVQ lim+64(FP), R13
+	TESTQ CX, CX
+	JLE spmm_done
+spmm_edge:
+	VBROADCASTSS (R11), Y0
+	ADDQ R12, R11
+	CMPQ R13, $4
+	JLE spmm_row
+	MOVLQSX 16(R10), AX
+	IMULQ R9, AX
+	ADDQ SI, AX
+	MOVQ R8, DX
+spmm_pf:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	SUBQ $2, DX
+	JG spmm_pf
+spmm_row:
+	MOVLQSX (R10), AX
+	IMULQ R9, AX
+	ADDQ SI, AX
+	MOVQ DI, BX
+	MOVQ R8, DX
+spmm_vec:
+	VMOVUPS (BX), Y1
+	VFMADD231PS (AX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	ADDQ $32, AX
+	ADDQ $32, BX
+	DECQ DX
+	JNZ spmm_vec
+	ADDQ $4, R10
+	DECQ R13
+	DECQ CX
+	JNZ spmm_edge
+spmm_done:
+	VZEROUPPER
+	RET

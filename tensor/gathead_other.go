@@ -7,3 +7,7 @@ func headAxpyAVX2(n, m int, c, x, o, pf, pf2 *float32) { panic("tensor: no head 
 func headDotAVX2(n, m int, x, y, out, pf *float32) { panic("tensor: no head kernels") }
 
 func headKernels() bool { return false }
+
+func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int) {
+	panic("tensor: no row kernels")
+}
