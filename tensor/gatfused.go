@@ -118,6 +118,7 @@ func GATForward(out, el, er Matrix, alpha, keep []float32, g *CSR, h, aSrc, aDst
 				sum[k] = 0
 			}
 			for e := e0; e < e1; e++ {
+				prefetch(&el.Data[int(g.Indices[min(e+2*gatAhead, ne-1)])*heads])
 				s := int(g.Indices[e])
 				els := el.Data[s*heads : (s+1)*heads]
 				a := alpha[e*H : (e+1)*H]
@@ -216,6 +217,7 @@ func GATBackward(dh Matrix, acc bool, daSrc, daDst Matrix, g *CSR, h, aSrc, aDst
 			clear(sk)
 			clear(dr)
 			for e := e0; e < e1; e++ {
+				prefetch(&el.Data[int(g.Indices[e])*heads]) // read by the loop below
 				da := rec[e*2*H+H : (e+1)*2*H]
 				headDot(da, gy, h.Row(int(g.Indices[e])), h.Row(int(g.Indices[min(e+gatAhead, ne1)])), f)
 				a := alpha[e*H : (e+1)*H]

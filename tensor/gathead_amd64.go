@@ -24,3 +24,8 @@ func headKernels() bool { return hasAVX2 && ks().name != "generic" }
 //
 //go:noescape
 func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+
+// prefetch asks for the cache line at p.
+//
+//go:noescape
+func prefetch(p *float32)

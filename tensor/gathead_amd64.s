@@ -124,3 +124,9 @@ spmm_vec:
 spmm_done:
 	VZEROUPPER
 	RET
+
+// func prefetch(p *float32)
+TEXT ·prefetch(SB), NOSPLIT, $0-8
+	MOVQ p+0(FP), AX
+	PREFETCHT0 (AX)
+	RET
