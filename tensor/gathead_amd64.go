@@ -29,3 +29,8 @@ func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep in
 //
 //go:noescape
 func prefetch(p *float32)
+
+// spmmRow16AVX2 is spmmRowAVX2 for m = 2, the output row in registers.
+//
+//go:noescape
+func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)

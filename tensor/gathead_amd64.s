@@ -130,3 +130,43 @@ TEXT ·prefetch(SB), NOSPLIT, $0-8
 	MOVQ p+0(FP), AX
 	PREFETCHT0 (AX)
 	RET
+
+// func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+// spmmRowAVX2 for rows of 16 values (m = 2), the output row held in two
+// registers across the edges: the same fused multiply-adds in the same
+// order, without a store and reload per edge.
+TEXT ·spmmRow16AVX2(SB), NOSPLIT, $0-64
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ ldx+16(FP), R9
+	MOVQ idx+24(FP), R10
+	MOVQ w+32(FP), R11
+	MOVQ wstep+40(FP), R12
+	MOVQ o+48(FP), DI
+	MOVQ lim+56(FP), R13
+	TESTQ CX, CX
+	JLE spmm16_done
+	VMOVUPS (DI), Y1
+	VMOVUPS 32(DI), Y2
+spmm16_edge:
+	VBROADCASTSS (R11), Y0
+	ADDQ R12, R11
+	CMPQ R13, $4
+	JLE spmm16_row
+	MOVLQSX 16(R10), AX
+	IMULQ R9, AX
+	PREFETCHT0 (SI)(AX*1)
+spmm16_row:
+	MOVLQSX (R10), AX
+	IMULQ R9, AX
+	VFMADD231PS (SI)(AX*1), Y0, Y1
+	VFMADD231PS 32(SI)(AX*1), Y0, Y2
+	ADDQ $4, R10
+	DECQ R13
+	DECQ CX
+	JNZ spmm16_edge
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+spmm16_done:
+	VZEROUPPER
+	RET

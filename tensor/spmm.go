@@ -23,6 +23,10 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32) {
 		_ = w[n-1]
 		wp, step = &w[0], 4
 	}
+	if x.Cols == 16 {
+		spmmRow16AVX2(n, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx))
+		return
+	}
 	spmmRowAVX2(n, x.Cols/8, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx))
 }
 

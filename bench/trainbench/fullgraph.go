@@ -3,6 +3,10 @@ package trainbench
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/graphmill/graphmill/internal/membench"
+	"github.com/graphmill/graphmill/internal/rng"
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/nn"
@@ -48,6 +52,16 @@ type GraphReport struct {
 	GEMMSeconds        float64 `json:"gemm_seconds"`
 	AggregateSeconds   float64 `json:"aggregate_seconds"`
 	ElementwiseSeconds float64 `json:"elementwise_seconds"`
+	// The aggregation kernels' rate (values aggregated per second of
+	// their wall time, forward and backward), against the ceiling of
+	// random-row reads of rows as wide as the first layer's hidden rows
+	// (CeilingWidth values) from a table with a row per node, on every
+	// kernel thread, measured after training in the same run; the ratio
+	// of the two.
+	AggregateValuesPerSec float64 `json:"aggregate_values_per_s"`
+	CeilingValuesPerSec   float64 `json:"ceiling_values_per_s"`
+	CeilingWidth          int     `json:"ceiling_width"`
+	AggregateRatio        float64 `json:"aggregate_ratio_to_ceiling"`
 }
 
 // RunGraph trains o.Model in o.Mode without evaluation and reports the
@@ -128,5 +142,27 @@ func RunGraph(ctx context.Context, o GraphOptions) (*GraphReport, error) {
 	}
 	k := p.kernels
 	rep.GEMMSeconds, rep.AggregateSeconds, rep.ElementwiseSeconds = k.GEMM.Seconds()/n, k.Aggregate.Seconds()/n, k.Elementwise.Seconds()/n
+	if k.Aggregate > 0 {
+		rep.AggregateValuesPerSec = float64(k.AggregateElems) / k.Aggregate.Seconds()
+	}
+	rep.CeilingWidth = cfg.Model.Hidden * max(cfg.Model.Heads, 1)
+	rep.CeilingValuesPerSec = randomRowCeiling(d.Meta.NumNodes, rep.CeilingWidth) * float64(rep.CeilingWidth)
+	if rep.CeilingValuesPerSec > 0 {
+		rep.AggregateRatio = rep.AggregateValuesPerSec / rep.CeilingValuesPerSec
+	}
 	return rep, nil
+}
+
+// randomRowCeiling measures random reads of rows of width values from a
+// table of n rows, in rows per second on every kernel thread.
+func randomRowCeiling(n, width int) float64 {
+	if n <= 0 || width <= 0 {
+		return 0
+	}
+	table := make([]float32, n*width)
+	r := rng.New(11)
+	for i := range table {
+		table[i] = r.Float32()
+	}
+	return membench.RandomRows(table, width, 8192, tensor.Threads(), 200*time.Millisecond).PerSec
 }

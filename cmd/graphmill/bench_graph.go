@@ -30,7 +30,8 @@ on inputs and attention) on the synthetic graph of 'bench train' (1M nodes, 20M 
 batches of parts with historical embeddings (--mode gas: 40 parts, 10 per batch), without evaluation.
 Reported over the steady-state epochs (all but the first): wall and CPU milliseconds per epoch, the
 Go heap allocated per epoch, the garbage collector's CPU share, and the time in GEMM, aggregation and
-element-wise kernels. The synthetic dataset is generated once into --dir and reused.`,
+element-wise kernels, and the aggregation kernels' rate against random-row reads of rows as wide as
+the hidden layer's, measured in the same run. The synthetic dataset is generated once into --dir and reused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			kind, err := nn.ParseKind(model)
@@ -67,6 +68,8 @@ element-wise kernels. The synthetic dataset is generated once into --dir and reu
 				rep.MsPerEpoch, rep.CPUMsPerEpoch, units.Bytes(int64(rep.AllocBytesPerEpoch)), 100*rep.GCCPUFraction, rep.GCCyclesPerEpoch)
 			fmt.Fprintf(w, "  kernels: GEMM %s, aggregation %s, element-wise %s\n",
 				units.Duration(secs(rep.GEMMSeconds)), units.Duration(secs(rep.AggregateSeconds)), units.Duration(secs(rep.ElementwiseSeconds)))
+			fmt.Fprintf(w, "  aggregation %s values/s: %.2f of random-row reads of %d values (%s values/s, measured in this run)\n",
+				units.Count(rep.AggregateValuesPerSec), rep.AggregateRatio, rep.CeilingWidth, units.Count(rep.CeilingValuesPerSec))
 			return nil
 		},
 	}
