@@ -50,6 +50,8 @@ type Block struct {
 
 	loops *tensor.CSR // CSR plus one self-loop per destination, built on demand
 	gcn   *tensor.CSR // loops with GCN weights, built on demand
+	// scratch, when set, is where loops and gcn are built (Model.ScratchBlocks).
+	scratch *blockScratch
 }
 
 // NewBlock wraps a destination-compressed block. src holds the global ids
@@ -84,8 +86,13 @@ func (b *Block) WithSelfLoops() *tensor.CSR {
 		return b.loops
 	}
 	c := b.CSR
-	indptr := make([]int64, b.NumDst+1)
-	indices := make([]int32, 0, len(c.Indices)+b.NumDst)
+	s := b.scratch
+	if s == nil {
+		s = &blockScratch{indices: make([]int32, 0, len(c.Indices)+b.NumDst)}
+	}
+	indptr := grow(s.indptr, b.NumDst+1)
+	indptr[0] = 0
+	indices := grow(s.indices, len(c.Indices)+b.NumDst)[:0]
 	for d := 0; d < b.NumDst; d++ {
 		indices = append(indices, int32(d))
 		for e := c.Indptr[d]; e < c.Indptr[d+1]; e++ {
@@ -96,5 +103,9 @@ func (b *Block) WithSelfLoops() *tensor.CSR {
 		indptr[d+1] = int64(len(indices))
 	}
 	b.loops = &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: c.NumSrc}
+	if b.scratch != nil {
+		s.indptr, s.indices = indptr, indices
+		b.loops.TScratch = &s.tLoops
+	}
 	return b.loops
 }

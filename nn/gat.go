@@ -38,17 +38,11 @@ func NewGATConv(r *rng.Rand, in, out, heads int, concat bool, attnDropout float6
 func (l *GATConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
 	c := b.WithSelfLoops()
 	h := linear(tp, x, l.Lin)
-	el := tp.HeadDot(h, l.AttSrc)
-	hd := h
-	if b.NumDst != h.Value.Rows {
-		hd = tp.Rows(h, 0, b.NumDst)
-	}
-	er := tp.HeadDot(hd, l.AttDst)
 	p := 0.0
 	if train {
 		p = l.AttnDropout
 	}
-	out := gatAggregate(tp, b, c, h, el, er, l.Heads, p, seed)
+	out := gatAttention(tp, b, c, h, l.AttSrc, l.AttDst, p, seed)
 	if !l.Concat && l.Heads > 1 {
 		out = meanHeads(tp, out, l.Heads)
 	}
@@ -86,14 +80,11 @@ func init() {
 
 func (l *GATConv) plan(p *planner, s BlockShape, x pv) pv {
 	hh := p.linear(x, l.Heads*l.Out)
-	p.headDot(hh, l.Heads)
-	hd := p.rowsIf(hh, s.Dst)
-	p.headDot(hd, l.Heads)
 	prob := 0.0
 	if p.train {
 		prob = l.AttnDropout
 	}
-	h := p.gat(hh, s.Dst, s.LoopEdges, l.Heads, prob)
+	h := p.gat(hh, s, l.Heads, prob)
 	if !l.Concat && l.Heads > 1 {
 		p.alloc(l.Heads*l.Out, l.Out) // the averaging matrix
 		h = p.out(h.rows, l.Out, true)

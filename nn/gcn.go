@@ -35,7 +35,13 @@ func gcnCSR(b *Block, deg []float32) *tensor.CSR {
 		return b.gcn
 	}
 	c := b.WithSelfLoops()
-	w := make([]float32, len(c.Indices))
+	var w []float32
+	if b.scratch != nil {
+		b.scratch.weights = grow(b.scratch.weights, len(c.Indices))
+		w = b.scratch.weights
+	} else {
+		w = make([]float32, len(c.Indices))
+	}
 	for d := 0; d < b.NumDst; d++ {
 		dd := deg[b.Src[d]] + 1
 		for e := c.Indptr[d]; e < c.Indptr[d+1]; e++ {
@@ -44,6 +50,9 @@ func gcnCSR(b *Block, deg []float32) *tensor.CSR {
 		}
 	}
 	b.gcn = &tensor.CSR{Indptr: c.Indptr, Indices: c.Indices, Weights: w, NumSrc: c.NumSrc}
+	if b.scratch != nil {
+		b.gcn.TScratch = &b.scratch.tGCN
+	}
 	return b.gcn
 }
 

@@ -1,5 +1,7 @@
 package nn
 
+import "github.com/graphmill/graphmill/tensor"
+
 // Memory model: the trainer must know a batch's activation and gradient
 // memory before running it, to split batches that would exceed a bound.
 // graphmill owns every tensor, so the count is exact: the planner below
@@ -79,7 +81,6 @@ func (p *planner) rows(x pv, n int) pv        { return p.out(n, x.cols, x.grad) 
 func (p *planner) aggregate(x pv, dst int) pv { return p.out(dst, x.cols, x.grad) }
 func (p *planner) add(a, b pv) pv             { return p.out(a.rows, a.cols, a.grad || b.grad) }
 func (p *planner) bias(x pv) pv               { return p.out(x.rows, x.cols, true) }
-func (p *planner) headDot(h pv, heads int) pv { return p.out(h.rows, heads, true) }
 
 // aggregateLinear plans nn's aggregateLinear.
 func (p *planner) aggregateLinear(x pv, s BlockShape, in, out int) pv {
@@ -96,14 +97,19 @@ func (p *planner) rowsIf(x pv, n int) pv {
 	return p.rows(x, n)
 }
 
-func (p *planner) gat(h pv, dst, edges, heads int, prob float64) pv {
-	o := p.out(dst, h.cols, true)
-	p.alloc(1, edges*heads) // alpha
+// gat plans tp.GATAttention over h: its output, the attention terms, the
+// coefficients, the dropout factors and, in training, the backward
+// kernel's scratch.
+func (p *planner) gat(h pv, s BlockShape, heads int, prob float64) pv {
+	o := p.out(s.Dst, h.cols, true)
+	p.alloc(h.rows, heads)        // el
+	p.alloc(s.Dst, heads)         // er
+	p.alloc(1, s.LoopEdges*heads) // alpha
 	if p.train && prob > 0 {
-		p.alloc(1, edges*heads) // the attention dropout factors
+		p.alloc(1, s.LoopEdges*heads) // the attention dropout factors
 	}
 	if p.train {
-		p.alloc(1, edges*heads) // dz in the backward kernel
+		p.alloc(1, tensor.GATBackwardScratch(h.rows, s.Dst, s.LoopEdges, heads, h.cols))
 	}
 	return o
 }

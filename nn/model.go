@@ -49,9 +49,11 @@ type Config struct {
 // (layer 0, dropout inside) followed by Config.Layers propagation steps
 // without weights, dropout or activation.
 type Model struct {
-	Config Config
-	Layers []Layer
-	spec   Spec
+	Config  Config
+	Layers  []Layer
+	spec    Spec
+	reuse   *blockReuse     // see ReuseBlocks
+	scratch []*blockScratch // per layer; see ScratchBlocks
 }
 
 // Clone returns a new model of m's config holding a copy of m's weights
@@ -144,6 +146,13 @@ func (m *Model) NeedsH0(l int) bool { return m.spec.Teleport && l > 0 }
 // ForwardLayerH0 is ForwardLayer with h0, the output of layer 0 for the
 // block's destination rows, for layers where NeedsH0 holds (nil otherwise).
 func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var {
+	if m.reuse != nil {
+		m.reuse.apply(b)
+		defer m.reuse.keep(b)
+	}
+	if train {
+		m.scratchFor(l, b)
+	}
 	if m.spec.Teleport {
 		if l == 0 {
 			if train && m.Config.Dropout > 0 {
@@ -248,13 +257,13 @@ func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
 	return tp.MatMul(x, tp.Const(avg))
 }
 
-// gatAggregate is GAT's attention aggregation with attention dropout p.
-// With b.NodeDropout the mask of each destination's edges is keyed by its
-// node id (see Block.NodeDropout).
-func gatAggregate(tp *autograd.Tape, b *Block, c *tensor.CSR, h, el, er *autograd.Var, heads int, p float64, seed uint64) *autograd.Var {
+// gatAttention is GAT's attention (tp.GATAttention) with attention dropout
+// p. With b.NodeDropout the mask of each destination's edges is keyed by
+// its node id (see Block.NodeDropout).
+func gatAttention(tp *autograd.Tape, b *Block, c *tensor.CSR, h, aSrc, aDst *autograd.Var, p float64, seed uint64) *autograd.Var {
 	var keys []int32
 	if b != nil && b.NodeDropout && len(b.Src) >= b.NumDst {
 		keys = b.Src[:b.NumDst]
 	}
-	return tp.GATAggregateDropoutKeyed(c, h, el, er, heads, 0.2, p, seed, keys)
+	return tp.GATAttention(c, h, aSrc, aDst, 0.2, p, seed, keys)
 }

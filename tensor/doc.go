@@ -49,7 +49,9 @@
 // gives the symmetric normalisation 1/sqrt(deg_src·deg_dst) as weights.
 // GATAggregate computes GAT's per-edge scores LeakyReLU(el[src]+er[dst]),
 // the softmax over each destination's in-edges, and the attention-weighted
-// sum, for several heads. The backward kernels gather over the transposed
+// sum, for several heads; GATForward and GATBackward are a whole GAT
+// attention (the terms el and er, the softmax, dropout and the sum, and
+// all their gradients) in two kernels. The backward kernels gather over the transposed
 // structure (CSR.T, built once and cached), so each output row is written
 // by exactly one goroutine: no locks, no atomics, no races.
 //

@@ -36,6 +36,12 @@ type Transposed struct {
 	Indptr []int64
 	Dst    []int32
 	Edge   []int64
+
+	// w holds every edge's weight in this order for the reduction wMode
+	// (built by weights when wValid is false; T clears it).
+	w      []float32
+	wMode  Reduce
+	wValid bool
 }
 
 // NumDst is the number of destination rows.
@@ -108,6 +114,7 @@ func (g *CSR) T() *Transposed {
 	}
 	copy(ip[1:], ip[:n])
 	ip[0] = 0
+	t.wValid = false
 	g.t = t
 	return t
 }
@@ -238,6 +245,26 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 	if t0 := statStart(); t0 != 0 {
 		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(x.Cols))
 	}
+	if rowKernel(x.Cols) {
+		return parallelFor(g.NumDst(), 64, func(lo, hi int) {
+			for d := lo; d < hi; d++ {
+				o := out.Row(d)
+				clear(o)
+				e0, e1 := g.Indptr[d], g.Indptr[d+1]
+				var w []float32
+				if mode == Weighted {
+					w = g.Weights[e0:e1]
+				}
+				spmmRow(o, x, g.Indices[e0:], int(e1-e0), w)
+				if mode == Mean && e1 > e0 {
+					inv := 1 / float32(e1-e0)
+					for j := range o {
+						o[j] *= inv
+					}
+				}
+			}
+		})
+	}
 	axpy := ks().axpyPF
 	ne := int64(len(g.Indices))
 	// Source rows are read in random order, so the time goes to memory
@@ -291,6 +318,29 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, acc boo
 		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(dy.Cols))
 	}
 	t := g.T()
+	if rowKernel(dy.Cols) {
+		var tw []float32
+		if mode != Sum {
+			var err error
+			if tw, err = g.transposedWeights(t, mode); err != nil {
+				return err
+			}
+		}
+		return parallelFor(g.NumSrc, 64, func(lo, hi int) {
+			for s := lo; s < hi; s++ {
+				o := dx.Row(s)
+				if !acc {
+					clear(o)
+				}
+				q0, q1 := t.Indptr[s], t.Indptr[s+1]
+				var w []float32
+				if tw != nil {
+					w = tw[q0:q1]
+				}
+				spmmRow(o, dy, t.Dst[q0:], int(q1-q0), w)
+			}
+		})
+	}
 	axpy := ks().axpyPF
 	nq := int64(len(t.Dst))
 	return parallelFor(g.NumSrc, 64, func(lo, hi int) {

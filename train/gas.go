@@ -38,6 +38,8 @@ type gasStepper struct {
 	pipe   *pipeline.Pipeline
 	cur    [][]int32 // the node groups of the epoch being iterated
 	pos    []int32   // node -> position scratch of the build stage (all -1)
+	// groupBuf holds the nodes of every group of the current epoch.
+	groupBuf []int32
 }
 
 func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
@@ -72,6 +74,9 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 		s.hist = append(s.hist, h)
 	}
 	s.masked = r.trainLabels()
+	// Steps run one after the other here: the arrays derived from each
+	// batch's block are rebuilt in the same memory every step.
+	m.ScratchBlocks(true)
 	s.e = r.engine(m, opt)
 	s.pos = newPos(g.NumNodes)
 	// Two buffers: batch i+1 is built and pulled while batch i computes,
@@ -161,14 +166,24 @@ func (s *gasStepper) groups(epoch int) [][]int32 {
 			order[i], order[j] = order[j], order[i]
 		}
 	}
+	// One array holds every group, reused epoch after epoch (the groups of
+	// the epoch before are no longer read when this is called).
 	per := s.r.cfg.PartsPerBatch
-	var out [][]int32
+	all := s.groupBuf[:0]
+	var ends []int
 	for i := 0; i < k; i += per {
-		var nodes []int32
 		for _, p := range order[i:min(k, i+per)] {
-			nodes = append(nodes, s.parts[p]...)
+			all = append(all, s.parts[p]...)
 		}
-		out = append(out, nodes)
+		ends = append(ends, len(all))
+	}
+	s.groupBuf = all
+	out := make([][]int32, len(ends))
+	for i, e := range ends {
+		out[i] = all[:e:e]
+		if i > 0 {
+			out[i] = all[ends[i-1]:e:e]
+		}
 	}
 	return out
 }
@@ -261,6 +276,15 @@ func (s *gasStepper) run(ctx context.Context, epoch int, groups [][]int32, step 
 			return it.Stats(), err
 		}
 		prev, prevFresh = cur, fresh
+		if int(cur.Seq) == len(groups)-1 {
+			// No pull comes after the last batch: push and release it now,
+			// before the iterator ends and returns its free buffers to the
+			// pipeline's pool (a buffer released later would be replaced by
+			// a fresh one next epoch).
+			if err := finish(); err != nil {
+				return it.Stats(), err
+			}
+		}
 	}
 	if err := it.Err(); err != nil {
 		if prev != nil {

@@ -501,6 +501,9 @@ func (r *Runner) fullStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer)
 	if err != nil {
 		return nil, err
 	}
+	// The block is the whole graph every step: what the layers derive from
+	// it (self-loops, GCN weights, transposes) is built once.
+	m.ReuseBlocks(g.Indptr, g.Indices)
 	return &fullStepper{r: r, e: r.engine(m, opt), pipe: pipe}, nil
 }
 

@@ -26,13 +26,15 @@
 //     BCEWithLogits — the loss ops return 1×1 Vars;
 //   - graph: Aggregate (sum, mean, or weighted e.g. GCN over a tensor.CSR
 //     block), HeadDot (GAT attention terms a·h per head), GATAggregate and
-//     GATAggregateDropout (edge softmax attention, several heads).
+//     GATAggregateDropout (edge softmax attention, several heads), and
+//     GATAttention (all of GAT's attention in one fused op).
 //
 // A GraphSAGE layer is ConcatCols(Rows(h, 0, numDst), Aggregate(block, h,
 // tensor.Mean)) followed by Linear; a GCN layer is Aggregate(block, h,
 // tensor.Weighted) with tensor.GCNWeights as the block's Weights, then
 // MatMul; a GAT layer is z := MatMul(h, W), el := HeadDot(z, aSrc),
-// er := HeadDot(Rows(z, 0, numDst), aDst), GATAggregate(block, z, el, er, …).
+// er := HeadDot(Rows(z, 0, numDst), aDst), GATAggregate(block, z, el, er, …),
+// which GATAttention(block, z, aSrc, aDst, …) computes in one op.
 //
 // Parameters (NewParam) keep their Grad between Backward calls, so
 // gradients accumulate until ZeroGrad; intermediate values belong to the

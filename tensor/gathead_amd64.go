@@ -1,0 +1,36 @@
+//go:build !noasm
+
+package tensor
+
+// headAxpyAVX2 sets o[head k] += c[k]·x[head k] for k < n, heads of m
+// vectors of eight, prefetching the row at pf and the line at pf2.
+//
+//go:noescape
+func headAxpyAVX2(n, m int, c, x, o, pf, pf2 *float32)
+
+// headDotAVX2 sets out[k] = x[head k]·y[head k] for k < n, heads of m
+// vectors of eight, prefetching the row at pf.
+//
+//go:noescape
+func headDotAVX2(n, m int, x, y, out, pf *float32)
+
+// headKernels reports whether the head kernels may run: AVX2 is there and
+// the current kernel set is not the portable one.
+func headKernels() bool { return hasAVX2 && ks().name != "generic" }
+
+// spmmRowAVX2 sets o[0:8m] += w[e*wstep]·x[idx[e]*ldx:][:8m] for e < n in
+// order (ldx and wstep in bytes), prefetching the row idx[e+4] while
+// e+4 < lim.
+//
+//go:noescape
+func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+
+// prefetch asks for the cache line at p.
+//
+//go:noescape
+func prefetch(p *float32)
+
+// spmmRow16AVX2 is spmmRowAVX2 for m = 2, the output row in registers.
+//
+//go:noescape
+func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)

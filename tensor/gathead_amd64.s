@@ -1,0 +1,172 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// func headAxpyAVX2(n, m int, c, x, o, pf, pf2 *float32)
+// o[k*8m : (k+1)*8m] += c[k] * x[k*8m : (k+1)*8m] for k < n (m vectors of
+// eight per head), prefetching the row at pf (as long as x) and the line
+// at pf2.
+TEXT ·headAxpyAVX2(SB), NOSPLIT, $0-56
+	MOVQ n+0(FP), CX
+	MOVQ m+8(FP), R8
+	MOVQ c+16(FP), AX
+	MOVQ x+24(FP), SI
+	MOVQ o+32(FP), DI
+	MOVQ pf+40(FP), DX
+	MOVQ pf2+48(FP), BX
+	PREFETCHT0 (BX)
+	TESTQ CX, CX
+	JLE headAxpy_done
+headAxpy_head:
+	VBROADCASTSS (AX), Y0
+	MOVQ R8, R9
+headAxpy_vec:
+	PREFETCHT0 (DX)
+	VMOVUPS (DI), Y1
+	VFMADD231PS (SI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ R9
+	JNZ headAxpy_vec
+	ADDQ $4, AX
+	DECQ CX
+	JNZ headAxpy_head
+headAxpy_done:
+	VZEROUPPER
+	RET
+
+// func headDotAVX2(n, m int, x, y, out, pf *float32)
+// out[k] = x[k*8m : (k+1)*8m] · y[k*8m : (k+1)*8m] for k < n, prefetching
+// the row at pf (as long as y).
+TEXT ·headDotAVX2(SB), NOSPLIT, $0-48
+	MOVQ n+0(FP), CX
+	MOVQ m+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ y+24(FP), DI
+	MOVQ out+32(FP), AX
+	MOVQ pf+40(FP), DX
+	TESTQ CX, CX
+	JLE headDot_done
+headDot_head:
+	VXORPS Y0, Y0, Y0
+	MOVQ R8, R9
+headDot_vec:
+	PREFETCHT0 (DX)
+	VMOVUPS (SI), Y1
+	VFMADD231PS (DI), Y1, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ R9
+	JNZ headDot_vec
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (AX)
+	ADDQ $4, AX
+	DECQ CX
+	JNZ headDot_head
+headDot_done:
+	VZEROUPPER
+	RET
+
+// func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+// o[0:8m] += w[e*wstep] * x[idx[e]*ldx : +8m] for e < n, in order (ldx and
+// wstep in bytes; wstep 0 repeats w[0]); each edge prefetches the row of
+// idx[e+4] while e+4 < lim (the indices readable from idx).
+TEXT ·spmmRowAVX2(SB), NOSPLIT, $0-72
+	MOVQ n+0(FP), CX
+	MOVQ m+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ ldx+24(FP), R9
+	MOVQ idx+32(FP), R10
+	MOVQ w+40(FP), R11
+	MOVQ wstep+48(FP), R12
+	MOVQ o+56(FP), DI
+	MOVQ lim+64(FP), R13
+	TESTQ CX, CX
+	JLE spmm_done
+spmm_edge:
+	VBROADCASTSS (R11), Y0
+	ADDQ R12, R11
+	CMPQ R13, $4
+	JLE spmm_row
+	MOVLQSX 16(R10), AX
+	IMULQ R9, AX
+	ADDQ SI, AX
+	MOVQ R8, DX
+spmm_pf:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	SUBQ $2, DX
+	JG spmm_pf
+spmm_row:
+	MOVLQSX (R10), AX
+	IMULQ R9, AX
+	ADDQ SI, AX
+	MOVQ DI, BX
+	MOVQ R8, DX
+spmm_vec:
+	VMOVUPS (BX), Y1
+	VFMADD231PS (AX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	ADDQ $32, AX
+	ADDQ $32, BX
+	DECQ DX
+	JNZ spmm_vec
+	ADDQ $4, R10
+	DECQ R13
+	DECQ CX
+	JNZ spmm_edge
+spmm_done:
+	VZEROUPPER
+	RET
+
+// func prefetch(p *float32)
+TEXT ·prefetch(SB), NOSPLIT, $0-8
+	MOVQ p+0(FP), AX
+	PREFETCHT0 (AX)
+	RET
+
+// func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+// spmmRowAVX2 for rows of 16 values (m = 2), the output row held in two
+// registers across the edges: the same fused multiply-adds in the same
+// order, without a store and reload per edge.
+TEXT ·spmmRow16AVX2(SB), NOSPLIT, $0-64
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ ldx+16(FP), R9
+	MOVQ idx+24(FP), R10
+	MOVQ w+32(FP), R11
+	MOVQ wstep+40(FP), R12
+	MOVQ o+48(FP), DI
+	MOVQ lim+56(FP), R13
+	TESTQ CX, CX
+	JLE spmm16_done
+	VMOVUPS (DI), Y1
+	VMOVUPS 32(DI), Y2
+spmm16_edge:
+	VBROADCASTSS (R11), Y0
+	ADDQ R12, R11
+	CMPQ R13, $4
+	JLE spmm16_row
+	MOVLQSX 16(R10), AX
+	IMULQ R9, AX
+	PREFETCHT0 (SI)(AX*1)
+spmm16_row:
+	MOVLQSX (R10), AX
+	IMULQ R9, AX
+	VFMADD231PS (SI)(AX*1), Y0, Y1
+	VFMADD231PS 32(SI)(AX*1), Y0, Y2
+	ADDQ $4, R10
+	DECQ R13
+	DECQ CX
+	JNZ spmm16_edge
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+spmm16_done:
+	VZEROUPPER
+	RET

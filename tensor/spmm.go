@@ -1,0 +1,50 @@
+package tensor
+
+// The aggregation's row kernel: one call per destination (or, backward,
+// per source) walks its edges, adding each weighted source row to the
+// output row with a fused multiply-add per element in edge order, exactly
+// as one axpy per edge does (so results are bitwise those of the per-edge
+// loop), and prefetches the row four edges ahead (across rows: the
+// indices after the current row's are read ahead too).
+
+// rowKernel reports whether the row kernel handles rows of cols columns.
+func rowKernel(cols int) bool { return cols > 0 && cols%8 == 0 && headKernels() }
+
+// spmmRow adds Σ_{e<n} w[e]·x[idx[e]] to o (w nil: weight 1). idx may run
+// past n: the rest are the indices read next, prefetched ahead.
+func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32) {
+	if n == 0 {
+		return
+	}
+	_, _ = idx[n-1], o[x.Cols-1]
+	one := float32(1)
+	wp, step := &one, 0
+	if w != nil {
+		_ = w[n-1]
+		wp, step = &w[0], 4
+	}
+	if x.Cols == 16 {
+		spmmRow16AVX2(n, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx))
+		return
+	}
+	spmmRowAVX2(n, x.Cols/8, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx))
+}
+
+// transposedWeights returns the weight of every edge of g in the order of
+// its transpose t for the reduction mode (Weighted: g.Weights; Mean: one
+// over the destination's in-degree), built once per transpose.
+func (g *CSR) transposedWeights(t *Transposed, mode Reduce) ([]float32, error) {
+	if t.wValid && t.wMode == mode && len(t.w) == len(t.Dst) {
+		return t.w, nil
+	}
+	t.w = resize(t.w, len(t.Dst))
+	if err := parallelFor(len(t.Dst), 1<<14, func(lo, hi int) {
+		for q := lo; q < hi; q++ {
+			t.w[q] = g.edgeWeight(mode, int(t.Dst[q]), t.Edge[q])
+		}
+	}); err != nil {
+		return nil, err
+	}
+	t.wMode, t.wValid = mode, true
+	return t.w, nil
+}
