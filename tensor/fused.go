@@ -121,7 +121,7 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
 			d, g := dx.Data[i0:i1], dy.Data[i0:i1]
 			if !acc {
-				ks().dropout(d, g, r, thr, factors[1])
+				dropoutStream(d, g, r, thr, factors[1])
 				continue
 			}
 			var bits uint64
