@@ -137,10 +137,18 @@ func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	if err := gemm(threads, flipOp(tB), flipOp(tA), alpha, b, a, 0, t, nil); err != nil {
 		return err
 	}
+	addTransposed(c, t.Data, beta, ep)
+	return nil
+}
+
+// addTransposed sets C = beta·C + Tᵀ, then applies ep, where t holds T
+// (C.Cols × C.Rows) row-major.
+func addTransposed(c Matrix, t []float32, beta float32, ep *Epilogue) {
+	m, n := c.Rows, c.Cols
 	for i := 0; i < m; i++ {
 		row := c.Data[i*n : (i+1)*n]
 		for jj := range row {
-			v := t.Data[jj*m+i]
+			v := t[jj*m+i]
 			switch beta {
 			case 0:
 				row[jj] = v
@@ -153,6 +161,77 @@ func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 		if ep != nil {
 			ep.apply(row, 0)
 		}
+	}
+}
+
+// GemmTNMulti sets C[t] = beta·C[t] + alpha·Gᵀ·X[t] for every t: the
+// weight gradients of the inputs X[t] of one output gradient G (the terms
+// of a Dense layer). Where each product is a deep, narrow weight gradient
+// (see deepNarrowGrad) they are computed as one transposed product whose
+// rows are the X[t]'s columns side by side, so G, the large operand, is
+// packed once for all of them instead of once per product. With alpha 1
+// the results are bitwise those of separate Gemm(Trans, NoTrans) calls
+// (on several threads, where both split the depth, as they do for deep
+// products); otherwise they agree to float32 rounding.
+func GemmTNMulti(alpha float32, g Matrix, xs []Matrix, beta float32, cs []Matrix) error {
+	if len(xs) != len(cs) {
+		return fmt.Errorf("%w: GemmTNMulti: %d inputs for %d outputs", ErrShape, len(xs), len(cs))
+	}
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("gemm: operand G: %w", err)
+	}
+	shared := len(xs) > 1
+	total := 0
+	for i, x := range xs {
+		c := cs[i]
+		if err := x.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand X[%d]: %w", i, err)
+		}
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand C[%d]: %w", i, err)
+		}
+		if x.Rows != g.Rows || c.Rows != g.Cols || c.Cols != x.Cols {
+			return fmt.Errorf("%w: GemmTNMulti: G %d×%d, X[%d] %d×%d, C[%d] %d×%d", ErrShape, g.Rows, g.Cols, i, x.Rows, x.Cols, i, c.Rows, c.Cols)
+		}
+		if overlaps(c.Data, g.Data) || overlaps(c.Data, x.Data) {
+			return fmt.Errorf("%w: gemm output C[%d]", ErrAlias, i)
+		}
+		for _, o := range cs[:i] {
+			if overlaps(c.Data, o.Data) {
+				return fmt.Errorf("%w: gemm outputs C[%d] overlap", ErrAlias, i)
+			}
+		}
+		shared = shared && g.Rows > 0 && g.Cols > 0 && x.Cols > 0 && deepNarrowGrad(Trans, NoTrans, g.Cols, x.Cols, g.Rows)
+		total += x.Cols
+	}
+	if !shared {
+		for i := range xs {
+			if err := Gemm(Trans, NoTrans, alpha, g, xs[i], beta, cs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	m, k := g.Cols, g.Rows
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(total)*int64(k))
+	}
+	// Tᵀ = [X[0] X[1] ...]ᵀ·G: total × m, op(A) read from the parts.
+	t := getBuf(total * m)
+	defer putBuf(t)
+	j := newGemmJob(Trans, NoTrans, alpha, xs[0], g, 0, Matrix{Rows: total, Cols: m, Data: t}, nil)
+	j.m = total
+	j.a, j.parts = nil, make([]aPart, len(xs))
+	for i, x := range xs {
+		j.parts[i] = aPart{a: x.Data, ld: x.Cols, cols: x.Cols}
+	}
+	if err := j.runParallel(Threads()); err != nil {
+		return err
+	}
+	off := 0
+	for _, c := range cs {
+		addTransposed(c, t[off*m:], beta, nil)
+		off += c.Cols
 	}
 	return nil
 }
@@ -177,6 +256,12 @@ func flipOp(o Op) Op {
 
 // gemm runs a validated product.
 func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) error {
+	return newGemmJob(tA, tB, alpha, a, b, beta, c, ep).runParallel(threads)
+}
+
+// newGemmJob sets up a validated product: its micro-kernel, whether A is
+// packed or streamed, and its depth blocks.
+func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) *gemmJob {
 	m, k := a.Rows, a.Cols
 	rsA, csA := a.Cols, 1
 	if tA == Trans {
@@ -216,7 +301,7 @@ func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Ma
 	}
 	// Split k into equal blocks rather than leaving a thin last one.
 	j.kc = (k + (k+kc-1)/kc - 1) / ((k + kc - 1) / kc)
-	return j.runParallel(threads)
+	return j
 }
 
 // runParallel splits the product into independent sub-products, one per
@@ -303,11 +388,19 @@ func (j *gemmJob) runParallel(threads int) error {
 				s.c = j.c[lo:]
 			case 'm':
 				s.m = hi - lo
-				s.a = j.a[lo*j.rsA:]
+				if j.parts != nil {
+					s.parts = shiftParts(j.parts, 0, lo)
+				} else {
+					s.a = j.a[lo*j.rsA:]
+				}
 				s.c = j.c[lo*j.ldc:]
 			case 'k':
 				s.k = hi - lo
-				s.a = j.a[lo*j.csA:]
+				if j.parts != nil {
+					s.parts = shiftParts(j.parts, lo, 0)
+				} else {
+					s.a = j.a[lo*j.csA:]
+				}
 				if j.transB {
 					s.b = j.b[lo:]
 				} else {
@@ -383,6 +476,58 @@ type gemmJob struct {
 	stream      bool      // read A in place with shallow blocks, row tiles outer
 	ap          []float32 // packed A block (mc×kc), or an edge tile when A is not packed
 	tmp         []float32 // mr×nr edge output tile
+	// parts, when not nil, replace a: op(A) is [X₀ X₁ ...]ᵀ, A transposed
+	// and packed, its storage rows the parts' rows side by side
+	// (GemmTNMulti); arow holds one such row while it is packed.
+	parts []aPart
+	arow  []float32
+}
+
+// aPart is one block of columns of a transposed A stored as parts: cols
+// columns of a matrix with leading dimension ld.
+type aPart struct {
+	a        []float32
+	ld, cols int
+}
+
+// shiftParts returns parts starting at storage row row0 and column col0 of
+// their side-by-side concatenation.
+func shiftParts(parts []aPart, row0, col0 int) []aPart {
+	out := make([]aPart, 0, len(parts))
+	for _, p := range parts {
+		if col0 >= p.cols {
+			col0 -= p.cols
+			continue
+		}
+		out = append(out, aPart{a: p.a[row0*p.ld+col0:], ld: p.ld, cols: p.cols - col0})
+		col0 = 0
+	}
+	return out
+}
+
+// aRow returns columns [i0, i0+n) of storage row p of a transposed A (the
+// values of op(A) rows i0.. at depth p): in place, or gathered from the
+// parts into j.arow where they span two.
+func (j *gemmJob) aRow(p, i0, n int) []float32 {
+	if j.parts == nil {
+		return j.a[p*j.csA+i0:][:n]
+	}
+	dst := j.arow[:n]
+	for _, pt := range j.parts {
+		if i0 >= pt.cols {
+			i0 -= pt.cols
+			continue
+		}
+		if len(dst) == n && i0+n <= pt.cols {
+			return pt.a[p*pt.ld+i0:][:n]
+		}
+		w := copy(dst, pt.a[p*pt.ld+i0:p*pt.ld+pt.cols])
+		dst, i0 = dst[w:], 0
+		if len(dst) == 0 {
+			break
+		}
+	}
+	return j.arow[:n]
 }
 
 // fullDepthLimit is the largest packed op(B) (k × nc floats, 1 MiB) packed
@@ -406,6 +551,10 @@ func (j *gemmJob) run() error {
 		bp = getBuf(ncMax * j.k)
 	}
 	defer putBuf(bp)
+	if j.parts != nil {
+		j.arow = getBuf(min(blockMC, j.m))
+		defer putBuf(j.arow)
+	}
 	if j.packA {
 		j.ap = getBuf(min(blockMC, (j.m+mr-1)/mr*mr) * kcMax)
 	} else {
@@ -538,8 +687,7 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 	}
 	// A transposed: rsA == 1, so the mr values for one p are contiguous.
 	for p := 0; p < kb; p++ {
-		src := j.a[(pc+p)*j.csA+i0:]
-		copy(dst[p*mr:p*mr+rows], src[:rows])
+		copy(dst[p*mr:p*mr+rows], j.aRow(pc+p, i0, rows))
 	}
 }
 
@@ -560,8 +708,13 @@ func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	tiles := mb / mr
 	if tiles > 0 {
 		for p := 0; p < kb; p++ {
-			src := j.a[(pc+p)*j.csA+i0:]
-			src = src[:tiles*mr]
+			if j.parts != nil { // tile by tile, in place unless it spans two parts
+				for t := 0; t < tiles; t++ {
+					copyN(dst[t*mr*kb+p*mr:], j.aRow(pc+p, i0+t*mr, mr), mr)
+				}
+				continue
+			}
+			src := j.aRow(pc+p, i0, tiles*mr)
 			for t := 0; t < tiles; t++ {
 				copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
 			}

@@ -295,3 +295,75 @@ func TestGemmEpilogue(t *testing.T) {
 		t.Fatalf("bias of the wrong length: %v, want ErrShape", err)
 	}
 }
+
+// TestGemmTNMulti checks that the weight gradients of several inputs
+// computed with one packing of G are bitwise those of separate products
+// with alpha 1 (as backward passes call it; with another alpha a row in an
+// edge tile of one product may sit in a full tile of the other, which
+// rounds alpha·sum + C once instead of twice), close otherwise, for shapes that take the shared path (deep, narrow) and shapes that do
+// not, on one thread and on several, in every kernel set.
+func TestGemmTNMulti(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		defer SetThreads(Threads())
+		for _, threads := range []int{1, 3} {
+			SetThreads(threads)
+			for _, tc := range []struct {
+				k, m        int
+				cols        []int
+				alpha, beta float32
+			}{
+				{3000, 256, []int{100, 100}, 1, 1},
+				{2500, 200, []int{37, 64, 5}, 1, 0},
+				{1030, 150, []int{128, 1}, 1, 0.5},
+				{3000, 256, []int{100, 100}, 0.75, 1},
+				{300, 256, []int{100, 100}, 1, 1}, // too shallow: separate products
+				{2000, 64, []int{100, 100}, 1, 1}, // too few rows: separate products
+			} {
+				r := rand.New(rand.NewPCG(uint64(tc.k), uint64(len(tc.cols))))
+				g := randMatrix(r, tc.k, tc.m)
+				var xs, got, want []Matrix
+				for _, c := range tc.cols {
+					xs = append(xs, randMatrix(r, tc.k, c))
+					w := randMatrix(r, tc.m, c)
+					want, got = append(want, w), append(got, w.Clone())
+				}
+				for i := range xs {
+					if err := Gemm(Trans, NoTrans, tc.alpha, g, xs[i], tc.beta, want[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := GemmTNMulti(tc.alpha, g, xs, tc.beta, got); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					for e := range got[i].Data {
+						w, d := want[i].Data[e], got[i].Data[e]
+						if tc.alpha == 1 && math.Float32bits(d) != math.Float32bits(w) || math.Abs(float64(d-w)) > 1e-5*(1+math.Abs(float64(w))) {
+							t.Fatalf("threads %d, %+v: C[%d] element %d = %v, separate product %v", threads, tc, i, e, got[i].Data[e], want[i].Data[e])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestGemmTNMultiErrors checks that mismatched shapes and aliased outputs
+// are errors, not panics.
+func TestGemmTNMultiErrors(t *testing.T) {
+	g, x := New(10, 4), New(10, 3)
+	c := New(4, 3)
+	for name, call := range map[string]func() error{
+		"count": func() error { return GemmTNMulti(1, g, []Matrix{x}, 0, nil) },
+		"rows":  func() error { return GemmTNMulti(1, g, []Matrix{New(9, 3)}, 0, []Matrix{c}) },
+		"out":   func() error { return GemmTNMulti(1, g, []Matrix{x}, 0, []Matrix{New(3, 4)}) },
+		"alias": func() error { return GemmTNMulti(1, g, []Matrix{x, x}, 0, []Matrix{c, c}) },
+		"aliasedG": func() error {
+			return GemmTNMulti(1, g, []Matrix{g}, 0, []Matrix{{Rows: 4, Cols: 4, Data: g.Data[:16]}})
+		},
+	} {
+		if err := call(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

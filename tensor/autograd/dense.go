@@ -130,9 +130,30 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 				return err
 			}
 		}
+		// dW += gzᵀ·X for every weight, in one call so that gz, the large
+		// operand, is packed once (a weight used by two terms: one by one).
+		var xs, dws []tensor.Matrix
+		shared := false
+		for k, tm := range terms {
+			if tm.W == nil || !tm.W.requiresGrad {
+				continue
+			}
+			for _, o := range terms[:k] {
+				shared = shared || o.W == tm.W
+			}
+			xs, dws = append(xs, tm.X.Value.RowSlice(0, rows)), append(dws, tm.W.grad())
+		}
+		if shared {
+			xs = nil
+		}
+		if xs != nil {
+			if err := tensor.GemmTNMulti(1, gz, xs, 1, dws); err != nil {
+				return err
+			}
+		}
 		for _, tm := range terms {
 			x := tm.X.Value.RowSlice(0, rows)
-			if tm.W != nil && tm.W.requiresGrad { // dW += gzᵀ·X
+			if tm.W != nil && tm.W.requiresGrad && xs == nil { // dW += gzᵀ·X
 				if err := tensor.Gemm(tensor.Trans, tensor.NoTrans, 1, gz, x, 1, tm.W.grad()); err != nil {
 					return err
 				}
