@@ -707,13 +707,10 @@ func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	// mr) on its own.
 	tiles := mb / mr
 	if tiles > 0 {
-		for p := 0; p < kb; p++ {
-			if j.parts != nil { // tile by tile, in place unless it spans two parts
-				for t := 0; t < tiles; t++ {
-					copyN(dst[t*mr*kb+p*mr:], j.aRow(pc+p, i0+t*mr, mr), mr)
-				}
-				continue
-			}
+		if j.parts != nil {
+			j.packAParts(dst, i0, tiles, pc, kb)
+		}
+		for p := 0; p < kb && j.parts == nil; p++ {
 			src := j.aRow(pc+p, i0, tiles*mr)
 			for t := 0; t < tiles; t++ {
 				copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
@@ -722,6 +719,41 @@ func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	}
 	if rest := mb - tiles*mr; rest > 0 {
 		j.packATile(dst[tiles*mr*kb:], i0+tiles*mr, rest, pc, kb)
+	}
+}
+
+// packAParts is packABlock's loop over whole tiles for an A stored as
+// parts: a tile within one part is copied from it in place, one that
+// spans two is gathered first (aRow).
+func (j *gemmJob) packAParts(dst []float32, i0, tiles, pc, kb int) {
+	mr := j.mk.mr
+	// where[t]: the part holding tile t and the tile's column in it, or
+	// part -1 when the tile spans two parts.
+	var where [blockMC][2]int
+	for t := 0; t < tiles; t++ {
+		where[t][0] = -1
+		c := i0 + t*mr
+		for q, pt := range j.parts {
+			if c < pt.cols {
+				if c+mr <= pt.cols {
+					where[t] = [2]int{q, c}
+				}
+				break
+			}
+			c -= pt.cols
+		}
+	}
+	for p := 0; p < kb; p++ {
+		for t := 0; t < tiles; t++ {
+			var src []float32
+			if q := where[t][0]; q >= 0 {
+				pt := j.parts[q]
+				src = pt.a[(pc+p)*pt.ld+where[t][1]:]
+			} else {
+				src = j.aRow(pc+p, i0+t*mr, mr)
+			}
+			copyN(dst[t*mr*kb+p*mr:], src, mr)
+		}
 	}
 }
 
