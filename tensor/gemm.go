@@ -236,6 +236,73 @@ func GemmTNMulti(alpha float32, g Matrix, xs []Matrix, beta float32, cs []Matrix
 	return nil
 }
 
+// GemmNTMulti sets C = act(beta·C + Σ_t X[t]·W[t]ᵀ + bias) (ep), the
+// output of a Dense layer with several inputs, each weight stored [out,
+// in]. Where the weights together are small enough to be packed whole, it
+// is one product over the depth of all terms: each block of C gets every
+// term's contribution while it is in cache, so C goes through memory once
+// instead of once per term. The results are bitwise those of separate
+// GemmEpilogue calls (the first with beta, the others accumulating, the
+// last applying ep).
+func GemmNTMulti(xs, ws []Matrix, beta float32, c Matrix, ep Epilogue) error {
+	if len(xs) != len(ws) || len(xs) == 0 {
+		return fmt.Errorf("%w: GemmNTMulti: %d inputs for %d weights", ErrShape, len(xs), len(ws))
+	}
+	if ep.Bias != nil && len(ep.Bias) != c.Cols {
+		return fmt.Errorf("%w: gemm epilogue: bias has %d values for %d columns", ErrShape, len(ep.Bias), c.Cols)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("gemm: operand C: %w", err)
+	}
+	m, n, ktot := c.Rows, c.Cols, 0
+	for i, x := range xs {
+		w := ws[i]
+		if err := x.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand X[%d]: %w", i, err)
+		}
+		if err := w.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand W[%d]: %w", i, err)
+		}
+		if x.Rows != m || w.Rows != n || w.Cols != x.Cols || x.Cols == 0 {
+			return fmt.Errorf("%w: GemmNTMulti: C %d×%d, X[%d] %d×%d, W[%d] %d×%d", ErrShape, m, n, i, x.Rows, x.Cols, i, w.Rows, w.Cols)
+		}
+		if overlaps(c.Data, x.Data) || overlaps(c.Data, w.Data) {
+			return fmt.Errorf("%w: gemm output C", ErrAlias)
+		}
+		ktot += x.Cols
+	}
+	nr := ks().wide.nr
+	if len(xs) == 1 || m == 0 || n == 0 || m <= 128 && n >= 8*m || ktot*min(blockNC, (n+nr-1)/nr*nr) > fullDepthLimit {
+		for i := range xs {
+			e := Epilogue{}
+			if i == len(xs)-1 {
+				e = ep
+			}
+			if i > 0 {
+				beta = 1
+			}
+			if err := GemmEpilogue(NoTrans, Trans, 1, xs[i], ws[i], beta, c, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(n)*int64(ktot))
+	}
+	var e *Epilogue
+	if !ep.none() {
+		e = &ep
+	}
+	j := newGemmJob(NoTrans, Trans, 1, xs[0], ws[0], beta, c, e)
+	j.terms = make([]depthTerm, len(xs))
+	for i, x := range xs {
+		t := newGemmJob(NoTrans, Trans, 1, x, ws[i], beta, c, e)
+		j.terms[i] = depthTerm{a: t.a, rsA: t.rsA, b: t.b, ldb: t.ldb, k: t.k, kc: t.kc}
+	}
+	return j.runParallel(Threads())
+}
+
 // deepNarrowGrad reports a weight gradient Xᵀ·dY (A transposed, deep k)
 // with few output columns and many rows, e.g. dW = dYᵀ·X of a layer
 // stored [out, in] with in <= 4 column panels: computed directly, A would
@@ -334,7 +401,7 @@ func (j *gemmJob) runParallel(threads int) error {
 			costN = (nt - 1) * j.m * j.k
 		}
 	}
-	if j.k >= 128*nt {
+	if j.k >= 128*nt && j.terms == nil {
 		costK = 2 * nt * j.m * j.n
 	}
 	// Choose the split, then cut it into more chunks than workers and let
@@ -386,6 +453,12 @@ func (j *gemmJob) runParallel(threads int) error {
 					s.b = j.b[lo:]
 				}
 				s.c = j.c[lo:]
+				if j.terms != nil { // B transposed
+					s.terms = append([]depthTerm(nil), j.terms...)
+					for q := range s.terms {
+						s.terms[q].b = j.terms[q].b[lo*j.terms[q].ldb:]
+					}
+				}
 			case 'm':
 				s.m = hi - lo
 				if j.parts != nil {
@@ -394,6 +467,12 @@ func (j *gemmJob) runParallel(threads int) error {
 					s.a = j.a[lo*j.rsA:]
 				}
 				s.c = j.c[lo*j.ldc:]
+				if j.terms != nil {
+					s.terms = append([]depthTerm(nil), j.terms...)
+					for q := range s.terms {
+						s.terms[q].a = j.terms[q].a[lo*j.terms[q].rsA:]
+					}
+				}
 			case 'k':
 				s.k = hi - lo
 				if j.parts != nil {
@@ -481,6 +560,74 @@ type gemmJob struct {
 	// (GemmTNMulti); arow holds one such row while it is packed.
 	parts []aPart
 	arow  []float32
+	// terms, when not nil, are products summed into C (GemmNTMulti):
+	// op(A) is [A₀ A₁ ...] and op(B) [B₀; B₁; ...] along the depth.
+	// runTerms takes them in turn (use), depth0 being the depth where the
+	// current one starts, so that only the first overwrites C.
+	terms  []depthTerm
+	depth0 int
+}
+
+// depthTerm is one product of a sum of products: A read in place, B
+// transposed, k deep in blocks of kc.
+type depthTerm struct {
+	a     []float32
+	rsA   int
+	b     []float32
+	ldb   int
+	k, kc int
+}
+
+// use makes term q the job's operands.
+func (j *gemmJob) use(q int) {
+	t := j.terms[q]
+	j.a, j.rsA, j.b, j.ldb, j.k, j.kc = t.a, t.rsA, t.b, t.ldb, t.k, t.kc
+}
+
+// runTerms is run for a sum of products (j.terms): op(B) of every term
+// packed whole, then each block of C rows gets all terms' depth blocks
+// while it is in cache, and the epilogue.
+func (j *gemmJob) runTerms() error {
+	mr, nr := j.mk.mr, j.mk.nr
+	ktot, kcMax := 0, 0
+	for _, t := range j.terms {
+		ktot, kcMax = ktot+t.k, max(kcMax, min(t.kc, t.k))
+	}
+	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
+	bp := getBuf(ncMax * ktot)
+	defer putBuf(bp)
+	j.ap = getBuf(mr * kcMax)
+	j.tmp = getBuf(mr * nr)
+	defer putBuf(j.ap)
+	defer putBuf(j.tmp)
+	j.scale()
+	for jc := 0; jc < j.n; jc += blockNC {
+		nb := min(blockNC, j.n-jc)
+		npad := (nb + nr - 1) / nr * nr
+		off := 0
+		for q := range j.terms {
+			j.use(q)
+			for pc := 0; pc < j.k; pc += j.kc {
+				j.packB(bp[(off+pc)*npad:], jc, nb, pc, min(j.kc, j.k-pc))
+			}
+			off += j.k
+		}
+		for ic := 0; ic < j.m; ic += blockMC {
+			off = 0
+			for q := range j.terms {
+				j.use(q)
+				j.depth0 = off
+				for pc := 0; pc < j.k; pc += j.kc {
+					j.block(bp[(off+pc)*npad:], ic, min(blockMC, j.m-ic), jc, nb, pc, min(j.kc, j.k-pc))
+				}
+				off += j.k
+			}
+			if j.ep != nil {
+				j.epilogue(ic, min(ic+blockMC, j.m), jc, nb)
+			}
+		}
+	}
+	return nil
 }
 
 // aPart is one block of columns of a transposed A stored as parts: cols
@@ -541,6 +688,9 @@ var fullDepthLimit = 1 << 18
 // own sub-product): the GotoBLAS/BLIS loop nest over column blocks (nc),
 // depth blocks (kc) and row blocks (mc) around the micro-kernel.
 func (j *gemmJob) run() error {
+	if j.terms != nil {
+		return j.runTerms()
+	}
 	mr, nr := j.mk.mr, j.mk.nr
 	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
 	kcMax := min(j.kc, j.k)
@@ -777,7 +927,7 @@ func copyN(dst, src []float32, n int) {
 func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 	mr, nr := j.mk.mr, j.mk.nr
 	fn := j.mk.fn
-	acc := j.beta != 0 || pc > 0 // false: overwrite C, it was not scaled
+	acc := j.beta != 0 || pc > 0 || j.depth0 > 0 // false: overwrite C, it was not scaled
 	if j.packA {
 		j.packABlock(j.ap, ic, mb, pc, kb)
 	}

@@ -367,3 +367,71 @@ func TestGemmTNMultiErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmNTMulti checks that a sum of products computed in one pass over
+// C is bitwise the separate products (the first with beta, the last with
+// the epilogue), for shapes that take the one-pass path and shapes that
+// fall back, on one thread and on several, in every kernel set.
+func TestGemmNTMulti(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		defer SetThreads(Threads())
+		for _, threads := range []int{1, 3} {
+			SetThreads(threads)
+			for _, tc := range []struct {
+				m, n int
+				ks   []int
+				beta float32
+				ep   bool
+			}{
+				{1000, 256, []int{100, 100}, 0, true},
+				{777, 130, []int{37, 64, 5}, 1, false},
+				{500, 16, []int{300, 3}, 0.5, true},
+				{301, 40, []int{700}, 0, true},         // one term
+				{50, 600, []int{20, 30}, 0, true},      // few rows, many columns: swapped products
+				{300, 256, []int{1500, 1500}, 1, true}, // too deep to pack whole
+			} {
+				r := rand.New(rand.NewPCG(uint64(tc.m), uint64(tc.n)))
+				var xs, ws []Matrix
+				for _, k := range tc.ks {
+					xs, ws = append(xs, randMatrix(r, tc.m, k)), append(ws, randMatrix(r, tc.n, k))
+				}
+				want := randMatrix(r, tc.m, tc.n)
+				got := want.Clone()
+				ep := Epilogue{}
+				if tc.ep {
+					ep = Epilogue{Bias: randMatrix(r, 1, tc.n).Data, ReLU: true}
+				}
+				beta := tc.beta
+				for i := range xs {
+					e := Epilogue{}
+					if i == len(xs)-1 {
+						e = ep
+					}
+					if err := GemmEpilogue(NoTrans, Trans, 1, xs[i], ws[i], beta, want, e); err != nil {
+						t.Fatal(err)
+					}
+					beta = 1
+				}
+				if err := GemmNTMulti(xs, ws, tc.beta, got, ep); err != nil {
+					t.Fatal(err)
+				}
+				for e := range got.Data {
+					if math.Float32bits(got.Data[e]) != math.Float32bits(want.Data[e]) {
+						t.Fatalf("threads %d, %+v: element %d = %v, separate products %v", threads, tc, e, got.Data[e], want.Data[e])
+					}
+				}
+			}
+		}
+	})
+	g := New(4, 3)
+	for name, err := range map[string]error{
+		"count": GemmNTMulti([]Matrix{g}, nil, 0, New(4, 2), Epilogue{}),
+		"shape": GemmNTMulti([]Matrix{g}, []Matrix{New(2, 4)}, 0, New(4, 2), Epilogue{}),
+		"bias":  GemmNTMulti([]Matrix{g}, []Matrix{New(2, 3)}, 0, New(4, 2), Epilogue{Bias: []float32{1}}),
+		"alias": GemmNTMulti([]Matrix{g}, []Matrix{New(2, 3)}, 0, Matrix{Rows: 4, Cols: 2, Data: g.Data[:8]}, Epilogue{}),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

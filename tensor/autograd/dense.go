@@ -24,9 +24,9 @@ type Term struct {
 
 // Dense returns act(Σ_k terms[k].X[:rows]·terms[k].Wᵀ + b) as one op: the
 // products are accumulated into one output, and the bias and activation
-// are applied by the last product's epilogue (tensor.GemmEpilogue), so
-// none of the sums, the bias add or the activation makes a matrix or a
-// pass of its own; reading only the first rows of an input replaces a
+// are applied by the products' epilogue (tensor.GemmNTMulti: one pass
+// over the output for all products), so none of the sums, the bias add or
+// the activation makes a matrix or a pass of its own; reading only the first rows of an input replaces a
 // copy of them (a GraphSAGE layer's root term reads its destinations, the
 // first rows of its sources). b may be nil. Backward computes the
 // activation's gradient and the bias's in one pass and feeds the
@@ -81,29 +81,29 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 		ep.Bias = b.Value.Data
 	}
 	out := t.get(rows, n)
+	var xs, ws []tensor.Matrix // the products, summed in one pass over out
 	for i, k := range order {
 		tm := terms[k]
 		x := tm.X.Value.RowSlice(0, rows)
-		if tm.W == nil {
-			last := i == len(order)-1
-			switch {
-			case i == 0 && last: // act(x + b) in one pass
-				must("Dense", tensor.BiasAct(out, x, ep.Bias, ep.ReLU))
-			case i == 0:
-				copy(out.Data, x.Data)
-			default:
-				must("Dense", tensor.AddScaled(out, 1, x))
-			}
-			if last && i > 0 {
-				must("Dense", tensor.BiasAct(out, out, ep.Bias, ep.ReLU))
+		last := i == len(order)-1
+		if tm.W != nil {
+			xs, ws = append(xs, x), append(ws, tm.W.Value)
+			if last { // accumulating onto the unweighted terms, if any
+				must("Dense", tensor.GemmNTMulti(xs, ws, beta(len(xs) < len(order)), out, ep))
 			}
 			continue
 		}
-		e := tensor.Epilogue{}
-		if i == len(order)-1 {
-			e = ep
+		switch {
+		case i == 0 && last: // act(x + b) in one pass
+			must("Dense", tensor.BiasAct(out, x, ep.Bias, ep.ReLU))
+		case i == 0:
+			copy(out.Data, x.Data)
+		default:
+			must("Dense", tensor.AddScaled(out, 1, x))
 		}
-		must("Dense", tensor.GemmEpilogue(tensor.NoTrans, tensor.Trans, 1, x, tm.W.Value, beta(i > 0), out, e))
+		if last && i > 0 {
+			must("Dense", tensor.BiasAct(out, out, ep.Bias, ep.ReLU))
+		}
 	}
 	inputs := make([]*Var, 0, 2*len(terms)+1)
 	for _, tm := range terms {
