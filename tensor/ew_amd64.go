@@ -8,10 +8,11 @@ package tensor
 //go:noescape
 func biasReLUAVX2(n int, x, b *float32, mode int)
 
-// reluMaskAVX2 sets o[i] = g[i] where y[i] > 0 and 0 elsewhere, for i < n&^7.
+// reluMaskAVX2 sets o[i] = g[i]*scale where y[i] > 0 and 0 elsewhere, for
+// i < n&^7.
 //
 //go:noescape
-func reluMaskAVX2(n int, o, dy, y *float32)
+func reluMaskAVX2(n int, o, dy, y *float32, scale float32)
 
 // biasReLUVec is biasReLUGeneric with AVX2 for the bulk.
 func biasReLUVec(seg, bias []float32, relu bool) {
@@ -39,14 +40,14 @@ func biasReLUVec(seg, bias []float32, relu bool) {
 }
 
 // reluMaskVec is reluMaskGeneric with AVX2 for the bulk.
-func reluMaskVec(o, g, y []float32) {
+func reluMaskVec(o, g, y []float32, scale float32) {
 	n := len(o) &^ 7
 	if n > 0 {
 		_, _ = g[len(o)-1], y[len(o)-1]
-		reluMaskAVX2(n, &o[0], &g[0], &y[0])
+		reluMaskAVX2(n, &o[0], &g[0], &y[0], scale)
 	}
 	if n < len(o) {
-		reluMaskGeneric(o[n:], g[n:], y[n:])
+		reluMaskGeneric(o[n:], g[n:], y[n:], scale)
 	}
 }
 

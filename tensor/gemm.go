@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // Op says whether a GEMM operand is used as stored or transposed.
@@ -53,25 +55,74 @@ type Epilogue struct {
 	Bias []float32
 	// ReLU clamps negative values to 0 after the bias.
 	ReLU bool
+	// Dropout, when its P > 0, then multiplies each row of C by the
+	// dropout factors of its key, exactly as DropoutRows does: the next
+	// layer's input dropout fused into this layer's output.
+	Dropout RowDropout
 }
 
-func (e *Epilogue) none() bool { return e == nil || (e.Bias == nil && !e.ReLU) }
+// RowDropout is node-keyed dropout (DropoutRows) of a matrix's rows:
+// probability P, row i's factors drawn from the stream of (Seed, Keys[i]).
+type RowDropout struct {
+	P    float64
+	Seed uint64
+	Keys []int32
+}
 
-// apply runs the epilogue on seg, the part of a row of C starting at column col.
-func (e *Epilogue) apply(seg []float32, col int) {
+func (e *Epilogue) none() bool {
+	return e == nil || (e.Bias == nil && !e.ReLU && e.Dropout.P == 0)
+}
+
+// check validates the epilogue for an output with rows×cols elements.
+func (e *Epilogue) check(rows, cols int) error {
+	if e.Bias != nil && len(e.Bias) != cols {
+		return fmt.Errorf("%w: gemm epilogue: bias has %d values for %d columns", ErrShape, len(e.Bias), cols)
+	}
+	if d := e.Dropout; d.P != 0 {
+		if !(d.P > 0 && d.P < 1) {
+			return fmt.Errorf("tensor: gemm epilogue: dropout probability %v not in [0, 1)", d.P)
+		}
+		if len(d.Keys) != rows {
+			return fmt.Errorf("%w: gemm epilogue: %d dropout keys for %d rows", ErrShape, len(d.Keys), rows)
+		}
+	}
+	return nil
+}
+
+// apply runs the epilogue on seg, the part of row row of C starting at
+// column col.
+func (e *Epilogue) apply(seg []float32, row, col int) {
 	var b []float32
 	if e.Bias != nil {
 		b = e.Bias[col : col+len(seg)]
 	}
 	ks().biasReLU(seg, b, e.ReLU)
+	if e.Dropout.P == 0 {
+		return
+	}
+	// The row's stream from column col: skip the draws of the columns
+	// before it (four lanes each), then the lanes of col's own draw.
+	thr, factors := dropoutParams(e.Dropout.P)
+	var r rng.Rand
+	r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
+	r.Skip(uint64(col / 4))
+	var buf [512]uint16
+	lead := col % 4
+	for off := 0; off < len(seg); {
+		lanes := buf[:min(len(buf), lead+len(seg)-off)]
+		r.Lanes16(lanes)
+		n := len(lanes) - lead
+		ks().dropout(seg[off:off+n], seg[off:off+n], lanes[lead:], thr, factors[1])
+		off, lead = off+n, 0
+	}
 }
 
 // GemmEpilogue is Gemm followed by ep on every element of C (bias add then
 // ReLU), fused: each block of C gets the epilogue as soon as its last
 // depth block has been added, instead of in a separate pass.
 func GemmEpilogue(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep Epilogue) error {
-	if ep.Bias != nil && len(ep.Bias) != c.Cols {
-		return fmt.Errorf("%w: gemm epilogue: bias has %d values for %d columns", ErrShape, len(ep.Bias), c.Cols)
+	if err := ep.check(c.Rows, c.Cols); err != nil {
+		return err
 	}
 	var e *Epilogue
 	if !ep.none() {
@@ -159,7 +210,7 @@ func addTransposed(c Matrix, t []float32, beta float32, ep *Epilogue) {
 			}
 		}
 		if ep != nil {
-			ep.apply(row, 0)
+			ep.apply(row, i, 0)
 		}
 	}
 }
@@ -248,8 +299,8 @@ func GemmNTMulti(xs, ws []Matrix, beta float32, c Matrix, ep Epilogue) error {
 	if len(xs) != len(ws) || len(xs) == 0 {
 		return fmt.Errorf("%w: GemmNTMulti: %d inputs for %d weights", ErrShape, len(xs), len(ws))
 	}
-	if ep.Bias != nil && len(ep.Bias) != c.Cols {
-		return fmt.Errorf("%w: gemm epilogue: bias has %d values for %d columns", ErrShape, len(ep.Bias), c.Cols)
+	if err := ep.check(c.Rows, c.Cols); err != nil {
+		return err
 	}
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("gemm: operand C: %w", err)
@@ -461,6 +512,7 @@ func (j *gemmJob) runParallel(threads int) error {
 				}
 			case 'm':
 				s.m = hi - lo
+				s.row0 = j.row0 + lo
 				if j.parts != nil {
 					s.parts = shiftParts(j.parts, 0, lo)
 				} else {
@@ -521,7 +573,7 @@ func (j *gemmJob) runParallel(threads int) error {
 				first = false
 			}
 			if j.ep != nil {
-				j.ep.apply(row, j.col0)
+				j.ep.apply(row, j.row0+i, j.col0)
 			}
 		}
 	})
@@ -549,6 +601,7 @@ type gemmJob struct {
 	alpha, beta float32
 	ep          *Epilogue // applied to each block of C once it is final (nil: none)
 	col0        int       // column of C's first column in the whole product (for the bias)
+	row0        int       // row of C's first row in the whole product (for the dropout keys)
 	mk          *microKernel
 	kc          int
 	packA       bool
@@ -755,7 +808,7 @@ func (j *gemmJob) run() error {
 // epilogue applies j.ep to rows [i0, i1) and columns [jc, jc+nb) of C.
 func (j *gemmJob) epilogue(i0, i1, jc, nb int) {
 	for i := i0; i < i1; i++ {
-		j.ep.apply(j.c[i*j.ldc+jc:i*j.ldc+jc+nb], j.col0+jc)
+		j.ep.apply(j.c[i*j.ldc+jc:i*j.ldc+jc+nb], j.row0+i, j.col0+jc)
 	}
 }
 

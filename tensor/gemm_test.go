@@ -230,9 +230,9 @@ func TestGemmConcurrentCallers(t *testing.T) {
 	}
 }
 
-// TestGemmEpilogue checks that the fused bias + ReLU epilogue gives
-// exactly (bitwise) what Gemm followed by a separate bias and ReLU pass
-// gives, on every path of the product: rows, columns and depth split, the
+// TestGemmEpilogue checks that the fused bias + ReLU (+ dropout) epilogue
+// gives exactly (bitwise) what Gemm followed by a separate pass over each
+// row gives, on every path of the product: rows, columns and depth split, the
 // swapped product for few rows, whole-depth and depth-blocked packing.
 func TestGemmEpilogue(t *testing.T) {
 	defer func(v int) { fullDepthLimit = v }(fullDepthLimit)
@@ -251,8 +251,13 @@ func TestGemmEpilogue(t *testing.T) {
 							// The epilogue kind and thread count rotate over the
 							// cases (every combination of them would take 6× longer).
 							combo++
-							for _, ep := range []Epilogue{{ReLU: true}, {Bias: make([]float32, tc.n)}, {Bias: make([]float32, tc.n), ReLU: true}}[combo%3 : combo%3+1] {
-								for _, th := range []int{1 + combo/3%2} {
+							keys := make([]int32, tc.m)
+							for i := range keys {
+								keys[i] = int32(rng.IntN(1 << 20))
+							}
+							drop := RowDropout{P: 0.5, Seed: uint64(combo), Keys: keys}
+							for _, ep := range []Epilogue{{ReLU: true}, {Bias: make([]float32, tc.n)}, {Bias: make([]float32, tc.n), ReLU: true}, {Bias: make([]float32, tc.n), ReLU: true, Dropout: drop}}[combo%4 : combo%4+1] {
+								for _, th := range []int{1 + combo/4%2} {
 									if ep.Bias != nil {
 										for i := range ep.Bias {
 											ep.Bias[i] = rng.Float32() - 0.5
@@ -267,7 +272,7 @@ func TestGemmEpilogue(t *testing.T) {
 										t.Fatal(err)
 									}
 									for i := 0; i < want.Rows; i++ {
-										ep.apply(want.Row(i), 0)
+										ep.apply(want.Row(i), i, 0)
 									}
 									got := c0.Clone()
 									old := Threads()
@@ -434,4 +439,48 @@ func TestGemmNTMulti(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+}
+
+// TestEpilogueDropout checks the epilogue's row dropout against
+// DropoutRows after a separate bias and ReLU, applied to whole rows and to
+// rows cut into segments at columns that are and are not multiples of a
+// draw's four lanes.
+func TestEpilogueDropout(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 5))
+		for _, tc := range []struct {
+			rows, cols int
+			cuts       []int
+		}{{9, 256, nil}, {5, 100, []int{32, 64}}, {7, 1100, []int{5, 13, 600}}, {3, 3, []int{1}}} {
+			c := randMatrix(r, tc.rows, tc.cols)
+			keys := make([]int32, tc.rows)
+			for i := range keys {
+				keys[i] = int32(r.IntN(1000))
+			}
+			ep := Epilogue{Bias: randMatrix(r, 1, tc.cols).Data, ReLU: true, Dropout: RowDropout{P: 0.3, Seed: 11, Keys: keys}}
+			want := c.Clone()
+			for i := 0; i < want.Rows; i++ {
+				biasReLUGeneric(want.Row(i), ep.Bias, true)
+			}
+			if err := DropoutRows(want, Matrix{}, want, 0.3, 11, keys); err != nil {
+				t.Fatal(err)
+			}
+			got := c.Clone()
+			for i := 0; i < got.Rows; i++ {
+				row := got.Row(i)
+				cuts := append(append([]int{0}, tc.cuts...), tc.cols)
+				for k := 0; k+1 < len(cuts); k++ {
+					ep.apply(row[cuts[k]:cuts[k+1]], i, cuts[k])
+				}
+			}
+			for e := range want.Data {
+				if math.Float32bits(got.Data[e]) != math.Float32bits(want.Data[e]) {
+					t.Fatalf("%+v: element %d = %v, DropoutRows after bias and ReLU %v", tc, e, got.Data[e], want.Data[e])
+				}
+			}
+		}
+		if err := GemmEpilogue(NoTrans, NoTrans, 1, New(2, 2), New(2, 2), 0, New(2, 2), Epilogue{Dropout: RowDropout{P: 0.5, Keys: []int32{1}}}); err == nil {
+			t.Error("dropout keys for 1 of 2 rows: no error")
+		}
+	})
 }

@@ -34,8 +34,9 @@ type kernelSet struct {
 	// biasReLU sets seg = act(seg + bias) (bias may be nil; act is ReLU
 	// when relu): the GEMM epilogue.
 	biasReLU func(seg, bias []float32, relu bool)
-	// reluMask sets o = g where y > 0 and 0 elsewhere (ReLU backward).
-	reluMask func(o, g, y []float32)
+	// reluMask sets o = g*scale where y > 0 and 0 elsewhere (ReLU
+	// backward; scale is a fused dropout's keep factor, or 1).
+	reluMask func(o, g, y []float32, scale float32)
 	// dropout sets d = s ⊙ factor for the dropout factors of lanes
 	// (drawn 16-bit lanes, one per element: kept, scaled by keep, where
 	// lanes[i] >= thr; s must not be nil).

@@ -24,6 +24,10 @@ func (r *Rand) Uint64() uint64 {
 	return hi ^ lo
 }
 
+// Skip advances the stream by n draws (as n calls of Uint64 would) at
+// the cost of one: the state is a counter.
+func (r *Rand) Skip(n uint64) { r.state += n * 0xa0761d6478bd642f }
+
 // Lanes16 fills dst with the next len(dst) 16-bit lanes of the stream:
 // four per Uint64 draw, lowest first; a trailing partial draw is consumed
 // whole. It equals calling Uint64 ceil(len(dst)/4) times and splitting the

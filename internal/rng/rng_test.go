@@ -85,3 +85,17 @@ func TestLanes16(t *testing.T) {
 		}
 	}
 }
+
+// TestSkip checks that Skip(n) lands where n draws would.
+func TestSkip(t *testing.T) {
+	for _, n := range []uint64{0, 1, 7, 1000} {
+		a, b := New(9), New(9)
+		a.Skip(n)
+		for range n {
+			b.Uint64()
+		}
+		if a.Uint64() != b.Uint64() {
+			t.Fatalf("Skip(%d) is not %d draws", n, n)
+		}
+	}
+}
