@@ -443,6 +443,13 @@ func dropoutGeneric(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 	}
 }
 
+// DropoutFactors returns the factors Dropout multiplies a dropped and a
+// kept element by for probability p: 0 and float32(1/(1-p)).
+func DropoutFactors(p float64) (dropped, kept float32) {
+	_, f := dropoutParams(p)
+	return f[0], f[1]
+}
+
 // dropoutParams returns the 16-bit drop threshold and the factors of a
 // dropped and a kept element for probability p.
 func dropoutParams(p float64) (uint64, [2]float32) {

@@ -38,6 +38,21 @@ type Term struct {
 // product deeper than one depth block (256) is added to the running sum
 // block by block.
 func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
+	return t.DenseDropout(rows, terms, b, act, tensor.RowDropout{})
+}
+
+// DenseDropout is Dense with node-keyed dropout (tensor.DropoutRows)
+// applied to its ReLU output in the same epilogue: the next layer's input
+// dropout fused into this layer. Its output equals DropoutRows(Dense(...))
+// bitwise, and so does the gradient it passes back (the ReLU's mask of the
+// dropped output is the ReLU's and the dropout's together, so backward
+// multiplies by the kept factor instead of drawing the mask again), with
+// one matrix and two passes over it fewer. drop.P > 0 needs act ActReLU
+// and a key per output row.
+func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop tensor.RowDropout) *Var {
+	if drop.P != 0 && (act != ActReLU || len(drop.Keys) != rows) {
+		shapePanic("Dense", "dropout needs the ReLU and a key per row (%v, %d keys for %d rows)", act, len(drop.Keys), rows)
+	}
 	if len(terms) == 0 {
 		shapePanic("Dense", "no terms")
 	}
@@ -76,7 +91,7 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 			order = append(order, k)
 		}
 	}
-	ep := tensor.Epilogue{ReLU: act == ActReLU}
+	ep := tensor.Epilogue{ReLU: act == ActReLU, Dropout: drop}
 	if b != nil {
 		ep.Bias = b.Value.Data
 	}
@@ -104,6 +119,13 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 		if last && i > 0 {
 			must("Dense", tensor.BiasAct(out, out, ep.Bias, ep.ReLU))
 		}
+		if last && drop.P != 0 {
+			must("Dense", tensor.DropoutRows(out, tensor.Matrix{}, out, drop.P, drop.Seed, drop.Keys))
+		}
+	}
+	keep := float32(1)
+	if drop.P != 0 {
+		_, keep = tensor.DropoutFactors(drop.P)
 	}
 	inputs := make([]*Var, 0, 2*len(terms)+1)
 	for _, tm := range terms {
@@ -126,7 +148,7 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 			gz = t.get(g.Rows, g.Cols)
 		}
 		if act == ActReLU || db != nil {
-			if err := tensor.ReLUGradBias(gz, out, g, db, act == ActReLU); err != nil {
+			if err := tensor.ReLUGradBiasScaled(gz, out, g, db, act == ActReLU, keep); err != nil {
 				return err
 			}
 		}
