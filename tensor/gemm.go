@@ -89,9 +89,18 @@ func (e *Epilogue) check(rows, cols int) error {
 	return nil
 }
 
+// scratch returns a lane buffer for apply when the epilogue has dropout
+// (release it with putLanes), nil otherwise.
+func (e *Epilogue) scratch() *[]uint16 {
+	if e == nil || e.Dropout.P == 0 {
+		return nil
+	}
+	return getLanes()
+}
+
 // apply runs the epilogue on seg, the part of row row of C starting at
-// column col.
-func (e *Epilogue) apply(seg []float32, row, col int) {
+// column col; lanes (from scratch) is the dropout's scratch.
+func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 	var b []float32
 	if e.Bias != nil {
 		b = e.Bias[col : col+len(seg)]
@@ -106,7 +115,7 @@ func (e *Epilogue) apply(seg []float32, row, col int) {
 	var r rng.Rand
 	r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
 	r.Skip(uint64(col / 4))
-	var buf [512]uint16
+	buf := *lanes
 	lead := col % 4
 	for off := 0; off < len(seg); {
 		lanes := buf[:min(len(buf), lead+len(seg)-off)]
@@ -195,6 +204,8 @@ func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 // addTransposed sets C = beta·C + Tᵀ, then applies ep, where t holds T
 // (C.Cols × C.Rows) row-major.
 func addTransposed(c Matrix, t []float32, beta float32, ep *Epilogue) {
+	lanes := ep.scratch()
+	defer putLanes(lanes)
 	m, n := c.Rows, c.Cols
 	for i := 0; i < m; i++ {
 		row := c.Data[i*n : (i+1)*n]
@@ -210,7 +221,7 @@ func addTransposed(c Matrix, t []float32, beta float32, ep *Epilogue) {
 			}
 		}
 		if ep != nil {
-			ep.apply(row, i, 0)
+			ep.apply(row, i, 0, lanes)
 		}
 	}
 }
@@ -551,6 +562,8 @@ func (j *gemmJob) runParallel(threads int) error {
 	}
 	// Depth split: C = beta*C + Σ partial products, rows in parallel.
 	return parallel(nt, func(w int) {
+		lanes := j.ep.scratch()
+		defer putLanes(lanes)
 		i0, i1 := split(j.m, 1, nt, w)
 		for i := i0; i < i1; i++ {
 			row := j.c[i*j.ldc : i*j.ldc+j.n]
@@ -573,7 +586,7 @@ func (j *gemmJob) runParallel(threads int) error {
 				first = false
 			}
 			if j.ep != nil {
-				j.ep.apply(row, j.row0+i, j.col0)
+				j.ep.apply(row, j.row0+i, j.col0, lanes)
 			}
 		}
 	})
@@ -807,8 +820,10 @@ func (j *gemmJob) run() error {
 
 // epilogue applies j.ep to rows [i0, i1) and columns [jc, jc+nb) of C.
 func (j *gemmJob) epilogue(i0, i1, jc, nb int) {
+	lanes := j.ep.scratch()
+	defer putLanes(lanes)
 	for i := i0; i < i1; i++ {
-		j.ep.apply(j.c[i*j.ldc+jc:i*j.ldc+jc+nb], j.row0+i, j.col0+jc)
+		j.ep.apply(j.c[i*j.ldc+jc:i*j.ldc+jc+nb], j.row0+i, j.col0+jc, lanes)
 	}
 }
 

@@ -272,7 +272,7 @@ func TestGemmEpilogue(t *testing.T) {
 										t.Fatal(err)
 									}
 									for i := 0; i < want.Rows; i++ {
-										ep.apply(want.Row(i), i, 0)
+										ep.apply(want.Row(i), i, 0, ep.scratch())
 									}
 									got := c0.Clone()
 									old := Threads()
@@ -470,7 +470,7 @@ func TestEpilogueDropout(t *testing.T) {
 				row := got.Row(i)
 				cuts := append(append([]int{0}, tc.cuts...), tc.cols)
 				for k := 0; k+1 < len(cuts); k++ {
-					ep.apply(row[cuts[k]:cuts[k+1]], i, cuts[k])
+					ep.apply(row[cuts[k]:cuts[k+1]], i, cuts[k], ep.scratch())
 				}
 			}
 			for e := range want.Data {

@@ -2,9 +2,11 @@ package tensor
 
 import (
 	"fmt"
-	"github.com/graphmill/graphmill/internal/rng"
 	"math"
+	"sync"
 	"sync/atomic"
+
+	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // This file holds the dense elementwise and row-wise kernels. Forward
@@ -281,7 +283,9 @@ func DropoutRows(dst, mask, x Matrix, p float64, seed uint64, keys []int32) erro
 		// applies the block's lanes to its rows (contiguous in x), so a
 		// narrow row costs a seed and its draws, not a kernel call. A row
 		// wider than the buffer is drawn and applied in parts.
-		var buf [dropoutLanes]uint16
+		lp := getLanes()
+		defer putLanes(lp)
+		buf := *lp
 		var r rng.Rand
 		apply := func(e0 int, lanes []uint16) {
 			e1 := e0 + len(lanes)
@@ -415,11 +419,30 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 // and then applies in one pass.
 const dropoutLanes = 4096
 
+// lanePool holds dropout lane buffers (dropoutLanes long). A stack
+// buffer handed to a kernel set's function (an indirect call) escapes to
+// the heap, so the buffers are pooled instead: no allocation per call.
+var lanePool = sync.Pool{New: func() any {
+	b := make([]uint16, dropoutLanes)
+	return &b
+}}
+
+func getLanes() *[]uint16 { return lanePool.Get().(*[]uint16) }
+
+// putLanes returns a buffer from getLanes (nil: none).
+func putLanes(b *[]uint16) {
+	if b != nil {
+		lanePool.Put(b)
+	}
+}
+
 // dropoutStream sets d = s ⊙ factor for the factors the stream r draws
 // (one 16-bit lane per element, four per draw, lowest first): the lanes
 // are drawn a buffer at a time and applied by the kernel set's dropout.
 func dropoutStream(d, s []float32, r *rng.Rand, thr uint64, keep float32) {
-	var buf [dropoutLanes]uint16
+	lp := getLanes()
+	defer putLanes(lp)
+	buf := *lp
 	for off := 0; off < len(s); off += len(buf) {
 		lanes := buf[:min(len(buf), len(s)-off)]
 		r.Lanes16(lanes)
