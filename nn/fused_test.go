@@ -76,14 +76,7 @@ func TestFusedLayersMatchUnfused(t *testing.T) {
 				t.Fatal(err)
 			}
 			blocks := randomBlocks(r, len(m.Layers), 20+r.IntN(300))
-			x := tensor.New(blocks[0].CSR.NumSrc, in)
-			for i := range x.Data {
-				x.Data[i] = r.Float32() - 0.5
-			}
-			labels := make([]int32, blocks[len(blocks)-1].NumDst)
-			for i := range labels {
-				labels[i] = int32(r.IntN(out))
-			}
+			x, labels := randomInputs(r, blocks, in, out)
 			run := func(fused bool) (logits tensor.Matrix, loss float32, grads []tensor.Matrix) {
 				params := m.Params()
 				autograd.ZeroGrad(params...)
@@ -164,14 +157,7 @@ func TestFusedNextDropout(t *testing.T) {
 			for l := len(blocks) - 1; l > 0; l-- {
 				copy(blocks[l-1].Src, blocks[l].Src)
 			}
-			x := tensor.New(blocks[0].CSR.NumSrc, in)
-			for i := range x.Data {
-				x.Data[i] = r.Float32() - 0.5
-			}
-			labels := make([]int32, blocks[len(blocks)-1].NumDst)
-			for i := range labels {
-				labels[i] = int32(r.IntN(out))
-			}
+			x, labels := randomInputs(r, blocks, in, out)
 			run := func(fused bool) (tensor.Matrix, float32, []tensor.Matrix) {
 				params := m.Params()
 				autograd.ZeroGrad(params...)
@@ -212,4 +198,18 @@ func TestFusedNextDropout(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomInputs returns input features for blocks[0]'s sources (in
+// columns) and labels in [0, out) for the last block's destinations.
+func randomInputs(r *rand.Rand, blocks []*Block, in, out int) (tensor.Matrix, []int32) {
+	x := tensor.New(blocks[0].CSR.NumSrc, in)
+	for i := range x.Data {
+		x.Data[i] = r.Float32() - 0.5
+	}
+	labels := make([]int32, blocks[len(blocks)-1].NumDst)
+	for i := range labels {
+		labels[i] = int32(r.IntN(out))
+	}
+	return x, labels
 }
