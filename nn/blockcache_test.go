@@ -53,8 +53,8 @@ func sameStep(t *testing.T, step int, la, lb tensor.Matrix, ga, gb []tensor.Matr
 	}
 }
 
-// randomInputs returns n rows of in random features and labels of 3 classes.
-func randomInputs(r *rand.Rand, n, in int) (tensor.Matrix, []int32) {
+// randomRowsLabels returns n rows of in random features and labels of 3 classes.
+func randomRowsLabels(r *rand.Rand, n, in int) (tensor.Matrix, []int32) {
 	x := tensor.New(n, in)
 	for i := range x.Data {
 		x.Data[i] = float32(r.NormFloat64())
@@ -99,7 +99,7 @@ func TestReuseBlocks(t *testing.T) {
 		deg[d] = float32(g.Indptr[d+1] - g.Indptr[d])
 	}
 	src := identity(n)
-	x, labels := randomInputs(r, n, in)
+	x, labels := randomRowsLabels(r, n, in)
 	block := func(indptr []int64, src []int32) *Block {
 		return &Block{CSR: &tensor.CSR{Indptr: indptr, Indices: g.Indices, NumSrc: n}, NumDst: n, Src: src}
 	}
@@ -158,8 +158,8 @@ func TestScratchBlocks(t *testing.T) {
 				for i := range src {
 					src[i] = int32(r.IntN(nAll))
 				}
-				x, _ := randomInputs(r, ns, in)
-				_, labels := randomInputs(r, nd, 1)
+				x, _ := randomRowsLabels(r, ns, in)
+				_, labels := randomRowsLabels(r, nd, 1)
 				blocks := func() []*Block {
 					return []*Block{
 						{CSR: &tensor.CSR{Indptr: c0.Indptr, Indices: c0.Indices, NumSrc: ns}, NumDst: mid, Src: src},

@@ -76,14 +76,7 @@ func TestFusedLayersMatchUnfused(t *testing.T) {
 				t.Fatal(err)
 			}
 			blocks := randomBlocks(r, len(m.Layers), 20+r.IntN(300))
-			x := tensor.New(blocks[0].CSR.NumSrc, in)
-			for i := range x.Data {
-				x.Data[i] = r.Float32() - 0.5
-			}
-			labels := make([]int32, blocks[len(blocks)-1].NumDst)
-			for i := range labels {
-				labels[i] = int32(r.IntN(out))
-			}
+			x, labels := randomInputs(r, blocks, in, out)
 			run := func(fused bool) (logits tensor.Matrix, loss float32, grads []tensor.Matrix) {
 				params := m.Params()
 				autograd.ZeroGrad(params...)
@@ -132,4 +125,91 @@ func TestFusedLayersMatchUnfused(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFusedNextDropout checks the next layer's node-keyed input dropout
+// fused into a hidden layer's output (nextDropout) against the same model
+// with the dropout drawn as its own op (ForwardStacked with below given,
+// which turns the fusion off): logits, loss and every gradient bitwise.
+func TestFusedNextDropout(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	deg := make([]float32, 1<<20)
+	for i := range deg {
+		deg[i] = float32(r.IntN(9))
+	}
+	for _, kind := range []Kind{SAGE, GCN} {
+		for trial := 0; trial < 3; trial++ {
+			in, hidden, out := 5+r.IntN(100), 4+r.IntN(300), 2+r.IntN(8)
+			layers := 2 + trial%2
+			m, err := NewModel(Config{Kind: kind, In: in, Hidden: hidden, Out: out, Layers: layers, Dropout: 0.5, Seed: uint64(trial)}, deg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks := randomBlocks(r, layers, 20+r.IntN(300))
+			for _, b := range blocks {
+				b.NodeDropout = true
+				for i := range b.Src {
+					b.Src[i] = int32(r.IntN(1 << 20))
+				}
+			}
+			// Each block's sources are the node ids of the rows the layer
+			// below computed, its destinations first.
+			for l := len(blocks) - 1; l > 0; l-- {
+				copy(blocks[l-1].Src, blocks[l].Src)
+			}
+			x, labels := randomInputs(r, blocks, in, out)
+			run := func(fused bool) (tensor.Matrix, float32, []tensor.Matrix) {
+				params := m.Params()
+				autograd.ZeroGrad(params...)
+				tp := autograd.NewTape()
+				var below []tensor.Matrix
+				if !fused {
+					below = make([]tensor.Matrix, layers) // empty: nothing stacked, no fusion
+				}
+				lg, _ := m.ForwardStacked(tp, blocks, tp.Const(x), below, true, 3)
+				l := tp.CrossEntropy(lg, labels)
+				if err := tp.Backward(l); err != nil {
+					t.Fatal(err)
+				}
+				var grads []tensor.Matrix
+				for _, p := range params {
+					grads = append(grads, p.Grad.Clone())
+				}
+				return lg.Value.Clone(), l.Scalar(), grads
+			}
+			wl, wloss, wg := run(false)
+			gl, gloss, gg := run(true)
+			name := fmt.Sprintf("%s trial %d (in %d hidden %d layers %d)", kind, trial, in, hidden, layers)
+			for i := range wl.Data {
+				if math.Float32bits(wl.Data[i]) != math.Float32bits(gl.Data[i]) {
+					t.Fatalf("%s: logit %d = %v fused, %v separate", name, i, gl.Data[i], wl.Data[i])
+				}
+			}
+			if wloss != gloss {
+				t.Fatalf("%s: loss %v fused, %v separate", name, gloss, wloss)
+			}
+			names, _ := m.NamedParams()
+			for k := range wg {
+				for i := range wg[k].Data {
+					if math.Float32bits(wg[k].Data[i]) != math.Float32bits(gg[k].Data[i]) {
+						t.Fatalf("%s: gradient of %s [%d] = %v fused, %v separate", name, names[k], i, gg[k].Data[i], wg[k].Data[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// randomInputs returns input features for blocks[0]'s sources (in
+// columns) and labels in [0, out) for the last block's destinations.
+func randomInputs(r *rand.Rand, blocks []*Block, in, out int) (tensor.Matrix, []int32) {
+	x := tensor.New(blocks[0].CSR.NumSrc, in)
+	for i := range x.Data {
+		x.Data[i] = r.Float32() - 0.5
+	}
+	labels := make([]int32, blocks[len(blocks)-1].NumDst)
+	for i := range labels {
+		labels[i] = int32(r.IntN(out))
+	}
+	return x, labels
 }

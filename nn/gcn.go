@@ -58,25 +58,25 @@ func gcnCSR(b *Block, deg []float32) *tensor.CSR {
 
 // Forward implements Layer.
 func (l *GCNConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
-	return l.forward(tp, b, x, autograd.NoActivation)
+	return l.forward(tp, b, x, autograd.NoActivation, tensor.RowDropout{})
 }
 
-// forwardReLU is Forward followed by ReLU, fused (see reluFused).
-func (l *GCNConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var) *autograd.Var {
-	return l.forward(tp, b, x, autograd.ActReLU)
+// forwardReLU is Forward followed by ReLU (and drop), fused (see reluFused).
+func (l *GCNConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var, drop tensor.RowDropout) *autograd.Var {
+	return l.forward(tp, b, x, autograd.ActReLU, drop)
 }
 
 // forward computes act(Â·x·Wᵀ + bias) with the bias and activation fused
 // into one Dense op: the product's epilogue when aggregating first, one
 // pass over the aggregate otherwise.
-func (l *GCNConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation) *autograd.Var {
+func (l *GCNConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation, drop tensor.RowDropout) *autograd.Var {
 	c := gcnCSR(b, l.Deg)
 	if aggregateFirst(BlockShape{Src: c.NumSrc, Dst: b.NumDst, Edges: b.CSR.NumEdges()}, l.in, l.out) {
 		agg := tp.Aggregate(c, x, tensor.Weighted)
-		return tp.Dense(b.NumDst, []autograd.Term{{X: agg, W: l.Lin}}, l.Bias, act)
+		return tp.DenseDropout(b.NumDst, []autograd.Term{{X: agg, W: l.Lin}}, l.Bias, act, drop)
 	}
 	agg := tp.Aggregate(c, linear(tp, x, l.Lin), tensor.Weighted)
-	return tp.Dense(b.NumDst, []autograd.Term{{X: agg}}, l.Bias, act)
+	return tp.DenseDropout(b.NumDst, []autograd.Term{{X: agg}}, l.Bias, act, drop)
 }
 
 // Params implements Layer.

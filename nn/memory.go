@@ -180,7 +180,10 @@ func aggregateFirst(s BlockShape, in, out int) bool {
 // rows): activations, dropout
 // masks, attention coefficients, gradients of intermediates and backward
 // temporaries. Parameter gradients (allocated once per model) and the
-// block's own index arrays are not included.
+// block's own index arrays are not included. Where a hidden layer applies
+// the next layer's node-keyed dropout itself (sampled training, see
+// nextDropout) the step makes one dropout matrix (and its gradient) fewer
+// than planned here: the figure is then an upper bound.
 func (m *Model) StepBytes(shapes []BlockShape, train bool) int64 {
 	p := &planner{train: train}
 	in := m.Config.In

@@ -146,6 +146,14 @@ func (m *Model) NeedsH0(l int) bool { return m.spec.Teleport && l > 0 }
 // ForwardLayerH0 is ForwardLayer with h0, the output of layer 0 for the
 // block's destination rows, for layers where NeedsH0 holds (nil otherwise).
 func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var {
+	return m.forwardLayer(tp, l, b, x, h0, train, seed, false, tensor.RowDropout{})
+}
+
+// forwardLayer is ForwardLayerH0 where x may already carry this layer's
+// input dropout (dropped: fused into the layer below) and next, when its
+// P > 0, is the next layer's input dropout to fuse into this layer's
+// output (see nextDropout).
+func (m *Model) forwardLayer(tp *autograd.Tape, l int, b *Block, x, h0 *autograd.Var, train bool, seed uint64, dropped bool, next tensor.RowDropout) *autograd.Var {
 	if m.reuse != nil {
 		m.reuse.apply(b)
 		defer m.reuse.keep(b)
@@ -156,17 +164,17 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	if m.spec.Teleport {
 		if l == 0 {
 			if train && m.Config.Dropout > 0 {
-				x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, 0), rowKeys(b, x))
+				x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, 0), rowKeys(b, x.Value.Rows))
 			}
 			return m.Layers[0].Forward(tp, b, x, train, rng.Derive(seed, 1))
 		}
 		return m.Layers[l].(*propLayer).propagate(tp, b, x, h0)
 	}
-	if train && m.Config.Dropout > 0 {
-		x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)), rowKeys(b, x))
+	if train && m.Config.Dropout > 0 && !dropped {
+		x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)), rowKeys(b, x.Value.Rows))
 	}
 	if m.fusesReLU(l) {
-		return m.Layers[l].(reluFused).forwardReLU(tp, b, x)
+		return m.Layers[l].(reluFused).forwardReLU(tp, b, x, next)
 	}
 	h := m.Layers[l].Forward(tp, b, x, train, rng.Derive(seed, uint64(2*l+1)))
 	if l < len(m.Layers)-1 {
@@ -179,14 +187,34 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 	return h
 }
 
-// rowKeys returns the node ids of x's rows when the block asks for
-// node-keyed dropout (Block.NodeDropout) and names a source node per row;
-// otherwise dropout is keyed by position.
-func rowKeys(b *Block, x *autograd.Var) []int32 {
-	if b != nil && b.NodeDropout && len(b.Src) == x.Value.Rows {
+// rowKeys returns the node ids of the rows of a block's input (rows of
+// them) when the block asks for node-keyed dropout (Block.NodeDropout)
+// and names a source node per row; otherwise dropout is keyed by position.
+func rowKeys(b *Block, rows int) []int32 {
+	if b != nil && b.NodeDropout && len(b.Src) == rows {
 		return b.Src
 	}
 	return nil
+}
+
+// nextDropout returns the input dropout of layer l+1 when it can be fused
+// into layer l's output (layer l on block b): in training, for a hidden
+// layer that fuses its ReLU, whose output is layer l+1's input as it is
+// (nothing stacked below it) and whose rows are node-keyed. Otherwise P
+// is 0 and layer l+1 draws its own.
+func (m *Model) nextDropout(blocks []*Block, l int, b *Block, train, stacked bool, seed uint64) tensor.RowDropout {
+	if !train || stacked || m.Config.Dropout == 0 || !m.fusesReLU(l) || l+1 >= len(m.Layers) {
+		return tensor.RowDropout{}
+	}
+	nb := blocks[0]
+	if len(blocks) > 1 {
+		nb = blocks[l+1]
+	}
+	keys := rowKeys(nb, b.NumDst)
+	if keys == nil {
+		return tensor.RowDropout{}
+	}
+	return tensor.RowDropout{P: m.Config.Dropout, Seed: rng.Derive(seed, uint64(2*(l+1))), Keys: keys}
 }
 
 // fusesReLU reports whether layer l applies the model's ReLU itself: a
@@ -212,11 +240,14 @@ func (m *Model) Forward(tp *autograd.Tape, blocks []*Block, x *autograd.Var, tra
 // stacked over below[l-1] (when it has rows): the rows of the block's
 // sources past those layer l-1 computed, e.g. GNNAutoScale's history rows
 // of a batch's halo (below may be nil). It also returns every hidden
-// layer's output.
+// layer's output; with below nil, in training, a hidden output may carry
+// the next layer's node-keyed input dropout already (fused into the layer
+// that computes it, see nextDropout).
 func (m *Model) ForwardStacked(tp *autograd.Tape, blocks []*Block, x *autograd.Var, below []tensor.Matrix, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
 	h := x
 	var h0 *autograd.Var // layer 0's output (APPNP's teleport term)
 	var hidden []*autograd.Var
+	dropped := false // h carries layer l's input dropout already
 	for l := range m.Layers {
 		b := blocks[0]
 		if len(blocks) > 1 {
@@ -229,7 +260,9 @@ func (m *Model) ForwardStacked(tp *autograd.Tape, blocks []*Block, x *autograd.V
 				h0dst = tp.Rows(h0, 0, b.NumDst)
 			}
 		}
-		out := m.ForwardLayerH0(tp, l, b, h, h0dst, train, seed)
+		next := m.nextDropout(blocks, l, b, train, below != nil, seed)
+		out := m.forwardLayer(tp, l, b, h, h0dst, train, seed, dropped, next)
+		dropped = next.P != 0
 		if l == 0 {
 			h0 = out
 		}

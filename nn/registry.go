@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
@@ -43,10 +44,11 @@ type planned interface {
 }
 
 // reluFused is a layer that applies the model's ReLU itself, fused into
-// its output op (Forward without it, forwardReLU with it), and plans that
+// its output op (Forward without it, forwardReLU with it, and with the
+// next layer's node-keyed input dropout when drop.P > 0), and plans that
 // fused form (planReLU).
 type reluFused interface {
-	forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var) *autograd.Var
+	forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var, drop tensor.RowDropout) *autograd.Var
 	planReLU(p *planner, s BlockShape, x pv) pv
 }
 

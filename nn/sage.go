@@ -26,12 +26,12 @@ func NewSAGEConv(r *rng.Rand, in, out int) *SAGEConv {
 
 // Forward implements Layer.
 func (l *SAGEConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
-	return l.forward(tp, b, x, autograd.NoActivation)
+	return l.forward(tp, b, x, autograd.NoActivation, tensor.RowDropout{})
 }
 
-// forwardReLU is Forward followed by ReLU, fused (see reluFused).
-func (l *SAGEConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var) *autograd.Var {
-	return l.forward(tp, b, x, autograd.ActReLU)
+// forwardReLU is Forward followed by ReLU (and drop), fused (see reluFused).
+func (l *SAGEConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var, drop tensor.RowDropout) *autograd.Var {
+	return l.forward(tp, b, x, autograd.ActReLU, drop)
 }
 
 // forward computes act(lin_l(mean of neighbours) + lin_r(root) + bias) as
@@ -39,13 +39,13 @@ func (l *SAGEConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var) *au
 // destinations' rows in place (the first rows of x); the neighbour term
 // is the mean aggregated then transformed, or transformed then aggregated,
 // whichever costs less.
-func (l *SAGEConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation) *autograd.Var {
+func (l *SAGEConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation, drop tensor.RowDropout) *autograd.Var {
 	if aggregateFirst(BlockShape{Src: b.CSR.NumSrc, Dst: b.NumDst, Edges: b.CSR.NumEdges()}, l.in, l.out) {
 		agg := tp.Aggregate(b.CSR, x, tensor.Mean)
-		return tp.Dense(b.NumDst, []autograd.Term{{X: agg, W: l.LinL}, {X: x, W: l.LinR}}, l.BiasL, act)
+		return tp.DenseDropout(b.NumDst, []autograd.Term{{X: agg, W: l.LinL}, {X: x, W: l.LinR}}, l.BiasL, act, drop)
 	}
 	neigh := tp.Aggregate(b.CSR, linear(tp, x, l.LinL), tensor.Mean)
-	return tp.Dense(b.NumDst, []autograd.Term{{X: neigh}, {X: x, W: l.LinR}}, l.BiasL, act)
+	return tp.DenseDropout(b.NumDst, []autograd.Term{{X: neigh}, {X: x, W: l.LinR}}, l.BiasL, act, drop)
 }
 
 // Params implements Layer.

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -33,8 +34,13 @@ func dropoutRowsRef(dst, mask, x Matrix, p float64, seed uint64, keys []int32) {
 
 // TestDropoutRowsKernel checks that the vectorised DropoutRows draws
 // exactly the plain per-row masks: with and without a mask, in place, for
-// widths that are and are not multiples of the kernel's step.
+// widths that are and are not multiples of the kernel's step, rows
+// narrower and wider than the lane buffer, in every kernel set.
 func TestDropoutRowsKernel(t *testing.T) {
+	forEachKernel(t, testDropoutRowsKernel)
+}
+
+func testDropoutRowsKernel(t *testing.T) {
 	for _, tc := range []struct {
 		rows, cols int
 		p          float64
@@ -47,6 +53,9 @@ func TestDropoutRowsKernel(t *testing.T) {
 		{100, 37, 0.25, false, true},
 		{300, 100, 0.5, true, false},
 		{5, 256, 0.9, false, true},
+		{3, dropoutLanes + 37, 0.5, false, true},
+		{2, 2*dropoutLanes + 4, 0.3, true, false},
+		{1000, 41, 0.5, false, false},
 	} {
 		x := New(tc.rows, tc.cols)
 		r := rng.New(uint64(tc.rows*1000 + tc.cols))
@@ -79,5 +88,26 @@ func TestDropoutRowsKernel(t *testing.T) {
 				t.Fatalf("%+v: mask element %d = %v, plain loop %v", tc, i, mask.Data[i], wantMask.Data[i])
 			}
 		}
+	}
+}
+
+// BenchmarkDropoutRows measures node-keyed dropout on the shapes of a
+// sampled GraphSAGE step: the gathered input rows (100 features) and the
+// hidden layer's rows (256).
+func BenchmarkDropoutRows(b *testing.B) {
+	for _, sh := range []struct{ rows, cols int }{{50000, 100}, {10000, 256}} {
+		b.Run(fmt.Sprintf("%dx%d", sh.rows, sh.cols), func(b *testing.B) {
+			x := New(sh.rows, sh.cols)
+			keys := make([]int32, sh.rows)
+			for i := range keys {
+				keys[i] = int32(i * 7)
+			}
+			b.SetBytes(int64(4 * len(x.Data)))
+			for range b.N {
+				if err := DropoutRows(x, Matrix{}, x, 0.5, 42, keys); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -50,20 +50,22 @@ biasReLU_done:
 	VZEROUPPER
 	RET
 
-// func reluMaskAVX2(n int, o, dy, y *float32)
-// o[i] = g[i] where y[i] > 0, else 0, for i < n&^7.
-TEXT ·reluMaskAVX2(SB), NOSPLIT, $0-32
+// func reluMaskAVX2(n int, o, dy, y *float32, scale float32)
+// o[i] = g[i]*scale where y[i] > 0, else 0, for i < n&^7.
+TEXT ·reluMaskAVX2(SB), NOSPLIT, $0-36
 	MOVQ n+0(FP), CX
 	MOVQ o+8(FP), DI
 	MOVQ dy+16(FP), SI
 	MOVQ y+24(FP), DX
+	VBROADCASTSS scale+32(FP), Y14
 	VXORPS Y15, Y15, Y15
 	SHRQ $3, CX
 	JZ reluMask_done
 reluMask_loop:
 	VMOVUPS (DX), Y1
 	VCMPPS $14, Y15, Y1, Y2
-	VANDPS (SI), Y2, Y0
+	VMULPS (SI), Y14, Y3
+	VANDPS Y3, Y2, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ $32, DI
 	ADDQ $32, SI

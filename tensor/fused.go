@@ -24,6 +24,18 @@ const biasChunk = 256
 // The column sums are added in fixed chunks of rows, so they are
 // reproducible but rounded differently from a row-by-row sum.
 func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
+	return ReLUGradBiasScaled(gz, y, dy, dbias, relu, 1)
+}
+
+// ReLUGradBiasScaled is ReLUGradBias with gz = scale·dy ⊙ 1[y > 0]: the
+// backward of a ReLU whose output was then multiplied by dropout factors
+// (0 or scale) in the same op (Epilogue.Dropout), so that y > 0 exactly
+// where the ReLU passed and the element was kept. With relu false, scale
+// must be 1.
+func ReLUGradBiasScaled(gz, y, dy Matrix, dbias []float32, relu bool, scale float32) error {
+	if !relu && scale != 1 {
+		return fmt.Errorf("tensor: ReLUGradBiasScaled: scale %v without the ReLU", scale)
+	}
 	if err := sameShapes("ReLUGradBias", y, dy); err != nil {
 		return err
 	}
@@ -58,7 +70,7 @@ func ReLUGradBias(gz, y, dy Matrix, dbias []float32, relu bool) error {
 			for i := ch * biasChunk; i < min((ch+1)*biasChunk, rows); i++ {
 				g, o := dy.Row(i), gz.Row(i)
 				if relu {
-					k.reluMask(o, g, y.Row(i))
+					k.reluMask(o, g, y.Row(i), scale)
 				}
 				if p != nil {
 					for j, v := range o {
@@ -121,7 +133,7 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
 			d, g := dx.Data[i0:i1], dy.Data[i0:i1]
 			if !acc {
-				ks().dropout(d, g, r, thr, factors[1])
+				dropoutStream(d, g, r, thr, factors[1])
 				continue
 			}
 			var bits uint64
@@ -137,11 +149,11 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 	})
 }
 
-// reluMaskGeneric sets o = g where y > 0 and 0 elsewhere (a NaN y gives
-// 0, as the unfused ReLU backward does). It is branch-free: half of a
+// reluMaskGeneric sets o = g*scale where y > 0 and 0 elsewhere (a NaN y
+// gives 0, as the unfused ReLU backward does). It is branch-free: half of a
 // ReLU's outputs are 0 in no predictable pattern, and a branch per element
 // costs a misprediction every other element.
-func reluMaskGeneric(o, g, y []float32) {
+func reluMaskGeneric(o, g, y []float32, scale float32) {
 	g = g[:len(o)]
 	y = y[:len(o)]
 	for j := range o {
@@ -152,7 +164,7 @@ func reluMaskGeneric(o, g, y []float32) {
 		if pos {
 			keep = ^uint32(0)
 		}
-		o[j] = math.Float32frombits(math.Float32bits(g[j]) & keep)
+		o[j] = math.Float32frombits(math.Float32bits(g[j]*scale) & keep)
 	}
 }
 

@@ -198,15 +198,17 @@ func TestEpilogueKernels(t *testing.T) {
 					}
 				}
 			}
-			o := make([]float32, n)
-			ks().reluMask(o, g, x)
-			for i := range o {
-				want := float32(0)
-				if x[i] > 0 {
-					want = g[i]
-				}
-				if o[i] != want {
-					t.Fatalf("n %d: reluMask [%d] = %v for y %v, want %v", n, i, o[i], x[i], want)
+			for _, scale := range []float32{1, 2, 1.25} {
+				o := make([]float32, n)
+				ks().reluMask(o, g, x, scale)
+				for i := range o {
+					want := float32(0)
+					if x[i] > 0 {
+						want = g[i] * scale
+					}
+					if math.Float32bits(o[i]) != math.Float32bits(want) {
+						t.Fatalf("n %d scale %v: reluMask [%d] = %v for y %v, want %v", n, scale, i, o[i], x[i], want)
+					}
 				}
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // Op says whether a GEMM operand is used as stored or transposed.
@@ -53,25 +55,83 @@ type Epilogue struct {
 	Bias []float32
 	// ReLU clamps negative values to 0 after the bias.
 	ReLU bool
+	// Dropout, when its P > 0, then multiplies each row of C by the
+	// dropout factors of its key, exactly as DropoutRows does: the next
+	// layer's input dropout fused into this layer's output.
+	Dropout RowDropout
 }
 
-func (e *Epilogue) none() bool { return e == nil || (e.Bias == nil && !e.ReLU) }
+// RowDropout is node-keyed dropout (DropoutRows) of a matrix's rows:
+// probability P, row i's factors drawn from the stream of (Seed, Keys[i]).
+type RowDropout struct {
+	P    float64
+	Seed uint64
+	Keys []int32
+}
 
-// apply runs the epilogue on seg, the part of a row of C starting at column col.
-func (e *Epilogue) apply(seg []float32, col int) {
+func (e *Epilogue) none() bool {
+	return e == nil || (e.Bias == nil && !e.ReLU && e.Dropout.P == 0)
+}
+
+// check validates the epilogue for an output with rows×cols elements.
+func (e *Epilogue) check(rows, cols int) error {
+	if e.Bias != nil && len(e.Bias) != cols {
+		return fmt.Errorf("%w: gemm epilogue: bias has %d values for %d columns", ErrShape, len(e.Bias), cols)
+	}
+	if d := e.Dropout; d.P != 0 {
+		if !(d.P > 0 && d.P < 1) {
+			return fmt.Errorf("tensor: gemm epilogue: dropout probability %v not in [0, 1)", d.P)
+		}
+		if len(d.Keys) != rows {
+			return fmt.Errorf("%w: gemm epilogue: %d dropout keys for %d rows", ErrShape, len(d.Keys), rows)
+		}
+	}
+	return nil
+}
+
+// scratch returns a lane buffer for apply when the epilogue has dropout
+// (release it with putLanes), nil otherwise.
+func (e *Epilogue) scratch() *[]uint16 {
+	if e == nil || e.Dropout.P == 0 {
+		return nil
+	}
+	return getLanes()
+}
+
+// apply runs the epilogue on seg, the part of row row of C starting at
+// column col; lanes (from scratch) is the dropout's scratch.
+func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 	var b []float32
 	if e.Bias != nil {
 		b = e.Bias[col : col+len(seg)]
 	}
 	ks().biasReLU(seg, b, e.ReLU)
+	if e.Dropout.P == 0 {
+		return
+	}
+	// The row's stream from column col: skip the draws of the columns
+	// before it (four lanes each), then the lanes of col's own draw.
+	thr, factors := dropoutParams(e.Dropout.P)
+	var r rng.Rand
+	r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
+	r.Skip(uint64(col / 4))
+	buf := *lanes
+	lead := col % 4
+	for off := 0; off < len(seg); {
+		lanes := buf[:min(len(buf), lead+len(seg)-off)]
+		r.Lanes16(lanes)
+		n := len(lanes) - lead
+		ks().dropout(seg[off:off+n], seg[off:off+n], lanes[lead:], thr, factors[1])
+		off, lead = off+n, 0
+	}
 }
 
 // GemmEpilogue is Gemm followed by ep on every element of C (bias add then
 // ReLU), fused: each block of C gets the epilogue as soon as its last
 // depth block has been added, instead of in a separate pass.
 func GemmEpilogue(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep Epilogue) error {
-	if ep.Bias != nil && len(ep.Bias) != c.Cols {
-		return fmt.Errorf("%w: gemm epilogue: bias has %d values for %d columns", ErrShape, len(ep.Bias), c.Cols)
+	if err := ep.check(c.Rows, c.Cols); err != nil {
+		return err
 	}
 	var e *Epilogue
 	if !ep.none() {
@@ -137,10 +197,20 @@ func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 	if err := gemm(threads, flipOp(tB), flipOp(tA), alpha, b, a, 0, t, nil); err != nil {
 		return err
 	}
+	addTransposed(c, t.Data, beta, ep)
+	return nil
+}
+
+// addTransposed sets C = beta·C + Tᵀ, then applies ep, where t holds T
+// (C.Cols × C.Rows) row-major.
+func addTransposed(c Matrix, t []float32, beta float32, ep *Epilogue) {
+	lanes := ep.scratch()
+	defer putLanes(lanes)
+	m, n := c.Rows, c.Cols
 	for i := 0; i < m; i++ {
 		row := c.Data[i*n : (i+1)*n]
 		for jj := range row {
-			v := t.Data[jj*m+i]
+			v := t[jj*m+i]
 			switch beta {
 			case 0:
 				row[jj] = v
@@ -151,10 +221,148 @@ func gemmSwapped(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 			}
 		}
 		if ep != nil {
-			ep.apply(row, 0)
+			ep.apply(row, i, 0, lanes)
 		}
 	}
+}
+
+// GemmTNMulti sets C[t] = beta·C[t] + alpha·Gᵀ·X[t] for every t: the
+// weight gradients of the inputs X[t] of one output gradient G (the terms
+// of a Dense layer). Where each product is a deep, narrow weight gradient
+// (see deepNarrowGrad) they are computed as one transposed product whose
+// rows are the X[t]'s columns side by side, so G, the large operand, is
+// packed once for all of them instead of once per product. With alpha 1
+// the results are bitwise those of separate Gemm(Trans, NoTrans) calls
+// (on several threads, where both split the depth, as they do for deep
+// products); otherwise they agree to float32 rounding.
+func GemmTNMulti(alpha float32, g Matrix, xs []Matrix, beta float32, cs []Matrix) error {
+	if len(xs) != len(cs) {
+		return fmt.Errorf("%w: GemmTNMulti: %d inputs for %d outputs", ErrShape, len(xs), len(cs))
+	}
+	if err := g.Validate(); err != nil {
+		return fmt.Errorf("gemm: operand G: %w", err)
+	}
+	shared := len(xs) > 1
+	total := 0
+	for i, x := range xs {
+		c := cs[i]
+		if err := x.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand X[%d]: %w", i, err)
+		}
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand C[%d]: %w", i, err)
+		}
+		if x.Rows != g.Rows || c.Rows != g.Cols || c.Cols != x.Cols {
+			return fmt.Errorf("%w: GemmTNMulti: G %d×%d, X[%d] %d×%d, C[%d] %d×%d", ErrShape, g.Rows, g.Cols, i, x.Rows, x.Cols, i, c.Rows, c.Cols)
+		}
+		if overlaps(c.Data, g.Data) || overlaps(c.Data, x.Data) {
+			return fmt.Errorf("%w: gemm output C[%d]", ErrAlias, i)
+		}
+		for _, o := range cs[:i] {
+			if overlaps(c.Data, o.Data) {
+				return fmt.Errorf("%w: gemm outputs C[%d] overlap", ErrAlias, i)
+			}
+		}
+		shared = shared && g.Rows > 0 && g.Cols > 0 && x.Cols > 0 && deepNarrowGrad(Trans, NoTrans, g.Cols, x.Cols, g.Rows)
+		total += x.Cols
+	}
+	if !shared {
+		for i := range xs {
+			if err := Gemm(Trans, NoTrans, alpha, g, xs[i], beta, cs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	m, k := g.Cols, g.Rows
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(total)*int64(k))
+	}
+	// Tᵀ = [X[0] X[1] ...]ᵀ·G: total × m, op(A) read from the parts.
+	t := getBuf(total * m)
+	defer putBuf(t)
+	j := newGemmJob(Trans, NoTrans, alpha, xs[0], g, 0, Matrix{Rows: total, Cols: m, Data: t}, nil)
+	j.m = total
+	j.a, j.parts = nil, make([]aPart, len(xs))
+	for i, x := range xs {
+		j.parts[i] = aPart{a: x.Data, ld: x.Cols, cols: x.Cols}
+	}
+	if err := j.runParallel(Threads()); err != nil {
+		return err
+	}
+	off := 0
+	for _, c := range cs {
+		addTransposed(c, t[off*m:], beta, nil)
+		off += c.Cols
+	}
 	return nil
+}
+
+// GemmNTMulti sets C = act(beta·C + Σ_t X[t]·W[t]ᵀ + bias) (ep), the
+// output of a Dense layer with several inputs, each weight stored [out,
+// in]. Where the weights together are small enough to be packed whole, it
+// is one product over the depth of all terms: each block of C gets every
+// term's contribution while it is in cache, so C goes through memory once
+// instead of once per term. The results are bitwise those of separate
+// GemmEpilogue calls (the first with beta, the others accumulating, the
+// last applying ep).
+func GemmNTMulti(xs, ws []Matrix, beta float32, c Matrix, ep Epilogue) error {
+	if len(xs) != len(ws) || len(xs) == 0 {
+		return fmt.Errorf("%w: GemmNTMulti: %d inputs for %d weights", ErrShape, len(xs), len(ws))
+	}
+	if err := ep.check(c.Rows, c.Cols); err != nil {
+		return err
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("gemm: operand C: %w", err)
+	}
+	m, n, ktot := c.Rows, c.Cols, 0
+	for i, x := range xs {
+		w := ws[i]
+		if err := x.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand X[%d]: %w", i, err)
+		}
+		if err := w.Validate(); err != nil {
+			return fmt.Errorf("gemm: operand W[%d]: %w", i, err)
+		}
+		if x.Rows != m || w.Rows != n || w.Cols != x.Cols || x.Cols == 0 {
+			return fmt.Errorf("%w: GemmNTMulti: C %d×%d, X[%d] %d×%d, W[%d] %d×%d", ErrShape, m, n, i, x.Rows, x.Cols, i, w.Rows, w.Cols)
+		}
+		if overlaps(c.Data, x.Data) || overlaps(c.Data, w.Data) {
+			return fmt.Errorf("%w: gemm output C", ErrAlias)
+		}
+		ktot += x.Cols
+	}
+	nr := ks().wide.nr
+	if len(xs) == 1 || m == 0 || n == 0 || m <= 128 && n >= 8*m || ktot*min(blockNC, (n+nr-1)/nr*nr) > fullDepthLimit {
+		for i := range xs {
+			e := Epilogue{}
+			if i == len(xs)-1 {
+				e = ep
+			}
+			if i > 0 {
+				beta = 1
+			}
+			if err := GemmEpilogue(NoTrans, Trans, 1, xs[i], ws[i], beta, c, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if t0 := statStart(); t0 != 0 {
+		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(n)*int64(ktot))
+	}
+	var e *Epilogue
+	if !ep.none() {
+		e = &ep
+	}
+	j := newGemmJob(NoTrans, Trans, 1, xs[0], ws[0], beta, c, e)
+	j.terms = make([]depthTerm, len(xs))
+	for i, x := range xs {
+		t := newGemmJob(NoTrans, Trans, 1, x, ws[i], beta, c, e)
+		j.terms[i] = depthTerm{a: t.a, rsA: t.rsA, b: t.b, ldb: t.ldb, k: t.k, kc: t.kc}
+	}
+	return j.runParallel(Threads())
 }
 
 // deepNarrowGrad reports a weight gradient Xᵀ·dY (A transposed, deep k)
@@ -177,6 +385,12 @@ func flipOp(o Op) Op {
 
 // gemm runs a validated product.
 func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) error {
+	return newGemmJob(tA, tB, alpha, a, b, beta, c, ep).runParallel(threads)
+}
+
+// newGemmJob sets up a validated product: its micro-kernel, whether A is
+// packed or streamed, and its depth blocks.
+func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) *gemmJob {
 	m, k := a.Rows, a.Cols
 	rsA, csA := a.Cols, 1
 	if tA == Trans {
@@ -216,7 +430,7 @@ func gemm(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Ma
 	}
 	// Split k into equal blocks rather than leaving a thin last one.
 	j.kc = (k + (k+kc-1)/kc - 1) / ((k + kc - 1) / kc)
-	return j.runParallel(threads)
+	return j
 }
 
 // runParallel splits the product into independent sub-products, one per
@@ -249,7 +463,7 @@ func (j *gemmJob) runParallel(threads int) error {
 			costN = (nt - 1) * j.m * j.k
 		}
 	}
-	if j.k >= 128*nt {
+	if j.k >= 128*nt && j.terms == nil {
 		costK = 2 * nt * j.m * j.n
 	}
 	// Choose the split, then cut it into more chunks than workers and let
@@ -301,13 +515,34 @@ func (j *gemmJob) runParallel(threads int) error {
 					s.b = j.b[lo:]
 				}
 				s.c = j.c[lo:]
+				if j.terms != nil { // B transposed
+					s.terms = append([]depthTerm(nil), j.terms...)
+					for q := range s.terms {
+						s.terms[q].b = j.terms[q].b[lo*j.terms[q].ldb:]
+					}
+				}
 			case 'm':
 				s.m = hi - lo
-				s.a = j.a[lo*j.rsA:]
+				s.row0 = j.row0 + lo
+				if j.parts != nil {
+					s.parts = shiftParts(j.parts, 0, lo)
+				} else {
+					s.a = j.a[lo*j.rsA:]
+				}
 				s.c = j.c[lo*j.ldc:]
+				if j.terms != nil {
+					s.terms = append([]depthTerm(nil), j.terms...)
+					for q := range s.terms {
+						s.terms[q].a = j.terms[q].a[lo*j.terms[q].rsA:]
+					}
+				}
 			case 'k':
 				s.k = hi - lo
-				s.a = j.a[lo*j.csA:]
+				if j.parts != nil {
+					s.parts = shiftParts(j.parts, lo, 0)
+				} else {
+					s.a = j.a[lo*j.csA:]
+				}
 				if j.transB {
 					s.b = j.b[lo:]
 				} else {
@@ -327,6 +562,8 @@ func (j *gemmJob) runParallel(threads int) error {
 	}
 	// Depth split: C = beta*C + Σ partial products, rows in parallel.
 	return parallel(nt, func(w int) {
+		lanes := j.ep.scratch()
+		defer putLanes(lanes)
 		i0, i1 := split(j.m, 1, nt, w)
 		for i := i0; i < i1; i++ {
 			row := j.c[i*j.ldc : i*j.ldc+j.n]
@@ -349,7 +586,7 @@ func (j *gemmJob) runParallel(threads int) error {
 				first = false
 			}
 			if j.ep != nil {
-				j.ep.apply(row, j.col0)
+				j.ep.apply(row, j.row0+i, j.col0, lanes)
 			}
 		}
 	})
@@ -377,12 +614,133 @@ type gemmJob struct {
 	alpha, beta float32
 	ep          *Epilogue // applied to each block of C once it is final (nil: none)
 	col0        int       // column of C's first column in the whole product (for the bias)
+	row0        int       // row of C's first row in the whole product (for the dropout keys)
 	mk          *microKernel
 	kc          int
 	packA       bool
 	stream      bool      // read A in place with shallow blocks, row tiles outer
 	ap          []float32 // packed A block (mc×kc), or an edge tile when A is not packed
 	tmp         []float32 // mr×nr edge output tile
+	// parts, when not nil, replace a: op(A) is [X₀ X₁ ...]ᵀ, A transposed
+	// and packed, its storage rows the parts' rows side by side
+	// (GemmTNMulti); arow holds one such row while it is packed.
+	parts []aPart
+	arow  []float32
+	// terms, when not nil, are products summed into C (GemmNTMulti):
+	// op(A) is [A₀ A₁ ...] and op(B) [B₀; B₁; ...] along the depth.
+	// runTerms takes them in turn (use), depth0 being the depth where the
+	// current one starts, so that only the first overwrites C.
+	terms  []depthTerm
+	depth0 int
+}
+
+// depthTerm is one product of a sum of products: A read in place, B
+// transposed, k deep in blocks of kc.
+type depthTerm struct {
+	a     []float32
+	rsA   int
+	b     []float32
+	ldb   int
+	k, kc int
+}
+
+// use makes term q the job's operands.
+func (j *gemmJob) use(q int) {
+	t := j.terms[q]
+	j.a, j.rsA, j.b, j.ldb, j.k, j.kc = t.a, t.rsA, t.b, t.ldb, t.k, t.kc
+}
+
+// runTerms is run for a sum of products (j.terms): op(B) of every term
+// packed whole, then each block of C rows gets all terms' depth blocks
+// while it is in cache, and the epilogue.
+func (j *gemmJob) runTerms() error {
+	mr, nr := j.mk.mr, j.mk.nr
+	ktot, kcMax := 0, 0
+	for _, t := range j.terms {
+		ktot, kcMax = ktot+t.k, max(kcMax, min(t.kc, t.k))
+	}
+	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
+	bp := getBuf(ncMax * ktot)
+	defer putBuf(bp)
+	j.ap = getBuf(mr * kcMax)
+	j.tmp = getBuf(mr * nr)
+	defer putBuf(j.ap)
+	defer putBuf(j.tmp)
+	j.scale()
+	for jc := 0; jc < j.n; jc += blockNC {
+		nb := min(blockNC, j.n-jc)
+		npad := (nb + nr - 1) / nr * nr
+		off := 0
+		for q := range j.terms {
+			j.use(q)
+			for pc := 0; pc < j.k; pc += j.kc {
+				j.packB(bp[(off+pc)*npad:], jc, nb, pc, min(j.kc, j.k-pc))
+			}
+			off += j.k
+		}
+		for ic := 0; ic < j.m; ic += blockMC {
+			off = 0
+			for q := range j.terms {
+				j.use(q)
+				j.depth0 = off
+				for pc := 0; pc < j.k; pc += j.kc {
+					j.block(bp[(off+pc)*npad:], ic, min(blockMC, j.m-ic), jc, nb, pc, min(j.kc, j.k-pc))
+				}
+				off += j.k
+			}
+			if j.ep != nil {
+				j.epilogue(ic, min(ic+blockMC, j.m), jc, nb)
+			}
+		}
+	}
+	return nil
+}
+
+// aPart is one block of columns of a transposed A stored as parts: cols
+// columns of a matrix with leading dimension ld.
+type aPart struct {
+	a        []float32
+	ld, cols int
+}
+
+// shiftParts returns parts starting at storage row row0 and column col0 of
+// their side-by-side concatenation.
+func shiftParts(parts []aPart, row0, col0 int) []aPart {
+	out := make([]aPart, 0, len(parts))
+	for _, p := range parts {
+		if col0 >= p.cols {
+			col0 -= p.cols
+			continue
+		}
+		out = append(out, aPart{a: p.a[row0*p.ld+col0:], ld: p.ld, cols: p.cols - col0})
+		col0 = 0
+	}
+	return out
+}
+
+// aRow returns columns [i0, i0+n) of storage row p of a transposed A (the
+// values of op(A) rows i0.. at depth p): in place, or gathered from the
+// parts into j.arow where they span two.
+func (j *gemmJob) aRow(p, i0, n int) []float32 {
+	if j.parts == nil {
+		return j.a[p*j.csA+i0:][:n]
+	}
+	dst := j.arow[:n]
+	for _, pt := range j.parts {
+		if i0 >= pt.cols {
+			i0 -= pt.cols
+			continue
+		}
+		if len(dst) == n && i0+n <= pt.cols {
+			return pt.a[p*pt.ld+i0:][:n]
+		}
+		w := copy(dst, pt.a[p*pt.ld+i0:p*pt.ld+pt.cols])
+		dst, i0 = dst[w:], 0
+		if len(dst) == 0 {
+			break
+		}
+	}
+	return j.arow[:n]
 }
 
 // fullDepthLimit is the largest packed op(B) (k × nc floats, 1 MiB) packed
@@ -396,6 +754,9 @@ var fullDepthLimit = 1 << 18
 // own sub-product): the GotoBLAS/BLIS loop nest over column blocks (nc),
 // depth blocks (kc) and row blocks (mc) around the micro-kernel.
 func (j *gemmJob) run() error {
+	if j.terms != nil {
+		return j.runTerms()
+	}
 	mr, nr := j.mk.mr, j.mk.nr
 	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
 	kcMax := min(j.kc, j.k)
@@ -406,6 +767,10 @@ func (j *gemmJob) run() error {
 		bp = getBuf(ncMax * j.k)
 	}
 	defer putBuf(bp)
+	if j.parts != nil {
+		j.arow = getBuf(min(blockMC, j.m))
+		defer putBuf(j.arow)
+	}
 	if j.packA {
 		j.ap = getBuf(min(blockMC, (j.m+mr-1)/mr*mr) * kcMax)
 	} else {
@@ -455,8 +820,10 @@ func (j *gemmJob) run() error {
 
 // epilogue applies j.ep to rows [i0, i1) and columns [jc, jc+nb) of C.
 func (j *gemmJob) epilogue(i0, i1, jc, nb int) {
+	lanes := j.ep.scratch()
+	defer putLanes(lanes)
 	for i := i0; i < i1; i++ {
-		j.ep.apply(j.c[i*j.ldc+jc:i*j.ldc+jc+nb], j.col0+jc)
+		j.ep.apply(j.c[i*j.ldc+jc:i*j.ldc+jc+nb], j.row0+i, j.col0+jc, lanes)
 	}
 }
 
@@ -538,8 +905,7 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 	}
 	// A transposed: rsA == 1, so the mr values for one p are contiguous.
 	for p := 0; p < kb; p++ {
-		src := j.a[(pc+p)*j.csA+i0:]
-		copy(dst[p*mr:p*mr+rows], src[:rows])
+		copy(dst[p*mr:p*mr+rows], j.aRow(pc+p, i0, rows))
 	}
 }
 
@@ -559,9 +925,11 @@ func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	// mr) on its own.
 	tiles := mb / mr
 	if tiles > 0 {
-		for p := 0; p < kb; p++ {
-			src := j.a[(pc+p)*j.csA+i0:]
-			src = src[:tiles*mr]
+		if j.parts != nil {
+			j.packAParts(dst, i0, tiles, pc, kb)
+		}
+		for p := 0; p < kb && j.parts == nil; p++ {
+			src := j.aRow(pc+p, i0, tiles*mr)
 			for t := 0; t < tiles; t++ {
 				copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
 			}
@@ -569,6 +937,41 @@ func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
 	}
 	if rest := mb - tiles*mr; rest > 0 {
 		j.packATile(dst[tiles*mr*kb:], i0+tiles*mr, rest, pc, kb)
+	}
+}
+
+// packAParts is packABlock's loop over whole tiles for an A stored as
+// parts: a tile within one part is copied from it in place, one that
+// spans two is gathered first (aRow).
+func (j *gemmJob) packAParts(dst []float32, i0, tiles, pc, kb int) {
+	mr := j.mk.mr
+	// where[t]: the part holding tile t and the tile's column in it, or
+	// part -1 when the tile spans two parts.
+	var where [blockMC][2]int
+	for t := 0; t < tiles; t++ {
+		where[t][0] = -1
+		c := i0 + t*mr
+		for q, pt := range j.parts {
+			if c < pt.cols {
+				if c+mr <= pt.cols {
+					where[t] = [2]int{q, c}
+				}
+				break
+			}
+			c -= pt.cols
+		}
+	}
+	for p := 0; p < kb; p++ {
+		for t := 0; t < tiles; t++ {
+			var src []float32
+			if q := where[t][0]; q >= 0 {
+				pt := j.parts[q]
+				src = pt.a[(pc+p)*pt.ld+where[t][1]:]
+			} else {
+				src = j.aRow(pc+p, i0+t*mr, mr)
+			}
+			copyN(dst[t*mr*kb+p*mr:], src, mr)
+		}
 	}
 }
 
@@ -592,7 +995,7 @@ func copyN(dst, src []float32, n int) {
 func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 	mr, nr := j.mk.mr, j.mk.nr
 	fn := j.mk.fn
-	acc := j.beta != 0 || pc > 0 // false: overwrite C, it was not scaled
+	acc := j.beta != 0 || pc > 0 || j.depth0 > 0 // false: overwrite C, it was not scaled
 	if j.packA {
 		j.packABlock(j.ap, ic, mb, pc, kb)
 	}

@@ -230,9 +230,9 @@ func TestGemmConcurrentCallers(t *testing.T) {
 	}
 }
 
-// TestGemmEpilogue checks that the fused bias + ReLU epilogue gives
-// exactly (bitwise) what Gemm followed by a separate bias and ReLU pass
-// gives, on every path of the product: rows, columns and depth split, the
+// TestGemmEpilogue checks that the fused bias + ReLU (+ dropout) epilogue
+// gives exactly (bitwise) what Gemm followed by a separate pass over each
+// row gives, on every path of the product: rows, columns and depth split, the
 // swapped product for few rows, whole-depth and depth-blocked packing.
 func TestGemmEpilogue(t *testing.T) {
 	defer func(v int) { fullDepthLimit = v }(fullDepthLimit)
@@ -251,8 +251,13 @@ func TestGemmEpilogue(t *testing.T) {
 							// The epilogue kind and thread count rotate over the
 							// cases (every combination of them would take 6× longer).
 							combo++
-							for _, ep := range []Epilogue{{ReLU: true}, {Bias: make([]float32, tc.n)}, {Bias: make([]float32, tc.n), ReLU: true}}[combo%3 : combo%3+1] {
-								for _, th := range []int{1 + combo/3%2} {
+							keys := make([]int32, tc.m)
+							for i := range keys {
+								keys[i] = int32(rng.IntN(1 << 20))
+							}
+							drop := RowDropout{P: 0.5, Seed: uint64(combo), Keys: keys}
+							for _, ep := range []Epilogue{{ReLU: true}, {Bias: make([]float32, tc.n)}, {Bias: make([]float32, tc.n), ReLU: true}, {Bias: make([]float32, tc.n), ReLU: true, Dropout: drop}}[combo%4 : combo%4+1] {
+								for _, th := range []int{1 + combo/4%2} {
 									if ep.Bias != nil {
 										for i := range ep.Bias {
 											ep.Bias[i] = rng.Float32() - 0.5
@@ -267,7 +272,7 @@ func TestGemmEpilogue(t *testing.T) {
 										t.Fatal(err)
 									}
 									for i := 0; i < want.Rows; i++ {
-										ep.apply(want.Row(i), 0)
+										ep.apply(want.Row(i), i, 0, ep.scratch())
 									}
 									got := c0.Clone()
 									old := Threads()
@@ -294,4 +299,188 @@ func TestGemmEpilogue(t *testing.T) {
 	if err := GemmEpilogue(NoTrans, NoTrans, 1, New(2, 3), New(3, 4), 0, New(2, 4), Epilogue{Bias: make([]float32, 3)}); !errors.Is(err, ErrShape) {
 		t.Fatalf("bias of the wrong length: %v, want ErrShape", err)
 	}
+}
+
+// TestGemmTNMulti checks that the weight gradients of several inputs
+// computed with one packing of G are bitwise those of separate products
+// with alpha 1 (as backward passes call it; with another alpha a row in an
+// edge tile of one product may sit in a full tile of the other, which
+// rounds alpha·sum + C once instead of twice), close otherwise, for shapes that take the shared path (deep, narrow) and shapes that do
+// not, on one thread and on several, in every kernel set.
+func TestGemmTNMulti(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		defer SetThreads(Threads())
+		for _, threads := range []int{1, 3} {
+			SetThreads(threads)
+			for _, tc := range []struct {
+				k, m        int
+				cols        []int
+				alpha, beta float32
+			}{
+				{3000, 256, []int{100, 100}, 1, 1},
+				{2500, 200, []int{37, 64, 5}, 1, 0},
+				{1030, 150, []int{128, 1}, 1, 0.5},
+				{3000, 256, []int{100, 100}, 0.75, 1},
+				{300, 256, []int{100, 100}, 1, 1}, // too shallow: separate products
+				{2000, 64, []int{100, 100}, 1, 1}, // too few rows: separate products
+			} {
+				r := rand.New(rand.NewPCG(uint64(tc.k), uint64(len(tc.cols))))
+				g := randMatrix(r, tc.k, tc.m)
+				var xs, got, want []Matrix
+				for _, c := range tc.cols {
+					xs = append(xs, randMatrix(r, tc.k, c))
+					w := randMatrix(r, tc.m, c)
+					want, got = append(want, w), append(got, w.Clone())
+				}
+				for i := range xs {
+					if err := Gemm(Trans, NoTrans, tc.alpha, g, xs[i], tc.beta, want[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := GemmTNMulti(tc.alpha, g, xs, tc.beta, got); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					for e := range got[i].Data {
+						w, d := want[i].Data[e], got[i].Data[e]
+						if tc.alpha == 1 && math.Float32bits(d) != math.Float32bits(w) || math.Abs(float64(d-w)) > 1e-5*(1+math.Abs(float64(w))) {
+							t.Fatalf("threads %d, %+v: C[%d] element %d = %v, separate product %v", threads, tc, i, e, got[i].Data[e], want[i].Data[e])
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestGemmTNMultiErrors checks that mismatched shapes and aliased outputs
+// are errors, not panics.
+func TestGemmTNMultiErrors(t *testing.T) {
+	g, x := New(10, 4), New(10, 3)
+	c := New(4, 3)
+	for name, call := range map[string]func() error{
+		"count": func() error { return GemmTNMulti(1, g, []Matrix{x}, 0, nil) },
+		"rows":  func() error { return GemmTNMulti(1, g, []Matrix{New(9, 3)}, 0, []Matrix{c}) },
+		"out":   func() error { return GemmTNMulti(1, g, []Matrix{x}, 0, []Matrix{New(3, 4)}) },
+		"alias": func() error { return GemmTNMulti(1, g, []Matrix{x, x}, 0, []Matrix{c, c}) },
+		"aliasedG": func() error {
+			return GemmTNMulti(1, g, []Matrix{g}, 0, []Matrix{{Rows: 4, Cols: 4, Data: g.Data[:16]}})
+		},
+	} {
+		if err := call(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestGemmNTMulti checks that a sum of products computed in one pass over
+// C is bitwise the separate products (the first with beta, the last with
+// the epilogue), for shapes that take the one-pass path and shapes that
+// fall back, on one thread and on several, in every kernel set.
+func TestGemmNTMulti(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		defer SetThreads(Threads())
+		for _, threads := range []int{1, 3} {
+			SetThreads(threads)
+			for _, tc := range []struct {
+				m, n int
+				ks   []int
+				beta float32
+				ep   bool
+			}{
+				{1000, 256, []int{100, 100}, 0, true},
+				{777, 130, []int{37, 64, 5}, 1, false},
+				{500, 16, []int{300, 3}, 0.5, true},
+				{301, 40, []int{700}, 0, true},         // one term
+				{50, 600, []int{20, 30}, 0, true},      // few rows, many columns: swapped products
+				{300, 256, []int{1500, 1500}, 1, true}, // too deep to pack whole
+			} {
+				r := rand.New(rand.NewPCG(uint64(tc.m), uint64(tc.n)))
+				var xs, ws []Matrix
+				for _, k := range tc.ks {
+					xs, ws = append(xs, randMatrix(r, tc.m, k)), append(ws, randMatrix(r, tc.n, k))
+				}
+				want := randMatrix(r, tc.m, tc.n)
+				got := want.Clone()
+				ep := Epilogue{}
+				if tc.ep {
+					ep = Epilogue{Bias: randMatrix(r, 1, tc.n).Data, ReLU: true}
+				}
+				beta := tc.beta
+				for i := range xs {
+					e := Epilogue{}
+					if i == len(xs)-1 {
+						e = ep
+					}
+					if err := GemmEpilogue(NoTrans, Trans, 1, xs[i], ws[i], beta, want, e); err != nil {
+						t.Fatal(err)
+					}
+					beta = 1
+				}
+				if err := GemmNTMulti(xs, ws, tc.beta, got, ep); err != nil {
+					t.Fatal(err)
+				}
+				for e := range got.Data {
+					if math.Float32bits(got.Data[e]) != math.Float32bits(want.Data[e]) {
+						t.Fatalf("threads %d, %+v: element %d = %v, separate products %v", threads, tc, e, got.Data[e], want.Data[e])
+					}
+				}
+			}
+		}
+	})
+	g := New(4, 3)
+	for name, err := range map[string]error{
+		"count": GemmNTMulti([]Matrix{g}, nil, 0, New(4, 2), Epilogue{}),
+		"shape": GemmNTMulti([]Matrix{g}, []Matrix{New(2, 4)}, 0, New(4, 2), Epilogue{}),
+		"bias":  GemmNTMulti([]Matrix{g}, []Matrix{New(2, 3)}, 0, New(4, 2), Epilogue{Bias: []float32{1}}),
+		"alias": GemmNTMulti([]Matrix{g}, []Matrix{New(2, 3)}, 0, Matrix{Rows: 4, Cols: 2, Data: g.Data[:8]}, Epilogue{}),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestEpilogueDropout checks the epilogue's row dropout against
+// DropoutRows after a separate bias and ReLU, applied to whole rows and to
+// rows cut into segments at columns that are and are not multiples of a
+// draw's four lanes.
+func TestEpilogueDropout(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 5))
+		for _, tc := range []struct {
+			rows, cols int
+			cuts       []int
+		}{{9, 256, nil}, {5, 100, []int{32, 64}}, {7, 1100, []int{5, 13, 600}}, {3, 3, []int{1}}} {
+			c := randMatrix(r, tc.rows, tc.cols)
+			keys := make([]int32, tc.rows)
+			for i := range keys {
+				keys[i] = int32(r.IntN(1000))
+			}
+			ep := Epilogue{Bias: randMatrix(r, 1, tc.cols).Data, ReLU: true, Dropout: RowDropout{P: 0.3, Seed: 11, Keys: keys}}
+			want := c.Clone()
+			for i := 0; i < want.Rows; i++ {
+				biasReLUGeneric(want.Row(i), ep.Bias, true)
+			}
+			if err := DropoutRows(want, Matrix{}, want, 0.3, 11, keys); err != nil {
+				t.Fatal(err)
+			}
+			got := c.Clone()
+			for i := 0; i < got.Rows; i++ {
+				row := got.Row(i)
+				cuts := append(append([]int{0}, tc.cuts...), tc.cols)
+				for k := 0; k+1 < len(cuts); k++ {
+					ep.apply(row[cuts[k]:cuts[k+1]], i, cuts[k], ep.scratch())
+				}
+			}
+			for e := range want.Data {
+				if math.Float32bits(got.Data[e]) != math.Float32bits(want.Data[e]) {
+					t.Fatalf("%+v: element %d = %v, DropoutRows after bias and ReLU %v", tc, e, got.Data[e], want.Data[e])
+				}
+			}
+		}
+		if err := GemmEpilogue(NoTrans, NoTrans, 1, New(2, 2), New(2, 2), 0, New(2, 2), Epilogue{Dropout: RowDropout{P: 0.5, Keys: []int32{1}}}); err == nil {
+			t.Error("dropout keys for 1 of 2 rows: no error")
+		}
+	})
 }

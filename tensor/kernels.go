@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // Why hand-written kernels: Go does not auto-vectorize, and no pure-Go
@@ -36,11 +34,13 @@ type kernelSet struct {
 	// biasReLU sets seg = act(seg + bias) (bias may be nil; act is ReLU
 	// when relu): the GEMM epilogue.
 	biasReLU func(seg, bias []float32, relu bool)
-	// reluMask sets o = g where y > 0 and 0 elsewhere (ReLU backward).
-	reluMask func(o, g, y []float32)
-	// dropout sets d = s ⊙ factor for the dropout factors stream r draws
-	// (threshold thr on 16-bit lanes, kept elements scaled by keep).
-	dropout func(d, s []float32, r *rng.Rand, thr uint64, keep float32)
+	// reluMask sets o = g*scale where y > 0 and 0 elsewhere (ReLU
+	// backward; scale is a fused dropout's keep factor, or 1).
+	reluMask func(o, g, y []float32, scale float32)
+	// dropout sets d = s ⊙ factor for the dropout factors of lanes
+	// (drawn 16-bit lanes, one per element: kept, scaled by keep, where
+	// lanes[i] >= thr; s must not be nil).
+	dropout func(d, s []float32, lanes []uint16, thr uint64, keep float32)
 }
 
 var (
@@ -66,7 +66,7 @@ func init() {
 		wide: &microKernel{mr: 4, nr: 4, fn: gemmKernelGeneric},
 		axpy: axpyGeneric, dot: dotGeneric,
 		axpyPF:   func(alpha float32, x, y, _ []float32) { axpyGeneric(alpha, x, y) },
-		biasReLU: biasReLUGeneric, reluMask: reluMaskGeneric, dropout: dropoutApplyGeneric,
+		biasReLU: biasReLUGeneric, reluMask: reluMaskGeneric, dropout: dropoutGeneric,
 	})
 	registerArchKernels()
 	// GRAPHMILL_KERNEL=generic (or avx2, avx512) overrides the choice.

@@ -2,9 +2,11 @@ package tensor
 
 import (
 	"fmt"
-	"github.com/graphmill/graphmill/internal/rng"
 	"math"
+	"sync"
 	"sync/atomic"
+
+	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // This file holds the dense elementwise and row-wise kernels. Forward
@@ -275,29 +277,48 @@ func DropoutRows(dst, mask, x Matrix, p float64, seed uint64, keys []int32) erro
 	thr, factors := dropoutParams(p)
 	keep := factors[1]
 	c := x.Cols
-	return parallelFor(x.Rows, max(1, dropoutChunk/max(1, c)), func(lo, hi int) {
-		// Each row runs the dropout kernel (vectorised where the CPU
-		// allows) on its own stream; the mask, when asked for, is the same
-		// stream applied to a row of ones, so it holds exactly the factors
-		// that multiplied the row.
+	return timedRows(len(x.Data), x.Rows, max(1, dropoutChunk/max(1, c)), func(lo, hi int) {
+		// Rows are drawn a block at a time: each row's stream writes its
+		// lanes into one buffer, back to back, and one vectorised pass
+		// applies the block's lanes to its rows (contiguous in x), so a
+		// narrow row costs a seed and its draws, not a kernel call. A row
+		// wider than the buffer is drawn and applied in parts.
+		lp := getLanes()
+		defer putLanes(lp)
+		buf := *lp
 		var r rng.Rand
-		var ones []float32
-		if !noMask {
-			ones = make([]float32, c)
-			for j := range ones {
-				ones[j] = 1
+		apply := func(e0 int, lanes []uint16) {
+			e1 := e0 + len(lanes)
+			ks().dropout(dst.Data[e0:e1], x.Data[e0:e1], lanes, thr, keep)
+			if !noMask {
+				dropoutGeneric(mask.Data[e0:e1], nil, lanes, thr, keep)
 			}
 		}
-		for i := lo; i < hi; i++ {
-			rs := seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15
-			r.Seed(rs)
-			ks().dropout(dst.Data[i*c:(i+1)*c], x.Data[i*c:(i+1)*c], &r, thr, keep)
-			if !noMask {
-				r.Seed(rs)
-				ks().dropout(mask.Data[i*c:(i+1)*c], ones, &r, thr, keep)
+		for i := lo; i < hi; {
+			if c > len(buf) {
+				r.Seed(rowSeed(seed, keys[i]))
+				for off := 0; off < c; off += len(buf) {
+					lanes := buf[:min(len(buf), c-off)]
+					r.Lanes16(lanes)
+					apply(i*c+off, lanes)
+				}
+				i++
+				continue
 			}
+			j := min(hi, i+len(buf)/c)
+			for k := i; k < j; k++ {
+				r.Seed(rowSeed(seed, keys[k]))
+				r.Lanes16(buf[(k-i)*c : (k-i+1)*c])
+			}
+			apply(i*c, buf[:(j-i)*c])
+			i = j
 		}
 	})
+}
+
+// rowSeed is the seed of the dropout stream of the row keyed by key.
+func rowSeed(seed uint64, key int32) uint64 {
+	return seed ^ uint64(uint32(key))*0x9e3779b97f4a7c15
 }
 
 // DropoutMaskSegments is DropoutMask with segment i's factors,
@@ -323,7 +344,7 @@ func DropoutMaskSegments(mask Matrix, p float64, seed uint64, offsets []int64, k
 	return parallelFor(len(keys), 256, func(lo, hi int) {
 		var r rng.Rand
 		for i := lo; i < hi; i++ {
-			r.Seed(seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15)
+			r.Seed(rowSeed(seed, keys[i]))
 			ms := mask.Data[offsets[i]:offsets[i+1]]
 			var bits uint64
 			for j := range ms {
@@ -371,7 +392,7 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 				ms = mask[i0:i1]
 			}
 			if ms == nil && x != nil {
-				ks().dropout(dst[i0:i1], x[i0:i1], r, thr, factors[1])
+				dropoutStream(dst[i0:i1], x[i0:i1], r, thr, factors[1])
 				continue
 			}
 			var bits uint64
@@ -394,31 +415,62 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 	})
 }
 
-// dropoutApplyGeneric sets d = s ⊙ factor for the factors the stream r draws
-// (the same as drawDropout's general loop: four 16-bit lanes per draw,
-// lowest first), four elements per draw, without a branch or a table.
-func dropoutApplyGeneric(d, s []float32, r *rng.Rand, thr uint64, keep float32) {
-	d = d[:len(s)]
+// dropoutLanes is the number of 16-bit lanes a dropout kernel draws ahead
+// and then applies in one pass.
+const dropoutLanes = 4096
+
+// lanePool holds dropout lane buffers (dropoutLanes long). A stack
+// buffer handed to a kernel set's function (an indirect call) escapes to
+// the heap, so the buffers are pooled instead: no allocation per call.
+var lanePool = sync.Pool{New: func() any {
+	b := make([]uint16, dropoutLanes)
+	return &b
+}}
+
+func getLanes() *[]uint16 { return lanePool.Get().(*[]uint16) }
+
+// putLanes returns a buffer from getLanes (nil: none).
+func putLanes(b *[]uint16) {
+	if b != nil {
+		lanePool.Put(b)
+	}
+}
+
+// dropoutStream sets d = s ⊙ factor for the factors the stream r draws
+// (one 16-bit lane per element, four per draw, lowest first): the lanes
+// are drawn a buffer at a time and applied by the kernel set's dropout.
+func dropoutStream(d, s []float32, r *rng.Rand, thr uint64, keep float32) {
+	lp := getLanes()
+	defer putLanes(lp)
+	buf := *lp
+	for off := 0; off < len(s); off += len(buf) {
+		lanes := buf[:min(len(buf), len(s)-off)]
+		r.Lanes16(lanes)
+		ks().dropout(d[off:off+len(lanes)], s[off:off+len(lanes)], lanes, thr, keep)
+	}
+}
+
+// dropoutGeneric sets d[i] = s[i] * factor, the factor being keep where
+// lanes[i] >= thr and 0 below (branch-free); nil s stands for ones, so d
+// receives the factors themselves.
+func dropoutGeneric(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 	kb := uint64(math.Float32bits(keep))
-	one := func(bits uint64) float32 {
-		k := 1 ^ ((bits&0xffff - thr) >> 63) // 1: keep
-		return math.Float32frombits(uint32(kb & -k))
-	}
-	i := 0
-	for ; i+4 <= len(s); i += 4 {
-		bits := r.Uint64()
-		d[i] = s[i] * one(bits)
-		d[i+1] = s[i+1] * one(bits>>16)
-		d[i+2] = s[i+2] * one(bits>>32)
-		d[i+3] = s[i+3] * one(bits>>48)
-	}
-	if i < len(s) {
-		bits := r.Uint64()
-		for ; i < len(s); i++ {
-			d[i] = s[i] * one(bits)
-			bits >>= 16
+	lanes = lanes[:len(d)]
+	for i, l := range lanes {
+		k := 1 ^ ((uint64(l) - thr) >> 63) // 1: keep
+		f := math.Float32frombits(uint32(kb & -k))
+		if s != nil {
+			f *= s[i]
 		}
+		d[i] = f
 	}
+}
+
+// DropoutFactors returns the factors Dropout multiplies a dropped and a
+// kept element by for probability p: 0 and float32(1/(1-p)).
+func DropoutFactors(p float64) (dropped, kept float32) {
+	_, f := dropoutParams(p)
+	return f[0], f[1]
 }
 
 // dropoutParams returns the 16-bit drop threshold and the factors of a

@@ -45,6 +45,9 @@ type Options struct {
 	BatchSize int
 	Workers   int
 	Threads   int
+	// Dropout is the dropout probability of every layer's input (the
+	// training default, train.Defaults(nn.SAGE), in Quick and Full).
+	Dropout float64
 	// Dir holds the synthetic dataset (reused when it matches).
 	Dir string
 	// Epoch, if set, is called after every epoch.
@@ -54,8 +57,8 @@ type Options struct {
 // Quick and Full are the standard sizes (Full: 1M nodes, 20M edges, 100
 // features, the graph PyG's published CPU numbers were measured on).
 var (
-	Quick = Options{Nodes: 100_000, Edges: 2_000_000, FeatureDim: 100, TrainFrac: 0.1, Epochs: 2, Hidden: 256, Fanouts: []int{25, 10}, BatchSize: 1024}
-	Full  = Options{Nodes: 1_000_000, Edges: 20_000_000, FeatureDim: 100, TrainFrac: 0.1, Epochs: 2, Hidden: 256, Fanouts: []int{25, 10}, BatchSize: 1024}
+	Quick = Options{Nodes: 100_000, Edges: 2_000_000, FeatureDim: 100, TrainFrac: 0.1, Epochs: 2, Hidden: 256, Fanouts: []int{25, 10}, BatchSize: 1024, Dropout: train.Defaults(nn.SAGE).Model.Dropout}
+	Full  = Options{Nodes: 1_000_000, Edges: 20_000_000, FeatureDim: 100, TrainFrac: 0.1, Epochs: 2, Hidden: 256, Fanouts: []int{25, 10}, BatchSize: 1024, Dropout: train.Defaults(nn.SAGE).Model.Dropout}
 )
 
 // Report is the benchmark's result. Times are per epoch, averaged over
@@ -92,6 +95,7 @@ type Report struct {
 	BatchSize      int     `json:"batch_size"`
 	Fanouts        []int   `json:"fanouts"`
 	Hidden         int     `json:"hidden"`
+	Dropout        float64 `json:"dropout"`
 	Epochs         int     `json:"epochs"`
 	Threads        int     `json:"threads"`
 	Kernel         string  `json:"kernel"`
@@ -181,6 +185,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	d.AdviseHuge()
 	cfg := train.Defaults(nn.SAGE)
 	cfg.Model.Hidden = o.Hidden
+	cfg.Model.Dropout = o.Dropout
 	cfg.Model.Layers = len(o.Fanouts)
 	cfg.Fanouts, cfg.BatchSize = o.Fanouts, o.BatchSize
 	cfg.Epochs, cfg.SkipEval = o.Epochs, true
@@ -238,7 +243,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{
 		Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Seeds: len(d.Train), BatchSize: o.BatchSize,
-		Fanouts: o.Fanouts, Hidden: o.Hidden, Epochs: s.Epochs, Threads: tensor.Threads(), Kernel: tensor.Kernel(),
+		Fanouts: o.Fanouts, Hidden: o.Hidden, Dropout: o.Dropout, Epochs: s.Epochs, Threads: tensor.Threads(), Kernel: tensor.Kernel(),
 		Ceilings: ceil,
 	}
 	rep.summarise(steady)

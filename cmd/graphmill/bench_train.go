@@ -19,6 +19,7 @@ func init() {
 		dir             string
 		epochs, threads int
 		workers, batch  int
+		dropout         float64
 	)
 	c := &cobra.Command{
 		Use:   "train",
@@ -45,6 +46,12 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 				o.BatchSize = batch
 			}
 			o.Threads, o.Workers = threads, workers
+			if cmd.Flags().Changed("dropout") {
+				if !(dropout >= 0 && dropout < 1) {
+					return fmt.Errorf("--dropout %v: want a probability in [0, 1)", dropout)
+				}
+				o.Dropout = dropout
+			}
 			o.Dir = dir
 			if o.Dir == "" {
 				o.Dir = filepath.Join(builtin.CacheDir(), fmt.Sprintf("bench-train-%d-%d-%d", o.Nodes, o.Edges, o.FeatureDim))
@@ -65,8 +72,8 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 				return writeJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "GraphSAGE hidden %d, fanouts %v, batch %d on %s nodes / %s edges / %d features (%s seeds per epoch), %d threads, %s kernels\n",
-				rep.Hidden, rep.Fanouts, rep.BatchSize, units.Count(rep.Nodes), units.Count(rep.Edges), rep.FeatureDim, units.Count(rep.Seeds), rep.Threads, rep.Kernel)
+			fmt.Fprintf(w, "GraphSAGE hidden %d, dropout %g, fanouts %v, batch %d on %s nodes / %s edges / %d features (%s seeds per epoch), %d threads, %s kernels\n",
+				rep.Hidden, rep.Dropout, rep.Fanouts, rep.BatchSize, units.Count(rep.Nodes), units.Count(rep.Edges), rep.FeatureDim, units.Count(rep.Seeds), rep.Threads, rep.Kernel)
 			fmt.Fprintf(w, "epoch %s: %s seeds/s\n", units.Duration(secs(rep.EpochSeconds)), units.Count(rep.SeedsPerSecond))
 			fmt.Fprintf(w, "  compute %s, waiting %s (%.1f%% of the epoch); in the loader's goroutines: sample %s, gather %s\n",
 				units.Duration(secs(rep.ComputeSeconds)), units.Duration(secs(rep.WaitSeconds)), 100*rep.WaitFraction,
@@ -88,5 +95,6 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 	c.Flags().IntVar(&batch, "batch", 1024, "seeds per minibatch")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (0 = all cores)")
 	c.Flags().IntVar(&workers, "workers", 0, "sampling goroutines (0 = all cores)")
+	c.Flags().Float64Var(&dropout, "dropout", trainbench.Quick.Dropout, "dropout probability of every layer's input (the training default; 0: none, as in the issue's PyG comparison)")
 	benchCmd.AddCommand(c)
 }

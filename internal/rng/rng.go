@@ -24,6 +24,35 @@ func (r *Rand) Uint64() uint64 {
 	return hi ^ lo
 }
 
+// Skip advances the stream by n draws (as n calls of Uint64 would) at
+// the cost of one: the state is a counter.
+func (r *Rand) Skip(n uint64) { r.state += n * 0xa0761d6478bd642f }
+
+// Lanes16 fills dst with the next len(dst) 16-bit lanes of the stream:
+// four per Uint64 draw, lowest first; a trailing partial draw is consumed
+// whole. It equals calling Uint64 ceil(len(dst)/4) times and splitting the
+// results, with the state kept in a register (dropout draws its masks so).
+func (r *Rand) Lanes16(dst []uint16) {
+	s := r.state
+	i := 0
+	for ; i+4 <= len(dst); i += 4 {
+		s += 0xa0761d6478bd642f
+		hi, lo := bits.Mul64(s, s^0xe7037ed1a0b428db)
+		v := hi ^ lo
+		l := dst[i : i+4 : i+4]
+		l[0], l[1], l[2], l[3] = uint16(v), uint16(v>>16), uint16(v>>32), uint16(v>>48)
+	}
+	if i < len(dst) {
+		s += 0xa0761d6478bd642f
+		hi, lo := bits.Mul64(s, s^0xe7037ed1a0b428db)
+		for v := hi ^ lo; i < len(dst); i++ {
+			dst[i] = uint16(v)
+			v >>= 16
+		}
+	}
+	r.state = s
+}
+
 // IntN returns a uniform int in [0, n) for n > 0 (Lemire's multiply-shift,
 // with the rejection step that makes it exactly uniform).
 func (r *Rand) IntN(n int) int {

@@ -63,3 +63,39 @@ func BenchmarkIntN(b *testing.B) {
 	}
 	_ = s
 }
+
+// TestLanes16 checks that Lanes16 splits exactly the Uint64 draws, four
+// lanes each, lowest first, and continues the stream across calls and
+// partial draws.
+func TestLanes16(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 4, 5, 8, 13, 100, 257} {
+		a, b := New(uint64(n)), New(uint64(n))
+		got := make([]uint16, n)
+		a.Lanes16(got)
+		for i := 0; i < n; i += 4 {
+			v := b.Uint64()
+			for j := i; j < min(i+4, n); j++ {
+				if got[j] != uint16(v>>(16*(j-i))) {
+					t.Fatalf("n=%d: lane %d = %#x, draw gives %#x", n, j, got[j], uint16(v>>(16*(j-i))))
+				}
+			}
+		}
+		if a.Uint64() != b.Uint64() {
+			t.Fatalf("n=%d: stream not continued after Lanes16", n)
+		}
+	}
+}
+
+// TestSkip checks that Skip(n) lands where n draws would.
+func TestSkip(t *testing.T) {
+	for _, n := range []uint64{0, 1, 7, 1000} {
+		a, b := New(9), New(9)
+		a.Skip(n)
+		for range n {
+			b.Uint64()
+		}
+		if a.Uint64() != b.Uint64() {
+			t.Fatalf("Skip(%d) is not %d draws", n, n)
+		}
+	}
+}

@@ -24,9 +24,9 @@ type Term struct {
 
 // Dense returns act(Σ_k terms[k].X[:rows]·terms[k].Wᵀ + b) as one op: the
 // products are accumulated into one output, and the bias and activation
-// are applied by the last product's epilogue (tensor.GemmEpilogue), so
-// none of the sums, the bias add or the activation makes a matrix or a
-// pass of its own; reading only the first rows of an input replaces a
+// are applied by the products' epilogue (tensor.GemmNTMulti: one pass
+// over the output for all products), so none of the sums, the bias add or
+// the activation makes a matrix or a pass of its own; reading only the first rows of an input replaces a
 // copy of them (a GraphSAGE layer's root term reads its destinations, the
 // first rows of its sources). b may be nil. Backward computes the
 // activation's gradient and the bias's in one pass and feeds the
@@ -38,6 +38,21 @@ type Term struct {
 // product deeper than one depth block (256) is added to the running sum
 // block by block.
 func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
+	return t.DenseDropout(rows, terms, b, act, tensor.RowDropout{})
+}
+
+// DenseDropout is Dense with node-keyed dropout (tensor.DropoutRows)
+// applied to its ReLU output in the same epilogue: the next layer's input
+// dropout fused into this layer. Its output equals DropoutRows(Dense(...))
+// bitwise, and so does the gradient it passes back (the ReLU's mask of the
+// dropped output is the ReLU's and the dropout's together, so backward
+// multiplies by the kept factor instead of drawing the mask again), with
+// one matrix and two passes over it fewer. drop.P > 0 needs act ActReLU
+// and a key per output row.
+func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop tensor.RowDropout) *Var {
+	if drop.P != 0 && (act != ActReLU || len(drop.Keys) != rows) {
+		shapePanic("Dense", "dropout needs the ReLU and a key per row (%v, %d keys for %d rows)", act, len(drop.Keys), rows)
+	}
 	if len(terms) == 0 {
 		shapePanic("Dense", "no terms")
 	}
@@ -76,34 +91,41 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 			order = append(order, k)
 		}
 	}
-	ep := tensor.Epilogue{ReLU: act == ActReLU}
+	ep := tensor.Epilogue{ReLU: act == ActReLU, Dropout: drop}
 	if b != nil {
 		ep.Bias = b.Value.Data
 	}
 	out := t.get(rows, n)
+	var xs, ws []tensor.Matrix // the products, summed in one pass over out
 	for i, k := range order {
 		tm := terms[k]
 		x := tm.X.Value.RowSlice(0, rows)
-		if tm.W == nil {
-			last := i == len(order)-1
-			switch {
-			case i == 0 && last: // act(x + b) in one pass
-				must("Dense", tensor.BiasAct(out, x, ep.Bias, ep.ReLU))
-			case i == 0:
-				copy(out.Data, x.Data)
-			default:
-				must("Dense", tensor.AddScaled(out, 1, x))
-			}
-			if last && i > 0 {
-				must("Dense", tensor.BiasAct(out, out, ep.Bias, ep.ReLU))
+		last := i == len(order)-1
+		if tm.W != nil {
+			xs, ws = append(xs, x), append(ws, tm.W.Value)
+			if last { // accumulating onto the unweighted terms, if any
+				must("Dense", tensor.GemmNTMulti(xs, ws, beta(len(xs) < len(order)), out, ep))
 			}
 			continue
 		}
-		e := tensor.Epilogue{}
-		if i == len(order)-1 {
-			e = ep
+		switch {
+		case i == 0 && last: // act(x + b) in one pass
+			must("Dense", tensor.BiasAct(out, x, ep.Bias, ep.ReLU))
+		case i == 0:
+			copy(out.Data, x.Data)
+		default:
+			must("Dense", tensor.AddScaled(out, 1, x))
 		}
-		must("Dense", tensor.GemmEpilogue(tensor.NoTrans, tensor.Trans, 1, x, tm.W.Value, beta(i > 0), out, e))
+		if last && i > 0 {
+			must("Dense", tensor.BiasAct(out, out, ep.Bias, ep.ReLU))
+		}
+		if last && drop.P != 0 {
+			must("Dense", tensor.DropoutRows(out, tensor.Matrix{}, out, drop.P, drop.Seed, drop.Keys))
+		}
+	}
+	keep := float32(1)
+	if drop.P != 0 {
+		_, keep = tensor.DropoutFactors(drop.P)
 	}
 	inputs := make([]*Var, 0, 2*len(terms)+1)
 	for _, tm := range terms {
@@ -126,13 +148,34 @@ func (t *Tape) Dense(rows int, terms []Term, b *Var, act Activation) *Var {
 			gz = t.get(g.Rows, g.Cols)
 		}
 		if act == ActReLU || db != nil {
-			if err := tensor.ReLUGradBias(gz, out, g, db, act == ActReLU); err != nil {
+			if err := tensor.ReLUGradBiasScaled(gz, out, g, db, act == ActReLU, keep); err != nil {
+				return err
+			}
+		}
+		// dW += gzᵀ·X for every weight, in one call so that gz, the large
+		// operand, is packed once (a weight used by two terms: one by one).
+		var xs, dws []tensor.Matrix
+		shared := false
+		for k, tm := range terms {
+			if tm.W == nil || !tm.W.requiresGrad {
+				continue
+			}
+			for _, o := range terms[:k] {
+				shared = shared || o.W == tm.W
+			}
+			xs, dws = append(xs, tm.X.Value.RowSlice(0, rows)), append(dws, tm.W.grad())
+		}
+		if shared {
+			xs = nil
+		}
+		if xs != nil {
+			if err := tensor.GemmTNMulti(1, gz, xs, 1, dws); err != nil {
 				return err
 			}
 		}
 		for _, tm := range terms {
 			x := tm.X.Value.RowSlice(0, rows)
-			if tm.W != nil && tm.W.requiresGrad { // dW += gzᵀ·X
+			if tm.W != nil && tm.W.requiresGrad && xs == nil { // dW += gzᵀ·X
 				if err := tensor.Gemm(tensor.Trans, tensor.NoTrans, 1, gz, x, 1, tm.W.grad()); err != nil {
 					return err
 				}
