@@ -195,7 +195,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		tensor.SetThreads(o.Threads)
 	}
 	cfg.NormalizeFeatures = false
-	ceil, err := measureCeilings(d.Features, o.FeatureDim, o.Hidden, o.BatchSize)
+	ceil, err := measureCeilings(d.Features, o.FeatureDim, o.Hidden, o.BatchSize, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -227,19 +227,30 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Measured again after training (features now mapped in, the machine
-	// warm): each ceiling is the better of the two readings, so a reading
-	// slowed by a busy neighbour or first-touch page faults does not make
-	// the efficiency look better than it is.
-	if after, err := measureCeilings(d.Features, o.FeatureDim, o.Hidden, o.BatchSize); err == nil {
-		ceil = ceil.best(after)
-	}
 	s := res.Summary
 	if s.Epochs == 0 || len(all) == 0 {
 		return nil, fmt.Errorf("trainbench: no epoch ran")
 	}
 	if len(steady) == 0 {
 		steady = all
+	}
+	// Measured twice again after training (features now mapped in, the
+	// machine warm): each ceiling is the best of the readings, so a
+	// reading slowed by a busy neighbour or first-touch page faults does
+	// not make the efficiency look better than it is. The gather's ceiling
+	// is measured only here: it copies as many rows per batch as the steps
+	// gathered, into a buffer of that size (as 'bench sample' measures
+	// it), since a smaller buffer would stay in cache and a batch's does
+	// not.
+	var rows, batches int64
+	for _, e := range steady {
+		rows, batches = rows+e.st.GatheredRows, batches+int64(e.st.Batches)
+	}
+	perBatch := int(rows / max(batches, 1))
+	for range 2 {
+		if after, err := measureCeilings(d.Features, o.FeatureDim, o.Hidden, o.BatchSize, perBatch); err == nil {
+			ceil = ceil.best(after)
+		}
 	}
 	rep := &Report{
 		Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Seeds: len(d.Train), BatchSize: o.BatchSize,
@@ -380,8 +391,10 @@ func (c Ceilings) best(o Ceilings) Ceilings {
 // measureCeilings measures, with the kernel threads the training uses,
 // the GEMM rate on the first layer's products, random-row reads of the
 // feature table (aggregation: on every kernel thread; gather: on one
-// goroutine, as the loader gathers) and the cost of a fresh allocation.
-func measureCeilings(feats []float32, dim, hidden, batch int) (Ceilings, error) {
+// goroutine, as the loader gathers, gatherRows rows per batch into a
+// buffer of that many rows; not measured when gatherRows is 0) and the
+// cost of a fresh allocation.
+func measureCeilings(feats []float32, dim, hidden, batch, gatherRows int) (Ceilings, error) {
 	var c Ceilings
 	rows := 8 * batch
 	r := rng.New(7)
@@ -440,8 +453,10 @@ func measureCeilings(feats []float32, dim, hidden, batch int) (Ceilings, error) 
 		agg := membench.RandomRows(feats, dim, rows, nt, 150*time.Millisecond)
 		c.AggregateValuesPerSec = agg.PerSec * float64(dim)
 		c.AggregateValuesPerCPU = agg.CPUPerSec / float64(nt) * float64(dim)
-		g := membench.RandomRows(feats, dim, rows, 1, 150*time.Millisecond)
-		c.GatherRowsPerSec, c.GatherRowsPerCPU = g.PerSec, g.CPUPerSec
+		if gatherRows > 0 {
+			g := membench.RandomRows(feats, dim, gatherRows, 1, 150*time.Millisecond)
+			c.GatherRowsPerSec, c.GatherRowsPerCPU = g.PerSec, g.CPUPerSec
+		}
 	}
 	const fresh = 64 << 20
 	t0 := time.Now()
