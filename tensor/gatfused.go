@@ -157,8 +157,9 @@ func GATForward(out, el, er Matrix, alpha, keep []float32, g *CSR, h, aSrc, aDst
 	})
 }
 
-// segmentFactors fills ms with the dropout factors the stream r draws, as
-// DropoutMaskSegments does for one segment (four 16-bit lanes per draw).
+// segmentFactors fills ms with the dropout factors the stream r draws
+// (four 16-bit lanes per draw): one segment of DropoutMaskSegments, and
+// the attention dropout drawn inside the GAT kernels.
 func segmentFactors(ms []float32, r *rng.Rand, thr uint64, factors [2]float32) {
 	var bits uint64
 	for j := range ms {

@@ -345,16 +345,7 @@ func DropoutMaskSegments(mask Matrix, p float64, seed uint64, offsets []int64, k
 		var r rng.Rand
 		for i := lo; i < hi; i++ {
 			r.Seed(rowSeed(seed, keys[i]))
-			ms := mask.Data[offsets[i]:offsets[i+1]]
-			var bits uint64
-			for j := range ms {
-				if j&3 == 0 {
-					bits = r.Uint64()
-				}
-				k := 1 ^ ((bits&0xffff - thr) >> 63)
-				bits >>= 16
-				ms[j] = factors[k&1]
-			}
+			segmentFactors(mask.Data[offsets[i]:offsets[i+1]], &r, thr, factors)
 		}
 	})
 }

@@ -2,13 +2,10 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/bench/trainbench"
-	"github.com/graphmill/graphmill/dataset/builtin"
-	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/train"
@@ -42,17 +39,9 @@ the hidden layer's, measured in the same run. The synthetic dataset is generated
 			if quick {
 				o.Options = trainbench.Quick
 			}
-			o.Epochs, o.Threads, o.Dir = epochs, threads, dir
-			if o.Dir == "" {
-				o.Dir = filepath.Join(builtin.CacheDir(), fmt.Sprintf("bench-train-%d-%d-%d", o.Nodes, o.Edges, o.FeatureDim))
-			}
-			if err := cli.Step("synthetic dataset ready", func() error { return trainbench.Prepare(cmd.Context(), o.Options) }); err != nil {
+			o.Epochs, o.Threads = epochs, threads
+			if err := prepareTrainBench(cmd, &o.Options, dir, asJSON); err != nil {
 				return err
-			}
-			if !asJSON {
-				o.Epoch = func(s train.EpochStats) {
-					fmt.Fprintf(cli.Stderr, "epoch %d: %s, loss %.4f\n", s.Epoch, units.Duration(secs(s.Seconds)), s.Loss)
-				}
 			}
 			rep, err := trainbench.RunGraph(cmd.Context(), o)
 			if err != nil {

@@ -52,17 +52,8 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 				}
 				o.Dropout = dropout
 			}
-			o.Dir = dir
-			if o.Dir == "" {
-				o.Dir = filepath.Join(builtin.CacheDir(), fmt.Sprintf("bench-train-%d-%d-%d", o.Nodes, o.Edges, o.FeatureDim))
-			}
-			if err := cli.Step("synthetic dataset ready", func() error { return trainbench.Prepare(cmd.Context(), o) }); err != nil {
+			if err := prepareTrainBench(cmd, &o, dir, asJSON); err != nil {
 				return err
-			}
-			if !asJSON {
-				o.Epoch = func(s train.EpochStats) {
-					fmt.Fprintf(cli.Stderr, "epoch %d: %s, loss %.4f\n", s.Epoch, units.Duration(secs(s.Seconds)), s.Loss)
-				}
 			}
 			rep, err := trainbench.Run(cmd.Context(), o)
 			if err != nil {
@@ -97,4 +88,23 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 	c.Flags().IntVar(&workers, "workers", 0, "sampling goroutines (0 = all cores)")
 	c.Flags().Float64Var(&dropout, "dropout", trainbench.Quick.Dropout, "dropout probability of every layer's input (the training default; 0: none, as in the issue's PyG comparison)")
 	benchCmd.AddCommand(c)
+}
+
+// prepareTrainBench sets o's dataset directory (dir, or one in the cache
+// named by its size), generates the synthetic dataset if it is missing,
+// and prints each epoch unless the output is JSON.
+func prepareTrainBench(cmd *cobra.Command, o *trainbench.Options, dir string, asJSON bool) error {
+	o.Dir = dir
+	if o.Dir == "" {
+		o.Dir = filepath.Join(builtin.CacheDir(), fmt.Sprintf("bench-train-%d-%d-%d", o.Nodes, o.Edges, o.FeatureDim))
+	}
+	if err := cli.Step("synthetic dataset ready", func() error { return trainbench.Prepare(cmd.Context(), *o) }); err != nil {
+		return err
+	}
+	if !asJSON {
+		o.Epoch = func(s train.EpochStats) {
+			fmt.Fprintf(cli.Stderr, "epoch %d: %s, loss %.4f\n", s.Epoch, units.Duration(secs(s.Seconds)), s.Loss)
+		}
+	}
+	return nil
 }
