@@ -568,6 +568,20 @@ func Argmax(row []float32) int32 {
 	return int32(best)
 }
 
+// NLL returns -log softmax(row)[y], computed stably in float64: the
+// cross-entropy of one row of logits, as evaluation reports it.
+func NLL(row []float32, y int32) float64 {
+	m := row[0]
+	for _, x := range row {
+		m = max(m, x)
+	}
+	var z float64
+	for _, x := range row {
+		z += math.Exp(float64(x - m))
+	}
+	return math.Log(z) - float64(row[y]-m)
+}
+
 // Blocks wraps mb's blocks for the layers (nn.Block, with the local ids of
 // their sources): one block when every layer has the same block, else one
 // per layer. Layer-wise inference uses it to run one layer on a batch.

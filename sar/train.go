@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
@@ -154,11 +154,11 @@ func (e *Engine) Score(ctx context.Context, logits tensor.Matrix) (train.Evaluat
 			}
 			v[total]++
 			row := logits.Row(int(i))
-			if argmax(row) == y {
+			if engine.Argmax(row) == y {
 				v[correct]++
 			}
 			if correct == 0 {
-				v[4] += nll(row, y)
+				v[4] += engine.NLL(row, y)
 			}
 		}
 	}
@@ -178,27 +178,4 @@ func (e *Engine) Score(ctx context.Context, logits tensor.Matrix) (train.Evaluat
 		ev.TestAcc = buf[2] / buf[3]
 	}
 	return ev, nil
-}
-
-func argmax(row []float32) int32 {
-	best := 0
-	for j, v := range row {
-		if v > row[best] {
-			best = j
-		}
-	}
-	return int32(best)
-}
-
-// nll is -log softmax(row)[y], computed stably in float64.
-func nll(row []float32, y int32) float64 {
-	m := row[0]
-	for _, x := range row {
-		m = max(m, x)
-	}
-	var z float64
-	for _, x := range row {
-		z += math.Exp(float64(x - m))
-	}
-	return math.Log(z) - float64(row[y]-m)
 }

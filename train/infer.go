@@ -358,16 +358,7 @@ func nllLoss(logits tensor.Matrix, labels []int32, ids []int32) float64 {
 		if y < 0 {
 			continue
 		}
-		row := logits.Row(int(v))
-		m := row[0]
-		for _, x := range row {
-			m = max(m, x)
-		}
-		var z float64
-		for _, x := range row {
-			z += math.Exp(float64(x - m))
-		}
-		sum += math.Log(z) - float64(row[y]-m)
+		sum += engine.NLL(logits.Row(int(v)), y)
 		n++
 	}
 	if n == 0 {

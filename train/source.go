@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/engine"
@@ -67,15 +66,7 @@ func ScoreBlocks(ctx context.Context, m *nn.Model, mb *batch.MiniBatch) (correct
 		if engine.Argmax(row) == y {
 			correct++
 		}
-		mx := row[0]
-		for _, v := range row {
-			mx = max(mx, v)
-		}
-		var z float64
-		for _, v := range row {
-			z += math.Exp(float64(v - mx))
-		}
-		lossSum += math.Log(z) - float64(row[y]-mx)
+		lossSum += engine.NLL(row, y)
 		total++
 	}
 	return correct, total, lossSum, nil
