@@ -68,12 +68,19 @@ func (l *SAGEConv) plan(p *planner, s BlockShape, x pv) pv { return l.planAct(p,
 func (l *SAGEConv) planReLU(p *planner, s BlockShape, x pv) pv { return l.planAct(p, s, x, true) }
 
 func (l *SAGEConv) planAct(p *planner, s BlockShape, x pv, relu bool) pv {
-	if aggregateFirst(s, l.in, l.out) {
+	return planAggregateDense(p, s, x, l.in, l.out, relu)
+}
+
+// planAggregateDense plans a layer that aggregates over the block's edges
+// and applies one Dense op (GCN, SAGE): the aggregation runs on the inputs
+// or on their transform, whichever is narrower (aggregateFirst).
+func planAggregateDense(p *planner, s BlockShape, x pv, in, out int, relu bool) pv {
+	if aggregateFirst(s, in, out) {
 		p.aggregate(x, s.Dst)
 	} else {
-		p.aggregate(p.linear(x, l.out), s.Dst)
+		p.aggregate(p.linear(x, out), s.Dst)
 	}
-	return p.dense(s.Dst, l.out, relu)
+	return p.dense(s.Dst, out, relu)
 }
 
 // indexBytes: SAGE aggregates over the block's own edges; backward needs
