@@ -390,6 +390,18 @@ func (s *Store) Gather(ctx context.Context, ids []int32, out []float32) error {
 // statistics untouched.
 func (s *Store) gather(ids []int32, out []float32, raw bool) error {
 	dim, n := s.dim, uint32(s.n)
+	if src, ok := s.Float32Rows(); ok && s.slot == nil {
+		// The common case (float32 rows, no cache, no scaling) in a loop
+		// of nothing but the bound check and the copy: the general loop's
+		// per-row dispatch cost a fifth of the gather's rate.
+		for i, v := range ids {
+			if uint32(v) >= n {
+				return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
+			}
+			copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
+		}
+		return nil
+	}
 	var hits int
 	for i, v := range ids {
 		if uint32(v) >= n {
