@@ -73,9 +73,7 @@ func ReLUGradBiasScaled(gz, y, dy Matrix, dbias []float32, relu bool, scale floa
 					k.reluMask(o, g, y.Row(i), scale)
 				}
 				if p != nil {
-					for j, v := range o {
-						p[j] += v
-					}
+					k.axpy(1, o, p) // p += o, bitwise (1·o is exact), vectorised
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -411,22 +412,22 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 		a: a.Data, rsA: rsA, csA: csA,
 		b: b.Data, transB: tB == Trans, ldb: b.Cols,
 		c: c.Data, ldc: c.Cols,
-		alpha: alpha, beta: beta, mk: mk, ep: ep,
+		alpha: alpha, beta: beta, mk: mk, ep: ep, transA: tA == Trans,
 	}
 	kc := 256 // measured best for both the 6×16 and the 12×32 tiles
-	// A is packed when it is used transposed: the micro-kernel would
-	// otherwise read mr floats from each of kc rows far apart, a pattern the
-	// hardware prefetcher does not follow. Untransposed, the kernel reads A
-	// in place through its strides (mr sequential streams), saving a pass.
-	j.packA = tA == Trans
+	// The micro-kernel reads A in place through its strides: untransposed,
+	// mr sequential streams; transposed, mr consecutive floats from each of
+	// kc rows, one stream of constant stride that the prefetcher follows.
+	// Packing a transposed A first was measured 5–15 % slower on every
+	// weight-gradient shape tried (Xᵀ·dY, X 2708–16384 rows × 128–1433
+	// columns, dY 64–512 columns): the pass over A cost more than it saved.
 	if tA == Trans && n <= 4*mk.nr {
 		// Few column panels (e.g. a weight gradient Xᵀ·dY with up to 128
-		// outputs): a packed tile of A would be used at most four times, so
-		// stream A instead. With shallow depth blocks, the tiles of one block
-		// read kc rows of A sequentially (kc prefetcher streams), each tile
-		// stays in L1 across the panels, and C, which is small, stays in
-		// cache across blocks. Measured 1.5× faster than packing A there.
-		j.packA, j.stream, kc = false, true, 16
+		// outputs): shallow depth blocks with row tiles outer, so the tiles
+		// of one block read kc rows of A sequentially (kc prefetcher
+		// streams), each tile stays in L1 across the panels, and C, which
+		// is small, stays in cache across blocks. Measured 1.5× faster.
+		j.stream, kc = true, 16
 	}
 	// Split k into equal blocks rather than leaving a thin last one.
 	j.kc = (k + (k+kc-1)/kc - 1) / ((k + kc - 1) / kc)
@@ -459,7 +460,10 @@ func (j *gemmJob) runParallel(threads int) error {
 	}
 	if panels >= nt {
 		costN = 0
-		if j.packA {
+		if j.transA {
+			// A transposed is read with a stride, one cache line per
+			// depth per tile: every worker streaming all of it from
+			// memory costs about what packing it did.
 			costN = (nt - 1) * j.m * j.k
 		}
 	}
@@ -617,13 +621,18 @@ type gemmJob struct {
 	row0        int       // row of C's first row in the whole product (for the dropout keys)
 	mk          *microKernel
 	kc          int
-	packA       bool
-	stream      bool      // read A in place with shallow blocks, row tiles outer
-	ap          []float32 // packed A block (mc×kc), or an edge tile when A is not packed
-	tmp         []float32 // mr×nr edge output tile
-	// parts, when not nil, replace a: op(A) is [X₀ X₁ ...]ᵀ, A transposed
-	// and packed, its storage rows the parts' rows side by side
-	// (GemmTNMulti); arow holds one such row while it is packed.
+	transA      bool // op(A) is A transposed
+	stream      bool // read A in place with shallow blocks, row tiles outer
+	// ap holds the tiles of op(A) of one block that the micro-kernel cannot
+	// read in place (a last, partial tile; a tile that spans two parts),
+	// packed once for all column panels; apRows their first rows.
+	ap     []float32
+	apRows []int
+	tmp    []float32 // mr×nr edge output tile
+	// parts, when not nil, replace a: op(A) is [X₀ X₁ ...]ᵀ, A transposed,
+	// its storage rows the parts' rows side by side (GemmTNMulti); a tile
+	// within one part is read in place, and arow holds the part of a
+	// storage row while a tile that spans two parts is packed.
 	parts []aPart
 	arow  []float32
 	// terms, when not nil, are products summed into C (GemmNTMulti):
@@ -662,7 +671,7 @@ func (j *gemmJob) runTerms() error {
 	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
 	bp := getBuf(ncMax * ktot)
 	defer putBuf(bp)
-	j.ap = getBuf(mr * kcMax)
+	j.allocTiles(kcMax)
 	j.tmp = getBuf(mr * nr)
 	defer putBuf(j.ap)
 	defer putBuf(j.tmp)
@@ -771,11 +780,7 @@ func (j *gemmJob) run() error {
 		j.arow = getBuf(min(blockMC, j.m))
 		defer putBuf(j.arow)
 	}
-	if j.packA {
-		j.ap = getBuf(min(blockMC, (j.m+mr-1)/mr*mr) * kcMax)
-	} else {
-		j.ap = getBuf(mr * kcMax)
-	}
+	j.allocTiles(kcMax)
 	j.tmp = getBuf(mr * nr)
 	defer putBuf(j.ap)
 	defer putBuf(j.tmp)
@@ -909,70 +914,28 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 	}
 }
 
-// packABlock packs rows [i0, i0+mb) × depths [pc, pc+kb) of op(A) as
-// consecutive tiles for packATile. When A is transposed its storage rows
-// run along m, so the block is read row by row (sequentially, which the
-// hardware prefetcher follows) instead of tile by tile.
-func (j *gemmJob) packABlock(dst []float32, i0, mb, pc, kb int) {
-	mr := j.mk.mr
-	if j.csA == 1 {
-		for t := 0; t*mr < mb; t++ {
-			j.packATile(dst[t*mr*kb:], i0+t*mr, min(mr, mb-t*mr), pc, kb)
-		}
-		return
-	}
-	// Whole tiles row by row; a last, partial tile (mb not a multiple of
-	// mr) on its own.
-	tiles := mb / mr
-	if tiles > 0 {
-		if j.parts != nil {
-			j.packAParts(dst, i0, tiles, pc, kb)
-		}
-		for p := 0; p < kb && j.parts == nil; p++ {
-			src := j.aRow(pc+p, i0, tiles*mr)
-			for t := 0; t < tiles; t++ {
-				copyN(dst[t*mr*kb+p*mr:], src[t*mr:], mr)
-			}
-		}
-	}
-	if rest := mb - tiles*mr; rest > 0 {
-		j.packATile(dst[tiles*mr*kb:], i0+tiles*mr, rest, pc, kb)
-	}
+// allocTiles sizes j.ap and j.apRows for the tiles block packs: at most
+// one partial tile, plus one per boundary between parts.
+func (j *gemmJob) allocTiles(kcMax int) {
+	n := max(1, len(j.parts))
+	j.ap = getBuf(n * j.mk.mr * kcMax)
+	j.apRows = make([]int, 0, n)
 }
 
-// packAParts is packABlock's loop over whole tiles for an A stored as
-// parts: a tile within one part is copied from it in place, one that
-// spans two is gathered first (aRow).
-func (j *gemmJob) packAParts(dst []float32, i0, tiles, pc, kb int) {
-	mr := j.mk.mr
-	// where[t]: the part holding tile t and the tile's column in it, or
-	// part -1 when the tile spans two parts.
-	var where [blockMC][2]int
-	for t := 0; t < tiles; t++ {
-		where[t][0] = -1
-		c := i0 + t*mr
-		for q, pt := range j.parts {
-			if c < pt.cols {
-				if c+mr <= pt.cols {
-					where[t] = [2]int{q, c}
-				}
-				break
+// partTile returns op(A) rows [i, i+mr) from depth pc in place, in the
+// part that holds them, with the part's leading dimension as the depth
+// stride; nil where the rows span two parts.
+func (j *gemmJob) partTile(i, pc int) ([]float32, int) {
+	for _, pt := range j.parts {
+		if i < pt.cols {
+			if i+j.mk.mr > pt.cols {
+				return nil, 0
 			}
-			c -= pt.cols
+			return pt.a[pc*pt.ld+i:], pt.ld
 		}
+		i -= pt.cols
 	}
-	for p := 0; p < kb; p++ {
-		for t := 0; t < tiles; t++ {
-			var src []float32
-			if q := where[t][0]; q >= 0 {
-				pt := j.parts[q]
-				src = pt.a[(pc+p)*pt.ld+where[t][1]:]
-			} else {
-				src = j.aRow(pc+p, i0+t*mr, mr)
-			}
-			copyN(dst[t*mr*kb+p*mr:], src, mr)
-		}
-	}
+	return nil, 0
 }
 
 // copyN copies n floats from src to dst. Packing makes millions of copies
@@ -996,9 +959,6 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 	mr, nr := j.mk.mr, j.mk.nr
 	fn := j.mk.fn
 	acc := j.beta != 0 || pc > 0 || j.depth0 > 0 // false: overwrite C, it was not scaled
-	if j.packA {
-		j.packABlock(j.ap, ic, mb, pc, kb)
-	}
 	// Loop order: normally column panels outer, so a kc×nr micro-panel of
 	// B stays in L1 while the A block streams from L2 (BLIS order). For a
 	// shallow product (small k) the cost is writing C, so row tiles go
@@ -1006,6 +966,18 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 	rowsOuter := j.k <= 64 || j.stream
 	nPanels := (nb + nr - 1) / nr
 	nTiles := (mb + mr - 1) / mr
+	j.apRows = j.apRows[:0]
+	for t := 0; t < nTiles; t++ {
+		i, mw := ic+t*mr, min(mr, mb-t*mr)
+		if mw == mr && j.parts == nil {
+			continue
+		}
+		if a, _ := j.partTile(i, pc); mw == mr && a != nil {
+			continue
+		}
+		j.packATile(j.ap[len(j.apRows)*mr*kb:], i, mw, pc, kb)
+		j.apRows = append(j.apRows, i)
+	}
 	outer, inner := nPanels, nTiles
 	if rowsOuter {
 		outer, inner = nTiles, nPanels
@@ -1023,16 +995,11 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			i := ic + ir
 			var a []float32
 			rs, cs := 1, mr
-			switch {
-			case j.packA:
-				a = j.ap[t*mr*kb:]
-			case mw < mr:
-				if rowsOuter && q > 0 {
-					a = j.ap // packed for q == 0
-					break
-				}
-				j.packATile(j.ap, i, mw, pc, kb)
-				a = j.ap
+			switch p := slices.Index(j.apRows, i); {
+			case p >= 0:
+				a = j.ap[p*mr*kb:]
+			case j.parts != nil:
+				a, cs = j.partTile(i, pc)
 			default:
 				a = j.a[i*j.rsA+pc*j.csA:]
 				rs, cs = j.rsA, j.csA
