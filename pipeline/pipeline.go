@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/internal/cputime"
 )
 
 // Done, returned by the first stage for batch i, ends the epoch before
@@ -137,11 +138,14 @@ func (p *Pipeline) Buffers() int { return p.nbuf }
 func (p *Pipeline) Workers() int { return p.workers }
 
 // StageStats is the time one stage spent on an epoch's batches, summed
-// over its goroutines.
+// over its goroutines: Busy in wall time, CPU in its threads' CPU time
+// (each stage goroutine is locked to its OS thread), which leaves out the
+// time a busy machine kept it waiting for a core.
 type StageStats struct {
 	Name    string
 	Workers int
 	Busy    time.Duration
+	CPU     time.Duration
 }
 
 // Stats holds the timings of an epoch so far. FirstWait is the time the
@@ -158,6 +162,16 @@ type Stats struct {
 	Wait        time.Duration
 	Busy        time.Duration
 	Elapsed     time.Duration
+}
+
+// StageCPU returns the CPU time of the stage named name (0 if none).
+func (s Stats) StageCPU(name string) time.Duration {
+	for _, st := range s.Stages {
+		if st.Name == name {
+			return st.CPU
+		}
+	}
+	return 0
 }
 
 // Stage returns the busy time of the stage named name (0 if none).
@@ -230,7 +244,7 @@ type Iter struct {
 	end     time.Time
 	held    atomic.Int32 // batches handed to the consumer and not released
 
-	busy        []atomic.Int64 // per stage
+	busy, cpu   []atomic.Int64 // per stage: wall and thread CPU nanoseconds
 	edges, rows atomic.Int64
 	stats       Stats
 }
@@ -247,7 +261,7 @@ type job struct {
 // returns ctx.Err()).
 func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 	ctx, cancel := context.WithCancel(ctx)
-	it := &Iter{p: p, n: n, ctx: ctx, cancel: cancel, start: time.Now(), busy: make([]atomic.Int64, len(p.cfg.Stages))}
+	it := &Iter{p: p, n: n, ctx: ctx, cancel: cancel, start: time.Now(), busy: make([]atomic.Int64, len(p.cfg.Stages)), cpu: make([]atomic.Int64, len(p.cfg.Stages))}
 	it.out = make(chan *batch.MiniBatch, p.cfg.Prefetch)
 	it.errc = make(chan error, 1)
 	it.free = newFreeList(p.nbuf)
@@ -306,10 +320,10 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 		it.wg.Add(1)
 		go func() {
 			defer it.wg.Done()
+			runtime.LockOSThread() // so that the thread's CPU clock is the stage's
+			defer runtime.UnlockOSThread()
 			for j := range jobs {
-				t0 := time.Now()
-				err := stages[0].Run(ctx, j.i, j.mb)
-				it.busy[0].Add(int64(time.Since(t0)))
+				err := it.run(ctx, 0, stages[0], j)
 				if errors.Is(err, Done) {
 					err = Done
 				} else if err != nil {
@@ -354,10 +368,10 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 		go func(k int, in <-chan job, next chan<- job) {
 			defer it.wg.Done()
 			defer close(next)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			for j := range in {
-				t0 := time.Now()
-				err := stages[k].Run(ctx, j.i, j.mb)
-				it.busy[k].Add(int64(time.Since(t0)))
+				err := it.run(ctx, k, stages[k], j)
 				if err != nil {
 					it.fail(fmt.Errorf("batch %d: %s: %w", j.i, stages[k].Name, err))
 					return
@@ -390,6 +404,16 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 // fail records the first error. The failing goroutine then returns,
 // closing its output: the batches before the failed one still reach the
 // consumer, whose Next then reports the error and stops the rest.
+// run runs stage k on job j, adding its wall and thread CPU time to the
+// stage's (the caller is locked to its OS thread).
+func (it *Iter) run(ctx context.Context, k int, st Stage, j job) error {
+	t0, c0 := time.Now(), cputime.Thread()
+	err := st.Run(ctx, j.i, j.mb)
+	it.cpu[k].Add(int64(cputime.Thread() - c0))
+	it.busy[k].Add(int64(time.Since(t0)))
+	return err
+}
+
 func (it *Iter) fail(err error) {
 	select {
 	case it.errc <- err:
@@ -486,7 +510,7 @@ func (it *Iter) Stats() Stats {
 		if k == 0 {
 			w = it.p.workers
 		}
-		s.Stages[k] = StageStats{Name: st.Name, Workers: w, Busy: time.Duration(it.busy[k].Load())}
+		s.Stages[k] = StageStats{Name: st.Name, Workers: w, Busy: time.Duration(it.busy[k].Load()), CPU: time.Duration(it.cpu[k].Load())}
 	}
 	s.Edges, s.Rows = it.edges.Load(), it.rows.Load()
 	if it.end.IsZero() {

@@ -84,7 +84,7 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	st.Loss = lossSum / float64(max(total, 1))
 	st.TrainAcc = float64(correct) / float64(max(total, 1))
 	st.SampleSeconds = ls.Stage("sample").Seconds()
-	st.GatherSeconds = ls.Stage("gather").Seconds()
+	st.GatherSeconds, st.GatherCPUSeconds = ls.Stage("gather").Seconds(), ls.StageCPU("gather").Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
 	st.GatheredRows = ls.Rows
 	st.ComputeSeconds = compute.Seconds()

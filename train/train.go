@@ -42,9 +42,11 @@ type EpochStats struct {
 	ComputeSeconds float64 `json:"compute_seconds"`
 	WaitSeconds    float64 `json:"wait_seconds"`
 	// GatheredRows is the number of feature rows the loader gathered
-	// (sampled training).
-	GatheredRows int64   `json:"gathered_rows,omitempty"`
-	EvalSeconds  float64 `json:"eval_seconds,omitempty"`
+	// (sampled training), GatherCPUSeconds the gathering's CPU time (its
+	// thread's: without the time it waited for a core).
+	GatheredRows     int64   `json:"gathered_rows,omitempty"`
+	GatherCPUSeconds float64 `json:"gather_cpu_seconds,omitempty"`
+	EvalSeconds      float64 `json:"eval_seconds,omitempty"`
 	// PeakHeapBytes is the largest Go heap in use seen after a training
 	// step of the epoch; PeakRSSBytes the process's resident-set high-water
 	// mark during the epoch (Linux).

@@ -23,6 +23,7 @@ import (
 	"runtime/metrics"
 	"time"
 
+	"github.com/graphmill/graphmill/internal/cputime"
 	"github.com/graphmill/graphmill/internal/membench"
 	"github.com/graphmill/graphmill/internal/rng"
 
@@ -123,13 +124,19 @@ type StepSplit struct {
 	// bookkeeping, copies, the optimiser, loss, index work).
 	OtherSeconds float64 `json:"other_seconds"`
 	// GatherSeconds is the loader's feature gathering (its own goroutine,
-	// overlapping compute) and GatheredRows the rows it copied.
-	GatherSeconds float64 `json:"gather_seconds"`
-	GatheredRows  int64   `json:"gathered_rows"`
-	// GatherRatio is the gather's rows per second inside training over
-	// the one-goroutine random-row ceiling (wall rates; during training
-	// the gather shares the cores with the kernels).
-	GatherRatio float64 `json:"gather_ratio_to_ceiling"`
+	// overlapping compute), GatherCPUSeconds its thread's CPU time, and
+	// GatheredRows the rows it copied.
+	GatherSeconds    float64 `json:"gather_seconds"`
+	GatherCPUSeconds float64 `json:"gather_cpu_seconds"`
+	GatheredRows     int64   `json:"gathered_rows"`
+	// GatherRatio is the gather's rows per CPU-second inside training over
+	// the one-goroutine random-row ceiling's (CPU time, as for the kernel
+	// efficiency: the gather's own work, which is what a fresh buffer or
+	// page faults would slow); GatherRatioWall the same in wall time,
+	// which also charges the time the gather waited for a core while the
+	// kernel threads had both.
+	GatherRatio     float64 `json:"gather_ratio_to_ceiling"`
+	GatherRatioWall float64 `json:"gather_ratio_to_ceiling_wall"`
 	// AllocSeconds estimates allocation cost: the bytes allocated times
 	// the cost per byte of a fresh allocation (zeroing and first-touch
 	// page faults) measured in this run.
@@ -271,13 +278,14 @@ type epochDelta struct {
 // summarise fills the averages over the steady-state epochs.
 func (rep *Report) summarise(steady []epochDelta) {
 	var p probe
-	var secs, sample, gather, compute, wait float64
+	var secs, sample, gather, gatherCPU, compute, wait float64
 	var batches, rows int64
 	for _, e := range steady {
 		p = p.add(e.p)
 		secs += e.st.Seconds
 		sample += e.st.SampleSeconds
 		gather += e.st.GatherSeconds
+		gatherCPU += e.st.GatherCPUSeconds
 		compute += e.st.ComputeSeconds
 		wait += e.st.WaitSeconds
 		batches += int64(e.st.Batches)
@@ -294,7 +302,7 @@ func (rep *Report) summarise(steady []epochDelta) {
 	sp := StepSplit{
 		GEMMSeconds: k.GEMM.Seconds() / n, AggregateSeconds: k.Aggregate.Seconds() / n, ElementwiseSeconds: k.Elementwise.Seconds() / n,
 		AggregateValues: int64(float64(k.AggregateElems) / n),
-		GatherSeconds:   gather / n, GatheredRows: int64(float64(rows) / n),
+		GatherSeconds:   gather / n, GatherCPUSeconds: gatherCPU / n, GatheredRows: int64(float64(rows) / n),
 		AllocBytes: int64(float64(p.allocBytes) / n),
 		GCSeconds:  p.gcCPU / n, GCCycles: int64(float64(p.gcCycles) / n),
 	}
@@ -313,7 +321,13 @@ func (rep *Report) summarise(steady []epochDelta) {
 		sp.IdealSeconds = float64(k.GEMMFlops)/n/(c.GEMMGFlopsPerCPU*1e9) + float64(sp.AggregateValues)/c.AggregateValuesPerCPU + float64(sp.GatheredRows)/c.GatherRowsPerCPU
 	}
 	if sp.GatherSeconds > 0 && c.GatherRowsPerSec > 0 {
-		sp.GatherRatio = float64(sp.GatheredRows) / sp.GatherSeconds / c.GatherRowsPerSec
+		sp.GatherRatioWall = float64(sp.GatheredRows) / sp.GatherSeconds / c.GatherRowsPerSec
+	}
+	sp.GatherRatio = sp.GatherRatioWall // where the CPU clock is not available
+	if sp.GatherCPUSeconds > 0 && c.GatherRowsPerCPU > 0 {
+		if _, ok := cputime.Process(); ok {
+			sp.GatherRatio = float64(sp.GatheredRows) / sp.GatherCPUSeconds / c.GatherRowsPerCPU
+		}
 	}
 	rep.Step = sp
 	rep.CPUSecondsPerEpoch = p.cpu.Seconds() / n
@@ -360,7 +374,7 @@ func read() probe {
 		}
 		return 0
 	}
-	cpu, _ := membench.ProcessCPU()
+	cpu, _ := cputime.Process()
 	return probe{allocBytes: u(0), gcCycles: u(1), gcCPU: f(2), cpuTotal: f(3), cpu: cpu, kernels: tensor.ReadKernelStats()}
 }
 
@@ -412,7 +426,7 @@ func measureCeilings(feats []float32, dim, hidden, batch, gatherRows int) (Ceili
 	best := func(f func() error) (wall, cpu time.Duration, err error) {
 		wall, cpu = time.Duration(1<<62), time.Duration(1<<62)
 		for range 5 {
-			c0, _ := membench.ProcessCPU()
+			c0, _ := cputime.Process()
 			t0 := time.Now()
 			calls := 0
 			for calls == 0 || time.Since(t0) < 10*time.Millisecond {
@@ -423,7 +437,7 @@ func measureCeilings(feats []float32, dim, hidden, batch, gatherRows int) (Ceili
 				wall = min(wall, time.Since(t1))
 				calls++
 			}
-			c1, _ := membench.ProcessCPU()
+			c1, _ := cputime.Process()
 			cpu = min(cpu, (c1-c0)/time.Duration(calls))
 		}
 		return wall, cpu, nil

@@ -66,10 +66,10 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			fmt.Fprintf(w, "GraphSAGE hidden %d, dropout %g, fanouts %v, batch %d on %s nodes / %s edges / %d features (%s seeds per epoch), %d threads, %s kernels\n",
 				rep.Hidden, rep.Dropout, rep.Fanouts, rep.BatchSize, units.Count(rep.Nodes), units.Count(rep.Edges), rep.FeatureDim, units.Count(rep.Seeds), rep.Threads, rep.Kernel)
 			fmt.Fprintf(w, "epoch %s: %s seeds/s\n", units.Duration(secs(rep.EpochSeconds)), units.Count(rep.SeedsPerSecond))
-			fmt.Fprintf(w, "  compute %s, waiting %s (%.1f%% of the epoch); in the loader's goroutines: sample %s, gather %s\n",
-				units.Duration(secs(rep.ComputeSeconds)), units.Duration(secs(rep.WaitSeconds)), 100*rep.WaitFraction,
-				units.Duration(secs(rep.SampleSeconds)), units.Duration(secs(rep.GatherSeconds)))
 			st := rep.Step
+			fmt.Fprintf(w, "  compute %s, waiting %s (%.1f%% of the epoch); in the loader's goroutines: sample %s, gather %s (%s rows at %.2f of the ceiling in CPU time, %.2f in wall time)\n",
+				units.Duration(secs(rep.ComputeSeconds)), units.Duration(secs(rep.WaitSeconds)), 100*rep.WaitFraction,
+				units.Duration(secs(rep.SampleSeconds)), units.Duration(secs(rep.GatherSeconds)), units.Count(st.GatheredRows), st.GatherRatio, st.GatherRatioWall)
 			fmt.Fprintf(w, "  kernels: GEMM %s (%.0f GFLOP/s), aggregation %s, element-wise %s, other compute %s; allocation %s (%s per step), GC %s CPU\n",
 				units.Duration(secs(st.GEMMSeconds)), st.GEMMGFlops, units.Duration(secs(st.AggregateSeconds)), units.Duration(secs(st.ElementwiseSeconds)),
 				units.Duration(secs(st.OtherSeconds)), units.Duration(secs(st.AllocSeconds)), units.Bytes(int64(rep.AllocBytesPerStep)), units.Duration(secs(st.GCSeconds)))

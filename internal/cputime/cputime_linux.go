@@ -1,6 +1,6 @@
 //go:build linux
 
-package membench
+package cputime
 
 import (
 	"time"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ThreadCPU returns the CPU time the calling OS thread has used. Call it
+// Thread returns the CPU time the calling OS thread has used. Call it
 // from a goroutine locked to its thread (runtime.LockOSThread).
-func ThreadCPU() time.Duration {
+func Thread() time.Duration {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return 0
@@ -18,9 +18,9 @@ func ThreadCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// ProcessCPU returns the CPU time all threads of the process have used,
+// Process returns the CPU time all threads of the process have used,
 // and true (false where the platform does not say).
-func ProcessCPU() (time.Duration, bool) {
+func Process() (time.Duration, bool) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
 		return 0, false
