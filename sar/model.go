@@ -258,6 +258,10 @@ type Engine struct {
 	MFG      bool
 	comm     *counter
 	peakHeap int64
+	// The training steps' (Grad's) share of the counters: their number,
+	// the rows and gradients they sent, and the analytic minimum of those
+	// (see Traffic).
+	steps, stepExchange, minStepExchange int64
 }
 
 // PeakHeapBytes returns the largest live Go heap seen during the steps
@@ -340,6 +344,14 @@ func (e *Engine) exchanger(ctx context.Context) *exchanger {
 // process computes it). Every rank calls it.
 func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult, error) {
 	s := e.Shard
+	ex0 := e.comm.exchange.Load()
+	defer func() {
+		e.steps++
+		e.stepExchange += e.comm.exchange.Load() - ex0
+		if !e.MFG {
+			e.minStepExchange += e.MinBytesPerStep(m)
+		}
+	}()
 	params := m.Params()
 	autograd.ZeroGrad(params...)
 	x := e.exchanger(ctx)

@@ -96,6 +96,31 @@ type Summary struct {
 	FeatureCacheHitRate float64 `json:"feature_cache_hit_rate,omitempty"`
 	Seed                uint64  `json:"seed"`
 	Threads             int     `json:"threads"`
+	// Traffic is what the ranks of a distributed full-graph run (package
+	// sar) sent; nil in the other modes.
+	Traffic *Traffic `json:"traffic,omitempty"`
+}
+
+// Traffic is what the ranks of a distributed full-graph run sent, in
+// bytes per training epoch: Sent in all, over all ranks, of which
+// Exchange is the rows and gradients of the aggregations (the training
+// steps' and evaluation's) and Reduce the all-reduces (at the ring's
+// cost). StepExchange is the training steps' part of Exchange and
+// MinStepExchange its analytic minimum (boundary rows forward, fetched
+// rows' gradients backward; 0, and left out, with message flow graphs).
+// RankSent and RankExchange are each rank's Sent and Exchange;
+// BusiestRank sent the most, BusiestSent.
+type Traffic struct {
+	Ranks           int     `json:"ranks"`
+	Sent            int64   `json:"sent_bytes_per_epoch"`
+	Exchange        int64   `json:"exchange_bytes_per_epoch"`
+	StepExchange    int64   `json:"step_exchange_bytes_per_epoch"`
+	MinStepExchange int64   `json:"min_step_exchange_bytes_per_epoch,omitempty"`
+	Reduce          int64   `json:"reduce_bytes_per_epoch"`
+	BusiestRank     int     `json:"busiest_rank"`
+	BusiestSent     int64   `json:"busiest_rank_sent_bytes_per_epoch"`
+	RankSent        []int64 `json:"rank_sent_bytes_per_epoch"`
+	RankExchange    []int64 `json:"rank_exchange_bytes_per_epoch"`
 }
 
 // Result is what Run returns: the history, the summary and the trained

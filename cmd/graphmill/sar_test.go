@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/graphmill/graphmill/internal/units"
 )
 
 // TestLaunchSAR trains GCN on Cora in 4 parts under 2 ranks in sar mode
@@ -106,5 +110,151 @@ func TestParseBandwidth(t *testing.T) {
 		if (err == nil) != tc.ok || tc.ok && got != tc.want {
 			t.Errorf("parseBandwidth(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestLaunchSARTraffic trains in sar mode under launch and checks the
+// bytes reported over all ranks: rank 0's line, and --metrics-out's
+// summary.traffic. The rows and gradients the training steps sent over
+// all ranks are > 0 over parts with halos and equal their analytic
+// minimum exactly (with --mfg the minimum is left out); a rank whose part
+// has no halo (CiteSeer's part 0 under the 4-way METIS partition, as the
+// lead's run) sent none, the others did.
+func TestLaunchSARTraffic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 2 and 4 ranks")
+	}
+	t.Setenv("GRAPHMILL_TEST_AS_CLI", "1")
+	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
+	dir := t.TempDir()
+	cases := []struct {
+		name    string
+		dataset string // "cora" (built in) or a planetoid name to import
+		ranks   int
+		args    []string
+		noHalo  bool // some part has no halo: its rank sends no row
+	}{
+		{"cora-4/sar/N=2", "cora", 2, []string{"--mode", "sar"}, false},
+		{"cora-4/one-shot+mfg/N=4", "cora", 4, []string{"--mode", "one-shot", "--mfg"}, false},
+		{"citeseer-4/sar/N=4", "citeseer", 4, []string{"--mode", "sar"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := tc.dataset
+			if src != "cora" {
+				src = filepath.Join(dir, tc.dataset)
+				if _, err := os.Stat(src); err != nil {
+					if out, err := run(t, "data", "import", "--format", "planetoid", "--name", tc.dataset, "--src", need(t, "planetoid"), "--out", src); err != nil {
+						t.Fatalf("%v\n%s", err, out)
+					}
+				}
+			}
+			pdir := filepath.Join(dir, tc.dataset+"-4")
+			if _, err := os.Stat(pdir); err != nil {
+				if out, err := run(t, "partition", "--parts", "4", src, "--out", pdir); err != nil {
+					t.Fatalf("%v\n%s", err, out)
+				}
+			}
+			js, err := run(t, "data", "info", "--json", pdir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var info struct {
+				Parts []struct {
+					NumHalo int `json:"num_halo"`
+				} `json:"parts"`
+			}
+			if err := json.Unmarshal([]byte(js), &info); err != nil || len(info.Parts) != 4 {
+				t.Fatalf("%v: %d parts in %s", err, len(info.Parts), js)
+			}
+			// Rank r holds parts r*k .. r*k+k-1 (k = 4/ranks).
+			k := 4 / tc.ranks
+			halo := make([]bool, tc.ranks)
+			for p, part := range info.Parts {
+				halo[p/k] = halo[p/k] || part.NumHalo > 0
+			}
+			metrics := filepath.Join(dir, tc.name+".json")
+			if err := os.MkdirAll(filepath.Dir(metrics), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var out, errb bytes.Buffer
+			args := append([]string{os.Args[0], "train", "--dataset", pdir, "--model", "gcn", "--epochs", "5", "--seed", "5", "--quiet", "--metrics-out", metrics}, tc.args...)
+			if err := runLaunch(ctx, tc.ranks, 0, time.Second, args, &out, &errb); err != nil {
+				t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
+			}
+			b, err := os.ReadFile(metrics)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m struct {
+				Summary struct {
+					Traffic *struct {
+						Ranks           int     `json:"ranks"`
+						Sent            int64   `json:"sent_bytes_per_epoch"`
+						Exchange        int64   `json:"exchange_bytes_per_epoch"`
+						StepExchange    int64   `json:"step_exchange_bytes_per_epoch"`
+						MinStepExchange int64   `json:"min_step_exchange_bytes_per_epoch"`
+						Reduce          int64   `json:"reduce_bytes_per_epoch"`
+						BusiestRank     int     `json:"busiest_rank"`
+						BusiestSent     int64   `json:"busiest_rank_sent_bytes_per_epoch"`
+						RankSent        []int64 `json:"rank_sent_bytes_per_epoch"`
+						RankExchange    []int64 `json:"rank_exchange_bytes_per_epoch"`
+					} `json:"traffic"`
+				} `json:"summary"`
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			tr := m.Summary.Traffic
+			if tr == nil || tr.Ranks != tc.ranks || len(tr.RankSent) != tc.ranks || len(tr.RankExchange) != tc.ranks {
+				t.Fatalf("summary.traffic %+v for %d ranks in\n%s", tr, tc.ranks, b)
+			}
+			mfg := slices.Contains(tc.args, "--mfg")
+			if tr.StepExchange <= 0 || tr.Exchange < tr.StepExchange || tr.Sent != tr.Exchange+tr.Reduce || tr.Reduce <= 0 {
+				t.Errorf("per epoch: sent %d = rows and gradients %d (steps %d) + all-reduce %d", tr.Sent, tr.Exchange, tr.StepExchange, tr.Reduce)
+			}
+			if mfg && tr.MinStepExchange != 0 || !mfg && tr.StepExchange != tr.MinStepExchange {
+				t.Errorf("the steps sent %d bytes of rows and gradients per epoch, analytic minimum %d (mfg %v)", tr.StepExchange, tr.MinStepExchange, mfg)
+			}
+			// Each rank's figure is divided by the epochs apart: within a
+			// byte per rank of the total's.
+			var sent, exchange int64
+			for r := range tc.ranks {
+				sent += tr.RankSent[r]
+				exchange += tr.RankExchange[r]
+				if halo[r] != (tr.RankExchange[r] > 0) {
+					t.Errorf("rank %d: halo %v, sent %d bytes of rows and gradients per epoch", r, halo[r], tr.RankExchange[r])
+				}
+				if tr.RankSent[r] > tr.BusiestSent {
+					t.Errorf("rank %d sent %d per epoch, busiest rank %d %d", r, tr.RankSent[r], tr.BusiestRank, tr.BusiestSent)
+				}
+			}
+			if d := sent - tr.Sent; d > 0 || d <= -int64(tc.ranks) || tr.RankSent[tr.BusiestRank] != tr.BusiestSent {
+				t.Errorf("ranks sent %v per epoch, %d in all; total %d, busiest rank %d %d", tr.RankSent, sent, tr.Sent, tr.BusiestRank, tr.BusiestSent)
+			}
+			if d := exchange - tr.Exchange; d > 0 || d <= -int64(tc.ranks) {
+				t.Errorf("ranks sent %v bytes of rows and gradients per epoch, %d in all; total %d", tr.RankExchange, exchange, tr.Exchange)
+			}
+			if tc.noHalo {
+				if !slices.Contains(halo, false) {
+					t.Fatalf("no part without halo in %s: the case needs one", js)
+				}
+				if !halo[tr.BusiestRank] {
+					t.Errorf("busiest rank %d has no halo", tr.BusiestRank)
+				}
+			}
+			want := fmt.Sprintf("[rank 0] sent per epoch: all %d ranks %s (rows and gradients %s: training steps %s", tc.ranks, units.Bytes(tr.Sent), units.Bytes(tr.Exchange), units.Bytes(tr.StepExchange))
+			if !mfg {
+				want += ", analytic minimum " + units.Bytes(tr.MinStepExchange)
+			}
+			want += ", evaluation "
+			s := out.String()
+			if !strings.Contains(s, want) || strings.Count(s, "sent per epoch") != 1 ||
+				!strings.Contains(s, fmt.Sprintf("busiest rank %d: %s\n", tr.BusiestRank, units.Bytes(tr.BusiestSent))) {
+				t.Errorf("want rank 0's line %q... once:\n%s", want, s)
+			}
+		})
 	}
 }

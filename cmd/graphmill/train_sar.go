@@ -104,10 +104,18 @@ func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.M
 		fmt.Fprintf(out, "interrupted after %d epochs: keeping the best model so far\n", res.Summary.Epochs)
 	}
 	printSummary2(out, res.Summary)
-	ex, red := e.BytesSent()
-	if res.Summary.Epochs > 0 && s.Size > 1 {
-		fmt.Fprintf(out, "rank 0 sent %s per epoch (rows and gradients %s, parameter all-reduce %s)\n",
-			units.Bytes((ex+red)/int64(res.Summary.Epochs)), units.Bytes(ex/int64(res.Summary.Epochs)), units.Bytes(red/int64(res.Summary.Epochs)))
+	if stopped == nil && s.Size > 1 {
+		// A collective: every rank gathers, rank 0 alone prints (also
+		// with --quiet, as the summary) and writes. An interrupted run
+		// skips it (its context is done).
+		g, err := e.GatherTraffic(ctx)
+		if err != nil {
+			return fmt.Errorf("rank %d: gathering the bytes sent: %w", comm.Rank(), err)
+		}
+		if res.Summary.Epochs > 0 {
+			res.Summary.Traffic = g.PerEpoch(res.Summary.Epochs)
+			printTraffic(out, res.Summary.Traffic, !e.MFG)
+		}
 	}
 	if f.save != "" {
 		meta := map[string]string{
@@ -124,4 +132,18 @@ func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.M
 		return err
 	}
 	return stopped
+}
+
+// printTraffic prints what all ranks sent per epoch: the rows and
+// gradients of the training steps beside their analytic minimum (when
+// withMin: full-graph steps), evaluation's rows, the all-reduces, and the
+// busiest rank.
+func printTraffic(w io.Writer, t *train.Traffic, withMin bool) {
+	lo := ""
+	if withMin {
+		lo = ", analytic minimum " + units.Bytes(t.MinStepExchange)
+	}
+	fmt.Fprintf(w, "sent per epoch: all %d ranks %s (rows and gradients %s: training steps %s%s, evaluation %s; all-reduce %s); busiest rank %d: %s\n",
+		t.Ranks, units.Bytes(t.Sent), units.Bytes(t.Exchange), units.Bytes(t.StepExchange), lo, units.Bytes(t.Exchange-t.StepExchange),
+		units.Bytes(t.Reduce), t.BusiestRank, units.Bytes(t.BusiestSent))
 }
