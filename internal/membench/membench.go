@@ -37,6 +37,49 @@ type Result struct {
 	// had a core to itself. On a machine shared with other work, it is far
 	// less noisy than PerSec.
 	CPUPerSec float64
+
+	// Per worker: operations and thread CPU time (for Add).
+	ops []int64
+	cpu []time.Duration
+}
+
+// Add returns the measurement of r's and o's work together, as if one
+// run had done both: operations and wall times summed, and each worker's
+// rate per CPU-second taken over both runs' CPU time. r may be the zero
+// Result; otherwise both must have the same number of workers.
+func (r Result) Add(o Result) Result {
+	if r.Workers == 0 {
+		return o
+	}
+	if o.Workers != r.Workers {
+		panic("membench: Add of results with different worker counts")
+	}
+	ops := make([]int64, r.Workers)
+	cpu := make([]time.Duration, r.Workers)
+	for w := range ops {
+		ops[w] = r.ops[w] + o.ops[w]
+		cpu[w] = r.cpu[w] + o.cpu[w]
+	}
+	return result(ops, cpu, r.Elapsed+o.Elapsed)
+}
+
+// Paired measures work against a ceiling over the same stretch of time:
+// it runs rounds rounds, each of work(round) and then of ceiling(d), where
+// d is the wall time the round's work took (at least minSlice), and
+// returns both summed with Add. On a machine whose speed drifts from one
+// second to the next, as virtual machines' do when their neighbours load
+// the host (random-read rates here move between about 40M and 64M per
+// second within seconds), a ceiling measured once, before the work, can
+// fall in a fast stretch and the work in a slow one; interleaved in
+// slices of equal length, both see the same machine.
+func Paired(rounds int, work func(round int) Result, ceiling func(d time.Duration) Result) (w, c Result) {
+	const minSlice = 5 * time.Millisecond
+	for i := 0; i < max(rounds, 1); i++ {
+		r := work(i)
+		w = w.Add(r)
+		c = c.Add(ceiling(max(r.Elapsed, minSlice)))
+	}
+	return w, c
 }
 
 // Work runs fn on workers goroutines, each locked to its OS thread, and
@@ -64,7 +107,7 @@ func Work(workers int, fn func(w int) int64) Result {
 }
 
 func result(ops []int64, cpu []time.Duration, el time.Duration) Result {
-	r := Result{Elapsed: el, Workers: len(ops)}
+	r := Result{Elapsed: el, Workers: len(ops), ops: ops, cpu: cpu}
 	for w, o := range ops {
 		r.Ops += o
 		if cpu[w] > 0 {

@@ -38,3 +38,33 @@ func TestWork(t *testing.T) {
 		t.Fatalf("Work summed %d ops over %d workers, want 6 over 3", r.Ops, r.Workers)
 	}
 }
+
+func TestAdd(t *testing.T) {
+	a := result([]int64{10, 20}, []time.Duration{time.Second, 2 * time.Second}, time.Second)
+	b := result([]int64{30, 20}, []time.Duration{time.Second, 2 * time.Second}, 3*time.Second)
+	c := Result{}.Add(a).Add(b)
+	// Worker 0: 40 ops in 2 s; worker 1: 40 ops in 4 s.
+	if c.Ops != 80 || c.Elapsed != 4*time.Second || c.PerSec != 20 || c.CPUPerSec != 30 || c.Workers != 2 {
+		t.Fatalf("Add: %+v", c)
+	}
+}
+
+func TestPaired(t *testing.T) {
+	var slices []time.Duration
+	w, c := Paired(3, func(round int) Result {
+		return result([]int64{int64(round + 1)}, []time.Duration{10 * time.Millisecond}, time.Duration(round+1)*10*time.Millisecond)
+	}, func(d time.Duration) Result {
+		slices = append(slices, d)
+		return result([]int64{100}, []time.Duration{d}, d)
+	})
+	if w.Ops != 6 || w.Elapsed != 60*time.Millisecond {
+		t.Errorf("work: %+v", w)
+	}
+	// Each ceiling slice lasts as long as the round before it.
+	if len(slices) != 3 || slices[0] != 10*time.Millisecond || slices[2] != 30*time.Millisecond {
+		t.Errorf("ceiling slices %v", slices)
+	}
+	if c.Ops != 300 || c.CPUPerSec != 300/0.06 {
+		t.Errorf("ceiling: %+v", c)
+	}
+}

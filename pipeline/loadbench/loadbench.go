@@ -146,7 +146,10 @@ type SampleResult struct {
 	EdgesPerSecWall float64 `json:"edges_per_s_wall"`
 	// MsPerBatch is the wall time per minibatch (all workers together).
 	MsPerBatch float64 `json:"ms_per_batch"`
-	// Ratio is EdgesPerSec over the random-read ceiling for as many workers.
+	// Ceiling is the random-read ceiling (reads per CPU-second) for as
+	// many workers, measured in slices between the sampling's rounds.
+	Ceiling float64 `json:"random_reads_per_s"`
+	// Ratio is EdgesPerSec over Ceiling.
 	Ratio float64 `json:"ratio_to_random_reads"`
 }
 
@@ -162,7 +165,10 @@ type GatherResult struct {
 	RowsPerSecWall float64 `json:"rows_per_s_wall"`
 	// BytesPerSec is float32 output bytes per CPU-second.
 	BytesPerSec float64 `json:"bytes_per_s"`
-	// Ratio is RowsPerSec over the random-row ceiling for as many workers.
+	// Ceiling is the random-row ceiling (rows per CPU-second) for as many
+	// workers, measured in slices between the gather's rounds.
+	Ceiling float64 `json:"random_rows_per_s"`
+	// Ratio is RowsPerSec over Ceiling.
 	Ratio float64 `json:"ratio_to_random_rows"`
 	// HitRate is the cache hit rate when a cache is used.
 	HitRate float64 `json:"hit_rate,omitempty"`
@@ -448,6 +454,18 @@ func (e *env) ceiling(w, kinds int) *Ceiling {
 	return c
 }
 
+// noteCeiling records a paired measurement of a ceiling (kind ceilReads
+// or ceilRows) in the ceilings table, which keeps the best seen.
+func (e *env) noteCeiling(w, kind int, r membench.Result) {
+	c := e.ceiling(w, 0)
+	switch kind {
+	case ceilReads:
+		c.RandomReads, c.RandomReadsWall = max(c.RandomReads, r.CPUPerSec), max(c.RandomReadsWall, r.PerSec)
+	case ceilRows:
+		c.RandomRows, c.RandomRowsWall = max(c.RandomRows, r.CPUPerSec), max(c.RandomRowsWall, r.PerSec)
+	}
+}
+
 // batch returns the i-th minibatch's seeds, cycling through the epoch.
 func (e *env) batch(i int) []int32 { return e.batches[i%len(e.batches)] }
 
@@ -466,9 +484,7 @@ func (e *env) sampling(ctx context.Context) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				e.ceiling(w, ceilReads)
 				n := e.cfg.Batches
-				var next, done atomic.Int64
 				var errOnce atomic.Value
 				what := fmt.Sprintf("sampling %s (%v, %d workers)", sample.FormatFanouts(fan), relabel, w)
 				// Each worker first samples one batch that is not measured
@@ -491,34 +507,44 @@ func (e *env) sampling(ctx context.Context) error {
 				if err, _ := errOnce.Load().(error); err != nil {
 					return err
 				}
-				res := membench.Work(w, func(k int) int64 {
-					mb := mbs[k]
-					var edges int64
-					for {
-						i := int(next.Add(1) - 1)
-						if i >= n {
-							return edges
+				// The batches in rounds, each followed by the random-read
+				// ceiling for as long (membench.Paired).
+				rounds := e.rounds(n)
+				var done atomic.Int64
+				res, ceil := membench.Paired(rounds, func(round int) membench.Result {
+					var next atomic.Int64
+					next.Store(int64(round * n / rounds))
+					end := int64((round + 1) * n / rounds)
+					return membench.Work(w, func(k int) int64 {
+						mb := mbs[k]
+						var edges int64
+						for {
+							i := int(next.Add(1) - 1)
+							if int64(i) >= end {
+								return edges
+							}
+							if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
+								errOnce.CompareAndSwap(nil, err)
+								return edges
+							}
+							edges += int64(mb.NumEdges())
+							if e.cfg.Progress != nil {
+								e.cfg.Progress(what, int(done.Add(1)), n)
+							}
 						}
-						if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
-							errOnce.CompareAndSwap(nil, err)
-							return edges
-						}
-						edges += int64(mb.NumEdges())
-						if e.cfg.Progress != nil {
-							e.cfg.Progress(what, int(done.Add(1)), n)
-						}
-					}
-				})
+					})
+				}, func(d time.Duration) membench.Result { return membench.RandomReads(e.readArr, w, d) })
 				if err, _ := errOnce.Load().(error); err != nil {
 					return err
 				}
-				c := e.ceil[w]
+				e.noteCeiling(w, ceilReads, ceil)
 				e.rep.Sampling = append(e.rep.Sampling, SampleResult{
 					Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: n,
 					EdgesPerBatch: float64(res.Ops) / float64(n),
 					EdgesPerSec:   res.CPUPerSec, EdgesPerSecWall: res.PerSec,
 					MsPerBatch: res.Elapsed.Seconds() * 1000 / float64(n),
-					Ratio:      res.CPUPerSec / c.RandomReads,
+					Ceiling:    ceil.CPUPerSec,
+					Ratio:      res.CPUPerSec / ceil.CPUPerSec,
 				})
 			}
 		}
@@ -594,15 +620,14 @@ func (e *env) gather() error {
 				continue
 			}
 			for _, w := range e.cfg.Workers {
-				c := e.ceiling(w, ceilRows)
-				res, err := gatherRate(sc.st, ids, e.dim, w)
+				res, c, err := e.gatherRate(sc.st, ids, w)
 				if err != nil {
 					return err
 				}
 				e.rep.Gather = append(e.rep.Gather, GatherResult{
 					Source: sc.name, IDs: kind, Workers: w,
 					RowsPerSec: res.CPUPerSec, RowsPerSecWall: res.PerSec, BytesPerSec: res.CPUPerSec * float64(4*e.dim),
-					Ratio: res.CPUPerSec / c.RandomRows,
+					Ceiling: c.CPUPerSec, Ratio: res.CPUPerSec / c.CPUPerSec,
 				})
 			}
 		}
@@ -612,8 +637,11 @@ func (e *env) gather() error {
 
 // gatherRate gathers every id list once on w concurrent goroutines, each
 // taking lists in turn, into output buffers allocated and touched
-// beforehand (so page faults are not timed).
-func gatherRate(st *feature.Store, ids [][]int32, dim, w int) (membench.Result, error) {
+// beforehand (so page faults are not timed), in rounds each followed by
+// the random-row ceiling for as long (membench.Paired). It returns the
+// gather's and the ceiling's measurements.
+func (e *env) gatherRate(st *feature.Store, ids [][]int32, w int) (res, ceil membench.Result, err error) {
+	dim := e.dim
 	maxRows := 0
 	for _, b := range ids {
 		maxRows = max(maxRows, len(b))
@@ -625,26 +653,36 @@ func gatherRate(st *feature.Store, ids [][]int32, dim, w int) (membench.Result, 
 			outs[i][j] = 1
 		}
 	}
-	var next atomic.Int64
 	var firstErr atomic.Value
-	res := membench.Work(w, func(wk int) int64 {
-		out := outs[wk]
-		var rows int64
-		for {
-			i := int(next.Add(1) - 1)
-			if i >= len(ids) {
-				return rows
+	rounds := e.rounds(len(ids))
+	res, ceil = membench.Paired(rounds, func(round int) membench.Result {
+		var next atomic.Int64
+		next.Store(int64(round * len(ids) / rounds))
+		end := int64((round + 1) * len(ids) / rounds)
+		return membench.Work(w, func(wk int) int64 {
+			out := outs[wk]
+			var rows int64
+			for {
+				i := int(next.Add(1) - 1)
+				if int64(i) >= end {
+					return rows
+				}
+				if err := st.Gather(context.Background(), ids[i], out[:len(ids[i])*dim]); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return rows
+				}
+				rows += int64(len(ids[i]))
 			}
-			if err := st.Gather(context.Background(), ids[i], out[:len(ids[i])*dim]); err != nil {
-				firstErr.CompareAndSwap(nil, err)
-				return rows
-			}
-			rows += int64(len(ids[i]))
-		}
-	})
-	err, _ := firstErr.Load().(error)
-	return res, err
+		})
+	}, func(d time.Duration) membench.Result { return membench.RandomRows(e.feats, dim, e.outRows, w, d) })
+	err, _ = firstErr.Load().(error)
+	e.noteCeiling(w, ceilRows, ceil)
+	return res, ceil, err
 }
+
+// rounds returns the number of rounds of a paired measurement of n
+// batches: about four batches a round, at least one and at most 10.
+func (e *env) rounds(n int) int { return min(max(n/4, 1), 10) }
 
 // cache compares the admission policies: hit rates on held-out batches,
 // and the gather rate through the mapping with the degree-ordered cache.
@@ -703,16 +741,15 @@ func (e *env) cache(ctx context.Context) error {
 	}
 	defer st.Close()
 	for _, w := range e.cfg.Workers {
-		c := e.ceiling(w, ceilRows)
 		st.ResetStats()
-		res, err := gatherRate(st, heldInputs, e.dim, w)
+		res, c, err := e.gatherRate(st, heldInputs, w)
 		if err != nil {
 			return err
 		}
 		e.rep.Gather = append(e.rep.Gather, GatherResult{
 			Source: "mmap " + e.d.FeatureArray.DType.Name() + " + degree cache", IDs: "sampled", Workers: w,
 			RowsPerSec: res.CPUPerSec, RowsPerSecWall: res.PerSec, BytesPerSec: res.CPUPerSec * float64(4*e.dim),
-			Ratio: res.CPUPerSec / c.RandomRows, HitRate: st.CacheStats().HitRate(),
+			Ceiling: c.CPUPerSec, Ratio: res.CPUPerSec / c.CPUPerSec, HitRate: st.CacheStats().HitRate(),
 		})
 	}
 	return nil

@@ -1,0 +1,53 @@
+package loadbench
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+)
+
+// TestRunCora runs a small benchmark on the embedded Cora dataset and
+// checks that every ratio is the measured rate over the ceiling measured
+// beside it, and that the ceilings table holds at least that ceiling.
+func TestRunCora(t *testing.T) {
+	cfg := Config{
+		Datasets: []string{"cora"}, Fanouts: [][]int{{10, 5}}, BatchSize: 256, Workers: []int{1, 2},
+		Batches: 8, CeilingTime: 5 * time.Millisecond, ConsumerTime: time.Millisecond, Seed: 1,
+	}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Datasets) != 1 {
+		t.Fatalf("%d datasets", len(rep.Datasets))
+	}
+	d := rep.Datasets[0]
+	best := map[int]Ceiling{}
+	for _, c := range d.Ceilings {
+		best[c.Workers] = c
+	}
+	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
+	if len(d.Sampling) != 2 {
+		t.Fatalf("%d sampling results, want 2", len(d.Sampling))
+	}
+	for _, s := range d.Sampling {
+		if s.EdgesPerSec <= 0 || s.Ceiling <= 0 || !close(s.Ratio, s.EdgesPerSec/s.Ceiling) {
+			t.Errorf("sampling %+v: ratio is not edges/s over the ceiling beside it", s)
+		}
+		if best[s.Workers].RandomReads < s.Ceiling {
+			t.Errorf("ceilings table (%v reads/s) below a paired ceiling (%v)", best[s.Workers].RandomReads, s.Ceiling)
+		}
+	}
+	if len(d.Gather) == 0 {
+		t.Fatal("no gather results")
+	}
+	for _, g := range d.Gather {
+		if g.RowsPerSec <= 0 || g.Ceiling <= 0 || !close(g.Ratio, g.RowsPerSec/g.Ceiling) {
+			t.Errorf("gather %+v: ratio is not rows/s over the ceiling beside it", g)
+		}
+		if best[g.Workers].RandomRows < g.Ceiling {
+			t.Errorf("ceilings table (%v rows/s) below a paired ceiling (%v)", best[g.Workers].RandomRows, g.Ceiling)
+		}
+	}
+}
