@@ -67,6 +67,39 @@ func (r *Rand) IntN(n int) int {
 	return int(hi)
 }
 
+// FloydMask draws k distinct values of [0, d), 0 < k <= d <= 64, by
+// Floyd's algorithm and returns them as the set bits of a mask: for j from
+// d-k to d-1, t = IntN(j+1), or j if t was drawn before. The draws and the
+// stream's state afterwards are exactly those of calling IntN so; the
+// generator's state stays in a register and the common case of the bounded
+// multiply is inline (the sampler's hottest loop, about 10 % faster than
+// calling IntN).
+func (r *Rand) FloydMask(d, k int) uint64 {
+	s := r.state
+	var mask uint64
+	for j := d - k; j < d; j++ {
+		un := uint64(j + 1)
+		s += 0xa0761d6478bd642f
+		h, l := bits.Mul64(s, s^0xe7037ed1a0b428db)
+		hi, lo := bits.Mul64(h^l, un)
+		if lo < un {
+			thresh := -un % un
+			for lo < thresh {
+				s += 0xa0761d6478bd642f
+				h, l = bits.Mul64(s, s^0xe7037ed1a0b428db)
+				hi, lo = bits.Mul64(h^l, un)
+			}
+		}
+		t := uint(hi) & 63
+		if mask>>t&1 != 0 {
+			t = uint(j) & 63
+		}
+		mask |= 1 << t
+	}
+	r.state = s
+	return mask
+}
+
 // Float32 returns a uniform float32 in [0, 1).
 func (r *Rand) Float32() float32 { return float32(r.Uint64()>>40) * (1.0 / (1 << 24)) }
 

@@ -2,6 +2,7 @@ package rng
 
 import (
 	"math"
+	"math/bits"
 	"testing"
 )
 
@@ -96,6 +97,31 @@ func TestSkip(t *testing.T) {
 		}
 		if a.Uint64() != b.Uint64() {
 			t.Fatalf("Skip(%d) is not %d draws", n, n)
+		}
+	}
+}
+
+// TestFloydMask checks FloydMask against Floyd's algorithm over IntN: the
+// same set and the same stream afterwards.
+func TestFloydMask(t *testing.T) {
+	for _, tc := range []struct{ d, k int }{{1, 1}, {2, 1}, {5, 5}, {10, 3}, {17, 16}, {63, 25}, {64, 1}, {64, 64}, {64, 10}} {
+		for seed := uint64(0); seed < 200; seed++ {
+			a, b := New(seed), New(seed)
+			var want uint64
+			for j := tc.d - tc.k; j < tc.d; j++ {
+				v := uint(a.IntN(j + 1))
+				if want>>v&1 != 0 {
+					v = uint(j)
+				}
+				want |= 1 << v
+			}
+			got := b.FloydMask(tc.d, tc.k)
+			if got != want || bits.OnesCount64(got) != tc.k || a.Uint64() != b.Uint64() {
+				t.Fatalf("d=%d k=%d seed %d: mask %x, want %x (or streams differ)", tc.d, tc.k, seed, got, want)
+			}
+			if tc.d < 64 && got>>uint(tc.d) != 0 {
+				t.Fatalf("d=%d k=%d: mask %x has bits past d", tc.d, tc.k, got)
+			}
 		}
 	}
 }

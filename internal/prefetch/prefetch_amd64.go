@@ -1,0 +1,9 @@
+//go:build !noasm
+
+package prefetch
+
+//go:noescape
+func spans32(base *int32, offs *int64, n int)
+
+//go:noescape
+func rows64(base *int64, ids *int32, n int)

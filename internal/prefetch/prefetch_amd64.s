@@ -1,0 +1,54 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// func spans32(base *int32, offs *int64, n int)
+// For j < n, PREFETCHT0 every line of base[offs[2j] : offs[2j+1]], at
+// most maxLines of them.
+TEXT ·spans32(SB), NOSPLIT, $0-24
+	MOVQ base+0(FP), SI
+	MOVQ offs+8(FP), DI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JLE done
+span:
+	MOVQ (DI), AX
+	MOVQ 8(DI), DX
+	LEAQ (SI)(AX*4), AX          // first byte
+	LEAQ -4(SI)(DX*4), DX        // last byte
+	LEAQ 448(AX), R8             // at most 8 lines
+	CMPQ DX, R8
+	CMOVQGT R8, DX
+	PREFETCHT0 (AX)
+	ANDQ $-64, AX
+	ADDQ $64, AX
+line:
+	CMPQ AX, DX
+	JGT next
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	JMP line
+next:
+	ADDQ $16, DI
+	DECQ CX
+	JNZ span
+done:
+	RET
+
+// func rows64(base *int64, ids *int32, n int)
+// PREFETCHT0 base + 8*ids[j] for j < n.
+TEXT ·rows64(SB), NOSPLIT, $0-24
+	MOVQ base+0(FP), SI
+	MOVQ ids+8(FP), DI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JLE done
+loop:
+	MOVLQSX (DI), AX
+	PREFETCHT0 (SI)(AX*8)
+	PREFETCHT0 8(SI)(AX*8)
+	ADDQ $4, DI
+	DECQ CX
+	JNZ loop
+done:
+	RET

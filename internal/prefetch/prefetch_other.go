@@ -1,0 +1,7 @@
+//go:build !amd64 || noasm
+
+package prefetch
+
+func spans32(base *int32, offs *int64, n int) {}
+
+func rows64(base *int64, ids *int32, n int) {}
