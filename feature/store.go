@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/prefetch"
 	"github.com/graphmill/graphmill/npy"
 )
 
@@ -392,9 +393,16 @@ func (s *Store) gather(ids []int32, out []float32, raw bool) error {
 	dim, n := s.dim, uint32(s.n)
 	if src, ok := s.Float32Rows(); ok && s.slot == nil {
 		// The common case (float32 rows, no cache, no scaling) in a loop
-		// of nothing but the bound check and the copy: the general loop's
-		// per-row dispatch cost a fifth of the gather's rate.
+		// of nothing but the bound check, the copy and, every few rows,
+		// a prefetch of the rows a few KiB ahead (so that their misses,
+		// and on a file mapping their TLB misses, overlap the copies):
+		// the general loop's per-row dispatch cost a fifth of the
+		// gather's rate.
+		pf := s.prefetcher(ids)
 		for i, v := range ids {
+			if i == pf.next {
+				pf.advance(i)
+			}
 			if uint32(v) >= n {
 				return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
 			}
@@ -403,7 +411,11 @@ func (s *Store) gather(ids []int32, out []float32, raw bool) error {
 		return nil
 	}
 	var hits int
+	pf := s.prefetcher(ids)
 	for i, v := range ids {
+		if i == pf.next {
+			pf.advance(i)
+		}
 		if uint32(v) >= n {
 			return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
 		}
@@ -432,6 +444,64 @@ func (s *Store) gather(ids []int32, out []float32, raw bool) error {
 		s.misses.Add(int64(len(ids) - hits))
 	}
 	return nil
+}
+
+// rowPrefetcher prefetches the stored rows of a gather's ids a few KiB
+// ahead of the copy (prefetch.RowsAhead), a group at a time, so that
+// their misses (and a file mapping's TLB misses) overlap the copies: a
+// gather of random rows runs 1.3-1.6x faster so on these VMs. With a hot
+// cache, the ids' cache slots are prefetched twice as far ahead, and the
+// row is prefetched from the cache or the table as its slot says.
+type rowPrefetcher struct {
+	s                  *Store
+	ids                []int32
+	ahead, group, next int
+}
+
+// prefetcher starts prefetching for a gather of ids: the loop calls
+// advance(i) when it reaches row i == next.
+func (s *Store) prefetcher(ids []int32) rowPrefetcher {
+	ahead, group := prefetch.RowsAhead(s.rowB)
+	p := rowPrefetcher{s: s, ids: ids, ahead: ahead, group: group}
+	if s.slot != nil {
+		prefetch.Rows(slotBytes(s.slot), 4, ids[:min(2*ahead, len(ids))])
+	}
+	p.rows(ids[:min(ahead, len(ids))])
+	return p
+}
+
+// advance prefetches for the group of rows starting ahead of row i.
+func (p *rowPrefetcher) advance(i int) {
+	p.next += p.group
+	ids := p.ids
+	if p.s.slot != nil {
+		if a := i + 2*p.ahead; a < len(ids) {
+			prefetch.Rows(slotBytes(p.s.slot), 4, ids[a:min(a+p.group, len(ids))])
+		}
+	}
+	if a := i + p.ahead; a < len(ids) {
+		p.rows(ids[a:min(a+p.group, len(ids))])
+	}
+}
+
+// rows prefetches the stored rows of ids.
+func (p *rowPrefetcher) rows(ids []int32) {
+	s := p.s
+	if s.slot == nil {
+		prefetch.Rows(s.data, s.rowB, ids)
+		return
+	}
+	for _, v := range ids {
+		if uint32(v) < uint32(s.n) {
+			row, _ := s.row(v)
+			prefetch.Bytes(row)
+		}
+	}
+}
+
+// slotBytes views the cache's slot table as bytes.
+func slotBytes(slot []int32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(slot))), 4*len(slot))
 }
 
 // row returns the stored bytes of row v (which must be in range) and

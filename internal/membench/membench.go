@@ -17,8 +17,10 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/graphmill/graphmill/internal/cputime"
+	"github.com/graphmill/graphmill/internal/prefetch"
 	"github.com/graphmill/graphmill/internal/rng"
 )
 
@@ -206,15 +208,21 @@ func SeqCopy(size int, workers int, d time.Duration) Result {
 // rows of dim float32 values chosen uniformly at random from table into a
 // contiguous output buffer of outRows rows (a minibatch's worth: the
 // output must be written to memory too), as a feature gather does, with
-// no other work. Multiply Result.PerSec by 4*dim for bytes per second.
+// no other work: a batch of ids is drawn first, then the rows are copied
+// in order with the rows a few KiB ahead prefetched
+// (internal/prefetch.RowsAhead), the fastest copy of random rows known
+// here (1.3-1.6x a plain copy loop on these VMs, whose rows' misses
+// overlap less). Multiply Result.PerSec by 4*dim for bytes per second.
 func RandomRows(table []float32, dim, outRows int, workers int, d time.Duration) Result {
 	rows := uint64(len(table) / dim)
 	const batch = 1024
 	outRows = max(outRows, batch)
 	outs := make([][]float32, max(workers, 1))
+	ids := make([][]int32, len(outs))
 	pos := make([]int, len(outs))
 	for w := range outs {
 		outs[w] = make([]float32, outRows*dim)
+		ids[w] = make([]int32, batch)
 		// Fault the destination in first (a fresh page's first touch costs
 		// about 11 µs on these VMs): the ceiling is the copy's, not the
 		// page faults' of a buffer the size of a batch.
@@ -222,15 +230,29 @@ func RandomRows(table []float32, dim, outRows int, workers int, d time.Duration)
 			outs[w][i] = 1
 		}
 	}
+	var raw []byte
+	if len(table) > 0 {
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&table[0])), 4*len(table))
+	}
+	rowB := 4 * dim
+	ahead, group := prefetch.RowsAhead(rowB)
 	return run(workers, d, func(w int, r *rng.Rand) (int64, uint64) {
 		out := outs[w]
 		p := pos[w]
 		if p+batch > outRows {
 			p = 0
 		}
-		for i := p; i < p+batch; i++ {
-			v := int((r.Uint64() >> 32) * rows >> 32)
-			copy(out[i*dim:(i+1)*dim], table[v*dim:(v+1)*dim])
+		id := ids[w]
+		for i := range id {
+			id[i] = int32((r.Uint64() >> 32) * rows >> 32)
+		}
+		prefetch.Rows(raw, rowB, id[:ahead])
+		for i, v := range id {
+			if i%group == 0 && i+ahead < batch {
+				prefetch.Rows(raw, rowB, id[i+ahead:min(i+ahead+group, batch)])
+			}
+			o := (p + i) * dim
+			copy(out[o:o+dim], table[int(v)*dim:int(v+1)*dim])
 		}
 		pos[w] = p + batch
 		return batch, uint64(out[p*dim])

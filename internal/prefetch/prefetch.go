@@ -31,3 +31,34 @@ func Rows64(base []int64, ids []int32) {
 	}
 	rows64(&base[0], &ids[0], len(ids))
 }
+
+// Rows prefetches every line of the rows ids[j] of a table of rows of
+// rowBytes bytes each, stored from base on: the feature rows a gather is
+// about to copy. Ids are not checked: a row outside base is harmless (a
+// prefetch never faults), merely useless.
+func Rows(base []byte, rowBytes int, ids []int32) {
+	if len(base) == 0 || len(ids) == 0 || rowBytes <= 0 {
+		return
+	}
+	rowsBytes(&base[0], rowBytes, &ids[0], len(ids))
+}
+
+// RowsAhead returns how many rows of rowBytes bytes a loop should have
+// prefetched ahead of the one it copies, and in groups of how many it
+// should prefetch them: about 4 KiB ahead (enough to cover a miss's
+// latency at the copy's rate), at least one row and at most 16.
+func RowsAhead(rowBytes int) (ahead, group int) {
+	ahead = min(max(4096/max(rowBytes, 1), 1), 16)
+	return ahead, max(ahead/2, 1)
+}
+
+// zeroID is the single row index of Bytes.
+var zeroID = [1]int32{0}
+
+// Bytes prefetches every line of b.
+func Bytes(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	rowsBytes(&b[0], len(b), &zeroID[0], 1)
+}

@@ -52,3 +52,34 @@ loop:
 	JNZ loop
 done:
 	RET
+
+// func rowsBytes(base *byte, rowBytes int, ids *int32, n int)
+// For j < n, PREFETCHT0 every line of the rowBytes bytes at
+// base + ids[j]*rowBytes.
+TEXT ·rowsBytes(SB), NOSPLIT, $0-32
+	MOVQ base+0(FP), SI
+	MOVQ rowBytes+8(FP), R9
+	MOVQ ids+16(FP), DI
+	MOVQ n+24(FP), CX
+	TESTQ CX, CX
+	JLE done
+row:
+	MOVLQSX (DI), AX
+	IMULQ R9, AX
+	ADDQ SI, AX                  // first byte
+	LEAQ -1(AX)(R9*1), DX        // last byte
+	PREFETCHT0 (AX)
+	ANDQ $-64, AX
+	ADDQ $64, AX
+line:
+	CMPQ AX, DX
+	JGT next
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	JMP line
+next:
+	ADDQ $4, DI
+	DECQ CX
+	JNZ row
+done:
+	RET

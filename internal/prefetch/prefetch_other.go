@@ -5,3 +5,5 @@ package prefetch
 func spans32(base *int32, offs *int64, n int) {}
 
 func rows64(base *int64, ids *int32, n int) {}
+
+func rowsBytes(base *byte, rowBytes int, ids *int32, n int) {}
