@@ -176,6 +176,19 @@ func TestStoreErrors(t *testing.T) {
 			st, _ := New(data, Float32, 10, 4, Options{})
 			return st.Gather(context.Background(), []int32{-1}, make([]float32, 4))
 		}, "not a row"},
+		{"ids out of range far ahead, with a cache (prefetched first)", func() error {
+			st, _ := New(data, Float32, 10, 4, Options{CacheBytes: 40, CacheOrder: []int32{2, 5}})
+			ids := make([]int32, 64)
+			ids[40], ids[50] = 1<<30, -7
+			return st.Gather(context.Background(), ids, make([]float32, 4*len(ids)))
+		}, "not a row"},
+		{"ids out of range far ahead, float16", func() error {
+			h, _ := encode(x, Float16)
+			st, _ := New(h, Float16, 10, 4, Options{})
+			ids := make([]int32, 64)
+			ids[60] = -1 << 31
+			return st.Gather(context.Background(), ids, make([]float32, 4*len(ids)))
+		}, "not a row"},
 		{"short output", func() error {
 			st, _ := New(data, Float32, 10, 4, Options{})
 			return st.Gather(context.Background(), []int32{1, 2}, make([]float32, 7))
