@@ -260,10 +260,9 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		hb := &blocks[L-1-h]
 		var e int
 		if fused {
-			// Upper bound nd*k: the ranges are read while drawing.
+			// The ranges are read while drawing: drawFused grows the
+			// edge arrays as it goes.
 			hb.Indptr = grow(hb.Indptr, nd+1)
-			hb.Indices = grow(hb.Indices, nd*k)
-			hb.EdgeIDs = grow(hb.EdgeIDs, nd*k)
 			e = s.drawFused(sc, nodes[:nd], spanned, hopKey(seed, h), k, hb)
 		} else {
 			bound := s.spans(sc, nodes[:nd], spanned, k)
@@ -437,7 +436,8 @@ func (s *Sampler) draw(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Blo
 // source) left the core idle in the load passes and the memory idle in
 // the draws: this loop samples 12-26 % more edges per CPU-second. It
 // writes the same edges as spans and draw, and every destination's range
-// to sc.spans; hb's arrays must have room for len(dst)*k edges.
+// to sc.spans; it grows hb's edge arrays as needed (hb.Indptr must have
+// room for len(dst)+1 offsets).
 func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block) int {
 	nd := len(dst)
 	if cap(sc.spans) < 2*nd {
@@ -446,6 +446,10 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 	sp := sc.spans[:2*nd]
 	sc.spans = sp
 	indptr, ind := s.g.Indptr, s.g.Indices
+	// The edge arrays start at their capacity or at 16 edges a
+	// destination, and double when a destination's k edges do not fit (an
+	// upper bound of len(dst)*k would be far too much for a large fanout).
+	growEdges(hb, 0, nd*min(k, 16))
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	// ranges reads the ranges of dst[a:b] (those not known from the
 	// previous hop) and prefetches their index lines.
@@ -459,7 +463,7 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 		}
 		prefetch.Spans32(ind, sp[2*a:2*b])
 	}
-	D, G := prefetchAhead, prefetchGroup
+	const D, G = prefetchAhead, prefetchGroup
 	if b := min(2*D, nd); done < b {
 		prefetch.Rows64(indptr, dst[done:b])
 	}
@@ -478,6 +482,10 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 			if i+D < nd {
 				ranges(i+D, min(i+D+G, nd))
 			}
+		}
+		if e+k > len(out) {
+			growEdges(hb, e, max(2*len(out), e+k))
+			out, pos = hb.Indices, hb.EdgeIDs
 		}
 		lo, hi := sp[2*i], sp[2*i+1]
 		d := int(hi - lo)
@@ -526,10 +534,27 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 // bursts stall the core as soon as its miss buffers are full (measured:
 // 3 lines per item and 30 ns of arithmetic, 58 ns per item a few at a
 // time, 128 ns in bursts of 32, 225 ns with no prefetch).
-var (
+const (
 	prefetchAhead = 8
 	prefetchGroup = 4
 )
+
+// growEdges makes hb's edge arrays (Indices, EdgeIDs) at least n long,
+// or as long as their capacities, keeping their first e entries.
+func growEdges(hb *graph.Block, e, n int) {
+	n = max(n, min(cap(hb.Indices), cap(hb.EdgeIDs)))
+	if cap(hb.Indices) < n {
+		t := make([]int32, n, n+n/4)
+		copy(t, hb.Indices[:e])
+		hb.Indices = t
+	}
+	if cap(hb.EdgeIDs) < n {
+		t := make([]int64, n, n+n/4)
+		copy(t, hb.EdgeIDs[:e])
+		hb.EdgeIDs = t
+	}
+	hb.Indices, hb.EdgeIDs = hb.Indices[:n], hb.EdgeIDs[:n]
+}
 
 // nodeKey returns the seed of node v's draws under the hop key hk.
 func (s *Sampler) nodeKey(hk uint64, v int32) uint64 {
