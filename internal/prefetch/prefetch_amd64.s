@@ -4,7 +4,7 @@
 
 // func spans32(base *int32, offs *int64, n int)
 // For j < n, PREFETCHT0 every line of base[offs[2j] : offs[2j+1]], at
-// most maxLines of them.
+// most 8 of them (the line loop is rowsBytes's).
 TEXT ·spans32(SB), NOSPLIT, $0-24
 	MOVQ base+0(FP), SI
 	MOVQ offs+8(FP), DI

@@ -508,33 +508,19 @@ func (e *env) sampling(ctx context.Context) error {
 					return err
 				}
 				// The batches in rounds, each followed by the random-read
-				// ceiling for as long (membench.Paired).
-				rounds := e.rounds(n)
+				// ceiling for as long.
 				var done atomic.Int64
-				res, ceil := membench.Paired(rounds, func(round int) membench.Result {
-					var next atomic.Int64
-					next.Store(int64(round * n / rounds))
-					end := int64((round + 1) * n / rounds)
-					return membench.Work(w, func(k int) int64 {
-						mb := mbs[k]
-						var edges int64
-						for {
-							i := int(next.Add(1) - 1)
-							if int64(i) >= end {
-								return edges
-							}
-							if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
-								errOnce.CompareAndSwap(nil, err)
-								return edges
-							}
-							edges += int64(mb.NumEdges())
-							if e.cfg.Progress != nil {
-								e.cfg.Progress(what, int(done.Add(1)), n)
-							}
-						}
-					})
+				res, ceil, err := paired(n, w, func(k, i int) (int64, error) {
+					mb := mbs[k]
+					if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
+						return 0, err
+					}
+					if e.cfg.Progress != nil {
+						e.cfg.Progress(what, int(done.Add(1)), n)
+					}
+					return int64(mb.NumEdges()), nil
 				}, func(d time.Duration) membench.Result { return membench.RandomReads(e.readArr, w, d) })
-				if err, _ := errOnce.Load().(error); err != nil {
+				if err != nil {
 					return err
 				}
 				e.noteCeiling(w, ceilReads, ceil)
@@ -653,36 +639,47 @@ func (e *env) gatherRate(st *feature.Store, ids [][]int32, w int) (res, ceil mem
 			outs[i][j] = 1
 		}
 	}
-	var firstErr atomic.Value
-	rounds := e.rounds(len(ids))
-	res, ceil = membench.Paired(rounds, func(round int) membench.Result {
-		var next atomic.Int64
-		next.Store(int64(round * len(ids) / rounds))
-		end := int64((round + 1) * len(ids) / rounds)
-		return membench.Work(w, func(wk int) int64 {
-			out := outs[wk]
-			var rows int64
-			for {
-				i := int(next.Add(1) - 1)
-				if int64(i) >= end {
-					return rows
-				}
-				if err := st.Gather(context.Background(), ids[i], out[:len(ids[i])*dim]); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return rows
-				}
-				rows += int64(len(ids[i]))
-			}
-		})
+	res, ceil, err = paired(len(ids), w, func(k, i int) (int64, error) {
+		if err := st.Gather(context.Background(), ids[i], outs[k][:len(ids[i])*dim]); err != nil {
+			return 0, err
+		}
+		return int64(len(ids[i])), nil
 	}, func(d time.Duration) membench.Result { return membench.RandomRows(e.feats, dim, e.outRows, w, d) })
-	err, _ = firstErr.Load().(error)
 	e.noteCeiling(w, ceilRows, ceil)
 	return res, ceil, err
 }
 
-// rounds returns the number of rounds of a paired measurement of n
-// batches: about four batches a round, at least one and at most 10.
-func (e *env) rounds(n int) int { return min(max(n/4, 1), 10) }
+// paired does items 0..n-1 on w workers, each taking the next item in
+// turn, in rounds of about four items (at most 10 rounds), each round
+// followed by ceiling for as long (membench.Paired). item(k, i) does item
+// i on worker k and returns its operation count; the first error stops
+// its worker and is returned.
+func paired(n, w int, item func(k, i int) (int64, error), ceiling func(time.Duration) membench.Result) (res, ceil membench.Result, err error) {
+	rounds := min(max(n/4, 1), 10)
+	var firstErr atomic.Value
+	res, ceil = membench.Paired(rounds, func(round int) membench.Result {
+		var next atomic.Int64
+		next.Store(int64(round * n / rounds))
+		end := int64((round + 1) * n / rounds)
+		return membench.Work(w, func(k int) int64 {
+			var ops int64
+			for {
+				i := next.Add(1) - 1
+				if i >= end {
+					return ops
+				}
+				o, err := item(k, int(i))
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return ops
+				}
+				ops += o
+			}
+		})
+	}, ceiling)
+	err, _ = firstErr.Load().(error)
+	return res, ceil, err
+}
 
 // cache compares the admission policies: hit rates on held-out batches,
 // and the gather rate through the mapping with the degree-ordered cache.
