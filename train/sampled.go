@@ -24,6 +24,13 @@ type sampledStepper struct {
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
 	cfg := r.cfg
+	// Steps run one after the other (epoch's loop; micro-batches one
+	// after the other within a step), and a batch is released before the
+	// next step: what the layers derive from each step's blocks (GCN's
+	// and GAT's self-loops, GCN's edge weights, the transposes) is rebuilt
+	// in the same memory every step instead of fresh arrays. Evaluation,
+	// overlapped or not, runs on a snapshot, which does not share it.
+	m.ScratchBlocks(true)
 	if r.batches != nil {
 		return &sampledStepper{r: r, m: m, opt: opt, ld: r.batches, e: r.engine(m, opt)}, nil
 	}
@@ -91,7 +98,8 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	return st, nil
 }
 
-func (s *sampledStepper) close() {}
+// close hands the model back without the step scratch (ScratchBlocks).
+func (s *sampledStepper) close() { s.m.ScratchBlocks(false) }
 
 func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)
