@@ -258,15 +258,14 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		nd := len(nodes)
 		numDst = append(numDst, nd)
 		hb := &blocks[L-1-h]
+		hb.Indptr = grow(hb.Indptr, nd+1)
 		var e int
 		if fused {
 			// The ranges are read while drawing: drawFused grows the
 			// edge arrays as it goes.
-			hb.Indptr = grow(hb.Indptr, nd+1)
 			e = s.drawFused(sc, nodes[:nd], spanned, hopKey(seed, h), k, hb)
 		} else {
 			bound := s.spans(sc, nodes[:nd], spanned, k)
-			hb.Indptr = grow(hb.Indptr, nd+1)
 			hb.Indices = grow(hb.Indices, bound)
 			hb.EdgeIDs = grow(hb.EdgeIDs, bound)
 			e = s.draw(sc, nodes[:nd], hopKey(seed, h), k, hb)
