@@ -85,8 +85,5 @@ func (g GroupTraffic) PerEpoch(epochs int) *train.Traffic {
 		tr.RankSent = append(tr.RankSent, r.Sent()/n)
 		tr.RankExchange = append(tr.RankExchange, r.Exchange/n)
 	}
-	if len(g.Ranks) > 0 {
-		tr.BusiestSent = g.Ranks[g.Busiest].Sent() / n
-	}
 	return tr
 }

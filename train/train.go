@@ -109,7 +109,7 @@ type Summary struct {
 // MinStepExchange its analytic minimum (boundary rows forward, fetched
 // rows' gradients backward; 0, and left out, with message flow graphs).
 // RankSent and RankExchange are each rank's Sent and Exchange;
-// BusiestRank sent the most, BusiestSent.
+// BusiestRank sent the most (RankSent[BusiestRank]).
 type Traffic struct {
 	Ranks           int     `json:"ranks"`
 	Sent            int64   `json:"sent_bytes_per_epoch"`
@@ -118,7 +118,6 @@ type Traffic struct {
 	MinStepExchange int64   `json:"min_step_exchange_bytes_per_epoch,omitempty"`
 	Reduce          int64   `json:"reduce_bytes_per_epoch"`
 	BusiestRank     int     `json:"busiest_rank"`
-	BusiestSent     int64   `json:"busiest_rank_sent_bytes_per_epoch"`
 	RankSent        []int64 `json:"rank_sent_bytes_per_epoch"`
 	RankExchange    []int64 `json:"rank_exchange_bytes_per_epoch"`
 }

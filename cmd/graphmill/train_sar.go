@@ -145,5 +145,5 @@ func printTraffic(w io.Writer, t *train.Traffic, withMin bool) {
 	}
 	fmt.Fprintf(w, "sent per epoch: all %d ranks %s (rows and gradients %s: training steps %s%s, evaluation %s; all-reduce %s); busiest rank %d: %s\n",
 		t.Ranks, units.Bytes(t.Sent), units.Bytes(t.Exchange), units.Bytes(t.StepExchange), lo, units.Bytes(t.Exchange-t.StepExchange),
-		units.Bytes(t.Reduce), t.BusiestRank, units.Bytes(t.BusiestSent))
+		units.Bytes(t.Reduce), t.BusiestRank, units.Bytes(t.RankSent[t.BusiestRank]))
 }

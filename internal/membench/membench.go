@@ -247,9 +247,13 @@ func RandomRows(table []float32, dim, outRows int, workers int, d time.Duration)
 			id[i] = int32((r.Uint64() >> 32) * rows >> 32)
 		}
 		prefetch.Rows(raw, rowB, id[:ahead])
+		next := 0 // the row at which the next group is prefetched (no division per row)
 		for i, v := range id {
-			if i%group == 0 && i+ahead < batch {
-				prefetch.Rows(raw, rowB, id[i+ahead:min(i+ahead+group, batch)])
+			if i == next {
+				next += group
+				if a := i + ahead; a < batch {
+					prefetch.Rows(raw, rowB, id[a:min(a+group, batch)])
+				}
 			}
 			o := (p + i) * dim
 			copy(out[o:o+dim], table[int(v)*dim:int(v+1)*dim])

@@ -2,9 +2,23 @@
 
 #include "textflag.h"
 
+// PREFETCH_LINES prefetches every line from the byte at AX to the byte at
+// DX (AX is clobbered).
+#define PREFETCH_LINES \
+	PREFETCHT0 (AX); \
+	ANDQ $-64, AX; \
+	ADDQ $64, AX; \
+line: \
+	CMPQ AX, DX; \
+	JGT lines_done; \
+	PREFETCHT0 (AX); \
+	ADDQ $64, AX; \
+	JMP line; \
+lines_done:
+
 // func spans32(base *int32, offs *int64, n int)
 // For j < n, PREFETCHT0 every line of base[offs[2j] : offs[2j+1]], at
-// most 8 of them (the line loop is rowsBytes's).
+// most 8 of them.
 TEXT ·spans32(SB), NOSPLIT, $0-24
 	MOVQ base+0(FP), SI
 	MOVQ offs+8(FP), DI
@@ -19,16 +33,7 @@ span:
 	LEAQ 448(AX), R8             // at most 8 lines
 	CMPQ DX, R8
 	CMOVQGT R8, DX
-	PREFETCHT0 (AX)
-	ANDQ $-64, AX
-	ADDQ $64, AX
-line:
-	CMPQ AX, DX
-	JGT next
-	PREFETCHT0 (AX)
-	ADDQ $64, AX
-	JMP line
-next:
+	PREFETCH_LINES
 	ADDQ $16, DI
 	DECQ CX
 	JNZ span
@@ -68,16 +73,7 @@ row:
 	IMULQ R9, AX
 	ADDQ SI, AX                  // first byte
 	LEAQ -1(AX)(R9*1), DX        // last byte
-	PREFETCHT0 (AX)
-	ANDQ $-64, AX
-	ADDQ $64, AX
-line:
-	CMPQ AX, DX
-	JGT next
-	PREFETCHT0 (AX)
-	ADDQ $64, AX
-	JMP line
-next:
+	PREFETCH_LINES
 	ADDQ $4, DI
 	DECQ CX
 	JNZ row
