@@ -101,6 +101,12 @@ func (a *Array) Close() error {
 // to anonymous memory only do not follow for file mappings.
 func (a *Array) AdviseHuge() { adviseHuge(a.mapping) }
 
+// DropResident releases the process's resident pages of the mapping (the
+// file's pages stay in the page cache): for an array that has been copied
+// elsewhere and is rarely read again, so that it stops counting in the
+// resident set. A later read faults the pages back in.
+func (a *Array) DropResident() { dropResident(a.mapping) }
+
 // AdviseRandom tells the kernel that access will be random, so it does not
 // read ahead. It is a hint: errors are ignored.
 func (a *Array) AdviseRandom() { adviseRandom(a.mapping) }

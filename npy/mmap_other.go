@@ -17,3 +17,4 @@ func mapFile(f *os.File, size int) ([]byte, error) {
 func unmap([]byte) error  { return nil }
 func adviseHuge([]byte)   {}
 func adviseRandom([]byte) {}
+func dropResident([]byte) {}

@@ -14,6 +14,12 @@ func mapFile(f *os.File, size int) ([]byte, error) {
 
 func unmap(m []byte) error { return unix.Munmap(m) }
 
+func dropResident(m []byte) {
+	if len(m) > 0 {
+		_ = unix.Madvise(m, unix.MADV_DONTNEED)
+	}
+}
+
 func adviseRandom(m []byte) {
 	if len(m) > 0 {
 		_ = unix.Madvise(m, unix.MADV_RANDOM)

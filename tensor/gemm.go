@@ -368,10 +368,13 @@ func GemmNTMulti(xs, ws []Matrix, beta float32, c Matrix, ep Epilogue) error {
 
 // deepNarrowGrad reports a weight gradient Xᵀ·dY (A transposed, deep k)
 // with few output columns and many rows, e.g. dW = dYᵀ·X of a layer
-// stored [out, in] with in <= 4 column panels: computed directly, A would
-// be streamed from memory once per column panel (it is k×m, megabytes);
-// swapped, the narrow operand becomes the packed A and the wide one is
-// packed once, so each input is read once.
+// stored [out, in] with in <= max(4 column panels, 128): computed
+// directly, A would be streamed from memory once per column panel (it is
+// k×m, megabytes); swapped, the narrow operand becomes the packed A and
+// the wide one is packed once, so each input is read once. (Up to 128
+// columns on AVX2, 8 panels: GraphSAGE's first-layer weight gradients,
+// 256 outputs × 100 inputs over 13.8k nodes, run 1.06× faster swapped one
+// by one and 1.12× as GemmTNMulti's one shared product.)
 //
 // Not when the narrow micro-kernel covers the output in one full panel
 // (n == its nr): computed directly, A is then read once, in place, and C
@@ -384,7 +387,7 @@ func deepNarrowGrad(tA, tB Op, m, n, k int) bool {
 		return false
 	}
 	nr := set.wide.nr
-	return tA == Trans && tB == NoTrans && k >= 1024 && n <= 4*nr && m > 4*nr
+	return tA == Trans && tB == NoTrans && k >= 1024 && n <= max(4*nr, 128) && m > 4*nr
 }
 
 func flipOp(o Op) Op {
@@ -949,10 +952,20 @@ func (j *gemmJob) partTile(i, pc int) ([]float32, int) {
 }
 
 // copyN copies n floats from src to dst. Packing makes millions of copies
-// of a register-tile width (4 to 32 floats); moving them in 16-byte
-// pieces, which the compiler inlines as vector moves, avoids a call to
-// memmove for each.
+// of a register-tile width (4 to 32 floats); moving them as fixed-size
+// arrays (the kernels' widths) or in 16-byte pieces, which the compiler
+// inlines as vector moves, avoids a call to memmove for each (the fixed
+// sizes: 4 % faster packing of a 256-column weight gradient than the
+// 16-byte loop).
 func copyN(dst, src []float32, n int) {
+	switch n {
+	case 16:
+		*(*[16]float32)(dst) = *(*[16]float32)(src)
+		return
+	case 32:
+		*(*[32]float32)(dst) = *(*[32]float32)(src)
+		return
+	}
 	if n%4 != 0 {
 		copy(dst[:n], src[:n])
 		return

@@ -64,6 +64,15 @@ type Config struct {
 	// features in memory converted to it ("float16" or "bfloat16": half
 	// the memory of float32); "" reads them as stored, through the mapping.
 	FeatureDType string `json:"feature_dtype,omitempty"`
+	// FeaturesInMemory says where sampled and GAS training read the
+	// dataset's features from: FeaturesMemory copies them into huge-page
+	// memory at start (gathers 1.25–1.3× faster than through the file
+	// mapping's 4 KiB pages), FeaturesMapped reads them in place (for
+	// features larger than memory), and FeaturesAuto ("" too) copies them
+	// when they take at most half the memory available, no memory bound,
+	// feature cache or dtype conversion is set, and the mode gathers rows
+	// (full-graph training reads them once, whole).
+	FeaturesInMemory string `json:"features_in_memory,omitempty"`
 	// Parts and PartsPerBatch configure GAS training: the graph is split
 	// into Parts parts by the multilevel partitioner and every batch holds
 	// PartsPerBatch of them (shuffled each epoch).
@@ -141,6 +150,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("gas mode evaluates with the training histories, so it cannot overlap evaluation with training")
 	case c.MaxMemoryBytes < 0:
 		return fmt.Errorf("max memory must be >= 0, got %d", c.MaxMemoryBytes)
+	case c.FeaturesInMemory != "" && c.FeaturesInMemory != FeaturesAuto && c.FeaturesInMemory != FeaturesMemory && c.FeaturesInMemory != FeaturesMapped:
+		return fmt.Errorf("features in memory %q: want %s, %s or %s", c.FeaturesInMemory, FeaturesAuto, FeaturesMemory, FeaturesMapped)
+	case c.FeaturesInMemory == FeaturesMemory && c.FeatureCacheBytes > 0:
+		return fmt.Errorf("a feature cache sits in front of the mapped feature file; with the features in memory it has nothing to do (drop one of them)")
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs must be >= 1, got %d", c.Epochs)
 	case c.EvalEvery < 1:

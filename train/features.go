@@ -6,6 +6,7 @@ import (
 
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/tensor"
 )
 
@@ -27,12 +28,37 @@ type Partitioner func(ctx context.Context, g *graph.CSC, parts int, seed uint64,
 // the partitioner).
 func WithPartitioner(p Partitioner) Option { return func(r *Runner) { r.partitioner = p } }
 
+// The values of Config.FeaturesInMemory.
+const (
+	FeaturesAuto   = "auto"
+	FeaturesMemory = "yes"
+	FeaturesMapped = "no"
+)
+
+// featuresInMemory decides whether the dataset's features, size bytes as
+// stored, are copied into memory (Config.FeaturesInMemory). A conversion
+// (FeatureDType) makes its own in-memory copy, so it never needs this one.
+func (r *Runner) featuresInMemory(size int64, convert bool) bool {
+	switch {
+	case convert || r.cfg.FeaturesInMemory == FeaturesMapped:
+		return false
+	case r.cfg.FeaturesInMemory == FeaturesMemory:
+		return true
+	case r.cfg.Mode == Full || r.cfg.FeatureCacheBytes > 0 || r.cfg.MaxMemoryBytes > 0:
+		return false
+	}
+	avail := memstat.Available()
+	return avail > 0 && size <= avail/2
+}
+
 // openFeatures opens the dataset's features as the run's source: read in
 // place through the file mapping whatever their stored dtype (float32,
 // float16, bfloat16), row-normalised on the fly (one float32 factor per
 // node, never a normalised copy), with the hot-row cache under
 // Config.FeatureCacheBytes, and converted to an in-memory copy of
-// Config.FeatureDType when that differs from the stored dtype.
+// Config.FeatureDType when that differs from the stored dtype; or read
+// from a copy in huge-page memory (Config.FeaturesInMemory), after which
+// the mapping's pages leave the resident set.
 func (r *Runner) openFeatures() error {
 	m := r.ds.Meta
 	if r.feat != nil {
@@ -64,9 +90,14 @@ func (r *Runner) openFeatures() error {
 	if convert {
 		first = feature.Options{Workers: 1} // the cache goes on the converted copy
 	}
+	first.InMemory = r.featuresInMemory(int64(len(r.ds.FeatureArray.Data)), convert)
 	st, err := feature.Open(r.ds, first)
 	if err != nil {
 		return err
+	}
+	if first.InMemory {
+		r.ds.FeatureArray.DropResident()
+		r.featInMemory = true
 	}
 	if r.cfg.NormalizeFeatures {
 		// Row normalisation is meant for non-negative bag-of-words style

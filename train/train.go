@@ -90,12 +90,16 @@ type Summary struct {
 	// FeatureDType is the dtype features were read as; the cache fields
 	// describe the hot-row cache (--feature-cache) and its hit rate over
 	// the run's gathers.
-	FeatureDType        string  `json:"feature_dtype,omitempty"`
-	FeatureCacheRows    int     `json:"feature_cache_rows,omitempty"`
-	FeatureCacheBytes   int64   `json:"feature_cache_bytes,omitempty"`
-	FeatureCacheHitRate float64 `json:"feature_cache_hit_rate,omitempty"`
-	Seed                uint64  `json:"seed"`
-	Threads             int     `json:"threads"`
+	FeatureDType string `json:"feature_dtype,omitempty"`
+	// FeaturesInMemoryBytes is the size of the in-memory copy the
+	// features were read from (Config.FeaturesInMemory); 0 when they
+	// were read through the file mapping.
+	FeaturesInMemoryBytes int64   `json:"features_in_memory_bytes,omitempty"`
+	FeatureCacheRows      int     `json:"feature_cache_rows,omitempty"`
+	FeatureCacheBytes     int64   `json:"feature_cache_bytes,omitempty"`
+	FeatureCacheHitRate   float64 `json:"feature_cache_hit_rate,omitempty"`
+	Seed                  uint64  `json:"seed"`
+	Threads               int     `json:"threads"`
 	// Traffic is what the ranks of a distributed full-graph run (package
 	// sar) sent; nil in the other modes.
 	Traffic *Traffic `json:"traffic,omitempty"`
@@ -143,15 +147,16 @@ type Hooks struct {
 
 // Runner holds the state of a training run on one dataset.
 type Runner struct {
-	cfg    Config
-	ds     *dataset.Dataset
-	feat   feature.Source // the features every mode reads (see features.go)
-	owned  *feature.Store // the store NewRunner opened, closed by Close
-	dense  tensor.Matrix  // all rows as one matrix, once a mode needed it
-	deg    []float32      // in-degrees, for GCN
-	labels []int32
-	hooks  Hooks
-	dp     *gradSync // data-parallel training (Config.Parallel)
+	cfg          Config
+	ds           *dataset.Dataset
+	feat         feature.Source // the features every mode reads (see features.go)
+	owned        *feature.Store // the store NewRunner opened, closed by Close
+	featInMemory bool           // owned reads a copy of the features in memory (Config.FeaturesInMemory)
+	dense        tensor.Matrix  // all rows as one matrix, once a mode needed it
+	deg          []float32      // in-degrees, for GCN
+	labels       []int32
+	hooks        Hooks
+	dp           *gradSync // data-parallel training (Config.Parallel)
 
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
@@ -368,6 +373,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		s.TotalSeconds = time.Since(start).Seconds()
 		if st := r.owned; st != nil {
 			s.FeatureDType = st.DType().String()
+			if r.featInMemory {
+				s.FeaturesInMemoryBytes = int64(st.NumRows()) * int64(st.Dim()) * int64(st.DType().Size())
+			}
 			if cs := st.CacheStats(); cs.Rows > 0 {
 				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 			}

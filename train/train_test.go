@@ -204,6 +204,47 @@ func TestLoadRejectsMismatch(t *testing.T) {
 	}
 }
 
+// TestFeaturesInMemory: where each setting of Config.FeaturesInMemory
+// reads the features from (the summary's copy size), and that a sampled
+// run reads the same values either way: its history is bitwise the same.
+func TestFeaturesInMemory(t *testing.T) {
+	d := cora(t)
+	copyBytes := int64(len(d.FeatureArray.Data))
+	var mapped *Result
+	for _, c := range []struct {
+		name    string
+		mod     func(*Config)
+		inMem   bool
+		compare bool // its history must equal the mapped run's
+	}{
+		{"mapped", func(c *Config) { c.FeaturesInMemory = FeaturesMapped }, false, false},
+		{"auto sampled", func(c *Config) {}, true, true},
+		{"yes", func(c *Config) { c.FeaturesInMemory = FeaturesMemory }, true, true},
+		{"auto under a memory bound", func(c *Config) { c.MaxMemoryBytes = 64 << 20 }, false, false},
+		{"auto with a feature cache", func(c *Config) { c.FeatureCacheBytes = 1 << 20 }, false, false},
+		{"auto converting", func(c *Config) { c.FeatureDType = "float16" }, false, false},
+		{"auto full graph", func(c *Config) { c.Mode = Full }, false, false},
+		{"yes full graph", func(c *Config) { c.Mode, c.FeaturesInMemory = Full, FeaturesMemory }, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Defaults(nn.SAGE)
+			cfg.Mode, cfg.Fanouts, cfg.BatchSize = Sampled, []int{5, 5}, 256
+			cfg.Epochs, cfg.Threads, cfg.Workers, cfg.Seed, cfg.Model.Seed = 2, 1, 1, 5, 5
+			c.mod(&cfg)
+			res := run(t, d, cfg)
+			if got := res.Summary.FeaturesInMemoryBytes; (got > 0) != c.inMem || c.inMem && got != copyBytes {
+				t.Fatalf("features in memory: %d bytes, want in memory %v (%d bytes)", got, c.inMem, copyBytes)
+			}
+			if c.name == "mapped" {
+				mapped = res
+			}
+			if c.compare && !reflect.DeepEqual(stripTimes(res), stripTimes(mapped)) {
+				t.Fatalf("in memory and mapped, different histories:\n%+v\n%+v", stripTimes(res), stripTimes(mapped))
+			}
+		})
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	d := cora(t)
 	cases := []struct {
@@ -216,6 +257,8 @@ func TestBadInput(t *testing.T) {
 		{"fanouts", func(c *Config) { c.Mode = Sampled; c.Fanouts = []int{5} }, "1 fanouts for 2 layers"},
 		{"epochs", func(c *Config) { c.Epochs = 0 }, "epochs must be"},
 		{"mode", func(c *Config) { c.Mode = "x" }, "unknown mode"},
+		{"features in memory", func(c *Config) { c.FeaturesInMemory = "maybe" }, `features in memory "maybe": want auto, yes or no`},
+		{"in memory and cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesMemory, 1 << 20 }, "a feature cache sits in front of the mapped feature file"},
 	}
 	for _, c := range cases {
 		cfg := Defaults(nn.GCN)

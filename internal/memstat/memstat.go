@@ -45,8 +45,15 @@ func ProcessPeak() int64 {
 	return max(processPeak, p)
 }
 
-func field(name string) int64 {
-	f, err := os.Open("/proc/self/status")
+// Available returns the memory the system can give to new allocations
+// without swapping, MemAvailable in /proc/meminfo, in bytes (0 if unknown).
+func Available() int64 { return fieldOf("/proc/meminfo", "MemAvailable:") }
+
+func field(name string) int64 { return fieldOf("/proc/self/status", name) }
+
+// fieldOf reads a "Name: value kB" line of a /proc file, in bytes.
+func fieldOf(path, name string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}

@@ -23,6 +23,18 @@ func TestPeakSeesAllocation(t *testing.T) {
 	}
 }
 
+// TestAvailable: where /proc/meminfo exists, the available memory is
+// positive and no more than the machine's total.
+func TestAvailable(t *testing.T) {
+	a, total := Available(), fieldOf("/proc/meminfo", "MemTotal:")
+	if total == 0 {
+		t.Skip("no /proc/meminfo")
+	}
+	if a <= 0 || a > total {
+		t.Fatalf("MemAvailable %d bytes, MemTotal %d", a, total)
+	}
+}
+
 // TestProcessPeakSurvivesReset: a phase's peak cleared by ResetPeak still
 // counts in ProcessPeak, which matches VmHWM when nothing was reset.
 func TestProcessPeakSurvivesReset(t *testing.T) {
