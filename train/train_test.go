@@ -258,7 +258,7 @@ func TestBadInput(t *testing.T) {
 		{"epochs", func(c *Config) { c.Epochs = 0 }, "epochs must be"},
 		{"mode", func(c *Config) { c.Mode = "x" }, "unknown mode"},
 		{"features in memory", func(c *Config) { c.FeaturesInMemory = "maybe" }, `features in memory "maybe": want auto, yes or no`},
-		{"in memory and cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesMemory, 1 << 20 }, "a feature cache sits in front of the mapped feature file"},
+		{"in memory and cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesMemory, 1<<20 }, "a feature cache sits in front of the mapped feature file"},
 	}
 	for _, c := range cases {
 		cfg := Defaults(nn.GCN)
