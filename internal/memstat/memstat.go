@@ -6,7 +6,9 @@ package memstat
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,9 +47,64 @@ func ProcessPeak() int64 {
 	return max(processPeak, p)
 }
 
-// Available returns the memory the system can give to new allocations
-// without swapping, MemAvailable in /proc/meminfo, in bytes (0 if unknown).
-func Available() int64 { return fieldOf("/proc/meminfo", "MemAvailable:") }
+// Available returns the memory this process can still take, in bytes:
+// what the system can give without swapping (MemAvailable in
+// /proc/meminfo), or less where the process's memory cgroup (v1 or v2: a
+// container's limit) leaves less (its limit less its usage); 0 if unknown.
+func Available() int64 {
+	a := fieldOf("/proc/meminfo", "MemAvailable:")
+	if a <= 0 {
+		return 0
+	}
+	if limit, used, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok {
+		a = min(a, max(limit-used, 0))
+	}
+	return a
+}
+
+// cgroupMemory returns the memory limit and usage of the process's memory
+// cgroup, as listed in cgroupFile and mounted under root; ok is false
+// when there is no limit or it cannot be read. The cgroup's own directory
+// is tried first, then the mount's root (inside a container the root is
+// the container's cgroup).
+func cgroupMemory(cgroupFile, root string) (limit, used int64, ok bool) {
+	b, err := os.ReadFile(cgroupFile)
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var dir, limitName, usedName string
+		switch {
+		case parts[0] == "0" && parts[1] == "": // v2
+			dir, limitName, usedName = root, "memory.max", "memory.current"
+		case slices.Contains(strings.Split(parts[1], ","), "memory"): // v1
+			dir, limitName, usedName = filepath.Join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes"
+		default:
+			continue
+		}
+		for _, d := range []string{filepath.Join(dir, parts[2]), dir} {
+			l, err1 := readInt(filepath.Join(d, limitName))
+			u, err2 := readInt(filepath.Join(d, usedName))
+			if err1 == nil && err2 == nil && l > 0 && l < 1<<60 { // "max" or v1's near-2⁶³: no limit
+				return l, u, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// readInt reads a file holding one integer.
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
 
 func field(name string) int64 { return fieldOf("/proc/self/status", name) }
 

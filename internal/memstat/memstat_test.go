@@ -1,6 +1,8 @@
 package memstat
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -32,6 +34,46 @@ func TestAvailable(t *testing.T) {
 	}
 	if a <= 0 || a > total {
 		t.Fatalf("MemAvailable %d bytes, MemTotal %d", a, total)
+	}
+}
+
+// TestCgroupMemory reads a memory cgroup's limit and usage from v1 and v2
+// layouts, in the cgroup's own directory or at the mount's root, and
+// finds no limit where it is "max" or v1's unlimited value.
+func TestCgroupMemory(t *testing.T) {
+	for _, c := range []struct {
+		name, cgroup string
+		files        map[string]string
+		limit, used  int64
+		ok           bool
+	}{
+		{"v2", "0::/user.slice/job\n", map[string]string{"user.slice/job/memory.max": "1073741824\n", "user.slice/job/memory.current": "104857600\n"}, 1 << 30, 100 << 20, true},
+		{"v2 unlimited", "0::/\n", map[string]string{"memory.max": "max\n", "memory.current": "5\n"}, 0, 0, false},
+		{"v1 own dir", "4:memory:/api/x\n3:cpu:/\n", map[string]string{"memory/api/x/memory.limit_in_bytes": "2147483648", "memory/api/x/memory.usage_in_bytes": "1"}, 2 << 30, 1, true},
+		{"v1 at the root", "9:cpuacct,memory:/docker/abc\n", map[string]string{"memory/memory.limit_in_bytes": "4096", "memory/memory.usage_in_bytes": "1024"}, 4096, 1024, true},
+		{"v1 unlimited", "4:memory:/\n", map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712", "memory/memory.usage_in_bytes": "1"}, 0, 0, false},
+		{"no memory controller", "3:cpu:/\n", nil, 0, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, v := range c.files {
+				p := filepath.Join(dir, "fs", name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cg := filepath.Join(dir, "cgroup")
+			if err := os.WriteFile(cg, []byte(c.cgroup), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			limit, used, ok := cgroupMemory(cg, filepath.Join(dir, "fs"))
+			if limit != c.limit || used != c.used || ok != c.ok {
+				t.Fatalf("got %d, %d, %v; want %d, %d, %v", limit, used, ok, c.limit, c.used, c.ok)
+			}
+		})
 	}
 }
 
