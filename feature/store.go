@@ -71,7 +71,8 @@ type Options struct {
 	// Gathers of less than 256 KiB run on the calling goroutine.
 	Workers int
 	// InMemory copies the rows into anonymous memory (with transparent
-	// huge pages) instead of reading them through the file mapping. Leave
+	// huge pages; the copy, made once, uses every core whatever Workers
+	// says) instead of reading them through the file mapping. Leave
 	// it off for features larger than RAM: they are then read from disk
 	// through the mapping as they are gathered, and the hot cache keeps
 	// the most used rows in memory.
@@ -144,7 +145,7 @@ func New(data []byte, dtype DType, numRows, dim int, opts Options) (*Store, erro
 		buf, free := hugemem.Alloc[byte](len(data))
 		s.free = append(s.free, free)
 		const chunk = 1 << 20
-		par.For(s.workers, (len(data)+chunk-1)/chunk, func(_, lo, hi int) {
+		par.For(par.Workers(0), (len(data)+chunk-1)/chunk, func(_, lo, hi int) {
 			a, b := lo*chunk, min(hi*chunk, len(data))
 			copy(buf[a:b], data[a:b])
 		})
