@@ -126,7 +126,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.BoolVar(&f.mfg, "mfg", false, "sar, sa, one-shot modes: compute each layer only on the receptive field of the training nodes (message flow graphs; the same gradients, less work when few nodes are labelled)")
 	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
 	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (highest out-degree) in memory, up to this size (e.g. 2GiB), in front of the memory-mapped feature file; the hit rate is reported (default: no cache)")
-	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored, through the file mapping)")
+	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored; where from, see --features-in-memory)")
 	fl.StringVar(&f.featuresInMemory, "features-in-memory", train.FeaturesAuto, "sampled and GAS training: yes copies the features into huge-page memory at start (gathers 1.25-1.3x faster than through the file's mapping), no reads them in place (features larger than memory), auto copies them when they take at most half the available memory and no --max-memory, --feature-cache or --feature-dtype is set")
 	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
@@ -266,7 +266,7 @@ func gasPartitioner(ctx context.Context, g *graph.CSC, parts int, seed uint64, w
 // inferMemoryHelp is --max-memory's help for eval and predict.
 const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (activations and the rows it gathers), e.g. 2GiB or 512M; batches shrink until they fit (default: no bound)`
 
-const maxMemoryHelp = `bound on the memory a training step adds on top of what training starts from (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit. Not counted: what the process holds before the first step (the dataset's memory-mapped files, the feature cache or --feature-dtype copy, GAS histories), so the resident set is this bound plus those (see README, "--max-memory") (default: no bound)`
+const maxMemoryHelp = `bound on the memory a training step adds on top of what training starts from (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit. Not counted: what the process holds before the first step (the dataset's memory-mapped files, the feature cache, the --feature-dtype or --features-in-memory copy, GAS histories), so the resident set is this bound plus those (see README, "--max-memory") (default: no bound)`
 
 // parseMaxMemory parses --max-memory ("" is no bound).
 func parseMaxMemory(s string) (int64, error) {
