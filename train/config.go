@@ -69,7 +69,8 @@ type Config struct {
 	// memory at start (gathers 1.25–1.3× faster than through the file
 	// mapping's 4 KiB pages), FeaturesMapped reads them in place (for
 	// features larger than memory), and FeaturesAuto ("" too) copies them
-	// when they take at most half the memory available, no memory bound,
+	// when they take at most half the memory available (a copy per rank
+	// under data parallelism), no memory bound,
 	// feature cache or dtype conversion is set, and the mode gathers rows
 	// (full-graph training reads them once, whole).
 	FeaturesInMemory string `json:"features_in_memory,omitempty"`

@@ -38,6 +38,9 @@ const (
 // featuresInMemory decides whether the dataset's features, size bytes as
 // stored, are copied into memory (Config.FeaturesInMemory). A conversion
 // (FeatureDType) makes its own in-memory copy, so it never needs this one.
+// Under data parallelism every rank copies them, and ranks on one machine
+// start at once, each seeing the same available memory, so auto counts
+// one copy per rank.
 func (r *Runner) featuresInMemory(size int64, convert bool) bool {
 	switch {
 	case convert || r.cfg.FeaturesInMemory == FeaturesMapped:
@@ -47,8 +50,12 @@ func (r *Runner) featuresInMemory(size int64, convert bool) bool {
 	case r.cfg.Mode == Full || r.cfg.FeatureCacheBytes > 0 || r.cfg.MaxMemoryBytes > 0:
 		return false
 	}
+	ranks := int64(1)
+	if r.cfg.Parallel != nil {
+		ranks = int64(max(r.cfg.Parallel.Size(), 1))
+	}
 	avail := memstat.Available()
-	return avail > 0 && size <= avail/2
+	return avail > 0 && size*ranks <= avail/2
 }
 
 // openFeatures opens the dataset's features as the run's source: read in
