@@ -99,7 +99,7 @@ func (l *GCNConv) plan(p *planner, s BlockShape, x pv) pv { return l.planAct(p, 
 func (l *GCNConv) planReLU(p *planner, s BlockShape, x pv) pv { return l.planAct(p, s, x, true) }
 
 func (l *GCNConv) planAct(p *planner, s BlockShape, x pv, relu bool) pv {
-	return planAggregateDense(p, s, x, l.in, l.out, relu)
+	return planAggregateDense(p, s, x, l.in, l.out, relu, 1)
 }
 
 func (l *GCNConv) indexBytes(s BlockShape, train bool) int64 { return gcnIndexBytes(s, train) }

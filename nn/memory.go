@@ -65,11 +65,12 @@ func (p *planner) dropout(x pv, prob float64) pv {
 }
 
 // dense plans a fused Dense op (autograd.Tape.Dense) with rows×cols
-// output: the output, its gradient and, with a ReLU, the gradient before
-// the activation.
-func (p *planner) dense(rows, cols int, relu bool) pv {
+// output: the output, its gradient and, with a ReLU whose backward makes
+// a matrix (reluGrad; not when it is folded into the weight gradients,
+// tensor.ReLUGradFused), the gradient before the activation.
+func (p *planner) dense(rows, cols int, reluGrad bool) pv {
 	o := p.out(rows, cols, true)
-	if p.train && relu {
+	if p.train && reluGrad {
 		p.alloc(rows, cols)
 	}
 	return o

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -65,39 +66,70 @@ func TestStepBytesExact(t *testing.T) {
 					b.CSR.Indptr = append(b.CSR.Indptr, b.CSR.Indptr[len(b.CSR.Indptr)-1])
 				}
 			}
-			shapes := make([]BlockShape, len(blocks))
-			for i, b := range blocks {
-				shapes[i] = ShapeOf(b)
-			}
-			x := tensor.New(blocks[0].CSR.NumSrc, in)
-			for i := range x.Data {
-				x.Data[i] = r.Float32()
-			}
-			labels := make([]int32, blocks[len(blocks)-1].NumDst)
-			for i := range labels {
-				labels[i] = int32(r.IntN(out))
-			}
-			step := func(train bool) int64 {
-				before := tensor.Allocated()
-				if !train {
-					tp := autograd.NewInferenceTape()
-					m.Forward(tp, blocks, tp.Const(x), false, 1)
-					return tensor.Allocated() - before
-				}
-				tp := autograd.NewTape()
-				loss := tp.CrossEntropy(m.Forward(tp, blocks, tp.Const(x), true, 1), labels)
-				if err := tp.Backward(loss); err != nil {
-					t.Fatal(err)
-				}
-				return tensor.Allocated() - before
-			}
-			step(true) // parameter gradients are allocated once, here
-			for _, train := range []bool{true, false} {
-				got, want := step(train), m.StepBytes(shapes, train)
-				if got != want {
-					t.Fatalf("%s trial %d train=%v shapes %+v: allocated %d bytes, model says %d", kind, trial, train, shapes, got, want)
-				}
-			}
+			checkStepBytes(t, r, m, blocks, fmt.Sprintf("%s trial %d", kind, trial))
+		}
+	}
+}
+
+// TestStepBytesExactFusedReLUGrad: a GraphSAGE first layer large enough
+// for its ReLU's backward to fold into the weight gradients
+// (tensor.ReLUGradFused: no matrix for it), and a GCN one the same size,
+// which keeps the matrix.
+func TestStepBytesExactFusedReLUGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	deg := make([]float32, 10000)
+	for i := range deg {
+		deg[i] = float32(1 + r.IntN(9))
+	}
+	for _, kind := range []Kind{SAGE, GCN} {
+		m, err := NewModel(Config{Kind: kind, In: 100, Hidden: 256, Out: 7, Layers: 2, Dropout: 0.3, Seed: 1}, deg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := randomBlocks(r, 2, 1100)
+		if s := ShapeOf(blocks[0]); !aggregateFirst(s, 100, 256) || !tensor.ReLUGradFused(s.Dst, 256, []int{100, 100}) {
+			t.Fatalf("first block %+v does not take the fused path", s)
+		}
+		checkStepBytes(t, r, m, blocks, string(kind))
+	}
+}
+
+// checkStepBytes runs a training and an inference step of m on blocks and
+// compares the bytes they allocate with m.StepBytes.
+func checkStepBytes(t *testing.T, r *rand.Rand, m *Model, blocks []*Block, name string) {
+	t.Helper()
+	in, out := m.Config.In, m.Config.Out
+	shapes := make([]BlockShape, len(blocks))
+	for i, b := range blocks {
+		shapes[i] = ShapeOf(b)
+	}
+	x := tensor.New(blocks[0].CSR.NumSrc, in)
+	for i := range x.Data {
+		x.Data[i] = r.Float32()
+	}
+	labels := make([]int32, blocks[len(blocks)-1].NumDst)
+	for i := range labels {
+		labels[i] = int32(r.IntN(out))
+	}
+	step := func(train bool) int64 {
+		before := tensor.Allocated()
+		if !train {
+			tp := autograd.NewInferenceTape()
+			m.Forward(tp, blocks, tp.Const(x), false, 1)
+			return tensor.Allocated() - before
+		}
+		tp := autograd.NewTape()
+		loss := tp.CrossEntropy(m.Forward(tp, blocks, tp.Const(x), true, 1), labels)
+		if err := tp.Backward(loss); err != nil {
+			t.Fatal(err)
+		}
+		return tensor.Allocated() - before
+	}
+	step(true) // parameter gradients are allocated once, here
+	for _, train := range []bool{true, false} {
+		got, want := step(train), m.StepBytes(shapes, train)
+		if got != want {
+			t.Fatalf("%s train=%v shapes %+v: allocated %d bytes, model says %d", name, train, shapes, got, want)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"slices"
+
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
@@ -68,18 +70,19 @@ func (l *SAGEConv) plan(p *planner, s BlockShape, x pv) pv { return l.planAct(p,
 func (l *SAGEConv) planReLU(p *planner, s BlockShape, x pv) pv { return l.planAct(p, s, x, true) }
 
 func (l *SAGEConv) planAct(p *planner, s BlockShape, x pv, relu bool) pv {
-	return planAggregateDense(p, s, x, l.in, l.out, relu)
+	return planAggregateDense(p, s, x, l.in, l.out, relu, 2)
 }
 
 // planAggregateDense plans a layer that aggregates over the block's edges
-// and applies one Dense op (GCN, SAGE): the aggregation runs on the inputs
-// or on their transform, whichever is narrower (aggregateFirst).
-func planAggregateDense(p *planner, s BlockShape, x pv, in, out int, relu bool) pv {
+// and applies one Dense op (GCN, SAGE) with terms weighted inputs of width
+// in when aggregating first: the aggregation runs on the inputs or on
+// their transform, whichever is narrower (aggregateFirst).
+func planAggregateDense(p *planner, s BlockShape, x pv, in, out int, relu bool, terms int) pv {
 	if aggregateFirst(s, in, out) {
 		p.aggregate(x, s.Dst)
-	} else {
-		p.aggregate(p.linear(x, out), s.Dst)
+		return p.dense(s.Dst, out, relu && !(!x.grad && tensor.ReLUGradFused(s.Dst, out, slices.Repeat([]int{in}, terms))))
 	}
+	p.aggregate(p.linear(x, out), s.Dst)
 	return p.dense(s.Dst, out, relu)
 }
 

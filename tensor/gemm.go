@@ -237,14 +237,56 @@ func addTransposed(c Matrix, t []float32, beta float32, ep *Epilogue) {
 // (on several threads, where both split the depth, as they do for deep
 // products); otherwise they agree to float32 rounding.
 func GemmTNMulti(alpha float32, g Matrix, xs []Matrix, beta float32, cs []Matrix) error {
+	return gemmTNMulti(alpha, g, nil, 0, xs, beta, cs, nil)
+}
+
+// GemmTNMultiReLU is GemmTNMulti(1, G, xs, beta, cs) of the gradient
+// G = scale·dY ⊙ 1[Y > 0] behind a ReLU (and dropout) output Y, which it
+// never stores: where the products share one packing of G (see
+// GemmTNMulti), G is masked as it is packed and dbias, when not nil, gets
+// G's column sums added in the same pass, instead of a separate pass of
+// ReLUGradBiasScaled writing G and a second reading it (a GraphSAGE first
+// layer's backward, whose inputs need no gradient; see ReLUGradFused).
+// Elsewhere it runs those two, G in scratch memory. The weight gradients are bitwise those of the two-pass way;
+// dbias agrees to float32 rounding (summed by depth chunk, not row chunk).
+func GemmTNMultiReLU(dy, y Matrix, scale float32, xs []Matrix, beta float32, cs []Matrix, dbias []float32) error {
+	if err := sameShapes("GemmTNMultiReLU", y, dy); err != nil {
+		return err
+	}
+	if dbias != nil && len(dbias) != dy.Cols {
+		return fmt.Errorf("%w: GemmTNMultiReLU: bias gradient has %d values for %d columns", ErrShape, len(dbias), dy.Cols)
+	}
+	return gemmTNMulti(1, dy, y.Data, scale, xs, beta, cs, dbias)
+}
+
+// ReLUGradFused reports whether GemmTNMulti computes the weight gradients
+// of inputs of these widths from an output gradient of rows×cols as one
+// shared product (several deep, narrow products, see deepNarrowGrad), and
+// so whether GemmTNMultiReLU masks the gradient as it packs it instead of
+// storing it first.
+func ReLUGradFused(rows, cols int, widths []int) bool {
+	if len(widths) < 2 || rows == 0 || cols == 0 {
+		return false
+	}
+	for _, w := range widths {
+		if w == 0 || !deepNarrowGrad(Trans, NoTrans, cols, w, rows) {
+			return false
+		}
+	}
+	return true
+}
+
+// gemmTNMulti is GemmTNMulti of G, or, with mask (Y's values, laid out as
+// G), of scale·G ⊙ 1[mask > 0] with its column sums added to dbias.
+func gemmTNMulti(alpha float32, g Matrix, mask []float32, scale float32, xs []Matrix, beta float32, cs []Matrix, dbias []float32) error {
 	if len(xs) != len(cs) {
 		return fmt.Errorf("%w: GemmTNMulti: %d inputs for %d outputs", ErrShape, len(xs), len(cs))
 	}
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("gemm: operand G: %w", err)
 	}
-	shared := len(xs) > 1
 	total := 0
+	widths := make([]int, len(xs))
 	for i, x := range xs {
 		c := cs[i]
 		if err := x.Validate(); err != nil {
@@ -264,10 +306,18 @@ func GemmTNMulti(alpha float32, g Matrix, xs []Matrix, beta float32, cs []Matrix
 				return fmt.Errorf("%w: gemm outputs C[%d] overlap", ErrAlias, i)
 			}
 		}
-		shared = shared && g.Rows > 0 && g.Cols > 0 && x.Cols > 0 && deepNarrowGrad(Trans, NoTrans, g.Cols, x.Cols, g.Rows)
+		widths[i] = x.Cols
 		total += x.Cols
 	}
-	if !shared {
+	if !ReLUGradFused(g.Rows, g.Cols, widths) { // not one shared product
+		if mask != nil { // G first, then the products
+			gz := Matrix{Rows: g.Rows, Cols: g.Cols, Data: getBuf(len(g.Data))}
+			defer putBuf(gz.Data)
+			if err := ReLUGradBiasScaled(gz, Matrix{Rows: g.Rows, Cols: g.Cols, Data: mask}, g, dbias, true, scale); err != nil {
+				return err
+			}
+			g = gz
+		}
 		for i := range xs {
 			if err := Gemm(Trans, NoTrans, alpha, g, xs[i], beta, cs[i]); err != nil {
 				return err
@@ -284,6 +334,7 @@ func GemmTNMulti(alpha float32, g Matrix, xs []Matrix, beta float32, cs []Matrix
 	defer putBuf(t)
 	j := newGemmJob(Trans, NoTrans, alpha, xs[0], g, 0, Matrix{Rows: total, Cols: m, Data: t}, nil)
 	j.m = total
+	j.mask, j.maskScale, j.db = mask, scale, dbias
 	j.a, j.parts = nil, make([]aPart, len(xs))
 	for i, x := range xs {
 		j.parts[i] = aPart{a: x.Data, ld: x.Cols, cols: x.Cols}
@@ -483,6 +534,11 @@ func (j *gemmJob) runParallel(threads int) error {
 	if j.k >= 128*nt && j.terms == nil {
 		costK = 2 * nt * j.m * j.n
 	}
+	if j.mask != nil {
+		// A masked B's column sums (db) are made as it is packed: split
+		// the depth only, so each element is packed once, by one chunk.
+		costM, costN = invalid, invalid
+	}
 	// Choose the split, then cut it into more chunks than workers and let
 	// workers take chunks as they come: on a busy machine a worker that
 	// starts late (its core is taken) takes fewer chunks instead of making
@@ -506,8 +562,15 @@ func (j *gemmJob) runParallel(threads int) error {
 	// which worker took which chunk: the same inputs and thread count give
 	// bit-identical results, which reproducible training needs.
 	bufs := make([][]float32, chunks)
+	var dbs [][]float32 // a masked B's column sums, per depth chunk
+	if j.db != nil && kind == 'k' {
+		dbs = make([][]float32, chunks)
+	}
 	defer func() {
 		for _, b := range bufs {
+			putBuf(b)
+		}
+		for _, b := range dbs {
 			putBuf(b)
 		}
 	}()
@@ -565,6 +628,14 @@ func (j *gemmJob) runParallel(threads int) error {
 				} else {
 					s.b = j.b[lo*j.ldb:]
 				}
+				if j.mask != nil {
+					s.mask = j.mask[lo*j.ldb:]
+				}
+				if dbs != nil {
+					dbs[ch] = getBuf(j.n)
+					clear(dbs[ch])
+					s.db = dbs[ch]
+				}
 				s.ldc, s.beta, s.ep = j.n, 0, nil // the epilogue runs after the partial sums are added
 				bufs[ch] = getBuf(j.m * j.n)
 				s.c = bufs[ch]
@@ -576,6 +647,11 @@ func (j *gemmJob) runParallel(threads int) error {
 	})
 	if err != nil || kind != 'k' {
 		return err
+	}
+	for _, d := range dbs { // in chunk order: the same sums whichever worker took which chunk
+		if d != nil {
+			ks().axpy(1, d, j.db)
+		}
 	}
 	// Depth split: C = beta*C + Σ partial products, rows in parallel.
 	return parallel(nt, func(w int) {
@@ -654,6 +730,13 @@ type gemmJob struct {
 	// current one starts, so that only the first overwrites C.
 	terms  []depthTerm
 	depth0 int
+	// mask, when not nil, has op(B)'s layout (B not transposed): B is
+	// packed as maskScale·B ⊙ 1[mask > 0] (GemmTNMultiReLU), and db, when
+	// not nil, gets that matrix's column sums added as it is packed (one
+	// value per column of C; each element of B is packed once per job).
+	mask      []float32
+	maskScale float32
+	db        []float32
 }
 
 // depthTerm is one product of a sum of products: A read in place, B
@@ -872,9 +955,21 @@ func (j *gemmJob) packB(dst []float32, jc, nb, pc, kb int) {
 	if !j.transB {
 		// Row by row, so op(B) is read sequentially.
 		full := nb / nr
+		var masked []float32
+		if j.mask != nil {
+			masked = getBuf(nb)
+			defer putBuf(masked)
+		}
 		for p := 0; p < kb; p++ {
 			src := j.b[(pc+p)*j.ldb+jc:]
 			src = src[:nb]
+			if masked != nil {
+				ks().reluMask(masked, src, j.mask[(pc+p)*j.ldb+jc:][:nb], j.maskScale)
+				if j.db != nil {
+					ks().axpy(1, masked, j.db[jc:jc+nb]) // += , bitwise (1·x is exact)
+				}
+				src = masked
+			}
 			for q := 0; q < full; q++ {
 				copyN(dst[q*kb*nr+p*nr:], src[q*nr:], nr)
 			}

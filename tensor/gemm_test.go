@@ -353,6 +353,75 @@ func TestGemmTNMulti(t *testing.T) {
 	})
 }
 
+// TestGemmTNMultiReLU checks the masked weight gradients against the two
+// passes they fuse (ReLUGradBiasScaled writing G, then GemmTNMulti): the
+// weight gradients bitwise, the bias gradient (summed in another order)
+// to float32 rounding, on shapes that take the shared, fused path and on
+// shapes that do not, with and without a bias and a dropout scale, on one
+// thread and on several, in every kernel set. A mask that kept one more
+// element than the two passes did would change a weight gradient.
+func TestGemmTNMultiReLU(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		defer SetThreads(Threads())
+		for _, threads := range []int{1, 3} {
+			SetThreads(threads)
+			for _, tc := range []struct {
+				k, m  int
+				cols  []int
+				scale float32
+				bias  bool
+			}{
+				{3000, 256, []int{100, 100}, 1, true},
+				{2500, 200, []int{37, 64}, 2, true},
+				{1030, 150, []int{128}, 1, false},
+				{300, 256, []int{100, 100}, 2, true}, // too shallow: G materialised
+			} {
+				r := rand.New(rand.NewPCG(uint64(tc.k), 7))
+				dy, y := randMatrix(r, tc.k, tc.m), randMatrix(r, tc.k, tc.m) // y: about half positive
+				var xs, got, want []Matrix
+				for _, c := range tc.cols {
+					xs = append(xs, randMatrix(r, tc.k, c))
+					w := randMatrix(r, tc.m, c)
+					want, got = append(want, w), append(got, w.Clone())
+				}
+				var dbWant, dbGot []float32
+				if tc.bias {
+					dbWant = randMatrix(r, 1, tc.m).Data
+					dbGot = append([]float32(nil), dbWant...)
+				}
+				gz := New(tc.k, tc.m)
+				if err := ReLUGradBiasScaled(gz, y, dy, dbWant, true, tc.scale); err != nil {
+					t.Fatal(err)
+				}
+				if err := GemmTNMulti(1, gz, xs, 1, want); err != nil {
+					t.Fatal(err)
+				}
+				if err := GemmTNMultiReLU(dy, y, tc.scale, xs, 1, got, dbGot); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					for e, w := range want[i].Data {
+						if d := got[i].Data[e]; math.Float32bits(d) != math.Float32bits(w) {
+							t.Fatalf("threads %d, %+v: dW[%d] element %d = %v, two passes %v", threads, tc, i, e, d, w)
+						}
+					}
+				}
+				for c, w := range dbWant {
+					if d := dbGot[c]; math.Abs(float64(d-w)) > 1e-4*(1+math.Abs(float64(w))) {
+						t.Fatalf("threads %d, %+v: dbias[%d] = %v, two passes %v", threads, tc, c, d, w)
+					}
+				}
+			}
+		}
+	})
+	if err := GemmTNMultiReLU(New(4, 3), New(4, 2), 1, []Matrix{New(4, 2)}, 0, []Matrix{New(3, 2)}, nil); !errors.Is(err, ErrShape) {
+		t.Fatalf("Y and dY of different shapes: %v, want ErrShape", err)
+	}
+	if err := GemmTNMultiReLU(New(4, 3), New(4, 3), 1, []Matrix{New(4, 2)}, 0, []Matrix{New(3, 2)}, make([]float32, 2)); !errors.Is(err, ErrShape) {
+		t.Fatalf("bias gradient of the wrong length: %v, want ErrShape", err)
+	}
+}
+
 // TestGemmTNMultiErrors checks that mismatched shapes and aliased outputs
 // are errors, not panics.
 func TestGemmTNMultiErrors(t *testing.T) {

@@ -230,6 +230,54 @@ func TestGradients(t *testing.T) {
 	}
 }
 
+// TestDenseFusedReLUGrad: a Dense layer over inputs that need no
+// gradient, large enough for its ReLU's backward to fold into the weight
+// gradients (tensor.ReLUGradFused), gives the weight gradients bitwise and
+// the bias gradient to float32 rounding of the same layer whose input
+// needs a gradient (which stores the pre-activation gradient), with and
+// without dropout.
+func TestDenseFusedReLUGrad(t *testing.T) {
+	const rows, in, out = 1500, 100, 256
+	if !tensor.ReLUGradFused(rows, out, []int{in, in}) {
+		t.Fatal("shape does not take the fused path")
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	a, h := randM(rng, rows+7, in), randM(rng, rows+7, in)
+	wl, wr, b := randM(rng, out, in), randM(rng, out, in), randM(rng, 1, out)
+	keys := make([]int32, rows)
+	for i := range keys {
+		keys[i] = int32(i)
+	}
+	for _, p := range []float64{0, 0.5} {
+		grads := func(inputGrad bool) [][]float32 {
+			params := []*Var{NewParam("wl", wl.Clone()), NewParam("wr", wr.Clone()), NewParam("b", b.Clone())}
+			tp := NewTape()
+			x := tp.Const(h)
+			if inputGrad {
+				x = NewParam("h", h.Clone())
+			}
+			drop := tensor.RowDropout{}
+			if p > 0 {
+				drop = tensor.RowDropout{P: p, Seed: 3, Keys: keys}
+			}
+			y := tp.DenseDropout(rows, []Term{{X: tp.Const(a), W: params[0]}, {X: x, W: params[1]}}, params[2], ActReLU, drop)
+			if err := tp.Backward(tp.Sum(tp.MatMul(y, tp.Const(randM(rand.New(rand.NewPCG(1, 1)), out, 3))))); err != nil {
+				t.Fatal(err)
+			}
+			return [][]float32{params[0].Grad.Data, params[1].Grad.Data, params[2].Grad.Data}
+		}
+		fused, stored := grads(false), grads(true)
+		for k := range fused {
+			for i, w := range stored[k] {
+				g := fused[k][i]
+				if k < 2 && math.Float32bits(g) != math.Float32bits(w) || math.Abs(float64(g-w)) > 1e-4*(1+math.Abs(float64(w))) {
+					t.Fatalf("dropout %v, gradient %d element %d: fused %v, stored %v", p, k, i, g, w)
+				}
+			}
+		}
+	}
+}
+
 func TestParamGradAccumulatesAndZeroes(t *testing.T) {
 	w := NewParam("W", tensor.New(2, 2))
 	w.Value.Data[0] = 3

@@ -31,7 +31,11 @@ type Term struct {
 // first rows of its sources). b may be nil. Backward computes the
 // activation's gradient and the bias's in one pass and feeds the
 // products' gradients straight into the inputs' (the first contribution
-// to an intermediate's gradient overwrites it, so nothing is zero-filled).
+// to an intermediate's gradient overwrites it, so nothing is zero-filled);
+// where no input needs a gradient (a first layer) and the weight
+// gradients are one shared product (tensor.ReLUGradFused), the
+// activation's and the bias's gradients are made as that product packs
+// the output gradient, with no pass or matrix of their own.
 //
 // The result equals the unfused MatMulOp/Add/AddBias/ReLU chain up to
 // float32 rounding: the bias gradient is summed in chunks of rows, and a
@@ -139,24 +143,16 @@ func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop
 	}
 	terms = append([]Term(nil), terms...)
 	return t.record("Dense", out, func(g tensor.Matrix) error {
-		gz := g
 		var db []float32
 		if b != nil && b.requiresGrad {
 			db = b.grad().Data
 		}
-		if act == ActReLU {
-			gz = t.get(g.Rows, g.Cols)
-		}
-		if act == ActReLU || db != nil {
-			if err := tensor.ReLUGradBiasScaled(gz, out, g, db, act == ActReLU, keep); err != nil {
-				return err
-			}
-		}
 		// dW += gzᵀ·X for every weight, in one call so that gz, the large
 		// operand, is packed once (a weight used by two terms: one by one).
 		var xs, dws []tensor.Matrix
-		shared := false
+		shared, needX := false, false
 		for k, tm := range terms {
+			needX = needX || tm.X.requiresGrad
 			if tm.W == nil || !tm.W.requiresGrad {
 				continue
 			}
@@ -167,6 +163,21 @@ func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop
 		}
 		if shared {
 			xs = nil
+		}
+		if act == ActReLU && !needX && fusesReLUGrad(rows, n, xs) {
+			// Only the weights and the bias need gz (a first layer, whose
+			// inputs are features): the ReLU's backward is done as the
+			// products pack it, and gz is never stored.
+			return tensor.GemmTNMultiReLU(g, out, keep, xs, 1, dws, db)
+		}
+		gz := g
+		if act == ActReLU {
+			gz = t.get(g.Rows, g.Cols)
+		}
+		if act == ActReLU || db != nil {
+			if err := tensor.ReLUGradBiasScaled(gz, out, g, db, act == ActReLU, keep); err != nil {
+				return err
+			}
 		}
 		if xs != nil {
 			if err := tensor.GemmTNMulti(1, gz, xs, 1, dws); err != nil {
@@ -195,6 +206,17 @@ func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop
 		}
 		return nil
 	}, inputs...)
+}
+
+// fusesReLUGrad reports whether Dense's backward over the inputs xs (the
+// weighted terms' first rows) folds the ReLU's backward into the weight
+// gradients (tensor.ReLUGradFused), when no input needs a gradient.
+func fusesReLUGrad(rows, cols int, xs []tensor.Matrix) bool {
+	widths := make([]int, len(xs))
+	for i, x := range xs {
+		widths[i] = x.Cols
+	}
+	return tensor.ReLUGradFused(rows, cols, widths)
 }
 
 func (a Activation) String() string {
