@@ -80,7 +80,8 @@ func (l *SAGEConv) planAct(p *planner, s BlockShape, x pv, relu bool) pv {
 func planAggregateDense(p *planner, s BlockShape, x pv, in, out int, relu bool, terms int) pv {
 	if aggregateFirst(s, in, out) {
 		p.aggregate(x, s.Dst)
-		return p.dense(s.Dst, out, relu && !(!x.grad && tensor.ReLUGradFused(s.Dst, out, slices.Repeat([]int{in}, terms))))
+		fused := !x.grad && tensor.ReLUGradFused(s.Dst, out, slices.Repeat([]int{in}, terms)) // no matrix for the ReLU's gradient
+		return p.dense(s.Dst, out, relu && !fused)
 	}
 	p.aggregate(p.linear(x, out), s.Dst)
 	return p.dense(s.Dst, out, relu)

@@ -265,15 +265,18 @@ func GemmTNMultiReLU(dy, y Matrix, scale float32, xs []Matrix, beta float32, cs 
 // so whether GemmTNMultiReLU masks the gradient as it packs it instead of
 // storing it first.
 func ReLUGradFused(rows, cols int, widths []int) bool {
-	if len(widths) < 2 || rows == 0 || cols == 0 {
-		return false
-	}
+	shared := len(widths) > 1
 	for _, w := range widths {
-		if w == 0 || !deepNarrowGrad(Trans, NoTrans, cols, w, rows) {
-			return false
-		}
+		shared = shared && sharesG(rows, cols, w)
 	}
-	return true
+	return shared
+}
+
+// sharesG reports whether the weight gradient of an input of width w
+// from an output gradient of rows×cols can join GemmTNMulti's shared
+// product (a deep, narrow one).
+func sharesG(rows, cols, w int) bool {
+	return rows > 0 && cols > 0 && w > 0 && deepNarrowGrad(Trans, NoTrans, cols, w, rows)
 }
 
 // gemmTNMulti is GemmTNMulti of G, or, with mask (Y's values, laid out as
@@ -285,8 +288,8 @@ func gemmTNMulti(alpha float32, g Matrix, mask []float32, scale float32, xs []Ma
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("gemm: operand G: %w", err)
 	}
+	shared := len(xs) > 1 // one product for all (ReLUGradFused)
 	total := 0
-	widths := make([]int, len(xs))
 	for i, x := range xs {
 		c := cs[i]
 		if err := x.Validate(); err != nil {
@@ -306,10 +309,10 @@ func gemmTNMulti(alpha float32, g Matrix, mask []float32, scale float32, xs []Ma
 				return fmt.Errorf("%w: gemm outputs C[%d] overlap", ErrAlias, i)
 			}
 		}
-		widths[i] = x.Cols
+		shared = shared && sharesG(g.Rows, g.Cols, x.Cols)
 		total += x.Cols
 	}
-	if !ReLUGradFused(g.Rows, g.Cols, widths) { // not one shared product
+	if !shared {
 		if mask != nil { // G first, then the products
 			gz := Matrix{Rows: g.Rows, Cols: g.Cols, Data: getBuf(len(g.Data))}
 			defer putBuf(gz.Data)

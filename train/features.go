@@ -97,14 +97,15 @@ func (r *Runner) openFeatures() error {
 	if convert {
 		first = feature.Options{Workers: 1} // the cache goes on the converted copy
 	}
-	first.InMemory = r.featuresInMemory(int64(len(r.ds.FeatureArray.Data)), convert)
+	size := int64(len(r.ds.FeatureArray.Data))
+	first.InMemory = r.featuresInMemory(size, convert)
 	st, err := feature.Open(r.ds, first)
 	if err != nil {
 		return err
 	}
 	if first.InMemory {
 		r.ds.FeatureArray.DropResident()
-		r.featInMemory = true
+		r.inMemory = size
 	}
 	if r.cfg.NormalizeFeatures {
 		// Row normalisation is meant for non-negative bag-of-words style

@@ -147,16 +147,16 @@ type Hooks struct {
 
 // Runner holds the state of a training run on one dataset.
 type Runner struct {
-	cfg          Config
-	ds           *dataset.Dataset
-	feat         feature.Source // the features every mode reads (see features.go)
-	owned        *feature.Store // the store NewRunner opened, closed by Close
-	featInMemory bool           // owned reads a copy of the features in memory (Config.FeaturesInMemory)
-	dense        tensor.Matrix  // all rows as one matrix, once a mode needed it
-	deg          []float32      // in-degrees, for GCN
-	labels       []int32
-	hooks        Hooks
-	dp           *gradSync // data-parallel training (Config.Parallel)
+	cfg      Config
+	ds       *dataset.Dataset
+	feat     feature.Source // the features every mode reads (see features.go)
+	owned    *feature.Store // the store NewRunner opened, closed by Close
+	inMemory int64          // the bytes of owned's in-memory copy of the features (Config.FeaturesInMemory), or 0
+	dense    tensor.Matrix  // all rows as one matrix, once a mode needed it
+	deg      []float32      // in-degrees, for GCN
+	labels   []int32
+	hooks    Hooks
+	dp       *gradSync // data-parallel training (Config.Parallel)
 
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
@@ -372,10 +372,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		}
 		s.TotalSeconds = time.Since(start).Seconds()
 		if st := r.owned; st != nil {
-			s.FeatureDType = st.DType().String()
-			if r.featInMemory {
-				s.FeaturesInMemoryBytes = int64(st.NumRows()) * int64(st.Dim()) * int64(st.DType().Size())
-			}
+			s.FeatureDType, s.FeaturesInMemoryBytes = st.DType().String(), r.inMemory
 			if cs := st.CacheStats(); cs.Rows > 0 {
 				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 			}
