@@ -198,37 +198,11 @@ func Open(d *dataset.Dataset, opts Options) (*Store, error) {
 
 // buildCache copies the first rows of order into the cache table.
 func (s *Store) buildCache(budget int64, order []int32) error {
-	if order == nil {
-		return errors.New("feature: a cache budget needs a CacheOrder (e.g. DegreeOrder)")
+	slot, k, clamp, err := cacheSlots(s.n, s.rowB, budget, order)
+	if err != nil || k == 0 {
+		return err
 	}
-	rows := budget / int64(s.rowB)
-	if rows >= int64(s.n) {
-		s.clamp = budget > int64(s.n)*int64(s.rowB)
-		rows = int64(s.n)
-	}
-	rows = min(rows, int64(len(order)))
-	if rows == 0 {
-		return nil
-	}
-	s.slot = make([]int32, s.n)
-	for i := range s.slot {
-		s.slot[i] = -1
-	}
-	k := 0
-	for _, v := range order {
-		if k == int(rows) {
-			break
-		}
-		if v < 0 || int(v) >= s.n {
-			return fmt.Errorf("feature: cache order holds %d, not a row in [0, %d)", v, s.n)
-		}
-		if s.slot[v] >= 0 {
-			continue // repeated: keep the first
-		}
-		s.slot[v] = int32(k)
-		k++
-	}
-	s.cached = k
+	s.slot, s.cached, s.clamp = slot, k, clamp
 	buf, free := hugemem.Alloc[byte](k * s.rowB)
 	s.free = append(s.free, free)
 	s.cache = buf
@@ -240,6 +214,43 @@ func (s *Store) buildCache(budget int64, order []int32) error {
 		}
 	})
 	return nil
+}
+
+// cacheSlots picks the rows a cache of budget bytes holds, the first of
+// order (hottest first) that fit, rows of rowB bytes out of n: it returns
+// the node-to-slot map (-1: not cached; nil when nothing fits), the number
+// of cached rows, and whether the budget exceeded all rows (clamped).
+func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, clamp bool, err error) {
+	if order == nil {
+		return nil, 0, false, errors.New("feature: a cache budget needs a CacheOrder (e.g. DegreeOrder)")
+	}
+	rows := budget / int64(rowB)
+	if rows >= int64(n) {
+		clamp = budget > int64(n)*int64(rowB)
+		rows = int64(n)
+	}
+	rows = min(rows, int64(len(order)))
+	if rows == 0 {
+		return nil, 0, clamp, nil
+	}
+	slot = make([]int32, n)
+	for i := range slot {
+		slot[i] = -1
+	}
+	for _, v := range order {
+		if k == int(rows) {
+			break
+		}
+		if v < 0 || int(v) >= n {
+			return nil, 0, false, fmt.Errorf("feature: cache order holds %d, not a row in [0, %d)", v, n)
+		}
+		if slot[v] >= 0 {
+			continue // repeated: keep the first
+		}
+		slot[v] = int32(k)
+		k++
+	}
+	return slot, k, clamp, nil
 }
 
 // NormalizeRows makes every later Gather divide each row by its sum (rows
@@ -272,18 +283,12 @@ func (s *Store) NormalizeRows(ctx context.Context) (bool, error) {
 				return
 			}
 			for i := 0; i < b-a; i++ {
-				var sum float64
-				for _, v := range x[i*s.dim : (i+1)*s.dim] {
-					if !(v >= 0) {
-						nonNeg.Store(false)
-						return
-					}
-					sum += float64(v)
+				f, ok := rowScale(x[i*s.dim : (i+1)*s.dim])
+				if !ok {
+					nonNeg.Store(false)
+					return
 				}
-				scale[a+i] = 1
-				if sum != 0 {
-					scale[a+i] = float32(1 / sum)
-				}
+				scale[a+i] = f
 			}
 		}
 	})
@@ -424,20 +429,9 @@ func (s *Store) gather(ids []int32, out []float32, raw bool) error {
 		if hit {
 			hits++
 		}
-		dst := out[i*dim : (i+1)*dim]
-		switch s.dtype {
-		case Float32:
-			copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(row))), dim))
-		case Float16:
-			DecodeF16(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), dim))
-		case BFloat16:
-			DecodeBF16(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), dim))
-		}
+		decodeRow(out[i*dim:(i+1)*dim], row, s.dtype)
 		if s.scale != nil && !raw {
-			inv := s.scale[v]
-			for j := range dst {
-				dst[j] *= inv
-			}
+			scaleRow(out[i*dim:(i+1)*dim], s.scale[v])
 		}
 	}
 	if s.slot != nil && !raw {
@@ -545,4 +539,40 @@ func HotOrder(score []uint32) []int32 {
 		order[i] = int32(uint32(k))
 	}
 	return order
+}
+
+// decodeRow converts one stored row of dtype to float32 in dst (len(dst)
+// values).
+func decodeRow(dst []float32, row []byte, dtype DType) {
+	switch dtype {
+	case Float32:
+		copy(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	case Float16:
+		DecodeF16(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	case BFloat16:
+		DecodeBF16(dst, unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(row))), len(dst)))
+	}
+}
+
+// scaleRow multiplies a gathered row by its normalisation factor.
+func scaleRow(dst []float32, inv float32) {
+	for j := range dst {
+		dst[j] *= inv
+	}
+}
+
+// rowScale returns the factor that makes row sum to 1 (1 for a row summing
+// to 0), or false when some value is negative or NaN.
+func rowScale(row []float32) (float32, bool) {
+	var sum float64
+	for _, v := range row {
+		if !(v >= 0) {
+			return 0, false
+		}
+		sum += float64(v)
+	}
+	if sum == 0 {
+		return 1, true
+	}
+	return float32(1 / sum), true
 }

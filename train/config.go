@@ -6,6 +6,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 	"math"
 
 	"github.com/graphmill/graphmill/nn"
@@ -67,12 +68,17 @@ type Config struct {
 	// FeaturesInMemory says where sampled and GAS training read the
 	// dataset's features from: FeaturesMemory copies them into huge-page
 	// memory at start (gathers 1.25–1.3× faster than through the file
-	// mapping's 4 KiB pages), FeaturesMapped reads them in place (for
-	// features larger than memory), and FeaturesAuto ("" too) copies them
-	// when they take at most half the memory available (a copy per rank
-	// under data parallelism), no memory bound,
-	// feature cache or dtype conversion is set, and the mode gathers rows
-	// (full-graph training reads them once, whole).
+	// mapping's 4 KiB pages); FeaturesDisk reads them from disk with
+	// explicit batched reads (feature.Disk) behind a cache of
+	// FeatureCacheBytes (0: chosen from the available memory) filled by
+	// one sequential pass, for features larger than memory;
+	// FeaturesMapped reads them through the file mapping (with
+	// FeatureCacheBytes' rows in memory); FeaturesAuto ("" too) copies
+	// them when they take at most half the memory available (a copy per
+	// rank under data parallelism), no memory bound, feature cache or
+	// dtype conversion is set, and the mode gathers rows (full-graph
+	// training reads them once, whole), reads them from disk when they
+	// do not fit, and maps them otherwise.
 	FeaturesInMemory string `json:"features_in_memory,omitempty"`
 	// Parts and PartsPerBatch configure GAS training: the graph is split
 	// into Parts parts by the multilevel partitioner and every batch holds
@@ -151,8 +157,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("gas mode evaluates with the training histories, so it cannot overlap evaluation with training")
 	case c.MaxMemoryBytes < 0:
 		return fmt.Errorf("max memory must be >= 0, got %d", c.MaxMemoryBytes)
-	case c.FeaturesInMemory != "" && c.FeaturesInMemory != FeaturesAuto && c.FeaturesInMemory != FeaturesMemory && c.FeaturesInMemory != FeaturesMapped:
-		return fmt.Errorf("features in memory %q: want %s, %s or %s", c.FeaturesInMemory, FeaturesAuto, FeaturesMemory, FeaturesMapped)
+	case !slices.Contains([]string{"", FeaturesAuto, FeaturesMemory, FeaturesDisk, FeaturesMapped}, c.FeaturesInMemory):
+		return fmt.Errorf("features in memory %q: want %s, %s, %s or %s", c.FeaturesInMemory, FeaturesAuto, FeaturesMemory, FeaturesDisk, FeaturesMapped)
 	case c.FeaturesInMemory == FeaturesMemory && c.FeatureCacheBytes > 0:
 		return fmt.Errorf("a feature cache sits in front of the mapped feature file; with the features in memory it has nothing to do (drop one of them)")
 	case c.Epochs < 1:

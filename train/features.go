@@ -32,30 +32,46 @@ func WithPartitioner(p Partitioner) Option { return func(r *Runner) { r.partitio
 const (
 	FeaturesAuto   = "auto"
 	FeaturesMemory = "yes"
-	FeaturesMapped = "no"
+	FeaturesDisk   = "no"
+	FeaturesMapped = "mapped"
 )
 
-// featuresInMemory decides whether the dataset's features, size bytes as
-// stored, are copied into memory (Config.FeaturesInMemory). A conversion
-// (FeatureDType) makes its own in-memory copy, so it never needs this one.
-// Under data parallelism every rank copies them, and ranks on one machine
-// start at once, each seeing the same available memory, so auto counts
-// one copy per rank.
-func (r *Runner) featuresInMemory(size int64, convert bool) bool {
+// Where the features are read from (featurePlace).
+const (
+	placeMemory = "memory" // an in-memory copy
+	placeMapped = "mapped" // through the file mapping
+	placeDisk   = "disk"   // explicit batched reads (feature.Disk)
+)
+
+// featurePlace decides where the dataset's features, size bytes as
+// stored, are read from (Config.FeaturesInMemory). A conversion
+// (FeatureDType) makes its own in-memory copy. Under data parallelism
+// every rank copies them, and ranks on one machine start at once, each
+// seeing the same available memory, so auto counts one copy per rank;
+// features that do not fit in half the available memory are read from
+// disk with explicit reads.
+func (r *Runner) featurePlace(size int64, convert bool) string {
 	switch {
 	case convert || r.cfg.FeaturesInMemory == FeaturesMapped:
-		return false
+		return placeMapped
 	case r.cfg.FeaturesInMemory == FeaturesMemory:
-		return true
-	case r.cfg.Mode == Full || r.cfg.FeatureCacheBytes > 0 || r.cfg.MaxMemoryBytes > 0:
-		return false
+		return placeMemory
+	case r.cfg.FeaturesInMemory == FeaturesDisk:
+		return placeDisk
 	}
 	ranks := int64(1)
 	if r.cfg.Parallel != nil {
 		ranks = int64(max(r.cfg.Parallel.Size(), 1))
 	}
 	avail := memstat.Available()
-	return avail > 0 && size*ranks <= avail/2
+	fits := avail > 0 && size*ranks <= avail/2
+	switch {
+	case !fits && r.cfg.Mode != Full && avail > 0:
+		return placeDisk
+	case r.cfg.Mode == Full || r.cfg.FeatureCacheBytes > 0 || r.cfg.MaxMemoryBytes > 0 || !fits:
+		return placeMapped
+	}
+	return placeMemory
 }
 
 // openFeatures opens the dataset's features as the run's source: read in
@@ -65,8 +81,10 @@ func (r *Runner) featuresInMemory(size int64, convert bool) bool {
 // Config.FeatureCacheBytes, and converted to an in-memory copy of
 // Config.FeatureDType when that differs from the stored dtype; or read
 // from a copy in huge-page memory (Config.FeaturesInMemory), after which
-// the mapping's pages leave the resident set.
-func (r *Runner) openFeatures() error {
+// the mapping's pages leave the resident set; or read from disk with
+// explicit batched reads behind a cache filled by one sequential pass
+// (openDisk).
+func (r *Runner) openFeatures(ctx context.Context) error {
 	m := r.ds.Meta
 	if r.feat != nil {
 		if r.feat.NumRows() != m.NumNodes || r.feat.Dim() != m.FeatureDim {
@@ -79,7 +97,6 @@ func (r *Runner) openFeatures() error {
 	if r.ds.FeatureArray == nil {
 		return fmt.Errorf("dataset %s has no features: training needs them", m.Name)
 	}
-	ctx := context.Background()
 	opts := feature.Options{Workers: 1, CacheBytes: r.cfg.FeatureCacheBytes}
 	if opts.CacheBytes > 0 {
 		opts.CacheOrder = feature.DegreeOrder(r.ds.Graph)
@@ -93,12 +110,16 @@ func (r *Runner) openFeatures() error {
 		}
 		convert = to.String() != m.FeatureDType && !(m.FeatureDType == "" && to == feature.Float32)
 	}
+	size := int64(len(r.ds.FeatureArray.Data))
+	place := r.featurePlace(size, convert)
+	if place == placeDisk {
+		return r.openDisk(ctx, opts.CacheOrder)
+	}
 	first := opts
 	if convert {
 		first = feature.Options{Workers: 1} // the cache goes on the converted copy
 	}
-	size := int64(len(r.ds.FeatureArray.Data))
-	first.InMemory = r.featuresInMemory(size, convert)
+	first.InMemory = place == placeMemory
 	st, err := feature.Open(r.ds, first)
 	if err != nil {
 		return err
@@ -136,6 +157,10 @@ func (r *Runner) Close() error {
 	if r.owned != nil {
 		r.owned.Close()
 		r.owned = nil
+	}
+	if r.disk != nil {
+		r.disk.Close()
+		r.disk = nil
 	}
 	return nil
 }

@@ -48,6 +48,12 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 		lc.Prefetch = 1
 		lc.Buffers = max(1, cfg.Workers) + 2
 	}
+	if r.disk != nil {
+		// Reads from disk: the next batch's rows are read while this one
+		// steps, and the memory of batches held beyond that goes to the
+		// cache instead (diskBuffers).
+		lc.Prefetch, lc.Buffers = 1, diskBuffers
+	}
 	if p := cfg.Parallel; p != nil {
 		lc.Shard, lc.Shards = p.Rank(), p.Size() // each rank its share of every global batch
 	}

@@ -98,8 +98,22 @@ type Summary struct {
 	FeatureCacheRows      int     `json:"feature_cache_rows,omitempty"`
 	FeatureCacheBytes     int64   `json:"feature_cache_bytes,omitempty"`
 	FeatureCacheHitRate   float64 `json:"feature_cache_hit_rate,omitempty"`
-	Seed                  uint64  `json:"seed"`
-	Threads               int     `json:"threads"`
+	// Disk describes the reads of features from disk (Config.FeaturesInMemory
+	// "no", or auto on features larger than memory); nil otherwise.
+	Disk *DiskSummary `json:"disk,omitempty"`
+	// DiskReadBytes is what the run read from disk for its features (the
+	// cache's fill and the gathers); KernelReadBytes is what the kernel
+	// counted for the whole process (/proc/self/io read_bytes: the
+	// dataset's other files too), for comparison. Both 0 unless features
+	// were read from disk.
+	DiskReadBytes   int64 `json:"disk_read_bytes,omitempty"`
+	KernelReadBytes int64 `json:"kernel_read_bytes,omitempty"`
+	// ReadAmplification is the bytes the gathers read over the
+	// page-rounded bytes of the distinct rows each one missed (1: every
+	// page needed read once, nothing else).
+	ReadAmplification float64 `json:"read_amplification,omitempty"`
+	Seed              uint64  `json:"seed"`
+	Threads           int     `json:"threads"`
 	// Traffic is what the ranks of a distributed full-graph run (package
 	// sar) sent; nil in the other modes.
 	Traffic *Traffic `json:"traffic,omitempty"`
@@ -143,6 +157,9 @@ type Hooks struct {
 	// Epoch is called after each epoch (after its evaluation, if any, is
 	// known; with overlapped evaluation that is one epoch later).
 	Epoch func(EpochStats)
+	// Fill is called as the sequential pass that fills the feature cache
+	// from disk advances, with the bytes read and the file's size.
+	Fill func(done, total int64)
 }
 
 // Runner holds the state of a training run on one dataset.
@@ -152,11 +169,17 @@ type Runner struct {
 	feat     feature.Source // the features every mode reads (see features.go)
 	owned    *feature.Store // the store NewRunner opened, closed by Close
 	inMemory int64          // the bytes of owned's in-memory copy of the features (Config.FeaturesInMemory), or 0
-	dense    tensor.Matrix  // all rows as one matrix, once a mode needed it
-	deg      []float32      // in-degrees, for GCN
-	labels   []int32
-	hooks    Hooks
-	dp       *gradSync // data-parallel training (Config.Parallel)
+	disk     *feature.Disk  // the features read from disk (openDisk), closed by Close
+	// cacheBudget is the disk cache's budget (given or chosen), setupCtx
+	// the context of NewRunner's setup (WithContext).
+	cacheBudget int64
+	diskHint    string
+	setupCtx    context.Context
+	dense       tensor.Matrix // all rows as one matrix, once a mode needed it
+	deg         []float32     // in-degrees, for GCN
+	labels      []int32
+	hooks       Hooks
+	dp          *gradSync // data-parallel training (Config.Parallel)
 
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
@@ -204,7 +227,11 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	for _, o := range opts {
 		o(r)
 	}
-	if err := r.openFeatures(); err != nil {
+	ctx := r.setupCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := r.openFeatures(ctx); err != nil {
 		return nil, err
 	}
 	if r.degOverride != nil {
@@ -376,6 +403,14 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			if cs := st.CacheStats(); cs.Rows > 0 {
 				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 			}
+		}
+		if d := r.disk; d != nil {
+			s.FeatureDType = d.DType().String()
+			if cs := d.CacheStats(); cs.Rows > 0 {
+				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
+			}
+			s.Disk = r.diskSummary()
+			s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes, memstat.ReadBytes(), s.Disk.ReadAmplification
 		}
 		res.Model = model
 		return res

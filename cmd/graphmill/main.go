@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +64,13 @@ func signalContext() context.Context {
 		caught.Store(s)
 		fmt.Fprintf(os.Stderr, "\ngraphmill: %v: stopping (send it again to quit at once)\n", s)
 		cancel()
-		s = <-sigs
+		// Every phase checks the context within a fraction of a second;
+		// should one not (a system call on a stalled disk), quit anyway.
+		select {
+		case s = <-sigs:
+		case <-time.After(stopGrace):
+			fmt.Fprintf(os.Stderr, "graphmill: still running %v after %v: quit\n", stopGrace, s)
+		}
 		stopProfiles()
 		atomicfile.CleanupTemps()
 		fmt.Fprintf(os.Stderr, "graphmill: %v again: quit, temporary files removed\n", s)
@@ -71,6 +78,10 @@ func signalContext() context.Context {
 	}()
 	return ctx
 }
+
+// stopGrace is how long the first SIGINT or SIGTERM leaves the command to
+// stop on its own before the process quits.
+const stopGrace = 1500 * time.Millisecond
 
 // signalExitCode is the shell's convention for a process ended by signal s.
 func signalExitCode(s os.Signal) int {

@@ -125,9 +125,9 @@ each layer on the training nodes' receptive field only.`,
 	fl.BoolVar(&f.halfHistory, "half-history", false, "gas mode: store historical embeddings as float16 (half the memory)")
 	fl.BoolVar(&f.mfg, "mfg", false, "sar, sa, one-shot modes: compute each layer only on the receptive field of the training nodes (message flow graphs; the same gradients, less work when few nodes are labelled)")
 	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
-	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (highest out-degree) in memory, up to this size (e.g. 2GiB), in front of the memory-mapped feature file; the hit rate is reported (default: no cache)")
+	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (highest out-degree) in memory, up to this size (e.g. 2GiB), in front of the feature file (read from disk, or mapped: see --features-in-memory); the hit rate is reported (default: from disk, what the available memory leaves after the graph and two batches; mapped, no cache)")
 	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored; where from, see --features-in-memory)")
-	fl.StringVar(&f.featuresInMemory, "features-in-memory", train.FeaturesAuto, "sampled and GAS training: yes copies the features into huge-page memory at start (gathers 1.25-1.3x faster than through the file's mapping), no reads them in place (features larger than memory), auto copies them when they take at most half the available memory and no --max-memory, --feature-cache or --feature-dtype is set")
+	fl.StringVar(&f.featuresInMemory, "features-in-memory", train.FeaturesAuto, "where sampled and GAS training read the features from: yes copies them into huge-page memory at start (gathers 1.25-1.3x faster than through the file's mapping); no reads them from disk with explicit batched reads (io_uring, O_DIRECT) behind a cache of the most sampled rows filled by one sequential pass (features larger than memory; the cache's size is --feature-cache, or chosen from the available memory); mapped reads them through the file's memory mapping (with --feature-cache's rows in memory); auto copies them when they take at most half the available memory and no --max-memory, --feature-cache or --feature-dtype is set, reads them from disk when they do not fit, and maps them otherwise")
 	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
 	fl.BoolVar(&f.noEval, "no-eval", false, "train without any evaluation (throughput and memory benchmarks); the last epoch's weights are kept")
@@ -330,7 +330,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
 		}
 	}
-	opts := []train.Option{train.WithPartitioner(gasPartitioner)}
+	opts := []train.Option{train.WithPartitioner(gasPartitioner), train.WithContext(cmd.Context())}
 	var td *trainData
 	var ds *dataset.Dataset
 	if isPartitioned(f.dataset) || f.ds.sampler != "" {
@@ -392,12 +392,29 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 			}
 		}
 	}
+	if !f.quiet {
+		var fill *cli.Bar
+		hooks.Fill = func(done, total int64) {
+			if fill == nil {
+				fill = cli.NewBar(total>>20, "filling the feature cache from disk", "MiB")
+			}
+			fill.Set(done >> 20)
+			if done >= total {
+				fill.Finish()
+			}
+		}
+	}
 	r, err := train.NewRunner(ds, cfg, hooks, opts...)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	defer applyProcessSettings(cfg)()
+	if l := r.GoMemoryLimit(); l > 0 && cfg.MaxMemoryBytes == 0 {
+		// Features read from disk: the collector keeps the heap within
+		// what the limit leaves beside the cache and the graph's pages.
+		debug.SetMemoryLimit(l)
+	}
 	cfg = r.Config()
 	if td != nil && td.cfgFix != nil {
 		td.cfgFix(&cfg)
@@ -535,6 +552,20 @@ func printSummary2(w io.Writer, s train.Summary) {
 	}
 	if s.FeatureCacheRows > 0 {
 		fmt.Fprintf(w, "feature cache: %s rows in %s, hit rate %.1f%%\n", units.Count(s.FeatureCacheRows), units.Bytes(s.FeatureCacheBytes), 100*s.FeatureCacheHitRate)
+	}
+	if d := s.Disk; d != nil {
+		budget := "--feature-cache"
+		if d.AutoCache {
+			budget = "chosen from the available memory"
+		}
+		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), filled by one pass of %s in %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
+			d.Backend, units.Bytes(d.CacheBudget), budget, units.Bytes(d.FillBytes), units.Duration(secs(d.FillSeconds)),
+			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), d.ReadAmplification, units.Bytes(s.KernelReadBytes))
+		fmt.Fprintf(w, "memory at the end: process %s, feature cache %s, mapped files' page cache %s\n",
+			units.Bytes(d.ProcessBytes), units.Bytes(d.CacheBytes), units.Bytes(d.PageCacheBytes))
+		if d.Hint != "" {
+			fmt.Fprintln(w, d.Hint)
+		}
 	}
 }
 

@@ -62,6 +62,41 @@ func Available() int64 {
 	return a
 }
 
+// Limit returns the memory the process may use in all, in bytes: its
+// memory cgroup's limit (v1 or v2) where one is set and lower than the
+// machine's memory (MemTotal), else MemTotal; 0 if unknown.
+func Limit() int64 {
+	t := fieldOf("/proc/meminfo", "MemTotal:")
+	if limit, _, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok && (t <= 0 || limit < t) {
+		return limit
+	}
+	return t
+}
+
+// Anon returns the process's resident anonymous memory (RssAnon: its heap,
+// stacks and anonymous mappings), in bytes (0 if unknown).
+func Anon() int64 { return field("RssAnon:") }
+
+// File returns the process's resident pages of mapped files (RssFile), in
+// bytes (0 if unknown).
+func File() int64 { return field("RssFile:") }
+
+// ReadBytes returns the bytes the kernel counts the process as having read
+// from storage (read_bytes in /proc/self/io; 0 if unknown).
+func ReadBytes() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "read_bytes:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // cgroupMemory returns the memory limit and usage of the process's memory
 // cgroup, as listed in cgroupFile and mounted under root; ok is false
 // when there is no limit or it cannot be read. The cgroup's own directory

@@ -1,0 +1,174 @@
+package train
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/memstat"
+	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/sample"
+)
+
+// WithContext gives NewRunner's setup (the feature cache's sequential
+// fill from disk, the normalisation pass) a context that cancels it.
+func WithContext(ctx context.Context) Option { return func(r *Runner) { r.setupCtx = ctx } }
+
+// diskBuffers is the number of minibatches alive at once when features
+// are read from disk: one in the step while the next is sampled and its
+// rows read. When reads take longer than steps, as they do from disk,
+// the reads run back to back with two; every batch held beyond that
+// would take memory the cache makes better use of.
+const diskBuffers = 2
+
+// memoryMargin is what the auto cache budget leaves aside for the Go
+// runtime, the model and the optimiser, beyond what it counts.
+const memoryMargin = 64 << 20
+
+// openDisk opens the features for explicit, batched reads from disk
+// (feature.Disk), behind a cache of the most sampled rows: of
+// Config.FeatureCacheBytes, or, when that is 0, of what the available
+// memory (cgroup-aware) leaves after the graph, two minibatches and a
+// margin (autoCacheBytes). The cache and the normalisation factors are
+// filled by one sequential pass over the file.
+func (r *Runner) openDisk(ctx context.Context, order []int32) error {
+	budget := r.cfg.FeatureCacheBytes
+	if budget == 0 {
+		budget = r.autoCacheBytes()
+	}
+	if budget > 0 && order == nil {
+		order = feature.DegreeOrder(r.ds.Graph)
+	}
+	d, err := feature.OpenDisk(ctx, r.ds, feature.DiskOptions{
+		CacheBytes: budget, CacheOrder: order, Normalize: r.cfg.NormalizeFeatures, Progress: r.hooks.Fill,
+	})
+	if err != nil {
+		return err
+	}
+	r.cfg.NormalizeFeatures = d.Normalized()
+	r.feat, r.disk = d, d
+	r.cacheBudget = budget
+	r.diskHint = halfHint(d.DType(), int64(len(r.ds.FeatureArray.Data)), memstat.Available()+d.CacheStats().Bytes)
+	return nil
+}
+
+// halfHint says, when features of dtype and size bytes do not fit in
+// half of avail bytes but would as float16 or bfloat16, how to hold them
+// in memory that way ("" otherwise).
+func halfHint(dt feature.DType, size, avail int64) string {
+	if dt != feature.Float32 || avail <= 0 || size <= avail/2 || size/2 > avail/2 {
+		return ""
+	}
+	return fmt.Sprintf("the features take %s as float32, more than half of the %s available; as float16 or bfloat16 they would take %s and fit in memory: --feature-dtype float16 (or bfloat16) converts them once at start (or store them so: graphmill data import/generate --feature-dtype)",
+		units.Bytes(size), units.Bytes(avail), units.Bytes(size/2))
+}
+
+// graphBytes is the size of the graph's arrays, which sampling reads
+// through their file mappings (the page cache they need).
+func (r *Runner) graphBytes() int64 {
+	g := r.ds.Graph
+	return int64(len(g.Indptr))*8 + int64(len(g.Indices))*4 + int64(len(g.Weights))*4
+}
+
+// autoCacheBytes is the cache budget when none is given: the available
+// memory less the graph's arrays, the node-to-slot map, the minibatches
+// alive at once (estimateBatchBytes) and memoryMargin.
+func (r *Runner) autoCacheBytes() int64 {
+	avail := memstat.Available()
+	if avail <= 0 {
+		return 0
+	}
+	reserve := r.graphBytes() + int64(r.ds.Meta.NumNodes)*4 + diskBuffers*r.estimateBatchBytes() + memoryMargin
+	return max(0, avail-reserve)
+}
+
+// estimateBatchBytes estimates the memory one minibatch takes while it
+// is alive: its gathered float32 rows and blocks, with a quarter more for
+// what the step derives from them, measured on one sampled batch of
+// training seeds (sampled mode; GAS and full mode gather in pieces of
+// about the same size).
+func (r *Runner) estimateBatchBytes() int64 {
+	cfg := r.cfg
+	dim := int64(r.ds.Meta.FeatureDim)
+	if cfg.Mode != Sampled || len(cfg.Fanouts) == 0 {
+		return int64(cfg.EvalBatchSize) * dim * 4 * 4
+	}
+	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: cfg.Fanouts})
+	if err != nil {
+		return 0
+	}
+	mb := &batch.MiniBatch{}
+	seeds := r.ds.Train[:min(len(r.ds.Train), cfg.BatchSize)]
+	if err := s.SampleInto(mb, seeds, LoaderSeed(cfg)); err != nil {
+		return 0
+	}
+	rows, edges := int64(len(mb.InputNodes)), int64(mb.NumEdges())
+	return (rows*dim*4+rows*8+edges*12)*5/4 + 1<<20
+}
+
+// GoMemoryLimit is the soft memory limit the Go runtime should keep to
+// (debug.SetMemoryLimit) when the features are read from disk under a
+// memory limit: the process's limit (memstat.Limit: its cgroup's, or the
+// machine's) less the cache, which lives outside the Go heap, and the
+// graph's page cache. 0 when the features are not read from disk.
+// Setting it is the caller's: it is a process-wide setting.
+func (r *Runner) GoMemoryLimit() int64 {
+	if r.disk == nil {
+		return 0
+	}
+	l := memstat.Limit()
+	if l <= 0 {
+		return 0
+	}
+	return max(l-r.disk.CacheStats().Bytes-r.graphBytes(), 64<<20)
+}
+
+// DiskSummary describes a run's reads of features from disk.
+type DiskSummary struct {
+	// Backend is how rows were read ("io_uring+O_DIRECT", ...).
+	Backend string `json:"backend"`
+	// CacheBudget is the cache's budget, given (--feature-cache) or
+	// chosen from the available memory (AutoCache).
+	CacheBudget int64 `json:"cache_budget_bytes"`
+	AutoCache   bool  `json:"auto_cache"`
+	// FillBytes and FillSeconds are the sequential pass that filled the
+	// cache (and computed the normalisation).
+	FillBytes   int64   `json:"fill_bytes"`
+	FillSeconds float64 `json:"fill_seconds"`
+	// Reads, Pages and ReadBytes count the gathers' requests, pages and
+	// bytes; ReadSeconds is the time they waited for them, and
+	// PagesPerSecond the rate while they did.
+	Reads             int64   `json:"reads"`
+	Pages             int64   `json:"pages"`
+	ReadBytes         int64   `json:"read_bytes"`
+	ReadSeconds       float64 `json:"read_seconds"`
+	PagesPerSecond    float64 `json:"pages_per_second"`
+	ReadAmplification float64 `json:"read_amplification"`
+	// ProcessBytes is the process's resident anonymous memory less the
+	// cache, CacheBytes the cache, and PageCacheBytes the resident pages
+	// of the files it maps (the graph), at the end of training.
+	ProcessBytes   int64 `json:"process_bytes"`
+	CacheBytes     int64 `json:"cache_bytes"`
+	PageCacheBytes int64 `json:"page_cache_bytes"`
+	// Hint says how the features would fit in memory at half precision,
+	// when they would.
+	Hint string `json:"hint,omitempty"`
+}
+
+// diskSummary reports the reads from disk so far.
+func (r *Runner) diskSummary() *DiskSummary {
+	d := r.disk
+	io, cs := d.IOStats(), d.CacheStats()
+	s := &DiskSummary{
+		Backend: d.Backend(), CacheBudget: r.cacheBudget, AutoCache: r.cfg.FeatureCacheBytes == 0,
+		FillBytes: io.FillBytes, FillSeconds: io.FillSeconds,
+		Reads: io.Reads, Pages: io.Pages, ReadBytes: io.Bytes, ReadSeconds: io.Seconds, PagesPerSecond: io.PagesPerSecond(),
+		CacheBytes: cs.Bytes, PageCacheBytes: memstat.File(), Hint: r.diskHint,
+	}
+	if io.Pages > 0 {
+		s.ReadAmplification = float64(io.Bytes) / float64(io.Pages*4096)
+	}
+	s.ProcessBytes = max(0, memstat.Anon()-cs.Bytes)
+	return s
+}
