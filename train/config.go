@@ -6,8 +6,8 @@ package train
 
 import (
 	"fmt"
-	"slices"
 	"math"
+	"slices"
 
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor/autograd"

@@ -262,6 +262,7 @@ func (s *gasStepper) run(ctx context.Context, epoch int, groups [][]int32, step 
 		return err
 	}
 	for it.Next() {
+		s.r.noteFirstBatch()
 		cur := it.Batch()
 		if err := finish(); err != nil {
 			cur.Release()

@@ -76,6 +76,7 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 	correct, total := 0, 0
 	var compute time.Duration
 	for it.Next() {
+		r.noteFirstBatch()
 		b := it.Batch()
 		t := time.Now()
 		// Overwrite: the batch is released right after the step.

@@ -112,6 +112,9 @@ type Summary struct {
 	// page-rounded bytes of the distinct rows each one missed (1: every
 	// page needed read once, nothing else).
 	ReadAmplification float64 `json:"read_amplification,omitempty"`
+	// FirstBatchSeconds is the time from the runner's creation (before
+	// the features are opened) to the arrival of the first training batch.
+	FirstBatchSeconds float64 `json:"time_to_first_batch_seconds,omitempty"`
 	Seed              uint64  `json:"seed"`
 	Threads           int     `json:"threads"`
 	// Traffic is what the ranks of a distributed full-graph run (package
@@ -174,6 +177,11 @@ type Runner struct {
 	// the context of NewRunner's setup (WithContext).
 	cacheBudget int64
 	diskHint    string
+	// created is when NewRunner started, firstBatch the time from then
+	// to the first training batch's arrival (setup, cache fill and the
+	// pipeline's first batch).
+	created    time.Time
+	firstBatch time.Duration
 	setupCtx    context.Context
 	dense       tensor.Matrix // all rows as one matrix, once a mode needed it
 	deg         []float32     // in-degrees, for GCN
@@ -193,6 +201,13 @@ type Runner struct {
 	// allocate nothing large; nil under a memory bound, where each
 	// matrix is allocated and dropped as before.
 	ws *tensor.Workspace
+}
+
+// noteFirstBatch records the arrival of the run's first training batch.
+func (r *Runner) noteFirstBatch() {
+	if r.firstBatch == 0 {
+		r.firstBatch = time.Since(r.created)
+	}
 }
 
 // notePeak samples the Go heap after a training step, when the step's
@@ -220,7 +235,7 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 		return nil, fmt.Errorf("model output width %d does not match the dataset's %d classes", cfg.Model.Out, m.NumClasses)
 	}
 	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
-	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks}
+	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now()}
 	if cfg.MaxMemoryBytes == 0 {
 		r.ws = tensor.NewWorkspace(0)
 	}
@@ -398,6 +413,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			s.SeedsPerSecond = float64(seeds) / trainSecs
 		}
 		s.TotalSeconds = time.Since(start).Seconds()
+		s.FirstBatchSeconds = r.firstBatch.Seconds()
 		if st := r.owned; st != nil {
 			s.FeatureDType, s.FeaturesInMemoryBytes = st.DType().String(), r.inMemory
 			if cs := st.CacheStats(); cs.Rows > 0 {

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/graphmill/graphmill/bench/diskbench"
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/internal/units"
+)
+
+func init() {
+	var (
+		quick, full, asJSON bool
+		dir                 string
+	)
+	c := &cobra.Command{
+		Use:   "disk",
+		Short: "Measure training on features larger than the memory given, against the disk's ceilings",
+		Long: `Measure training from disk. First the device's ceilings, in the same run, on the features file with O_DIRECT:
+random 4 KiB reads at queue depth 1 and 64, and sequential reads. Then one epoch of GraphSAGE ([25,10], batch 1024)
+on a generated dataset (1.5M nodes and 256 features, 1.5 GB of features, with --quick; 3M nodes otherwise), once
+with the features in memory (the reference) and once from disk (--features-in-memory no) inside a memory cgroup of a
+quarter of the features' size (as root; without a limit otherwise), after dropping the dataset's pages from the
+page cache. With --full the dataset's features are 1.3x this machine's memory and no cgroup is used.
+
+Reported: io_efficiency (pages/s the gathers read while waiting on them / the QD64 random-read ceiling),
+read_amplification (bytes read / the page-rounded bytes of the distinct rows each batch missed), fill_efficiency
+(the cache's sequential fill / the sequential ceiling), vs_in_memory (seeds/s from disk / in memory),
+time_to_first_batch_seconds (and its bar: 1.5x the features' sequential read time + 2 s), the bytes read as
+training reports them and as the kernel counts them, whether the losses equal the in-memory run's, and the hit rate
+and bytes read of three cache policies at the same budget replayed on one sampled epoch: the static degree order
+(what training uses), presampling (GNNLab) and Ginex's superbatch Belady (10 batches ahead).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o := diskbench.Standard
+			if quick {
+				o = diskbench.Quick
+			}
+			o.Full = full
+			o.Dir = dir
+			if o.Dir == "" {
+				o.Dir = builtin.CacheDir()
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			o.Exe = exe
+			o.Progress = func(s string) { fmt.Fprintln(cli.Stderr, s) }
+			rep, err := diskbench.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			w := cmd.OutOrStdout()
+			c := rep.Ceilings
+			fmt.Fprintf(w, "device (%s, O_DIRECT): random 4 KiB %s reads/s at depth 1, %s at depth 64; sequential %s/s\n",
+				c.Backend, units.Count(c.RandomQD1), units.Count(c.RandomQD64), units.Bytes(int64(c.SequentialBytes)))
+			fmt.Fprintf(w, "features %s, memory limit %s (%s); cache %s, hit rate %.1f%%\n", units.Bytes(rep.FeatureBytes), units.Bytes(rep.LimitBytes), rep.Limit,
+				units.Bytes(rep.CacheBytes), 100*rep.HitRate)
+			fmt.Fprintf(w, "io_efficiency %.2f (bar >= 0.6)   read_amplification %.2f (bar <= 1.3)   fill_efficiency %.2f (bar >= 0.7)\n",
+				rep.IOEfficiency, rep.ReadAmplification, rep.FillEfficiency)
+			fmt.Fprintf(w, "first batch after %.1fs (bar %.1fs); epoch %s; %s seeds/s from disk", rep.FirstBatch, rep.FirstBatchBound,
+				units.Duration(secs(rep.EpochSeconds)), units.Count(rep.DiskSeeds))
+			if rep.InMemorySeeds > 0 {
+				fmt.Fprintf(w, ", %s in memory (vs_in_memory %.2f); losses equal: %v", units.Count(rep.InMemorySeeds), rep.VsInMemory, rep.LossesEqual)
+			}
+			fmt.Fprintf(w, "\nread %s as training reports it, %s as the kernel counts it; cgroup peak %s\n", units.Bytes(rep.DiskReadBytes), units.Bytes(rep.KernelReadBytes), units.Bytes(rep.PeakCgroupBytes))
+			for _, p := range rep.Policies {
+				fmt.Fprintf(w, "  policy %-18s hit rate %5.1f%%  reads %s\n", p.Policy, 100*p.HitRate, units.Bytes(p.ReadBytes))
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&quick, "quick", false, "1.5M nodes, 1.5 GB of features (about a minute)")
+	c.Flags().BoolVar(&full, "full", false, "features of 1.3x this machine's memory, no cgroup (long: generating it writes that much)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the dataset (default: the cache directory)")
+	benchCmd.AddCommand(c)
+}
