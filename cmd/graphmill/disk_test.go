@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/graphmill/graphmill/internal/cgroup"
+	"github.com/graphmill/graphmill/internal/diskio"
+)
+
+// TestTrainFromDiskInCgroup trains from features four times larger than
+// the memory cgroup the process runs in (root only; skipped where no
+// memory cgroup is writable), with the dataset's pages dropped from the
+// page cache first: the epoch finishes, its loss is bitwise the in-memory
+// run's, the bytes it reports reading are within 15% of what the kernel
+// counted, and SIGTERM during the cache's fill stops it within 2 s.
+func TestTrainFromDiskInCgroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates a 300 MB dataset")
+	}
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "ds")
+	if _, err := run(t, "data", "generate", "--nodes", "600k", "--edges", "6M", "--feature-dim", "128", "--train-frac", "0.005",
+		"--seed", "7", "--out", ds, "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(ds, "features.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := cgroup.New("graphmill-test-"+strconv.Itoa(os.Getpid()), st.Size()/4)
+	if err != nil {
+		t.Skipf("no memory cgroup to run in: %v", err)
+	}
+	defer cg.Close()
+	args := []string{"train", "--model", "sage", "--dataset", ds, "--batch", "256", "--fanouts", "10,5", "--no-eval", "--seed", "3", "--quiet"}
+	losses := func(path string) (l []float64, readBytes int64) {
+		var m struct {
+			Summary struct {
+				DiskReadBytes int64 `json:"disk_read_bytes"`
+			} `json:"summary"`
+			History []struct {
+				Loss float64 `json:"loss"`
+			} `json:"history"`
+		}
+		b, err := os.ReadFile(path)
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range m.History {
+			l = append(l, h.Loss)
+		}
+		return l, m.Summary.DiskReadBytes
+	}
+	memJSON := filepath.Join(dir, "mem.json")
+	if _, err := run(t, append(args, "--epochs", "1", "--features-in-memory", "yes", "--metrics-out", memJSON)...); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := losses(memJSON)
+	dropCache := func() {
+		files, _ := filepath.Glob(filepath.Join(ds, "*.npy"))
+		for _, f := range files {
+			if err := diskio.DropCache(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start := func(extra ...string) (*exec.Cmd, *bytes.Buffer) {
+		dropCache()
+		cmd := exec.Command(os.Args[0], append(append([]string{}, args...), extra...)...)
+		cmd.Env = append(os.Environ(), "GRAPHMILL_TEST_AS_CLI=1")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cg.Prepare(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &out
+	}
+
+	diskJSON := filepath.Join(dir, "disk.json")
+	cmd, out := start("--epochs", "1", "--features-in-memory", "no", "--metrics-out", diskJSON)
+	var kernel int64
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for waiting := true; waiting; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("training from disk in a %d-byte cgroup: %v\n%s", st.Size()/4, err, out)
+			}
+			waiting = false
+		case <-time.After(50 * time.Millisecond):
+			if b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/io"); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+						if n, _ := strconv.ParseInt(v, 10, 64); n > 0 {
+							kernel = n
+						}
+					}
+				}
+			}
+		}
+	}
+	got, reported := losses(diskJSON)
+	if len(got) != 1 || len(want) != 1 || got[0] != want[0] {
+		t.Errorf("losses from disk %v, in memory %v", got, want)
+	}
+	if kernel > 0 && (reported < kernel*85/100 || reported > kernel*115/100) {
+		t.Errorf("reported %d bytes read from disk, the kernel counted %d", reported, kernel)
+	}
+	if cg.Peak() > st.Size()/4 {
+		t.Errorf("cgroup peak %d over its limit %d", cg.Peak(), st.Size()/4)
+	}
+
+	// SIGTERM as the cache fills (the first moments) and while training.
+	for _, at := range []time.Duration{300 * time.Millisecond, 3 * time.Second} {
+		cmd, out := start("--epochs", "50", "--features-in-memory", "no")
+		time.Sleep(at)
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+			if d := time.Since(t0); d > 2*time.Second {
+				t.Errorf("SIGTERM %v in: exited after %v\n%s", at, d, out)
+			}
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("SIGTERM %v in: still running after 5 s\n%s", at, out)
+		}
+	}
+}
