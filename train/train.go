@@ -182,12 +182,12 @@ type Runner struct {
 	// pipeline's first batch).
 	created    time.Time
 	firstBatch time.Duration
-	setupCtx    context.Context
-	dense       tensor.Matrix // all rows as one matrix, once a mode needed it
-	deg         []float32     // in-degrees, for GCN
-	labels      []int32
-	hooks       Hooks
-	dp          *gradSync // data-parallel training (Config.Parallel)
+	setupCtx   context.Context
+	dense      tensor.Matrix // all rows as one matrix, once a mode needed it
+	deg        []float32     // in-degrees, for GCN
+	labels     []int32
+	hooks      Hooks
+	dp         *gradSync // data-parallel training (Config.Parallel)
 
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
