@@ -220,6 +220,8 @@ func TestFeaturesInMemory(t *testing.T) {
 		{"mapped", func(c *Config) { c.FeaturesInMemory = FeaturesMapped }, false, false},
 		{"auto sampled", func(c *Config) {}, true, true},
 		{"yes", func(c *Config) { c.FeaturesInMemory = FeaturesMemory }, true, true},
+		{"from disk", func(c *Config) { c.FeaturesInMemory = FeaturesDisk }, false, true},
+		{"from disk with a feature cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesDisk, 1 << 20 }, false, true},
 		{"auto under a memory bound", func(c *Config) { c.MaxMemoryBytes = 64 << 20 }, false, false},
 		{"auto with a feature cache", func(c *Config) { c.FeatureCacheBytes = 1 << 20 }, false, false},
 		{"auto converting", func(c *Config) { c.FeatureDType = "float16" }, false, false},
@@ -237,6 +239,9 @@ func TestFeaturesInMemory(t *testing.T) {
 			}
 			if c.name == "mapped" {
 				mapped = res
+			}
+			if fromDisk := strings.HasPrefix(c.name, "from disk"); (res.Summary.Disk != nil) != fromDisk || fromDisk && res.Summary.DiskReadBytes == 0 {
+				t.Fatalf("read from disk: %+v (%d bytes), want %v", res.Summary.Disk, res.Summary.DiskReadBytes, fromDisk)
 			}
 			if c.compare && !reflect.DeepEqual(stripTimes(res), stripTimes(mapped)) {
 				t.Fatalf("in memory and mapped, different histories:\n%+v\n%+v", stripTimes(res), stripTimes(mapped))
@@ -257,7 +262,7 @@ func TestBadInput(t *testing.T) {
 		{"fanouts", func(c *Config) { c.Mode = Sampled; c.Fanouts = []int{5} }, "1 fanouts for 2 layers"},
 		{"epochs", func(c *Config) { c.Epochs = 0 }, "epochs must be"},
 		{"mode", func(c *Config) { c.Mode = "x" }, "unknown mode"},
-		{"features in memory", func(c *Config) { c.FeaturesInMemory = "maybe" }, `features in memory "maybe": want auto, yes or no`},
+		{"features in memory", func(c *Config) { c.FeaturesInMemory = "maybe" }, `features in memory "maybe": want auto, yes, no or mapped`},
 		{"in memory and cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesMemory, 1<<20 }, "a feature cache sits in front of the mapped feature file"},
 	}
 	for _, c := range cases {
