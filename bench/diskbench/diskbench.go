@@ -101,7 +101,9 @@ type Report struct {
 	CacheBytes      int64   `json:"cache_bytes"`
 	HitRate         float64 `json:"hit_rate"`
 	PeakCgroupBytes int64   `json:"peak_cgroup_bytes,omitempty"`
-	LossesEqual     bool    `json:"losses_equal"`
+	// LossesEqual says whether the losses from disk equal the in-memory
+	// run's (nil with Full, which has no in-memory run).
+	LossesEqual *bool `json:"losses_equal,omitempty"`
 	// Policies compares cache policies at the run's cache budget on the
 	// same sampled epoch.
 	Policies []PolicyResult `json:"policies"`
@@ -193,10 +195,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if mem != nil {
 		rep.VsInMemory = rep.DiskSeeds / rep.InMemorySeeds
-		rep.LossesEqual = len(mem.History) == len(disk.History)
+		eq := len(mem.History) == len(disk.History)
 		for i := range mem.History {
-			rep.LossesEqual = rep.LossesEqual && mem.History[i].Loss == disk.History[i].Loss
+			eq = eq && mem.History[i].Loss == disk.History[i].Loss
 		}
+		rep.LossesEqual = &eq
 	}
 	say("cache policies at the same budget (%s), replayed on one sampled epoch", units.Bytes(rep.CacheBytes))
 	if rep.Policies, err = ComparePolicies(ctx, dir, o, rep.CacheBytes); err != nil {

@@ -114,17 +114,37 @@ func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int6
 			counts[v]++
 		}
 	}
-	res = append(res, static("presample", feature.HotOrder(counts)))
-	res = append(res, belady(trace, degree[:min(budget, len(degree))], budget, g.NumNodes, o.Superbatch, pages))
+	presample := feature.HotOrder(counts)
+	res = append(res, static("presample", presample))
+	res = append(res, belady("belady-superbatch", trace, degree, budget, g.NumNodes, o.Superbatch, pages))
+	res = append(res, belady("belady-superbatch-presample", trace, presample, budget, g.NumNodes, o.Superbatch, pages))
 	return res, nil
 }
 
 // belady replays trace with Ginex's superbatch Belady cache of budget
-// rows, starting with the rows of start.
-func belady(trace [][]int32, start []int32, budget, n, superbatch int, pages func(int32) (int64, int64)) PolicyResult {
+// rows, starting with the first rows of order (hottest first). Rows not
+// used again within the superbatch are evicted coldest first, by their
+// rank in order.
+func belady(name string, trace [][]int32, order []int32, budget, n, superbatch int, pages func(int32) (int64, int64)) PolicyResult {
 	const never = math.MaxInt32
+	rank := make([]int64, n)
+	for i := range rank {
+		rank[i] = int64(n)
+	}
+	for i, v := range order {
+		rank[v] = int64(i)
+	}
+	start := order[:min(budget, len(order))]
+	// key orders eviction: the farthest next use first, and among rows
+	// not used again in the superbatch, the coldest.
+	key := func(next int32, v int32) int64 {
+		if next == never {
+			return int64(never) + rank[v]
+		}
+		return int64(next)
+	}
 	cached := make([]bool, n)
-	cur := make([]int32, n) // next use of a cached row (batch index)
+	cur := make([]int64, n) // eviction key of a cached row
 	for _, v := range start {
 		cached[v] = true
 	}
@@ -157,7 +177,7 @@ func belady(trace [][]int32, start []int32, budget, n, superbatch int, pages fun
 		for _, v := range resident {
 			if cached[v] {
 				kept = append(kept, v)
-				cur[v] = last[v]
+				cur[v] = key(last[v], v)
 				*h = append(*h, use{cur[v], v})
 			}
 		}
@@ -188,7 +208,7 @@ func belady(trace [][]int32, start []int32, budget, n, superbatch int, pages fun
 							}
 							break
 						}
-						if h.Len() == 0 || (*h)[0].next <= nx {
+						if h.Len() == 0 || (*h)[0].next <= key(nx, v) {
 							continue // bypass: v is needed later than all cached rows
 						}
 						cached[heap.Pop(h).(use).v] = false
@@ -198,8 +218,8 @@ func belady(trace [][]int32, start []int32, budget, n, superbatch int, pages fun
 					ncached++
 					resident = append(resident, v)
 				}
-				cur[v] = nx
-				heap.Push(h, use{nx, v})
+				cur[v] = key(nx, v)
+				heap.Push(h, use{cur[v], v})
 			}
 		}
 		// Drop evicted rows from the resident list and reset next uses.
@@ -216,11 +236,11 @@ func belady(trace [][]int32, start []int32, budget, n, superbatch int, pages fun
 			}
 		}
 	}
-	return PolicyResult{Policy: "belady-superbatch", HitRate: float64(hits) / float64(max(total, 1)), ReadBytes: read}
+	return PolicyResult{Policy: name, HitRate: float64(hits) / float64(max(total, 1)), ReadBytes: read}
 }
 
 type use struct {
-	next int32
+	next int64 // eviction key
 	v    int32
 }
 

@@ -69,7 +69,7 @@ and bytes read of three cache policies at the same budget replayed on one sample
 			fmt.Fprintf(w, "first batch after %.1fs (bar %.1fs); epoch %s; %s seeds/s from disk", rep.FirstBatch, rep.FirstBatchBound,
 				units.Duration(secs(rep.EpochSeconds)), units.Count(rep.DiskSeeds))
 			if rep.InMemorySeeds > 0 {
-				fmt.Fprintf(w, ", %s in memory (vs_in_memory %.2f); losses equal: %v", units.Count(rep.InMemorySeeds), rep.VsInMemory, rep.LossesEqual)
+				fmt.Fprintf(w, ", %s in memory (vs_in_memory %.2f); losses equal: %v", units.Count(rep.InMemorySeeds), rep.VsInMemory, *rep.LossesEqual)
 			}
 			fmt.Fprintf(w, "\nread %s as training reports it, %s as the kernel counts it; cgroup peak %s\n", units.Bytes(rep.DiskReadBytes), units.Bytes(rep.KernelReadBytes), units.Bytes(rep.PeakCgroupBytes))
 			for _, p := range rep.Policies {
