@@ -41,6 +41,13 @@ type DiskOptions struct {
 	// Backend is the read backend: "auto" (""), "uring" or "pread" (see
 	// package diskio).
 	Backend string
+	// Superbatch makes the cache dynamic, as Ginex's: Plan hands it the
+	// rows of the next batches, and as they are gathered a missed row
+	// replaces the cached row whose next use is farthest (rows not used
+	// again in the planned batches first, coldest in CacheOrder first).
+	// The cache starts as the static one. It takes 8 bytes per cached row
+	// more, and the plan's rows while it lasts.
+	Superbatch bool
 	// Progress, if set, is called as the sequential pass advances, with
 	// the bytes read so far and the file's size (from several goroutines,
 	// one call at a time).
@@ -72,6 +79,7 @@ type Disk struct {
 	scale  []float32
 
 	scratch sync.Pool
+	sb      *superbatch // Belady's cache over planned batches, or nil
 
 	hits, misses                       atomic.Int64
 	reads, pages, readBytes, readNanos atomic.Int64
@@ -128,6 +136,9 @@ func openDiskFile(ctx context.Context, path string, h npy.Header, dt DType, opts
 			s.Close()
 			return nil, err
 		}
+	}
+	if opts.Superbatch && s.cached > 0 {
+		s.sb = newSuperbatch(s.cached, opts.CacheOrder)
 	}
 	return s, nil
 }
@@ -315,6 +326,10 @@ type IOStats struct {
 	// FillBytes and FillSeconds are the sequential pass's.
 	FillBytes   int64
 	FillSeconds float64
+	// Admitted and Evicted count the rows a superbatch cache took in
+	// and let go; Planned and Unplanned the gathers of planned batches
+	// and the others.
+	Admitted, Evicted, Planned, Unplanned int64
 }
 
 // PagesPerSecond is the read rate while Gathers waited on the disk.
@@ -327,11 +342,17 @@ func (s IOStats) PagesPerSecond() float64 {
 
 // IOStats returns the reads so far.
 func (s *Disk) IOStats() IOStats {
-	return IOStats{
+	st := IOStats{
 		Reads: s.reads.Load(), Pages: s.pages.Load(), Bytes: s.readBytes.Load(),
 		Seconds:   time.Duration(s.readNanos.Load()).Seconds(),
 		FillBytes: s.fillBytes.Load(), FillSeconds: time.Duration(s.fillNanos.Load()).Seconds(),
 	}
+	if sb := s.sb; sb != nil {
+		sb.mu.Lock()
+		st.Admitted, st.Evicted, st.Planned, st.Unplanned = sb.admitted, sb.evicted, sb.planned, sb.unplanned
+		sb.mu.Unlock()
+	}
+	return st
 }
 
 // ResetStats zeroes the hit, miss and read counters (not the fill's).
@@ -346,7 +367,9 @@ func (s *Disk) ResetStats() {
 
 // Gather copies the rows of ids, as float32 (and normalised, see
 // Normalized), into out: cached rows from memory, the others read from
-// disk, each page they lie on once.
+// disk, each page they lie on once. With a superbatch cache
+// (DiskOptions.Superbatch), a gather of the next planned batch (Plan)
+// also updates the cache by Belady's rule.
 func (s *Disk) Gather(ctx context.Context, ids []int32, out []float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -354,6 +377,19 @@ func (s *Disk) Gather(ctx context.Context, ids []int32, out []float32) error {
 	if len(out) != len(ids)*s.dim {
 		return fmt.Errorf("feature: output holds %d values, want %d ids x %d", len(out), len(ids), s.dim)
 	}
+	if sb := s.sb; sb != nil {
+		// The cache changes as planned batches are gathered: gathers
+		// run one at a time.
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		return s.gather(ctx, ids, out, sb.take(ids))
+	}
+	return s.gather(ctx, ids, out, nil)
+}
+
+// gather is Gather; next, when set, holds the next use of every id (a
+// planned batch), and the cache is updated as rows are hit and read.
+func (s *Disk) gather(ctx context.Context, ids []int32, out []float32, next []int32) error {
 	sc := s.getScratch()
 	defer s.scratch.Put(sc)
 	miss := sc.miss[:0]
@@ -368,6 +404,9 @@ func (s *Disk) Gather(ctx context.Context, ids []int32, out []float32) error {
 				decodeRow(dst, s.cache[int(sl)*s.rowB:int(sl+1)*s.rowB], s.dtype)
 				if s.scale != nil {
 					scaleRow(dst, s.scale[v])
+				}
+				if next != nil {
+					s.sb.touch(v, sl, next[i])
 				}
 				hits++
 				continue
@@ -396,6 +435,9 @@ func (s *Disk) Gather(ctx context.Context, ids []int32, out []float32) error {
 		decodeRow(dst, b, s.dtype)
 		if s.scale != nil {
 			scaleRow(dst, s.scale[v])
+		}
+		if next != nil {
+			s.admit(v, next[i], b)
 		}
 	})
 }

@@ -242,3 +242,87 @@ func TestDiskConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDiskSuperbatch: with a superbatch cache, planned gathers return the
+// in-memory rows bitwise while the cache changes under them, the cache
+// never holds more rows than it has slots (each slot once), and on
+// batches that reuse rows it hits more often than the static cache of
+// the same budget.
+func TestDiskSuperbatch(t *testing.T) {
+	const n, dim = 50000, 24
+	x := randomRows(n, dim, 4)
+	a := writeFeatureFile(t, t.TempDir(), x, n, dim, Float32)
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i) // "hot" rows are the low ids
+	}
+	// Batches drawn from a sliding window of ids, so that consecutive
+	// batches share rows the static cache (low ids) does not hold.
+	r := rng.New(3)
+	var batches [][]int32
+	for b := 0; b < 40; b++ {
+		seen := map[int32]bool{}
+		var ids []int32
+		for len(ids) < 3000 {
+			v := int32(b*500 + r.IntN(8000))
+			if b%3 == 0 {
+				v = int32(r.IntN(n))
+			}
+			if !seen[v] {
+				seen[v] = true
+				ids = append(ids, v)
+			}
+		}
+		batches = append(batches, ids)
+	}
+	ctx := context.Background()
+	budget := int64(6000 * dim * 4)
+	hitRate := func(superbatch bool) float64 {
+		d, err := openDiskFile(ctx, a.Path, a.Header, Float32, DiskOptions{CacheBytes: budget, CacheOrder: order, Superbatch: superbatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for s0 := 0; s0 < len(batches); s0 += 8 {
+			d.Plan(batches[s0:min(s0+8, len(batches))])
+			for _, ids := range batches[s0:min(s0+8, len(batches))] {
+				out := make([]float32, len(ids)*dim)
+				if err := d.Gather(ctx, ids, out); err != nil {
+					t.Fatal(err)
+				}
+				for i, v := range ids {
+					if !slices.Equal(out[i*dim:(i+1)*dim], x[int(v)*dim:int(v+1)*dim]) {
+						t.Fatalf("superbatch %v: row %d (node %d) differs", superbatch, i, v)
+					}
+				}
+			}
+		}
+		// An unplanned gather reads without changing the cache.
+		if err := d.Gather(ctx, batches[0][:10], make([]float32, 10*dim)); err != nil {
+			t.Fatal(err)
+		}
+		slots := map[int32]int32{}
+		for v, sl := range d.slot {
+			if sl < 0 {
+				continue
+			}
+			if int(sl) >= d.cached {
+				t.Fatalf("node %d in slot %d of %d", v, sl, d.cached)
+			}
+			if u, dup := slots[sl]; dup {
+				t.Fatalf("slot %d holds nodes %d and %d", sl, u, v)
+			}
+			slots[sl] = int32(v)
+		}
+		io := d.IOStats()
+		if superbatch && (io.Planned != int64(len(batches)) || io.Unplanned != 1 || io.Admitted == 0 || io.Admitted != io.Evicted) {
+			t.Errorf("planned %d, unplanned %d, admitted %d, evicted %d", io.Planned, io.Unplanned, io.Admitted, io.Evicted)
+		}
+		return d.CacheStats().HitRate()
+	}
+	static, dynamic := hitRate(false), hitRate(true)
+	t.Logf("hit rate: static %.3f, superbatch %.3f", static, dynamic)
+	if dynamic <= static+0.1 {
+		t.Errorf("superbatch hit rate %.3f, static %.3f: want at least 10 points more", dynamic, static)
+	}
+}

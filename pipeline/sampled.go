@@ -21,6 +21,14 @@ type Fetcher interface {
 	Gather(ctx context.Context, ids []int32, out []float32) error
 }
 
+// Planner is a Fetcher that reads better knowing the input rows of the
+// batches ahead (feature.Disk's superbatch cache, as Ginex's): the gather
+// stage hands it the next SampledConfig.Superbatch batches' rows before
+// it gathers the first of them.
+type Planner interface {
+	Plan(batches [][]int32)
+}
+
 // SampledConfig configures a Sampled pipeline.
 type SampledConfig struct {
 	// BatchSize is the number of seeds per minibatch (required).
@@ -39,6 +47,11 @@ type SampledConfig struct {
 	SampleWorkers int
 	// Prefetch and Buffers are Config's.
 	Prefetch, Buffers int
+	// Superbatch, with a Fetcher that is a Planner, samples that many
+	// batches ahead of the gathers (their input rows only; sampling is
+	// deterministic, so the sample stage gets the same rows again) and
+	// plans them (0: no planning).
+	Superbatch int
 	// Shard and Shards split every batch for data-parallel training: the
 	// epoch is cut into global batches of BatchSize×Shards seeds (the same
 	// on every rank), and shard Shard takes its even share of each, so the
@@ -61,6 +74,8 @@ type Sampled struct {
 	// The current epoch (set before its goroutines start).
 	batches [][]int32
 	eseed   uint64
+
+	plan *batch.MiniBatch // the planner's sampling scratch (gather stage only)
 }
 
 // NewSampled returns the pipeline that samples with s, gathers with f (nil
@@ -143,10 +158,15 @@ func (l *Sampled) sample(_ context.Context, i int, mb *batch.MiniBatch) error {
 }
 
 // gather fetches the input nodes' features and the seeds' labels.
-func (l *Sampled) gather(ctx context.Context, _ int, mb *batch.MiniBatch) error {
+func (l *Sampled) gather(ctx context.Context, i int, mb *batch.MiniBatch) error {
 	ids, err := mb.Local()
 	if err != nil {
 		return err
+	}
+	if p, ok := l.f.(Planner); ok && l.cfg.Superbatch > 0 && i%l.cfg.Superbatch == 0 {
+		if err := l.planAhead(p, i); err != nil {
+			return err
+		}
 	}
 	if f := l.f; f != nil {
 		out := mb.Features.SetF32(len(ids), f.Dim())
@@ -160,5 +180,28 @@ func (l *Sampled) gather(ctx context.Context, _ int, mb *batch.MiniBatch) error 
 			mb.Labels = append(mb.Labels, l.labels[v])
 		}
 	}
+	return nil
+}
+
+// planAhead samples the input rows of batches i to i+Superbatch-1 and
+// hands them to p.
+func (l *Sampled) planAhead(p Planner, i int) error {
+	if l.plan == nil {
+		l.plan = &batch.MiniBatch{}
+	}
+	end := min(len(l.batches), i+l.cfg.Superbatch)
+	rows := make([][]int32, 0, end-i)
+	for j := i; j < end; j++ {
+		l.plan.Reset()
+		if err := l.s.SampleInto(l.plan, l.batches[j], l.eseed); err != nil {
+			return err
+		}
+		ids, err := l.plan.Local()
+		if err != nil {
+			return err
+		}
+		rows = append(rows, append([]int32(nil), ids...))
+	}
+	p.Plan(rows)
 	return nil
 }

@@ -61,6 +61,17 @@ type Config struct {
 	// (0: no cache): the rows of the most sampled nodes (highest
 	// out-degree) kept in memory in front of the memory-mapped file.
 	FeatureCacheBytes int64 `json:"feature_cache_bytes,omitempty"`
+	// CachePolicy picks the rows the feature cache starts with:
+	// "degree" (the highest out-degree), "presample" (the nodes one
+	// presampled epoch of sampled training reached most often, GNNLab's
+	// policy, then by degree), or "" for presample when reading from
+	// disk in sampled mode and degree otherwise.
+	CachePolicy string `json:"cache_policy,omitempty"`
+	// Superbatch, when reading features from disk in sampled mode, plans
+	// the cache over that many batches ahead (Ginex): a missed row takes
+	// the place of the cached row used farthest ahead (0: a static
+	// cache).
+	Superbatch int `json:"superbatch,omitempty"`
 	// FeatureDType, when it differs from the stored dtype, holds the
 	// features in memory converted to it ("float16" or "bfloat16": half
 	// the memory of float32); "" reads them as stored, through the mapping.
@@ -115,7 +126,7 @@ func Defaults(kind nn.Kind) Config {
 		Optimizer: nn.OptimConfig{Name: "adam", LR: 0.01, WeightDecay: 5e-4},
 		Schedule:  nn.Schedule{Kind: "constant"},
 		EvalEvery: 1, Patience: 0, NormalizeFeatures: true,
-		Fanouts: []int{25, 10}, BatchSize: 64, Prefetch: 4, EvalBatchSize: 4096,
+		Fanouts: []int{25, 10}, BatchSize: 64, Prefetch: 4, EvalBatchSize: 4096, Superbatch: 10,
 		Parts: 40, PartsPerBatch: 10,
 	}
 	switch kind {
@@ -161,6 +172,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("features in memory %q: want %s, %s, %s or %s", c.FeaturesInMemory, FeaturesAuto, FeaturesMemory, FeaturesDisk, FeaturesMapped)
 	case c.FeaturesInMemory == FeaturesMemory && c.FeatureCacheBytes > 0:
 		return fmt.Errorf("a feature cache sits in front of the mapped feature file; with the features in memory it has nothing to do (drop one of them)")
+	case c.CachePolicy != "" && c.CachePolicy != "degree" && c.CachePolicy != "presample":
+		return fmt.Errorf("cache policy %q: want degree or presample", c.CachePolicy)
+	case c.Superbatch < 0:
+		return fmt.Errorf("superbatch must be >= 0, got %d", c.Superbatch)
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs must be >= 1, got %d", c.Epochs)
 	case c.EvalEvery < 1:

@@ -7,6 +7,7 @@ import (
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/memstat"
+	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/sample"
 )
@@ -32,16 +33,21 @@ const memoryMargin = 64 << 20
 // memory (cgroup-aware) leaves after the graph, two minibatches and a
 // margin (autoCacheBytes). The cache and the normalisation factors are
 // filled by one sequential pass over the file.
-func (r *Runner) openDisk(ctx context.Context, order []int32) error {
+func (r *Runner) openDisk(ctx context.Context) error {
 	budget := r.cfg.FeatureCacheBytes
 	if budget == 0 {
 		budget = r.autoCacheBytes()
 	}
-	if budget > 0 && order == nil {
-		order = feature.DegreeOrder(r.ds.Graph)
+	var order []int32
+	if budget > 0 {
+		var err error
+		if order, err = r.cacheOrder(ctx, true); err != nil {
+			return err
+		}
 	}
 	d, err := feature.OpenDisk(ctx, r.ds, feature.DiskOptions{
 		CacheBytes: budget, CacheOrder: order, Normalize: r.cfg.NormalizeFeatures, Progress: r.hooks.Fill,
+		Superbatch: r.superbatch() > 0,
 	})
 	if err != nil {
 		return err
@@ -64,6 +70,52 @@ func halfHint(dt feature.DType, size, avail int64) string {
 		units.Bytes(size), units.Bytes(avail), units.Bytes(size/2))
 }
 
+// superbatch is the number of batches the disk cache plans ahead (0:
+// none): Config.Superbatch in sampled mode.
+func (r *Runner) superbatch() int {
+	if r.cfg.Mode != Sampled {
+		return 0
+	}
+	return r.cfg.Superbatch
+}
+
+// cacheOrder ranks the nodes for the feature cache, hottest first
+// (Config.CachePolicy; fromDisk picks the default).
+func (r *Runner) cacheOrder(ctx context.Context, fromDisk bool) ([]int32, error) {
+	degree := feature.DegreeOrder(r.ds.Graph)
+	policy := r.cfg.CachePolicy
+	if policy == "" && fromDisk {
+		policy = "presample"
+	}
+	if policy != "presample" || r.cfg.Mode != Sampled {
+		r.cachePolicy = "degree"
+		return degree, nil
+	}
+	r.cachePolicy = "presample"
+	// One epoch's batches, sampled with a key no training epoch uses.
+	key := rng.Derive(LoaderSeed(r.cfg), 0x9e5)
+	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: r.cfg.Fanouts})
+	if err != nil {
+		return nil, err
+	}
+	batches, err := sample.Batches(r.ds.Train, r.cfg.BatchSize, true, key, false)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := s.CountInputs(ctx, batches, key, r.cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	order := feature.HotOrder(counts)
+	// The nodes presampling never reached follow by degree.
+	for _, v := range degree {
+		if counts[v] == 0 {
+			order = append(order, v)
+		}
+	}
+	return order, nil
+}
+
 // graphBytes is the size of the graph's arrays, which sampling reads
 // through their file mappings (the page cache they need).
 func (r *Runner) graphBytes() int64 {
@@ -80,7 +132,13 @@ func (r *Runner) autoCacheBytes() int64 {
 		return 0
 	}
 	reserve := r.graphBytes() + int64(r.ds.Meta.NumNodes)*4 + diskBuffers*r.estimateBatchBytes() + memoryMargin
-	return max(0, avail-reserve)
+	budget := max(0, avail-reserve)
+	if r.superbatch() > 0 {
+		// Its rank and next use, and about one heap entry, per cached row.
+		rowB := int64(r.ds.Meta.FeatureDim) * int64(r.ds.FeatureArray.DType.Size())
+		budget = budget / (rowB + 16) * rowB
+	}
+	return budget
 }
 
 // estimateBatchBytes estimates the memory one minibatch takes while it
@@ -132,6 +190,16 @@ type DiskSummary struct {
 	// chosen from the available memory (AutoCache).
 	CacheBudget int64 `json:"cache_budget_bytes"`
 	AutoCache   bool  `json:"auto_cache"`
+	// Policy is the order the cache started from (degree or presample);
+	// Superbatch the batches it planned ahead (0: static), Admitted and
+	// Evicted the rows it took in and let go, Planned and Unplanned the
+	// gathers of planned batches and the others (evaluation's).
+	Policy     string `json:"cache_policy"`
+	Superbatch int    `json:"superbatch"`
+	Admitted   int64  `json:"admitted_rows,omitempty"`
+	Evicted    int64  `json:"evicted_rows,omitempty"`
+	Planned    int64  `json:"planned_gathers,omitempty"`
+	Unplanned  int64  `json:"unplanned_gathers,omitempty"`
 	// FillBytes and FillSeconds are the sequential pass that filled the
 	// cache (and computed the normalisation).
 	FillBytes   int64   `json:"fill_bytes"`
@@ -165,6 +233,10 @@ func (r *Runner) diskSummary() *DiskSummary {
 		FillBytes: io.FillBytes, FillSeconds: io.FillSeconds,
 		Reads: io.Reads, Pages: io.Pages, ReadBytes: io.Bytes, ReadSeconds: io.Seconds, PagesPerSecond: io.PagesPerSecond(),
 		CacheBytes: cs.Bytes, PageCacheBytes: memstat.File(), Hint: r.diskHint,
+		Policy: r.cachePolicy, Admitted: io.Admitted, Evicted: io.Evicted, Planned: io.Planned, Unplanned: io.Unplanned,
+	}
+	if io.Planned+io.Unplanned > 0 {
+		s.Superbatch = r.superbatch()
 	}
 	if io.Pages > 0 {
 		s.ReadAmplification = float64(io.Bytes) / float64(io.Pages*4096)

@@ -98,9 +98,6 @@ func (r *Runner) openFeatures(ctx context.Context) error {
 		return fmt.Errorf("dataset %s has no features: training needs them", m.Name)
 	}
 	opts := feature.Options{Workers: 1, CacheBytes: r.cfg.FeatureCacheBytes}
-	if opts.CacheBytes > 0 {
-		opts.CacheOrder = feature.DegreeOrder(r.ds.Graph)
-	}
 	convert := false
 	var to feature.DType
 	if r.cfg.FeatureDType != "" {
@@ -113,7 +110,13 @@ func (r *Runner) openFeatures(ctx context.Context) error {
 	size := int64(len(r.ds.FeatureArray.Data))
 	place := r.featurePlace(size, convert)
 	if place == placeDisk {
-		return r.openDisk(ctx, opts.CacheOrder)
+		return r.openDisk(ctx)
+	}
+	if opts.CacheBytes > 0 {
+		var err error
+		if opts.CacheOrder, err = r.cacheOrder(ctx, false); err != nil {
+			return err
+		}
 	}
 	first := opts
 	if convert {

@@ -53,6 +53,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 		// steps, and the memory of batches held beyond that goes to the
 		// cache instead (diskBuffers).
 		lc.Prefetch, lc.Buffers = 1, diskBuffers
+		lc.Superbatch = r.superbatch()
 	}
 	if p := cfg.Parallel; p != nil {
 		lc.Shard, lc.Shards = p.Rank(), p.Size() // each rank its share of every global batch

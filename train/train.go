@@ -176,6 +176,7 @@ type Runner struct {
 	// cacheBudget is the disk cache's budget (given or chosen), setupCtx
 	// the context of NewRunner's setup (WithContext).
 	cacheBudget int64
+	cachePolicy string
 	diskHint    string
 	// created is when NewRunner started, firstBatch the time from then
 	// to the first training batch's arrival (setup, cache fill and the

@@ -221,7 +221,7 @@ func TestFeaturesInMemory(t *testing.T) {
 		{"auto sampled", func(c *Config) {}, true, true},
 		{"yes", func(c *Config) { c.FeaturesInMemory = FeaturesMemory }, true, true},
 		{"from disk", func(c *Config) { c.FeaturesInMemory = FeaturesDisk }, false, true},
-		{"from disk with a feature cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesDisk, 1 << 20 }, false, true},
+		{"from disk with a feature cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesDisk, 1<<20 }, false, true},
 		{"auto under a memory bound", func(c *Config) { c.MaxMemoryBytes = 64 << 20 }, false, false},
 		{"auto with a feature cache", func(c *Config) { c.FeatureCacheBytes = 1 << 20 }, false, false},
 		{"auto converting", func(c *Config) { c.FeatureDType = "float16" }, false, false},

@@ -1,0 +1,247 @@
+package feature
+
+import (
+	"container/heap"
+	"math"
+	"slices"
+	"sync"
+)
+
+// never is the next use of a row not used again in the planned batches.
+const never = math.MaxInt32
+
+// superbatch is Ginex's cache policy over a Disk's cache: the rows of the
+// next batches are known (Plan), and a missed row is admitted in place of
+// the cached row used farthest ahead. Rows not used again in the planned
+// batches go first, coldest first by the static order the cache was
+// filled in (so a short look-ahead does not throw away hot rows it
+// happens not to see); a missed row not used again is read but not
+// admitted. Batches are numbered from 0 across plans.
+type superbatch struct {
+	mu sync.Mutex
+
+	order []int32 // the static order, hottest first
+	// rank and next are by slot: the cached row's rank in the static
+	// order (a row admitted later ranks below all the rows it started
+	// with: never), and its next use, or never.
+	rank []int32
+	next []int32
+	// cursor walks order from the coldest cached row up: the rows below
+	// it are not candidates any more.
+	cursor   int
+	returned rankHeap // cached rows whose last planned use has passed
+	ahead    useHeap  // cached rows used again, farthest first
+	free     []int32  // free slots
+
+	// The plan: the ids of the next batches and each id's next use.
+	batches [][]int32
+	nexts   [][]int32
+	pos     int   // the next planned batch to gather
+	seq     int32 // the number of batches[0]
+
+	admitted, evicted, planned, unplanned int64
+}
+
+// newSuperbatch starts the policy over a cache whose slot i holds the
+// static order's i-th row (cacheSlots).
+func newSuperbatch(cached int, order []int32) *superbatch {
+	sb := &superbatch{order: order, rank: make([]int32, cached), next: make([]int32, cached), cursor: cached}
+	for i := range sb.rank {
+		sb.rank[i] = int32(i)
+		sb.next[i] = never
+	}
+	return sb
+}
+
+// nextOf is cached row v's next use.
+func (sb *superbatch) nextOf(slot []int32, v int32) int32 { return sb.next[slot[v]] }
+
+// Plan hands a superbatch cache the input rows of the next batches, in
+// the order Gather will be called with them (the ids are kept; the
+// caller must not modify them). Batches planned before and not yet
+// gathered are dropped. It does nothing without a superbatch cache
+// (DiskOptions.Superbatch).
+func (s *Disk) Plan(batches [][]int32) {
+	sb := s.sb
+	if sb == nil {
+		return
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.seq += int32(sb.pos)
+	sb.batches, sb.pos = batches, 0
+	// Next uses, from a backward pass.
+	last := make(map[int32]int32, len(batches)*max(1, len(batches[0])))
+	sb.nexts = make([][]int32, len(batches))
+	for t := len(batches) - 1; t >= 0; t-- {
+		nx := make([]int32, len(batches[t]))
+		for i, v := range batches[t] {
+			if u, ok := last[v]; ok {
+				nx[i] = u
+			} else {
+				nx[i] = never
+			}
+			last[v] = sb.seq + int32(t)
+		}
+		sb.nexts[t] = nx
+	}
+	// Every cached row's next use is now its first in the plan, or never
+	// (rows used in the last plan returned to never at their last use):
+	// what the heaps held is stale but for the returned rows, kept once.
+	sb.ahead = sb.ahead[:0]
+	seen := make([]uint64, (len(s.slot)+63)/64)
+	kept := sb.returned[:0]
+	for _, e := range sb.returned {
+		if s.slot[e.v] >= 0 && sb.nextOf(s.slot, e.v) == never && seen[e.v/64]&(1<<(e.v%64)) == 0 {
+			seen[e.v/64] |= 1 << (e.v % 64)
+			kept = append(kept, e)
+		}
+	}
+	sb.returned = kept
+	heap.Init(&sb.returned)
+	for v, t := range last {
+		if sl := s.slot[v]; sl >= 0 {
+			sb.next[sl] = t
+			heap.Push(&sb.ahead, use{t, v})
+		}
+	}
+}
+
+// take returns the next uses of ids when ids is the next planned batch
+// (and moves past it), or nil.
+func (sb *superbatch) take(ids []int32) []int32 {
+	if sb.pos < len(sb.batches) && slices.Equal(sb.batches[sb.pos], ids) {
+		nx := sb.nexts[sb.pos]
+		sb.pos++
+		sb.planned++
+		return nx
+	}
+	sb.unplanned++
+	return nil
+}
+
+// touch records that row v, cached in slot sl, was used, next used at
+// nx.
+func (sb *superbatch) touch(v, sl, nx int32) {
+	sb.next[sl] = nx
+	if nx == never {
+		heap.Push(&sb.returned, ranked{sb.rank[sl], v})
+	} else {
+		heap.Push(&sb.ahead, use{nx, v})
+	}
+}
+
+// admit decides whether missed row v, next used at nx, whose stored
+// bytes are b, takes a place in the cache, and evicts for it.
+func (s *Disk) admit(v, nx int32, b []byte) {
+	sb := s.sb
+	if sl := s.slot[v]; sl >= 0 { // a repeated id, admitted at its first position
+		sb.touch(v, sl, nx)
+		return
+	}
+	var sl int32 = -1
+	switch {
+	case len(sb.free) > 0:
+		sl = sb.free[len(sb.free)-1]
+		sb.free = sb.free[:len(sb.free)-1]
+	case nx == never:
+		return // not needed again in the plan: read, not kept
+	default:
+		if u := sb.coldestUnused(s.slot); u >= 0 {
+			sl = sb.evict(s.slot, u)
+		} else if u := sb.farthest(s.slot); u >= 0 && sb.nextOf(s.slot, u) > nx {
+			sl = sb.evict(s.slot, u)
+		} else {
+			return
+		}
+	}
+	copy(s.cache[int(sl)*s.rowB:int(sl+1)*s.rowB], b)
+	s.slot[v] = sl
+	sb.rank[sl] = never
+	sb.admitted++
+	sb.touch(v, sl, nx)
+}
+
+// evict removes cached row u and returns its slot.
+func (sb *superbatch) evict(slot []int32, u int32) int32 {
+	sl := slot[u]
+	slot[u] = -1
+	sb.evicted++
+	return sl
+}
+
+// coldestUnused returns the coldest cached row not used again in the
+// plan, or -1: the colder of the returned rows' top and the static
+// order's coldest remaining row.
+func (sb *superbatch) coldestUnused(slot []int32) int32 {
+	for sb.returned.Len() > 0 {
+		top := sb.returned[0]
+		if slot[top.v] >= 0 && sb.nextOf(slot, top.v) == never {
+			break
+		}
+		heap.Pop(&sb.returned) // stale
+	}
+	for sb.cursor > 0 {
+		// The row the cache started with in this slot, if it is still
+		// there and not used again in the plan.
+		v := sb.order[sb.cursor-1]
+		if sl := slot[v]; sl == int32(sb.cursor-1) && sb.next[sl] == never {
+			break
+		}
+		sb.cursor-- // evicted, or used in the plan (it returns through returned)
+	}
+	switch {
+	case sb.returned.Len() > 0 && (sb.cursor == 0 || sb.returned[0].rank > int32(sb.cursor-1)):
+		return heap.Pop(&sb.returned).(ranked).v
+	case sb.cursor > 0:
+		sb.cursor--
+		return sb.order[sb.cursor]
+	}
+	return -1
+}
+
+// farthest returns the cached row whose next use is farthest, or -1.
+func (sb *superbatch) farthest(slot []int32) int32 {
+	for sb.ahead.Len() > 0 {
+		top := sb.ahead[0]
+		if slot[top.v] >= 0 && sb.nextOf(slot, top.v) == top.next {
+			return top.v
+		}
+		heap.Pop(&sb.ahead) // stale
+	}
+	return -1
+}
+
+// use is a cached row and its next use.
+type use struct{ next, v int32 }
+
+// useHeap is a max-heap of next uses.
+type useHeap []use
+
+func (h useHeap) Len() int           { return len(h) }
+func (h useHeap) Less(i, j int) bool { return h[i].next > h[j].next }
+func (h useHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *useHeap) Push(x any)        { *h = append(*h, x.(use)) }
+func (h *useHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// ranked is a cached row and its rank in the static order.
+type ranked struct{ rank, v int32 }
+
+// rankHeap is a max-heap of ranks: the coldest first.
+type rankHeap []ranked
+
+func (h rankHeap) Len() int           { return len(h) }
+func (h rankHeap) Less(i, j int) bool { return h[i].rank > h[j].rank }
+func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rankHeap) Push(x any)        { *h = append(*h, x.(ranked)) }
+func (h *rankHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
