@@ -123,6 +123,13 @@ func encodeRows(ctx context.Context, out io.Writer, src *Store, dtype DType) err
 		if _, err := out.Write(b); err != nil {
 			return err
 		}
+		if src.mapped {
+			// The rows read leave the resident set as they are
+			// converted: otherwise the file's pages count on top of
+			// the copy (23.2 GiB peak for 15.4 GB of float16 converted
+			// from 30.7 GB of float32 on a 23 GiB machine).
+			dropMapped(src.data[lo*src.rowB : (lo+k)*src.rowB])
+		}
 	}
 	return nil
 }

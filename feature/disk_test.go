@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/npy"
 )
@@ -324,5 +325,31 @@ func TestDiskSuperbatch(t *testing.T) {
 	t.Logf("hit rate: static %.3f, superbatch %.3f", static, dynamic)
 	if dynamic <= static+0.1 {
 		t.Errorf("superbatch hit rate %.3f, static %.3f: want at least 10 points more", dynamic, static)
+	}
+}
+
+// TestConvertDropsMappedPages: converting mapped features leaves none of
+// the file's pages in the resident set (they would count on top of the
+// copy).
+func TestConvertDropsMappedPages(t *testing.T) {
+	const n, dim = 200000, 64 // 51 MB of float32
+	a := writeFeatureFile(t, t.TempDir(), randomRows(n, dim, 2), n, dim, Float32)
+	src, err := New(a.Data, Float32, n, dim, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.mapped = true // as Open sets it
+	before := memstat.File()
+	c, err := Convert(context.Background(), src, Float16, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if grew := memstat.File() - before; grew > 8<<20 {
+		t.Errorf("the mapped file's resident pages grew by %d bytes converting %d", grew, len(a.Data))
+	}
+	out := make([]float32, dim)
+	if err := c.Gather(context.Background(), []int32{n - 1}, out); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -95,6 +95,7 @@ type Store struct {
 	dtype  DType
 	rowB   int
 	data   []byte // backing rows (mapping or in-memory copy)
+	mapped bool   // data is the dataset file's mapping (Open without InMemory)
 	free   []func()
 
 	// Hot cache.
@@ -193,7 +194,11 @@ func Open(d *dataset.Dataset, opts Options) (*Store, error) {
 	if len(a.Shape) != 2 {
 		return nil, fmt.Errorf("feature: features array has shape %v, want [nodes, dim]", a.Shape)
 	}
-	return New(a.Data, dt, a.Shape[0], a.Shape[1], opts)
+	s, err := New(a.Data, dt, a.Shape[0], a.Shape[1], opts)
+	if err == nil {
+		s.mapped = !opts.InMemory
+	}
+	return s, err
 }
 
 // buildCache copies the first rows of order into the cache table.
