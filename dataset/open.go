@@ -33,7 +33,8 @@ type Dataset struct {
 	// Train, Val and Test hold node ids; nil if absent.
 	Train, Val, Test []int32
 
-	arrays []*npy.Array
+	arrays          []*npy.Array
+	indptr, indices *npy.Array // the graph's mappings (NeighbourPrefetcher)
 }
 
 // schema says which dtypes and shapes each array must have for meta m.
@@ -140,6 +141,7 @@ func Open(dir string) (_ *Dataset, err error) {
 		}
 		arrays[name] = a
 	}
+	d.indptr, d.indices = arrays[ArrayIndptr], arrays[ArrayIndices]
 	indptr, _ := npy.View[int64](arrays[ArrayIndptr])
 	indices, _ := npy.View[int32](arrays[ArrayIndices])
 	d.Graph = &graph.CSC{NumNodes: m.NumNodes, Indptr: indptr, Indices: indices}

@@ -18,3 +18,5 @@ func unmap([]byte) error  { return nil }
 func adviseHuge([]byte)   {}
 func adviseRandom([]byte) {}
 func dropResident([]byte) {}
+
+func willNeed(m []byte, off, n int64) {}

@@ -787,3 +787,43 @@ func TestFusedMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestBeforeHop: the hook sees, before each hop, exactly the nodes whose
+// lists the hop reads (the seeds, then each hop's new nodes), and changes
+// nothing in the batch.
+func TestBeforeHop(t *testing.T) {
+	g, _, _ := randomGraph(t, 3000, 4, graph.BuildOptions{})
+	seeds := []int32{5, 17, 2999, 40}
+	plain, err := New(g, Config{Fanouts: []int{4, 3, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hops [][]int32
+	hooked, err := New(g, Config{Fanouts: []int{4, 3, 2}, BeforeHop: func(nodes []int32) { hops = append(hops, slices.Clone(nodes)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b batch.MiniBatch
+	if err := plain.SampleInto(&a, seeds, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := hooked.SampleInto(&b, seeds, 7); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.InputNodes, b.InputNodes) || a.NumEdges() != b.NumEdges() {
+		t.Fatal("the hook changed the batch")
+	}
+	if len(hops) != 3 || !slices.Equal(hops[0], seeds) {
+		t.Fatalf("hops %v: want 3, the first the seeds", hops)
+	}
+	// Hop h reads the lists of the nodes first reached at hop h-1: the
+	// input nodes are the seeds, then each hop's new nodes in order.
+	var all []int32
+	for _, h := range hops {
+		all = append(all, h...)
+	}
+	local, _ := b.Local()
+	if n := len(all); n > len(local) || !slices.Equal(all, local[:n]) {
+		t.Errorf("hooked nodes %v are not the batch's first input nodes %v", all, local)
+	}
+}

@@ -115,8 +115,11 @@ type Summary struct {
 	// FirstBatchSeconds is the time from the runner's creation (before
 	// the features are opened) to the arrival of the first training batch.
 	FirstBatchSeconds float64 `json:"time_to_first_batch_seconds,omitempty"`
-	Seed              uint64  `json:"seed"`
-	Threads           int     `json:"threads"`
+	// GraphPrefetch says whether sampling read the graph from disk with
+	// its neighbour lists prefetched (Config.GraphPrefetch).
+	GraphPrefetch bool   `json:"graph_prefetch,omitempty"`
+	Seed          uint64 `json:"seed"`
+	Threads       int    `json:"threads"`
 	// Traffic is what the ranks of a distributed full-graph run (package
 	// sar) sent; nil in the other modes.
 	Traffic *Traffic `json:"traffic,omitempty"`
@@ -177,6 +180,7 @@ type Runner struct {
 	// the context of NewRunner's setup (WithContext).
 	cacheBudget int64
 	cachePolicy string
+	prefetchHop func([]int32) // samplerConfig's graph prefetcher, once made
 	diskHint    string
 	// created is when NewRunner started, firstBatch the time from then
 	// to the first training batch's arrival (setup, cache fill and the
@@ -415,6 +419,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		}
 		s.TotalSeconds = time.Since(start).Seconds()
 		s.FirstBatchSeconds = r.firstBatch.Seconds()
+		s.GraphPrefetch = r.prefetchHop != nil
 		if st := r.owned; st != nil {
 			s.FeatureDType, s.FeaturesInMemoryBytes = st.DType().String(), r.inMemory
 			if cs := st.CacheStats(); cs.Rows > 0 {
