@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/feature"
@@ -27,6 +28,11 @@ const diskBuffers = 2
 // runtime, the model and the optimiser, beyond what it counts.
 const memoryMargin = 64 << 20
 
+// perNodeBytes is what a run keeps per node beside the cache: the
+// node-to-slot map, the cache's order and the float32 degrees, with room
+// for the counted degrees.
+const perNodeBytes = 16
+
 // openDisk opens the features for explicit, batched reads from disk
 // (feature.Disk), behind a cache of the most sampled rows: of
 // Config.FeatureCacheBytes, or, when that is 0, of what the available
@@ -34,6 +40,7 @@ const memoryMargin = 64 << 20
 // margin (autoCacheBytes). The cache and the normalisation factors are
 // filled by one sequential pass over the file.
 func (r *Runner) openDisk(ctx context.Context) error {
+	avail := memstat.Available()
 	budget := r.cfg.FeatureCacheBytes
 	if budget == 0 {
 		budget = r.autoCacheBytes()
@@ -45,6 +52,9 @@ func (r *Runner) openDisk(ctx context.Context) error {
 			return err
 		}
 	}
+	// Presampling's garbage goes back to the system before the cache
+	// takes its place.
+	debug.FreeOSMemory()
 	d, err := feature.OpenDisk(ctx, r.ds, feature.DiskOptions{
 		CacheBytes: budget, CacheOrder: order, Normalize: r.cfg.NormalizeFeatures, Progress: r.hooks.Fill,
 		Superbatch: r.superbatch() > 0,
@@ -54,6 +64,11 @@ func (r *Runner) openDisk(ctx context.Context) error {
 	}
 	r.cfg.NormalizeFeatures = d.Normalized()
 	r.feat, r.disk = d, d
+	// What the Go runtime may add from here: what was available less
+	// the cache and the graph's pages (GoMemoryLimit).
+	if avail > 0 {
+		r.goLimit = max(memstat.GoRuntime()+avail-d.CacheStats().Bytes-r.graphBytes(), 64<<20)
+	}
 	r.cacheBudget = budget
 	r.diskHint = halfHint(d.DType(), int64(len(r.ds.FeatureArray.Data)), memstat.Available()+d.CacheStats().Bytes)
 	return nil
@@ -155,11 +170,20 @@ func (r *Runner) graphBytes() int64 {
 // memory less the graph's arrays, the node-to-slot map, the minibatches
 // alive at once (estimateBatchBytes) and memoryMargin.
 func (r *Runner) autoCacheBytes() int64 {
-	avail := memstat.Available()
+	avail, cgroup := memstat.AvailableFrom()
 	if avail <= 0 {
 		return 0
 	}
-	reserve := r.graphBytes() + int64(r.ds.Meta.NumNodes)*4 + diskBuffers*r.estimateBatchBytes() + memoryMargin
+	// The graph's pages: a cgroup's usage already counts those read so
+	// far; MemAvailable counts them as free to take. Without a cgroup,
+	// a thirty-second more is left to the kernel.
+	graph := r.graphBytes()
+	if cgroup {
+		graph = max(0, graph-memstat.File())
+	} else {
+		graph += avail / 32
+	}
+	reserve := graph + int64(r.ds.Meta.NumNodes)*perNodeBytes + diskBuffers*r.estimateBatchBytes() + memoryMargin
 	budget := max(0, avail-reserve)
 	if r.superbatch() > 0 {
 		// Its rank and next use, and about one heap entry, per cached row.
@@ -194,20 +218,17 @@ func (r *Runner) estimateBatchBytes() int64 {
 }
 
 // GoMemoryLimit is the soft memory limit the Go runtime should keep to
-// (debug.SetMemoryLimit) when the features are read from disk under a
-// memory limit: the process's limit (memstat.Limit: its cgroup's, or the
-// machine's) less the cache, which lives outside the Go heap, and the
-// graph's page cache. 0 when the features are not read from disk.
-// Setting it is the caller's: it is a process-wide setting.
+// (debug.SetMemoryLimit) when the features are read from disk: what the
+// runtime held when the features were opened plus what was available
+// then (cgroup-aware) less the cache, which lives outside the Go heap,
+// and the graph's pages, which sampling needs in the page cache. 0 when
+// the features are not read from disk or the available memory is
+// unknown. Setting it is the caller's: it is a process-wide setting.
 func (r *Runner) GoMemoryLimit() int64 {
 	if r.disk == nil {
 		return 0
 	}
-	l := memstat.Limit()
-	if l <= 0 {
-		return 0
-	}
-	return max(l-r.disk.CacheStats().Bytes-r.graphBytes(), 64<<20)
+	return r.goLimit
 }
 
 // DiskSummary describes a run's reads of features from disk.

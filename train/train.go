@@ -181,6 +181,7 @@ type Runner struct {
 	cacheBudget int64
 	cachePolicy string
 	prefetchHop func([]int32) // samplerConfig's graph prefetcher, once made
+	goLimit     int64         // GoMemoryLimit's value
 	diskHint    string
 	// created is when NewRunner started, firstBatch the time from then
 	// to the first training batch's arrival (setup, cache fill and the

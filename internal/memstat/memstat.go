@@ -52,14 +52,23 @@ func ProcessPeak() int64 {
 // /proc/meminfo), or less where the process's memory cgroup (v1 or v2: a
 // container's limit) leaves less (its limit less its usage); 0 if unknown.
 func Available() int64 {
+	a, _ := AvailableFrom()
+	return a
+}
+
+// AvailableFrom is Available, and whether the memory cgroup's limit is
+// what bounds it: the cgroup's usage then counts the page cache the
+// process brought in (its mapped files' pages), where MemAvailable counts
+// them as available.
+func AvailableFrom() (avail int64, cgroup bool) {
 	a := fieldOf("/proc/meminfo", "MemAvailable:")
 	if a <= 0 {
-		return 0
+		return 0, false
 	}
-	if limit, used, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok {
-		a = min(a, max(limit-used, 0))
+	if limit, used, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok && limit-used < a {
+		return max(limit-used, 0), true
 	}
-	return a
+	return a, false
 }
 
 // Limit returns the memory the process may use in all, in bytes: its
@@ -164,6 +173,18 @@ func fieldOf(path, name string) int64 {
 		}
 	}
 	return 0
+}
+
+// GoRuntime returns the memory the Go runtime holds from the system and
+// has not returned (runtime/metrics' total less released heap): what
+// debug.SetMemoryLimit counts.
+func GoRuntime() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
 // HeapInUse returns the bytes of live and not yet swept heap objects
