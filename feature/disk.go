@@ -41,6 +41,14 @@ type DiskOptions struct {
 	// Backend is the read backend: "auto" (""), "uring" or "pread" (see
 	// package diskio).
 	Backend string
+	// CacheMemory, when it holds the cache's rows (CacheBytes rounded
+	// down to rows), is the memory the cache takes instead of a new
+	// allocation, and CacheFree releases it: a caller can allocate it
+	// while it computes CacheOrder (hugemem.Alloc, whose pages take
+	// seconds a GiB to fault in on a busy machine). The store calls
+	// CacheFree when it is closed, or at once when it does not use it.
+	CacheMemory []byte
+	CacheFree   func()
 	// Superbatch makes the cache dynamic, as Ginex's: Plan hands it the
 	// rows of the next batches, and as they are gathered a missed row
 	// replaces the cached row whose next use is farthest (rows not used
@@ -105,6 +113,11 @@ func OpenDisk(ctx context.Context, d *dataset.Dataset, opts DiskOptions) (*Disk,
 
 // openDiskFile opens the .npy file at path whose header is h.
 func openDiskFile(ctx context.Context, path string, h npy.Header, dt DType, opts DiskOptions) (*Disk, error) {
+	defer func() {
+		if opts.CacheFree != nil {
+			opts.CacheFree() // given but not taken (on error too)
+		}
+	}()
 	if len(h.Shape) != 2 || h.Shape[1] <= 0 {
 		return nil, fmt.Errorf("feature: %s has shape %v, want [nodes, dim]", path, h.Shape)
 	}
@@ -125,12 +138,17 @@ func openDiskFile(ctx context.Context, path string, h npy.Header, dt DType, opts
 			rd.Close()
 			return nil, err
 		}
-		if s.cached > 0 {
-			s.cache, s.free = hugemem.Alloc[byte](s.cached * s.rowB)
-		} else {
+		switch need := s.cached * s.rowB; {
+		case s.cached == 0:
 			s.slot = nil
+		case len(opts.CacheMemory) >= need:
+			s.cache, s.free = opts.CacheMemory[:need], opts.CacheFree
+			opts.CacheFree = nil
+		default:
+			s.cache, s.free = hugemem.Alloc[byte](need)
 		}
 	}
+
 	if s.cached > 0 || opts.Normalize {
 		if err := s.scan(ctx, opts.Normalize, opts.Progress); err != nil {
 			s.Close()
@@ -151,6 +169,8 @@ func arrayDType(d *dataset.Dataset) (DType, error) {
 		return 0, err
 	}
 	if d.Meta.FeatureDType == "" && a.DType == npy.Float16 {
+		// No feature_dtype in meta.json: the array's own dtype says it
+		// (bfloat16 cannot be told from uint16 that way, so it must be named).
 		dt = Float16
 	}
 	switch {

@@ -277,3 +277,28 @@ func TestConvertCora(t *testing.T) {
 		h.Close()
 	}
 }
+
+// TestHotOrderMatchesSort: the counting sort and the comparison sort
+// give the same order (ties by id), on small and on large scores.
+func TestHotOrderMatchesSort(t *testing.T) {
+	r := rng.New(8)
+	for _, top := range []int{3, 1000, 1 << 30} {
+		score := make([]uint32, 5000)
+		for i := range score {
+			if r.IntN(4) > 0 {
+				score[i] = uint32(r.IntN(top))
+			}
+		}
+		got := HotOrder(score)
+		var want []int32
+		for v, c := range score {
+			if c > 0 {
+				want = append(want, int32(v))
+			}
+		}
+		slices.SortStableFunc(want, func(a, b int32) int { return int(score[b]) - int(score[a]) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("top %d: HotOrder differs from a stable sort by score", top)
+		}
+	}
+}

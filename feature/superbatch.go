@@ -26,8 +26,9 @@ type superbatch struct {
 	// with: never), and its next use, or never.
 	rank []int32
 	next []int32
-	// cursor walks order from the coldest cached row up: the rows below
-	// it are not candidates any more.
+	// cursor walks order from the coldest cached row up: the rows the
+	// cache started with at positions at or beyond it are candidates only
+	// through returned.
 	cursor   int
 	returned rankHeap // cached rows whose last planned use has passed
 	ahead    useHeap  // cached rows used again, farthest first
@@ -121,11 +122,16 @@ func (sb *superbatch) take(ids []int32) []int32 {
 }
 
 // touch records that row v, cached in slot sl, was used, next used at
-// nx.
+// nx. A row not used again in the plan becomes a candidate for eviction
+// again: the cursor finds the rows it started with that it has not passed
+// yet; the others (passed over while in use, or admitted since) go on the
+// returned heap, which so holds the cold tail only.
 func (sb *superbatch) touch(v, sl, nx int32) {
 	sb.next[sl] = nx
 	if nx == never {
-		heap.Push(&sb.returned, ranked{sb.rank[sl], v})
+		if sb.rank[sl] >= int32(sb.cursor) {
+			heap.Push(&sb.returned, ranked{sb.rank[sl], v})
+		}
 	} else {
 		heap.Push(&sb.ahead, use{nx, v})
 	}

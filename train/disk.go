@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/units"
@@ -28,10 +30,11 @@ const diskBuffers = 2
 // runtime, the model and the optimiser, beyond what it counts.
 const memoryMargin = 64 << 20
 
-// perNodeBytes is what a run keeps per node beside the cache: the
-// node-to-slot map, the cache's order and the float32 degrees, with room
-// for the counted degrees.
-const perNodeBytes = 16
+// perNodeBytes is what a run keeps per node beside the cache (the
+// node-to-slot map, the cache's order, the float32 degrees), with room for
+// what ranking the rows holds while the cache is allocated (counts and
+// degrees).
+const perNodeBytes = 24
 
 // openDisk opens the features for explicit, batched reads from disk
 // (feature.Disk), behind a cache of the most sampled rows: of
@@ -40,23 +43,46 @@ const perNodeBytes = 16
 // margin (autoCacheBytes). The cache and the normalisation factors are
 // filled by one sequential pass over the file.
 func (r *Runner) openDisk(ctx context.Context) error {
+	start := time.Now()
 	avail := memstat.Available()
 	budget := r.cfg.FeatureCacheBytes
 	if budget == 0 {
 		budget = r.autoCacheBytes()
 	}
-	var order []int32
-	if budget > 0 {
-		var err error
-		if order, err = r.cacheOrder(ctx, true); err != nil {
-			return err
+	// The cache's memory is allocated (its pages faulted in, which takes
+	// seconds a GiB on a busy machine) while the rows are ranked.
+	type alloc struct {
+		buf  []byte
+		free func()
+	}
+	mem := make(chan alloc, 1)
+	rowB := int64(r.ds.Meta.FeatureDim) * int64(r.ds.FeatureArray.DType.Size())
+	go func() {
+		var a alloc
+		if rows := min(budget/rowB, int64(r.ds.Meta.NumNodes)); rows > 0 {
+			a.buf, a.free = hugemem.Alloc[byte](int(rows * rowB))
 		}
+		mem <- a
+	}()
+	var order []int32
+	t := time.Now()
+	var err error
+	if budget > 0 {
+		order, err = r.cacheOrder(ctx, true)
+	}
+	r.orderTime = time.Since(t)
+	cache := <-mem
+	if err != nil {
+		if cache.free != nil {
+			cache.free()
+		}
+		return err
 	}
 	// Presampling's garbage goes back to the system before the cache
-	// takes its place.
+	// fills.
 	debug.FreeOSMemory()
 	d, err := feature.OpenDisk(ctx, r.ds, feature.DiskOptions{
-		CacheBytes: budget, CacheOrder: order, Normalize: r.cfg.NormalizeFeatures, Progress: r.hooks.Fill,
+		CacheBytes: budget, CacheOrder: order, CacheMemory: cache.buf, CacheFree: cache.free, Normalize: r.cfg.NormalizeFeatures, Progress: r.hooks.Fill,
 		Superbatch: r.superbatch() > 0,
 	})
 	if err != nil {
@@ -70,6 +96,7 @@ func (r *Runner) openDisk(ctx context.Context) error {
 		r.goLimit = max(memstat.GoRuntime()+avail-d.CacheStats().Bytes-r.graphBytes(), 64<<20)
 	}
 	r.cacheBudget = budget
+	r.openTime = time.Since(start)
 	r.diskHint = halfHint(d.DType(), int64(len(r.ds.FeatureArray.Data)), memstat.Available()+d.CacheStats().Bytes)
 	return nil
 }
@@ -101,7 +128,8 @@ func (r *Runner) samplerConfig() sample.Config {
 
 // graphPrefetch says whether sampling prefetches the graph from disk:
 // Config.GraphPrefetch, where auto means when the graph's arrays take
-// more than half the available memory.
+// more than half the memory available when the run started (before the
+// features took theirs: the disk cache's budget leaves the graph room).
 func (r *Runner) graphPrefetch() bool {
 	switch r.cfg.GraphPrefetch {
 	case "yes":
@@ -109,8 +137,7 @@ func (r *Runner) graphPrefetch() bool {
 	case "no":
 		return false
 	}
-	avail := memstat.Available()
-	return avail > 0 && r.graphBytes() > avail/2
+	return r.startAvail > 0 && r.graphBytes() > r.startAvail/2
 }
 
 // superbatch is the number of batches the disk cache plans ahead (0:
@@ -243,12 +270,17 @@ type DiskSummary struct {
 	// Superbatch the batches it planned ahead (0: static), Admitted and
 	// Evicted the rows it took in and let go, Planned and Unplanned the
 	// gathers of planned batches and the others (evaluation's).
-	Policy     string `json:"cache_policy"`
-	Superbatch int    `json:"superbatch"`
-	Admitted   int64  `json:"admitted_rows,omitempty"`
-	Evicted    int64  `json:"evicted_rows,omitempty"`
-	Planned    int64  `json:"planned_gathers,omitempty"`
-	Unplanned  int64  `json:"unplanned_gathers,omitempty"`
+	Policy string `json:"cache_policy"`
+	// OrderSeconds is the time ranking the nodes for the cache took
+	// (presampling), OpenSeconds all of opening the features (ranking,
+	// the cache's allocation and its fill).
+	OrderSeconds float64 `json:"order_seconds"`
+	OpenSeconds  float64 `json:"open_seconds"`
+	Superbatch   int     `json:"superbatch"`
+	Admitted     int64   `json:"admitted_rows,omitempty"`
+	Evicted      int64   `json:"evicted_rows,omitempty"`
+	Planned      int64   `json:"planned_gathers,omitempty"`
+	Unplanned    int64   `json:"unplanned_gathers,omitempty"`
 	// FillBytes and FillSeconds are the sequential pass that filled the
 	// cache (and computed the normalisation).
 	FillBytes   int64   `json:"fill_bytes"`
@@ -282,7 +314,7 @@ func (r *Runner) diskSummary() *DiskSummary {
 		FillBytes: io.FillBytes, FillSeconds: io.FillSeconds,
 		Reads: io.Reads, Pages: io.Pages, ReadBytes: io.Bytes, ReadSeconds: io.Seconds, PagesPerSecond: io.PagesPerSecond(),
 		CacheBytes: cs.Bytes, PageCacheBytes: memstat.File(), Hint: r.diskHint,
-		Policy: r.cachePolicy, Admitted: io.Admitted, Evicted: io.Evicted, Planned: io.Planned, Unplanned: io.Unplanned,
+		Policy: r.cachePolicy, OrderSeconds: r.orderTime.Seconds(), OpenSeconds: r.openTime.Seconds(), Admitted: io.Admitted, Evicted: io.Evicted, Planned: io.Planned, Unplanned: io.Unplanned,
 	}
 	if io.Planned+io.Unplanned > 0 {
 		s.Superbatch = r.superbatch()

@@ -182,6 +182,9 @@ type Runner struct {
 	cachePolicy string
 	prefetchHop func([]int32) // samplerConfig's graph prefetcher, once made
 	goLimit     int64         // GoMemoryLimit's value
+	orderTime   time.Duration // openDisk's cacheOrder
+	openTime    time.Duration // openDisk in all
+	startAvail  int64         // the memory available when NewRunner started
 	diskHint    string
 	// created is when NewRunner started, firstBatch the time from then
 	// to the first training batch's arrival (setup, cache fill and the
@@ -241,7 +244,7 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 		return nil, fmt.Errorf("model output width %d does not match the dataset's %d classes", cfg.Model.Out, m.NumClasses)
 	}
 	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
-	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now()}
+	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now(), startAvail: memstat.Available()}
 	if cfg.MaxMemoryBytes == 0 {
 		r.ws = tensor.NewWorkspace(0)
 	}

@@ -559,17 +559,17 @@ func printSummary2(w io.Writer, s train.Summary) {
 	if s.FeatureCacheRows > 0 {
 		fmt.Fprintf(w, "feature cache: %s rows in %s, hit rate %.1f%%\n", units.Count(s.FeatureCacheRows), units.Bytes(s.FeatureCacheBytes), 100*s.FeatureCacheHitRate)
 	}
+	if s.GraphPrefetch {
+		fmt.Fprintln(w, "graph: read from disk, each hop's neighbour lists prefetched (--graph-prefetch)")
+	}
 	if d := s.Disk; d != nil {
 		budget := "--feature-cache"
 		if d.AutoCache {
 			budget = "chosen from the available memory"
 		}
-		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), filled by one pass of %s in %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
-			d.Backend, units.Bytes(d.CacheBudget), budget, units.Bytes(d.FillBytes), units.Duration(secs(d.FillSeconds)),
+		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), rows ranked (%s) in %s, filled by one pass of %s in %s, opened in %s; first batch after %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
+			d.Backend, units.Bytes(d.CacheBudget), budget, d.Policy, units.Duration(secs(d.OrderSeconds)), units.Bytes(d.FillBytes), units.Duration(secs(d.FillSeconds)), units.Duration(secs(d.OpenSeconds)), units.Duration(secs(s.FirstBatchSeconds)),
 			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), d.ReadAmplification, units.Bytes(s.KernelReadBytes))
-		if s.GraphPrefetch {
-			fmt.Fprintln(w, "graph: read from disk, each hop's neighbour lists prefetched (--graph-prefetch)")
-		}
 		if d.Superbatch > 0 {
 			fmt.Fprintf(w, "superbatch cache (%d batches ahead, started from the %s order): %s rows admitted, %s evicted; %d of %d gathers planned\n",
 				d.Superbatch, d.Policy, units.Count(d.Admitted), units.Count(d.Evicted), d.Planned, d.Planned+d.Unplanned)
