@@ -41,20 +41,12 @@ type DiskOptions struct {
 	// Backend is the read backend: "auto" (""), "uring" or "pread" (see
 	// package diskio).
 	Backend string
-	// CacheMemory, when it holds the cache's rows (CacheBytes rounded
-	// down to rows), is the memory the cache takes instead of a new
-	// allocation, and CacheFree releases it: a caller can allocate it
-	// while it computes CacheOrder (hugemem.Alloc, whose pages take
-	// seconds a GiB to fault in on a busy machine). The store calls
-	// CacheFree when it is closed, or at once when it does not use it.
-	CacheMemory []byte
-	CacheFree   func()
 	// Superbatch makes the cache dynamic, as Ginex's: Plan hands it the
 	// rows of the next batches, and as they are gathered a missed row
 	// replaces the cached row whose next use is farthest (rows not used
 	// again in the planned batches first, coldest in CacheOrder first).
 	// The cache starts as the static one. It takes 8 bytes per cached row
-	// more, and the plan's rows while it lasts.
+	// and 4 per node more, and the plan's rows while it lasts.
 	Superbatch bool
 	// Progress, if set, is called as the sequential pass advances, with
 	// the bytes read so far and the file's size (from several goroutines,
@@ -113,11 +105,6 @@ func OpenDisk(ctx context.Context, d *dataset.Dataset, opts DiskOptions) (*Disk,
 
 // openDiskFile opens the .npy file at path whose header is h.
 func openDiskFile(ctx context.Context, path string, h npy.Header, dt DType, opts DiskOptions) (*Disk, error) {
-	defer func() {
-		if opts.CacheFree != nil {
-			opts.CacheFree() // given but not taken (on error too)
-		}
-	}()
 	if len(h.Shape) != 2 || h.Shape[1] <= 0 {
 		return nil, fmt.Errorf("feature: %s has shape %v, want [nodes, dim]", path, h.Shape)
 	}
@@ -138,14 +125,14 @@ func openDiskFile(ctx context.Context, path string, h npy.Header, dt DType, opts
 			rd.Close()
 			return nil, err
 		}
-		switch need := s.cached * s.rowB; {
-		case s.cached == 0:
+		if s.cached > 0 {
+			// Faulted in up front, in parallel pieces (hugemem.Alloc).
+			// Faulting the pages in as the sequential pass fills them
+			// instead (slots are in file order) made the pass 1.5x
+			// slower and the epoch after it too, on 20 GiB here.
+			s.cache, s.free = hugemem.Alloc[byte](s.cached * s.rowB)
+		} else {
 			s.slot = nil
-		case len(opts.CacheMemory) >= need:
-			s.cache, s.free = opts.CacheMemory[:need], opts.CacheFree
-			opts.CacheFree = nil
-		default:
-			s.cache, s.free = hugemem.Alloc[byte](need)
 		}
 	}
 
@@ -156,7 +143,7 @@ func openDiskFile(ctx context.Context, path string, h npy.Header, dt DType, opts
 		}
 	}
 	if opts.Superbatch && s.cached > 0 {
-		s.sb = newSuperbatch(s.cached, opts.CacheOrder)
+		s.sb = newSuperbatch(s.slot, s.cached, opts.CacheOrder)
 	}
 	return s, nil
 }

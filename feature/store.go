@@ -211,8 +211,9 @@ func (s *Store) buildCache(budget int64, order []int32) error {
 
 // cacheSlots picks the rows a cache of budget bytes holds, the first of
 // order (hottest first) that fit, rows of rowB bytes out of n: it returns
-// the node-to-slot map (-1: not cached; nil when nothing fits), the number
-// of cached rows, and whether the budget exceeded all rows (clamped).
+// the node-to-slot map (-1: not cached; nil when nothing fits; slots in id
+// order), the number of cached rows, and whether the budget exceeded all
+// rows (clamped).
 func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, clamp bool, err error) {
 	if order == nil {
 		return nil, 0, false, errors.New("feature: a cache budget needs a CacheOrder (e.g. DegreeOrder)")
@@ -240,8 +241,17 @@ func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, 
 		if slot[v] >= 0 {
 			continue // repeated: keep the first
 		}
-		slot[v] = int32(k)
+		slot[v] = 0
 		k++
+	}
+	// Slots in id order: the cache is laid out as the file is, so that a
+	// sequential pass fills it front to back.
+	k = 0
+	for v, sl := range slot {
+		if sl == 0 {
+			slot[v] = int32(k)
+			k++
+		}
 	}
 	return slot, k, clamp, nil
 }

@@ -21,7 +21,7 @@ type superbatch struct {
 	mu sync.Mutex
 
 	order []int32 // the static order, hottest first
-	// rank and next are by slot: the cached row's rank in the static
+	// rank and next are by slot: the cached row's position in the static
 	// order (a row admitted later ranks below all the rows it started
 	// with: never), and its next use, or never.
 	rank []int32
@@ -37,19 +37,26 @@ type superbatch struct {
 	// The plan: the ids of the next batches and each id's next use.
 	batches [][]int32
 	nexts   [][]int32
-	pos     int   // the next planned batch to gather
-	seq     int32 // the number of batches[0]
+	pos     int     // the next planned batch to gather
+	seq     int32   // the number of batches[0]
+	last    []int32 // Plan's scratch: a node's first use in the plan, or never
 
 	admitted, evicted, planned, unplanned int64
 }
 
-// newSuperbatch starts the policy over a cache whose slot i holds the
-// static order's i-th row (cacheSlots).
-func newSuperbatch(cached int, order []int32) *superbatch {
-	sb := &superbatch{order: order, rank: make([]int32, cached), next: make([]int32, cached), cursor: cached}
+// newSuperbatch starts the policy over a cache of cached rows, the first
+// of order, placed as slot says.
+func newSuperbatch(slot []int32, cached int, order []int32) *superbatch {
+	sb := &superbatch{order: order, rank: make([]int32, cached), next: make([]int32, cached)}
 	for i := range sb.rank {
-		sb.rank[i] = int32(i)
-		sb.next[i] = never
+		sb.rank[i], sb.next[i] = never, never
+	}
+	for i, n := 0, 0; i < len(order) && n < cached; i++ {
+		if sl := slot[order[i]]; sl >= 0 && sb.rank[sl] == never {
+			sb.rank[sl] = int32(i)
+			n++
+			sb.cursor = i + 1
+		}
 	}
 	return sb
 }
@@ -71,17 +78,20 @@ func (s *Disk) Plan(batches [][]int32) {
 	defer sb.mu.Unlock()
 	sb.seq += int32(sb.pos)
 	sb.batches, sb.pos = batches, 0
-	// Next uses, from a backward pass.
-	last := make(map[int32]int32, len(batches)*max(1, len(batches[0])))
+	// Next uses, from a backward pass; last holds each row's first use
+	// so far (never elsewhere: the rows touched are reset after).
+	if sb.last == nil {
+		sb.last = make([]int32, len(s.slot))
+		for i := range sb.last {
+			sb.last[i] = never
+		}
+	}
+	last := sb.last
 	sb.nexts = make([][]int32, len(batches))
 	for t := len(batches) - 1; t >= 0; t-- {
 		nx := make([]int32, len(batches[t]))
 		for i, v := range batches[t] {
-			if u, ok := last[v]; ok {
-				nx[i] = u
-			} else {
-				nx[i] = never
-			}
+			nx[i] = last[v]
 			last[v] = sb.seq + int32(t)
 		}
 		sb.nexts[t] = nx
@@ -100,10 +110,17 @@ func (s *Disk) Plan(batches [][]int32) {
 	}
 	sb.returned = kept
 	heap.Init(&sb.returned)
-	for v, t := range last {
-		if sl := s.slot[v]; sl >= 0 {
-			sb.next[sl] = t
-			heap.Push(&sb.ahead, use{t, v})
+	for _, b := range batches {
+		for _, v := range b {
+			t := last[v]
+			if t == never {
+				continue // seen already
+			}
+			last[v] = never
+			if sl := s.slot[v]; sl >= 0 {
+				sb.next[sl] = t
+				heap.Push(&sb.ahead, use{t, v})
+			}
 		}
 	}
 }
@@ -188,10 +205,10 @@ func (sb *superbatch) coldestUnused(slot []int32) int32 {
 		heap.Pop(&sb.returned) // stale
 	}
 	for sb.cursor > 0 {
-		// The row the cache started with in this slot, if it is still
-		// there and not used again in the plan.
+		// The row the cache started with at this position, if it is
+		// still there and not used again in the plan.
 		v := sb.order[sb.cursor-1]
-		if sl := slot[v]; sl == int32(sb.cursor-1) && sb.next[sl] == never {
+		if sl := slot[v]; sl >= 0 && sb.rank[sl] == int32(sb.cursor-1) && sb.next[sl] == never {
 			break
 		}
 		sb.cursor-- // evicted, or used in the plan (it returns through returned)

@@ -21,6 +21,9 @@ package graph
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
+
+	"github.com/graphmill/graphmill/internal/par"
 )
 
 // MaxNodes is the largest number of nodes a graph may hold (int32 ids).
@@ -63,11 +66,22 @@ func (g *CSC) InDegrees() []int32 {
 
 // OutDegrees returns the out-degree of every node (how often it appears as
 // a source).
+// Large graphs count on every core, with atomic increments: the count is
+// bound by the random accesses into the degrees, which cores overlap (4.6 s
+// on one core for 321M edges).
 func (g *CSC) OutDegrees() []int32 {
 	d := make([]int32, g.NumNodes)
-	for _, u := range g.Indices {
-		d[u]++
+	if len(g.Indices) < 1<<22 {
+		for _, u := range g.Indices {
+			d[u]++
+		}
+		return d
 	}
+	par.For(par.Workers(0), len(g.Indices), func(_, lo, hi int) {
+		for _, u := range g.Indices[lo:hi] {
+			atomic.AddInt32(&d[u], 1)
+		}
+	})
 	return d
 }
 

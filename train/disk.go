@@ -8,7 +8,6 @@ import (
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/feature"
-	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/units"
@@ -49,40 +48,20 @@ func (r *Runner) openDisk(ctx context.Context) error {
 	if budget == 0 {
 		budget = r.autoCacheBytes()
 	}
-	// The cache's memory is allocated (its pages faulted in, which takes
-	// seconds a GiB on a busy machine) while the rows are ranked.
-	type alloc struct {
-		buf  []byte
-		free func()
-	}
-	mem := make(chan alloc, 1)
-	rowB := int64(r.ds.Meta.FeatureDim) * int64(r.ds.FeatureArray.DType.Size())
-	go func() {
-		var a alloc
-		if rows := min(budget/rowB, int64(r.ds.Meta.NumNodes)); rows > 0 {
-			a.buf, a.free = hugemem.Alloc[byte](int(rows * rowB))
-		}
-		mem <- a
-	}()
 	var order []int32
 	t := time.Now()
-	var err error
 	if budget > 0 {
-		order, err = r.cacheOrder(ctx, true)
+		var err error
+		if order, err = r.cacheOrder(ctx, true); err != nil {
+			return err
+		}
 	}
 	r.orderTime = time.Since(t)
-	cache := <-mem
-	if err != nil {
-		if cache.free != nil {
-			cache.free()
-		}
-		return err
-	}
 	// Presampling's garbage goes back to the system before the cache
 	// fills.
 	debug.FreeOSMemory()
 	d, err := feature.OpenDisk(ctx, r.ds, feature.DiskOptions{
-		CacheBytes: budget, CacheOrder: order, CacheMemory: cache.buf, CacheFree: cache.free, Normalize: r.cfg.NormalizeFeatures, Progress: r.hooks.Fill,
+		CacheBytes: budget, CacheOrder: order, Normalize: r.cfg.NormalizeFeatures, Progress: r.hooks.Fill,
 		Superbatch: r.superbatch() > 0,
 	})
 	if err != nil {
