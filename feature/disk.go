@@ -168,8 +168,9 @@ func arrayDType(d *dataset.Dataset) (DType, error) {
 
 // scanChunk is the size of one read of the sequential pass: large enough
 // that one request keeps the device streaming (a single 4 MiB O_DIRECT
-// read in flight already reads at the device's sequential rate here), so
-// two workers, one reading while the other copies rows out, keep it busy.
+// read in flight already reads at about the device's sequential rate
+// here). Three workers keep two in flight while one copies rows out (with
+// two, the pass ran at 0.68-1.1 of the rate of two 8 MiB reads in flight).
 const scanChunk = 8 << 20
 
 // scan reads the file once, in order, copying the cached rows into the
@@ -210,7 +211,7 @@ func (s *Disk) scan(ctx context.Context, normalize bool, progress func(done, tot
 	var next, done atomic.Int64
 	var mu sync.Mutex // serialises progress and the straddlers' list
 	var straddle []int32
-	const workers = 2
+	const workers = 3 // two reads in flight while one copies
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
