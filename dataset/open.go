@@ -34,7 +34,7 @@ type Dataset struct {
 	Train, Val, Test []int32
 
 	arrays          []*npy.Array
-	indptr, indices *npy.Array // the graph's mappings (NeighbourPrefetcher)
+	indptr, indices *npy.Array // the graph's mappings (AdviseGraphRandom)
 }
 
 // schema says which dtypes and shapes each array must have for meta m.

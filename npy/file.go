@@ -111,12 +111,6 @@ func (a *Array) DropResident() { dropResident(a.mapping) }
 // read ahead. It is a hint: errors are ignored.
 func (a *Array) AdviseRandom() { adviseRandom(a.mapping) }
 
-// WillNeed asks the kernel to start reading bytes [off, off+n) of Data
-// (page-rounded) into the page cache, without waiting for them: many such
-// calls put many reads in flight, where touching the pages would read them
-// one fault at a time. It is a hint: errors are ignored.
-func (a *Array) WillNeed(off, n int64) { willNeed(a.mapping, a.DataOffset+off, n) }
-
 // View returns the array's data as a []T aliasing the mapping, checking that
 // T matches the dtype. Float16 data is viewed as []uint16.
 func View[T Elem](a *Array) ([]T, error) {

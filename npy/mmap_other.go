@@ -18,5 +18,3 @@ func unmap([]byte) error  { return nil }
 func adviseHuge([]byte)   {}
 func adviseRandom([]byte) {}
 func dropResident([]byte) {}
-
-func willNeed(m []byte, off, n int64) {}

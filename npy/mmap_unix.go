@@ -25,11 +25,3 @@ func adviseRandom(m []byte) {
 		_ = unix.Madvise(m, unix.MADV_RANDOM)
 	}
 }
-
-func willNeed(m []byte, off, n int64) {
-	const page = 4096
-	lo, hi := off&^(page-1), min((off+n+page-1)&^(page-1), int64(len(m)))
-	if hi > lo && lo >= 0 {
-		_ = unix.Madvise(m[lo:hi], unix.MADV_WILLNEED)
-	}
-}

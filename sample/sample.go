@@ -67,11 +67,6 @@ type Config struct {
 	// neighbours the whole graph would (its in-neighbour lists must then be
 	// in the whole graph's order). Nil keys node v by v.
 	KeyIDs []int32
-	// BeforeHop, if set, is called with the nodes whose in-neighbours a
-	// hop is about to read, before it reads them: a graph on disk uses it
-	// to start reading their lists, all at once (dataset.Prefetcher). It
-	// must not keep nodes, and must be safe for concurrent use.
-	BeforeHop func(nodes []int32)
 }
 
 // Sampler draws neighbour-sampled minibatches from one graph. It is safe
@@ -261,9 +256,6 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 	for h, k := range s.cfg.Fanouts {
 		fused := fused && k > 0
 		nd := len(nodes)
-		if s.cfg.BeforeHop != nil {
-			s.cfg.BeforeHop(nodes[spanned:nd])
-		}
 		numDst = append(numDst, nd)
 		hb := &blocks[L-1-h]
 		hb.Indptr = grow(hb.Indptr, nd+1)

@@ -72,13 +72,12 @@ type Config struct {
 	// the place of the cached row used farthest ahead (0: a static
 	// cache).
 	Superbatch int `json:"superbatch,omitempty"`
-	// GraphPrefetch makes sampled training read a graph on disk as a disk
-	// wants: each hop first hands the kernel the pages of the neighbour
-	// lists it needs, all at once, and the graph's mappings get
-	// random-access advice (dataset.NeighbourPrefetcher). "yes", "no", or
-	// "auto" ("" too): when the graph's arrays take more than half the
-	// available memory.
-	GraphPrefetch string `json:"graph_prefetch,omitempty"`
+	// GraphOnDisk reads the graph as a graph larger than memory: its
+	// mappings get random-access advice, so that a page fault reads its
+	// page and no readahead window (dataset.AdviseGraphRandom). "yes",
+	// "no", or "auto" ("" too): when the graph's arrays take more than
+	// half the available memory.
+	GraphOnDisk string `json:"graph_on_disk,omitempty"`
 	// FeatureDType, when it differs from the stored dtype, holds the
 	// features in memory converted to it ("float16" or "bfloat16": half
 	// the memory of float32); "" reads them as stored, through the mapping.
@@ -181,8 +180,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("a feature cache sits in front of the mapped feature file; with the features in memory it has nothing to do (drop one of them)")
 	case c.CachePolicy != "" && c.CachePolicy != "degree" && c.CachePolicy != "presample":
 		return fmt.Errorf("cache policy %q: want degree or presample", c.CachePolicy)
-	case c.GraphPrefetch != "" && c.GraphPrefetch != "auto" && c.GraphPrefetch != "yes" && c.GraphPrefetch != "no":
-		return fmt.Errorf("graph prefetch %q: want auto, yes or no", c.GraphPrefetch)
+	case c.GraphOnDisk != "" && c.GraphOnDisk != "auto" && c.GraphOnDisk != "yes" && c.GraphOnDisk != "no":
+		return fmt.Errorf("graph on disk %q: want auto, yes or no", c.GraphOnDisk)
 	case c.Superbatch < 0:
 		return fmt.Errorf("superbatch must be >= 0, got %d", c.Superbatch)
 	case c.Epochs < 1:

@@ -91,26 +91,12 @@ func halfHint(dt feature.DType, size, avail int64) string {
 		units.Bytes(size), units.Bytes(avail), units.Bytes(size/2))
 }
 
-// samplerConfig is the sampled mode's sampler configuration: with
-// Config.GraphPrefetch, each hop first starts reading the in-neighbour
-// lists it needs from disk, all at once (dataset.NeighbourPrefetcher).
-func (r *Runner) samplerConfig() sample.Config {
-	c := sample.Config{Fanouts: r.cfg.Fanouts}
-	if r.graphPrefetch() {
-		if r.prefetchHop == nil {
-			r.prefetchHop = r.ds.NeighbourPrefetcher()
-		}
-		c.BeforeHop = r.prefetchHop
-	}
-	return c
-}
-
-// graphPrefetch says whether sampling prefetches the graph from disk:
-// Config.GraphPrefetch, where auto means when the graph's arrays take
-// more than half the memory available when the run started (before the
-// features took theirs: the disk cache's budget leaves the graph room).
-func (r *Runner) graphPrefetch() bool {
-	switch r.cfg.GraphPrefetch {
+// graphOnDisk says whether the graph is read as a graph on disk
+// (Config.GraphOnDisk), where auto means when its arrays take more than
+// half the memory available when the run started (before the features
+// took theirs: the disk cache's budget leaves the graph room).
+func (r *Runner) graphOnDisk() bool {
+	switch r.cfg.GraphOnDisk {
 	case "yes":
 		return true
 	case "no":
@@ -143,7 +129,7 @@ func (r *Runner) cacheOrder(ctx context.Context, fromDisk bool) ([]int32, error)
 	r.cachePolicy = "presample"
 	// One epoch's batches, sampled with a key no training epoch uses.
 	key := rng.Derive(LoaderSeed(r.cfg), 0x9e5)
-	s, err := sample.New(r.ds.Graph, r.samplerConfig())
+	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: r.cfg.Fanouts})
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +196,7 @@ func (r *Runner) estimateBatchBytes() int64 {
 	if cfg.Mode != Sampled || len(cfg.Fanouts) == 0 {
 		return int64(cfg.EvalBatchSize) * dim * 4 * 4
 	}
-	s, err := sample.New(r.ds.Graph, r.samplerConfig())
+	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: r.cfg.Fanouts})
 	if err != nil {
 		return 0
 	}

@@ -115,11 +115,11 @@ type Summary struct {
 	// FirstBatchSeconds is the time from the runner's creation (before
 	// the features are opened) to the arrival of the first training batch.
 	FirstBatchSeconds float64 `json:"time_to_first_batch_seconds,omitempty"`
-	// GraphPrefetch says whether sampling read the graph from disk with
-	// its neighbour lists prefetched (Config.GraphPrefetch).
-	GraphPrefetch bool   `json:"graph_prefetch,omitempty"`
-	Seed          uint64 `json:"seed"`
-	Threads       int    `json:"threads"`
+	// GraphOnDisk says whether the graph was read as a graph on disk,
+	// with random-access advice (Config.GraphOnDisk).
+	GraphOnDisk bool   `json:"graph_on_disk,omitempty"`
+	Seed        uint64 `json:"seed"`
+	Threads     int    `json:"threads"`
 	// Traffic is what the ranks of a distributed full-graph run (package
 	// sar) sent; nil in the other modes.
 	Traffic *Traffic `json:"traffic,omitempty"`
@@ -180,7 +180,6 @@ type Runner struct {
 	// the context of NewRunner's setup (WithContext).
 	cacheBudget int64
 	cachePolicy string
-	prefetchHop func([]int32) // samplerConfig's graph prefetcher, once made
 	goLimit     int64         // GoMemoryLimit's value
 	orderTime   time.Duration // openDisk's cacheOrder
 	openTime    time.Duration // openDisk in all
@@ -254,6 +253,9 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	ctx := r.setupCtx
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if r.graphOnDisk() {
+		ds.AdviseGraphRandom()
 	}
 	if err := r.openFeatures(ctx); err != nil {
 		return nil, err
@@ -423,7 +425,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		}
 		s.TotalSeconds = time.Since(start).Seconds()
 		s.FirstBatchSeconds = r.firstBatch.Seconds()
-		s.GraphPrefetch = r.prefetchHop != nil
+		s.GraphOnDisk = r.graphOnDisk()
 		if st := r.owned; st != nil {
 			s.FeatureDType, s.FeaturesInMemoryBytes = st.DType().String(), r.inMemory
 			if cs := st.CacheStats(); cs.Rows > 0 {

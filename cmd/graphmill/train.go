@@ -50,7 +50,7 @@ type trainFlags struct {
 	metricsOut, plotOut, save         string
 	maxMemory                         string
 	featureCache, featureDType        string
-	cachePolicy, graphPrefetch        string
+	cachePolicy, graphOnDisk          string
 	superbatch                        int
 	featuresInMemory                  string
 	noEval                            bool
@@ -128,7 +128,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.BoolVar(&f.mfg, "mfg", false, "sar, sa, one-shot modes: compute each layer only on the receptive field of the training nodes (message flow graphs; the same gradients, less work when few nodes are labelled)")
 	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
 	fl.StringVar(&f.cachePolicy, "cache-policy", "", "the rows the feature cache starts with: degree (highest out-degree) or presample (the nodes one presampled epoch reached most often, then by degree) (default: presample when reading from disk in sampled mode, else degree)")
-	fl.StringVar(&f.graphPrefetch, "graph-prefetch", "auto", "sampled training on a graph larger than memory: yes makes each hop first hand the kernel the pages of the neighbour lists it needs, all at once (many reads in flight instead of one page fault at a time), with random-access advice on the graph's files; auto does so when the graph's arrays take more than half the available memory")
+	fl.StringVar(&f.graphOnDisk, "graph-on-disk", "auto", "a graph larger than memory: yes gives the graph's files random-access advice, so that a page fault reads its page and no readahead window (without it, sampling such a graph can read it from disk hundreds of times over); auto does so when the graph's arrays take more than half the available memory")
 	fl.IntVar(&f.superbatch, "superbatch", 10, "reading features from disk in sampled mode: plan the cache over this many batches ahead (Ginex): a missed row replaces the cached row used farthest ahead; 0 keeps the cache static")
 	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (see --cache-policy) in memory, up to this size (e.g. 2GiB), in front of the feature file (read from disk, or mapped: see --features-in-memory); the hit rate is reported (default: from disk, what the available memory leaves after the graph and two batches; mapped, no cache)")
 	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored; where from, see --features-in-memory)")
@@ -217,7 +217,7 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	if cfg.MaxMemoryBytes, err = parseMaxMemory(f.maxMemory); err != nil {
 		return cfg, err
 	}
-	cfg.CachePolicy, cfg.Superbatch, cfg.GraphPrefetch = f.cachePolicy, f.superbatch, f.graphPrefetch
+	cfg.CachePolicy, cfg.Superbatch, cfg.GraphOnDisk = f.cachePolicy, f.superbatch, f.graphOnDisk
 	if f.featureCache != "" {
 		if cfg.FeatureCacheBytes, err = units.ParseBytes(f.featureCache); err != nil || cfg.FeatureCacheBytes < 0 {
 			return cfg, fmt.Errorf("--feature-cache %q: want a size such as 2GiB", f.featureCache)
@@ -559,8 +559,8 @@ func printSummary2(w io.Writer, s train.Summary) {
 	if s.FeatureCacheRows > 0 {
 		fmt.Fprintf(w, "feature cache: %s rows in %s, hit rate %.1f%%\n", units.Count(s.FeatureCacheRows), units.Bytes(s.FeatureCacheBytes), 100*s.FeatureCacheHitRate)
 	}
-	if s.GraphPrefetch {
-		fmt.Fprintln(w, "graph: read from disk, each hop's neighbour lists prefetched (--graph-prefetch)")
+	if s.GraphOnDisk {
+		fmt.Fprintln(w, "graph: read from disk with random-access advice (--graph-on-disk)")
 	}
 	if d := s.Disk; d != nil {
 		budget := "--feature-cache"

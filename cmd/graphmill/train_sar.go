@@ -32,7 +32,7 @@ func sarComm(cmd *cobra.Command, f *distFlags) (dist.Comm, error) {
 // runTrainSAR is "graphmill train --mode sar|sa|one-shot": distributed
 // full-graph training over a partitioned dataset (package sar).
 func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.Mode) error {
-	for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "cache-policy", "superbatch", "graph-prefetch", "feature-dtype", "overlap-eval"} {
+	for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "cache-policy", "superbatch", "graph-on-disk", "feature-dtype", "overlap-eval"} {
 		if cmd.Flags().Changed(name) {
 			return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
 		}
