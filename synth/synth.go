@@ -26,6 +26,7 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/half"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/npy"
@@ -37,7 +38,10 @@ type Config struct {
 	Nodes      int
 	Edges      int64
 	FeatureDim int
-	Classes    int
+	// FeatureDType stores the features as "float32" ("" too), "float16"
+	// or "bfloat16" (half the bytes; each value rounded to nearest even).
+	FeatureDType string
+	Classes      int
 	// Homophily is the probability that an edge joins two nodes of the same
 	// class (default 0.8 when zero; set a tiny positive value for none).
 	Homophily float64
@@ -78,6 +82,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("synth: edges must be >= 0, got %d", c.Edges)
 	case c.Edges > int64(c.Nodes)*int64(c.Nodes-1):
 		return fmt.Errorf("synth: %d edges do not fit in a simple graph of %d nodes", c.Edges, c.Nodes)
+	case c.FeatureDType != "" && c.FeatureDType != "float32" && c.FeatureDType != "float16" && c.FeatureDType != "bfloat16":
+		return fmt.Errorf("synth: feature dtype %q: want float32, float16 or bfloat16", c.FeatureDType)
 	case c.FeatureDim < 0:
 		return fmt.Errorf("synth: feature dimension must be >= 0, got %d", c.FeatureDim)
 	case c.Classes < 1 || c.Classes > c.Nodes:
@@ -90,6 +96,33 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("synth: split fractions must be >= 0 and sum to at most 1")
 	}
 	return nil
+}
+
+// featureNPYType is the .npy dtype features of dtype are stored as
+// (numpy has no bfloat16: its bit patterns are stored as uint16).
+func featureNPYType(dtype string) npy.DType {
+	switch dtype {
+	case "float16":
+		return npy.Float16
+	case "bfloat16":
+		return npy.Uint16
+	}
+	return npy.Float32
+}
+
+// encodeFeatures returns x's bytes as dtype, encoding into *buf for half
+// precision.
+func encodeFeatures(dtype string, x []float32, buf *[]uint16) []byte {
+	if dtype != "float16" && dtype != "bfloat16" {
+		return npy.AsBytes(x)
+	}
+	*buf = slices.Grow((*buf)[:0], len(x))[:len(x)]
+	if dtype == "float16" {
+		half.EncodeF16(*buf, x)
+	} else {
+		half.EncodeBF16(*buf, x)
+	}
+	return npy.AsBytes(*buf)
 }
 
 // chunkNodes is the number of nodes generated as one unit of work.
@@ -114,7 +147,7 @@ func Ensure(ctx context.Context, dir string, cfg Config) (reused bool, err error
 	if d, err := dataset.Open(dir); err == nil {
 		m := d.Meta
 		d.Close()
-		if m.NumNodes == cfg.Nodes && m.NumEdges == cfg.Edges && m.FeatureDim == cfg.FeatureDim {
+		if m.NumNodes == cfg.Nodes && m.NumEdges == cfg.Edges && m.FeatureDim == cfg.FeatureDim && featureNPYType(m.FeatureDType) == featureNPYType(cfg.FeatureDType) {
 			return true, nil
 		}
 	}
@@ -307,7 +340,7 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 	defer indices.Abort()
 	var feats *npy.Writer
 	if c.FeatureDim > 0 {
-		if feats, err = w.Create(dataset.ArrayFeatures, npy.Float32, n, c.FeatureDim); err != nil {
+		if feats, err = w.Create(dataset.ArrayFeatures, featureNPYType(c.FeatureDType), n, c.FeatureDim); err != nil {
 			return dataset.Meta{}, err
 		}
 		defer feats.Abort()
@@ -368,6 +401,7 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 		}()
 	}
 	var werr error
+	var half []uint16 // the chunk's features in half precision
 	for j := range queue {
 		ck := <-j.done
 		if ck == nil {
@@ -380,7 +414,7 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 			if _, err := indices.Write(npy.AsBytes(ck.indices)); err != nil {
 				werr = err
 			} else if feats != nil {
-				_, werr = feats.Write(npy.AsBytes(ck.features))
+				_, werr = feats.Write(encodeFeatures(c.FeatureDType, ck.features, &half))
 			}
 			if werr == nil && ctx.Err() != nil {
 				werr = ctx.Err()
@@ -415,7 +449,7 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 	splits := g.splits()
 	meta := dataset.Meta{
 		Name: c.Name, Source: fmt.Sprintf("synthetic: seed %d, homophily %g, exponent %g, signal %g", c.Seed, c.Homophily, c.Exponent, c.Signal),
-		NumNodes: n, NumEdges: c.Edges, FeatureDim: c.FeatureDim, NumClasses: c.Classes,
+		NumNodes: n, NumEdges: c.Edges, FeatureDim: c.FeatureDim, NumClasses: c.Classes, FeatureDType: c.FeatureDType,
 		Graph:  dataset.GraphMeta{SelfLoops: graph.RemoveSelfLoops.String(), Dedup: true},
 		Splits: map[string]int{},
 	}

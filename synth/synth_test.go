@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/half"
+	"github.com/graphmill/graphmill/npy"
 )
 
 func generate(t *testing.T, cfg Config) *dataset.Dataset {
@@ -222,5 +224,36 @@ func TestEnsureReusesOnlyAMatchingDataset(t *testing.T) {
 	defer d.Close()
 	if d.Meta.NumNodes != 600 {
 		t.Fatalf("%d nodes after regenerating with 600", d.Meta.NumNodes)
+	}
+}
+
+// TestGenerateHalfFeatures: float16 and bfloat16 features are the float32
+// ones rounded, stored as numpy float16 and uint16, named in meta.json.
+func TestGenerateHalfFeatures(t *testing.T) {
+	cfg := Config{Nodes: 20000, Edges: 100000, FeatureDim: 8, Classes: 3, Seed: 4}
+	f32 := generate(t, cfg)
+	for _, c := range []struct {
+		dtype string
+		npy   npy.DType
+		enc   func(float32) uint16
+	}{{"float16", npy.Float16, half.F32ToF16}, {"bfloat16", npy.Uint16, half.F32ToBF16}} {
+		cfg.FeatureDType = c.dtype
+		d := generate(t, cfg)
+		if d.Meta.FeatureDType != c.dtype || d.FeatureArray.DType != c.npy {
+			t.Fatalf("%s: meta says %q, array holds %s", c.dtype, d.Meta.FeatureDType, d.FeatureArray.DType)
+		}
+		got, err := npy.View[uint16](d.FeatureArray)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range f32.Features {
+			if got[i] != c.enc(x) {
+				t.Fatalf("%s: value %d is %#04x, want %#04x (from %v)", c.dtype, i, got[i], c.enc(x), x)
+			}
+		}
+	}
+	cfg.FeatureDType = "float64"
+	if _, err := Generate(context.Background(), filepath.Join(t.TempDir(), "x"), cfg, false); err == nil {
+		t.Error("a float64 feature dtype was accepted")
 	}
 }

@@ -145,6 +145,7 @@ seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 	f.StringVar(&nodes, "nodes", "100k", "number of nodes (suffixes k, M, G)")
 	f.StringVar(&edges, "edges", "2M", "number of directed edges, exactly (suffixes k, M, G)")
 	f.IntVar(&cfg.FeatureDim, "feature-dim", 128, "features per node (0 for none)")
+	f.StringVar(&cfg.FeatureDType, "feature-dtype", "float32", "store the features as float32, float16 or bfloat16 (half the bytes on disk and in memory)")
 	f.IntVar(&cfg.Classes, "classes", 16, "number of classes (= communities)")
 	f.Float64Var(&cfg.Homophily, "homophily", 0.8, "probability that an edge stays inside its class")
 	f.Float64Var(&cfg.Exponent, "exponent", 2.5, "power-law exponent of the degree distribution (> 1)")
