@@ -554,7 +554,7 @@ func printSummary2(w io.Writer, s train.Summary) {
 		fmt.Fprintf(w, "memory bound: %d batches ran as %d micro-batches\n", s.Batches, s.MicroBatches)
 	}
 	if s.FeaturesInMemoryBytes > 0 {
-		fmt.Fprintf(w, "features: read from a %s copy in memory (--features-in-memory no: through the file mapping)\n", units.Bytes(s.FeaturesInMemoryBytes))
+		fmt.Fprintf(w, "features: read from a %s copy in memory (--features-in-memory no reads them from disk, mapped through the file mapping)\n", units.Bytes(s.FeaturesInMemoryBytes))
 	}
 	if s.FeatureCacheRows > 0 {
 		fmt.Fprintf(w, "feature cache: %s rows in %s, hit rate %.1f%%\n", units.Count(s.FeatureCacheRows), units.Bytes(s.FeatureCacheBytes), 100*s.FeatureCacheHitRate)
@@ -567,8 +567,12 @@ func printSummary2(w io.Writer, s train.Summary) {
 		if d.AutoCache {
 			budget = "chosen from the available memory"
 		}
-		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), rows ranked (%s) in %s, filled by one pass of %s in %s, opened in %s; first batch after %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
-			d.Backend, units.Bytes(d.CacheBudget), budget, d.Policy, units.Duration(secs(d.OrderSeconds)), units.Bytes(d.FillBytes), units.Duration(secs(d.FillSeconds)), units.Duration(secs(d.OpenSeconds)), units.Duration(secs(s.FirstBatchSeconds)),
+		ranked := ""
+		if d.Policy != "" {
+			ranked = fmt.Sprintf("rows ranked (%s) in %s, ", d.Policy, units.Duration(secs(d.OrderSeconds)))
+		}
+		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), %sfilled by one pass of %s in %s, opened in %s; first batch after %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
+			d.Backend, units.Bytes(d.CacheBudget), budget, ranked, units.Bytes(d.FillBytes), units.Duration(secs(d.FillSeconds)), units.Duration(secs(d.OpenSeconds)), units.Duration(secs(s.FirstBatchSeconds)),
 			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), d.ReadAmplification, units.Bytes(s.KernelReadBytes))
 		if d.Superbatch > 0 {
 			fmt.Fprintf(w, "superbatch cache (%d batches ahead, started from the %s order): %s rows admitted, %s evicted; %d of %d gathers planned\n",
