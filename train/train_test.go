@@ -334,3 +334,22 @@ func TestFloat16FeaturesAccuracy(t *testing.T) {
 		t.Fatalf("float16 features change the test accuracy by %.2f points (float32 %.4f, float16 %.4f)", 100*d, acc["float32"], acc["float16"])
 	}
 }
+
+func TestHalfHint(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		dt          feature.DType
+		size, avail int64
+		hint        bool
+	}{
+		{"fits as float32", feature.Float32, 100, 400, false},
+		{"fits only as float16", feature.Float32, 300, 400, true},
+		{"fits in neither", feature.Float32, 900, 400, false},
+		{"already half", feature.Float16, 300, 400, false},
+		{"available unknown", feature.Float32, 300, 0, false},
+	} {
+		if got := halfHint(c.dt, c.size, c.avail) != ""; got != c.hint {
+			t.Errorf("%s: hint %v, want %v", c.name, got, c.hint)
+		}
+	}
+}
