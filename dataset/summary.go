@@ -73,6 +73,9 @@ func (d *Dataset) Summarize() Summary {
 	s.OutDegree = degSummary(graph.Stats(d.Graph.OutDegrees()))
 	if d.FeatureArray != nil {
 		s.FeatureDType = d.FeatureArray.DType.Name()
+		if m.FeatureDType != "" {
+			s.FeatureDType = m.FeatureDType // bfloat16 is stored as uint16
+		}
 	}
 	if d.Features != nil && m.NumNodes > 0 && m.FeatureDim > 0 {
 		s.Features = featureStats(d.Features, m.NumNodes, m.FeatureDim)

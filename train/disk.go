@@ -87,7 +87,7 @@ func halfHint(dt feature.DType, size, avail int64) string {
 	if dt != feature.Float32 || avail <= 0 || size <= avail/2 || size/2 > avail/2 {
 		return ""
 	}
-	return fmt.Sprintf("the features take %s as float32, more than half of the %s available; as float16 or bfloat16 they would take %s and fit in memory: --feature-dtype float16 (or bfloat16) converts them once at start (or store them so: graphmill data import/generate --feature-dtype)",
+	return fmt.Sprintf("the features take %s as float32, more than half of the %s available; as float16 or bfloat16 they would take %s and fit in memory: --feature-dtype float16 (or bfloat16) converts them once at start (or store them so: graphmill data convert, or data generate, --feature-dtype)",
 		units.Bytes(size), units.Bytes(avail), units.Bytes(size/2))
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
+	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/synth"
@@ -28,7 +29,7 @@ var dataCmd = &cobra.Command{
 
 func init() {
 	rootCmd.AddCommand(dataCmd)
-	dataCmd.AddCommand(newInfoCmd(), newVerifyCmd(), newGenerateCmd())
+	dataCmd.AddCommand(newInfoCmd(), newVerifyCmd(), newGenerateCmd(), newConvertCmd())
 }
 
 func newInfoCmd() *cobra.Command {
@@ -212,4 +213,49 @@ func printSummary(w io.Writer, s dataset.Summary) {
 	if len(s.Splits) > 0 {
 		fmt.Fprintf(w, "  splits      train %d  val %d  test %d\n", s.TrainSize, s.ValSize, s.TestSize)
 	}
+}
+
+// newConvertCmd is "graphmill data convert": a copy of a dataset with its
+// features stored in another dtype (feature.ConvertDataset).
+func newConvertCmd() *cobra.Command {
+	var (
+		dtype, out string
+		overwrite  bool
+	)
+	c := &cobra.Command{
+		Use:   "convert DATASET --feature-dtype float16|bfloat16|float32 --out DIR",
+		Short: "Write a copy of a dataset with its features stored as float16, bfloat16 or float32",
+		Long: `Write a copy of a dataset whose features are stored in another dtype: float16 (numpy's rounding) or
+bfloat16 take half of float32's bytes, on disk and in memory, so features that do not fit in memory as
+float32 may as half precision, and features read from disk read half the bytes. The other arrays are
+copied unchanged; the copy is written atomically.`,
+		Example: "  graphmill data convert /data/big --feature-dtype float16 --out /data/big-f16",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			to, err := feature.ParseDType(dtype)
+			if err != nil {
+				return fmt.Errorf("--feature-dtype: %w", err)
+			}
+			if out == "" {
+				return fmt.Errorf("--out DIR is required")
+			}
+			if err := dataset.CheckDest(out, overwrite); err != nil {
+				return err
+			}
+			d, err := openDataset(cmd.Context(), args[0], "convert")
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if err := feature.ConvertDataset(cmd.Context(), d, out, to, overwrite); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: features as %v\n", out, to)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dtype, "feature-dtype", "float16", "the features' dtype in the copy: float16, bfloat16 or float32")
+	c.Flags().StringVar(&out, "out", "", "output dataset directory (required)")
+	c.Flags().BoolVar(&overwrite, "overwrite", false, "replace an existing graphmill dataset at --out (atomically)")
+	return c
 }

@@ -148,3 +148,25 @@ func TestTrainFromDiskInCgroup(t *testing.T) {
 		}
 	}
 }
+
+// TestDataConvert: a float16 copy of Cora says so, trains, and a bad dtype
+// or an existing --out is refused.
+func TestDataConvert(t *testing.T) {
+	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
+	out := filepath.Join(t.TempDir(), "cora16")
+	if _, err := run(t, "data", "convert", "cora", "--feature-dtype", "float16", "--out", out); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := run(t, "data", "info", out); err != nil || !strings.Contains(info, "x float16") {
+		t.Fatalf("data info: %v\n%s", err, info)
+	}
+	if _, err := run(t, "train", "--dataset", out, "--epochs", "2", "--quiet"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "data", "convert", "cora", "--feature-dtype", "float64", "--out", filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Error("float64 accepted")
+	}
+	if _, err := run(t, "data", "convert", "cora", "--out", out); err == nil {
+		t.Error("an existing --out was replaced without --overwrite")
+	}
+}
