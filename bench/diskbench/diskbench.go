@@ -287,7 +287,7 @@ func runTrain(ctx context.Context, exe string, args []string, cg *cgroup.Group) 
 			}
 			return &m, kernel, err
 		case <-tick.C:
-			if n := procReadBytes(cmd.Process.Pid); n > 0 {
+			if n := memstat.ProcessReadBytes(cmd.Process.Pid); n > 0 {
 				kernel = n
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/cgroup"
 	"github.com/graphmill/graphmill/internal/diskio"
+	"github.com/graphmill/graphmill/internal/memstat"
 )
 
 // TestTrainFromDiskInCgroup trains from features four times larger than
@@ -104,14 +105,8 @@ func TestTrainFromDiskInCgroup(t *testing.T) {
 			}
 			waiting = false
 		case <-time.After(50 * time.Millisecond):
-			if b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/io"); err == nil {
-				for _, line := range strings.Split(string(b), "\n") {
-					if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
-						if n, _ := strconv.ParseInt(v, 10, 64); n > 0 {
-							kernel = n
-						}
-					}
-				}
+			if n := memstat.ProcessReadBytes(cmd.Process.Pid); n > 0 {
+				kernel = n
 			}
 		}
 	}

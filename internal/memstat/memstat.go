@@ -92,8 +92,15 @@ func File() int64 { return field("RssFile:") }
 
 // ReadBytes returns the bytes the kernel counts the process as having read
 // from storage (read_bytes in /proc/self/io; 0 if unknown).
-func ReadBytes() int64 {
-	b, err := os.ReadFile("/proc/self/io")
+func ReadBytes() int64 { return readBytes("/proc/self/io") }
+
+// ProcessReadBytes is ReadBytes for process pid (a child's, say).
+func ProcessReadBytes(pid int) int64 {
+	return readBytes(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+}
+
+func readBytes(path string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
