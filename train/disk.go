@@ -177,6 +177,11 @@ func (r *Runner) autoCacheBytes() int64 {
 	}
 	reserve := graph + int64(r.ds.Meta.NumNodes)*perNodeBytes + diskBuffers*r.estimateBatchBytes() + memoryMargin
 	budget := max(0, avail-reserve)
+	if p := r.cfg.Parallel; p != nil && p.Size() > 1 {
+		// Ranks on one machine start at once, each seeing the same
+		// available memory (as featurePlace counts them).
+		budget /= int64(p.Size())
+	}
 	if r.superbatch() > 0 {
 		// Its rank and next use, and about one heap entry, per cached row.
 		rowB := int64(r.ds.Meta.FeatureDim) * int64(r.ds.FeatureArray.DType.Size())
