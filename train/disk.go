@@ -71,6 +71,9 @@ func (r *Runner) openDisk(ctx context.Context) error {
 	r.feat, r.disk = d, d
 	// What the Go runtime may add from here: what was available less
 	// the cache and the graph's pages (GoMemoryLimit).
+	if p := r.cfg.Parallel; p != nil && p.Size() > 1 {
+		avail /= int64(p.Size()) // a share per rank, as autoCacheBytes
+	}
 	if avail > 0 {
 		r.goLimit = max(memstat.GoRuntime()+avail-d.CacheStats().Bytes-r.graphBytes(), 64<<20)
 	}
