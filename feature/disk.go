@@ -229,7 +229,7 @@ func (s *Disk) scan(ctx context.Context, normalize bool, progress func(done, tot
 				req := []diskio.Req{{Off: off, Buf: buf[:(min(scanChunk, total-off)+pageSize-1)&^(pageSize-1)]}}
 				if err := s.rd.ReadBatch(ctx, req); err != nil {
 					errs[w] = err
-					next.Store(chunks) // the other worker stops too
+					next.Store(chunks) // the other workers stop too
 					return
 				}
 				got := min(off+int64(req[0].N), total)
