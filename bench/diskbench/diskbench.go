@@ -278,7 +278,7 @@ func runTrain(ctx context.Context, exe string, args []string, cg *cgroup.Group) 
 		select {
 		case err := <-done:
 			if err != nil {
-				return nil, 0, fmt.Errorf("graphmill %v: %v: %s", args, err, bytes.TrimSpace(stderr.Bytes()))
+				return nil, kernel, fmt.Errorf("graphmill %v: %v: %s", args, err, bytes.TrimSpace(stderr.Bytes()))
 			}
 			var m metrics
 			b, err := os.ReadFile(f.Name())
