@@ -69,7 +69,6 @@ type Disk struct {
 	rowB   int
 	base   int64 // file offset of row 0
 	rd     *diskio.Reader
-	path   string
 
 	slot   []int32
 	cache  []byte
@@ -115,7 +114,7 @@ func openDiskFile(ctx context.Context, path string, h npy.Header, dt DType, opts
 	if err != nil {
 		return nil, err
 	}
-	s := &Disk{n: h.Shape[0], dim: h.Shape[1], dtype: dt, rowB: h.Shape[1] * dt.Size(), base: h.DataOffset, rd: rd, path: path}
+	s := &Disk{n: h.Shape[0], dim: h.Shape[1], dtype: dt, rowB: h.Shape[1] * dt.Size(), base: h.DataOffset, rd: rd}
 	if want := s.base + int64(s.n)*int64(s.rowB); rd.Size() < want {
 		rd.Close()
 		return nil, fmt.Errorf("feature: %s has %d bytes, its rows need %d", path, rd.Size(), want)
@@ -430,7 +429,7 @@ func (s *Disk) gather(ctx context.Context, ids []int32, out []float32, next []in
 					scaleRow(dst, s.scale[v])
 				}
 				if next != nil {
-					s.sb.touch(v, sl, next[i])
+					s.sb.touch(v, next[i])
 				}
 				hits++
 				continue

@@ -20,6 +20,7 @@ const never = math.MaxInt32
 type superbatch struct {
 	mu sync.Mutex
 
+	slot  []int32 // the cache's node-to-slot map (the Disk's own)
 	order []int32 // the static order, hottest first
 	// rank and next are by slot: the cached row's position in the static
 	// order (a row admitted later ranks below all the rows it started
@@ -32,7 +33,6 @@ type superbatch struct {
 	cursor   int
 	returned rankHeap // cached rows whose last planned use has passed
 	ahead    useHeap  // cached rows used again, farthest first
-	free     []int32  // free slots
 
 	// The plan: the ids of the next batches and each id's next use.
 	batches [][]int32
@@ -47,7 +47,7 @@ type superbatch struct {
 // newSuperbatch starts the policy over a cache of cached rows, the first
 // of order, placed as slot says.
 func newSuperbatch(slot []int32, cached int, order []int32) *superbatch {
-	sb := &superbatch{order: order, rank: make([]int32, cached), next: make([]int32, cached)}
+	sb := &superbatch{slot: slot, order: order, rank: make([]int32, cached), next: make([]int32, cached)}
 	for i := range sb.rank {
 		sb.rank[i], sb.next[i] = never, never
 	}
@@ -62,7 +62,7 @@ func newSuperbatch(slot []int32, cached int, order []int32) *superbatch {
 }
 
 // nextOf is cached row v's next use.
-func (sb *superbatch) nextOf(slot []int32, v int32) int32 { return sb.next[slot[v]] }
+func (sb *superbatch) nextOf(v int32) int32 { return sb.next[sb.slot[v]] }
 
 // Plan hands a superbatch cache the input rows of the next batches, in
 // the order Gather will be called with them (the ids are kept; the
@@ -70,18 +70,22 @@ func (sb *superbatch) nextOf(slot []int32, v int32) int32 { return sb.next[slot[
 // gathered are dropped. It does nothing without a superbatch cache
 // (DiskOptions.Superbatch).
 func (s *Disk) Plan(batches [][]int32) {
-	sb := s.sb
-	if sb == nil {
-		return
+	if sb := s.sb; sb != nil {
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		sb.plan(batches)
 	}
-	sb.mu.Lock()
-	defer sb.mu.Unlock()
+}
+
+// plan is Plan.
+func (sb *superbatch) plan(batches [][]int32) {
+	slot := sb.slot
 	sb.seq += int32(sb.pos)
 	sb.batches, sb.pos = batches, 0
 	// Next uses, from a backward pass; last holds each row's first use
 	// so far (never elsewhere: the rows touched are reset after).
 	if sb.last == nil {
-		sb.last = make([]int32, len(s.slot))
+		sb.last = make([]int32, len(slot))
 		for i := range sb.last {
 			sb.last[i] = never
 		}
@@ -100,10 +104,10 @@ func (s *Disk) Plan(batches [][]int32) {
 	// (rows used in the last plan returned to never at their last use):
 	// what the heaps held is stale but for the returned rows, kept once.
 	sb.ahead = sb.ahead[:0]
-	seen := make([]uint64, (len(s.slot)+63)/64)
+	seen := make([]uint64, (len(slot)+63)/64)
 	kept := sb.returned[:0]
 	for _, e := range sb.returned {
-		if s.slot[e.v] >= 0 && sb.nextOf(s.slot, e.v) == never && seen[e.v/64]&(1<<(e.v%64)) == 0 {
+		if slot[e.v] >= 0 && sb.nextOf(e.v) == never && seen[e.v/64]&(1<<(e.v%64)) == 0 {
 			seen[e.v/64] |= 1 << (e.v % 64)
 			kept = append(kept, e)
 		}
@@ -117,7 +121,7 @@ func (s *Disk) Plan(batches [][]int32) {
 				continue // seen already
 			}
 			last[v] = never
-			if sl := s.slot[v]; sl >= 0 {
+			if sl := slot[v]; sl >= 0 {
 				sb.next[sl] = t
 				heap.Push(&sb.ahead, use{t, v})
 			}
@@ -138,12 +142,13 @@ func (sb *superbatch) take(ids []int32) []int32 {
 	return nil
 }
 
-// touch records that row v, cached in slot sl, was used, next used at
-// nx. A row not used again in the plan becomes a candidate for eviction
-// again: the cursor finds the rows it started with that it has not passed
-// yet; the others (passed over while in use, or admitted since) go on the
-// returned heap, which so holds the cold tail only.
-func (sb *superbatch) touch(v, sl, nx int32) {
+// touch records that cached row v was used, next used at nx. A row not
+// used again in the plan becomes a candidate for eviction again: the
+// cursor finds the rows it started with that it has not passed yet; the
+// others (passed over while in use, or admitted since) go on the returned
+// heap, which so holds the cold tail only.
+func (sb *superbatch) touch(v, nx int32) {
+	sl := sb.slot[v]
 	sb.next[sl] = nx
 	if nx == never {
 		if sb.rank[sl] >= int32(sb.cursor) {
@@ -154,52 +159,49 @@ func (sb *superbatch) touch(v, sl, nx int32) {
 	}
 }
 
-// admit decides whether missed row v, next used at nx, whose stored
-// bytes are b, takes a place in the cache, and evicts for it.
-func (s *Disk) admit(v, nx int32, b []byte) {
-	sb := s.sb
-	if sl := s.slot[v]; sl >= 0 { // a repeated id, admitted at its first position
-		sb.touch(v, sl, nx)
-		return
+// admit decides whether missed row v, next used at nx, takes a place in
+// the cache, evicting for it: it returns the slot to fill with the row,
+// or -1 (a row not needed again in the plan, or needed later than every
+// cached one, is read and not kept).
+func (sb *superbatch) admit(v, nx int32) int32 {
+	if sb.slot[v] >= 0 { // a repeated id, admitted at its first position
+		sb.touch(v, nx)
+		return -1
 	}
-	var sl int32 = -1
-	switch {
-	case len(sb.free) > 0:
-		sl = sb.free[len(sb.free)-1]
-		sb.free = sb.free[:len(sb.free)-1]
-	case nx == never:
-		return // not needed again in the plan: read, not kept
-	default:
-		if u := sb.coldestUnused(s.slot); u >= 0 {
-			sl = sb.evict(s.slot, u)
-		} else if u := sb.farthest(s.slot); u >= 0 && sb.nextOf(s.slot, u) > nx {
-			sl = sb.evict(s.slot, u)
-		} else {
-			return
+	if nx == never {
+		return -1
+	}
+	u := sb.coldestUnused()
+	if u < 0 {
+		if u = sb.farthest(); u < 0 || sb.nextOf(u) <= nx {
+			return -1
 		}
 	}
-	copy(s.cache[int(sl)*s.rowB:int(sl+1)*s.rowB], b)
-	s.slot[v] = sl
+	sl := sb.slot[u]
+	sb.slot[u], sb.slot[v] = -1, sl
 	sb.rank[sl] = never
+	sb.evicted++
 	sb.admitted++
-	sb.touch(v, sl, nx)
+	sb.touch(v, nx)
+	return sl
 }
 
-// evict removes cached row u and returns its slot.
-func (sb *superbatch) evict(slot []int32, u int32) int32 {
-	sl := slot[u]
-	slot[u] = -1
-	sb.evicted++
-	return sl
+// admit is superbatch.admit, copying the row's stored bytes b into its
+// slot.
+func (s *Disk) admit(v, nx int32, b []byte) {
+	if sl := s.sb.admit(v, nx); sl >= 0 {
+		copy(s.cache[int(sl)*s.rowB:int(sl+1)*s.rowB], b)
+	}
 }
 
 // coldestUnused returns the coldest cached row not used again in the
 // plan, or -1: the colder of the returned rows' top and the static
 // order's coldest remaining row.
-func (sb *superbatch) coldestUnused(slot []int32) int32 {
+func (sb *superbatch) coldestUnused() int32 {
+	slot := sb.slot
 	for sb.returned.Len() > 0 {
 		top := sb.returned[0]
-		if slot[top.v] >= 0 && sb.nextOf(slot, top.v) == never {
+		if slot[top.v] >= 0 && sb.nextOf(top.v) == never {
 			break
 		}
 		heap.Pop(&sb.returned) // stale
@@ -224,10 +226,10 @@ func (sb *superbatch) coldestUnused(slot []int32) int32 {
 }
 
 // farthest returns the cached row whose next use is farthest, or -1.
-func (sb *superbatch) farthest(slot []int32) int32 {
+func (sb *superbatch) farthest() int32 {
 	for sb.ahead.Len() > 0 {
 		top := sb.ahead[0]
-		if slot[top.v] >= 0 && sb.nextOf(slot, top.v) == top.next {
+		if sb.slot[top.v] >= 0 && sb.nextOf(top.v) == top.next {
 			return top.v
 		}
 		heap.Pop(&sb.ahead) // stale
@@ -267,4 +269,56 @@ func (h *rankHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
+}
+
+// ReplaySuperbatch runs the superbatch policy (DiskOptions.Superbatch)
+// over trace, the input rows of batches in gather order, planned
+// superbatch batches at a time, on a cache of rows rows of n nodes
+// starting with the first of order, without reading anything: as
+// Gather does, each batch's hits are taken first, then its misses in id
+// order, and miss is called with each. It returns the hits. Benchmarks
+// compare policies with it on a sampled epoch.
+func ReplaySuperbatch(trace [][]int32, order []int32, n, rows, ahead int, miss func(batch int, v int32)) (hits int64, err error) {
+	var sb *superbatch
+	var slot []int32
+	if rows > 0 {
+		var cached int
+		if slot, cached, _, err = cacheSlots(n, 1, int64(rows), order); err != nil {
+			return 0, err
+		}
+		if cached > 0 {
+			sb = newSuperbatch(slot, cached, order)
+		}
+	}
+	ahead = max(ahead, 1)
+	var missed []uint64
+	for s0 := 0; s0 < len(trace); s0 += ahead {
+		if sb != nil {
+			sb.plan(trace[s0:min(len(trace), s0+ahead)])
+		}
+		for t := s0; t < min(len(trace), s0+ahead); t++ {
+			var next []int32
+			if sb != nil {
+				next = sb.take(trace[t])
+			}
+			missed = missed[:0]
+			for i, v := range trace[t] {
+				if sb != nil && slot[v] >= 0 {
+					hits++
+					sb.touch(v, next[i])
+					continue
+				}
+				missed = append(missed, uint64(v)<<32|uint64(i))
+			}
+			slices.Sort(missed)
+			for _, k := range missed {
+				v, i := int32(k>>32), int(uint32(k))
+				miss(t, v)
+				if sb != nil {
+					sb.admit(v, next[i])
+				}
+			}
+		}
+	}
+	return hits, nil
 }

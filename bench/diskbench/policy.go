@@ -1,9 +1,7 @@
 package diskbench
 
 import (
-	"container/heap"
 	"context"
-	"math"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset"
@@ -116,144 +114,42 @@ func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int6
 	}
 	presample := feature.HotOrder(counts)
 	res = append(res, static("presample", presample))
-	res = append(res, belady("belady-superbatch", trace, degree, budget, g.NumNodes, o.Superbatch, pages))
-	res = append(res, belady("belady-superbatch-presample", trace, presample, budget, g.NumNodes, o.Superbatch, pages))
+	for _, p := range []struct {
+		name  string
+		order []int32
+	}{{"belady-superbatch", degree}, {"belady-superbatch-presample", presample}} {
+		r, err := belady(p.name, trace, p.order, budget, g.NumNodes, o.Superbatch, pages)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, r)
+	}
 	return res, nil
 }
 
-// belady replays trace with Ginex's superbatch Belady cache of budget
-// rows, starting with the first rows of order (hottest first). Rows not
-// used again within the superbatch are evicted coldest first, by their
-// rank in order.
-func belady(name string, trace [][]int32, order []int32, budget, n, superbatch int, pages func(int32) (int64, int64)) PolicyResult {
-	const never = math.MaxInt32
-	rank := make([]int64, n)
-	for i := range rank {
-		rank[i] = int64(n)
+// belady replays trace with the superbatch policy training uses
+// (feature.ReplaySuperbatch) on a cache of budget rows starting with the
+// first of order, counting each batch's distinct pages of missed rows.
+func belady(name string, trace [][]int32, order []int32, budget, n, superbatch int, pages func(int32) (int64, int64)) (PolicyResult, error) {
+	var total int
+	for _, b := range trace {
+		total += len(b)
 	}
-	for i, v := range order {
-		rank[v] = int64(i)
-	}
-	start := order[:min(budget, len(order))]
-	// key orders eviction: the farthest next use first, and among rows
-	// not used again in the superbatch, the coldest.
-	key := func(next int32, v int32) int64 {
-		if next == never {
-			return int64(never) + rank[v]
-		}
-		return int64(next)
-	}
-	cached := make([]bool, n)
-	cur := make([]int64, n) // eviction key of a cached row
-	for _, v := range start {
-		cached[v] = true
-	}
-	resident := append([]int32(nil), start...)
-	ncached := len(start)
-	last := make([]int32, n)
-	for i := range last {
-		last[i] = never
-	}
-	var hits, total int
 	var read int64
 	seen := map[int64]bool{}
-	superbatch = max(superbatch, 1)
-	for s0 := 0; s0 < len(trace); s0 += superbatch {
-		s1 := min(len(trace), s0+superbatch)
-		// Next uses within the superbatch, from a backward pass.
-		next := make([][]int32, s1-s0)
-		for t := s1 - 1; t >= s0; t-- {
-			b := trace[t]
-			nx := make([]int32, len(b))
-			for i, v := range b {
-				nx[i] = last[v]
-				last[v] = int32(t)
-			}
-			next[t-s0] = nx
-		}
-		// The cached rows' next uses: their first in this superbatch.
-		h := &useHeap{}
-		kept := resident[:0]
-		for _, v := range resident {
-			if cached[v] {
-				kept = append(kept, v)
-				cur[v] = key(last[v], v)
-				*h = append(*h, use{cur[v], v})
-			}
-		}
-		resident = kept
-		heap.Init(h)
-		for t := s0; t < s1; t++ {
+	cur := -1
+	hits, err := feature.ReplaySuperbatch(trace, order, n, budget, superbatch, func(t int, v int32) {
+		if t != cur {
 			clear(seen)
-			for i, v := range trace[t] {
-				total++
-				nx := next[t-s0][i]
-				if cached[v] {
-					hits++
-				} else {
-					p0, p1 := pages(v)
-					for p := p0; p <= p1; p++ {
-						if !seen[p] {
-							seen[p] = true
-							read += 4096
-						}
-					}
-					if ncached >= budget {
-						// Evict the farthest next use, unless v's is farther.
-						for h.Len() > 0 {
-							top := (*h)[0]
-							if !cached[top.v] || cur[top.v] != top.next {
-								heap.Pop(h) // stale
-								continue
-							}
-							break
-						}
-						if h.Len() == 0 || (*h)[0].next <= key(nx, v) {
-							continue // bypass: v is needed later than all cached rows
-						}
-						cached[heap.Pop(h).(use).v] = false
-						ncached--
-					}
-					cached[v] = true
-					ncached++
-					resident = append(resident, v)
-				}
-				cur[v] = key(nx, v)
-				heap.Push(h, use{cur[v], v})
+			cur = t
+		}
+		p0, p1 := pages(v)
+		for p := p0; p <= p1; p++ {
+			if !seen[p] {
+				seen[p] = true
+				read += 4096
 			}
 		}
-		// Drop evicted rows from the resident list and reset next uses.
-		kept = resident[:0]
-		for _, v := range resident {
-			if cached[v] {
-				kept = append(kept, v)
-			}
-		}
-		resident = kept
-		for t := s0; t < s1; t++ {
-			for _, v := range trace[t] {
-				last[v] = never
-			}
-		}
-	}
-	return PolicyResult{Policy: name, HitRate: float64(hits) / float64(max(total, 1)), ReadBytes: read}
-}
-
-type use struct {
-	next int64 // eviction key
-	v    int32
-}
-
-// useHeap is a max-heap of next uses.
-type useHeap []use
-
-func (h useHeap) Len() int           { return len(h) }
-func (h useHeap) Less(i, j int) bool { return h[i].next > h[j].next }
-func (h useHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *useHeap) Push(x any)        { *h = append(*h, x.(use)) }
-func (h *useHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	})
+	return PolicyResult{Policy: name, HitRate: float64(hits) / float64(max(total, 1)), ReadBytes: read}, err
 }

@@ -24,7 +24,10 @@ func TestBelady(t *testing.T) {
 		{"no cache", [][]int32{{1, 2}, {1}}, nil, 0, 2, 0, 3 * 4096},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := belady("b", c.trace, c.order, c.budget, 8, c.superbatch, pages)
+			r, err := belady("b", c.trace, c.order, c.budget, 8, c.superbatch, pages)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if r.HitRate != c.hits || r.ReadBytes != c.read {
 				t.Errorf("hit rate %v, read %d; want %v, %d", r.HitRate, r.ReadBytes, c.hits, c.read)
 			}
