@@ -75,7 +75,7 @@ func (r *Runner) openDisk(ctx context.Context) error {
 		avail /= int64(p.Size()) // a share per rank, as autoCacheBytes
 	}
 	if avail > 0 {
-		r.goLimit = max(memstat.GoRuntime()+avail-d.CacheStats().Bytes-r.graphBytes(), 64<<20)
+		r.goLimit = max(memstat.GoRuntime()+avail-d.CacheStats().Bytes-r.ds.Graph.Bytes(), 64<<20)
 	}
 	r.cacheBudget = budget
 	r.openTime = time.Since(start)
@@ -105,7 +105,7 @@ func (r *Runner) graphOnDisk() bool {
 	case "no":
 		return false
 	}
-	return r.startAvail > 0 && r.graphBytes() > r.startAvail/2
+	return r.startAvail > 0 && r.ds.Graph.Bytes() > r.startAvail/2
 }
 
 // superbatch is the number of batches the disk cache plans ahead (0:
@@ -154,13 +154,6 @@ func (r *Runner) cacheOrder(ctx context.Context, fromDisk bool) ([]int32, error)
 	return order, nil
 }
 
-// graphBytes is the size of the graph's arrays, which sampling reads
-// through their file mappings (the page cache they need).
-func (r *Runner) graphBytes() int64 {
-	g := r.ds.Graph
-	return int64(len(g.Indptr))*8 + int64(len(g.Indices))*4 + int64(len(g.Weights))*4
-}
-
 // autoCacheBytes is the cache budget when none is given: the available
 // memory less the graph's arrays, the node-to-slot map, the minibatches
 // alive at once (estimateBatchBytes) and memoryMargin.
@@ -172,7 +165,7 @@ func (r *Runner) autoCacheBytes() int64 {
 	// The graph's pages: a cgroup's usage already counts those read so
 	// far; MemAvailable counts them as free to take. Without a cgroup,
 	// a thirty-second more is left to the kernel.
-	graph := r.graphBytes()
+	graph := r.ds.Graph.Bytes()
 	if cgroup {
 		graph = max(0, graph-memstat.File())
 	} else {
@@ -261,12 +254,11 @@ type DiskSummary struct {
 	// Reads, Pages and ReadBytes count the gathers' requests, pages and
 	// bytes; ReadSeconds is the time they waited for them, and
 	// PagesPerSecond the rate while they did.
-	Reads             int64   `json:"reads"`
-	Pages             int64   `json:"pages"`
-	ReadBytes         int64   `json:"read_bytes"`
-	ReadSeconds       float64 `json:"read_seconds"`
-	PagesPerSecond    float64 `json:"pages_per_second"`
-	ReadAmplification float64 `json:"read_amplification"`
+	Reads          int64   `json:"reads"`
+	Pages          int64   `json:"pages"`
+	ReadBytes      int64   `json:"read_bytes"`
+	ReadSeconds    float64 `json:"read_seconds"`
+	PagesPerSecond float64 `json:"pages_per_second"`
 	// ProcessBytes is the process's resident anonymous memory less the
 	// cache, CacheBytes the cache, and PageCacheBytes the resident pages
 	// of the files it maps (the graph), at the end of training.
@@ -291,9 +283,6 @@ func (r *Runner) diskSummary() *DiskSummary {
 	}
 	if io.Planned+io.Unplanned > 0 {
 		s.Superbatch = r.superbatch()
-	}
-	if io.Pages > 0 {
-		s.ReadAmplification = float64(io.Bytes) / float64(io.Pages*4096)
 	}
 	s.ProcessBytes = max(0, memstat.Anon()-cs.Bytes)
 	return s

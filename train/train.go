@@ -438,7 +438,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 			}
 			s.Disk = r.diskSummary()
-			s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes, memstat.ReadBytes(), s.Disk.ReadAmplification
+			s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes, memstat.ReadBytes(), d.IOStats().ReadAmplification()
 		}
 		res.Model = model
 		return res

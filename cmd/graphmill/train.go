@@ -234,12 +234,13 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 }
 
 // applyProcessSettings applies the run's process-wide settings, which the
-// library never changes itself: the kernels' threads, and under a memory
-// bound the Go runtime's soft memory limit (the bound above what the
-// process holds now, so the collector keeps the heap within it instead of
-// letting it grow to twice the live heap). It returns a function that
-// restores them.
-func applyProcessSettings(cfg train.Config) func() {
+// library never changes itself: the kernels' threads, and the Go
+// runtime's soft memory limit, so the collector keeps the heap within it
+// instead of letting it grow to twice the live heap: under a memory
+// bound, the bound above what the process holds now; otherwise goLimit
+// when set (train.Runner.GoMemoryLimit: features read from disk). It
+// returns a function that restores them.
+func applyProcessSettings(cfg train.Config, goLimit int64) func() {
 	prevThreads := tensor.Threads()
 	if cfg.Threads > 0 {
 		tensor.SetThreads(cfg.Threads)
@@ -249,6 +250,8 @@ func applyProcessSettings(cfg train.Config) func() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + cfg.MaxMemoryBytes)
+	} else if goLimit > 0 {
+		debug.SetMemoryLimit(goLimit)
 	}
 	return func() {
 		tensor.SetThreads(prevThreads)
@@ -415,12 +418,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		return err
 	}
 	defer r.Close()
-	defer applyProcessSettings(cfg)()
-	if l := r.GoMemoryLimit(); l > 0 && cfg.MaxMemoryBytes == 0 {
-		// Features read from disk: the collector keeps the heap within
-		// what the limit leaves beside the cache and the graph's pages.
-		debug.SetMemoryLimit(l)
-	}
+	defer applyProcessSettings(cfg, r.GoMemoryLimit())()
 	cfg = r.Config()
 	if td != nil && td.cfgFix != nil {
 		td.cfgFix(&cfg)
@@ -573,7 +571,7 @@ func printSummary2(w io.Writer, s train.Summary) {
 		}
 		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), %sfilled by one pass of %s in %s, opened in %s; first batch after %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
 			d.Backend, units.Bytes(d.CacheBudget), budget, ranked, units.Bytes(d.FillBytes), units.Duration(secs(d.FillSeconds)), units.Duration(secs(d.OpenSeconds)), units.Duration(secs(s.FirstBatchSeconds)),
-			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), d.ReadAmplification, units.Bytes(s.KernelReadBytes))
+			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), s.ReadAmplification, units.Bytes(s.KernelReadBytes))
 		if d.Superbatch > 0 {
 			fmt.Fprintf(w, "superbatch cache (%d batches ahead, started from the %s order): %s rows admitted, %s evicted; %d of %d gathers planned\n",
 				d.Superbatch, d.Policy, units.Count(d.Admitted), units.Count(d.Evicted), d.Planned, d.Planned+d.Unplanned)

@@ -58,7 +58,7 @@ func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.M
 	if comm.Rank() != 0 { // rank 0 alone reports and writes
 		f.quiet, f.metricsOut, f.plotOut, f.save, out = true, "", "", "", io.Discard
 	}
-	defer applyProcessSettings(cfg)()
+	defer applyProcessSettings(cfg, 0)()
 	ctx := cmd.Context()
 	s, err := sar.Open(ctx, comm, f.dataset, sar.ShardOptions{Normalize: cfg.NormalizeFeatures})
 	if err != nil {
