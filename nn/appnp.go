@@ -36,12 +36,10 @@ func newMLPLayer(r *rng.Rand, in, hidden, out int, dropout float64) *mlpLayer {
 
 // Forward implements Layer.
 func (l *mlpLayer) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
-	if b.NumDst != x.Value.Rows {
-		x = tp.Rows(x, 0, b.NumDst)
-	}
+	x = b.DstRows(tp, x)
 	h := tp.ReLU(tp.AddBias(linear(tp, x, l.Lin1), l.Bias1))
-	if train && l.dropout > 0 {
-		h = tp.Dropout(h, l.dropout, seed)
+	if train {
+		h = b.Dropout(tp, h, l.dropout, seed)
 	}
 	return tp.AddBias(linear(tp, h, l.Lin2), l.Bias2)
 }
@@ -62,7 +60,10 @@ type propLayer struct {
 // Forward implements Layer without the teleport term; the model calls
 // propagate instead.
 func (l *propLayer) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
-	return tp.Aggregate(gcnCSR(b, l.deg), x, tensor.Weighted)
+	if b.deg == nil {
+		b.deg = l.deg
+	}
+	return b.Aggregate(tp, x, AggGCN)
 }
 
 // propagate returns (1-α)·Â·x + α·h0 for the block's destinations, where

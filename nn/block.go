@@ -47,7 +47,11 @@ type Block struct {
 	// it in the same step: sampled training sets it, which is what lets a
 	// distributed step reproduce the single process's exactly.
 	NodeDropout bool
+	// Remote, when set, runs the block's graph ops over rows other
+	// processes own (a SAR shard; see Remote). CSR is then unused.
+	Remote Remote
 
+	deg   []float32   // the model's in-degree table (AggGCN), set by Model
 	loops *tensor.CSR // CSR plus one self-loop per destination, built on demand
 	gcn   *tensor.CSR // loops with GCN weights, built on demand
 	// scratch, when set, is where loops and gcn are built (Model.ScratchBlocks).

@@ -36,13 +36,12 @@ func NewGATConv(r *rng.Rand, in, out, heads int, concat bool, attnDropout float6
 
 // Forward implements Layer.
 func (l *GATConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
-	c := b.WithSelfLoops()
 	h := linear(tp, x, l.Lin)
 	p := 0.0
-	if train {
+	if train && !tp.NoGrad() {
 		p = l.AttnDropout
 	}
-	out := gatAttention(tp, b, c, h, l.AttSrc, l.AttDst, p, seed)
+	out := b.Attention(tp, h, l.AttSrc, l.AttDst, p, seed)
 	if !l.Concat && l.Heads > 1 {
 		out = meanHeads(tp, out, l.Heads)
 	}

@@ -66,17 +66,12 @@ func (l *GCNConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var, drop
 	return l.forward(tp, b, x, autograd.ActReLU, drop)
 }
 
-// forward computes act(Â·x·Wᵀ + bias) with the bias and activation fused
-// into one Dense op: the product's epilogue when aggregating first, one
-// pass over the aggregate otherwise.
+// forward computes act(Â·x·Wᵀ + bias) as one fused op (Block.Conv).
 func (l *GCNConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation, drop tensor.RowDropout) *autograd.Var {
-	c := gcnCSR(b, l.Deg)
-	if aggregateFirst(BlockShape{Src: c.NumSrc, Dst: b.NumDst, Edges: b.CSR.NumEdges()}, l.in, l.out) {
-		agg := tp.Aggregate(c, x, tensor.Weighted)
-		return tp.DenseDropout(b.NumDst, []autograd.Term{{X: agg, W: l.Lin}}, l.Bias, act, drop)
+	if b.deg == nil {
+		b.deg = l.Deg
 	}
-	agg := tp.Aggregate(c, linear(tp, x, l.Lin), tensor.Weighted)
-	return tp.DenseDropout(b.NumDst, []autograd.Term{{X: agg}}, l.Bias, act, drop)
+	return b.Conv(tp, x, Conv{Agg: AggGCN, W: l.Lin, Bias: l.Bias, ReLU: act == autograd.ActReLU, Drop: drop})
 }
 
 // Params implements Layer.

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
@@ -40,6 +41,10 @@ type Config struct {
 	AttnDropout float64 `json:"attn_dropout,omitempty"`
 	// Alpha is APPNP's teleport probability (default 0.1).
 	Alpha float64 `json:"alpha,omitempty"`
+	// AvgLogDegree is the mean over all nodes of log(in-degree+1), which
+	// degree scalers divide by (PNA's δ); NewModel computes it from the
+	// degree table when 0.
+	AvgLogDegree float64 `json:"avg_log_degree,omitempty"`
 	// Seed initialises the weights.
 	Seed uint64 `json:"seed"`
 }
@@ -52,6 +57,7 @@ type Model struct {
 	Config  Config
 	Layers  []Layer
 	spec    Spec
+	deg     []float32       // the in-degree table (Spec.NeedsDegrees)
 	reuse   *blockReuse     // see ReuseBlocks
 	scratch []*blockScratch // per layer; see ScratchBlocks
 }
@@ -87,6 +93,9 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	if spec.NeedsDegrees && deg == nil {
 		return nil, fmt.Errorf("nn: %s needs the graph's degrees", c.Kind)
 	}
+	if c.AvgLogDegree == 0 && len(deg) > 0 {
+		c.AvgLogDegree = AvgLogDegree(deg)
+	}
 	layers, err := spec.Build(rng.New(rng.Derive(c.Seed, 0x1417)), &c, deg)
 	if err != nil {
 		return nil, err
@@ -96,7 +105,19 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 			return nil, fmt.Errorf("nn: layer %d of %s (%T) does not plan its memory: the memory bound could not count it", i, c.Kind, l)
 		}
 	}
-	return &Model{Config: c, Layers: layers, spec: spec}, nil
+	return &Model{Config: c, Layers: layers, spec: spec, deg: deg}, nil
+}
+
+// AvgLogDegree returns the mean of log(d+1) over the in-degrees deg.
+func AvgLogDegree(deg []float32) float64 {
+	if len(deg) == 0 {
+		return 0
+	}
+	var s float64
+	for _, d := range deg {
+		s += math.Log(float64(d) + 1)
+	}
+	return s / float64(len(deg))
 }
 
 // Params returns every parameter, layer by layer, in a fixed order (the
@@ -154,24 +175,29 @@ func (m *Model) ForwardLayerH0(tp *autograd.Tape, l int, b *Block, x, h0 *autogr
 // P > 0, is the next layer's input dropout to fuse into this layer's
 // output (see nextDropout).
 func (m *Model) forwardLayer(tp *autograd.Tape, l int, b *Block, x, h0 *autograd.Var, train bool, seed uint64, dropped bool, next tensor.RowDropout) *autograd.Var {
-	if m.reuse != nil {
-		m.reuse.apply(b)
-		defer m.reuse.keep(b)
-	}
-	if train {
-		m.scratchFor(l, b)
+	if b.Remote == nil {
+		if b.deg == nil {
+			b.deg = m.deg
+		}
+		if m.reuse != nil {
+			m.reuse.apply(b)
+			defer m.reuse.keep(b)
+		}
+		if train {
+			m.scratchFor(l, b)
+		}
 	}
 	if m.spec.Teleport {
 		if l == 0 {
-			if train && m.Config.Dropout > 0 {
-				x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, 0), rowKeys(b, x.Value.Rows))
+			if train {
+				x = b.Dropout(tp, x, m.Config.Dropout, rng.Derive(seed, 0))
 			}
 			return m.Layers[0].Forward(tp, b, x, train, rng.Derive(seed, 1))
 		}
 		return m.Layers[l].(*propLayer).propagate(tp, b, x, h0)
 	}
-	if train && m.Config.Dropout > 0 && !dropped {
-		x = tp.DropoutRows(x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)), rowKeys(b, x.Value.Rows))
+	if train && !dropped {
+		x = b.Dropout(tp, x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)))
 	}
 	if m.fusesReLU(l) {
 		return m.Layers[l].(reluFused).forwardReLU(tp, b, x, next)
@@ -203,7 +229,7 @@ func rowKeys(b *Block, rows int) []int32 {
 // (nothing stacked below it) and whose rows are node-keyed. Otherwise P
 // is 0 and layer l+1 draws its own.
 func (m *Model) nextDropout(blocks []*Block, l int, b *Block, train, stacked bool, seed uint64) tensor.RowDropout {
-	if !train || stacked || m.Config.Dropout == 0 || !m.fusesReLU(l) || l+1 >= len(m.Layers) {
+	if !train || stacked || b.Remote != nil || m.Config.Dropout == 0 || !m.fusesReLU(l) || l+1 >= len(m.Layers) {
 		return tensor.RowDropout{}
 	}
 	nb := blocks[0]
@@ -255,10 +281,7 @@ func (m *Model) ForwardStacked(tp *autograd.Tape, blocks []*Block, x *autograd.V
 		}
 		var h0dst *autograd.Var
 		if m.NeedsH0(l) {
-			h0dst = h0
-			if b.NumDst != h0.Value.Rows {
-				h0dst = tp.Rows(h0, 0, b.NumDst)
-			}
+			h0dst = b.Initial(tp, h0)
 		}
 		next := m.nextDropout(blocks, l, b, train, below != nil, seed)
 		out := m.forwardLayer(tp, l, b, h, h0dst, train, seed, dropped, next)

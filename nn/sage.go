@@ -37,17 +37,9 @@ func (l *SAGEConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var, dro
 }
 
 // forward computes act(lin_l(mean of neighbours) + lin_r(root) + bias) as
-// one fused Dense op over the destinations: the root term reads the
-// destinations' rows in place (the first rows of x); the neighbour term
-// is the mean aggregated then transformed, or transformed then aggregated,
-// whichever costs less.
+// one fused op (Block.Conv).
 func (l *SAGEConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation, drop tensor.RowDropout) *autograd.Var {
-	if aggregateFirst(BlockShape{Src: b.CSR.NumSrc, Dst: b.NumDst, Edges: b.CSR.NumEdges()}, l.in, l.out) {
-		agg := tp.Aggregate(b.CSR, x, tensor.Mean)
-		return tp.DenseDropout(b.NumDst, []autograd.Term{{X: agg, W: l.LinL}, {X: x, W: l.LinR}}, l.BiasL, act, drop)
-	}
-	neigh := tp.Aggregate(b.CSR, linear(tp, x, l.LinL), tensor.Mean)
-	return tp.DenseDropout(b.NumDst, []autograd.Term{{X: neigh}, {X: x, W: l.LinR}}, l.BiasL, act, drop)
+	return b.Conv(tp, x, Conv{Agg: AggMean, W: l.LinL, Root: l.LinR, Bias: l.BiasL, ReLU: act == autograd.ActReLU, Drop: drop})
 }
 
 // Params implements Layer.

@@ -287,6 +287,9 @@ type exchanger struct {
 	note func()
 	// mfg runs the step on message flow graphs (Engine.MFG).
 	mfg bool
+	// minBytes is the analytic minimum of what the step's ops sent
+	// (noteMin).
+	minBytes int64
 }
 
 func (x *exchanger) hold(b int64) {

@@ -71,7 +71,9 @@ func (x *exchanger) fused(tp *autograd.Tape, f fusedLayer, h *autograd.Var, t *t
 	if f.wr != nil {
 		gemm(tensor.NoTrans, tensor.Trans, gatherRows(h.Value, t.dstInSrc), f.wr.Value, 1, pre)
 	}
-	mustGemm(tensor.AddBias(pre, pre, f.b.Value.Data))
+	if f.b != nil {
+		mustGemm(tensor.AddBias(pre, pre, f.b.Value.Data))
+	}
 	if f.relu {
 		for i, v := range pre.Data {
 			pre.Data[i] = max(v, 0)
@@ -81,12 +83,17 @@ func (x *exchanger) fused(tp *autograd.Tape, f fusedLayer, h *autograd.Var, t *t
 		return tp.Const(pre), nil
 	}
 	y := pre
-	inputs := []*autograd.Var{h, f.wl, f.b}
+	// The inputs h, Wl, then Wr and b where the layer has them.
+	inputs := []*autograd.Var{h, f.wl}
+	iwr, ib := -1, -1
 	if f.wr != nil {
-		inputs = append(inputs, f.wr)
+		iwr, inputs = len(inputs), append(inputs, f.wr)
+	}
+	if f.b != nil {
+		ib, inputs = len(inputs), append(inputs, f.b)
 	}
 	return tp.Custom("SAR-layer-"+f.agg.name, y, func(g tensor.Matrix, grads []tensor.Matrix) error {
-		dh, dwl, db := grads[0], grads[1], grads[2]
+		dh, dwl := grads[0], grads[1]
 		gp := g
 		if f.relu {
 			gp = tensor.New(g.Rows, g.Cols)
@@ -96,12 +103,12 @@ func (x *exchanger) fused(tp *autograd.Tape, f fusedLayer, h *autograd.Var, t *t
 				}
 			}
 		}
-		if db.Data != nil {
-			mustGemm(tensor.SumRowsInto(db.Data, gp))
+		if ib >= 0 && grads[ib].Data != nil {
+			mustGemm(tensor.SumRowsInto(grads[ib].Data, gp))
 		}
 		if f.wr != nil {
 			hd := gatherRows(h.Value, t.dstInSrc)
-			if dwr := grads[3]; dwr.Data != nil {
+			if dwr := grads[iwr]; dwr.Data != nil {
 				gemm(tensor.Trans, tensor.NoTrans, gp, hd, 1, dwr)
 			}
 			if dh.Data != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/internal/par"
-	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -107,25 +106,6 @@ func (s *Shard) edgeKeys(ctx context.Context, comm dist.Comm) ([][]int64, error)
 	})
 	s.keys = keys
 	return keys, nil
-}
-
-// gat is one GATConv layer over the shard.
-func (x *exchanger) gat(tp *autograd.Tape, l *nn.GATConv, h *autograd.Var, train bool, seed uint64, t *topo) (*autograd.Var, error) {
-	hh := linear(tp, h, l.Lin)
-	el := tp.HeadDot(hh, l.AttSrc)
-	er := tp.HeadDot(selectRows(tp, hh, t.dstInSrc), l.AttDst)
-	p := 0.0
-	if train && !tp.NoGrad() {
-		p = l.AttnDropout
-	}
-	out, err := x.gatAggregate(tp, hh, el, er, l.Heads, p, seed, t)
-	if err != nil {
-		return nil, err
-	}
-	if !l.Concat && l.Heads > 1 {
-		out = meanHeads(tp, out, l.Heads)
-	}
-	return tp.AddBias(out, l.Bias), nil
 }
 
 // gatAggregate is tensor.GATAggregateKeep over the distributed graph.
@@ -375,36 +355,4 @@ func leakyDeriv(z float32) float32 {
 		return 1
 	}
 	return gatSlope
-}
-
-// meanHeads averages the heads of x (rows × heads·f) into rows × f, as
-// nn's GATConv does for its output layer (there with a matrix product;
-// here directly, which also takes x without rows).
-func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
-	f := x.Value.Cols / heads
-	inv := 1 / float32(heads)
-	out := tensor.New(x.Value.Rows, f)
-	for i := 0; i < out.Rows; i++ {
-		o, r := out.Row(i), x.Value.Row(i)
-		for k := 0; k < heads; k++ {
-			for j := range o {
-				o[j] += r[k*f+j] * inv
-			}
-		}
-	}
-	return tp.Custom("MeanHeads", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
-		dx := grads[0]
-		if dx.Data == nil {
-			return nil
-		}
-		for i := 0; i < g.Rows; i++ {
-			gr, d := g.Row(i), dx.Row(i)
-			for k := 0; k < heads; k++ {
-				for j, v := range gr {
-					d[k*f+j] += v * inv
-				}
-			}
-		}
-		return nil
-	}, x)
 }

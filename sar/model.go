@@ -8,48 +8,34 @@ import (
 
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/internal/memstat"
-	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
-// Supported reports whether the distributed forward pass covers kind.
-func Supported(kind nn.Kind) bool {
-	switch kind {
-	case nn.GCN, nn.SAGE, nn.APPNP, nn.GAT:
-		return true
-	}
-	return false
-}
-
 // NewModel builds a model for the shard's dataset exactly as a single
-// process builds it from the same config (same seed, same weights); the
-// distributed forward pass does not read the model's degree table, so
-// none is held.
+// process builds it from the same config (same seed, same weights). Any
+// model whose layers are written with nn's block ops runs distributed;
+// the forward pass reads no degree table (the shard's ops use the whole
+// graph's degrees), so none is held, and the mean log-degree some models
+// read is computed over all ranks. Every rank calls it.
 func NewModel(s *Shard, c nn.Config) (*nn.Model, error) {
-	if !Supported(c.Kind) {
-		return nil, fmt.Errorf("sar: no distributed forward pass for %s", c.Kind)
-	}
 	c.In, c.Out = s.FeatureDim, s.NumClasses
+	if c.AvgLogDegree == 0 {
+		v := []float64{0, float64(s.NumInner())}
+		for _, d := range s.InDeg {
+			v[0] += math.Log(float64(d) + 1)
+		}
+		if s.Size > 1 {
+			if err := s.comm.AllReduce(context.Background(), v, dist.Sum); err != nil {
+				return nil, err
+			}
+		}
+		if v[1] > 0 {
+			c.AvgLogDegree = v[0] / v[1]
+		}
+	}
 	return nn.NewModel(c, []float32{})
-}
-
-// linear is x·Wᵀ for a weight stored [out, in]. Unlike the tape's MatMul
-// it accepts x without rows: with --mfg a rank may compute a layer for no
-// node while the others do, and it still takes part in the exchanges.
-func linear(tp *autograd.Tape, x, w *autograd.Var) *autograd.Var {
-	out := tensor.New(x.Value.Rows, w.Value.Rows)
-	gemm(tensor.NoTrans, tensor.Trans, x.Value, w.Value, 0, out)
-	return tp.Custom("Linear", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
-		if dx := grads[0]; dx.Data != nil {
-			gemm(tensor.NoTrans, tensor.NoTrans, g, w.Value, 1, dx)
-		}
-		if dw := grads[1]; dw.Data != nil {
-			gemm(tensor.Trans, tensor.NoTrans, g, x.Value, 1, dw)
-		}
-		return nil
-	}, x, w)
 }
 
 // transformFirst says whether a layer from in to out features multiplies
@@ -61,35 +47,6 @@ func transformFirst(h *autograd.Var, in, out int) bool {
 		return out < in
 	}
 	return in > 2*out
-}
-
-// dropout is dropout keyed by global node id (see dropFactors) on the
-// input rows of t.
-func (x *exchanger) dropout(tp *autograd.Tape, h *autograd.Var, p float64, seed uint64, t *topo) *autograd.Var {
-	if tp.NoGrad() || p == 0 {
-		return h
-	}
-	rows := x.s.GlobalIDs
-	if t.src != nil {
-		rows = make([]int32, len(t.src))
-		for i, v := range t.src {
-			rows[i] = x.s.GlobalIDs[v]
-		}
-	}
-	// The factors are drawn again in backward instead of kept: a mask as
-	// large as the input would be the layer's largest matrix.
-	out := dropoutRows(h.Value, rows, p, seed)
-	return tp.Custom("Dropout", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
-		if grads[0].Data == nil {
-			return nil
-		}
-		mask := make([]float32, len(g.Data))
-		dropFactors(mask, rows, g.Cols, p, seed)
-		for i, v := range g.Data {
-			grads[0].Data[i] += v * mask[i]
-		}
-		return nil
-	}, h)
 }
 
 // selectRows returns rows pos of h (pos nil: h itself).
@@ -134,104 +91,6 @@ func (x *exchanger) input(tp *autograd.Tape, t *topo) *autograd.Var {
 	return tp.Const(m)
 }
 
-// forward runs m over the shard and returns the logits of its inner
-// nodes; train enables dropout with the step's seed, drawn as
-// nn.Model.Forward draws it in one process.
-func (x *exchanger) forward(tp *autograd.Tape, m *nn.Model, train bool, seed uint64) (*autograd.Var, *topo, error) {
-	c := m.Config
-	if c.Kind == nn.APPNP {
-		return x.appnp(tp, m, train, seed)
-	}
-	loops := c.Kind != nn.SAGE
-	steps := len(m.Layers)
-	var h *autograd.Var
-	var t *topo
-	for l, layer := range m.Layers {
-		var err error
-		if t, err = x.plan(loops, l, steps); err != nil {
-			return nil, nil, err
-		}
-		if l == 0 {
-			h = x.input(tp, t)
-		}
-		if train && c.Dropout > 0 {
-			h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, uint64(2*l)), t)
-		}
-		ls := rng.Derive(seed, uint64(2*l+1))
-		last := l == len(m.Layers)-1
-		switch ly := layer.(type) {
-		case *nn.GCNConv:
-			if h, err = x.fused(tp, fusedLayer{agg: x.s.gcnAgg(), wl: ly.Lin, b: ly.Bias, relu: !last}, h, t); err != nil {
-				return nil, nil, err
-			}
-			continue
-		case *nn.SAGEConv:
-			if h, err = x.fused(tp, fusedLayer{agg: x.s.meanAgg(), wl: ly.LinL, wr: ly.LinR, b: ly.BiasL, relu: !last}, h, t); err != nil {
-				return nil, nil, err
-			}
-			continue
-		case *nn.GATConv:
-			if h, err = x.gat(tp, ly, h, train, ls, t); err != nil {
-				return nil, nil, err
-			}
-		default:
-			return nil, nil, fmt.Errorf("sar: no distributed forward pass for layer %T", layer)
-		}
-		if !last {
-			h = tp.ELU(h, 1) // GAT's activation (GCN and SAGE apply ReLU fused)
-		}
-	}
-	return h, t, nil
-}
-
-// appnp is APPNP: the MLP on the inner rows, then K propagation steps
-// h = (1-α)·Â·h + α·h0 over the distributed graph.
-func (x *exchanger) appnp(tp *autograd.Tape, m *nn.Model, train bool, seed uint64) (*autograd.Var, *topo, error) {
-	c := m.Config
-	steps := len(m.Layers) - 1
-	t, err := x.plan(true, 0, steps)
-	if err != nil {
-		return nil, nil, err
-	}
-	h := x.input(tp, t)
-	if train && c.Dropout > 0 {
-		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 0), t)
-	}
-	p := m.Layers[0].Params() // lin1.weight, lin1.bias, lin2.weight, lin2.bias
-	if len(p) != 4 {
-		return nil, nil, fmt.Errorf("sar: APPNP's MLP has %d parameters, want 4", len(p))
-	}
-	h = tp.ReLU(tp.AddBias(linear(tp, h, p[0]), p[1]))
-	if train && c.Dropout > 0 {
-		h = x.dropout(tp, h, c.Dropout, rng.Derive(seed, 1), t)
-	}
-	h0 := tp.AddBias(linear(tp, h, p[2]), p[3])
-	alpha := float32(c.Alpha)
-	h = h0
-	var pos []int32 // rows of h0 under the current rows (nil: the same)
-	for k := 0; k < steps; k++ {
-		if t, err = x.plan(true, k, steps); err != nil {
-			return nil, nil, err
-		}
-		agg, err := x.aggregate(tp, x.s.gcnAgg(), h, t)
-		if err != nil {
-			return nil, nil, err
-		}
-		if t.dstInSrc != nil {
-			next := make([]int32, len(t.dstInSrc))
-			for i, r := range t.dstInSrc {
-				if pos != nil {
-					r = pos[r]
-				}
-				next[i] = r
-			}
-			pos = next
-		}
-		h = tp.Add(tp.Scale(agg, 1-alpha), tp.Scale(selectRows(tp, h0, pos), alpha))
-	}
-	return h, t, nil
-}
-
 // StepResult is one training step's outcome, the same on every rank.
 type StepResult struct {
 	// Loss is the mean cross-entropy over all training nodes; Correct
@@ -262,6 +121,7 @@ type Engine struct {
 	// the rows and gradients they sent, and the analytic minimum of those
 	// (see Traffic).
 	steps, stepExchange, minStepExchange int64
+	lastMin                              int64 // the last step's analytic minimum
 }
 
 // PeakHeapBytes returns the largest live Go heap seen during the steps
@@ -282,45 +142,15 @@ func LiveHeap() int64 {
 	return memstat.HeapInUse()
 }
 
-// MinBytesPerStep is the analytic minimum of the bytes this rank sends
-// for the aggregations of one full-graph training step of m: its boundary
-// rows (those other ranks read) once per layer forward, at the layer's
-// narrower width (its input or output: a layer may multiply by its weight
-// before or after aggregating), and the gradients of the rows it fetched
-// once per layer backward, where one flows (not into the input features);
-// GAT sends its attention terms too, and in sar mode its rows again for
-// the backward pass.
-func (e *Engine) MinBytesPerStep(m *nn.Model) int64 {
-	fwd, bwd := int64(e.Shard.Boundary())*4, int64(e.Shard.Fetched())*4
-	c := m.Config
-	if c.Kind == nn.APPNP {
-		return (fwd + bwd) * int64(c.Out*(len(m.Layers)-1))
-	}
-	var bytes int64
-	in := c.In
-	for l, layer := range m.Layers {
-		out := layer.OutDim()
-		switch ly := layer.(type) {
-		case *nn.GATConv:
-			hw, ew := int64(ly.Heads*ly.Out), int64(ly.Heads)
-			bytes += (fwd + bwd) * (hw + ew)
-			if e.Mode == SAR {
-				bytes += fwd * hw
-			}
-		default:
-			switch {
-			case l > 0:
-				bytes += (fwd + bwd) * int64(min(in, out))
-			case in > 2*out: // the input features, multiplied first
-				bytes += (fwd + bwd) * int64(out)
-			default: // the input features, aggregated first: no gradient
-				bytes += fwd * int64(in)
-			}
-		}
-		in = out
-	}
-	return bytes
-}
+// MinBytesPerStep is the analytic minimum of the bytes this rank sent for
+// the aggregations of its last full-graph training step (0 before the
+// first): every op's boundary rows once forward, at the op's width (a
+// fused layer's narrower of input and output: it may multiply by its
+// weight before or after aggregating), and the gradients of the rows it
+// fetched once backward, where one flows (not into the input features);
+// GAT's attention sends its attention terms too, and in sar mode its rows
+// again for the backward pass.
+func (e *Engine) MinBytesPerStep(*nn.Model) int64 { return e.lastMin }
 
 // NewEngine returns an engine over s in mode.
 func NewEngine(s *Shard, mode Mode) *Engine {
@@ -345,17 +175,18 @@ func (e *Engine) exchanger(ctx context.Context) *exchanger {
 func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult, error) {
 	s := e.Shard
 	ex0 := e.comm.exchange.Load()
+	x := e.exchanger(ctx)
+	x.mfg = e.MFG
 	defer func() {
 		e.steps++
 		e.stepExchange += e.comm.exchange.Load() - ex0
+		e.lastMin = x.minBytes
 		if !e.MFG {
-			e.minStepExchange += e.MinBytesPerStep(m)
+			e.minStepExchange += x.minBytes
 		}
 	}()
 	params := m.Params()
 	autograd.ZeroGrad(params...)
-	x := e.exchanger(ctx)
-	x.mfg = e.MFG
 	tp := autograd.NewTape()
 	logits, t, err := x.forward(tp, m, true, seed)
 	if err != nil {

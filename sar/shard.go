@@ -45,7 +45,7 @@ type Shard struct {
 	// Built on first use: the edges with self-loops, and the weighted
 	// aggregations.
 	loops     []ownerEdges
-	gcn, mean *linAgg
+	gcn, mean, sum *linAgg
 	keys      [][]int64
 	full      [2]*topo
 	mfg       map[string][]*topo

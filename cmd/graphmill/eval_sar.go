@@ -46,9 +46,6 @@ func (f *sarEval) open(cmd *cobra.Command, dir, load string) (*sar.Engine, *nn.M
 			return nil, nil, nil, fmt.Errorf("%s: bad normalize_features %q", load, v)
 		}
 	}
-	if !sar.Supported(mc.Kind) {
-		return nil, nil, nil, fmt.Errorf("%s: no distributed forward pass for %s", load, mc.Kind)
-	}
 	comm, err := sarComm(cmd, &f.dist)
 	if err != nil {
 		return nil, nil, nil, err

@@ -46,9 +46,6 @@ func runTrainSAR(cmd *cobra.Command, f *trainFlags, cfg train.Config, mode sar.M
 	if cfg.Parallel != nil {
 		return fmt.Errorf("--mode %s: internal error: data-parallel settings given", mode)
 	}
-	if !sar.Supported(cfg.Model.Kind) {
-		return fmt.Errorf("--mode %s: no distributed forward pass for %s", mode, cfg.Model.Kind)
-	}
 	comm, err := sarComm(cmd, &f.dist)
 	if err != nil {
 		return err
