@@ -81,8 +81,9 @@ func (l *propLayer) OutDim() int { return l.dim }
 func init() {
 	Register(Spec{
 		Kind: APPNP, Help: "APPNP: an MLP, then K personalised-PageRank propagation steps (--layers sets K)", NeedsDegrees: true,
-		Teleport: true,
-		Build: func(r *rng.Rand, c *Config, deg []float32) ([]Layer, error) {
+		Defaults: Defaults{Hidden: 64, Layers: 10, Alpha: 0.1, DecayFirstLayerOnly: true, Note: "MLP of hidden 64, K=10 steps, alpha 0.1, dropout 0.5, 200 epochs (Klicpera et al.)"},
+		Teleport: true, ExtraLayers: 1,
+		Build: func(ini *Init, c *Config, deg []float32) ([]Layer, error) {
 			if c.Alpha == 0 {
 				c.Alpha = 0.1
 			}
@@ -90,7 +91,7 @@ func init() {
 			if !(alpha > 0 && alpha <= 1) || c.Hidden < 1 {
 				return nil, fmt.Errorf("nn: APPNP needs alpha in (0, 1] and hidden >= 1, got %g and %d", alpha, c.Hidden)
 			}
-			layers := []Layer{newMLPLayer(r, c.In, c.Hidden, c.Out, c.Dropout)}
+			layers := []Layer{newMLPLayer(ini.r, c.In, c.Hidden, c.Out, c.Dropout)}
 			for k := 0; k < c.Layers; k++ {
 				layers = append(layers, &propLayer{alpha: float32(alpha), deg: deg, dim: c.Out})
 			}

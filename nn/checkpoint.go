@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/graphmill/graphmill/safetensors"
+	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
 // Checkpoint layout (PyTorch Geometric names; weights [out, in]):
@@ -17,10 +18,14 @@ import (
 //
 // The model Config is stored as JSON in the metadata key "graphmill_config".
 
-// torchShape gives the PyTorch shape of a parameter stored rows×cols here.
-func torchShape(name string, rows, cols int) []int {
+// torchShape gives the PyTorch shape of tensor v, named name, stored
+// rows×cols here.
+func torchShape(v *autograd.Var, name string, rows, cols int) []int {
+	if _, ok := vectors.Load(v); ok {
+		return []int{cols}
+	}
 	switch {
-	case strings.HasSuffix(name, "bias"):
+	case strings.HasSuffix(name, "bias"), strings.HasSuffix(name, "running_mean"), strings.HasSuffix(name, "running_var"):
 		return []int{cols}
 	case strings.HasSuffix(name, "att_src"), strings.HasSuffix(name, "att_dst"):
 		return []int{1, rows, cols}
@@ -31,10 +36,10 @@ func torchShape(name string, rows, cols int) []int {
 // Save writes the model's parameters and config to a safetensors file,
 // atomically.
 func (m *Model) Save(path string, extra map[string]string) error {
-	names, ps := m.NamedParams()
+	names, ps := m.NamedTensors()
 	ts := make([]safetensors.Tensor, len(ps))
 	for i, p := range ps {
-		ts[i] = safetensors.Tensor{Name: names[i], Shape: torchShape(names[i], p.Value.Rows, p.Value.Cols), Data: p.Value.Data}
+		ts[i] = safetensors.Tensor{Name: names[i], Shape: torchShape(p, names[i], p.Value.Rows, p.Value.Cols), Data: p.Value.Data}
 	}
 	cfg, err := json.Marshal(m.Config)
 	if err != nil {
@@ -68,14 +73,14 @@ func ReadConfig(path string) (Config, *safetensors.File, error) {
 // message naming the parameter if a tensor is missing, extra, or of the
 // wrong shape.
 func (m *Model) LoadParams(f *safetensors.File, path string) error {
-	names, ps := m.NamedParams()
+	names, ps := m.NamedTensors()
 	seen := map[string]bool{}
 	for i, p := range ps {
 		t, ok := f.Tensors[names[i]]
 		if !ok {
-			return fmt.Errorf("%s: checkpoint has no tensor %s (the model expects %v): wrong model or layer count?", path, names[i], torchShape(names[i], p.Value.Rows, p.Value.Cols))
+			return fmt.Errorf("%s: checkpoint has no tensor %s (the model expects %v): wrong model or layer count?", path, names[i], torchShape(p, names[i], p.Value.Rows, p.Value.Cols))
 		}
-		want := torchShape(names[i], p.Value.Rows, p.Value.Cols)
+		want := torchShape(p, names[i], p.Value.Rows, p.Value.Cols)
 		if fmt.Sprint(t.Shape) != fmt.Sprint(want) {
 			return fmt.Errorf("%s: tensor %s has shape %v, the model expects %v: checkpoint and model do not match", path, names[i], t.Shape, want)
 		}

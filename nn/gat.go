@@ -64,14 +64,15 @@ func (l *GATConv) OutDim() int {
 func init() {
 	Register(Spec{
 		Kind: GAT, Help: "graph attention of Veličković et al. (multi-head, ELU between layers)",
+		Defaults:   Defaults{Hidden: 8, Heads: 8, OutHeads: 1, Dropout: 0.6, AttnDropout: 0.6, LR: 0.005, Epochs: 1000, Patience: 100, Note: "8 heads x 8 hidden, dropout 0.6 (attention 0.6), lr 0.005, 1000 epochs, patience 100 (Veličković et al.)"},
 		Activation: func(tp *autograd.Tape, h *autograd.Var) *autograd.Var { return tp.ELU(h, 1) },
-		Build: func(r *rng.Rand, c *Config, _ []float32) ([]Layer, error) {
+		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
 			c.Heads, c.OutHeads = max(c.Heads, 1), max(c.OutHeads, 1)
 			return stackLayers(c, func(l, in, out int) Layer {
 				if l == c.Layers-1 {
-					return NewGATConv(r, in, out, c.OutHeads, false, c.AttnDropout)
+					return NewGATConv(ini.r, in, out, c.OutHeads, false, c.AttnDropout)
 				}
-				return NewGATConv(r, in, out, c.Heads, true, c.AttnDropout)
+				return NewGATConv(ini.r, in, out, c.Heads, true, c.AttnDropout)
 			}), nil
 		},
 	})

@@ -125,7 +125,13 @@ func (p *planner) loss(logits pv) {
 // dropout on its input, the layer itself (its plan method; NewModel
 // refused layers without one) and the activation.
 func (m *Model) planLayer(p *planner, l int, s BlockShape, x pv) pv {
-	layer := m.Layers[l].(planned)
+	layer, ok := m.Layers[l].(planned)
+	if !ok {
+		// Planned from its ops by dry runs (dryrun.go): dropout,
+		// layer and activation together.
+		p.bytes += m.dryRun(l, s, x.cols, p.train, x.grad)
+		return pv{s.Dst, m.Layers[l].OutDim(), p.train}
+	}
 	if m.spec.Teleport && l > 0 {
 		return layer.plan(p, s, x) // the teleport terms are planned by the caller
 	}
@@ -148,7 +154,15 @@ func (m *Model) planLayer(p *planner, l int, s BlockShape, x pv) pv {
 func (m *Model) IndexBytes(s BlockShape, train bool) int64 {
 	var b int64
 	for _, l := range m.Layers {
-		b = max(b, l.(planned).indexBytes(s, train))
+		if pl, ok := l.(planned); ok {
+			b = max(b, pl.indexBytes(s, train))
+			continue
+		}
+		// A layer planned by dry runs may derive anything a block op
+		// derives: the self-looped copy, its GCN weights and both
+		// transposes.
+		e := int64(s.LoopEdges)
+		b = max(b, selfLoopBytes(s)+4*e+transposeBytes(s, e, train)+transposeBytes(s, int64(s.Edges), train))
 	}
 	return b
 }
@@ -204,8 +218,10 @@ func (m *Model) StepBytes(shapes []BlockShape, train bool) int64 {
 		}
 		y := m.planLayer(p, l, s, x)
 		if m.NeedsH0(l) {
-			hd := p.rowsIf(h0, s.Dst)
-			y = p.add(y, p.same(hd)) // (1-α)Âx + αh0
+			hd := p.rowsIf(h0, s.Dst) // Block.Initial
+			if m.spec.Teleport {
+				y = p.add(y, p.same(hd)) // (1-α)Âx + αh0
+			}
 		}
 		if l == 0 {
 			h0 = y
@@ -228,7 +244,7 @@ func (m *Model) InferLayerBytes(l int, s BlockShape) int64 {
 		in = m.Layers[l-1].OutDim()
 	}
 	y := m.planLayer(p, l, s, pv{s.Src, in, false})
-	if m.NeedsH0(l) {
+	if m.NeedsH0(l) && m.spec.Teleport {
 		p.add(y, p.same(pv{s.Dst, y.cols, false}))
 	}
 	return p.bytes

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
@@ -39,8 +40,12 @@ type Config struct {
 	OutHeads int `json:"out_heads,omitempty"`
 	// AttnDropout is GAT's dropout on attention coefficients.
 	AttnDropout float64 `json:"attn_dropout,omitempty"`
-	// Alpha is APPNP's teleport probability (default 0.1).
+	// Alpha is APPNP's teleport probability (default 0.1) and GCNII's
+	// initial-residual weight.
 	Alpha float64 `json:"alpha,omitempty"`
+	// Theta is GCNII's identity-mapping strength λ: layer l mixes in its
+	// weight by β_l = log(λ/l + 1).
+	Theta float64 `json:"theta,omitempty"`
 	// AvgLogDegree is the mean over all nodes of log(in-degree+1), which
 	// degree scalers divide by (PNA's δ); NewModel computes it from the
 	// degree table when 0.
@@ -57,7 +62,9 @@ type Model struct {
 	Config  Config
 	Layers  []Layer
 	spec    Spec
-	deg     []float32       // the in-degree table (Spec.NeedsDegrees)
+	deg     []float32 // the in-degree table (Spec.NeedsDegrees)
+	dryOnce sync.Once // the memory plan's dry runs (see dryRun)
+	dry     *dryRunner
 	reuse   *blockReuse     // see ReuseBlocks
 	scratch []*blockScratch // per layer; see ScratchBlocks
 }
@@ -69,7 +76,8 @@ func (m *Model) Clone(deg []float32) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, dst := m.Params(), c.Params()
+	_, src := m.NamedTensors()
+	_, dst := c.NamedTensors()
 	for i := range src {
 		copy(dst[i].Value.Data, src[i].Value.Data)
 	}
@@ -96,14 +104,9 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	if c.AvgLogDegree == 0 && len(deg) > 0 {
 		c.AvgLogDegree = AvgLogDegree(deg)
 	}
-	layers, err := spec.Build(rng.New(rng.Derive(c.Seed, 0x1417)), &c, deg)
+	layers, err := spec.Build(NewInit(rng.Derive(c.Seed, 0x1417)), &c, deg)
 	if err != nil {
 		return nil, err
-	}
-	for i, l := range layers {
-		if _, ok := l.(planned); !ok {
-			return nil, fmt.Errorf("nn: layer %d of %s (%T) does not plan its memory: the memory bound could not count it", i, c.Kind, l)
-		}
 	}
 	return &Model{Config: c, Layers: layers, spec: spec, deg: deg}, nil
 }
@@ -144,6 +147,21 @@ func (m *Model) NamedParams() ([]string, []*autograd.Var) {
 	return names, ps
 }
 
+// NamedTensors is NamedParams followed by the layers' buffers (see
+// Buffered): everything a checkpoint holds.
+func (m *Model) NamedTensors() ([]string, []*autograd.Var) {
+	names, ps := m.NamedParams()
+	for i, l := range m.Layers {
+		if b, ok := l.(Buffered); ok {
+			for _, v := range b.Buffers() {
+				names = append(names, fmt.Sprintf("convs.%d.%s", i, v.Name))
+				ps = append(ps, v)
+			}
+		}
+	}
+	return names, ps
+}
+
 // NumParams returns the number of scalar parameters.
 func (m *Model) NumParams() int {
 	n := 0
@@ -162,7 +180,14 @@ func (m *Model) ForwardLayer(tp *autograd.Tape, l int, b *Block, x *autograd.Var
 
 // NeedsH0 reports whether layer l reads the predictions h0 of its
 // destinations (APPNP's teleport term), the output of layer 0.
-func (m *Model) NeedsH0(l int) bool { return m.spec.Teleport && l > 0 }
+func (m *Model) NeedsH0(l int) bool { return (m.spec.Teleport || m.spec.InitialResidual) && l > 0 }
+
+// H0Layer is a layer that reads h0, the output of the model's layer 0 for
+// its block's destinations (Spec.InitialResidual; GCNII's initial
+// residual): the model calls ForwardH0 instead of Forward.
+type H0Layer interface {
+	ForwardH0(tp *autograd.Tape, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var
+}
 
 // ForwardLayerH0 is ForwardLayer with h0, the output of layer 0 for the
 // block's destination rows, for layers where NeedsH0 holds (nil otherwise).
@@ -196,13 +221,18 @@ func (m *Model) forwardLayer(tp *autograd.Tape, l int, b *Block, x, h0 *autograd
 		}
 		return m.Layers[l].(*propLayer).propagate(tp, b, x, h0)
 	}
-	if train && !dropped {
+	if train && !dropped && !m.spec.LayerDropout {
 		x = b.Dropout(tp, x, m.Config.Dropout, rng.Derive(seed, uint64(2*l)))
 	}
 	if m.fusesReLU(l) {
 		return m.Layers[l].(reluFused).forwardReLU(tp, b, x, next)
 	}
-	h := m.Layers[l].Forward(tp, b, x, train, rng.Derive(seed, uint64(2*l+1)))
+	var h *autograd.Var
+	if hl, ok := m.Layers[l].(H0Layer); ok && h0 != nil {
+		h = hl.ForwardH0(tp, b, x, h0, train, rng.Derive(seed, uint64(2*l+1)))
+	} else {
+		h = m.Layers[l].Forward(tp, b, x, train, rng.Derive(seed, uint64(2*l+1)))
+	}
 	if l < len(m.Layers)-1 {
 		if m.spec.Activation != nil {
 			h = m.spec.Activation(tp, h)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -22,17 +21,63 @@ type Spec struct {
 	// NeedsDegrees says the layers need every node's in-degree in the full
 	// graph (GCN-style normalisation).
 	NeedsDegrees bool
-	// Build returns the model's layers for c (it may fill defaults in c,
-	// which the model then records). Every layer must plan its own memory
-	// (the unexported planned interface): NewModel refuses one that does
-	// not, so the memory bound never counts an unknown layer as 0 bytes.
-	Build func(r *rng.Rand, c *Config, deg []float32) ([]Layer, error)
+	// Build returns the model's layers for c, their weights drawn from ini
+	// (it may fill defaults in c, which the model then records).
+	Build func(ini *Init, c *Config, deg []float32) ([]Layer, error)
 	// Activation is applied between layers (nil: ReLU).
 	Activation func(tp *autograd.Tape, h *autograd.Var) *autograd.Var
 	// Teleport marks APPNP-style models: layer 0 predicts, and every later
 	// layer propagates and adds α·h0 (see Model.NeedsH0); no dropout or
 	// activation around the propagation layers.
 	Teleport bool
+	// InitialResidual marks models whose layers l >= 1 read h0, layer 0's
+	// output for their destinations (GCNII), through ForwardH0 (see
+	// H0Layer); dropout and activation apply as for any layer.
+	InitialResidual bool
+	// LayerDropout says the layers apply Config.Dropout themselves: the
+	// model drops no layer's input (GCN-JK drops each layer's output).
+	LayerDropout bool
+	// ExtraLayers is how many layers the model has beyond Config.Layers
+	// (APPNP's and GCNII's input MLP: 1); each takes a block.
+	ExtraLayers int
+	// Defaults are the model's training settings (train.Defaults).
+	Defaults Defaults
+	// Decay, when set, gives a parameter of layer l its weight decay from
+	// the configured one (GCNII decays its convolutions 20× more than its
+	// linear layers); nil: every parameter gets the configured decay.
+	Decay func(layer int, name string, base float64) float64
+}
+
+// Defaults are a model kind's good training settings: the published
+// ones where a paper gives them. Zero fields take train's general
+// defaults (hidden 16, 2 layers, dropout 0.5, Adam lr 0.01, weight decay
+// 5e-4, 200 epochs, full-graph mode).
+type Defaults struct {
+	Hidden, Layers  int
+	Dropout         float64
+	Heads, OutHeads int
+	AttnDropout     float64
+	Alpha, Theta    float64
+	LR, WeightDecay float64
+	Epochs          int
+	Patience        int
+	// Sampled trains in sampled mode by default, with Fanouts (one per
+	// block) and Batch seeds.
+	Sampled bool
+	Fanouts []int
+	Batch   int
+	// DecayFirstLayerOnly applies weight decay to the first layer only
+	// (GCN as Kipf & Welling).
+	DecayFirstLayerOnly bool
+	// Note is a few words on where the settings come from, for --help.
+	Note string
+}
+
+// NumLayers returns the number of layers (and of blocks a sampled
+// minibatch needs) of a model of config c.
+func NumLayers(c Config) int {
+	s, _ := Lookup(c.Kind)
+	return c.Layers + s.ExtraLayers
 }
 
 // planned is what every layer implements for the memory planner: the
@@ -98,6 +143,9 @@ func KindsHelp() string {
 	for _, k := range Kinds() {
 		s, _ := Lookup(k)
 		fmt.Fprintf(&b, "  %-6s %s\n", k, s.Help)
+		if d := s.Defaults.Note; d != "" {
+			fmt.Fprintf(&b, "         defaults: %s\n", d)
+		}
 	}
 	return b.String()
 }

@@ -122,46 +122,52 @@ type Config struct {
 	Parallel Parallel `json:"-"`
 }
 
-// Defaults returns good defaults for a model kind (the published settings
-// for GCN and GAT on Planetoid; PyG's GraphSAGE example for SAGE).
+// Defaults returns good defaults for a model kind: its Spec's Defaults
+// (the published settings where a paper gives them) over the general ones.
 func Defaults(kind nn.Kind) Config {
+	spec, _ := nn.Lookup(kind)
+	d := spec.Defaults
 	c := Config{
-		Model:     nn.Config{Kind: kind, Hidden: 16, Layers: 2, Dropout: 0.5},
+		Model: nn.Config{Kind: kind, Hidden: or(d.Hidden, 16), Layers: or(d.Layers, 2), Dropout: or(d.Dropout, 0.5),
+			Heads: d.Heads, OutHeads: d.OutHeads, AttnDropout: d.AttnDropout, Alpha: d.Alpha, Theta: d.Theta},
 		Mode:      Full,
-		Epochs:    200,
-		Optimizer: nn.OptimConfig{Name: "adam", LR: 0.01, WeightDecay: 5e-4},
+		Epochs:    or(d.Epochs, 200),
+		Optimizer: nn.OptimConfig{Name: "adam", LR: or(d.LR, 0.01), WeightDecay: or(d.WeightDecay, 5e-4)},
 		Schedule:  nn.Schedule{Kind: "constant"},
-		EvalEvery: 1, Patience: 0, NormalizeFeatures: true,
-		Fanouts: []int{25, 10}, BatchSize: 64, Prefetch: 4, EvalBatchSize: 4096, Superbatch: 10,
+		EvalEvery: 1, Patience: d.Patience, NormalizeFeatures: true,
+		DecayFirstLayerOnly: d.DecayFirstLayerOnly,
+		Fanouts:             d.Fanouts, BatchSize: or(d.Batch, 64), Prefetch: 4, EvalBatchSize: 4096, Superbatch: 10,
 		Parts: 40, PartsPerBatch: 10,
 	}
-	switch kind {
-	case nn.GCN:
-		c.DecayFirstLayerOnly = true
-	case nn.GAT:
-		c.Model.Hidden, c.Model.Heads, c.Model.OutHeads = 8, 8, 1
-		c.Model.Dropout, c.Model.AttnDropout = 0.6, 0.6
-		c.Optimizer.LR = 0.005
-		c.Epochs, c.Patience = 1000, 100
-	case nn.APPNP:
-		c.Model.Hidden, c.Model.Layers, c.Model.Alpha = 64, 10, 0.1
-		c.DecayFirstLayerOnly = true
-	case nn.SAGE:
+	if d.Sampled {
 		c.Mode = Sampled
-		c.Model.Hidden = 64
-		c.Epochs = 50
+	}
+	if c.Fanouts == nil {
+		c.Fanouts = DefaultFanouts(nn.NumLayers(c.Model))
 	}
 	return c
 }
 
+// DefaultFanouts returns the default fanouts of a sampled model with n
+// blocks: PyG's GraphSAGE example's 25,10 for two, 10 per block otherwise.
+func DefaultFanouts(n int) []int {
+	if n == 2 {
+		return []int{25, 10}
+	}
+	return slices.Repeat([]int{10}, n)
+}
+
+// or returns v, or def when v is zero.
+func or[T int | float64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
 // numLayers is the number of blocks a sampled minibatch needs (APPNP's
 // MLP counts as a layer).
-func (c *Config) numLayers() int {
-	if c.Model.Kind == nn.APPNP {
-		return c.Model.Layers + 1
-	}
-	return c.Model.Layers
-}
+func (c *Config) numLayers() int { return nn.NumLayers(c.Model) }
 
 // validate checks the configuration.
 func (c *Config) validate() error {
@@ -218,6 +224,13 @@ func (c Config) NewOptimizer(m *nn.Model) (nn.Optimizer, error) {
 		for _, l := range m.Layers[1:] {
 			for _, p := range l.Params() {
 				oc.Decay[p] = 0
+			}
+		}
+	} else if spec, _ := nn.Lookup(m.Config.Kind); spec.Decay != nil {
+		oc.Decay = map[*autograd.Var]float64{}
+		for i, l := range m.Layers {
+			for _, p := range l.Params() {
+				oc.Decay[p] = spec.Decay(i, p.Name, oc.WeightDecay)
 			}
 		}
 	}

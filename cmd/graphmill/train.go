@@ -67,14 +67,14 @@ func newTrainCmd() *cobra.Command {
 	var f trainFlags
 	c := &cobra.Command{
 		Use:   "train",
-		Short: "Train a GNN (GCN, GraphSAGE, GAT, APPNP) and report its test accuracy",
+		Short: "Train a GNN (GCN, GraphSAGE, GAT, APPNP, GIN, GCNII, PNA, ...) and report its test accuracy",
 		Long: `Train a GNN node classifier and report validation and test accuracy.
 
 With no flags it trains a 2-layer GCN on the built-in Cora with the published settings
 (hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs) in a few seconds.
-Each model has its own good defaults (gat: 8 heads x 8 hidden, dropout 0.6, lr 0.005;
-sage: sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs; appnp: an MLP
-of hidden 64 then 10 personalised-PageRank propagation steps, alpha 0.1); any flag given overrides them.
+Each model has its own good defaults, listed under --model below; any flag given
+overrides them. Models written outside graphmill register with nn.Register and train
+through the same command when linked in (see examples/custom-layer).
 
 Output paths (--save, --metrics-out, --plot) are checked before training starts. Ctrl-C
 stops at the end of the current step, writes the best model so far (--save) and the
@@ -107,15 +107,15 @@ each layer on the training nodes' receptive field only.`,
 	fl := c.Flags()
 	fl.StringVar(&f.dataset, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
 	fl.StringVar(&f.model, "model", "gcn", "model, one of:\n"+nn.KindsHelp())
-	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (gcn, gat: full; sage: sampled).\nOn a partitioned dataset ('graphmill partition'), under any number of ranks: sar (full-graph steps, other ranks' boundary rows fetched one rank at a time and freed: memory per rank falls as 1/N), sa (sar keeping GAT's fetched rows for backward) or one-shot (all boundary rows in one exchange per layer)")
-	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model: gcn 200, gat 1000 with patience 100, sage 50)")
-	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model: gcn 16, gat 8, sage 64, appnp 64)")
-	fl.IntVar(&f.layers, "layers", 2, "number of message-passing layers (appnp: propagation steps K, default 10)")
-	fl.IntVar(&f.heads, "heads", 8, "GAT: attention heads in hidden layers")
-	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model: gcn, sage 0.01, gat 0.005)")
-	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default 5e-4; gcn: first layer only, as Kipf & Welling)")
-	fl.Float64Var(&f.dropout, "dropout", -1, "dropout on each layer's input (default per model: 0.5; gat 0.6)")
-	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "GAT: dropout on attention coefficients (default 0.6)")
+	fl.StringVar(&f.mode, "mode", "", "training loop: full (whole graph per step), sampled (neighbour-sampled minibatches) or gas (GNNAutoScale: batches of graph parts with historical embeddings); default per model (see --model).\nOn a partitioned dataset ('graphmill partition'), under any number of ranks: sar (full-graph steps, other ranks' boundary rows fetched one rank at a time and freed: memory per rank falls as 1/N), sa (sar keeping GAT's fetched rows for backward) or one-shot (all boundary rows in one exchange per layer)")
+	fl.IntVar(&f.epochs, "epochs", 0, "maximum number of epochs (default per model, see --model)")
+	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (GAT: per head) (default per model, see --model)")
+	fl.IntVar(&f.layers, "layers", 0, "number of message-passing layers (appnp: propagation steps K) (default per model, see --model)")
+	fl.IntVar(&f.heads, "heads", 0, "attention heads in hidden layers (gat; default per model)")
+	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model, see --model)")
+	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default per model: 5e-4, on the layers the model's paper decays)")
+	fl.Float64Var(&f.dropout, "dropout", -1, "dropout on each layer's input (default per model, see --model)")
+	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "dropout on attention coefficients (gat; default per model)")
 	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
 	fl.StringVar(&f.fanouts, "fanouts", "25,10", "sampled mode: neighbours sampled per node at each hop, starting at the seeds as PyG's num_neighbors (-1 or all = every neighbour)")
@@ -136,7 +136,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
 	fl.BoolVar(&f.noEval, "no-eval", false, "train without any evaluation (throughput and memory benchmarks); the last epoch's weights are kept")
-	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations without a better validation accuracy (0 = never; default per model: gat 100, others 0)")
+	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations without a better validation accuracy (0 = never; default per model, see --model)")
 	fl.IntVar(&f.logEvery, "log-every", 0, "print a line every k evaluations (default: 10 in full mode, 1 in sampled mode)")
 	fl.BoolVar(&f.overlap, "overlap-eval", false, "evaluate epoch k on a snapshot of the weights while epoch k+1 trains")
 	fl.BoolVar(&f.normalize, "normalize-features", true, "row-normalise the features (PyG's NormalizeFeatures), as the published Planetoid settings do")
@@ -176,7 +176,7 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	if set("layers") {
 		cfg.Model.Layers = f.layers
 	}
-	if kind == nn.GAT {
+	if set("heads") {
 		cfg.Model.Heads = f.heads
 	}
 	if set("lr") {
@@ -200,8 +200,10 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--fanouts: %w", err)
 	}
-	if set("fanouts") || len(fan) == cfg.Model.Layers {
+	if set("fanouts") {
 		cfg.Fanouts = fan
+	} else if n := nn.NumLayers(cfg.Model); len(cfg.Fanouts) != n {
+		cfg.Fanouts = train.DefaultFanouts(n)
 	}
 	if set("batch") {
 		cfg.BatchSize = f.batch

@@ -1,8 +1,9 @@
 # Loads a graphmill checkpoint into plain PyTorch modules named and shaped
 # as PyTorch Geometric's (convs.{i}.lin_l/lin_r for SAGEConv, lin + bias for
-# GCNConv, lin + att_src/att_dst + bias for GATConv), with
-# load_state_dict(strict=True), runs them on the dataset and compares the
-# logits with graphmill's. Usage: torch_check.py CKPT DATASET_DIR LOGITS.npy
+# GCNConv, lin + att_src/att_dst + bias for GATConv, nn.* for GINConv,
+# weight1 for GCN2Conv, pre_nns/post_nns/lin for PNAConv), with
+# load_state_dict (every tensor used, none missing), runs them on the
+# dataset and compares the logits with graphmill's. Usage: torch_check.py CKPT DATASET_DIR LOGITS.npy
 import json, os, struct, sys
 import numpy as np
 import torch
@@ -104,6 +105,100 @@ class APPNP(torch.nn.Module):
             h = (1 - s.alpha) * scatter_sum(h[src_l] * norm[:, None], dst_l, N) + s.alpha * h0
         return h
 
+def gcn_norm():
+    deg = scatter_sum(torch.ones(len(dst_l)), dst_l, N)
+    return deg[src_l].rsqrt() * deg[dst_l].rsqrt()
+
+class GINConv(torch.nn.Module):
+    # PyG's GINConv(Sequential(Linear, BatchNorm1d, ReLU, Linear)), eps 0.
+    def __init__(s, i, h, o):
+        super().__init__()
+        s.nn = torch.nn.Sequential(torch.nn.Linear(i, h), torch.nn.BatchNorm1d(h), torch.nn.ReLU(), torch.nn.Linear(h, o))
+    def forward(s, x):
+        return s.nn(x + scatter_sum(x[src], dst, N))
+
+class GCN2Conv(torch.nn.Module):
+    # PyG's GCN2Conv with shared weights, normalize=True.
+    def __init__(s, ch, alpha, beta, head=None):
+        super().__init__()
+        s.weight1 = torch.nn.Parameter(torch.zeros(ch, ch))
+        s.alpha, s.beta = alpha, beta
+        if head is not None: s.lin = torch.nn.Linear(*head)
+    def forward(s, x, x0):
+        norm = gcn_norm()
+        h = scatter_sum(x[src_l] * norm[:, None], dst_l, N)
+        h = (1 - s.alpha) * h + s.alpha * x0
+        out = (1 - s.beta) * h + s.beta * (h @ s.weight1)
+        if hasattr(s, "lin"): out = s.lin(torch.relu(out))
+        return out
+
+class GCNII(torch.nn.Module):
+    def __init__(s, c):
+        super().__init__()
+        import math
+        L, H = c["layers"], c["hidden"]
+        class In(torch.nn.Module):
+            def __init__(t):
+                super().__init__(); t.lin = torch.nn.Linear(c["in"], H)
+        convs = [In()]
+        for l in range(1, L + 1):
+            convs.append(GCN2Conv(H, c["alpha"], math.log(c["theta"] / l + 1), (H, c["out"]) if l == L else None))
+        s.convs = torch.nn.ModuleList(convs)
+    def forward(s, x):
+        x = x0 = torch.relu(s.convs[0].lin(x))
+        for l, conv in enumerate(s.convs[1:]):
+            x = conv(x, x0)
+            if l < len(s.convs) - 2: x = torch.relu(x)
+        return x
+
+class PNAConv(torch.nn.Module):
+    # PyG's PNAConv: aggregators mean, min, max, std; scalers identity,
+    # amplification, attenuation; towers 1, one pre and post layer.
+    def __init__(s, i, o, avg_log):
+        super().__init__()
+        s.pre_nns = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(2 * i, i))])
+        s.post_nns = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(13 * i, o))])
+        s.lin = torch.nn.Linear(o, o)
+        s.avg_log = avg_log
+    def forward(s, x):
+        m = s.pre_nns[0](torch.cat([x[dst], x[src]], -1))
+        cnt = scatter_sum(torch.ones(len(dst)), dst, N)
+        c = cnt.clamp(min=1)[:, None]
+        mean = scatter_sum(m, dst, N) / c
+        mean2 = scatter_sum(m * m, dst, N) / c
+        idx = dst[:, None].expand_as(m)
+        mx = torch.full((N, m.shape[1]), -float("inf")).scatter_reduce(0, idx, m, "amax", include_self=True)
+        mn = torch.full((N, m.shape[1]), float("inf")).scatter_reduce(0, idx, m, "amin", include_self=True)
+        mx = torch.where(cnt[:, None] > 0, mx, torch.zeros_like(mx))
+        mn = torch.where(cnt[:, None] > 0, mn, torch.zeros_like(mn))
+        std = (mean2 - mean * mean).clamp(min=1e-5).sqrt()
+        std = std.masked_fill(std <= 1e-5 ** 0.5, 0.0)
+        a = torch.cat([mean, mn, mx, std], -1)
+        ld = torch.log(cnt.clamp(min=1) + 1)[:, None]
+        a = torch.cat([a, a * (ld / s.avg_log), a * (s.avg_log / ld)], -1)
+        return s.lin(s.post_nns[0](torch.cat([x, a], -1)))
+
+class JKLayer(torch.nn.Module):
+    def __init__(s, i, h, head=None):
+        super().__init__()
+        s.conv = torch.nn.Linear(i, h)
+        if head is not None: s.lin = torch.nn.Linear(*head)
+
+class GCNJK(torch.nn.Module):
+    # PyG's BasicGNN(GCNConv) with jk="cat": ReLU after every layer, then
+    # the classifier over the concatenation.
+    def __init__(s, c):
+        super().__init__()
+        L, H = c["layers"], c["hidden"]
+        s.convs = torch.nn.ModuleList([JKLayer(c["in"] if l == 0 else H, H, (L * H, c["out"]) if l == L - 1 else None) for l in range(L)])
+    def forward(s, x):
+        norm, hs = gcn_norm(), []
+        for conv in s.convs:
+            h = conv.conv.weight
+            x = torch.relu(scatter_sum((x @ h.t())[src_l] * norm[:, None], dst_l, N) + conv.conv.bias)
+            hs.append(x)
+        return s.convs[-1].lin(torch.cat(hs, -1))
+
 class Net(torch.nn.Module):
     def __init__(s, c):
         super().__init__()
@@ -113,6 +208,8 @@ class Net(torch.nn.Module):
             o = c["out"] if last else c["hidden"]
             if c["kind"] == "sage": conv = SAGEConv(dims, o); dims = o
             elif c["kind"] == "gcn": conv = GCNConv(dims, o); dims = o
+            elif c["kind"] == "gin": conv = GINConv(dims, c["hidden"], o); dims = o
+            elif c["kind"] == "pna": conv = PNAConv(dims, o, c["avg_log_degree"]); dims = o
             else:
                 heads = c.get("out_heads", 1) if last else c.get("heads", 1)
                 conv = GATConv(dims, o, heads, not last); dims = o if last else heads * o
@@ -125,8 +222,12 @@ class Net(torch.nn.Module):
             if l < len(s.convs) - 1: x = s.act(x)
         return x
 
-net = APPNP(cfg) if cfg["kind"] == "appnp" else Net(cfg)
-net.load_state_dict(sd, strict=True)
+net = {"appnp": APPNP, "gcnii": GCNII, "gcn-jk": GCNJK}.get(cfg["kind"], Net)(cfg)
+missing, unexpected = net.load_state_dict(sd, strict=False)
+# BatchNorm's num_batches_tracked is PyTorch's own counter, not a weight.
+missing = [k for k in missing if not k.endswith("num_batches_tracked")]
+assert not missing and not unexpected, (missing, unexpected)
+net.eval()
 with torch.no_grad():
     out = net(x).numpy()
 ours = np.load(logits_path)

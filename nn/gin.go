@@ -1,0 +1,59 @@
+package nn
+
+import "github.com/graphmill/graphmill/tensor/autograd"
+
+// GINConv is the layer of the graph isomorphism network of Xu et al. (ICLR 2019), written
+// only with the public ops: each layer sums its in-neighbours' rows into
+// its own, (1+ε)·x_i + Σ_j x_j with ε = 0 (PyG's GINConv default), and
+// applies an MLP, Linear → BatchNorm → ReLU → Linear. Its tensors carry
+// PyG's names for GINConv(Sequential(Linear, BatchNorm1d, ReLU, Linear)):
+// nn.0.*, nn.1.* (with the running statistics) and nn.3.*.
+type GINConv struct {
+	Lin1 *Linear
+	Norm *BatchNorm
+	Lin2 *Linear
+	out  int
+}
+
+// NewGINConv returns a GIN layer from in to out features with an MLP of
+// hidden width hidden.
+func NewGINConv(ini *Init, in, hidden, out int) *GINConv {
+	return &GINConv{
+		Lin1: ini.Linear("nn.0.", in, hidden, true),
+		Norm: NewBatchNorm("nn.1.", hidden),
+		Lin2: ini.Linear("nn.3.", hidden, out, true),
+		out:  out,
+	}
+}
+
+// Forward implements Layer.
+func (l *GINConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bool, _ uint64) *autograd.Var {
+	h := tp.Add(b.Aggregate(tp, x, AggSum), b.DstRows(tp, x))
+	h = l.Lin1.Forward(tp, h)
+	h = tp.ReLU(l.Norm.Forward(tp, b, h, train))
+	return l.Lin2.Forward(tp, h)
+}
+
+// Params implements Layer.
+func (l *GINConv) Params() []*autograd.Var {
+	return append(append(l.Lin1.Params(), l.Norm.Params()...), l.Lin2.Params()...)
+}
+
+// Buffers implements Buffered.
+func (l *GINConv) Buffers() []*autograd.Var { return l.Norm.Buffers() }
+
+// OutDim implements Layer.
+func (l *GINConv) OutDim() int { return l.out }
+
+// GIN is the model kind of GINConv layers.
+const GIN Kind = "gin"
+
+func init() {
+	Register(Spec{
+		Kind: GIN, Help: "GIN of Xu et al. (sum aggregation into an MLP with batch norm; PyG's GINConv)",
+		Defaults: Defaults{Hidden: 64, Dropout: 0.5, Note: "hidden 64, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs"},
+		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
+			return stackLayers(c, func(l, in, out int) Layer { return NewGINConv(ini, in, c.Hidden, out) }), nil
+		},
+	})
+}

@@ -1,0 +1,113 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// Init draws a model's initial weights from its seed (Config.Seed): a
+// Spec's Build receives one and makes every parameter with it, so the
+// same config gives the same weights in every process.
+type Init struct{ r *rng.Rand }
+
+// NewInit returns an Init drawing from seed.
+func NewInit(seed uint64) *Init { return &Init{r: rng.New(seed)} }
+
+// Glorot returns a rows×cols parameter named name drawn from U(-a, a),
+// a = sqrt(6/(rows+cols)) (Glorot & Bengio 2010, PyG's glorot).
+func (in *Init) Glorot(name string, rows, cols int) *autograd.Var {
+	return autograd.NewParam(name, glorot(in.r, rows, cols, cols, rows))
+}
+
+// Zeros returns a rows×cols parameter of zeros named name.
+func (in *Init) Zeros(name string, rows, cols int) *autograd.Var {
+	return autograd.NewParam(name, tensor.New(rows, cols))
+}
+
+// Linear is a dense layer x·Wᵀ + b with W stored [out, in] as in
+// torch.nn.Linear (weights Glorot-initialised, bias zero).
+type Linear struct {
+	W, B *autograd.Var // B is nil without a bias
+}
+
+// NewLinear returns a Linear from in to out features whose tensors are
+// named prefix+"weight" and prefix+"bias".
+func (in *Init) Linear(prefix string, inDim, outDim int, bias bool) *Linear {
+	l := &Linear{W: in.Glorot(prefix+"weight", outDim, inDim)}
+	if bias {
+		l.B = in.Zeros(prefix+"bias", 1, outDim)
+	}
+	return l
+}
+
+// Forward returns x·Wᵀ + b.
+func (l *Linear) Forward(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+	y := linear(tp, x, l.W)
+	if l.B != nil {
+		y = tp.AddBias(y, l.B)
+	}
+	return y
+}
+
+// Params returns W and b.
+func (l *Linear) Params() []*autograd.Var {
+	if l.B == nil {
+		return []*autograd.Var{l.W}
+	}
+	return []*autograd.Var{l.W, l.B}
+}
+
+// ScaleRows multiplies row i of x by s[i] (a constant, e.g. a degree
+// scaler).
+func ScaleRows(tp *autograd.Tape, x *autograd.Var, s []float32) *autograd.Var {
+	if len(s) != x.Value.Rows {
+		panic(fmt.Sprintf("nn.ScaleRows: %d factors for %d rows", len(s), x.Value.Rows))
+	}
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	for i, f := range s {
+		tensor.Axpy(f, x.Value.Row(i), out.Row(i))
+	}
+	return tp.Custom("ScaleRows", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		if dx := grads[0]; dx.Data != nil {
+			for i, f := range s {
+				tensor.Axpy(f, g.Row(i), dx.Row(i))
+			}
+		}
+		return nil
+	}, x)
+}
+
+// Cols returns columns [from, to) of x.
+func Cols(tp *autograd.Tape, x *autograd.Var, from, to int) *autograd.Var {
+	rows, cols := x.Shape()
+	if from < 0 || to > cols || from > to {
+		panic(fmt.Sprintf("nn.Cols: columns [%d, %d) of %d", from, to, cols))
+	}
+	if from == 0 && to == cols {
+		return x
+	}
+	out := tensor.New(rows, to-from)
+	for i := range rows {
+		copy(out.Row(i), x.Value.Row(i)[from:to])
+	}
+	return tp.Custom("Cols", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		if dx := grads[0]; dx.Data != nil {
+			for i := range rows {
+				tensor.Axpy(1, g.Row(i), dx.Row(i)[from:to])
+			}
+		}
+		return nil
+	}, x)
+}
+
+// Concat returns the columns of xs side by side.
+func Concat(tp *autograd.Tape, xs ...*autograd.Var) *autograd.Var {
+	out := xs[0]
+	for _, x := range xs[1:] {
+		out = tp.ConcatCols(out, x)
+	}
+	return out
+}

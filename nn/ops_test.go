@@ -1,0 +1,131 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/autograd"
+)
+
+// gradCheck compares the gradient backward gives for x with central
+// differences of the loss Σ w ⊙ f(x), in float64 where f allows.
+func gradCheck(t *testing.T, name string, x tensor.Matrix, f func(tp *autograd.Tape, x *autograd.Var) *autograd.Var) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(9, 9))
+	tp := autograd.NewTape()
+	xv := tp.Input("x", x)
+	y := f(tp, xv)
+	w := tensor.New(y.Value.Rows, y.Value.Cols)
+	for i := range w.Data {
+		w.Data[i] = r.Float32()*2 - 1
+	}
+	if err := tp.BackwardFrom(y, w); err != nil {
+		t.Fatal(err)
+	}
+	loss := func() float64 {
+		tp := autograd.NewTape() // a training tape: batch norm's batch statistics
+		y := f(tp, tp.Const(x))
+		var s float64
+		for i, v := range y.Value.Data {
+			s += float64(v) * float64(w.Data[i])
+		}
+		return s
+	}
+	const h = 1e-2
+	for i := range x.Data {
+		v := x.Data[i]
+		x.Data[i] = v + h
+		up := loss()
+		x.Data[i] = v - h
+		down := loss()
+		x.Data[i] = v
+		num := (up - down) / (2 * h)
+		if got := float64(xv.Grad.Data[i]); math.Abs(got-num) > 2e-2*max(1, math.Abs(num)) {
+			t.Fatalf("%s: d/dx[%d] = %g, numerically %g", name, i, got, num)
+		}
+	}
+}
+
+// TestBlockOpGradients checks the new public ops' gradients numerically
+// on a random block, for every aggregator, batch and layer normalisation,
+// row scaling and column slices.
+func TestBlockOpGradients(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 5))
+	b := randomBlocks(r, 1, 7)[0]
+	b.deg = make([]float32, b.NumSrc())
+	for i := range b.deg {
+		b.deg[i] = float32(r.IntN(5))
+	}
+	x := tensor.New(b.NumSrc(), 3)
+	// Distinct values a step apart, so that max and min have one winner
+	// each and a small step does not change it.
+	for i, v := range r.Perm(len(x.Data)) {
+		x.Data[i] = float32(v) * 0.37
+	}
+	for _, a := range []Aggregator{AggSum, AggMean, AggMax, AggMin, AggStd, AggGCN} {
+		gradCheck(t, a.String(), x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return b.Aggregate(tp, x, a) })
+	}
+	bn := NewBatchNorm("", 3)
+	gradCheck(t, "batchnorm", x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+		bn.RunningMean.Value.Data[0] = 0 // the update is not part of the function
+		return bn.Forward(tp, b, x, true)
+	})
+	ln := NewLayerNorm("", 3)
+	gradCheck(t, "layernorm", x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return ln.Forward(tp, x) })
+	s := make([]float32, x.Rows)
+	for i := range s {
+		s[i] = float32(i) - 2
+	}
+	gradCheck(t, "scalerows", x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return ScaleRows(tp, x, s) })
+	gradCheck(t, "cols", x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return Cols(tp, x, 1, 3) })
+	gradCheck(t, "dstrows+concat", x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+		return Concat(tp, b.DstRows(tp, x), b.Aggregate(tp, x, AggMax))
+	})
+}
+
+// TestExtremeEmpty: a destination without in-edges aggregates to 0 and
+// passes no gradient, as PyG's max and min.
+func TestExtremeEmpty(t *testing.T) {
+	b, err := NewBlock([]int64{0, 0, 2}, []int32{0, 1}, []int32{0, 1}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, _ := tensor.FromSlice(2, 1, []float32{-3, -5})
+	tp := autograd.NewTape()
+	xv := tp.Input("x", x)
+	for _, tc := range []struct {
+		a    Aggregator
+		want float32
+	}{{AggMax, -3}, {AggMin, -5}} {
+		y := b.Aggregate(tp, xv, tc.a)
+		if y.Value.Data[0] != 0 || y.Value.Data[1] != tc.want {
+			t.Fatalf("%v: %v, want [0 %v]", tc.a, y.Value.Data, tc.want)
+		}
+	}
+}
+
+// TestBatchNormRunningStats: training updates the running statistics as
+// torch.nn.BatchNorm1d does (momentum 0.1, unbiased variance), and
+// evaluation normalises with them.
+func TestBatchNormRunningStats(t *testing.T) {
+	x, _ := tensor.FromSlice(4, 1, []float32{1, 2, 3, 6})
+	bn := NewBatchNorm("", 1)
+	blk := &Block{CSR: &tensor.CSR{Indptr: make([]int64, 5), NumSrc: 4}, NumDst: 4}
+	y := bn.Forward(autograd.NewTape(), blk, autograd.NewTape().Const(x), true)
+	// mean 3, biased variance 3.5, unbiased 14/3.
+	if got, want := bn.RunningMean.Value.Data[0], float32(0.3); math.Abs(float64(got-want)) > 1e-6 {
+		t.Fatalf("running mean %v, want %v", got, want)
+	}
+	if got, want := bn.RunningVar.Value.Data[0], float32(0.9+0.1*14.0/3); math.Abs(float64(got-want)) > 1e-6 {
+		t.Fatalf("running var %v, want %v", got, want)
+	}
+	if got, want := y.Value.Data[3], float32(3/math.Sqrt(3.5+1e-5)); math.Abs(float64(got-want)) > 1e-5 {
+		t.Fatalf("normalised %v, want %v", got, want)
+	}
+	e := bn.Forward(autograd.NewInferenceTape(), blk, autograd.NewInferenceTape().Const(x), false)
+	if got, want := e.Value.Data[0], float32((1-0.3)/math.Sqrt(float64(0.9+0.1*14.0/3)+1e-5)); math.Abs(float64(got-want)) > 1e-5 {
+		t.Fatalf("evaluation %v, want %v", got, want)
+	}
+}
