@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
@@ -49,8 +50,9 @@ func (l *GCN2Conv) Forward(*autograd.Tape, *Block, *autograd.Var, bool, uint64) 
 
 // ForwardH0 implements H0Layer.
 func (l *GCN2Conv) ForwardH0(tp *autograd.Tape, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var {
-	s := tp.Add(tp.Scale(b.Aggregate(tp, x, AggGCN), 1-l.Alpha), tp.Scale(h0, l.Alpha))
-	out := tp.Add(tp.Scale(s, 1-l.Beta), tp.Scale(tp.MatMul(s, l.Weight), l.Beta))
+	s := Mix(tp, 1-l.Alpha, b.Aggregate(tp, x, AggGCN), l.Alpha, h0)
+	// (1-β)·s + β·s·W = s·((1-β)·I + β·W): one product with a small matrix.
+	out := tp.MatMul(s, Mix(tp, 1-l.Beta, tp.Const(identity(l.Weight.Value.Rows)), l.Beta, l.Weight))
 	if l.Head == nil {
 		return out
 	}
@@ -113,4 +115,13 @@ func init() {
 			return layers, nil
 		},
 	})
+}
+
+// identity returns the n×n identity matrix.
+func identity(n int) tensor.Matrix {
+	m := tensor.New(n, n)
+	for i := range n {
+		m.Data[i*n+i] = 1
+	}
+	return m
 }

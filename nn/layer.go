@@ -111,3 +111,24 @@ func Concat(tp *autograd.Tape, xs ...*autograd.Var) *autograd.Var {
 	}
 	return out
 }
+
+// Mix returns a·x + b·y as one op (one matrix where Scale, Scale and Add
+// would make three).
+func Mix(tp *autograd.Tape, a float32, x *autograd.Var, b float32, y *autograd.Var) *autograd.Var {
+	if !x.Value.SameShape(y.Value) {
+		panic(fmt.Sprintf("nn.Mix: %d×%d and %d×%d", x.Value.Rows, x.Value.Cols, y.Value.Rows, y.Value.Cols))
+	}
+	out := tensor.New(x.Value.Rows, x.Value.Cols)
+	for i, v := range x.Value.Data {
+		out.Data[i] = a*v + b*y.Value.Data[i]
+	}
+	return tp.Custom("Mix", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		if grads[0].Data != nil {
+			tensor.Axpy(a, g.Data, grads[0].Data)
+		}
+		if grads[1].Data != nil {
+			tensor.Axpy(b, g.Data, grads[1].Data)
+		}
+		return nil
+	}, x, y)
+}

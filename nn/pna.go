@@ -20,13 +20,17 @@ import (
 // log(d+1). The message is linear, so it is computed per node: mean, min
 // and max of m_ij are W_i·x_i + b_pre plus the aggregate of W_j·x_j, and
 // the std is the std of W_j·x_j alone; a destination without in-edges
-// aggregates to 0, as in PyG.
+// aggregates to 0, as in PyG. The first layer first maps the features to
+// the hidden width with a Linear (enc.*).
 
 // PNA is the model kind.
 const PNA Kind = "pna"
 
-// PNAConv is one PNA layer (see PNA).
+// PNAConv is one PNA layer (see PNA). Enc, on the first layer, is the
+// Linear that brings the input features to the hidden width first (as
+// GNNAutoScale's PNA): PNA's messages are as wide as its input.
 type PNAConv struct {
+	Enc *Linear
 	// Pre is W_pre (in × 2·in: the destination's half first, as [x_i ‖ x_j]).
 	Pre        *Linear
 	Post, Lin  *Linear
@@ -46,6 +50,9 @@ func NewPNAConv(ini *Init, in, out int, avgLogDeg float64) *PNAConv {
 
 // Forward implements Layer.
 func (l *PNAConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
+	if l.Enc != nil {
+		x = l.Enc.Forward(tp, x)
+	}
 	in := l.in
 	wDst, wSrc := Cols(tp, l.Pre.W, 0, in), Cols(tp, l.Pre.W, in, 2*in)
 	xd := b.DstRows(tp, x)
@@ -75,7 +82,11 @@ func (l *PNAConv) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, 
 
 // Params implements Layer.
 func (l *PNAConv) Params() []*autograd.Var {
-	return append(append(l.Pre.Params(), l.Post.Params()...), l.Lin.Params()...)
+	var ps []*autograd.Var
+	if l.Enc != nil {
+		ps = l.Enc.Params()
+	}
+	return append(append(append(ps, l.Pre.Params()...), l.Post.Params()...), l.Lin.Params()...)
 }
 
 // OutDim implements Layer.
@@ -89,7 +100,15 @@ func init() {
 			if c.AvgLogDegree <= 0 {
 				return nil, fmt.Errorf("nn: PNA needs the graph's mean log-degree (Config.AvgLogDegree, computed from the degree table)")
 			}
-			return stackLayers(c, func(l, in, out int) Layer { return NewPNAConv(ini, in, out, c.AvgLogDegree) }), nil
+			return stackLayers(c, func(l, in, out int) Layer {
+				if l > 0 || c.Hidden < 1 {
+					return NewPNAConv(ini, in, out, c.AvgLogDegree)
+				}
+				enc := ini.Linear("enc.", in, c.Hidden, true)
+				p := NewPNAConv(ini, c.Hidden, out, c.AvgLogDegree)
+				p.Enc = enc
+				return p
+			}), nil
 		},
 	})
 }

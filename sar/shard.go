@@ -44,11 +44,11 @@ type Shard struct {
 	comm dist.Comm
 	// Built on first use: the edges with self-loops, and the weighted
 	// aggregations.
-	loops     []ownerEdges
+	loops          []ownerEdges
 	gcn, mean, sum *linAgg
-	keys      [][]int64
-	full      [2]*topo
-	mfg       map[string][]*topo
+	keys           [][]int64
+	full           [2]*topo
+	mfg            map[string][]*topo
 }
 
 // ownerEdges are the in-edges of the inner nodes whose sources one rank

@@ -154,13 +154,15 @@ class GCNII(torch.nn.Module):
 class PNAConv(torch.nn.Module):
     # PyG's PNAConv: aggregators mean, min, max, std; scalers identity,
     # amplification, attenuation; towers 1, one pre and post layer.
-    def __init__(s, i, o, avg_log):
+    def __init__(s, i, o, avg_log, enc=None):
         super().__init__()
+        if enc is not None: s.enc = torch.nn.Linear(enc, i)
         s.pre_nns = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(2 * i, i))])
         s.post_nns = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(13 * i, o))])
         s.lin = torch.nn.Linear(o, o)
         s.avg_log = avg_log
     def forward(s, x):
+        if hasattr(s, "enc"): x = s.enc(x)
         m = s.pre_nns[0](torch.cat([x[dst], x[src]], -1))
         cnt = scatter_sum(torch.ones(len(dst)), dst, N)
         c = cnt.clamp(min=1)[:, None]
@@ -209,7 +211,8 @@ class Net(torch.nn.Module):
             if c["kind"] == "sage": conv = SAGEConv(dims, o); dims = o
             elif c["kind"] == "gcn": conv = GCNConv(dims, o); dims = o
             elif c["kind"] == "gin": conv = GINConv(dims, c["hidden"], o); dims = o
-            elif c["kind"] == "pna": conv = PNAConv(dims, o, c["avg_log_degree"]); dims = o
+            elif c["kind"] == "pna":
+                conv = PNAConv(c["hidden"] if l == 0 else dims, o, c["avg_log_degree"], dims if l == 0 else None); dims = o
             else:
                 heads = c.get("out_heads", 1) if last else c.get("heads", 1)
                 conv = GATConv(dims, o, heads, not last); dims = o if last else heads * o
