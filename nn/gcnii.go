@@ -52,7 +52,7 @@ func (l *GCN2Conv) Forward(*autograd.Tape, *Block, *autograd.Var, bool, uint64) 
 func (l *GCN2Conv) ForwardH0(tp *autograd.Tape, b *Block, x, h0 *autograd.Var, train bool, seed uint64) *autograd.Var {
 	s := Mix(tp, 1-l.Alpha, b.Aggregate(tp, x, AggGCN), l.Alpha, h0)
 	// (1-β)·s + β·s·W = s·((1-β)·I + β·W): one product with a small matrix.
-	out := tp.MatMul(s, Mix(tp, 1-l.Beta, tp.Const(identity(l.Weight.Value.Rows)), l.Beta, l.Weight))
+	out := tp.MatMul(s, Mix(tp, 1-l.Beta, tp.Const(eye(l.Weight.Value.Rows)), l.Beta, l.Weight))
 	if l.Head == nil {
 		return out
 	}
@@ -117,8 +117,8 @@ func init() {
 	})
 }
 
-// identity returns the n×n identity matrix.
-func identity(n int) tensor.Matrix {
+// eye returns the n×n identity matrix.
+func eye(n int) tensor.Matrix {
 	m := tensor.New(n, n)
 	for i := range n {
 		m.Data[i*n+i] = 1
