@@ -5,8 +5,9 @@ import "github.com/graphmill/graphmill/tensor/autograd"
 // GINConv is the layer of the graph isomorphism network of Xu et al. (ICLR 2019), written
 // only with the public ops: each layer sums its in-neighbours' rows into
 // its own, (1+ε)·x_i + Σ_j x_j with ε = 0 (PyG's GINConv default), and
-// applies an MLP, Linear → BatchNorm → ReLU → Linear. Its tensors carry
-// PyG's names for GINConv(Sequential(Linear, BatchNorm1d, ReLU, Linear)):
+// applies an MLP, Linear (no bias) → BatchNorm → ReLU → Linear. Its tensors carry
+// PyG's names for GINConv(Sequential(Linear(bias=False), BatchNorm1d, ReLU,
+// Linear)):
 // nn.0.*, nn.1.* (with the running statistics) and nn.3.*.
 type GINConv struct {
 	Lin1 *Linear
@@ -19,7 +20,10 @@ type GINConv struct {
 // hidden width hidden.
 func NewGINConv(ini *Init, in, hidden, out int) *GINConv {
 	return &GINConv{
-		Lin1: ini.Linear("nn.0.", in, hidden, true),
+		// No bias before the batch norm, which removes it: its gradient
+		// would be rounding noise, which Adam turns into steps of the
+		// learning rate's size, of a sign no two processes agree on.
+		Lin1: ini.Linear("nn.0.", in, hidden, false),
 		Norm: NewBatchNorm("nn.1.", hidden),
 		Lin2: ini.Linear("nn.3.", hidden, out, true),
 		out:  out,
@@ -51,7 +55,10 @@ const GIN Kind = "gin"
 func init() {
 	Register(Spec{
 		Kind: GIN, Help: "GIN of Xu et al. (sum aggregation into an MLP with batch norm; PyG's GINConv)",
-		Defaults: Defaults{Hidden: 64, Dropout: 0.5, Note: "hidden 64, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs"},
+		// The features as stored: row-normalised sparse features make the
+		// first layer's outputs so small that batch norm's epsilon weighs
+		// on their variance.
+		Defaults: Defaults{Hidden: 64, Dropout: 0.5, RawFeatures: true, Note: "hidden 64, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs, features not normalised"},
 		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
 			return stackLayers(c, func(l, in, out int) Layer { return NewGINConv(ini, in, c.Hidden, out) }), nil
 		},

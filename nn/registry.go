@@ -69,6 +69,8 @@ type Defaults struct {
 	// DecayFirstLayerOnly applies weight decay to the first layer only
 	// (GCN as Kipf & Welling).
 	DecayFirstLayerOnly bool
+	// RawFeatures trains on the features as stored, not row-normalised.
+	RawFeatures bool
 	// Note is a few words on where the settings come from, for --help.
 	Note string
 }

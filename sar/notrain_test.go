@@ -31,6 +31,9 @@ func TestRankWithoutTrainingNodes(t *testing.T) {
 	for name, c := range testConfigs() {
 		wantLoss, _ := f.reference(t, c, 4)
 		for _, mfg := range []bool{false, true} {
+			if mfg && name == "gin" {
+				continue // batch norm: refused with --mfg (TestStepEquivalence)
+			}
 			t.Run(fmt.Sprintf("%s/mfg=%v", name, mfg), func(t *testing.T) {
 				onRanks(t, dir, 4, func(rank int, s *Shard) error {
 					m, err := NewModel(s, c)

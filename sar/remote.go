@@ -165,16 +165,36 @@ func (r *remote) Initial(tp *autograd.Tape, h0 *autograd.Var) *autograd.Var {
 // rank's loss reads the global sums).
 func (r *remote) SumRows(tp *autograd.Tape, h *autograd.Var) *autograd.Var {
 	x := r.x
-	local := nn.SumRowsLocal(autograd.NewInferenceTape(), h).Value
-	check(x.allReduce(local.Data))
-	return tp.Custom("SAR-SumRows", local, func(g tensor.Matrix, grads []tensor.Matrix) error {
-		gs := append([]float32(nil), g.Data...)
+	if x.mfg {
+		check(fmt.Errorf("sar: --mfg computes on the training nodes' receptive field, where batch statistics (batch normalisation) are not the full graph's: train this model without --mfg"))
+	}
+	// In float64, so that the sums equal one process's to its rounding.
+	cols := h.Value.Cols
+	acc := make([]float64, cols)
+	for i := 0; i < h.Value.Rows; i++ {
+		for j, v := range h.Value.Row(i) {
+			acc[j] += float64(v)
+		}
+	}
+	check(x.allReduce(acc))
+	out := tensor.New(1, cols)
+	for j, v := range acc {
+		out.Data[j] = float32(v)
+	}
+	return tp.Custom("SAR-SumRows", out, func(g tensor.Matrix, grads []tensor.Matrix) error {
+		gs := make([]float64, cols)
+		for j, v := range g.Data {
+			gs[j] = float64(v)
+		}
 		if err := x.allReduce(gs); err != nil {
 			return err
 		}
 		if dx := grads[0]; dx.Data != nil {
 			for i := 0; i < dx.Rows; i++ {
-				tensor.Axpy(1, gs, dx.Row(i))
+				d := dx.Row(i)
+				for j, v := range gs {
+					d[j] += float32(v)
+				}
 			}
 		}
 		return nil
