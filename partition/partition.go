@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/graphmill/graphmill/dataset/parts"
+	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
@@ -443,4 +444,20 @@ func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, r
 		}
 	}
 	return res[best].where
+}
+
+// Assign partitions the graph g (a CSC, made undirected) into parts parts
+// with the default multilevel method and returns every node's part: the
+// train.Partitioner that GNNAutoScale training takes
+// (train.WithPartitioner(partition.Assign)).
+func Assign(ctx context.Context, g *graph.CSC, parts int, seed uint64, workers int) ([]int32, error) {
+	pg, err := FromCSC(ctx, g, workers)
+	if err != nil {
+		return nil, err
+	}
+	res, err := Partition(ctx, pg, Options{Parts: parts, Seed: seed, Workers: workers})
+	if err != nil {
+		return nil, err
+	}
+	return res.Parts, nil
 }

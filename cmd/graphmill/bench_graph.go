@@ -8,6 +8,7 @@ import (
 	"github.com/graphmill/graphmill/bench/trainbench"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/train"
 )
 
@@ -35,7 +36,7 @@ the hidden layer's, measured in the same run. The synthetic dataset is generated
 			if err != nil {
 				return err
 			}
-			o := trainbench.GraphOptions{Options: trainbench.Full, Model: kind, Mode: train.Mode(mode), Partitioner: gasPartitioner}
+			o := trainbench.GraphOptions{Options: trainbench.Full, Model: kind, Mode: train.Mode(mode), Partitioner: partition.Assign}
 			if quick {
 				o.Options = trainbench.Quick
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/feature"
-	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/curves"
@@ -264,19 +262,6 @@ func applyProcessSettings(cfg train.Config, goLimit int64) func() {
 	}
 }
 
-// gasPartitioner is GAS mode's partitioner: the multilevel one.
-func gasPartitioner(ctx context.Context, g *graph.CSC, parts int, seed uint64, workers int) ([]int32, error) {
-	pg, err := partition.FromCSC(ctx, g, workers)
-	if err != nil {
-		return nil, err
-	}
-	res, err := partition.Partition(ctx, pg, partition.Options{Parts: parts, Seed: seed, Workers: workers})
-	if err != nil {
-		return nil, err
-	}
-	return res.Parts, nil
-}
-
 // inferMemoryHelp is --max-memory's help for eval and predict.
 const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (activations and the rows it gathers), e.g. 2GiB or 512M; batches shrink until they fit (default: no bound)`
 
@@ -344,7 +329,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
 		}
 	}
-	opts := []train.Option{train.WithPartitioner(gasPartitioner), train.WithContext(cmd.Context())}
+	opts := []train.Option{train.WithPartitioner(partition.Assign), train.WithContext(cmd.Context())}
 	var td *trainData
 	var ds *dataset.Dataset
 	if isPartitioned(f.dataset) || f.ds.sampler != "" {
