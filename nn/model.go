@@ -162,6 +162,19 @@ func (m *Model) NamedTensors() ([]string, []*autograd.Var) {
 	return names, ps
 }
 
+// BatchStatistics reports whether a layer normalises with statistics of
+// the batch (batch normalisation): then a batch split into micro-batches
+// (a memory bound) trains on each micro-batch's statistics, as gradient
+// accumulation does in PyTorch, not exactly the whole batch's gradients.
+func (m *Model) BatchStatistics() bool {
+	for _, l := range m.Layers {
+		if _, ok := l.(Buffered); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // NumParams returns the number of scalar parameters.
 func (m *Model) NumParams() int {
 	n := 0

@@ -1,10 +1,8 @@
 package train
 
 import (
-	"context"
 	"testing"
 
-	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/safetensors"
 )
@@ -20,14 +18,4 @@ func readCheckpoint(t *testing.T, path string) (*safetensors.File, error) {
 
 // withTestParts gives GAS runs in tests the multilevel partitioner, as
 // graphmill train does (the train package itself does not import it).
-var withTestParts = WithPartitioner(func(ctx context.Context, g *graph.CSC, parts int, seed uint64, workers int) ([]int32, error) {
-	pg, err := partition.FromCSC(ctx, g, workers)
-	if err != nil {
-		return nil, err
-	}
-	res, err := partition.Partition(ctx, pg, partition.Options{Parts: parts, Seed: seed, Workers: workers})
-	if err != nil {
-		return nil, err
-	}
-	return res.Parts, nil
-})
+var withTestParts = WithPartitioner(partition.Assign)

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -70,7 +71,7 @@ func TestReproducible(t *testing.T) {
 
 func TestGASReproducibleAndRaceFree(t *testing.T) {
 	d := cora(t)
-	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.APPNP} {
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE, nn.APPNP, nn.GIN, nn.PNA} {
 		cfg := Defaults(kind)
 		cfg.Mode, cfg.Epochs, cfg.Threads, cfg.Parts, cfg.PartsPerBatch = GAS, 3, 2, 8, 3
 		a, b := run(t, d, cfg), run(t, d, cfg)
@@ -117,10 +118,8 @@ func TestLayerwiseInferenceMatchesFullGraph(t *testing.T) {
 	d := cora(t)
 	for _, kind := range nn.Kinds() {
 		cfg := Defaults(kind)
-		cfg.Model.Layers, cfg.Fanouts = 3, []int{5, 5, 5}
-		if kind == nn.APPNP {
-			cfg.Fanouts = append(cfg.Fanouts, 5)
-		}
+		cfg.Model.Layers = 3
+		cfg.Fanouts = DefaultFanouts(nn.NumLayers(cfg.Model))
 		r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
 		if err != nil {
 			t.Fatal(err)
@@ -352,4 +351,42 @@ func TestHalfHint(t *testing.T) {
 			t.Errorf("%s: hint %v, want %v", c.name, got, c.hint)
 		}
 	}
+}
+
+// TestEveryKindEveryMode trains every registered model kind, the ones
+// written only with nn's public ops among them, in full, sampled and GAS
+// modes, and under a memory bound that splits its batches: each learns
+// (the training loss falls) and evaluates.
+func TestEveryKindEveryMode(t *testing.T) {
+	d := cora(t)
+	for _, kind := range nn.Kinds() {
+		for _, mode := range []Mode{Full, Sampled, GAS} {
+			t.Run(fmt.Sprintf("%s/%s", kind, mode), func(t *testing.T) {
+				cfg := Defaults(kind)
+				cfg.Mode, cfg.Epochs, cfg.Patience = mode, 8, 0
+				cfg.BatchSize, cfg.Parts, cfg.PartsPerBatch = 140, 8, 4
+				cfg.Model.Layers = min(cfg.Model.Layers, 3)
+				cfg.Fanouts = DefaultFanouts(nn.NumLayers(cfg.Model))
+				if mode == Sampled {
+					cfg.MaxMemoryBytes = 24 << 20
+				}
+				res := run(t, d, cfg)
+				h := res.History
+				if len(h) != 8 || !(h[len(h)-1].Loss < h[0].Loss) || math.IsNaN(h[len(h)-1].Loss) {
+					t.Fatalf("losses %v", losses(h))
+				}
+				if res.Summary.TestAcc <= 0 {
+					t.Fatalf("test accuracy %v", res.Summary.TestAcc)
+				}
+			})
+		}
+	}
+}
+
+func losses(h []EpochStats) []float64 {
+	var l []float64
+	for _, e := range h {
+		l = append(l, e.Loss)
+	}
+	return l
 }
