@@ -2,7 +2,6 @@ package sar
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,11 +17,11 @@ import (
 // Run trains cfg.Model by full-graph steps over the ranks' shards, with
 // the selection, patience and learning-rate schedule of train's full mode
 // (cfg.Mode, the sampling and GNNAutoScale settings and the memory bound
-// are not used). Every rank calls it and gets the same result: the
-// history, the summary and the model with the best validation weights.
-// Its steps draw the single process's dropout masks, so the run follows
-// "graphmill train --mode full" on the whole dataset up to float32
-// rounding.
+// are not used): train.Loop drives the engine as one more Stepper. Every
+// rank calls it and gets the same result: the history, the summary and
+// the model with the best validation weights. Its steps draw the single
+// process's dropout masks, so the run follows "graphmill train --mode
+// full" on the whole dataset up to float32 rounding.
 func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*train.Result, error) {
 	s := e.Shard
 	if s.NumTrain == 0 {
@@ -42,95 +41,42 @@ func Run(ctx context.Context, e *Engine, cfg train.Config, hooks train.Hooks) (*
 	if err != nil {
 		return nil, err
 	}
-	res := &train.Result{Summary: train.Summary{
-		Model: string(cfg.Model.Kind), Mode: string(e.Mode), Dataset: s.Name,
-		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1,
-		BaseHeapBytes: memstat.HeapInUse(),
-	}}
-	start := time.Now()
-	sel := train.NewSelection()
-	var bestModel *nn.Model
-	epochs := 0
-	var trainSecs float64
-	finalize := func() *train.Result {
-		if bestModel != nil {
-			model = bestModel
-		}
-		sm := &res.Summary
-		sm.Epochs = epochs
-		if epochs > 0 {
-			sm.EpochSeconds = trainSecs / float64(epochs)
-			sm.ComputeSeconds = sm.EpochSeconds
-			sm.SeedsPerSecond = float64(s.NumTrain*epochs) / trainSecs
-		}
-		sm.TotalSeconds = time.Since(start).Seconds()
-		res.Model = model
-		return res
-	}
-	interrupted := func(err error) (*train.Result, error) {
-		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-			return finalize(), fmt.Errorf("%w after %d epochs: %w", train.ErrInterrupted, epochs, cerr)
-		}
-		return nil, err
-	}
-	for epoch := 0; epoch < cfg.Epochs; epoch++ {
-		if err := ctx.Err(); err != nil {
-			return interrupted(err)
-		}
-		lr := cfg.LR(epoch)
-		opt.SetLR(lr)
-		t0 := time.Now()
-		memstat.ResetPeak()
-		out, err := e.Grad(ctx, model, rng.Derive(cfg.Seed, uint64(epoch)))
-		if err != nil {
-			return interrupted(fmt.Errorf("epoch %d: %w", epoch, err))
-		}
-		heap := memstat.HeapInUse()
-		opt.Step(model.Params())
-		st := train.EpochStats{Epoch: epoch, Loss: out.Loss, TrainAcc: float64(out.Correct) / float64(max(out.Total, 1)), LR: lr, Batches: 1, MicroBatches: 1,
-			PeakHeapBytes: heap, PeakRSSBytes: memstat.Peak()}
-		st.Seconds = time.Since(t0).Seconds()
-		st.ComputeSeconds = st.Seconds
-		trainSecs += st.Seconds
-		epochs++
-		res.Summary.Batches++
-		res.Summary.MicroBatches++
-		res.Summary.PeakHeapBytes = max(res.Summary.PeakHeapBytes, st.PeakHeapBytes)
-		res.Summary.PeakRSSBytes = max(res.Summary.PeakRSSBytes, st.PeakRSSBytes)
-		if !cfg.SkipEval && ((epoch+1)%cfg.EvalEvery == 0 || epoch == cfg.Epochs-1) {
-			t1 := time.Now()
-			ev, err := e.Evaluate(ctx, model)
-			if err != nil {
-				return interrupted(err)
-			}
-			st.EvalSeconds = time.Since(t1).Seconds()
-			st.ValAcc, st.TestAcc, st.ValLoss = &ev.ValAcc, &ev.TestAcc, &ev.ValLoss
-			if sel.Observe(ev) {
-				bestModel = cloneModel(model)
-				res.Summary.BestValAcc, res.Summary.BestValLoss = ev.ValAcc, ev.ValLoss
-				res.Summary.TestAcc, res.Summary.BestEpoch = ev.TestAcc, epoch
-			}
-		}
-		res.History = append(res.History, st)
-		if hooks.Epoch != nil {
-			hooks.Epoch(st)
-		}
-		if sel.Exhausted(cfg.Patience) {
-			res.Summary.StoppedEarly = true
-			break
-		}
-	}
-	return finalize(), nil
+	return train.Loop{
+		Config: cfg, Model: model, Optimizer: opt, Hooks: hooks,
+		Stepper: &stepper{e: e, m: model, opt: opt, seed: cfg.Seed},
+		Summary: train.Summary{
+			Model: string(cfg.Model.Kind), Mode: string(e.Mode), Dataset: s.Name,
+			NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BaseHeapBytes: memstat.HeapInUse(),
+		},
+		Seeds: s.NumTrain,
+	}.Run(ctx)
 }
 
-// cloneModel copies m's weights into a new model of the same config.
-func cloneModel(m *nn.Model) *nn.Model {
-	c, err := m.Clone([]float32{})
-	if err != nil {
-		panic(err) // m was built from the same config
-	}
-	return c
+// stepper is the engine as a train.Stepper: one full-graph step an epoch.
+type stepper struct {
+	e    *Engine
+	m    *nn.Model
+	opt  nn.Optimizer
+	seed uint64
 }
+
+func (st *stepper) Epoch(ctx context.Context, epoch int) (train.EpochStats, error) {
+	t := time.Now()
+	out, err := st.e.Grad(ctx, st.m, rng.Derive(st.seed, uint64(epoch)))
+	if err != nil {
+		return train.EpochStats{}, fmt.Errorf("epoch %d: %w", epoch, err)
+	}
+	heap := memstat.HeapInUse()
+	st.opt.Step(st.m.Params())
+	return train.EpochStats{Loss: out.Loss, TrainAcc: float64(out.Correct) / float64(max(out.Total, 1)), Batches: 1, MicroBatches: 1,
+		PeakHeapBytes: heap, ComputeSeconds: time.Since(t).Seconds()}, nil
+}
+
+func (st *stepper) Evaluate(ctx context.Context, m *nn.Model) (train.Evaluation, error) {
+	return st.e.Evaluate(ctx, m)
+}
+
+func (st *stepper) Close() {}
 
 // Evaluate returns the validation and test accuracy and the validation
 // loss of m over all ranks' nodes. Every rank calls it.

@@ -42,7 +42,7 @@ type gasStepper struct {
 	groupBuf []int32
 }
 
-func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
+func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (Stepper, error) {
 	cfg := r.cfg
 	g := r.ds.Graph
 	if cfg.Parts > g.NumNodes {
@@ -68,7 +68,7 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 	for l := 0; l < len(m.Layers)-1; l++ {
 		h, err := history.New(g.NumNodes, m.Layers[l].OutDim(), history.Options{Half: cfg.HalfHistory, Workers: cfg.Workers})
 		if err != nil {
-			s.close()
+			s.Close()
 			return nil, err
 		}
 		s.hist = append(s.hist, h)
@@ -87,7 +87,7 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 		{Name: "pull", Run: s.pull},
 	}})
 	if err != nil {
-		s.close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -101,7 +101,7 @@ func (s *gasStepper) historyBytes() int64 {
 	return n
 }
 
-func (s *gasStepper) close() {
+func (s *gasStepper) Close() {
 	for _, h := range s.hist {
 		h.Close()
 	}
@@ -296,7 +296,7 @@ func (s *gasStepper) run(ctx context.Context, epoch int, groups [][]int32, step 
 	return it.Stats(), finish()
 }
 
-func (s *gasStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
+func (s *gasStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
 	if !s.filled {
 		if err := s.fill(ctx, s.m); err != nil {
@@ -337,7 +337,7 @@ func (s *gasStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
 // evaluate runs every batch without gradients, with the same histories
 // (refreshing them as it goes, as GAS's mini-batch inference does), and
 // scores the batches' logits.
-func (s *gasStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+func (s *gasStepper) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	r := s.r
 	logits := tensor.New(r.ds.Meta.NumNodes, m.Layers[len(m.Layers)-1].OutDim())
 	_, err := s.run(ctx, 0, s.groups(-1), func(_ int, mb *batch.MiniBatch) ([]tensor.Matrix, error) {

@@ -22,7 +22,7 @@ type sampledStepper struct {
 	e   *engine.Engine
 }
 
-func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) {
+func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (Stepper, error) {
 	cfg := r.cfg
 	// Steps run one after the other (epoch's loop; micro-batches one
 	// after the other within a step), and a batch is released before the
@@ -65,7 +65,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (stepper, error) 
 	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, e: r.engine(m, opt)}, nil
 }
 
-func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
+func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
 	if r.hooks.EpochStart != nil {
 		r.hooks.EpochStart(epoch, s.ld.NumBatches())
@@ -107,8 +107,8 @@ func (s *sampledStepper) epoch(ctx context.Context, epoch int) (EpochStats, erro
 }
 
 // close hands the model back without the step scratch (ScratchBlocks).
-func (s *sampledStepper) close() { s.m.ScratchBlocks(false) }
+func (s *sampledStepper) Close() { s.m.ScratchBlocks(false) }
 
-func (s *sampledStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+func (s *sampledStepper) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)
 }

@@ -371,156 +371,59 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer step.close()
+	defer step.Close()
 	// Setup (partitioning, feature copies) is over: return its garbage to
 	// the system so per-epoch peaks show training alone, and note the heap
 	// that training starts from.
 	debug.FreeOSMemory()
-	baseHeap := memstat.HeapInUse()
 	var historyBytes int64
 	if h, ok := step.(interface{ historyBytes() int64 }); ok {
 		historyBytes = h.historyBytes()
 	}
-	res := &Result{Summary: Summary{
-		Model: string(cfg.Model.Kind), Mode: string(cfg.Mode), Dataset: r.ds.Meta.Name,
-		NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), BestEpoch: -1, HistoryBytes: historyBytes, BaseHeapBytes: baseHeap,
-	}}
-	start := time.Now()
-	sel := NewSelection()
-	var bestModel *nn.Model
-	var pending *evalJob
-	var pendingStats *EpochStats
-	finish := func(j *evalJob, st *EpochStats) error {
-		<-j.done
-		if j.err != nil {
-			return j.err
-		}
-		ev := j.ev
-		st.ValAcc, st.TestAcc, st.ValLoss, st.EvalSeconds = &ev.ValAcc, &ev.TestAcc, &ev.ValLoss, j.secs
-		if sel.Observe(ev) {
-			bestModel = j.snapshot
-			res.Summary.BestValAcc, res.Summary.BestValLoss = ev.ValAcc, ev.ValLoss
-			res.Summary.TestAcc, res.Summary.BestEpoch = ev.TestAcc, j.epoch
-		}
-		res.History = append(res.History, *st)
-		if r.hooks.Epoch != nil {
-			r.hooks.Epoch(*st)
-		}
-		return nil
-	}
-	var trainSecs, sampleS, gatherS, computeS, waitS float64
-	seeds := 0
-	epochs := 0
-	finalize := func() *Result {
-		if bestModel != nil {
-			model = bestModel
-		}
-		s := &res.Summary
-		s.Epochs = epochs
-		if epochs > 0 {
-			s.EpochSeconds = trainSecs / float64(epochs)
-			s.SampleSeconds, s.GatherSeconds = sampleS/float64(epochs), gatherS/float64(epochs)
-			s.ComputeSeconds, s.WaitSeconds = computeS/float64(epochs), waitS/float64(epochs)
-			s.SeedsPerSecond = float64(seeds) / trainSecs
-		}
-		s.TotalSeconds = time.Since(start).Seconds()
-		s.FirstBatchSeconds = r.firstBatch.Seconds()
-		s.GraphOnDisk = r.graphOnDisk()
-		if st := r.owned; st != nil {
-			s.FeatureDType, s.FeaturesInMemoryBytes = st.DType().String(), r.inMemory
-			if cs := st.CacheStats(); cs.Rows > 0 {
-				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
-			}
-		}
-		if d := r.disk; d != nil {
-			s.FeatureDType = d.DType().String()
-			if cs := d.CacheStats(); cs.Rows > 0 {
-				s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
-			}
-			s.Disk = r.diskSummary()
-			s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes, memstat.ReadBytes(), d.IOStats().ReadAmplification()
-		}
-		res.Model = model
-		return res
-	}
-	// interrupted returns the result so far when err is the context's
-	// cancellation, and err alone otherwise.
-	interrupted := func(err error) (*Result, error) {
-		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, epochs, cerr)
-		}
-		return nil, err
-	}
-	for epoch := 0; epoch < cfg.Epochs; epoch++ {
-		if err := ctx.Err(); err != nil {
-			return interrupted(err)
-		}
-		lr := cfg.LR(epoch)
-		opt.SetLR(lr)
-		t0 := time.Now()
-		memstat.ResetPeak()
-		r.heapPeak = memstat.HeapInUse()
-		st, err := step.epoch(ctx, epoch)
-		if err != nil {
-			return interrupted(err)
-		}
-		st.PeakHeapBytes, st.PeakRSSBytes = r.heapPeak, memstat.Peak()
-		res.Summary.PeakHeapBytes = max(res.Summary.PeakHeapBytes, st.PeakHeapBytes)
-		res.Summary.PeakRSSBytes = max(res.Summary.PeakRSSBytes, st.PeakRSSBytes)
-		st.Epoch, st.LR = epoch, lr
-		st.Seconds = time.Since(t0).Seconds()
-		trainSecs += st.Seconds
-		sampleS += st.SampleSeconds
-		gatherS += st.GatherSeconds
-		computeS += st.ComputeSeconds
-		waitS += st.WaitSeconds
-		seeds += len(r.ds.Train)
-		epochs++
-		res.Summary.Batches += st.Batches
-		res.Summary.MicroBatches += st.MicroBatches
-		// The previous epoch's overlapped evaluation has finished running
-		// alongside this epoch: account for it first.
-		if pending != nil {
-			if err := finish(pending, pendingStats); err != nil {
-				return interrupted(err)
-			}
-			pending, pendingStats = nil, nil
-		}
-		if !cfg.SkipEval && ((epoch+1)%cfg.EvalEvery == 0 || epoch == cfg.Epochs-1) {
-			j := &evalJob{epoch: epoch, snapshot: cloneModel(model, r), done: make(chan struct{})}
-			run := func() {
-				defer close(j.done)
-				t := time.Now()
-				j.ev, j.err = step.evaluate(ctx, j.snapshot)
-				j.secs = time.Since(t).Seconds()
-			}
-			stc := st
-			if cfg.OverlapEval && epoch < cfg.Epochs-1 {
-				go run()
-				pending, pendingStats = j, &stc
-			} else {
-				run()
-				if err := finish(j, &stc); err != nil {
-					return interrupted(err)
-				}
-			}
-		} else {
-			res.History = append(res.History, st)
-			if r.hooks.Epoch != nil {
-				r.hooks.Epoch(st)
-			}
-		}
-		if sel.Exhausted(cfg.Patience) {
-			res.Summary.StoppedEarly = true
-			break
+	return Loop{
+		Config: cfg, Model: model, Optimizer: opt, Stepper: &peakStepper{r: r, Stepper: step}, Hooks: r.hooks,
+		Summary: Summary{
+			Model: string(cfg.Model.Kind), Mode: string(cfg.Mode), Dataset: r.ds.Meta.Name,
+			NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), HistoryBytes: historyBytes, BaseHeapBytes: memstat.HeapInUse(),
+		},
+		Seeds:    len(r.ds.Train),
+		Clone:    func(m *nn.Model) *nn.Model { return cloneModel(m, r) },
+		Finalize: r.finalizeSummary,
+	}.Run(ctx)
+}
+
+// peakStepper notes the largest heap the Runner's steppers see after a
+// step (notePeak) as the epoch's peak.
+type peakStepper struct {
+	r *Runner
+	Stepper
+}
+
+func (p *peakStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
+	p.r.heapPeak = memstat.HeapInUse()
+	st, err := p.Stepper.Epoch(ctx, epoch)
+	st.PeakHeapBytes = p.r.heapPeak
+	return st, err
+}
+
+// finalizeSummary adds the features' figures to the summary.
+func (r *Runner) finalizeSummary(s *Summary) {
+	s.FirstBatchSeconds = r.firstBatch.Seconds()
+	s.GraphOnDisk = r.graphOnDisk()
+	if st := r.owned; st != nil {
+		s.FeatureDType, s.FeaturesInMemoryBytes = st.DType().String(), r.inMemory
+		if cs := st.CacheStats(); cs.Rows > 0 {
+			s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 		}
 	}
-	if pending != nil {
-		if err := finish(pending, pendingStats); err != nil {
-			return interrupted(err)
+	if d := r.disk; d != nil {
+		s.FeatureDType = d.DType().String()
+		if cs := d.CacheStats(); cs.Rows > 0 {
+			s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 		}
+		s.Disk = r.diskSummary()
+		s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes, memstat.ReadBytes(), d.IOStats().ReadAmplification()
 	}
-	return finalize(), nil
 }
 
 // ErrInterrupted wraps the context's error when Run stops early because
@@ -541,14 +444,7 @@ func cloneModel(m *nn.Model, r *Runner) *nn.Model {
 
 func (r *Runner) optimizer(m *nn.Model) (nn.Optimizer, error) { return r.cfg.NewOptimizer(m) }
 
-// stepper runs the training steps of one epoch, and evaluates.
-type stepper interface {
-	epoch(ctx context.Context, epoch int) (EpochStats, error)
-	evaluate(ctx context.Context, m *nn.Model) (Evaluation, error)
-	close()
-}
-
-func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
+func (r *Runner) stepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (Stepper, error) {
 	switch r.cfg.Mode {
 	case Full:
 		return r.fullStepper(ctx, m, opt)
@@ -567,7 +463,7 @@ type fullStepper struct {
 	pipe *pipeline.Pipeline
 }
 
-func (r *Runner) fullStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (stepper, error) {
+func (r *Runner) fullStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (Stepper, error) {
 	g := r.ds.Graph
 	whole := &batch.MiniBatch{}
 	ids := make([]int32, g.NumNodes)
@@ -601,7 +497,7 @@ func (r *Runner) fullStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer)
 	return &fullStepper{r: r, e: r.engine(m, opt), pipe: pipe}, nil
 }
 
-func (s *fullStepper) epoch(ctx context.Context, epoch int) (EpochStats, error) {
+func (s *fullStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
 	t := time.Now()
 	it := s.pipe.Epoch(ctx, epoch, 1)
@@ -636,8 +532,8 @@ func (r *Runner) trainLabels() []int32 {
 	return masked
 }
 
-func (s *fullStepper) close() {}
+func (s *fullStepper) Close() {}
 
-func (s *fullStepper) evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+func (s *fullStepper) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)
 }

@@ -1,0 +1,192 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/graphmill/graphmill/internal/memstat"
+	"github.com/graphmill/graphmill/nn"
+)
+
+// Stepper is one training mode: the steps of an epoch, and evaluation.
+// Loop drives it; Runner's full, sampled and GNNAutoScale modes are
+// Steppers, and so is SAR's distributed full-graph engine (package sar).
+type Stepper interface {
+	// Epoch trains one epoch (the optimiser's learning rate already set)
+	// and returns its figures; Loop fills in the epoch, the learning
+	// rate, the time, and the peak memory where the stepper leaves them 0.
+	Epoch(ctx context.Context, epoch int) (EpochStats, error)
+	// Evaluate scores a snapshot of the model's weights.
+	Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error)
+	// Close releases what the stepper holds.
+	Close()
+}
+
+// Loop is the training loop every mode shares: the learning-rate
+// schedule, evaluation every Config.EvalEvery epochs (in the background
+// with Config.OverlapEval), model selection and early stopping
+// (Selection, Config.Patience), interruption by the context, the history
+// and the summary.
+type Loop struct {
+	Config    Config
+	Model     *nn.Model
+	Optimizer nn.Optimizer
+	Stepper   Stepper
+	Hooks     Hooks
+	// Summary describes the run (model, mode, dataset, ...); Loop adds the
+	// figures.
+	Summary Summary
+	// Seeds is the number of training seeds an epoch visits.
+	Seeds int
+	// Clone snapshots the weights for an evaluation (nil: Model.Clone
+	// without a degree table).
+	Clone func(*nn.Model) *nn.Model
+	// Finalize, when set, adds the stepper's own figures to the summary.
+	Finalize func(*Summary)
+}
+
+// Run trains up to Config.Epochs epochs and returns the history, the
+// summary and the model with the best validation weights. When the
+// context is cancelled it returns the result so far with an error that
+// wraps ErrInterrupted.
+func (l Loop) Run(ctx context.Context) (*Result, error) {
+	cfg, model, step := l.Config, l.Model, l.Stepper
+	clone := l.Clone
+	if clone == nil {
+		clone = func(m *nn.Model) *nn.Model {
+			c, err := m.Clone([]float32{})
+			if err != nil {
+				panic(err) // m was built from the same config
+			}
+			return c
+		}
+	}
+	res := &Result{Summary: l.Summary}
+	res.Summary.BestEpoch = -1
+	start := time.Now()
+	sel := NewSelection()
+	var bestModel *nn.Model
+	var pending *evalJob
+	var pendingStats *EpochStats
+	finish := func(j *evalJob, st *EpochStats) error {
+		<-j.done
+		if j.err != nil {
+			return j.err
+		}
+		ev := j.ev
+		st.ValAcc, st.TestAcc, st.ValLoss, st.EvalSeconds = &ev.ValAcc, &ev.TestAcc, &ev.ValLoss, j.secs
+		if sel.Observe(ev) {
+			bestModel = j.snapshot
+			res.Summary.BestValAcc, res.Summary.BestValLoss = ev.ValAcc, ev.ValLoss
+			res.Summary.TestAcc, res.Summary.BestEpoch = ev.TestAcc, j.epoch
+		}
+		res.History = append(res.History, *st)
+		if l.Hooks.Epoch != nil {
+			l.Hooks.Epoch(*st)
+		}
+		return nil
+	}
+	var trainSecs, sampleS, gatherS, computeS, waitS float64
+	seeds, epochs := 0, 0
+	finalize := func() *Result {
+		if bestModel != nil {
+			model = bestModel
+		}
+		s := &res.Summary
+		s.Epochs = epochs
+		if epochs > 0 {
+			s.EpochSeconds = trainSecs / float64(epochs)
+			s.SampleSeconds, s.GatherSeconds = sampleS/float64(epochs), gatherS/float64(epochs)
+			s.ComputeSeconds, s.WaitSeconds = computeS/float64(epochs), waitS/float64(epochs)
+			s.SeedsPerSecond = float64(seeds) / trainSecs
+		}
+		s.TotalSeconds = time.Since(start).Seconds()
+		if l.Finalize != nil {
+			l.Finalize(s)
+		}
+		res.Model = model
+		return res
+	}
+	// interrupted returns the result so far when err is the context's
+	// cancellation, and err alone otherwise.
+	interrupted := func(err error) (*Result, error) {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, epochs, cerr)
+		}
+		return nil, err
+	}
+	for epoch := 0; epoch < cfg.Epochs; epoch++ {
+		if err := ctx.Err(); err != nil {
+			return interrupted(err)
+		}
+		lr := cfg.LR(epoch)
+		l.Optimizer.SetLR(lr)
+		t0 := time.Now()
+		memstat.ResetPeak()
+		st, err := step.Epoch(ctx, epoch)
+		if err != nil {
+			return interrupted(err)
+		}
+		if st.PeakHeapBytes == 0 {
+			st.PeakHeapBytes = memstat.HeapInUse()
+		}
+		st.PeakRSSBytes = memstat.Peak()
+		res.Summary.PeakHeapBytes = max(res.Summary.PeakHeapBytes, st.PeakHeapBytes)
+		res.Summary.PeakRSSBytes = max(res.Summary.PeakRSSBytes, st.PeakRSSBytes)
+		st.Epoch, st.LR = epoch, lr
+		st.Seconds = time.Since(t0).Seconds()
+		trainSecs += st.Seconds
+		sampleS += st.SampleSeconds
+		gatherS += st.GatherSeconds
+		computeS += st.ComputeSeconds
+		waitS += st.WaitSeconds
+		seeds += l.Seeds
+		epochs++
+		res.Summary.Batches += st.Batches
+		res.Summary.MicroBatches += st.MicroBatches
+		// The previous epoch's overlapped evaluation has finished running
+		// alongside this epoch: account for it first.
+		if pending != nil {
+			if err := finish(pending, pendingStats); err != nil {
+				return interrupted(err)
+			}
+			pending, pendingStats = nil, nil
+		}
+		if !cfg.SkipEval && ((epoch+1)%cfg.EvalEvery == 0 || epoch == cfg.Epochs-1) {
+			j := &evalJob{epoch: epoch, snapshot: clone(model), done: make(chan struct{})}
+			run := func() {
+				defer close(j.done)
+				t := time.Now()
+				j.ev, j.err = step.Evaluate(ctx, j.snapshot)
+				j.secs = time.Since(t).Seconds()
+			}
+			stc := st
+			if cfg.OverlapEval && epoch < cfg.Epochs-1 {
+				go run()
+				pending, pendingStats = j, &stc
+			} else {
+				run()
+				if err := finish(j, &stc); err != nil {
+					return interrupted(err)
+				}
+			}
+		} else {
+			res.History = append(res.History, st)
+			if l.Hooks.Epoch != nil {
+				l.Hooks.Epoch(st)
+			}
+		}
+		if sel.Exhausted(cfg.Patience) {
+			res.Summary.StoppedEarly = true
+			break
+		}
+	}
+	if pending != nil {
+		if err := finish(pending, pendingStats); err != nil {
+			return interrupted(err)
+		}
+	}
+	return finalize(), nil
+}
