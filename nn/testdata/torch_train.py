@@ -4,7 +4,8 @@
 # test accuracy per seed as JSON: the reference graphmill's GIN and PNA are
 # compared with. Usage: torch_train.py DATASET_DIR CONFIG_JSON SEEDS...
 # where CONFIG_JSON holds the model config (graphmill's nn.Config) plus
-# "epochs", "lr" and "weight_decay".
+# "epochs", "lr", "weight_decay" and "normalize" (row-normalise the
+# features; default true).
 import json, os, sys
 import numpy as np
 import torch
@@ -13,8 +14,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_models as tm
 
 ddir, cfg = sys.argv[1], json.loads(sys.argv[2])
-torch.set_num_threads(max(1, os.cpu_count() or 1))
-x = tm.setup(ddir, True)
+torch.set_num_threads(1)  # more threads only contend on the scatters here
+x = tm.setup(ddir, cfg.get("normalize", True))
 y = torch.from_numpy(np.load(os.path.join(ddir, "labels.npy")).astype(np.int64))
 idx = {k: torch.from_numpy(np.load(os.path.join(ddir, k + "_idx.npy")).astype(np.int64)) for k in ("train", "val", "test")}
 cfg["in"], cfg["out"] = x.shape[1], int(y.max()) + 1
