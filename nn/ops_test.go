@@ -129,3 +129,33 @@ func TestBatchNormRunningStats(t *testing.T) {
 		t.Fatalf("evaluation %v, want %v", got, want)
 	}
 }
+
+// userLayer is a layer as a user writes one outside nn: public ops only
+// (max and std aggregation, the destinations' rows, batch norm, a
+// concatenation), no memory plan of its own.
+type userLayer struct {
+	Lin  *Linear
+	Norm *BatchNorm
+	out  int
+}
+
+func (l *userLayer) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bool, _ uint64) *autograd.Var {
+	h := Concat(tp, b.DstRows(tp, x), b.Aggregate(tp, x, AggMax), b.Aggregate(tp, x, AggStd))
+	return l.Norm.Forward(tp, b, l.Lin.Forward(tp, h), train)
+}
+func (l *userLayer) Params() []*autograd.Var  { return append(l.Lin.Params(), l.Norm.Params()...) }
+func (l *userLayer) Buffers() []*autograd.Var { return l.Norm.Buffers() }
+func (l *userLayer) OutDim() int              { return l.out }
+
+// testUserKind is registered for the tests that iterate every kind (the
+// planner's byte-for-byte test among them); "test-" kinds have no PyTorch
+// twin.
+const testUserKind Kind = "test-user-layer"
+
+func init() {
+	Register(Spec{Kind: testUserKind, Help: "a user's layer (tests only)", Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
+		return stackLayers(c, func(l, in, out int) Layer {
+			return &userLayer{Lin: ini.Linear("lin.", 3*in, out, true), Norm: NewBatchNorm("norm.", out), out: out}
+		}), nil
+	}})
+}
