@@ -95,18 +95,10 @@ func ExampleRegister() {
 	nn.Register(nn.Spec{
 		Kind: "edge-gate", Help: "max and mean of the neighbours plus the root",
 		Build: func(ini *nn.Init, c *nn.Config, _ []float32) ([]nn.Layer, error) {
-			var layers []nn.Layer
-			in := c.In
-			for l := 0; l < c.Layers; l++ {
-				out := c.Hidden
-				if l == c.Layers-1 {
-					out = c.Out
-				}
+			return nn.StackLayers(c, func(l, in, out int) nn.Layer {
 				p := fmt.Sprintf("convs.%d.", l)
-				layers = append(layers, &EdgeGate{Lin: ini.Linear(p+"lin.", in, out, true), Root: ini.Linear(p+"root.", in, out, false)})
-				in = out
-			}
-			return layers, nil
+				return &EdgeGate{Lin: ini.Linear(p+"lin.", in, out, true), Root: ini.Linear(p+"root.", in, out, false)}
+			}), nil
 		},
 	})
 	m, err := nn.NewModel(nn.Config{Kind: "edge-gate", In: 8, Hidden: 16, Out: 3, Layers: 2, Dropout: 0.5}, nil)

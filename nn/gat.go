@@ -68,7 +68,7 @@ func init() {
 		Activation: func(tp *autograd.Tape, h *autograd.Var) *autograd.Var { return tp.ELU(h, 1) },
 		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
 			c.Heads, c.OutHeads = max(c.Heads, 1), max(c.OutHeads, 1)
-			return stackLayers(c, func(l, in, out int) Layer {
+			return StackLayers(c, func(l, in, out int) Layer {
 				if l == c.Layers-1 {
 					return NewGATConv(ini.r, in, out, c.OutHeads, false, c.AttnDropout)
 				}

@@ -85,7 +85,7 @@ func init() {
 		Kind: GCN, Help: "graph convolution of Kipf & Welling (symmetric normalisation with self-loops)", NeedsDegrees: true,
 		Defaults: Defaults{Hidden: 16, Dropout: 0.5, DecayFirstLayerOnly: true, Note: "hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4 on the first layer, 200 epochs (Kipf & Welling)"},
 		Build: func(ini *Init, c *Config, deg []float32) ([]Layer, error) {
-			return stackLayers(c, func(l, in, out int) Layer { return NewGCNConv(ini.r, in, out, deg) }), nil
+			return StackLayers(c, func(l, in, out int) Layer { return NewGCNConv(ini.r, in, out, deg) }), nil
 		},
 	})
 }

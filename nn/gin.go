@@ -60,7 +60,7 @@ func init() {
 		// on their variance.
 		Defaults: Defaults{Hidden: 64, Dropout: 0.5, RawFeatures: true, Note: "hidden 64, dropout 0.5, Adam lr 0.01, weight decay 5e-4, 200 epochs, features not normalised"},
 		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
-			return stackLayers(c, func(l, in, out int) Layer { return NewGINConv(ini, in, c.Hidden, out) }), nil
+			return StackLayers(c, func(l, in, out int) Layer { return NewGINConv(ini, in, c.Hidden, out) }), nil
 		},
 	})
 }

@@ -248,6 +248,12 @@ func (b *Block) DstRows(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
 	if b.Remote != nil {
 		return b.Remote.DstRows(tp, x)
 	}
+	return b.firstRows(tp, x)
+}
+
+// firstRows is x's first NumDst rows (locally the destinations are the
+// first sources, and layer 0's first outputs).
+func (b *Block) firstRows(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
 	if x.Value.Rows == b.NumDst {
 		return x
 	}
@@ -284,10 +290,7 @@ func (b *Block) Initial(tp *autograd.Tape, h0 *autograd.Var) *autograd.Var {
 	if b.Remote != nil {
 		return b.Remote.Initial(tp, h0)
 	}
-	if h0.Value.Rows == b.NumDst {
-		return h0
-	}
-	return tp.Rows(h0, 0, b.NumDst)
+	return b.firstRows(tp, h0)
 }
 
 // SumRows returns the column sums (1 × cols) of x's rows, over every

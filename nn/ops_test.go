@@ -154,7 +154,7 @@ const testUserKind Kind = "test-user-layer"
 
 func init() {
 	Register(Spec{Kind: testUserKind, Help: "a user's layer (tests only)", Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
-		return stackLayers(c, func(l, in, out int) Layer {
+		return StackLayers(c, func(l, in, out int) Layer {
 			return &userLayer{Lin: ini.Linear("lin.", 3*in, out, true), Norm: NewBatchNorm("norm.", out), out: out}
 		}), nil
 	}})

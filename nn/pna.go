@@ -100,7 +100,7 @@ func init() {
 			if c.AvgLogDegree <= 0 {
 				return nil, fmt.Errorf("nn: PNA needs the graph's mean log-degree (Config.AvgLogDegree, computed from the degree table)")
 			}
-			return stackLayers(c, func(l, in, out int) Layer {
+			return StackLayers(c, func(l, in, out int) Layer {
 				if l > 0 || c.Hidden < 1 {
 					return NewPNAConv(ini, in, out, c.AvgLogDegree)
 				}

@@ -165,9 +165,10 @@ func ParseKind(s string) (Kind, error) {
 	return "", fmt.Errorf("unknown model %q: want one of %s", s, strings.Join(names, ", "))
 }
 
-// stackLayers builds c.Layers layers from in to hidden to out widths with
-// mk(l, in, out).
-func stackLayers(c *Config, mk func(l, in, out int) Layer) []Layer {
+// StackLayers builds c.Layers layers from c.In to c.Hidden to c.Out
+// features with mk(l, in, out), each layer's input the previous one's
+// OutDim: the usual shape of a Spec's Build.
+func StackLayers(c *Config, mk func(l, in, out int) Layer) []Layer {
 	var layers []Layer
 	in := c.In
 	for l := 0; l < c.Layers; l++ {

@@ -53,7 +53,7 @@ func init() {
 		Kind: SAGE, Help: "GraphSAGE (mean aggregation, separate root weight; PyG's SAGEConv)",
 		Defaults: Defaults{Hidden: 64, Epochs: 50, Sampled: true, Fanouts: []int{25, 10}, Batch: 64, Note: "sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs (PyG's GraphSAGE example)"},
 		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
-			return stackLayers(c, func(l, in, out int) Layer { return NewSAGEConv(ini.r, in, out) }), nil
+			return StackLayers(c, func(l, in, out int) Layer { return NewSAGEConv(ini.r, in, out) }), nil
 		},
 	})
 }

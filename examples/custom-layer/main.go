@@ -60,22 +60,14 @@ func init() {
 		Kind: Kind, Help: "GraphSAGE with the max-pooling aggregator (examples/custom-layer)",
 		Defaults: nn.Defaults{Hidden: 64, Dropout: 0.5, Epochs: 100, Note: "hidden 64, dropout 0.5, 100 epochs"},
 		Build: func(ini *nn.Init, c *nn.Config, _ []float32) ([]nn.Layer, error) {
-			var layers []nn.Layer
-			in := c.In
-			for l := 0; l < c.Layers; l++ {
-				out := c.Hidden
-				if l == c.Layers-1 {
-					out = c.Out
-				}
+			return nn.StackLayers(c, func(l, in, out int) nn.Layer {
 				p := fmt.Sprintf("convs.%d.", l)
-				layers = append(layers, &SAGEPool{
+				return &SAGEPool{
 					Pool:  ini.Linear(p+"pool.", in, c.Hidden, true),
 					Self:  ini.Linear(p+"self.", in, out, true),
 					Neigh: ini.Linear(p+"neigh.", c.Hidden, out, false),
-				})
-				in = out
-			}
-			return layers, nil
+				}
+			}), nil
 		},
 	})
 }
