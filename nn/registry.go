@@ -144,9 +144,9 @@ func KindsHelp() string {
 	var b strings.Builder
 	for _, k := range Kinds() {
 		s, _ := Lookup(k)
-		fmt.Fprintf(&b, "  %-6s %s\n", k, s.Help)
+		fmt.Fprintf(&b, "  %-7s %s\n", k, s.Help)
 		if d := s.Defaults.Note; d != "" {
-			fmt.Fprintf(&b, "         defaults: %s\n", d)
+			fmt.Fprintf(&b, "          defaults: %s\n", d)
 		}
 	}
 	return b.String()

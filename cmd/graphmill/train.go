@@ -137,7 +137,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations without a better validation accuracy (0 = never; default per model, see --model)")
 	fl.IntVar(&f.logEvery, "log-every", 0, "print a line every k evaluations (default: 10 in full mode, 1 in sampled mode)")
 	fl.BoolVar(&f.overlap, "overlap-eval", false, "evaluate epoch k on a snapshot of the weights while epoch k+1 trains")
-	fl.BoolVar(&f.normalize, "normalize-features", true, "row-normalise the features (PyG's NormalizeFeatures), as the published Planetoid settings do (default per model: yes but for gin)")
+	fl.BoolVar(&f.normalize, "normalize-features", false, "row-normalise the features (PyG's NormalizeFeatures), as the published Planetoid settings do (default per model: yes but for gin)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed (initialisation, dropout, shuffling, sampling)")
 	fl.StringVar(&f.metricsOut, "metrics-out", "", "write the per-epoch history and the summary as JSON to this file")
 	fl.StringVar(&f.plotOut, "plot", "", "draw loss and accuracy curves to this file (.png, .svg or .pdf)")
