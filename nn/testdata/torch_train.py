@@ -1,6 +1,7 @@
 # Trains a model of torch_models.py in plain PyTorch with graphmill's
-# full-mode settings (dropout on every layer's input, Adam with L2 weight
-# decay, the model of the best validation accuracy kept) and prints its
+# full-mode settings (Glorot initialisation, dropout on every layer's
+# input, Adam with L2 weight decay, the model of the best validation
+# accuracy kept) and prints its
 # test accuracy per seed as JSON: the reference graphmill's GIN and PNA are
 # compared with. Usage: torch_train.py DATASET_DIR CONFIG_JSON SEEDS...
 # where CONFIG_JSON holds the model config (graphmill's nn.Config) plus
@@ -26,6 +27,12 @@ out = []
 for seed in map(int, sys.argv[3:]):
     torch.manual_seed(seed)
     net = tm.build(cfg)
+    # graphmill's initialisation (nn.Init): Glorot weights, zero biases.
+    for mod in net.modules():
+        if isinstance(mod, torch.nn.Linear):
+            torch.nn.init.xavier_uniform_(mod.weight)
+            if mod.bias is not None:
+                torch.nn.init.zeros_(mod.bias)
     opt = torch.optim.Adam(net.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     best, test = -1.0, 0.0
     for epoch in range(cfg["epochs"]):
