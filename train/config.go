@@ -134,7 +134,7 @@ func Defaults(kind nn.Kind) Config {
 		Epochs:    or(d.Epochs, 200),
 		Optimizer: nn.OptimConfig{Name: "adam", LR: or(d.LR, 0.01), WeightDecay: or(d.WeightDecay, 5e-4)},
 		Schedule:  nn.Schedule{Kind: "constant"},
-		EvalEvery: 1, Patience: d.Patience, NormalizeFeatures: true,
+		EvalEvery: 1, Patience: d.Patience, NormalizeFeatures: !d.RawFeatures,
 		DecayFirstLayerOnly: d.DecayFirstLayerOnly,
 		Fanouts:             d.Fanouts, BatchSize: or(d.Batch, 64), Prefetch: 4, EvalBatchSize: 4096, Superbatch: 10,
 		Parts: 40, PartsPerBatch: 10,
