@@ -8,9 +8,14 @@ import subprocess
 from .errors import GraphmillError
 
 
+# The program built into the package (setup.py, when Go was available).
+PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "graphmill")
+
+
 def find_binary(binary=None):
     """Returns the path of the graphmill program: ``binary`` if given, else
-    ``$GRAPHMILL_BIN``, else ``graphmill`` found on ``PATH``."""
+    ``$GRAPHMILL_BIN``, else the one built into the package, else
+    ``graphmill`` found on ``PATH``."""
     cand = binary or os.environ.get("GRAPHMILL_BIN")
     if cand:
         if os.sep in cand or os.path.exists(cand):
@@ -21,11 +26,15 @@ def find_binary(binary=None):
         if found is None:
             raise GraphmillError(f"graphmill program {cand!r} not found on PATH")
         return found
+    if os.path.isfile(PACKAGED) and os.access(PACKAGED, os.X_OK):
+        return PACKAGED
     found = shutil.which("graphmill")
     if found is None:
         raise GraphmillError(
-            "the graphmill program is not on PATH (build it with 'go build -o ~/bin/graphmill "
-            "./cmd/graphmill', or set GRAPHMILL_BIN to its path)"
+            "the graphmill program is not in the package nor on PATH: install the package where "
+            "Go >= 1.26 is on PATH (pip install ./python builds it in), install a wheel built by "
+            "python/scripts/build_wheel.sh, or build it with 'go build -o ~/bin/graphmill "
+            "./cmd/graphmill' and put it on PATH or in $GRAPHMILL_BIN"
         )
     return found
 
