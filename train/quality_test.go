@@ -6,8 +6,8 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/graphmill/graphmill/dataset"
