@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,7 +50,7 @@ func TestPyTorchLoadsCheckpoints(t *testing.T) {
 			}
 			tmp := t.TempDir()
 			ckpt := filepath.Join(tmp, "m.safetensors")
-			if err := res.Model.Save(ckpt, map[string]string{"normalize_features": "true"}); err != nil {
+			if err := res.Model.Save(ckpt, map[string]string{"normalize_features": strconv.FormatBool(cfg.NormalizeFeatures)}); err != nil {
 				t.Fatal(err)
 			}
 			logits, err := r.Predict(ctx, res.Model)
