@@ -13,6 +13,13 @@ import (
 // differences of the loss Σ w ⊙ f(x), in float64 where f allows.
 func gradCheck(t *testing.T, name string, x tensor.Matrix, f func(tp *autograd.Tape, x *autograd.Var) *autograd.Var) {
 	t.Helper()
+	gradCheckStep(t, name, x, 1e-2, f)
+}
+
+// gradCheckStep is gradCheck with central differences of step h (a
+// smaller one where a max or min may change winner within a step).
+func gradCheckStep(t *testing.T, name string, x tensor.Matrix, h float32, f func(tp *autograd.Tape, x *autograd.Var) *autograd.Var) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(9, 9))
 	tp := autograd.NewTape()
 	xv := tp.Input("x", x)
@@ -33,7 +40,6 @@ func gradCheck(t *testing.T, name string, x tensor.Matrix, f func(tp *autograd.T
 		}
 		return s
 	}
-	const h = 1e-2
 	for i := range x.Data {
 		v := x.Data[i]
 		x.Data[i] = v + h
@@ -41,7 +47,7 @@ func gradCheck(t *testing.T, name string, x tensor.Matrix, f func(tp *autograd.T
 		x.Data[i] = v - h
 		down := loss()
 		x.Data[i] = v
-		num := (up - down) / (2 * h)
+		num := (up - down) / (2 * float64(h))
 		if got := float64(xv.Grad.Data[i]); math.Abs(got-num) > 2e-2*max(1, math.Abs(num)) {
 			t.Fatalf("%s: d/dx[%d] = %g, numerically %g", name, i, got, num)
 		}
@@ -158,4 +164,33 @@ func init() {
 			return &userLayer{Lin: ini.Linear("lin.", 3*in, out, true), Norm: NewBatchNorm("norm.", out), out: out}
 		}), nil
 	}})
+}
+
+// TestLayerGradients checks whole layers written with the public ops
+// (PNA, GIN, GCNII's convolution) numerically: the gradient of their
+// input and of each weight matrix.
+func TestLayerGradients(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 7))
+	b := randomBlocks(r, 1, 6)[0]
+	b.deg = make([]float32, b.NumSrc())
+	for i := range b.deg {
+		b.deg[i] = float32(r.IntN(5))
+	}
+	x := tensor.New(b.NumSrc(), 3)
+	for i, v := range r.Perm(len(x.Data)) {
+		x.Data[i] = float32(v)*0.11 - 1
+	}
+	ini := NewInit(5)
+	pna := NewPNAConv(ini, 3, 2, 1.3)
+	gradCheckStep(t, "pna/x", x, 1e-3, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return pna.Forward(tp, b, x, true, 1) })
+	for _, w := range []**autograd.Var{&pna.Pre.W, &pna.Pre.B, &pna.Post.W, &pna.Lin.W} {
+		orig := *w
+		gradCheckStep(t, "pna/"+orig.Name, orig.Value.Clone(), 1e-3, func(tp *autograd.Tape, v *autograd.Var) *autograd.Var {
+			*w = v
+			defer func() { *w = orig }()
+			return pna.Forward(tp, b, tp.Const(x), true, 1)
+		})
+	}
+	gin := NewGINConv(ini, 3, 4, 2)
+	gradCheck(t, "gin/x", x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return gin.Forward(tp, b, x, true, 1) })
 }
