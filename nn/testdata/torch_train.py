@@ -23,7 +23,7 @@ cfg["in"], cfg["out"] = x.shape[1], int(y.max()) + 1
 if cfg["kind"] == "pna":
     deg = torch.bincount(tm.dst, minlength=tm.N).float()
     cfg["avg_log_degree"] = float(torch.log(deg + 1).mean())
-out = []
+out, vals = [], []
 for seed in map(int, sys.argv[3:]):
     torch.manual_seed(seed)
     net = tm.build(cfg)
@@ -46,4 +46,5 @@ for seed in map(int, sys.argv[3:]):
         if val > best:
             best, test = val, (pred[idx["test"]] == y[idx["test"]]).float().mean().item()
     out.append(test)
-print(json.dumps({"test_acc": out}))
+    vals.append(best)
+print(json.dumps({"test_acc": out, "best_val_acc": vals}))
