@@ -54,22 +54,27 @@ func gradCheckStep(t *testing.T, name string, x tensor.Matrix, h float32, f func
 	}
 }
 
-// TestBlockOpGradients checks the new public ops' gradients numerically
-// on a random block, for every aggregator, batch and layer normalisation,
-// row scaling and column slices.
-func TestBlockOpGradients(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 5))
-	b := randomBlocks(r, 1, 7)[0]
+// gradBlock returns a random block with seeds destinations and a degree
+// table, and 3-wide input rows of distinct values step apart from base, so
+// that max and min have one winner each and a small step changes none.
+func gradBlock(r *rand.Rand, seeds int, step, base float32) (*Block, tensor.Matrix) {
+	b := randomBlocks(r, 1, seeds)[0]
 	b.deg = make([]float32, b.NumSrc())
 	for i := range b.deg {
 		b.deg[i] = float32(r.IntN(5))
 	}
 	x := tensor.New(b.NumSrc(), 3)
-	// Distinct values a step apart, so that max and min have one winner
-	// each and a small step does not change it.
 	for i, v := range r.Perm(len(x.Data)) {
-		x.Data[i] = float32(v) * 0.37
+		x.Data[i] = float32(v)*step + base
 	}
+	return b, x
+}
+
+// TestBlockOpGradients checks the new public ops' gradients numerically
+// on a random block, for every aggregator, batch and layer normalisation,
+// row scaling and column slices.
+func TestBlockOpGradients(t *testing.T) {
+	b, x := gradBlock(rand.New(rand.NewPCG(1, 5)), 7, 0.37, 0)
 	for _, a := range []Aggregator{AggSum, AggMean, AggMax, AggMin, AggStd, AggGCN} {
 		gradCheck(t, a.String(), x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return b.Aggregate(tp, x, a) })
 	}
@@ -170,16 +175,7 @@ func init() {
 // (PNA, GIN, GCNII's convolution) numerically: the gradient of their
 // input and of each weight matrix.
 func TestLayerGradients(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 7))
-	b := randomBlocks(r, 1, 6)[0]
-	b.deg = make([]float32, b.NumSrc())
-	for i := range b.deg {
-		b.deg[i] = float32(r.IntN(5))
-	}
-	x := tensor.New(b.NumSrc(), 3)
-	for i, v := range r.Perm(len(x.Data)) {
-		x.Data[i] = float32(v)*0.11 - 1
-	}
+	b, x := gradBlock(rand.New(rand.NewPCG(3, 7)), 6, 0.11, -1)
 	ini := NewInit(5)
 	pna := NewPNAConv(ini, 3, 2, 1.3)
 	gradCheckStep(t, "pna/x", x, 1e-3, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return pna.Forward(tp, b, x, true, 1) })
