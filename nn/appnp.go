@@ -53,16 +53,12 @@ func (l *mlpLayer) OutDim() int { return l.out }
 // propLayer is one APPNP propagation step; it has no parameters.
 type propLayer struct {
 	alpha float32
-	deg   []float32
 	dim   int
 }
 
 // Forward implements Layer without the teleport term; the model calls
 // propagate instead.
 func (l *propLayer) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
-	if b.deg == nil {
-		b.deg = l.deg
-	}
 	return b.Aggregate(tp, x, AggGCN)
 }
 
@@ -83,7 +79,7 @@ func init() {
 		Kind: APPNP, Help: "APPNP: an MLP, then K personalised-PageRank propagation steps (--layers sets K)", NeedsDegrees: true,
 		Defaults: Defaults{Hidden: 64, Layers: 10, Alpha: 0.1, DecayFirstLayerOnly: true, Note: "MLP of hidden 64, K=10 steps, alpha 0.1, dropout 0.5, 200 epochs (Klicpera et al.)"},
 		Teleport: true, ExtraLayers: 1,
-		Build: func(ini *Init, c *Config, deg []float32) ([]Layer, error) {
+		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
 			if c.Alpha == 0 {
 				c.Alpha = 0.1
 			}
@@ -93,7 +89,7 @@ func init() {
 			}
 			layers := []Layer{newMLPLayer(ini.r, c.In, c.Hidden, c.Out, c.Dropout)}
 			for k := 0; k < c.Layers; k++ {
-				layers = append(layers, &propLayer{alpha: float32(alpha), deg: deg, dim: c.Out})
+				layers = append(layers, &propLayer{alpha: float32(alpha), dim: c.Out})
 			}
 			return layers, nil
 		},

@@ -38,7 +38,7 @@ func unfusedForward(tp *autograd.Tape, m *Model, blocks []*Block, x *autograd.Va
 			}
 			h = tp.AddBias(tp.Add(neigh, linear(tp, root, c.LinR)), c.BiasL)
 		case *GCNConv:
-			h = tp.AddBias(aggregateLinear(tp, b, gcnCSR(b, c.Deg), h, c.Lin, tensor.Weighted), c.Bias)
+			h = tp.AddBias(aggregateLinear(tp, b, gcnCSR(b, m.deg), h, c.Lin, tensor.Weighted), c.Bias)
 		default:
 			panic(fmt.Sprintf("no reference for %T", layer))
 		}

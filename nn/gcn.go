@@ -10,22 +10,20 @@ import (
 
 // GCNConv is the graph convolution of Kipf & Welling:
 // out = D^-1/2 (A+I) D^-1/2 X W + b, with degrees counted with the self-loop
-// (PyG's GCNConv with its defaults). Deg holds every node's in-degree
-// without self-loops in the full graph, so sampled blocks use the true
-// normalisation.
+// (PyG's GCNConv with its defaults). The degrees are every node's in-degree
+// without self-loops in the full graph (the model's table, which it gives
+// every block), so sampled blocks use the true normalisation.
 type GCNConv struct {
 	Lin, Bias *autograd.Var
-	Deg       []float32
 	in, out   int
 }
 
-// NewGCNConv returns a GCNConv from in to out features; deg is the full
-// graph's in-degree of every node (see InDegrees).
-func NewGCNConv(r *rng.Rand, in, out int, deg []float32) *GCNConv {
+// NewGCNConv returns a GCNConv from in to out features.
+func NewGCNConv(r *rng.Rand, in, out int) *GCNConv {
 	return &GCNConv{
 		Lin:  autograd.NewParam("lin.weight", glorot(r, out, in, in, out)),
 		Bias: autograd.NewParam("bias", tensor.New(1, out)),
-		Deg:  deg, in: in, out: out,
+		in:   in, out: out,
 	}
 }
 
@@ -68,9 +66,6 @@ func (l *GCNConv) forwardReLU(tp *autograd.Tape, b *Block, x *autograd.Var, drop
 
 // forward computes act(Â·x·Wᵀ + bias) as one fused op (Block.Conv).
 func (l *GCNConv) forward(tp *autograd.Tape, b *Block, x *autograd.Var, act autograd.Activation, drop tensor.RowDropout) *autograd.Var {
-	if b.deg == nil {
-		b.deg = l.Deg
-	}
 	return b.Conv(tp, x, Conv{Agg: AggGCN, W: l.Lin, Bias: l.Bias, ReLU: act == autograd.ActReLU, Drop: drop})
 }
 
@@ -84,8 +79,8 @@ func init() {
 	Register(Spec{
 		Kind: GCN, Help: "graph convolution of Kipf & Welling (symmetric normalisation with self-loops)", NeedsDegrees: true,
 		Defaults: Defaults{Hidden: 16, Dropout: 0.5, DecayFirstLayerOnly: true, Note: "hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4 on the first layer, 200 epochs (Kipf & Welling)"},
-		Build: func(ini *Init, c *Config, deg []float32) ([]Layer, error) {
-			return StackLayers(c, func(l, in, out int) Layer { return NewGCNConv(ini.r, in, out, deg) }), nil
+		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
+			return StackLayers(c, func(l, in, out int) Layer { return NewGCNConv(ini.r, in, out) }), nil
 		},
 	})
 }

@@ -299,7 +299,7 @@ func (b *Block) SumRows(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
 	if b.Remote != nil {
 		return b.Remote.SumRows(tp, x)
 	}
-	return SumRowsLocal(tp, x)
+	return sumRowsLocal(tp, x)
 }
 
 // CountRows returns n summed over every process (n itself locally).
@@ -323,9 +323,9 @@ func (b *Block) InDegrees() []float32 {
 	return d
 }
 
-// SumRowsLocal is the column sums of x on the tape (Block.SumRows of one
-// process; Remotes build theirs from it).
-func SumRowsLocal(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+// sumRowsLocal is the column sums of x on the tape (Block.SumRows of one
+// process).
+func sumRowsLocal(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
 	cols := x.Value.Cols
 	out := tensor.New(1, cols)
 	acc := make([]float64, cols)
