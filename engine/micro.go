@@ -76,6 +76,7 @@ func (s *splitter) extract(v *view, seeds []int32, build bool) *micro {
 		var hist []int32
 		var indptr []int64
 		var indices []int32
+		var weights []float32
 		if build {
 			indptr = make([]int64, len(need)+1)
 			n := int64(0)
@@ -83,6 +84,9 @@ func (s *splitter) extract(v *view, seeds []int32, build bool) *micro {
 				n += c.Indptr[d+1] - c.Indptr[d]
 			}
 			indices = make([]int32, 0, n)
+			if c.Weights != nil {
+				weights = make([]float32, 0, n)
+			}
 		}
 		edges, selfLoops := 0, 0
 		for i, d := range need {
@@ -102,6 +106,9 @@ func (s *splitter) extract(v *view, seeds []int32, build bool) *micro {
 				}
 				if build {
 					indices = append(indices, mark[u])
+					if weights != nil {
+						weights = append(weights, c.Weights[e])
+					}
 				}
 			}
 			edges += int(c.Indptr[d+1] - c.Indptr[d])
@@ -124,7 +131,7 @@ func (s *splitter) extract(v *view, seeds []int32, build bool) *micro {
 					indices[k] = int32(len(inner)) - 2 - ix
 				}
 			}
-			mc.blocks[l] = graph.Block{NumSrc: nsrc, NumDst: len(need), Indptr: indptr, Indices: indices}
+			mc.blocks[l] = graph.Block{NumSrc: nsrc, NumDst: len(need), Indptr: indptr, Indices: indices, Weights: weights}
 			if len(hist) > 0 {
 				rows := make([]int32, len(hist))
 				for k, u := range hist {

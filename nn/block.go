@@ -60,7 +60,8 @@ type Block struct {
 
 // NewBlock wraps a destination-compressed block. src holds the global ids
 // of the sources, destinations first; indptr has numDst+1 offsets and
-// indices hold positions in src.
+// indices hold positions in src. Edge weights (for AggWeighted) go in
+// the returned block's CSR.Weights.
 func NewBlock(indptr []int64, indices []int32, src []int32, numDst int) (*Block, error) {
 	b := &Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: len(src)}, NumDst: numDst, Src: src}
 	if numDst > len(src) || len(indptr) != numDst+1 {
@@ -79,7 +80,7 @@ func FullGraph(g *graph.CSC) *Block {
 	for i := range src {
 		src[i] = int32(i)
 	}
-	return &Block{CSR: &tensor.CSR{Indptr: g.Indptr, Indices: g.Indices, NumSrc: g.NumNodes}, NumDst: g.NumNodes, Src: src}
+	return &Block{CSR: &tensor.CSR{Indptr: g.Indptr, Indices: g.Indices, Weights: g.Weights, NumSrc: g.NumNodes}, NumDst: g.NumNodes, Src: src}
 }
 
 // WithSelfLoops returns the block's CSR with exactly one self-loop per

@@ -155,7 +155,13 @@ func syntheticBlock(src, dst, edges, selfLoops int) *Block {
 	for i := range ids {
 		ids[i] = int32(i)
 	}
-	b := &Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, NumSrc: src}, NumDst: dst, Src: ids}
+	// Weights of 1 let a layer aggregating by edge weights run (the
+	// bytes do not depend on their values).
+	w := make([]float32, len(indices))
+	for i := range w {
+		w[i] = 1
+	}
+	b := &Block{CSR: &tensor.CSR{Indptr: indptr, Indices: indices, Weights: w, NumSrc: src}, NumDst: dst, Src: ids}
 	b.deg = make([]float32, src)
 	for i := range b.deg {
 		b.deg[i] = float32(1 + i%5)

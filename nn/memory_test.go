@@ -34,6 +34,10 @@ func randomBlocks(r *rand.Rand, layers, seeds int) []*Block {
 		if err != nil {
 			panic(err)
 		}
+		b.CSR.Weights = make([]float32, len(indices)) // for AggWeighted
+		for i := range b.CSR.Weights {
+			b.CSR.Weights[i] = r.Float32() + 0.1
+		}
 		blocks[l] = b
 		dst = src
 	}

@@ -36,9 +36,14 @@ const (
 	// and edge weights 1/sqrt((deg(d)+1)(deg(s)+1)), deg the in-degree in
 	// the whole graph (the model's degree table).
 	AggGCN
+	// AggWeighted adds the source rows times the dataset's own edge
+	// weights (graph.CSC.Weights, carried into every block: full graph,
+	// sampled, GNNAutoScale and SAR), as PyG's GraphConv with edge_weight.
+	// A block of a graph without weights panics with a clear message.
+	AggWeighted
 )
 
-var aggNames = [...]string{"sum", "mean", "max", "min", "std", "gcn"}
+var aggNames = [...]string{"sum", "mean", "max", "min", "std", "gcn", "weighted"}
 
 // String names the aggregator.
 func (a Aggregator) String() string {
@@ -49,7 +54,9 @@ func (a Aggregator) String() string {
 }
 
 // linear reports whether the aggregator is a weighted sum of the rows.
-func (a Aggregator) linear() bool { return a == AggSum || a == AggMean || a == AggGCN }
+func (a Aggregator) linear() bool {
+	return a == AggSum || a == AggMean || a == AggGCN || a == AggWeighted
+}
 
 // Conv is the fused form act(agg(x)·Wᵀ + x_dst·Rootᵀ + Bias) of
 // GraphConv, GraphSAGE and GCN layers, computed as one op: it keeps only
@@ -57,7 +64,7 @@ func (a Aggregator) linear() bool { return a == AggSum || a == AggMean || a == A
 // whichever costs less in the block's mode (flops locally, bytes sent on a
 // SAR shard).
 type Conv struct {
-	// Agg is AggSum, AggMean or AggGCN.
+	// Agg is AggSum, AggMean, AggGCN or AggWeighted.
 	Agg Aggregator
 	// W (out × in) multiplies the aggregated rows.
 	W *autograd.Var
@@ -133,6 +140,8 @@ func (b *Block) Aggregate(tp *autograd.Tape, x *autograd.Var, a Aggregator) *aut
 		return tp.Aggregate(b.CSR, x, tensor.Mean)
 	case AggGCN:
 		return tp.Aggregate(gcnCSR(b, b.degrees()), x, tensor.Weighted)
+	case AggWeighted:
+		return tp.Aggregate(b.weighted(), x, tensor.Weighted)
 	case AggMax, AggMin:
 		return extreme(tp, b.CSR, x, a == AggMin)
 	}
@@ -145,6 +154,15 @@ func (b *Block) degrees() []float32 {
 		panic("nn: AggGCN needs the graph's degrees: build the model with them (Spec.NeedsDegrees)")
 	}
 	return b.deg
+}
+
+// weighted is the block's CSR for AggWeighted: it must carry the
+// dataset's edge weights.
+func (b *Block) weighted() *tensor.CSR {
+	if b.CSR.Weights == nil {
+		panic("nn: AggWeighted on a block without edge weights: the dataset has none (import it with a weight column, e.g. data import --format edgelist with \"src dst weight\" lines)")
+	}
+	return b.CSR
 }
 
 // extreme is the max (min) aggregation over c on the tape.
@@ -216,6 +234,8 @@ func (b *Block) Conv(tp *autograd.Tape, x *autograd.Var, c Conv) *autograd.Var {
 		mode = tensor.Mean
 	case AggGCN:
 		g, mode = gcnCSR(b, b.degrees()), tensor.Weighted
+	case AggWeighted:
+		g, mode = b.weighted(), tensor.Weighted
 	}
 	out, in := c.W.Shape()
 	var terms []autograd.Term

@@ -75,7 +75,7 @@ func gradBlock(r *rand.Rand, seeds int, step, base float32) (*Block, tensor.Matr
 // row scaling and column slices.
 func TestBlockOpGradients(t *testing.T) {
 	b, x := gradBlock(rand.New(rand.NewPCG(1, 5)), 7, 0.37, 0)
-	for _, a := range []Aggregator{AggSum, AggMean, AggMax, AggMin, AggStd, AggGCN} {
+	for _, a := range []Aggregator{AggSum, AggMean, AggMax, AggMin, AggStd, AggGCN, AggWeighted} {
 		gradCheck(t, a.String(), x, func(tp *autograd.Tape, x *autograd.Var) *autograd.Var { return b.Aggregate(tp, x, a) })
 	}
 	bn := NewBatchNorm("", 3)
@@ -142,8 +142,8 @@ func TestBatchNormRunningStats(t *testing.T) {
 }
 
 // userLayer is a layer as a user writes one outside nn: public ops only
-// (max and std aggregation, the destinations' rows, batch norm, a
-// concatenation), no memory plan of its own.
+// (max, std and edge-weighted aggregation, the destinations' rows, batch
+// norm, a concatenation), no memory plan of its own.
 type userLayer struct {
 	Lin  *Linear
 	Norm *BatchNorm
@@ -151,7 +151,7 @@ type userLayer struct {
 }
 
 func (l *userLayer) Forward(tp *autograd.Tape, b *Block, x *autograd.Var, train bool, _ uint64) *autograd.Var {
-	h := Concat(tp, b.DstRows(tp, x), b.Aggregate(tp, x, AggMax), b.Aggregate(tp, x, AggStd))
+	h := Concat(tp, b.DstRows(tp, x), b.Aggregate(tp, x, AggMax), b.Aggregate(tp, x, AggStd), b.Aggregate(tp, x, AggWeighted))
 	return l.Norm.Forward(tp, b, l.Lin.Forward(tp, h), train)
 }
 func (l *userLayer) Params() []*autograd.Var  { return append(l.Lin.Params(), l.Norm.Params()...) }
@@ -166,7 +166,7 @@ const testUserKind Kind = "test-user-layer"
 func init() {
 	Register(Spec{Kind: testUserKind, Help: "a user's layer (tests only)", Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
 		return StackLayers(c, func(l, in, out int) Layer {
-			return &userLayer{Lin: ini.Linear("lin.", 3*in, out, true), Norm: NewBatchNorm("norm.", out), out: out}
+			return &userLayer{Lin: ini.Linear("lin.", 4*in, out, true), Norm: NewBatchNorm("norm.", out), out: out}
 		}), nil
 	}})
 }

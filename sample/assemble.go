@@ -52,7 +52,8 @@ func (s *Sampler) Neighbors(dst []int32, key uint64, hop, k int, counts []int32,
 // Assembler builds a minibatch hop by hop from neighbour lists drawn
 // elsewhere (by Sampler.Neighbors on the ranks owning the nodes), with
 // SampleInto's relabelling, so that given the same draws it produces the
-// minibatch SampleInto does (EdgeIDs aside, which it leaves nil). An
+// minibatch SampleInto does (EdgeIDs and Weights aside, which it leaves
+// nil: a model aggregating by edge weights needs a local sampler). An
 // Assembler is not safe for concurrent use; it reuses its buffers.
 //
 //	a.Begin(mb, seeds, hops)

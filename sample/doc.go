@@ -21,10 +21,11 @@
 // the destination's own features as h[:NumDst]. The last block's
 // destinations are the seeds, in the order given. EdgeIDs holds each
 // sampled edge's global id: g.EdgeIDs[p] when the graph has edge ids, else
-// the edge's position p in the CSC. A Block converts to the aggregation
+// the edge's position p in the CSC. When the graph has edge weights, Weights
+// holds each sampled edge's weight. A Block converts to the aggregation
 // kernels' tensor.CSR by copying the fields:
 //
-//	tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, NumSrc: b.NumSrc()}
+//	tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, Weights: b.Weights, NumSrc: b.NumSrc()}
 //
 // Sampling is uniform without replacement by default; Config.Replace draws
 // with replacement and Config.Weighted draws in proportion to the graph's

@@ -273,7 +273,17 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		spanned = nd
 		hb.Indices = hb.Indices[:e]
 		hb.EdgeIDs = hb.EdgeIDs[:e]
+		// The block carries the sampled edges' weights when the graph has
+		// them (nn.AggWeighted aggregates by them); EdgeIDs still hold
+		// CSC positions here.
+		w := hb.Weights
 		hb.Weights = nil
+		if g.Weights != nil {
+			hb.Weights = grow(w, e)
+			for q, p := range hb.EdgeIDs {
+				hb.Weights[q] = g.Weights[p]
+			}
+		}
 		// Relabel in place: global source ids become local positions, new
 		// nodes are appended in first-seen order.
 		if cap(nodes) < nd+e {

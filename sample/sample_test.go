@@ -787,3 +787,45 @@ func TestFusedMatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// TestBlocksCarryWeights: every sampled edge carries its weight in the
+// graph (for nn.AggWeighted), in the fused, replacement and weighted draws;
+// a graph without weights gives blocks without.
+func TestBlocksCarryWeights(t *testing.T) {
+	g, _, _ := randomGraph(t, 1500, 9, graph.BuildOptions{Symmetrize: true})
+	for i := range g.Weights {
+		g.Weights[i] = float32(i%13) + 0.5 // distinct enough to catch a misplaced weight
+	}
+	seeds := []int32{1, 2, 3, 500, 1000, 1499}
+	for _, cfg := range []Config{{Fanouts: []int{6, 3}}, {Fanouts: []int{6, 3}, Replace: true}, {Fanouts: []int{6, -1}, Weighted: true}} {
+		s, err := New(g, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mb, err := s.Sample(seeds, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l, b := range mb.Blocks {
+			if len(b.Weights) != len(b.Indices) {
+				t.Fatalf("%+v: block %d has %d weights for %d edges", cfg, l, len(b.Weights), len(b.Indices))
+			}
+			for q, p := range b.EdgeIDs { // CSC positions: the graph has no edge ids
+				if b.Weights[q] != g.Weights[p] {
+					t.Fatalf("%+v: block %d edge %d has weight %v, the graph's is %v", cfg, l, q, b.Weights[q], g.Weights[p])
+				}
+			}
+		}
+	}
+	g.Weights = nil
+	s, _ := New(g, Config{Fanouts: []int{6, 3}})
+	mb, err := s.Sample(seeds, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l, b := range mb.Blocks {
+		if b.Weights != nil {
+			t.Fatalf("block %d of an unweighted graph has weights", l)
+		}
+	}
+}

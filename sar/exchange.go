@@ -205,15 +205,15 @@ func (a *linAgg) on(t *topo) []*tensor.CSR {
 }
 
 // newLinAgg builds the aggregation over edges e (see Shard.edges) with
-// weight w(dst, owner, source position).
-func newLinAgg(name string, e []ownerEdges, w func(d, q int, j int32) float32) *linAgg {
+// weight w(dst, owner, edge index in e[owner], source position).
+func newLinAgg(name string, e []ownerEdges, w func(d, q int, i int64, j int32) float32) *linAgg {
 	a := &linAgg{name: name, csr: make([]*tensor.CSR, len(e))}
 	for q, o := range e {
 		ws := make([]float32, len(o.src))
 		nd := len(o.indptr) - 1
 		for d := 0; d < nd; d++ {
 			for i := o.indptr[d]; i < o.indptr[d+1]; i++ {
-				ws[i] = w(d, q, o.src[i])
+				ws[i] = w(d, q, i, o.src[i])
 			}
 		}
 		a.csr[q] = &tensor.CSR{Indptr: o.indptr, Indices: o.src, Weights: ws, NumSrc: o.nsrc}
@@ -227,7 +227,7 @@ func newLinAgg(name string, e []ownerEdges, w func(d, q int, j int32) float32) *
 func (s *Shard) gcnAgg() *linAgg {
 	if s.gcn == nil {
 		e := s.edges(true)
-		s.gcn = newLinAgg("GCN", e, func(d, q int, j int32) float32 {
+		s.gcn = newLinAgg("GCN", e, func(d, q int, _ int64, j int32) float32 {
 			dd := float64(s.InDeg[d]) + 1
 			ds := float64(e[q].srcDeg[j]) + 1
 			return float32(1 / math.Sqrt(dd*ds))
@@ -239,7 +239,7 @@ func (s *Shard) gcnAgg() *linAgg {
 // meanAgg is the mean over in-edges (GraphSAGE).
 func (s *Shard) meanAgg() *linAgg {
 	if s.mean == nil {
-		s.mean = newLinAgg("mean", s.edges(false), func(d, _ int, _ int32) float32 {
+		s.mean = newLinAgg("mean", s.edges(false), func(d, _ int, _ int64, _ int32) float32 {
 			return 1 / float32(s.InDeg[d])
 		})
 	}

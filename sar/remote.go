@@ -38,9 +38,21 @@ func check(err error) {
 // sumAgg is the plain sum over in-edges.
 func (s *Shard) sumAgg() *linAgg {
 	if s.sum == nil {
-		s.sum = newLinAgg("sum", s.edges(false), func(int, int, int32) float32 { return 1 })
+		s.sum = newLinAgg("sum", s.edges(false), func(int, int, int64, int32) float32 { return 1 })
 	}
 	return s.sum
+}
+
+// weightedAgg is the sum by the dataset's edge weights (nn.AggWeighted).
+func (s *Shard) weightedAgg() *linAgg {
+	if s.weighted == nil {
+		e := s.edges(false)
+		if e[s.Rank].w == nil {
+			check(fmt.Errorf("sar: the %s aggregation needs edge weights, and dataset %s has none", nn.AggWeighted, s.Name))
+		}
+		s.weighted = newLinAgg("weighted", e, func(_, q int, i int64, _ int32) float32 { return e[q].w[i] })
+	}
+	return s.weighted
 }
 
 // linAgg returns the shard's weighted sum for a linear aggregator and
@@ -53,6 +65,8 @@ func (r *remote) linAgg(a nn.Aggregator) (*linAgg, bool) {
 		return r.x.s.meanAgg(), false
 	case nn.AggGCN:
 		return r.x.s.gcnAgg(), true
+	case nn.AggWeighted:
+		return r.x.s.weightedAgg(), false
 	}
 	return nil, false
 }

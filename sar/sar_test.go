@@ -92,6 +92,12 @@ func makeFixture() (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Edge weights, so that nn.AggWeighted runs on the shards' own
+	// weights (the built-in models ignore them).
+	raw.EdgeWeights = make([]float32, len(raw.Src))
+	for i := range raw.EdgeWeights {
+		raw.EdgeWeights[i] = 0.25 + float32(i%7)/4
+	}
 	dir := fixtureDir
 	if err := dataset.Write(ctx, filepath.Join(dir, "cora"), raw, dataset.WriteOptions{}); err != nil {
 		return nil, err
@@ -247,7 +253,36 @@ func testConfigs() map[string]nn.Config {
 		"gcnii":  {Kind: nn.GCNII, Hidden: 16, Layers: 4, Dropout: 0.5, Alpha: 0.1, Theta: 0.5, Seed: 3},
 		"pna":    {Kind: nn.PNA, Hidden: 8, Layers: 2, Dropout: 0.5, Seed: 3},
 		"gcn-jk": {Kind: nn.GCNJK, Hidden: 8, Layers: 3, Dropout: 0.5, Seed: 3},
+		// A user's layer aggregating by the dataset's edge weights.
+		"weighted": {Kind: testWeightedKind, Hidden: 16, Layers: 2, Dropout: 0.5, Seed: 3},
 	}
+}
+
+// weightedLayer is GraphConv with the dataset's edge weights, written as a
+// user writes a layer outside nn: the fused Conv and a plain Aggregate,
+// both by nn.AggWeighted.
+type weightedLayer struct {
+	W, Root, Skip *nn.Linear
+	relu          bool
+}
+
+func (l *weightedLayer) Forward(tp *autograd.Tape, b *nn.Block, x *autograd.Var, _ bool, _ uint64) *autograd.Var {
+	h := b.Conv(tp, x, nn.Conv{Agg: nn.AggWeighted, W: l.W.W, Root: l.Root.W, Bias: l.W.B, ReLU: l.relu})
+	return tp.Add(h, l.Skip.Forward(tp, b.Aggregate(tp, x, nn.AggWeighted)))
+}
+func (l *weightedLayer) Params() []*autograd.Var {
+	return append(append(l.W.Params(), l.Root.W), l.Skip.Params()...)
+}
+func (l *weightedLayer) OutDim() int { return l.W.W.Value.Rows }
+
+const testWeightedKind nn.Kind = "test-weighted"
+
+func init() {
+	nn.Register(nn.Spec{Kind: testWeightedKind, Help: "GraphConv by edge weights (tests only)", Build: func(ini *nn.Init, c *nn.Config, _ []float32) ([]nn.Layer, error) {
+		return nn.StackLayers(c, func(l, in, out int) nn.Layer {
+			return &weightedLayer{W: ini.Linear("lin.", in, out, true), Root: ini.Linear("root.", in, out, false), Skip: ini.Linear("skip.", in, out, false), relu: l < c.Layers-1}
+		}), nil
+	}})
 }
 
 // TestStepEquivalence: the loss and every parameter gradient of one step

@@ -44,11 +44,11 @@ type Shard struct {
 	comm dist.Comm
 	// Built on first use: the edges with self-loops, and the weighted
 	// aggregations.
-	loops          []ownerEdges
-	gcn, mean, sum *linAgg
-	keys           [][]int64
-	full           [2]*topo
-	mfg            map[string][]*topo
+	loops                    []ownerEdges
+	gcn, mean, sum, weighted *linAgg
+	keys                     [][]int64
+	full                     [2]*topo
+	mfg                      map[string][]*topo
 }
 
 // ownerEdges are the in-edges of the inner nodes whose sources one rank
@@ -60,6 +60,8 @@ type ownerEdges struct {
 	nsrc      int
 	srcGlobal []int32 // original id of every source position
 	srcDeg    []int32 // its in-degree in the whole graph
+	// w holds every edge's weight in the dataset (nil: it has none).
+	w []float32
 }
 
 // NumInner returns the number of nodes the shard owns.
@@ -180,10 +182,15 @@ func build(ctx context.Context, comm dist.Comm, book *parts.Book, ps []*parts.Pa
 	}
 	var owners []key
 	var degs, globals []int32
+	var weights []float32
+	weighted := ps[0].Graph.Weights != nil
 	indptr := make([]int64, ni+1)
 	d := 0
 	for _, p := range ps {
 		g := p.Graph
+		if (g.Weights != nil) != weighted {
+			return nil, fmt.Errorf("sar: part %d has edge weights and part %d has none (were they written from one dataset?)", p.Index, ps[0].Index)
+		}
 		nin := int32(p.NumInner())
 		for v := 0; v < p.NumInner(); v++ {
 			for e := g.Indptr[v]; e < g.Indptr[v+1]; e++ {
@@ -200,6 +207,9 @@ func build(ctx context.Context, comm dist.Comm, book *parts.Book, ps []*parts.Pa
 					}
 				}
 				owners = append(owners, kq)
+				if weighted {
+					weights = append(weights, g.Weights[e])
+				}
 				degs = append(degs, p.InDegrees[u])
 				globals = append(globals, p.GlobalIDs[u])
 			}
@@ -232,6 +242,9 @@ func build(ctx context.Context, comm dist.Comm, book *parts.Book, ps []*parts.Pa
 	s.own[me].srcDeg = s.InDeg
 	for q := range s.own {
 		s.own[q].indptr = make([]int64, ni+1)
+		if weighted {
+			s.own[q].w = []float32{}
+		}
 	}
 	for v := 0; v < ni; v++ {
 		for e := indptr[v]; e < indptr[v+1]; e++ {
@@ -243,12 +256,15 @@ func build(ctx context.Context, comm dist.Comm, book *parts.Book, ps []*parts.Pa
 				oe.srcGlobal[i], oe.srcDeg[i] = globals[e], degs[e]
 			}
 			oe.src = append(oe.src, i)
+			if weighted {
+				oe.w = append(oe.w, weights[e])
+			}
 		}
 		for q := range s.own {
 			s.own[q].indptr[v+1] = int64(len(s.own[q].src))
 		}
 	}
-	owners, degs, globals = nil, nil, nil
+	owners, degs, globals, weights = nil, nil, nil, nil
 	// Tell every owner which of its rows this rank reads.
 	bufs := make([][]byte, n)
 	for q := range bufs {

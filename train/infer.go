@@ -273,8 +273,8 @@ func newPos(n int) []int32 {
 // are dst (distinct nodes) with all their in-neighbours: input nodes are
 // dst followed by the other in-neighbours (the halo) in first-seen order,
 // and one block, repeated for layers layers (its arrays shared), holds
-// every in-edge of dst. pos must be all -1 on entry and is restored on
-// exit.
+// every in-edge of dst (with its weight when g has weights). pos must be
+// all -1 on entry and is restored on exit.
 func neighbourhood(g *graph.CSC, dst []int32, pos []int32, mb *batch.MiniBatch, layers int) {
 	mb.Reset()
 	src := mb.LocalBuffer()
@@ -288,7 +288,11 @@ func neighbourhood(g *graph.CSC, dst []int32, pos []int32, mb *batch.MiniBatch, 
 		indptr = append(indptr, indptr[i]+g.Indptr[v+1]-g.Indptr[v])
 	}
 	indices := b.Indices[:0]
+	weights := b.Weights[:0]
 	for _, v := range dst {
+		if g.Weights != nil {
+			weights = append(weights, g.Weights[g.Indptr[v]:g.Indptr[v+1]]...)
+		}
 		for p := g.Indptr[v]; p < g.Indptr[v+1]; p++ {
 			u := g.Indices[p]
 			if pos[u] < 0 {
@@ -301,7 +305,10 @@ func neighbourhood(g *graph.CSC, dst []int32, pos []int32, mb *batch.MiniBatch, 
 	for _, u := range src {
 		pos[u] = -1
 	}
-	*b = graph.Block{NumSrc: len(src), NumDst: len(dst), Indptr: indptr, Indices: indices}
+	if g.Weights == nil {
+		weights = nil
+	}
+	*b = graph.Block{NumSrc: len(src), NumDst: len(dst), Indptr: indptr, Indices: indices, Weights: weights}
 	for l := 1; l < layers; l++ {
 		mb.Blocks[l] = *b
 	}

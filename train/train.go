@@ -473,7 +473,7 @@ func (r *Runner) fullStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer)
 	whole.SetInputs(ids, g.NumNodes)
 	whole.Blocks = make([]graph.Block, len(m.Layers))
 	for l := range whole.Blocks {
-		whole.Blocks[l] = graph.Block{NumSrc: g.NumNodes, NumDst: g.NumNodes, Indptr: g.Indptr, Indices: g.Indices}
+		whole.Blocks[l] = graph.Block{NumSrc: g.NumNodes, NumDst: g.NumNodes, Indptr: g.Indptr, Indices: g.Indices, Weights: g.Weights}
 	}
 	whole.Labels = r.trainLabels()
 	if r.cfg.MaxMemoryBytes <= 0 {
