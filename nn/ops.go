@@ -160,7 +160,7 @@ func (b *Block) degrees() []float32 {
 // dataset's edge weights.
 func (b *Block) weighted() *tensor.CSR {
 	if b.CSR.Weights == nil {
-		panic("nn: AggWeighted on a block without edge weights: the dataset has none (import it with a weight column, e.g. data import --format edgelist with \"src dst weight\" lines)")
+		panic("nn: AggWeighted on a block without edge weights: the dataset has none (import it with a weight column), or its blocks came from distributed sampling, which does not carry them; set Spec.EdgeWeights to have training check this up front")
 	}
 	return b.CSR
 }

@@ -21,6 +21,10 @@ type Spec struct {
 	// NeedsDegrees says the layers need every node's in-degree in the full
 	// graph (GCN-style normalisation).
 	NeedsDegrees bool
+	// EdgeWeights says the layers aggregate by the dataset's edge weights
+	// (AggWeighted): training refuses a dataset without them up front,
+	// rather than failing in the first step.
+	EdgeWeights bool
 	// Build returns the model's layers for c, their weights drawn from ini
 	// (it may fill defaults in c, which the model then records).
 	Build func(ini *Init, c *Config, deg []float32) ([]Layer, error)

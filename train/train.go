@@ -242,6 +242,9 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	if cfg.Model.Out != 0 && cfg.Model.Out != m.NumClasses {
 		return nil, fmt.Errorf("model output width %d does not match the dataset's %d classes", cfg.Model.Out, m.NumClasses)
 	}
+	if spec, ok := nn.Lookup(cfg.Model.Kind); ok && spec.EdgeWeights && (ds.Graph == nil || ds.Graph.Weights == nil) {
+		return nil, fmt.Errorf("model %s aggregates by edge weights, and dataset %s has none (import one with them: an edge list with a third column, or an npz adjacency with weights)", cfg.Model.Kind, m.Name)
+	}
 	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
 	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now(), startAvail: memstat.Available()}
 	if cfg.MaxMemoryBytes == 0 {

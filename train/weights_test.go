@@ -33,7 +33,7 @@ func (l *weightedConv) OutDim() int             { return l.Lin.W.Value.Rows }
 const testWeightedKind nn.Kind = "test-weighted-conv"
 
 func init() {
-	nn.Register(nn.Spec{Kind: testWeightedKind, Help: "GraphConv by edge weights (tests only)", Build: func(ini *nn.Init, c *nn.Config, _ []float32) ([]nn.Layer, error) {
+	nn.Register(nn.Spec{Kind: testWeightedKind, Help: "GraphConv by edge weights (tests only)", EdgeWeights: true, Build: func(ini *nn.Init, c *nn.Config, _ []float32) ([]nn.Layer, error) {
 		return nn.StackLayers(c, func(l, in, out int) nn.Layer {
 			return &weightedConv{Lin: ini.Linear("lin.", in, out, true), Root: ini.Linear("root.", in, out, false), relu: l < c.Layers-1}
 		}), nil
@@ -112,6 +112,10 @@ func TestEdgeWeightsEveryMode(t *testing.T) {
 	}
 	if u := first(unit, Full, 0); math.Abs(u-want) < 1e-3*want {
 		t.Fatalf("unit weights give the loss of the weighted graph (%.7f): the weights are not used", u)
+	}
+	// A dataset without weights is refused before training.
+	if _, err := NewRunner(cora(t), cfg, Hooks{}); err == nil || !strings.Contains(err.Error(), "edge weights") {
+		t.Fatalf("a dataset without edge weights: %v, want a refusal", err)
 	}
 	for _, mode := range []Mode{Full, Sampled, GAS} {
 		c := Defaults(testWeightedKind)

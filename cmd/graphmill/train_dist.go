@@ -14,6 +14,7 @@ import (
 	"github.com/graphmill/graphmill/dist/distsample"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/train"
 )
@@ -63,6 +64,9 @@ func openDistSampled(ctx context.Context, f *trainFlags, cfg *train.Config, comm
 	}
 	if cfg.OverlapEval {
 		return nil, fmt.Errorf("--overlap-eval: distributed evaluation is a collective and cannot overlap training")
+	}
+	if spec, _ := nn.Lookup(cfg.Model.Kind); spec.EdgeWeights {
+		return nil, fmt.Errorf("model %s aggregates by edge weights, which distributed sampling does not carry: train on the whole dataset, or with --engine sar", cfg.Model.Kind)
 	}
 	if f.dist.backend != "tcp" {
 		return nil, fmt.Errorf("distributed sampling needs the tcp backend (its point-to-point messages run beside collectives); --dist-backend %s", f.dist.backend)
