@@ -58,6 +58,15 @@ type Config struct {
 	// replacement it is Efraimidis-Spirakis weighted sampling (successive
 	// draws proportional to weight among the edges not yet drawn).
 	Weighted bool
+	// Frontier draws each hop only for the nodes first reached at the
+	// hop before (the seeds at hop 0), as PyG's NeighborLoader does: a
+	// block's other destinations keep no in-edges, so every node's
+	// neighbours are drawn once, at the hop that reached it. Concatenated,
+	// the blocks are PyG's edge_index ordered by hop, which trim_to_layer
+	// cuts layer by layer. Without it every hop draws for every node
+	// reached so far: the message-flow graphs of DGL and of PyG's older
+	// NeighborSampler, which graphmill's own models train on.
+	Frontier bool
 	// Relabel selects the global-to-local id map; the zero value is
 	// RelabelHash.
 	Relabel Relabel
@@ -259,17 +268,27 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		numDst = append(numDst, nd)
 		hb := &blocks[L-1-h]
 		hb.Indptr = grow(hb.Indptr, nd+1)
+		// Frontier mode draws for nodes[first:nd] only, into the tail of
+		// the block's offsets (the others get none).
+		first := 0
+		if s.cfg.Frontier && h > 0 {
+			first = numDst[h-1]
+			clear(hb.Indptr[:first])
+			spanned = 0
+		}
+		sub := graph.Block{Indptr: hb.Indptr[first:], Indices: hb.Indices, EdgeIDs: hb.EdgeIDs}
 		var e int
 		if fused {
 			// The ranges are read while drawing: drawFused grows the
 			// edge arrays as it goes.
-			e = s.drawFused(sc, nodes[:nd], spanned, hopKey(seed, h), k, hb)
+			e = s.drawFused(sc, nodes[first:nd], spanned, hopKey(seed, h), k, &sub)
 		} else {
-			bound := s.spans(sc, nodes[:nd], spanned, k)
-			hb.Indices = grow(hb.Indices, bound)
-			hb.EdgeIDs = grow(hb.EdgeIDs, bound)
-			e = s.draw(sc, nodes[:nd], hopKey(seed, h), k, hb)
+			bound := s.spans(sc, nodes[first:nd], spanned, k)
+			sub.Indices = grow(sub.Indices, bound)
+			sub.EdgeIDs = grow(sub.EdgeIDs, bound)
+			e = s.draw(sc, nodes[first:nd], hopKey(seed, h), k, &sub)
 		}
+		hb.Indices, hb.EdgeIDs = sub.Indices, sub.EdgeIDs
 		spanned = nd
 		hb.Indices = hb.Indices[:e]
 		hb.EdgeIDs = hb.EdgeIDs[:e]

@@ -829,3 +829,60 @@ func TestBlocksCarryWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontier: with Config.Frontier each hop draws only for the nodes the
+// hop before reached first (PyG's NeighborLoader), and, draws being keyed,
+// exactly the neighbours the default mode draws for them at that hop.
+func TestFrontier(t *testing.T) {
+	g, _, _ := randomGraph(t, 2000, 11, graph.BuildOptions{Symmetrize: true})
+	seeds := []int32{5, 17, 400, 1999, 1000}
+	for _, c := range []Config{{Fanouts: []int{5, 4, 3}}, {Fanouts: []int{5, -1}, Replace: true}} {
+		fc := c
+		fc.Frontier = true
+		all, _ := New(g, c)
+		fr, _ := New(g, fc)
+		want, err := all.Sample(seeds, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fr.Sample(seeds, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		L := len(c.Fanouts)
+		// Each node's drawn in-neighbours (global ids) per hop.
+		edges := func(mb *batch.MiniBatch, h int) map[int32][]int32 {
+			b := mb.Blocks[L-1-h]
+			src := srcNodes(mb, b)
+			m := map[int32][]int32{}
+			for i := 0; i < b.NumDst; i++ {
+				for q := b.Indptr[i]; q < b.Indptr[i+1]; q++ {
+					m[src[i]] = append(m[src[i]], src[b.Indices[q]])
+				}
+			}
+			return m
+		}
+		first := 0
+		for h := 0; h < L; h++ {
+			b := got.Blocks[L-1-h]
+			if b.Indptr[first] != 0 {
+				t.Fatalf("%+v hop %d: the %d nodes reached before the hop have %d in-edges, want none", c, h, first, b.Indptr[first])
+			}
+			ge, we := edges(got, h), edges(want, h)
+			for v, srcs := range ge {
+				if !slices.Equal(srcs, we[v]) {
+					t.Fatalf("%+v hop %d node %d: drew %v, the default mode %v", c, h, v, srcs, we[v])
+				}
+			}
+			for _, v := range srcNodes(got, b)[first:b.NumDst] {
+				if len(we[v]) > 0 && len(ge[v]) == 0 {
+					t.Fatalf("%+v hop %d: node %d, first reached at the hop before, drew nothing", c, h, v)
+				}
+			}
+			first = b.NumDst
+		}
+		if got.Blocks[0].NumSrc > want.Blocks[0].NumSrc {
+			t.Fatalf("%+v: frontier batch has %d nodes, the default %d", c, got.Blocks[0].NumSrc, want.Blocks[0].NumSrc)
+		}
+	}
+}

@@ -267,7 +267,7 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 	for i, k := range req.Fanouts {
 		fan[i] = int(k)
 	}
-	smp, err := sample.New(d.Graph, sample.Config{Fanouts: fan})
+	smp, err := sample.New(d.Graph, sample.Config{Fanouts: fan, Frontier: req.Frontier, Replace: req.Replace})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 """graphmill's Python client.
 
 * ``open_dataset(dir)``: native and partitioned datasets as numpy memmaps.
+* ``NeighborLoader(data, num_neighbors, batch_size, input_nodes=...)``: PyG's
+  NeighborLoader on the user's own graph (PyG Data, edge_index tuples,
+  scipy matrices, dataset directories), sampled by graphmill.
 * ``Loader(addr | dataset=dir, ...)``: sampled minibatches streamed from a
   graphmill sampler service, as numpy views of the received bytes
   (``batch.torch()`` gives PyTorch tensors sharing that memory).
@@ -11,6 +14,7 @@
 from .errors import GraphmillError, ServiceError, WireError
 from .checkpoint import load_checkpoint, load_safetensors
 from .loader import Loader, presample_counts, train_loader_seed
+from .neighbor import NeighborLoader, SampledBatch
 from .wire import Block, MiniBatch, decode_batch, encode_batch
 from .dataset import (
     Dataset,
@@ -28,6 +32,8 @@ __all__ = [
     "Dataset",
     "Loader",
     "MiniBatch",
+    "NeighborLoader",
+    "SampledBatch",
     "decode_batch",
     "encode_batch",
     "presample_counts",

@@ -248,6 +248,10 @@ class Loader:
     misses cross to the device (``batch.cache_stats`` tells the hits and
     bytes moved).
 
+    ``frontier=True`` draws each hop only for the nodes first reached at the
+    hop before, as PyG's NeighborLoader (``graphmill.NeighborLoader`` sets
+    it); ``replace=True`` draws with replacement.
+
     ``normalize_features=True`` has the service row-normalise the rows it
     sends (PyG's NormalizeFeatures; graphmill train's default).
 
@@ -281,7 +285,7 @@ class Loader:
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
                  check=True, server_args=(), local_dataset=None, normalize_features=False,
                  token=None, token_file=None, channel_credentials=None, local_workers=2, shm=True,
-                 shm_bytes=1 << 30):
+                 shm_bytes=1 << 30, frontier=False, replace=False):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -295,6 +299,7 @@ class Loader:
         self.seed = int(seed)
         self.epoch = int(epoch)
         self.drop_last = bool(drop_last)
+        self.frontier, self.replace = bool(frontier), bool(replace)
         features_given = features is not _DEFAULT
         if features is _DEFAULT:
             features = True
@@ -346,6 +351,9 @@ class Loader:
         self.heartbeats = 0  # heartbeat frames received (the sampler was idle)
         if addr is None:
             self.server = SamplerServer(dataset, binary=binary, args=server_args, timeout=timeout, secret=self._secret)
+            # Stopped when the loader is collected, or at exit while threads
+            # still run (a __del__ at interpreter shutdown is too late).
+            weakref.finalize(self, self.server.close)
             addr = self.server.addr
         self.addr = addr
         try:
@@ -457,7 +465,7 @@ class Loader:
                               num_shards=self.num_shards, batches=list(range(nb)), sender=0,
                               initial_credits=self.credits, fingerprint=0,
                               normalize_features=self.normalize_features, cached=self._cached or b"",
-                              rows_after_frame=self.features)
+                              rows_after_frame=self.features, frontier=self.frontier, replace=self.replace)
         if seg is not None:
             req.shm_path, req.shm_token, req.shm_size = seg.path, seg.token, seg.size
             req.shm_busy.extend(busy)

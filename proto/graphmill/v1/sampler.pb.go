@@ -570,8 +570,14 @@ type EpochRequest struct {
 	// input node's, or with `cached` the uncached ones', in input-node
 	// order), which the server gathers straight into the payload.
 	RowsAfterFrame bool `protobuf:"varint,21,opt,name=rows_after_frame,json=rowsAfterFrame,proto3" json:"rows_after_frame,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Draw each hop only for the nodes first reached at the hop before (the
+	// seeds at hop 0), as PyG's NeighborLoader does (sample.Config.Frontier):
+	// blocks concatenated by hop are then PyG's edge_index.
+	Frontier bool `protobuf:"varint,23,opt,name=frontier,proto3" json:"frontier,omitempty"`
+	// Draw with replacement (sample.Config.Replace).
+	Replace       bool `protobuf:"varint,24,opt,name=replace,proto3" json:"replace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EpochRequest) Reset() {
@@ -754,6 +760,20 @@ func (x *EpochRequest) GetCached() []byte {
 func (x *EpochRequest) GetRowsAfterFrame() bool {
 	if x != nil {
 		return x.RowsAfterFrame
+	}
+	return false
+}
+
+func (x *EpochRequest) GetFrontier() bool {
+	if x != nil {
+		return x.Frontier
+	}
+	return false
+}
+
+func (x *EpochRequest) GetReplace() bool {
+	if x != nil {
+		return x.Replace
 	}
 	return false
 }
@@ -1032,7 +1052,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\arelease\x18\x04 \x01(\v2\x15.graphmill.v1.ReleaseH\x00R\areleaseB\x05\n" +
 	"\x03msg\"#\n" +
 	"\aRelease\x12\x18\n" +
-	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\x95\x05\n" +
+	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\xcb\x05\n" +
 	"\fEpochRequest\x12\x14\n" +
 	"\x05split\x18\x01 \x01(\tR\x05split\x12\x18\n" +
 	"\afanouts\x18\x02 \x03(\x05R\afanouts\x12\x1d\n" +
@@ -1059,7 +1079,9 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\bshm_size\x18\x13 \x01(\x04R\ashmSize\x12\x19\n" +
 	"\bshm_busy\x18\x16 \x03(\x04R\ashmBusy\x12\x16\n" +
 	"\x06cached\x18\x14 \x01(\fR\x06cached\x12(\n" +
-	"\x10rows_after_frame\x18\x15 \x01(\bR\x0erowsAfterFrame\" \n" +
+	"\x10rows_after_frame\x18\x15 \x01(\bR\x0erowsAfterFrame\x12\x1a\n" +
+	"\bfrontier\x18\x17 \x01(\bR\bfrontier\x12\x18\n" +
+	"\areplace\x18\x18 \x01(\bR\areplace\" \n" +
 	"\x06Credit\x12\x16\n" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\"8\n" +
 	"\x06Assign\x12\x14\n" +

@@ -1,0 +1,408 @@
+"""``graphmill.NeighborLoader``: PyG's NeighborLoader, sampled by graphmill.
+
+The user's graph (a PyG ``Data``, an ``(edge_index, x[, y])`` tuple, a
+scipy sparse adjacency or a graphmill dataset directory) is handed to a
+local ``graphmill serve sampler`` as a dataset in shared memory
+(``/dev/shm``): its in-neighbour lists (CSC) and the seeds, nothing else.
+The service draws each batch's neighbours on its own threads, as PyG's
+NeighborLoader does (each hop draws only for the nodes the hop before
+reached first), and sends the blocks through shared memory; this process
+turns them into PyG's batch layout and gathers ``x`` and ``y`` from the
+user's own arrays on a small thread pool, ahead of the consumer. The
+features never leave this process and are never copied whole.
+"""
+
+import collections
+import concurrent.futures
+import json
+import os
+import shutil
+import tempfile
+import warnings
+
+import numpy as np
+
+from .errors import GraphmillError
+from .loader import Loader
+
+_PYG_IGNORED = ("persistent_workers", "pin_memory", "filter_per_worker", "prefetch_factor", "timeout_s",
+                "worker_init_fn", "multiprocessing_context", "generator", "collate_fn")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _numpy(a, name):
+    """a (numpy, torch CPU tensor, list) as a numpy array, without a copy
+    where possible."""
+    if a is None:
+        return None
+    t = _torch()
+    if t is not None and isinstance(a, t.Tensor):
+        if a.device.type != "cpu":
+            raise ValueError(f"{name} is on {a.device}: give graphmill.NeighborLoader CPU tensors (batches can go to the device after)")
+        return a.detach().numpy()
+    return np.asarray(a)
+
+
+class _Graph:
+    """The user's graph as in-neighbour lists, with x and y."""
+
+    def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False):
+        self.indptr, self.indices, self.num_nodes = indptr, indices, int(num_nodes)
+        self.x, self.y, self.edge_weight = x, y, edge_weight
+        self.files = files  # a dataset's own array files (linked, not written)
+        self.pyg = pyg
+
+
+def _csc(edge_index, num_nodes):
+    """In-neighbour lists (CSC) of edges source edge_index[0] -> target
+    edge_index[1]: int64 offsets per target and int32 sources, each
+    target's edges in the order given (a stable sort, as PyG's CSC)."""
+    ei = _numpy(edge_index, "edge_index")
+    if ei.ndim != 2 or ei.shape[0] != 2:
+        raise ValueError(f"edge_index must have shape [2, num_edges], got {list(ei.shape)}")
+    if not np.issubdtype(ei.dtype, np.integer):
+        raise ValueError(f"edge_index must hold integers, got {ei.dtype}")
+    src, dst = ei[0], ei[1]
+    if ei.shape[1]:
+        lo, hi = int(min(src.min(), dst.min())), int(max(src.max(), dst.max()))
+        if lo < 0 or hi >= num_nodes:
+            raise ValueError(f"edge_index holds node {lo if lo < 0 else hi}, outside [0, {num_nodes})")
+    if num_nodes >= 1 << 31:
+        raise ValueError(f"{num_nodes} nodes: graphmill's node ids are int32")
+    t = _torch()
+    if t is not None:  # torch's stable sort runs on every core
+        order = t.sort(t.from_numpy(np.ascontiguousarray(dst)), stable=True)[1].numpy()
+    else:
+        order = np.argsort(dst, kind="stable")
+    indices = src[order].astype(np.int32)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=num_nodes), out=indptr[1:])
+    return indptr, indices
+
+
+def _from_data(data, x=None, y=None, num_nodes=None):
+    """_Graph from whatever NeighborLoader was given."""
+    if isinstance(data, (str, os.PathLike)):
+        from .dataset import Dataset
+
+        d = Dataset(data)
+        files = {k: os.path.join(d.dir, d.meta["arrays"][k]["file"]) for k in ("indptr", "indices", "edge_weight")
+                 if k in d.meta.get("arrays", {})}
+        feats = x if x is not None else (d.features_float32() if d.features is not None else None)
+        return _Graph(d.indptr, d.indices, d.num_nodes, feats, y if y is not None else d.labels, d.edge_weight, files=files)
+    if hasattr(data, "edge_index") and hasattr(data, "num_nodes") and not isinstance(data, tuple):  # PyG Data
+        n = int(data.num_nodes)
+        indptr, indices = _csc(data.edge_index, n)
+        return _Graph(indptr, indices, n, x if x is not None else getattr(data, "x", None),
+                      y if y is not None else getattr(data, "y", None), pyg=True)
+    if hasattr(data, "tocsc") and hasattr(data, "shape"):  # scipy sparse: entry (i, j) is the edge i -> j
+        if data.shape[0] != data.shape[1]:
+            raise ValueError(f"an adjacency matrix must be square, got {data.shape}")
+        c = data.tocsc()
+        c.sort_indices()
+        n = data.shape[0]
+        return _Graph(c.indptr.astype(np.int64), c.indices.astype(np.int32), n, x, y)
+    if isinstance(data, (tuple, list)) and 1 <= len(data) <= 3:
+        edge_index = data[0]
+        dx = data[1] if len(data) > 1 else None
+        dy = data[2] if len(data) > 2 else None
+        dx, dy = (x if x is not None else dx), (y if y is not None else dy)
+        n = num_nodes
+        if n is None:
+            if dx is not None:
+                n = len(dx)
+            elif dy is not None:
+                n = len(dy)
+            else:
+                ei = _numpy(edge_index, "edge_index")
+                n = int(ei.max()) + 1 if ei.size else 0
+        indptr, indices = _csc(edge_index, int(n))
+        return _Graph(indptr, indices, n, dx, dy)
+    raise TypeError("data must be a torch_geometric Data, a tuple (edge_index, x[, y]), a scipy sparse adjacency "
+                    f"or a graphmill dataset directory, not {type(data).__name__}")
+
+
+def _seeds(input_nodes, n):
+    """input_nodes (ids or a bool mask; None: every node) as distinct int32
+    ids."""
+    if input_nodes is None:
+        return np.arange(n, dtype=np.int32)
+    if isinstance(input_nodes, tuple):
+        raise ValueError("input_nodes as (node type, ids): heterogeneous graphs are not supported")
+    a = _numpy(input_nodes, "input_nodes").reshape(-1)
+    if a.dtype == np.bool_:
+        if len(a) != n:
+            raise ValueError(f"a boolean input_nodes mask has {len(a)} entries for {n} nodes")
+        return np.flatnonzero(a).astype(np.int32)
+    if not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"input_nodes must be node ids or a boolean mask, got {a.dtype}")
+    if len(a) and (a.min() < 0 or a.max() >= n):
+        raise ValueError(f"input_nodes holds node {int(a.min()) if a.min() < 0 else int(a.max())}, outside [0, {n})")
+    s = a.astype(np.int32)
+    u, c = np.unique(s, return_counts=True)
+    if len(u) != len(s):
+        raise ValueError(f"input_nodes holds node {int(u[np.argmax(c > 1)])} more than once")
+    return s
+
+
+def _scratch_dir():
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    return tempfile.mkdtemp(prefix="graphmill-neighbors-", dir=base)
+
+
+def _write_dataset(dir, g, seeds):
+    """A graphmill dataset of g's graph whose train split is seeds: arrays
+    a dataset already has are linked, the others written."""
+    arrays = {}
+
+    def put(name, a, dtype):
+        f = name + ".npy"
+        src = (g.files or {}).get(name)
+        if src is not None:
+            os.symlink(os.path.abspath(src), os.path.join(dir, f))
+        else:
+            np.save(os.path.join(dir, f), np.ascontiguousarray(a, dtype=dtype))
+        arrays[name] = {"file": f, "dtype": np.dtype(dtype).newbyteorder("<").str, "shape": list(a.shape)}
+
+    put("indptr", g.indptr, np.int64)
+    put("indices", g.indices, np.int32)
+    if g.edge_weight is not None:
+        put("edge_weight", g.edge_weight, np.float32)
+    put("train_idx", seeds, np.int32)
+    meta = {"format": "graphmill-dataset", "format_version": 1, "name": "neighbor-loader", "source": "graphmill.NeighborLoader",
+            "num_nodes": g.num_nodes, "num_edges": int(len(g.indices)), "feature_dim": 0, "num_classes": 0,
+            "graph": {"layout": "csc", "symmetrized": False, "dedup": False, "self_loops": "keep",
+                      "has_weights": g.edge_weight is not None},
+            "splits": {"train": int(len(seeds))}, "arrays": arrays}
+    with open(os.path.join(dir, "meta.json"), "w") as f:
+        json.dump(meta, f)
+
+
+class SampledBatch:
+    """One batch in PyG's layout (attributes as torch_geometric's Data from
+    its NeighborLoader): ``x``, ``y`` (rows of every sampled node),
+    ``edge_index`` (local ids, ordered by hop), ``n_id`` (global ids, the
+    seeds first), ``batch_size``, ``input_id`` (the seeds' positions in
+    input_nodes), ``num_sampled_nodes`` and ``num_sampled_edges`` (per hop,
+    for ``trim_to_layer``), and ``adjs``: PyG's older NeighborSampler form
+    ``[(edge_index, e_id, (num_src, num_dst)), ...]``, input layer first."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    @property
+    def num_nodes(self):
+        return len(self.n_id)
+
+    def to(self, device, non_blocking=False):
+        """The batch with its tensors on device."""
+        t = _torch()
+        out = SampledBatch(**self.__dict__)
+        for k, v in self.__dict__.items():
+            if t is not None and isinstance(v, t.Tensor):
+                setattr(out, k, v.to(device, non_blocking=non_blocking))
+        out.adjs = [(ei.to(device, non_blocking=non_blocking), e, s) for ei, e, s in self.adjs]
+        return out
+
+    def __repr__(self):
+        return (f"SampledBatch(batch_size={self.batch_size}, n_id={len(self.n_id)}, edges={self.edge_index.shape[1]}, "
+                f"num_sampled_nodes={self.num_sampled_nodes})")
+
+
+class NeighborLoader:
+    """PyG's ``NeighborLoader`` with graphmill's sampler behind it.
+
+    ``NeighborLoader(data, num_neighbors=[25, 10], batch_size=1024,
+    input_nodes=idx, shuffle=True)`` yields batches with PyG's fields (see
+    ``SampledBatch``; a ``torch_geometric.data.Data`` when ``data`` is one),
+    so a model written for PyG's loader, ``trim_to_layer`` included, runs on
+    it unchanged.
+
+    ``data``: a ``torch_geometric.data.Data``; a tuple ``(edge_index, x)``
+    or ``(edge_index, x, y)`` of numpy arrays or CPU tensors; a scipy
+    sparse adjacency (entry (i, j) is the edge i -> j; give ``x=`` and
+    ``y=``); or a graphmill dataset directory. ``x=``/``y=`` override the
+    data's. ``input_nodes``: node ids (any order, distinct) or a boolean
+    mask; None takes every node. ``num_neighbors``: per hop from the seeds,
+    -1 for all. ``replace`` draws with replacement. ``num_workers``: the
+    sampler's threads (batches it prepares at once). ``seed``: iteration
+    is deterministic per seed; each ``for`` loop is the next epoch (or
+    ``set_epoch``). ``transform`` is applied to each batch.
+
+    The service starts with the loader and stops with ``close()``, a
+    ``with`` block, or when the loader is collected.
+    """
+
+    def __init__(self, data, num_neighbors, batch_size=1, input_nodes=None, shuffle=False, drop_last=False,
+                 replace=False, num_workers=2, seed=0, x=None, y=None, num_nodes=None, transform=None,
+                 gather_workers=2, binary=None, timeout=60.0, **kwargs):
+        for k in list(kwargs):
+            if k in _PYG_IGNORED:
+                kwargs.pop(k)
+        if kwargs.pop("directed", True) is not True:
+            raise ValueError("directed=False is not supported")
+        if kwargs.pop("disjoint", False):
+            raise ValueError("disjoint=True is not supported")
+        if kwargs.pop("subgraph_type", "directional") not in ("directional",):
+            raise ValueError("only subgraph_type='directional' is supported")
+        if kwargs:
+            raise TypeError(f"graphmill.NeighborLoader got unsupported arguments: {', '.join(sorted(kwargs))}")
+        fan = [int(k) for k in num_neighbors]
+        if not fan or any(k == 0 or k < -1 for k in fan):
+            raise ValueError(f"num_neighbors must be positive counts or -1 per hop, got {list(num_neighbors)}")
+        self.num_neighbors = fan
+        self.transform = transform
+        g = _from_data(data, x=x, y=y, num_nodes=num_nodes)
+        self.num_nodes = g.num_nodes
+        self.pyg = g.pyg
+        self.input_nodes = _seeds(input_nodes, g.num_nodes)
+        if len(self.input_nodes) == 0:
+            raise ValueError("input_nodes is empty")
+        t = _torch()
+        self._x = self._tensor(g.x, "x")
+        self._y = self._tensor(g.y, "y")
+        if self._x is not None and len(self._x) != g.num_nodes:
+            raise ValueError(f"x has {len(self._x)} rows for {g.num_nodes} nodes")
+        if self._y is not None and len(self._y) != g.num_nodes:
+            raise ValueError(f"y has {len(self._y)} entries for {g.num_nodes} nodes")
+        self._pos = None  # node -> position in input_nodes (input_id), built on first use
+        self._torch = t is not None
+        self._pool = None
+        self.gather_workers = max(1, int(gather_workers))
+        dir = _scratch_dir()
+        try:
+            _write_dataset(dir, g, self.input_nodes)
+            self.loader = Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
+                                 seed=seed, drop_last=drop_last, features=False, labels=False, binary=binary,
+                                 timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
+                                 frontier=True, replace=replace)
+        finally:
+            # The service has mapped what it needs: nothing is left behind,
+            # however this process ends.
+            shutil.rmtree(dir, ignore_errors=True)
+        self.batch_size = self.loader.batch_size
+
+    def _tensor(self, a, name):
+        if a is None:
+            return None
+        t = _torch()
+        if t is None:
+            return _numpy(a, name)
+        if isinstance(a, t.Tensor):
+            if a.device.type != "cpu":
+                raise ValueError(f"{name} is on {a.device}: give graphmill.NeighborLoader CPU tensors")
+            return a
+        a = np.asarray(a)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # read-only memmaps: only read here
+            return t.from_numpy(a)
+
+    def __len__(self):
+        return len(self.loader)
+
+    def set_epoch(self, epoch):
+        self.loader.set_epoch(epoch)
+
+    @property
+    def epoch(self):
+        return self.loader.epoch
+
+    def _convert(self, mb):
+        L = len(mb.blocks)
+        nd = [mb.blocks[L - 1 - h].num_dst for h in range(L)] + [mb.blocks[0].num_src]
+        sizes = [np.diff(mb.blocks[L - 1 - h].indptr[(nd[h - 1] if h else 0):]) for h in range(L)]
+        ne = [int(mb.blocks[L - 1 - h].num_edges) for h in range(L)]
+        ei = np.empty((2, sum(ne)), dtype=np.int64)
+        e = 0
+        for h in range(L):
+            b = mb.blocks[L - 1 - h]
+            first = nd[h - 1] if h else 0
+            ei[0, e:e + ne[h]] = b.indices
+            ei[1, e:e + ne[h]] = np.repeat(np.arange(first, nd[h], dtype=np.int64), sizes[h])
+            e += ne[h]
+        n_id = np.asarray(mb.n_id, dtype=np.int64)
+        seeds = n_id[:mb.batch_size]
+        if self._pos is None:
+            self._pos = np.full(self.num_nodes, -1, dtype=np.int64)
+            self._pos[self.input_nodes] = np.arange(len(self.input_nodes))
+        input_id = self._pos[seeds]
+        nsn = [nd[0]] + [nd[h + 1] - nd[h] for h in range(L)]
+        if self._torch:
+            import torch
+
+            n_t = torch.from_numpy(n_id)
+            x = torch.index_select(self._x, 0, n_t) if self._x is not None else None
+            y = self._y[n_t] if self._y is not None else None
+            ei, n_id, input_id = torch.from_numpy(ei), n_t, torch.from_numpy(input_id)
+        else:
+            x = np.take(self._x, n_id, axis=0) if self._x is not None else None
+            y = np.take(self._y, n_id, axis=0) if self._y is not None else None
+        # PyG's older NeighborSampler form: layer l (input layer first) reads
+        # the edges of hops < L-l, from every node of hops <= L-l.
+        adjs = []
+        for l in range(L):
+            hops = L - l
+            adjs.append((ei[:, :sum(ne[:hops])], None, (sum(nsn[:hops + 1]), sum(nsn[:hops]))))
+        fields = dict(x=x, y=y, edge_index=ei, n_id=n_id, batch_size=int(mb.batch_size), input_id=input_id,
+                      num_sampled_nodes=nsn, num_sampled_edges=ne)
+        if self.pyg:
+            from torch_geometric.data import Data
+
+            out = Data(**{k: v for k, v in fields.items() if v is not None})
+            out.adjs = adjs
+        else:
+            out = SampledBatch(adjs=adjs, **fields)
+        return self.transform(out) if self.transform is not None else out
+
+    def __iter__(self):
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self.gather_workers, thread_name_prefix="graphmill-neighbors")
+        pending = collections.deque()
+        try:
+            for mb in self.loader._decoded():
+                pending.append(self._pool.submit(self._convert, mb))
+                if len(pending) > self.gather_workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for f in pending:
+                f.cancel()
+
+    def stats(self):
+        """What the loader did: the transport of the last epoch ("shm" or
+        "grpc"), payload bytes received and heartbeats."""
+        return {"transport": self.loader.transport, "bytes_received": self.loader.bytes_received,
+                "heartbeats": self.loader.heartbeats}
+
+    def close(self):
+        """Stops the sampler service."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        loader = getattr(self, "loader", None)
+        if loader is not None:
+            loader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return (f"NeighborLoader(nodes={self.num_nodes}, num_neighbors={self.num_neighbors}, "
+                f"batch_size={self.batch_size}, batches={len(self)})")
