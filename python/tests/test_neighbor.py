@@ -1,0 +1,181 @@
+"""graphmill.NeighborLoader on the user's own data, against PyG's layout and
+graphmill's own sampler."""
+
+import os
+
+import numpy as np
+import pytest
+
+import graphmill
+
+torch = pytest.importorskip("torch")
+
+
+def random_graph(n=3000, m=40000, dim=8, seed=0):
+    r = np.random.default_rng(seed)
+    ei = np.stack([r.integers(0, n, m), r.integers(0, n, m)]).astype(np.int64)
+    x = r.standard_normal((n, dim)).astype(np.float32)
+    y = r.integers(0, 5, n).astype(np.int64)
+    return ei, x, y
+
+
+def check_batch(b, ei_global, fanouts, x, y, batch_size):
+    """PyG's invariants, and every edge an edge of the graph drawn at most
+    fanout times per destination."""
+    n_id = np.asarray(b.n_id)
+    bs = int(b.batch_size)
+    assert bs <= batch_size and len(n_id) == len(set(n_id.tolist()))
+    assert sum(b.num_sampled_nodes) == len(n_id) and b.num_sampled_nodes[0] == bs
+    ei = np.asarray(b.edge_index)
+    assert ei.dtype == np.int64 and ei.shape == (2, sum(b.num_sampled_edges))
+    assert len(b.num_sampled_edges) == len(fanouts)
+    edges = set(zip(ei_global[0].tolist(), ei_global[1].tolist()))
+    ends = np.cumsum([0] + list(b.num_sampled_nodes))
+    e0 = 0
+    for h, (k, ne) in enumerate(zip(fanouts, b.num_sampled_edges)):
+        hop = ei[:, e0:e0 + ne]
+        e0 += ne
+        # hop h's edges end at the nodes first reached at hop h, and start
+        # at nodes reached by hop h+1
+        assert np.all((hop[1] >= ends[h]) & (hop[1] < ends[h + 1]))
+        assert np.all(hop[0] < ends[h + 2])
+        if ne:
+            assert np.bincount(hop[1]).max() <= k
+        for s, d in zip(n_id[hop[0]].tolist()[:500], n_id[hop[1]].tolist()[:500]):
+            assert (s, d) in edges
+    assert np.array_equal(np.asarray(b.x), x[n_id])
+    assert np.array_equal(np.asarray(b.y), y[n_id])
+    # the old NeighborSampler form: input layer first, each a prefix
+    for l, (aei, _, (ns, nd)) in enumerate(b.adjs):
+        hops = len(fanouts) - l
+        assert aei.shape[1] == sum(b.num_sampled_edges[:hops])
+        assert ns == sum(b.num_sampled_nodes[:hops + 1]) and nd == sum(b.num_sampled_nodes[:hops])
+
+
+def test_tuple_any_seeds(gm):
+    ei, x, y = random_graph()
+    seeds = np.random.default_rng(1).choice(len(x), 900, replace=False)
+    with graphmill.NeighborLoader((ei, x, y), num_neighbors=[6, 4], batch_size=128, input_nodes=seeds, shuffle=True) as ld:
+        assert len(ld) == 8
+        got, ids = [], []
+        for b in ld:
+            check_batch(b, ei, [6, 4], x, y, 128)
+            got.extend(np.asarray(b.n_id)[:b.batch_size].tolist())
+            ids.extend(np.asarray(b.input_id).tolist())
+            assert ld.stats()["transport"] == "shm"
+        assert sorted(got) == sorted(seeds.tolist())
+        assert np.array_equal(seeds[ids], got), "input_id is the seeds' positions in input_nodes"
+        assert got != sorted(got), "shuffle=True shuffles"
+
+
+def test_deterministic_per_seed(gm):
+    ei, x, y = random_graph(seed=2)
+    mask = np.zeros(len(x), dtype=bool)
+    mask[::7] = True
+
+    def epochs(seed):
+        """Two epochs (two for loops): every batch's n_id and edge_index."""
+        with graphmill.NeighborLoader((torch.from_numpy(ei), torch.from_numpy(x)), num_neighbors=[5, 5],
+                                      batch_size=100, input_nodes=torch.from_numpy(mask), shuffle=True, seed=seed) as ld:
+            return [[(np.asarray(b.n_id).tolist(), np.asarray(b.edge_index).tolist()) for b in ld] for _ in range(2)]
+
+    a, b, c = epochs(3), epochs(3), epochs(4)
+    assert a == b
+    assert a[0] != c[0]
+    assert a[1] != a[0], "the second for loop is the next epoch"
+
+
+def test_scipy_and_dataset_dir_match_go_sampler(gm, cora_dir):
+    """The same graph given as a dataset directory, as an edge_index and as
+    a scipy matrix gives the same batches, whose node sets are those of
+    graphmill's own sampler service (Loader, frontier=True) on the same
+    seeds."""
+    sp = pytest.importorskip("scipy.sparse")
+    ds = graphmill.open_dataset(cora_dir)
+    ei = ds.edge_index()
+    seeds = ds.val_idx
+    common = dict(num_neighbors=[10, 5], batch_size=64, input_nodes=seeds, seed=5)
+    runs = {}
+    with graphmill.NeighborLoader(cora_dir, **common) as ld:
+        runs["dir"] = [np.asarray(b.n_id).tolist() for b in ld]
+    with graphmill.NeighborLoader((ei, ds.features, ds.labels), **common) as ld:
+        runs["edge_index"] = [np.asarray(b.n_id).tolist() for b in ld]
+    adj = sp.csr_matrix((np.ones(ds.num_edges, np.float32), (ei[0], ei[1])), shape=(ds.num_nodes, ds.num_nodes))
+    with graphmill.NeighborLoader(adj, x=ds.features, **common) as ld:
+        runs["scipy"] = [sorted(np.asarray(b.n_id).tolist()) for b in ld]
+    with graphmill.Loader(dataset=cora_dir, split="val", fanouts=[10, 5], batch_size=64, shuffle=False, seed=5,
+                          features=False, labels=False, frontier=True) as go:
+        want = [b.n_id.tolist() for b in go]
+    assert runs["dir"] == want and runs["edge_index"] == want
+    assert runs["scipy"] == [sorted(w) for w in want]  # Cora's CSC lists are sorted: the same draws
+
+
+def test_bad_input(gm):
+    ei, x, y = random_graph(n=100, m=500)
+    with pytest.raises(ValueError, match="more than once"):
+        graphmill.NeighborLoader((ei, x), [3], batch_size=4, input_nodes=[1, 2, 2])
+    with pytest.raises(ValueError, match="outside"):
+        graphmill.NeighborLoader((ei, x), [3], batch_size=4, input_nodes=[1, 100])
+    with pytest.raises(ValueError, match="outside"):
+        bad = ei.copy()
+        bad[0, 0] = 100
+        graphmill.NeighborLoader((bad, x), [3], batch_size=4)
+    with pytest.raises(ValueError, match="num_neighbors"):
+        graphmill.NeighborLoader((ei, x), [0], batch_size=4)
+    with pytest.raises(TypeError, match="unsupported arguments"):
+        graphmill.NeighborLoader((ei, x), [3], batch_size=4, time_attr="t")
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith("graphmill-neighbors-")], "scratch left behind"
+
+
+def test_pyg_model_on_both_loaders(gm):
+    """One PyG model (SAGEConv with trim_to_layer) trains on PyG's
+    NeighborLoader and on ours, with our batches valid throughout."""
+    pytest.importorskip("torch_geometric")
+    pytest.importorskip("pyg_lib")
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader as PygLoader
+    from torch_geometric.nn import SAGEConv
+    from torch_geometric.utils import trim_to_layer
+
+    ei, x, y = random_graph(n=2000, m=30000, dim=16, seed=7)
+    y = (x[:, 0] > 0).astype(np.int64)  # learnable from the node's own row
+    data = Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(ei))
+    seeds = torch.arange(0, 2000, 2)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = torch.nn.ModuleList([SAGEConv(16, 32), SAGEConv(32, 2)])
+
+        def forward(self, x, edge_index, nsn, nse):
+            for i, conv in enumerate(self.convs):
+                x, edge_index, _ = trim_to_layer(i, nsn, nse, x, edge_index)
+                x = conv(x, edge_index)
+                if i == 0:
+                    x = x.relu()
+            return x
+
+    accs = {}
+    for name, mk in (("pyg", lambda: PygLoader(data, num_neighbors=[8, 4], batch_size=100, input_nodes=seeds, shuffle=True)),
+                     ("graphmill", lambda: graphmill.NeighborLoader(data, num_neighbors=[8, 4], batch_size=100, input_nodes=seeds, shuffle=True))):
+        torch.manual_seed(0)
+        net = Net()
+        opt = torch.optim.Adam(net.parameters(), lr=0.01)
+        loader = mk()
+        for _ in range(3):
+            correct = total = 0
+            for b in loader:
+                if name == "graphmill":
+                    assert isinstance(b, Data)
+                    check_batch(b, ei, [8, 4], x, y, 100)
+                opt.zero_grad()
+                out = net(b.x, b.edge_index, b.num_sampled_nodes, b.num_sampled_edges)[:b.batch_size]
+                loss = torch.nn.functional.cross_entropy(out, b.y[:b.batch_size])
+                loss.backward()
+                opt.step()
+                correct += int((out.argmax(1) == b.y[:b.batch_size]).sum())
+                total += b.batch_size
+        accs[name] = correct / total
+        if name == "graphmill":
+            loader.close()
+    assert accs["graphmill"] > 0.9 and abs(accs["graphmill"] - accs["pyg"]) < 0.05, accs
