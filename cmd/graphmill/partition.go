@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/npy"
 	"github.com/graphmill/graphmill/partition"
 )
 
@@ -24,13 +26,13 @@ func newPartitionCmd() *cobra.Command {
 		method                    string
 		imbalance                 float64
 		balanceTrain, balanceEdge bool
-		out                       string
+		out, assign               string
 		seed                      uint64
 		overwrite, asJSON         bool
 		workers                   int
 	)
 	c := &cobra.Command{
-		Use:   "partition --parts K --out DIR DATASET",
+		Use:   "partition --parts K (--out DIR | --assignment FILE.npy) DATASET",
 		Short: "Split a dataset into K parts with few cut edges, for cluster or distributed training",
 		Long: `Partition the nodes of DATASET (a native dataset directory, or "cora") into K
 parts of balanced size with few edges between parts, and write a partitioned
@@ -40,19 +42,27 @@ nodes owned by other parts, features, labels, split indices and the
 global in- and out-degree of every local node. See the dataset/parts package
 documentation for the format (version 2).
 
+With --assignment FILE.npy it writes only every node's part (int32
+[num_nodes], numpy's format) instead: what GNNAutoScale's batches of parts
+need (the Python client's graphmill.gas.Loader uses it).
+
 Methods: metis (multilevel k-way, like METIS; best cut), fennel (one-pass
 streaming), random (baseline).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if out == "" {
-				return fmt.Errorf("--out DIR is required")
+			if (out == "") == (assign == "") {
+				return fmt.Errorf("give one of --out DIR (a partitioned dataset) and --assignment FILE.npy (every node's part)")
 			}
 			m, err := partition.ParseMethod(method)
 			if err != nil {
 				return err
 			}
-			if err := atomicfile.CheckDest(filepath.Clean(out), overwrite, parts.DirKind); err != nil {
+			if out != "" {
+				if err := atomicfile.CheckDest(filepath.Clean(out), overwrite, parts.DirKind); err != nil {
+					return err
+				}
+			} else if err := atomicfile.CheckWritable(assign); err != nil {
 				return err
 			}
 			d, err := openDataset(ctx, args[0], "partition")
@@ -77,6 +87,14 @@ streaming), random (baseline).`,
 				return err
 			}
 			elapsed := time.Since(start)
+			if assign != "" {
+				if err := writeAssignment(assign, res.Parts); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d parts by %s in %s, edge cut %s of %s undirected edges (%.2f%%), node imbalance %.3f\n",
+					assign, numParts, m, units.Duration(elapsed), units.Count(res.Stats.EdgeCut), units.Count(g.NumEdges()), 100*res.Stats.CutFraction, res.Stats.Imbalance)
+				return nil
+			}
 			bar := cli.NewBar(int64(numParts), "writing parts", "parts")
 			book, err := parts.Write(ctx, d, res.Parts, res.NumParts, out, parts.WriteOptions{
 				Overwrite: overwrite, Method: string(m), Imbalance: imbalance, Balance: names, Seed: seed, Stats: res.Stats,
@@ -109,10 +127,27 @@ streaming), random (baseline).`,
 	f.BoolVar(&balanceTrain, "balance-train", false, "also balance the number of training nodes per part")
 	f.BoolVar(&balanceEdge, "balance-edges", false, "also balance the number of edges (in-degrees) per part")
 	f.StringVarP(&out, "out", "o", "", "output directory (written atomically)")
+	f.StringVar(&assign, "assignment", "", "write only every node's part to this .npy file (int32 [num_nodes], atomically) instead of a partitioned dataset")
 	f.Uint64Var(&seed, "seed", 1, "random seed (same seed, same partition)")
 	f.BoolVar(&overwrite, "overwrite", false, "replace --out if it holds a partitioned dataset (anything else there is refused)")
 	f.BoolVar(&asJSON, "json", false, "print the partition book as JSON")
 	f.IntVar(&workers, "workers", 0, "goroutines to use (0: all cores)")
 	_ = c.MarkFlagRequired("parts")
 	return c
+}
+
+// writeAssignment writes every node's part as an int32 .npy file,
+// atomically.
+func writeAssignment(path string, assign []int32) error {
+	hdr, err := npy.EncodeHeader(npy.Int32, []int{len(assign)})
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if _, err := w.Write(hdr); err != nil {
+			return err
+		}
+		_, err := w.Write(npy.AsBytes(assign))
+		return err
+	})
 }

@@ -208,12 +208,13 @@ class SampledBatch:
         for k, v in self.__dict__.items():
             if t is not None and isinstance(v, t.Tensor):
                 setattr(out, k, v.to(device, non_blocking=non_blocking))
-        out.adjs = [(ei.to(device, non_blocking=non_blocking), e, s) for ei, e, s in self.adjs]
+        if getattr(self, "adjs", None) is not None:
+            out.adjs = [(ei.to(device, non_blocking=non_blocking), e, s) for ei, e, s in self.adjs]
         return out
 
     def __repr__(self):
-        return (f"SampledBatch(batch_size={self.batch_size}, n_id={len(self.n_id)}, edges={self.edge_index.shape[1]}, "
-                f"num_sampled_nodes={self.num_sampled_nodes})")
+        extra = f", num_sampled_nodes={self.num_sampled_nodes}" if hasattr(self, "num_sampled_nodes") else ""
+        return f"SampledBatch(batch_size={self.batch_size}, n_id={len(self.n_id)}, edges={self.edge_index.shape[1]}{extra})"
 
 
 class NeighborLoader:

@@ -15,7 +15,7 @@ from . import _units
 from .dataset import Dataset, PartitionedDataset, open_dataset
 from .errors import GraphmillError
 
-__all__ = ["FeatureCache", "CacheStats", "tensor", "features"]
+__all__ = ["FeatureCache", "CacheStats", "History", "push_and_pull", "tensor", "features"]
 
 
 def tensor(a, bfloat16=False):
@@ -517,3 +517,82 @@ def load_state_dict(path):
 
     state, cfg = load_checkpoint(path)
     return {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}, cfg
+
+
+class History:
+    """GNNAutoScale's historical embeddings of one layer: a row per node,
+    ``dim`` wide, held in host memory (pinned when ``device`` is a GPU, so
+    that pulls and pushes are asynchronous copies). ``pull(n_id)`` returns
+    the rows of n_id on ``device``; ``push(x, n_id)`` stores x's rows
+    (detached). Rows start at zero."""
+
+    def __init__(self, num_nodes, dim, device=None, dtype=torch.float32):
+        self.num_nodes, self.dim = int(num_nodes), int(dim)
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.pinned = self.device.type == "cuda"
+        self.emb = torch.zeros(self.num_nodes, self.dim, dtype=dtype, pin_memory=self.pinned)
+        self._pushed = None  # (event, host rows, n_id) of the last asynchronous push
+
+    def reset_parameters(self):
+        self._settle()
+        self.emb.zero_()
+
+    @property
+    def nbytes(self):
+        return self.emb.numel() * self.emb.element_size()
+
+    def _settle(self):
+        """Lands the last asynchronous push in the host rows."""
+        if self._pushed is not None:
+            ev, rows, n_id = self._pushed
+            self._pushed = None
+            ev.synchronize()
+            self.emb.index_copy_(0, n_id, rows)
+
+    def pull(self, n_id=None):
+        """The rows of n_id (all rows when None) on the history's device."""
+        self._settle()
+        if n_id is None:
+            rows = self.emb
+        else:
+            idx = n_id.to("cpu", torch.int64)
+            rows = torch.empty(len(idx), self.dim, dtype=self.emb.dtype, pin_memory=self.pinned)
+            torch.index_select(self.emb, 0, idx, out=rows)
+        return rows.to(self.device, non_blocking=self.pinned)
+
+    def push(self, x, n_id=None, offset=None, count=None):
+        """Stores the rows of x (detached) as the rows of n_id (all rows
+        when None; offset/count, GNNAutoScale's contiguous ranges, are
+        accepted for its signature and not needed)."""
+        self._settle()
+        x = x.detach()
+        idx = torch.arange(self.num_nodes) if n_id is None else n_id.to("cpu", torch.int64)
+        if len(idx) != len(x):
+            raise ValueError(f"push of {len(x)} rows for {len(idx)} nodes")
+        if x.device.type == "cuda":
+            rows = torch.empty(x.shape, dtype=self.emb.dtype, pin_memory=True)
+            rows.copy_(x, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record()
+            self._pushed = (ev, rows, idx)
+            return
+        self.emb.index_copy_(0, idx, x.to(self.emb.dtype))
+
+    def __repr__(self):
+        return f"History({self.num_nodes} x {self.dim}, {self.device}{', pinned' if self.pinned else ''})"
+
+
+def push_and_pull(history, x, batch_size=None, n_id=None, offset=None, count=None):
+    """GNNAutoScale's one line in a layer's forward: pushes the first
+    batch_size rows of x (the batch's own nodes, n_id[:batch_size]) to the
+    history and returns x with the other rows (the halo) replaced by their
+    historical embeddings. Without n_id (full-graph inference) it pushes
+    every row and returns x unchanged."""
+    if n_id is None:
+        history.push(x)
+        return x
+    if batch_size is None:
+        raise ValueError("push_and_pull needs batch_size with n_id")
+    history.push(x[:batch_size], n_id[:batch_size], offset, count)
+    halo = history.pull(n_id[batch_size:])
+    return torch.cat([x[:batch_size], halo.to(x.dtype)], dim=0)
