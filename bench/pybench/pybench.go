@@ -64,8 +64,13 @@ type Config struct {
 	Seed    uint64
 	// Modes are the Python client's feature modes ("frame", "shm", "local").
 	Modes []string
-	// PyG also times PyG's NeighborLoader when torch_geometric imports.
+	// PyG also times PyG's NeighborLoader when torch_geometric imports,
+	// and against it graphmill.NeighborLoader on the same PyG Data and
+	// seeds, alone and under the same GraphSAGE training step (DropIn).
 	PyG bool
+	// EpochBatches is the number of training steps timed on each loader
+	// in the drop-in comparison (default 8).
+	EpochBatches int
 	// Progress, if set, receives a line per measurement.
 	Progress func(string)
 }
@@ -102,22 +107,34 @@ type Round struct {
 
 // Report is the result of Run.
 type Report struct {
-	Dataset     string   `json:"dataset"`
-	Nodes       int      `json:"nodes"`
-	Edges       int64    `json:"edges"`
-	FeatureDim  int      `json:"feature_dim"`
-	Fanouts     []int    `json:"fanouts"`
-	BatchSize   int      `json:"batch_size"`
-	Batches     int      `json:"batches"`
-	Rounds      int      `json:"rounds"`
-	Workers     int      `json:"workers"`
-	GoLoader    float64  `json:"go_loader_batches_per_s"`
-	GoClient    float64  `json:"go_client_batches_per_s"`
-	GoFrameMiB  float64  `json:"go_client_frame_mib_per_batch"`
-	Python      []Python `json:"python"`
-	PyG         any      `json:"pyg,omitempty"`
-	CPUs        int      `json:"cpus"`
-	LoadAverage string   `json:"load_average,omitempty"`
+	Dataset    string   `json:"dataset"`
+	Nodes      int      `json:"nodes"`
+	Edges      int64    `json:"edges"`
+	FeatureDim int      `json:"feature_dim"`
+	Fanouts    []int    `json:"fanouts"`
+	BatchSize  int      `json:"batch_size"`
+	Batches    int      `json:"batches"`
+	Rounds     int      `json:"rounds"`
+	Workers    int      `json:"workers"`
+	GoLoader   float64  `json:"go_loader_batches_per_s"`
+	GoClient   float64  `json:"go_client_batches_per_s"`
+	GoFrameMiB float64  `json:"go_client_frame_mib_per_batch"`
+	Python     []Python `json:"python"`
+	PyG        any      `json:"pyg,omitempty"`
+	// DropIn is graphmill.NeighborLoader against PyG's NeighborLoader
+	// (python -m graphmill.bench --dropin), when PyG imports: the ratios
+	// of batches/s (VsPyGLoader, the median of each round's) and of time
+	// per training step of the same PyG GraphSAGE with trim_to_layer
+	// (VsPyGEpoch: PyG's over ours), and NeighborLoader's batches/s over
+	// the Go loader's.
+	DropIn                  json.RawMessage `json:"dropin,omitempty"`
+	VsPyGLoader             float64         `json:"vs_pyg_loader,omitempty"`
+	VsPyGEpoch              float64         `json:"vs_pyg_epoch,omitempty"`
+	NeighborLoader          float64         `json:"neighbor_loader_batches_per_s,omitempty"`
+	NeighborRatioToGoLoader float64         `json:"neighbor_ratio_to_go_loader,omitempty"`
+	PythonInterpreter       string          `json:"python_interpreter"`
+	CPUs                    int             `json:"cpus"`
+	LoadAverage             string          `json:"load_average,omitempty"`
 }
 
 // goLoader times cfg.Batches batches of the Go loader's work: sampling and
@@ -219,31 +236,75 @@ func goClient(ctx context.Context, addr string, d *dataset.Dataset, cfg Config, 
 
 // python runs the Python client once.
 func python(ctx context.Context, addr string, cfg Config, mode string, pyg bool) (Python, error) {
-	args := []string{"-m", "graphmill.bench", "--addr", addr, "--fanouts", joinInts(cfg.Fanouts),
+	args := []string{"--addr", addr, "--fanouts", joinInts(cfg.Fanouts),
 		"--batch-size", fmt.Sprint(cfg.BatchSize), "--batches", fmt.Sprint(cfg.Batches), "--features", mode,
-		"--dataset", cfg.Dataset, "--seed", fmt.Sprint(cfg.Seed), "--json"}
+		"--dataset", cfg.Dataset, "--seed", fmt.Sprint(cfg.Seed)}
 	if pyg {
 		args = append(args, "--pyg")
 	}
+	var r Python
+	return r, runBench(ctx, cfg, args, &r)
+}
+
+// runBench runs python -m graphmill.bench args --json into v.
+func runBench(ctx context.Context, cfg Config, args []string, v any) error {
+	args = append([]string{"-m", "graphmill.bench"}, append(args, "--json")...)
 	cmd := exec.CommandContext(ctx, cfg.Python, args...)
-	cmd.Env = os.Environ()
-	if cfg.PythonPath != "" {
-		pp := cfg.PythonPath
-		if old := os.Getenv("PYTHONPATH"); old != "" {
-			pp += string(os.PathListSeparator) + old
-		}
-		cmd.Env = append(cmd.Env, "PYTHONPATH="+pp)
-	}
+	// A loader that starts its own service runs this graphmill.
+	cmd.Env = append(pythonEnv(cfg.PythonPath), "GRAPHMILL_BIN="+cfg.Graphmill)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return Python{}, fmt.Errorf("python client (%s %v): %w: %s", cfg.Python, args, err, lastLine(errb.String()))
+		return fmt.Errorf("python client (%s %v): %w: %s", cfg.Python, args, err, lastLine(errb.String()))
 	}
-	var r Python
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return Python{}, fmt.Errorf("python client output %q: %w", lastLine(out.String()), err)
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		return fmt.Errorf("python client output %q: %w", lastLine(out.String()), err)
 	}
-	return r, nil
+	return nil
+}
+
+func pythonEnv(path string) []string {
+	env := os.Environ()
+	if path != "" {
+		pp := path
+		if old := os.Getenv("PYTHONPATH"); old != "" {
+			pp += string(os.PathListSeparator) + old
+		}
+		env = append(env, "PYTHONPATH="+pp)
+	}
+	return env
+}
+
+// PickPython returns the interpreter to run the client with: the first of
+// python3 on PATH and /usr/bin/python3 that imports graphmill and torch,
+// preferring one that also imports torch_geometric (the peer) when pyg.
+func PickPython(pythonPath string, pyg bool) (string, error) {
+	var cands []string
+	if p, err := exec.LookPath("python3"); err == nil {
+		cands = append(cands, p)
+	}
+	cands = append(cands, "/usr/bin/python3")
+	imports := func(py, mods string) bool {
+		cmd := exec.Command(py, "-c", "import "+mods)
+		cmd.Env = pythonEnv(pythonPath)
+		return cmd.Run() == nil
+	}
+	first := ""
+	for _, py := range cands {
+		if !imports(py, "graphmill, torch") {
+			continue
+		}
+		if !pyg || imports(py, "torch_geometric") {
+			return py, nil
+		}
+		if first == "" {
+			first = py
+		}
+	}
+	if first != "" {
+		return first, nil
+	}
+	return "", fmt.Errorf("no Python interpreter imports graphmill and torch (tried %v): pip install ./python, or give --python-path python (the source tree), or --python", cands)
 }
 
 // Serve starts "graphmill serve sampler" on dataset and returns its
@@ -306,6 +367,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Modes) == 0 {
 		cfg.Modes = []string{"frame", "shm", "local"}
 	}
+	if cfg.EpochBatches < 1 {
+		cfg.EpochBatches = 8
+	}
+	if cfg.Python == "" {
+		py, err := PickPython(cfg.PythonPath, cfg.PyG)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Python = py
+	}
 	progress := cfg.Progress
 	if progress == nil {
 		progress = func(string) {}
@@ -329,7 +400,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer stop()
 	rep := &Report{Dataset: cfg.Dataset, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
-		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Rounds: cfg.Rounds, Workers: cfg.Workers}
+		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Rounds: cfg.Rounds, Workers: cfg.Workers,
+		PythonInterpreter: cfg.Python}
 	best := map[string]Python{}
 	rounds := map[string][]Round{}
 	// Warm-up, not counted: the first pass maps the graph and feature
@@ -385,6 +457,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		p.RatioToGoLoader, p.RatioToGoClient = median(rl), median(rc)
 		rep.Python = append(rep.Python, p)
 	}
+	if cfg.PyG {
+		if err := dropIn(ctx, cfg, rep, progress); err != nil {
+			return nil, err
+		}
+	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		rep.LoadAverage = string(bytes.TrimSpace(b))
 	}
@@ -420,4 +497,39 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// dropIn runs graphmill.NeighborLoader against PyG's NeighborLoader
+// (python -m graphmill.bench --dropin) and fills the report's drop-in
+// figures; a Python without PyG reports why it skipped.
+func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string)) error {
+	args := []string{"--dropin", "--dataset", cfg.Dataset, "--fanouts", joinInts(cfg.Fanouts), "--batch-size", fmt.Sprint(cfg.BatchSize),
+		"--batches", fmt.Sprint(cfg.Batches), "--rounds", fmt.Sprint(cfg.Rounds), "--epoch-batches", fmt.Sprint(cfg.EpochBatches),
+		"--workers", fmt.Sprint(cfg.Workers), "--seed", fmt.Sprint(cfg.Seed)}
+	var raw json.RawMessage
+	if err := runBench(ctx, cfg, args, &raw); err != nil {
+		return fmt.Errorf("drop-in comparison: %w", err)
+	}
+	rep.DropIn = raw
+	var r struct {
+		Skipped     string  `json:"skipped"`
+		Ours        float64 `json:"graphmill_batches_per_s"`
+		PyG         float64 `json:"pyg_batches_per_s"`
+		VsPyGLoader float64 `json:"vs_pyg_loader"`
+		VsPyGEpoch  float64 `json:"vs_pyg_epoch"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("drop-in comparison output: %w", err)
+	}
+	if r.Skipped != "" {
+		progress("drop-in comparison skipped: " + r.Skipped)
+		return nil
+	}
+	rep.VsPyGLoader, rep.VsPyGEpoch, rep.NeighborLoader = r.VsPyGLoader, r.VsPyGEpoch, r.Ours
+	if rep.GoLoader > 0 {
+		rep.NeighborRatioToGoLoader = r.Ours / rep.GoLoader
+	}
+	progress(fmt.Sprintf("graphmill.NeighborLoader %.1f batches/s, PyG's %.1f: %.2fx; a GraphSAGE step %.2fx PyG's speed",
+		r.Ours, r.PyG, r.VsPyGLoader, r.VsPyGEpoch))
+	return nil
 }

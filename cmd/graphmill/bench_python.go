@@ -22,7 +22,7 @@ func init() { benchCmd.AddCommand(newBenchPythonCmd()) }
 func newBenchPythonCmd() *cobra.Command {
 	var quick, asJSON, pyg bool
 	var dir, py, pypath, fanoutsS, modesS string
-	var batchSize, batches, rounds, workers int
+	var batchSize, batches, rounds, workers, epochBatches int
 	c := &cobra.Command{
 		Use:   "python",
 		Short: "Minibatches per second reaching PyTorch through the Python client, against the Go loader",
@@ -75,7 +75,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 			}
 			cfg := pybench.Config{Dataset: dir, Graphmill: self, Python: py, PythonPath: pypath, Fanouts: fan,
 				BatchSize: batchSize, Batches: batches, Rounds: rounds, Workers: workers, Seed: 1,
-				Modes: strings.Split(modesS, ","), PyG: pyg,
+				Modes: strings.Split(modesS, ","), PyG: pyg, EpochBatches: epochBatches,
 				Progress: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }}
 			rep, err := pybench.Run(ctx, cfg)
 			if err != nil {
@@ -94,9 +94,10 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl := c.Flags()
 	fl.BoolVar(&quick, "quick", false, "a 200k-node graph and 25 batches per measurement (about a minute)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON (go_loader_batches_per_s, python[].ratio_to_go_loader, ...)")
-	fl.BoolVar(&pyg, "pyg", true, "also time PyG's NeighborLoader when torch_geometric is importable")
+	fl.BoolVar(&pyg, "pyg", true, "also time PyG's NeighborLoader, and graphmill.NeighborLoader against it (vs_pyg_loader, vs_pyg_epoch), when torch_geometric is importable")
+	fl.IntVar(&epochBatches, "epoch-batches", 8, "training steps of PyG's GraphSAGE timed on each loader (vs_pyg_epoch)")
 	fl.StringVar(&dir, "dataset", "", "dataset directory to serve (default: the generated graph, in the cache directory)")
-	fl.StringVar(&py, "python", "/usr/bin/python3", "Python interpreter with the graphmill client importable")
+	fl.StringVar(&py, "python", "", "Python interpreter with the graphmill client importable (default: python3 on PATH or /usr/bin/python3, whichever imports graphmill and torch, preferring one with torch_geometric)")
 	fl.StringVar(&pypath, "python-path", "", "directory prepended to PYTHONPATH (e.g. python, to run the client from source)")
 	fl.StringVar(&fanoutsS, "fanouts", "25,10", "fanouts per hop from the seeds")
 	fl.StringVar(&modesS, "modes", "frame,shm,local", "Python feature modes: frame (rows in the gRPC message), shm (rows in the payload, through shared memory), local (rows gathered in Python), none")
@@ -132,6 +133,11 @@ func printPyBench(w io.Writer, r *pybench.Report) {
 		b, _ := json.Marshal(r.PyG)
 		fmt.Fprintf(w, "  PyG NeighborLoader                   %s\n", b)
 	}
+	if r.VsPyGLoader > 0 {
+		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader, %.2f x go loader; PyG GraphSAGE step %.2f x faster on it\n",
+			r.NeighborLoader, r.VsPyGLoader, r.NeighborRatioToGoLoader, r.VsPyGEpoch)
+	}
+	fmt.Fprintf(w, "  (python: %s)\n", r.PythonInterpreter)
 	if r.LoadAverage != "" {
 		fmt.Fprintf(w, "  (%d CPUs, load average %s)\n", r.CPUs, r.LoadAverage)
 	}

@@ -109,9 +109,104 @@ def run_pyg(dataset, fanouts, batch_size, batches, seed=1):
     return {"batches": len(times), "batches_per_s": (len(times) - 1) / span if span > 0 else 0.0}
 
 
+def _sage(dim, hidden, classes, layers=2):
+    """PyG's GraphSAGE with trim_to_layer: the model a PyG user runs on
+    either loader."""
+    import torch
+    from torch_geometric.nn import SAGEConv
+    from torch_geometric.utils import trim_to_layer
+
+    class SAGE(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            dims = [dim] + [hidden] * (layers - 1) + [classes]
+            self.convs = torch.nn.ModuleList([SAGEConv(a, b) for a, b in zip(dims, dims[1:])])
+
+        def forward(self, x, edge_index, nsn, nse):
+            for i, conv in enumerate(self.convs):
+                x, edge_index, _ = trim_to_layer(i, nsn, nse, x, edge_index)
+                x = conv(x, edge_index)
+                if i < len(self.convs) - 1:
+                    x = x.relu()
+            return x
+
+    return SAGE()
+
+
+def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_batches=8, hidden=256, workers=2):
+    """graphmill.NeighborLoader against PyG's NeighborLoader on the same
+    PyG Data and seeds, alternating, ``rounds`` times: batches/s of each
+    loader alone (``vs_pyg_loader``: the median of each round's ratio),
+    then ``epoch_batches`` training steps of the same PyG GraphSAGE
+    (trim_to_layer) on each (``vs_pyg_epoch``: PyG's time over ours)."""
+    try:
+        import torch
+        from torch_geometric.data import Data
+        from torch_geometric.loader import NeighborLoader as PygLoader
+    except ImportError as e:
+        return {"skipped": f"PyG is not importable ({e.name or e}); Debian does not package it"}
+    import graphmill
+    import graphmill.torch as gt
+
+    ds = graphmill.open_dataset(dataset)
+    data = Data(x=gt.features(ds), y=gt.tensor(ds.labels).long(), edge_index=torch.from_numpy(ds.edge_index()),
+                num_nodes=ds.num_nodes)
+    seeds = gt.tensor(ds.train_idx).long()
+    torch.manual_seed(seed)
+    t0 = time.perf_counter()
+    ours = graphmill.NeighborLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds,
+                                    shuffle=True, seed=seed, num_workers=workers)
+    setup_ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pyg = PygLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds, shuffle=True)
+    setup_pyg = time.perf_counter() - t0
+
+    def rate(loader, n):
+        times = []
+        for _ in range(-(-n // max(len(loader), 1)) + 1):
+            for b in loader:
+                times.append(time.perf_counter())
+                if len(times) > n:
+                    return n / (times[-1] - times[0])
+        return (len(times) - 1) / (times[-1] - times[0])
+
+    def epoch(loader, n):
+        torch.manual_seed(seed)
+        model = _sage(ds.feature_dim, hidden, max(ds.num_classes, 2))
+        opt = torch.optim.Adam(model.parameters(), lr=0.003)
+        it = iter(loader)
+        next(it)  # the first batch (the loader's start) is not timed
+        t0 = time.perf_counter()
+        for _ in range(n):
+            b = next(it)
+            opt.zero_grad()
+            out = model(b.x, b.edge_index, b.num_sampled_nodes, b.num_sampled_edges)[:b.batch_size]
+            torch.nn.functional.cross_entropy(out, b.y[:b.batch_size]).backward()
+            opt.step()
+        return (time.perf_counter() - t0) / n
+
+    out = {"rounds": [], "setup_s": {"graphmill": setup_ours, "pyg": setup_pyg}}
+    try:
+        for _ in range(rounds):
+            a, b = rate(ours, batches), rate(pyg, batches)
+            out["rounds"].append({"graphmill_batches_per_s": a, "pyg_batches_per_s": b, "ratio": a / b})
+        ea, eb = epoch(ours, epoch_batches), epoch(pyg, epoch_batches)
+    finally:
+        ours.close()
+    rs = sorted(r["ratio"] for r in out["rounds"])
+    out.update({
+        "graphmill_batches_per_s": max(r["graphmill_batches_per_s"] for r in out["rounds"]),
+        "pyg_batches_per_s": max(r["pyg_batches_per_s"] for r in out["rounds"]),
+        "vs_pyg_loader": rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2,
+        "graphmill_step_s": ea, "pyg_step_s": eb, "vs_pyg_epoch": eb / ea,
+        "epoch_batches": epoch_batches, "hidden": hidden, "torch_threads": torch.get_num_threads(),
+    })
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--addr", required=True, help="sampler service address")
+    p.add_argument("--addr", help="sampler service address (not with --dropin)")
     p.add_argument("--fanouts", default="25,10")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--batches", type=int, default=50)
@@ -120,9 +215,19 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--credits", type=int, default=4)
     p.add_argument("--pyg", action="store_true", help="also time PyG's NeighborLoader on --dataset")
+    p.add_argument("--dropin", action="store_true", help="time graphmill.NeighborLoader against PyG's on --dataset instead")
+    p.add_argument("--rounds", type=int, default=3, help="with --dropin: alternations of the two loaders")
+    p.add_argument("--epoch-batches", type=int, default=8, help="with --dropin: training steps timed on each loader")
+    p.add_argument("--workers", type=int, default=2, help="with --dropin: the sampler service's workers")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     fanouts = [int(f) for f in a.fanouts.split(",")]
+    if a.dropin:
+        out = run_dropin(a.dataset, fanouts, a.batch_size, a.batches, a.seed, a.rounds, a.epoch_batches, workers=a.workers)
+        json.dump(out, sys.stdout) if a.json else print(out)
+        if a.json:
+            print()
+        return
     out = run_client(a.addr, fanouts, a.batch_size, a.batches, a.features, a.dataset, a.seed, a.credits)
     if a.pyg:
         out["pyg"] = run_pyg(a.dataset, fanouts, a.batch_size, a.batches, a.seed) if a.dataset else {"skipped": "no --dataset"}

@@ -18,7 +18,9 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -185,6 +187,38 @@ def _write_dataset(dir, g, seeds):
         json.dump(meta, f)
 
 
+class _BufferPool:
+    """Reusable output buffers for the gathered rows. A fresh tensor of
+    tens of MiB per batch is mapped fresh by the allocator and faulted in
+    page by page, which costs more than the copy itself; a buffer returns
+    here when the last view of it (the batch's x and anything sliced from
+    it) is dropped, and is reused already mapped."""
+
+    def __init__(self, cols, dtype, keep=8):
+        self.cols, self.dtype, self.keep = cols, dtype, keep
+        self.free = []
+        self.lock = threading.Lock()
+
+    def take(self, rows):
+        with self.lock:
+            for i, b in enumerate(self.free):
+                if b.shape[0] >= rows:
+                    buf = self.free.pop(i)
+                    break
+            else:
+                buf = None
+        if buf is None:
+            buf = np.empty((max(rows, 1) * 5 // 4, self.cols), dtype=self.dtype)  # room for larger batches
+        view = buf[:rows]
+        weakref.finalize(view, self._give, buf)
+        return view
+
+    def _give(self, buf):
+        with self.lock:
+            if len(self.free) < self.keep:
+                self.free.append(buf)
+
+
 class SampledBatch:
     """One batch in PyG's layout (attributes as torch_geometric's Data from
     its NeighborLoader): ``x``, ``y`` (rows of every sampled node),
@@ -274,6 +308,7 @@ class NeighborLoader:
         if self._y is not None and len(self._y) != g.num_nodes:
             raise ValueError(f"y has {len(self._y)} entries for {g.num_nodes} nodes")
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
+        self._rows = None  # _BufferPool of x's rows (with torch, for a 2-D x)
         self._torch = t is not None
         self._pool = None
         self.gather_workers = max(1, int(gather_workers))
@@ -318,6 +353,10 @@ class NeighborLoader:
     def _convert(self, mb):
         L = len(mb.blocks)
         nd = [mb.blocks[L - 1 - h].num_dst for h in range(L)] + [mb.blocks[0].num_src]
+        for h in range(1, L):
+            if mb.blocks[L - 1 - h].indptr[nd[h - 1]] != 0:
+                raise GraphmillError("the sampler service drew neighbours for every node at every hop: it predates "
+                                     "PyG-style (frontier) draws; use a graphmill program as new as this client (GRAPHMILL_BIN)")
         sizes = [np.diff(mb.blocks[L - 1 - h].indptr[(nd[h - 1] if h else 0):]) for h in range(L)]
         ne = [int(mb.blocks[L - 1 - h].num_edges) for h in range(L)]
         ei = np.empty((2, sum(ne)), dtype=np.int64)
@@ -339,7 +378,12 @@ class NeighborLoader:
             import torch
 
             n_t = torch.from_numpy(n_id)
-            x = torch.index_select(self._x, 0, n_t) if self._x is not None else None
+            x = None
+            if self._x is not None:
+                if self._rows is None:
+                    self._rows = _BufferPool(self._x.shape[1], torch.empty(0, dtype=self._x.dtype).numpy().dtype)
+                x = torch.from_numpy(self._rows.take(len(n_id)))
+                torch.index_select(self._x, 0, n_t, out=x)
             y = self._y[n_t] if self._y is not None else None
             ei, n_id, input_id = torch.from_numpy(ei), n_t, torch.from_numpy(input_id)
         else:
