@@ -70,6 +70,11 @@ func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, erro
 	if r.hooks.EpochStart != nil {
 		r.hooks.EpochStart(epoch, s.ld.NumBatches())
 	}
+	var failovers int64
+	fc, countsFailovers := s.ld.(failoverCounter)
+	if countsFailovers {
+		failovers = fc.Failovers()
+	}
 	it := s.ld.Epoch(ctx, epoch)
 	defer it.Close()
 	var st EpochStats
@@ -103,6 +108,9 @@ func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, erro
 	st.WaitSeconds = ls.Wait.Seconds()
 	st.GatheredRows = ls.Rows
 	st.ComputeSeconds = compute.Seconds()
+	if countsFailovers {
+		st.SamplerFailovers = fc.Failovers() - failovers
+	}
 	return st, nil
 }
 

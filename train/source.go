@@ -23,6 +23,11 @@ type BatchSource interface {
 	Epoch(ctx context.Context, epoch int) *pipeline.Iter
 }
 
+// failoverCounter is a BatchSource that reports lost samplers (the
+// sampler services' source): sampled mode puts the epoch's count in
+// EpochStats.SamplerFailovers.
+type failoverCounter interface{ Failovers() int64 }
+
 // Evaluator evaluates a model in place of full-graph inference on the
 // local dataset (a distributed run's evaluation over every rank's nodes).
 type Evaluator func(ctx context.Context, m *nn.Model) (Evaluation, error)

@@ -47,6 +47,9 @@ type EpochStats struct {
 	GatheredRows     int64   `json:"gathered_rows,omitempty"`
 	GatherCPUSeconds float64 `json:"gather_cpu_seconds,omitempty"`
 	EvalSeconds      float64 `json:"eval_seconds,omitempty"`
+	// SamplerFailovers counts the sampler services lost during the epoch
+	// whose batches went to the others (training from sampler services).
+	SamplerFailovers int64 `json:"sampler_failovers,omitempty"`
 	// PeakHeapBytes is the largest Go heap in use seen after a training
 	// step of the epoch; PeakRSSBytes the process's resident-set high-water
 	// mark during the epoch (Linux).

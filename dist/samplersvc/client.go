@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -46,7 +47,14 @@ type Client struct {
 	info  *pb.InfoReply
 	alive []bool // per address: still used in later epochs
 	mu    sync.Mutex
+	// failovers counts the samplers lost mid-epoch whose batches went
+	// to the others.
+	failovers atomic.Int64
 }
+
+// Failovers returns the number of samplers lost so far whose batches were
+// reassigned to the others.
+func (c *Client) Failovers() int64 { return c.failovers.Load() }
 
 // Dial connects to every service and waits (up to ConnectTimeout) until
 // each answers Info; they must serve the same graph.
@@ -284,6 +292,7 @@ func (e *Epoch) lose(s int, cause error) error {
 		// it too.
 		return fmt.Errorf("%s refused the epoch: %s", e.name(s), msg)
 	}
+	e.c.failovers.Add(1)
 	e.c.cfg.Log(fmt.Sprintf("%s lost: %s; its unsent batches go to the others", e.name(s), msg))
 	e.c.mu.Lock()
 	e.c.alive[e.addrs[s]] = false
@@ -312,6 +321,7 @@ func (e *Epoch) flush() error {
 				cm = &pb.ClientMessage{Msg: &pb.ClientMessage_Credit{Credit: &pb.Credit{Frames: m.Credit}}}
 			case m.Assign != nil:
 				cm = &pb.ClientMessage{Msg: &pb.ClientMessage_Assign{Assign: &pb.Assign{Epoch: e.r.Epoch(), Batches: m.Assign}}}
+				e.c.cfg.Log(fmt.Sprintf("%d batches of epoch %d (%s) reassigned to %s", len(m.Assign), e.r.Epoch(), batchList(m.Assign), e.name(m.To)))
 			default:
 				continue
 			}
@@ -415,4 +425,23 @@ func (e *Epoch) Lost() string {
 		}
 	}
 	return strings.Join(s, ", ")
+}
+
+// batchList names batch indices for a log line: the first few, then how
+// many more.
+func batchList(b []uint32) string {
+	const show = 6
+	var sb strings.Builder
+	sb.WriteString("batches ")
+	for i, x := range b {
+		if i == show {
+			fmt.Fprintf(&sb, " and %d more", len(b)-show)
+			break
+		}
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		fmt.Fprint(&sb, x)
+	}
+	return sb.String()
 }

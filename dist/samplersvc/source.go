@@ -38,6 +38,10 @@ func NewSource(c *Client, spec EpochSpec, numSeeds int) (*Source, error) {
 // NumBatches returns the number of batches of an epoch.
 func (s *Source) NumBatches() int { return s.nb }
 
+// Failovers returns the number of samplers lost so far whose batches went
+// to the others (train reports it per epoch).
+func (s *Source) Failovers() int64 { return s.c.Failovers() }
+
 // Epoch streams epoch epoch.
 func (s *Source) Epoch(ctx context.Context, epoch int) *pipeline.Iter {
 	s.Close()

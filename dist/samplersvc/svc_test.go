@@ -256,8 +256,19 @@ func TestLostSamplerMidEpoch(t *testing.T) {
 	if it.Err() != nil || i != len(want) {
 		t.Fatalf("%d of %d batches: %v", i, len(want), it.Err())
 	}
-	if logs := lg.get(); len(logs) != 1 || !strings.Contains(logs[0], "sampler 1 ("+victim.addr+") lost") {
+	// One line names the lost sampler, and one per survivor says which of
+	// its batches it took.
+	logs := lg.get()
+	if len(logs) < 2 || !strings.Contains(logs[0], "sampler 1 ("+victim.addr+") lost") {
 		t.Fatalf("logs %q", logs)
+	}
+	for _, l := range logs[1:] {
+		if !strings.Contains(l, "reassigned to sampler") || strings.Contains(l, victim.addr) {
+			t.Fatalf("log line %q: want the batches' new sampler", l)
+		}
+	}
+	if c.Failovers() != 1 || src.Failovers() != 1 {
+		t.Fatalf("%d failovers counted, want 1", c.Failovers())
 	}
 	if n := sent.Load(); n == 0 || n >= int64(len(want))/3 {
 		t.Fatalf("the victim had sent %d of its ~%d batches when stopped: not mid-epoch", n, len(want)/3)
