@@ -326,7 +326,10 @@ func TestSilentSamplerNamed(t *testing.T) {
 	if it.Err() != nil || n != spec.NumBatches(len(d.Train)) {
 		t.Fatalf("%d batches: %v", n, it.Err())
 	}
-	if logs := lg.get(); len(logs) != 1 || !strings.Contains(logs[0], silent.addr) || !strings.Contains(logs[0], "sent nothing for 1.5s") {
+	// The loss, then where its batches went.
+	logs := lg.get()
+	if len(logs) != 2 || !strings.Contains(logs[0], silent.addr) || !strings.Contains(logs[0], "sent nothing for 1.5s") ||
+		!strings.Contains(logs[1], "reassigned to sampler 0 ("+good.addr+")") {
 		t.Fatalf("logs %q", logs)
 	}
 }

@@ -10,6 +10,7 @@ import collections
 import concurrent.futures
 import hashlib
 import hmac
+import logging
 import os
 import queue
 import re
@@ -24,9 +25,12 @@ import numpy as np
 
 from . import _cli
 from ._shm import Segment, Slots
+from ._stream import KIND_BATCH, KIND_HEARTBEAT, AllLost, ProtocolError, Receiver
 from .errors import GraphmillError, ServiceError
 from .v1 import sampler_pb2 as pb
 from .wire import as_buffer, decode_batch, frame_size
+
+_log = logging.getLogger("graphmill")
 
 _STREAM = "/graphmill.v1.Sampler/Stream"
 _DEFAULT = None  # features not given
@@ -36,7 +40,6 @@ _ROWS = "/graphmill.v1.Sampler/GetRows"
 # Frame field numbers (proto/graphmill/v1/sampler.proto).
 _F_SENDER, _F_EPOCH, _F_SEQUENCE, _F_KIND, _F_BATCH, _F_COUNT, _F_PAD, _F_MINIBATCH = 1, 2, 3, 4, 5, 6, 14, 15
 _F_SHM_OFFSET, _F_SHM_LENGTH, _F_TAIL_ROWS = 7, 8, 9
-KIND_BATCH, KIND_END, KIND_HEARTBEAT = 1, 2, 3
 
 
 def _varint(b, pos):
@@ -331,8 +334,6 @@ class Loader:
             self._cached = np.packbits(bits, bitorder="little").tobytes()
         self.shm = bool(shm) and os.path.isdir("/dev/shm") and os.path.isdir("/proc/self/fd")
         self.shm_bytes = int(shm_bytes)
-        self._seg = None  # the shared segment of every epoch (made on first use)
-        self._slots = Slots()
         self.transport = None  # "shm" or "grpc": how the last epoch's payloads came
         self.bytes_received = 0  # payload bytes received (frames or shared memory)
         self.labels = bool(labels)
@@ -346,6 +347,7 @@ class Loader:
         self.device = device
         self._stager = None
         self.server = None
+        self._channels = []
         self._channel = None
         self._active = None
         self.heartbeats = 0  # heartbeat frames received (the sampler was idle)
@@ -355,31 +357,49 @@ class Loader:
             # still run (a __del__ at interpreter shutdown is too late).
             weakref.finalize(self, self.server.close)
             addr = self.server.addr
-        self.addr = addr
+        addrs = [a.strip() for a in (addr.split(",") if isinstance(addr, str) else addr) if a.strip()]
+        if not addrs:
+            raise ValueError("Loader needs a sampler address")
+        self.addrs = addrs
+        self.addr = addrs[0]
+        self._alive = [True] * len(addrs)  # samplers not lost (later epochs skip the lost)
+        self._segs = [None] * len(addrs)  # each sampler's shared segment (made on first use)
+        self._slotss = [Slots() for _ in addrs]
+        self.failovers = 0  # samplers lost mid-epoch whose batches went to the others
+        self.lost = []  # the lost samplers' addresses
         try:
             # Frames of tens of MiB: no size limit, and HTTP/2 frames of up to
             # 16 MiB (27 MiB minibatches arrived at 8.5/s with the default
             # 16 KiB and 11-14/s with this, on a busy 2-core machine).
             opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1),
                     ("grpc.http2.max_frame_size", 16 << 20)]
-            if channel_credentials is not None:
-                self._channel = grpc.secure_channel(addr, channel_credentials, options=opts)
-            else:
-                self._channel = grpc.insecure_channel(addr, options=opts)
-            self._info_rpc = self._channel.unary_unary(_INFO, request_serializer=pb.InfoRequest.SerializeToString,
-                                                       response_deserializer=pb.InfoReply.FromString)
-            self._stream_rpc = self._channel.stream_stream(_STREAM, request_serializer=pb.ClientMessage.SerializeToString,
-                                                           response_deserializer=None)
+            self._channels, self._stream_rpcs = [], []
+            for i, a in enumerate(addrs):
+                if channel_credentials is not None:
+                    ch = grpc.secure_channel(a, channel_credentials, options=opts)
+                else:
+                    ch = grpc.insecure_channel(a, options=opts)
+                self._channels.append(ch)
+                self._stream_rpcs.append(ch.stream_stream(_STREAM, request_serializer=pb.ClientMessage.SerializeToString,
+                                                          response_deserializer=None))
+                info_rpc = ch.unary_unary(_INFO, request_serializer=pb.InfoRequest.SerializeToString,
+                                          response_deserializer=pb.InfoReply.FromString)
+                try:
+                    info = info_rpc(pb.InfoRequest(), timeout=timeout, wait_for_ready=True, metadata=self._auth(_INFO))
+                except grpc.RpcError as e:
+                    err = _service_error(e, f"sampler {a}")
+                    if self.server is not None:
+                        err = ServiceError(f"{err} (server output: {self.server.tail()})", err.code)
+                    raise err from None
+                if i == 0:
+                    self.info = info
+                elif (info.num_nodes, info.num_edges, info.fingerprint) != (self.info.num_nodes, self.info.num_edges, self.info.fingerprint):
+                    raise GraphmillError(f"sampler {a} serves {info.name!r} ({info.num_nodes} nodes, {info.num_edges} edges), "
+                                         f"sampler {addrs[0]} {self.info.name!r} ({self.info.num_nodes} nodes, {self.info.num_edges} edges): "
+                                         "give every sampler the same dataset")
+            self._channel = self._channels[0]
             self._rows_rpc = self._channel.unary_unary(_ROWS, request_serializer=pb.RowsRequest.SerializeToString,
                                                        response_deserializer=pb.RowsReply.FromString)
-            try:
-                self.info = self._info_rpc(pb.InfoRequest(), timeout=timeout, wait_for_ready=True,
-                                           metadata=self._auth(_INFO))
-            except grpc.RpcError as e:
-                err = _service_error(e, f"sampler {addr}")
-                if self.server is not None:
-                    err = ServiceError(f"{err} (server output: {self.server.tail()})", err.code)
-                raise err from None
             if self._local is not None and (self._local.num_nodes, self._local.num_edges) != (self.info.num_nodes, self.info.num_edges):
                 raise GraphmillError(f"local dataset {self._local.dir} has {self._local.num_nodes} nodes and {self._local.num_edges} edges; "
                                      f"sampler {addr} serves {self.info.num_nodes} and {self.info.num_edges}")
@@ -452,17 +472,18 @@ class Loader:
             out[lo:lo + len(part)] = np.frombuffer(r.rows, dtype="<f4").reshape(len(part), dim)
         return out
 
-    def _segment(self):
-        if self._seg is None and self.shm:
-            self._seg = Segment.create(self.shm_bytes)
-            self.shm = self._seg is not None
-        return self._seg
+    def _segment(self, i):
+        """Sampler i's shared segment (each sampler allocates in its own)."""
+        if self._segs[i] is None and self.shm:
+            self._segs[i] = Segment.create(self.shm_bytes)
+            self.shm = self._segs[i] is not None
+        return self._segs[i]
 
-    def _requests(self, out_q, nb, epoch, seg, busy):
+    def _requests(self, out_q, batches, sender, epoch, seg, busy):
         req = pb.EpochRequest(split=self.split, fanouts=self.fanouts, batch_size=self.batch_size, epoch=epoch,
                               seed=self.seed, shuffle=self.shuffle, drop_last=self.drop_last,
                               with_features=self.features, with_labels=self.labels, shard=self.shard,
-                              num_shards=self.num_shards, batches=list(range(nb)), sender=0,
+                              num_shards=self.num_shards, batches=batches, sender=sender,
                               initial_credits=self.credits, fingerprint=0,
                               normalize_features=self.normalize_features, cached=self._cached or b"",
                               rows_after_frame=self.features, frontier=self.frontier, replace=self.replace)
@@ -478,102 +499,170 @@ class Loader:
 
     def raw_frames(self):
         """Streams one epoch as (frame dict, raw bytes) pairs: BATCH frames
-        only, in order, credits granted as they are taken. Checks sender,
-        epoch, sequence and the END count."""
+        only, in index order, credits granted as they are taken. With
+        several samplers the epoch's batches are dealt to them; a sampler
+        that fails, breaks the protocol or is silent past ``timeout`` is
+        lost, said on the ``graphmill`` logger with where its batches went,
+        and its unsent batches go to the others (``failovers``,
+        ``stats()``); the epoch fails only when every sampler is lost. The
+        protocol is ``graphmill._stream.Receiver`` (Go's dist/stream)."""
         nb = len(self)
         epoch = self.epoch
         self.epoch += 1
         if nb == 0:
             return
-        out_q = queue.Queue()
-        seg = self._segment()
-
-        def release(off):
-            out_q.put(pb.ClientMessage(release=pb.Release(offsets=[off])))
-
-        busy = self._slots.start(release) if seg is not None else []
-        call = self._stream_rpc(self._requests(out_q, nb, epoch, seg, busy), wait_for_ready=True, metadata=self._auth(_STREAM))
+        live = [i for i, ok in enumerate(self._alive) if ok]
+        if not live:
+            raise ServiceError(f"every sampler service was lost ({', '.join(self.lost)})")
+        recv = Receiver(epoch, nb, len(live), self.credits, self.timeout, time.monotonic())
+        shares = recv.starts()
         in_q = queue.Queue()
         done = threading.Event()
+        streams = [None] * len(live)  # per sender: (call, out_q, reader, slots, release, segment)
 
-        def reader():
+        def name(s):
+            return f"sampler {live[s]} ({self.addrs[live[s]]})"
+
+        def reader(s, call):
             try:
                 for raw in call:
-                    in_q.put(raw)
+                    in_q.put((s, raw))
                     if done.is_set():
                         break
-                in_q.put(StopIteration)
+                in_q.put((s, StopIteration))
             except BaseException as e:  # grpc.RpcError, or cancelled
-                in_q.put(e)
+                in_q.put((s, e))
 
-        t = threading.Thread(target=reader, name="graphmill-loader-stream", daemon=True)
-        t.start()
-        self._active = (call, out_q, done)
-        got = 0
-        seq = 0
-        try:
-            while True:
-                try:
-                    item = in_q.get(timeout=self.timeout)
-                except queue.Empty:
-                    raise ServiceError(f"sampler {self.addr}: no frame (not even a heartbeat) for {self.timeout:.0f} s "
-                                       f"in epoch {epoch} after {got} of {nb} batches") from None
-                if item is StopIteration:
-                    raise ServiceError(f"sampler {self.addr}: stream ended after {got} of {nb} batches of epoch {epoch} without an END frame")
-                if isinstance(item, BaseException):
-                    raise self._with_server_state(_service_error(item, f"sampler {self.addr}")) from None
-                f = parse_frame(item)
-                if f["sequence"] != seq:
-                    raise ServiceError(f"sampler {self.addr}: frame sequence {f['sequence']}, expected {seq} (a frame was lost or repeated)")
-                seq += 1
-                if f["epoch"] != epoch:
-                    raise ServiceError(f"sampler {self.addr}: a frame of epoch {f['epoch']} in epoch {epoch}")
-                kind = f["kind"]
-                if kind == KIND_HEARTBEAT:
-                    self.heartbeats += 1
+        def lose(s, cause):
+            """Gives up sender s; raises when its error is the request's
+            fault or no sampler is left."""
+            if not recv.alive(s):
+                return
+            err = cause if isinstance(cause, ServiceError) else ServiceError(f"sampler {self.addrs[live[s]]}: {cause}")
+            if getattr(err, "code", None) in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNAUTHENTICATED,
+                                              grpc.StatusCode.PERMISSION_DENIED):
+                raise err  # another sampler would refuse it too
+            if streams[s] is not None:
+                streams[s][0].cancel()
+            try:
+                moved = recv.lost(s, err)
+            except AllLost:
+                if len(live) == 1:
+                    raise self._with_server_state(err) from None
+                raise ServiceError(f"every sampler service was lost in epoch {epoch}: "
+                                   + "; ".join(str(x.cause) for x in recv.senders), getattr(err, "code", None)) from None
+            self._alive[live[s]] = False
+            self.lost.append(self.addrs[live[s]])
+            self.failovers += 1
+            _log.warning("%s lost: %s; its unsent batches go to the others", name(s), err)
+            for q, bs in sorted(moved.items()):
+                more = f" and {len(bs) - 6} more" if len(bs) > 6 else ""
+                _log.warning("%d batches of epoch %d (batches %s%s) reassigned to %s", len(bs), epoch,
+                             ",".join(map(str, bs[:6])), more, name(q))
+
+        def flush():
+            for q, kind, v in recv.outbox():
+                if streams[q] is None or not recv.alive(q):
                     continue
-                if kind == KIND_END:
-                    if f["batch_count"] != got:
-                        raise ServiceError(f"sampler {self.addr}: END says {f['batch_count']} batches, {got} received")
-                    if got == nb:
-                        return
-                    continue
-                if kind != KIND_BATCH:
-                    raise ServiceError(f"sampler {self.addr}: frame of unknown kind {kind}")
-                if f["batch"] != got:
-                    raise ServiceError(f"sampler {self.addr}: batch {f['batch']} arrived, expected {got}")
-                buf = item
-                if f["shm_length"]:
-                    if seg is None:
-                        raise ServiceError(f"sampler {self.addr}: a shared-memory frame on a stream without shared memory")
-                    off, n = f["shm_offset"], f["shm_length"]
-                    try:
-                        buf = seg.slot(off, n)
-                    except ValueError as e:
-                        raise ServiceError(f"sampler {self.addr}: {e}") from None
-                    # The space goes back to the service when the batch's
-                    # last array is dropped.
-                    self._slots.take(off, n)
-                    weakref.finalize(buf, self._slots.release, off)
-                    f["payload"] = (0, n)
-                    self.transport = "shm"
-                elif f["payload"] is None:
-                    raise ServiceError(f"sampler {self.addr}: batch frame {got} has no minibatch")
+                if kind == "credit":
+                    streams[q][1].put(pb.ClientMessage(credit=pb.Credit(frames=v)))
                 else:
-                    self.transport = "grpc"
-                self.bytes_received += f["payload"][1]
-                got += 1
-                yield f, buf
-                del buf
-                out_q.put(pb.ClientMessage(credit=pb.Credit(frames=1)))
+                    streams[q][1].put(pb.ClientMessage(assign=pb.Assign(epoch=epoch, batches=v)))
+
+        got = 0
+        try:
+            for s, i in enumerate(live):
+                if not shares[s]:  # more samplers than batches: this one sits the epoch out
+                    recv.lost(s, "no batches to prepare")
+                    continue
+                seg = self._segment(i)
+                out_q = queue.Queue()
+                slots = self._slotss[i]
+
+                def release(off, out_q=out_q):
+                    out_q.put(pb.ClientMessage(release=pb.Release(offsets=[off])))
+
+                busy = slots.start(release) if seg is not None else []
+                call = self._stream_rpcs[i](self._requests(out_q, shares[s], s, epoch, seg, busy), wait_for_ready=True,
+                                            metadata=self._auth(_STREAM))
+                t = threading.Thread(target=reader, args=(s, call), name="graphmill-loader-stream", daemon=True)
+                streams[s] = (call, out_q, t, slots, release, seg)
+                t.start()
+            self._active = [st[0] for st in streams if st is not None]
+            while got < nb:
+                flush()
+                nxt = recv.take()
+                if nxt is not None:
+                    flush()  # the delivered batch's credit
+                    _, (f, buf) = nxt
+                    got += 1
+                    yield f, buf
+                    del buf
+                    continue
+                try:
+                    s, item = in_q.get(timeout=min(1.0, self.timeout))
+                except queue.Empty:
+                    s, item = -1, None
+                now = time.monotonic()
+                if item is StopIteration:
+                    lose(s, f"stream ended after {recv.senders[s].batches} of its batches of epoch {epoch} without an END frame")
+                elif isinstance(item, BaseException):
+                    lose(s, _service_error(item, f"sampler {self.addrs[live[s]]}"))
+                elif item is not None and recv.alive(s):
+                    try:
+                        f, buf = self._frame(item, streams[s])
+                        recv.frame(s, f, (f, buf), now)
+                    except (ProtocolError, GraphmillError) as e:
+                        lose(s, ServiceError(f"sampler {self.addrs[live[s]]}: {e}"))
+                    del buf
+                for q in recv.silent(now):
+                    lose(q, f"no frame (not even a heartbeat) for {self.timeout:.0f} s in epoch {epoch} "
+                            f"after {recv.senders[q].batches} of its batches")
         finally:
             done.set()
-            out_q.put(None)  # close our side: the server ends the stream
-            if got != nb:  # left early or failed: stop the server's work now
-                call.cancel()
-            t.join(5)
+            for st in streams:
+                if st is None:
+                    continue
+                call, out_q = st[0], st[1]
+                out_q.put(None)  # close our side: the server ends the stream
+                if got != nb:  # left early or failed: stop the server's work now
+                    call.cancel()
+            for st in streams:
+                if st is not None:
+                    st[2].join(5)
+                    st[3].stop(st[4])
             self._active = None
-            self._slots.stop(release)
+
+    def _frame(self, raw, stream):
+        """Parses one frame; a BATCH frame's payload is resolved (in the
+        sender's shared segment, or the message)."""
+        f = parse_frame(raw)
+        buf = raw
+        if f["kind"] == KIND_HEARTBEAT:
+            self.heartbeats += 1
+        if f["kind"] != KIND_BATCH:
+            return f, buf
+        if f["shm_length"]:
+            seg = stream[5]
+            if seg is None:
+                raise GraphmillError("a shared-memory frame on a stream without shared memory")
+            off, n = f["shm_offset"], f["shm_length"]
+            try:
+                buf = seg.slot(off, n)
+            except ValueError as e:
+                raise GraphmillError(str(e)) from None
+            # The space goes back to the service when the batch's last
+            # array is dropped.
+            stream[3].take(off, n)
+            weakref.finalize(buf, stream[3].release, off)
+            f["payload"] = (0, n)
+            self.transport = "shm"
+        elif f["payload"] is None:
+            raise GraphmillError(f"batch frame {f['batch']} has no minibatch")
+        else:
+            self.transport = "grpc"
+        self.bytes_received += f["payload"][1]
+        return f, buf
 
     def _decoded(self):
         dim = int(self.info.feature_dim)
@@ -684,21 +773,30 @@ class Loader:
             tb.cache_stats = cache.last
         return tb
 
+    def stats(self):
+        """What the loader did so far: the transport of the last epoch
+        ("shm" or "grpc"), payload bytes received, heartbeats, and the
+        samplers lost mid-epoch (``failovers``; their addresses in
+        ``lost``) whose batches went to the others."""
+        return {"transport": self.transport, "bytes_received": self.bytes_received, "heartbeats": self.heartbeats,
+                "failovers": self.failovers, "lost": list(self.lost), "samplers": list(self.addrs)}
+
     def close(self):
         """Ends any stream, closes the channel and stops the local sampler
         this loader started."""
-        if self._active is not None:
-            self._active[0].cancel()
-            self._active = None
+        for call in self._active or ():
+            call.cancel()
+        self._active = None
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
-        if self._seg is not None:
-            self._seg.close_fd()  # the mapping stays while arrays use it
-            self._seg = None
+        for ch in self._channels:
+            ch.close()
+        self._channels, self._channel = [], None
+        for i, seg in enumerate(getattr(self, "_segs", ())):
+            if seg is not None:
+                seg.close_fd()  # the mapping stays while arrays use it
+                self._segs[i] = None
         if self.server is not None:
             self.server.close()
             self.server = None
@@ -716,7 +814,7 @@ class Loader:
             pass
 
     def __repr__(self):
-        return (f"Loader({self.addr}, {self.info.name!r} split={self.split}, fanouts={self.fanouts}, "
+        return (f"Loader({','.join(self.addrs)}, {self.info.name!r} split={self.split}, fanouts={self.fanouts}, "
                 f"batch_size={self.batch_size}, batches={len(self)})")
 
 

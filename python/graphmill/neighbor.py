@@ -422,10 +422,8 @@ class NeighborLoader:
                 f.cancel()
 
     def stats(self):
-        """What the loader did: the transport of the last epoch ("shm" or
-        "grpc"), payload bytes received and heartbeats."""
-        return {"transport": self.loader.transport, "bytes_received": self.loader.bytes_received,
-                "heartbeats": self.loader.heartbeats}
+        """What the loader did (``graphmill.Loader.stats``)."""
+        return self.loader.stats()
 
     def close(self):
         """Stops the sampler service."""
