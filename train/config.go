@@ -57,6 +57,14 @@ type Config struct {
 	BatchSize int   `json:"batch_size,omitempty"`
 	Prefetch  int   `json:"prefetch,omitempty"`
 	Workers   int   `json:"workers,omitempty"`
+	// EvalFanouts, when set, evaluates by sampled neighbourhoods with these
+	// fanouts (-1 takes every in-neighbour; one per layer) instead of
+	// layer-wise inference over every node, which holds every node's
+	// hidden rows in memory: memory per batch, not per node. With every
+	// fanout -1 the scores are layer-wise inference's. Training from disk
+	// picks the training fanouts by itself when those rows would not fit
+	// (Summary.EvalFanouts says so).
+	EvalFanouts []int `json:"eval_fanouts,omitempty"`
 	// FeatureCacheBytes is the hot-row cache budget of the feature store
 	// (0: no cache): the rows of the most sampled nodes (highest
 	// out-degree) kept in memory in front of the memory-mapped file.
@@ -202,6 +210,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("batch size must be >= 1, got %d", c.BatchSize)
 	case c.Mode == Sampled && len(c.Fanouts) != c.numLayers():
 		return fmt.Errorf("%d fanouts for %d layers: give one fanout per layer", len(c.Fanouts), c.numLayers())
+	case c.EvalFanouts != nil && len(c.EvalFanouts) != c.numLayers():
+		return fmt.Errorf("%d evaluation fanouts for %d layers: give one per layer (-1 takes every neighbour)", len(c.EvalFanouts), c.numLayers())
 	}
 	return nil
 }

@@ -80,7 +80,31 @@ func (r *Runner) openDisk(ctx context.Context) error {
 	r.cacheBudget = budget
 	r.openTime = time.Since(start)
 	r.diskHint = halfHint(d.DType(), int64(len(r.ds.FeatureArray.Data)), memstat.Available()+d.CacheStats().Bytes)
+	r.evalNote = r.chooseEval(memstat.Available())
 	return nil
+}
+
+// chooseEval switches evaluation to sampled neighbourhoods (the training
+// fanouts) when layer-wise inference's rows of every node (two hidden
+// layers' and the logits) would take more than half of avail, unless the
+// evaluation fanouts were given or there is no evaluation. It returns
+// what it did, for the summary ("" when nothing).
+func (r *Runner) chooseEval(avail int64) string {
+	c := &r.cfg
+	if c.SkipEval || c.EvalFanouts != nil || avail <= 0 {
+		return ""
+	}
+	w := int64(max(c.Model.Hidden*max(1, c.Model.Heads), c.Model.Out))
+	need := int64(r.ds.Meta.NumNodes) * 4 * (2*w + int64(c.Model.Out))
+	if need <= avail/2 {
+		return ""
+	}
+	c.EvalFanouts = c.Fanouts
+	if len(c.EvalFanouts) != c.numLayers() {
+		c.EvalFanouts = DefaultFanouts(c.numLayers())
+	}
+	return fmt.Sprintf("evaluating on sampled neighbourhoods (fanouts %v): layer-wise inference would hold %s of every node's hidden rows, more than half of the %s available (--eval-fanouts sets them; -1 takes every neighbour)",
+		c.EvalFanouts, units.Bytes(need), units.Bytes(avail))
 }
 
 // halfHint says, when features of dtype and size bytes do not fit in
@@ -268,6 +292,9 @@ type DiskSummary struct {
 	// Hint says how the features would fit in memory at half precision,
 	// when they would.
 	Hint string `json:"hint,omitempty"`
+	// EvalNote says when evaluation went to sampled neighbourhoods because
+	// every node's hidden rows would not fit.
+	EvalNote string `json:"eval_note,omitempty"`
 }
 
 // diskSummary reports the reads from disk so far.
@@ -278,7 +305,7 @@ func (r *Runner) diskSummary() *DiskSummary {
 		Backend: d.Backend(), CacheBudget: r.cacheBudget, AutoCache: r.cfg.FeatureCacheBytes == 0,
 		FillBytes: io.FillBytes, FillSeconds: io.FillSeconds,
 		Reads: io.Reads, Pages: io.Pages, ReadBytes: io.Bytes, ReadSeconds: io.Seconds, PagesPerSecond: io.PagesPerSecond(),
-		CacheBytes: cs.Bytes, PageCacheBytes: memstat.File(), Hint: r.diskHint,
+		CacheBytes: cs.Bytes, PageCacheBytes: memstat.File(), Hint: r.diskHint, EvalNote: r.evalNote,
 		Policy: r.cachePolicy, OrderSeconds: r.orderTime.Seconds(), OpenSeconds: r.openTime.Seconds(), Admitted: io.Admitted, Evicted: io.Evicted, Planned: io.Planned, Unplanned: io.Unplanned,
 	}
 	if io.Planned+io.Unplanned > 0 {

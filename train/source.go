@@ -9,6 +9,7 @@ import (
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/pipeline"
+	"github.com/graphmill/graphmill/sample"
 )
 
 // BatchSource supplies the training minibatches of sampled mode in place
@@ -82,3 +83,57 @@ func ScoreBlocks(ctx context.Context, m *nn.Model, mb *batch.MiniBatch) (correct
 // draws), so that a distributed sampler or a sampler service draws what a
 // local run would.
 func LoaderSeed(cfg Config) uint64 { return rng.Derive(cfg.Seed, 0x5a3) }
+
+// sampledEval scores the validation and test nodes on neighbourhoods
+// sampled with Config.EvalFanouts, a training batch of seeds at a time
+// (the same key every evaluation, so epochs are compared on the same
+// draws).
+func (r *Runner) sampledEval(ctx context.Context, m *nn.Model) (Evaluation, error) {
+	var ev Evaluation
+	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: r.cfg.EvalFanouts})
+	if err != nil {
+		return ev, err
+	}
+	batch := r.cfg.BatchSize
+	if batch < 1 {
+		batch = r.cfg.EvalBatchSize
+	}
+	for _, sp := range []struct {
+		seeds     []int32
+		acc, loss *float64
+	}{{r.ds.Val, &ev.ValAcc, &ev.ValLoss}, {r.ds.Test, &ev.TestAcc, nil}} {
+		if len(sp.seeds) == 0 {
+			continue
+		}
+		ld, err := pipeline.NewSampled(s, r.inferSource(), r.labels, sp.seeds, pipeline.SampledConfig{
+			BatchSize: max(1, batch), Seed: rng.Derive(r.cfg.Seed, 0xe7a1), SampleWorkers: r.cfg.Workers, Prefetch: 1, Buffers: 2})
+		if err != nil {
+			return ev, err
+		}
+		correct, total, lossSum, err := scoreEpoch(ctx, m, ld)
+		if err != nil {
+			return ev, err
+		}
+		*sp.acc = float64(correct) / float64(max(total, 1))
+		if sp.loss != nil {
+			*sp.loss = lossSum / float64(max(total, 1))
+		}
+	}
+	return ev, nil
+}
+
+// scoreEpoch scores every batch of one epoch of ld (ScoreBlocks).
+func scoreEpoch(ctx context.Context, m *nn.Model, ld *pipeline.Sampled) (correct, total int, lossSum float64, err error) {
+	it := ld.Epoch(ctx, 0)
+	defer it.Close()
+	for it.Next() {
+		b := it.Batch()
+		c, t, l, err := ScoreBlocks(ctx, m, b)
+		b.Release()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		correct, total, lossSum = correct+c, total+t, lossSum+l
+	}
+	return correct, total, lossSum, it.Err()
+}

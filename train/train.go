@@ -182,6 +182,7 @@ type Runner struct {
 	// cacheBudget is the disk cache's budget (given or chosen), setupCtx
 	// the context of NewRunner's setup (WithContext).
 	cacheBudget int64
+	evalNote    string // chooseEval's
 	cachePolicy string
 	goLimit     int64         // GoMemoryLimit's value
 	orderTime   time.Duration // openDisk's cacheOrder
@@ -321,6 +322,9 @@ type Evaluation struct {
 func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	if r.evaluator != nil {
 		return r.evaluator(ctx, m)
+	}
+	if r.cfg.EvalFanouts != nil {
+		return r.sampledEval(ctx, m)
 	}
 	logits, err := r.Predict(ctx, m)
 	if err != nil {

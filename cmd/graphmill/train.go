@@ -38,7 +38,7 @@ type trainFlags struct {
 	epochs, hidden, layers, heads     int
 	lr, wd, dropout, attnDropout      float64
 	optimizer, schedule               string
-	fanouts                           string
+	fanouts, evalFanouts              string
 	batch, prefetch, workers, threads int
 	evalEvery, patience, logEvery     int
 	overlap, normalize, halfHistory   bool
@@ -133,6 +133,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.StringVar(&f.featuresInMemory, "features-in-memory", train.FeaturesAuto, "where sampled and GAS training read the features from: yes copies them into huge-page memory at start (gathers 1.25-1.3x faster than through the file's mapping); no reads them from disk with explicit batched reads (io_uring, O_DIRECT) behind a cache of the most sampled rows filled by one sequential pass (features larger than memory; the cache's size is --feature-cache, or chosen from the available memory); mapped reads them through the file's memory mapping (with --feature-cache's rows in memory); auto copies them when they take at most half the available memory and no --max-memory, --feature-cache or --feature-dtype is set, reads them from disk when they do not fit, and maps them otherwise")
 	fl.IntVar(&f.threads, "threads", 0, "kernel threads (0 = all cores)")
 	fl.IntVar(&f.evalEvery, "eval-every", 1, "evaluate on validation and test every k epochs")
+	fl.StringVar(&f.evalFanouts, "eval-fanouts", "", "evaluate on neighbourhoods sampled with these fanouts (-1 or all = every neighbour: the same scores) instead of layer-wise inference, which holds every node's hidden rows in memory (default: layer-wise; from disk, the training fanouts when those rows would not fit)")
 	fl.BoolVar(&f.noEval, "no-eval", false, "train without any evaluation (throughput and memory benchmarks); the last epoch's weights are kept")
 	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations without a better validation accuracy (0 = never; default per model, see --model)")
 	fl.IntVar(&f.logEvery, "log-every", 0, "print a line every k evaluations (default: 10 in full mode, 1 in sampled mode)")
@@ -209,6 +210,11 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	cfg.Prefetch, cfg.Workers, cfg.Threads = f.prefetch, f.workers, f.threads
 	cfg.Parts, cfg.PartsPerBatch, cfg.HalfHistory = f.parts, f.partsPerBatch, f.halfHistory
 	cfg.EvalEvery, cfg.SkipEval = f.evalEvery, f.noEval
+	if f.evalFanouts != "" {
+		if cfg.EvalFanouts, err = sample.ParseFanouts(f.evalFanouts); err != nil {
+			return cfg, fmt.Errorf("--eval-fanouts: %w", err)
+		}
+	}
 	if set("patience") {
 		cfg.Patience = f.patience
 	}
@@ -570,6 +576,9 @@ func printSummary2(w io.Writer, s train.Summary) {
 			units.Bytes(d.ProcessBytes), units.Bytes(d.CacheBytes), units.Bytes(d.PageCacheBytes))
 		if d.Hint != "" {
 			fmt.Fprintln(w, d.Hint)
+		}
+		if d.EvalNote != "" {
+			fmt.Fprintln(w, d.EvalNote)
 		}
 	}
 }
