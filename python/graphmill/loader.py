@@ -593,7 +593,9 @@ class Loader:
                 flush()
                 nxt = recv.take()
                 if nxt is not None:
-                    flush()  # the delivered batch's credit
+                    # Its credit goes back once the consumer returns (the
+                    # loop's flush), not before: the service then never has
+                    # more payloads out than the credits allow.
                     _, (f, buf) = nxt
                     got += 1
                     yield f, buf
