@@ -84,21 +84,32 @@ def run_client(addr, fanouts, batch_size, batches, features="frame", dataset=Non
     }
 
 
-def run_pyg(dataset, fanouts, batch_size, batches, seed=1):
+def _pyg_data(dataset):
+    """(dataset, its PyG Data, the training seeds), or a "skipped" report
+    when PyG is not importable."""
     try:
         import torch
         from torch_geometric.data import Data
-        from torch_geometric.loader import NeighborLoader
     except ImportError as e:
-        return {"skipped": f"PyG is not importable ({e.name or e}); Debian does not package it"}
+        return None, {"skipped": f"PyG is not importable ({e.name or e}); Debian does not package it"}, None
     import graphmill
     import graphmill.torch as gt
 
     ds = graphmill.open_dataset(dataset)
     data = Data(x=gt.features(ds), y=gt.tensor(ds.labels).long(), edge_index=torch.from_numpy(ds.edge_index()),
                 num_nodes=ds.num_nodes)
+    return ds, data, gt.tensor(ds.train_idx).long()
+
+
+def run_pyg(dataset, fanouts, batch_size, batches, seed=1):
+    ds, data, seeds = _pyg_data(dataset)
+    if ds is None:
+        return data
+    import torch
+    from torch_geometric.loader import NeighborLoader
+
     torch.manual_seed(seed)
-    ld = NeighborLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=gt.tensor(ds.train_idx).long(),
+    ld = NeighborLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds,
                         shuffle=True)
     times = []
     for b in ld:
@@ -139,19 +150,14 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
     loader alone (``vs_pyg_loader``: the median of each round's ratio),
     then ``epoch_batches`` training steps of the same PyG GraphSAGE
     (trim_to_layer) on each (``vs_pyg_epoch``: PyG's time over ours)."""
-    try:
-        import torch
-        from torch_geometric.data import Data
-        from torch_geometric.loader import NeighborLoader as PygLoader
-    except ImportError as e:
-        return {"skipped": f"PyG is not importable ({e.name or e}); Debian does not package it"}
-    import graphmill
-    import graphmill.torch as gt
+    ds, data, seeds = _pyg_data(dataset)
+    if ds is None:
+        return data
+    import torch
+    from torch_geometric.loader import NeighborLoader as PygLoader
 
-    ds = graphmill.open_dataset(dataset)
-    data = Data(x=gt.features(ds), y=gt.tensor(ds.labels).long(), edge_index=torch.from_numpy(ds.edge_index()),
-                num_nodes=ds.num_nodes)
-    seeds = gt.tensor(ds.train_idx).long()
+    import graphmill
+
     torch.manual_seed(seed)
     t0 = time.perf_counter()
     ours = graphmill.NeighborLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds,
