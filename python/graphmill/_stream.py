@@ -165,12 +165,15 @@ class Receiver:
         """The sender of the batch awaited next (-1 when done)."""
         return -1 if self.next >= self.n else self.owner[self.next]
 
+    def owes(self, s):
+        """Whether sender s has assigned batches not yet received."""
+        return any(not self.got[b] for b in self.senders[s].assigned)
+
     def silent(self, now):
         """Live senders silent past the deadline that still owe batches."""
         if not self.deadline:
             return []
-        return [s for s, st in enumerate(self.senders)
-                if st.alive and now - st.heard > self.deadline and any(not self.got[b] for b in st.assigned)]
+        return [s for s, st in enumerate(self.senders) if st.alive and now - st.heard > self.deadline and self.owes(s)]
 
     def outbox(self):
         out, self.out = self.out, []

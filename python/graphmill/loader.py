@@ -607,7 +607,10 @@ class Loader:
                     s, item = -1, None
                 now = time.monotonic()
                 if item is StopIteration:
-                    lose(s, f"stream ended after {recv.senders[s].batches} of its batches of epoch {epoch} without an END frame")
+                    if recv.owes(s):
+                        lose(s, f"stream ended after {recv.senders[s].batches} of its batches of epoch {epoch} without an END frame")
+                    else:
+                        recv.lost(s, "its stream ended after its share")  # nothing to move: not a failover
                 elif isinstance(item, BaseException):
                     lose(s, _service_error(item, f"sampler {self.addrs[live[s]]}"))
                 elif item is not None and recv.alive(s):
