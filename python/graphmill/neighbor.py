@@ -199,6 +199,20 @@ class _BufferPool:
         self.free = []
         self.lock = threading.Lock()
 
+    @staticmethod
+    def for_tensor(t):
+        """A pool for rows of the 2-D tensor t, or False where numpy cannot
+        hold its dtype (bfloat16) or t is not 2-D."""
+        import torch
+
+        if t.dim() != 2:
+            return False
+        try:
+            dtype = torch.empty(0, dtype=t.dtype).numpy().dtype
+        except TypeError:
+            return False
+        return _BufferPool(t.shape[1], dtype)
+
     def take(self, rows):
         with self.lock:
             for i, b in enumerate(self.free):
@@ -381,9 +395,12 @@ class NeighborLoader:
             x = None
             if self._x is not None:
                 if self._rows is None:
-                    self._rows = _BufferPool(self._x.shape[1], torch.empty(0, dtype=self._x.dtype).numpy().dtype)
-                x = torch.from_numpy(self._rows.take(len(n_id)))
-                torch.index_select(self._x, 0, n_t, out=x)
+                    self._rows = _BufferPool.for_tensor(self._x)
+                if self._rows:
+                    x = torch.from_numpy(self._rows.take(len(n_id)))
+                    torch.index_select(self._x, 0, n_t, out=x)
+                else:  # 1-D, or a dtype numpy lacks (bfloat16): a fresh tensor
+                    x = torch.index_select(self._x, 0, n_t)
             y = self._y[n_t] if self._y is not None else None
             ei, n_id, input_id = torch.from_numpy(ei), n_t, torch.from_numpy(input_id)
         else:

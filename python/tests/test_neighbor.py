@@ -179,3 +179,14 @@ def test_pyg_model_on_both_loaders(gm):
         if name == "graphmill":
             loader.close()
     assert accs["graphmill"] > 0.9 and abs(accs["graphmill"] - accs["pyg"]) < 0.05, accs
+
+
+def test_other_feature_shapes_and_dtypes(gm):
+    """1-D features, bfloat16 features (which numpy cannot hold) and a
+    transform: gathered right all the same."""
+    ei, x, y = random_graph(n=500, m=4000, seed=9)
+    for feats in (torch.from_numpy(x[:, 0].copy()), torch.from_numpy(x).to(torch.bfloat16)):
+        with graphmill.NeighborLoader((ei, feats, y), num_neighbors=[3, 2], batch_size=64,
+                                      transform=lambda b: setattr(b, "seen", True) or b) as ld:
+            for b in ld:
+                assert b.seen and torch.equal(b.x, feats[b.n_id])
