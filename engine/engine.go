@@ -63,6 +63,18 @@ type Config struct {
 	// in a step, which lets a distributed step reproduce the single
 	// process's.
 	NodeDropout bool
+	// SparseInput, when set, is the nonzeros (tensor.NonZeros) of the
+	// feature rows Data: a step whose input rows are exactly Data (an
+	// unsplit full-graph step) hands the model an input that carries them,
+	// so that input dropout and the first product skip the zeros
+	// (autograd.Var.Sparse).
+	SparseInput *SparseRows
+}
+
+// SparseRows is a matrix's values (Data) and their nonzeros.
+type SparseRows struct {
+	Data []float32
+	CSR  *tensor.CSR
 }
 
 // GradSync all-reduces gradients for data-parallel training (train's
@@ -116,6 +128,9 @@ func New(m *nn.Model, opt nn.Optimizer, cfg Config) *Engine {
 
 // Model returns the engine's model.
 func (e *Engine) Model() *nn.Model { return e.m }
+
+// SetSparseInput sets Config.SparseInput (nil: none).
+func (e *Engine) SetSparseInput(s *SparseRows) { e.cfg.SparseInput = s }
 
 // Step describes one training step.
 type Step struct {
@@ -381,6 +396,9 @@ func (e *Engine) forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v 
 	in := tp.Const(x)
 	if v.overwrite {
 		in = tp.ConstOwned(x)
+	}
+	if si := e.cfg.SparseInput; si != nil && len(x.Data) > 0 && len(x.Data) == len(si.Data) && &x.Data[0] == &si.Data[0] {
+		in.Sparse = si.CSR
 	}
 	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed)
 	return logits, hidden, nil

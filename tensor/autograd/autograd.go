@@ -63,6 +63,12 @@ type Var struct {
 	Name  string        // for messages; ops name their outputs after themselves
 	Value tensor.Matrix // the value
 	Grad  tensor.Matrix // the gradient; zero-size until needed
+	// Sparse, when set on a constant, is the nonzeros of Value
+	// (tensor.NonZeros): dropout then draws at those entries only and a
+	// product a·bᵀ runs as a sparse-times-dense product, skipping the
+	// zeros (bag-of-words features are mostly zeros). Dropout's output
+	// carries its own.
+	Sparse *tensor.CSR
 
 	requiresGrad bool
 	owned        bool              // a constant the tape's ops may overwrite (ConstOwned)

@@ -62,6 +62,9 @@ func (t *Tape) MatMulOp(a *Var, ta tensor.Op, b *Var, tb tensor.Op) *Var {
 	if k != k2 {
 		shapePanic("MatMul", "%s %d×%d (%s) times %s %d×%d (%s)", a.Name, a.Value.Rows, a.Value.Cols, ta, b.Name, b.Value.Rows, b.Value.Cols, tb)
 	}
+	if a.Sparse != nil && !a.requiresGrad && ta == tensor.NoTrans && tb == tensor.Trans {
+		return t.sparseMatMulT(a, b)
+	}
 	out := t.get(m, n)
 	must("MatMul", tensor.Gemm(ta, tb, 1, a.Value, b.Value, 0, out))
 	return t.record("MatMul", out, func(g tensor.Matrix) error {
@@ -81,6 +84,39 @@ func (t *Tape) MatMulOp(a *Var, ta tensor.Op, b *Var, tb tensor.Op) *Var {
 			}
 			// B is stored n×k: dB = Gᵀ·op(A)
 			return tensor.Gemm(tensor.Trans, ta, 1, g, a.Value, beta(acc), db)
+		})
+	}, a, b)
+}
+
+// sparseMatMulT is MatMulOp(a, NoTrans, b, Trans) for a constant a with a
+// Sparse twin: out = a·bᵀ as the aggregation kernel's sparse-times-dense
+// product over a's nonzeros (out's row i sums a_ij times row j of bᵀ), and
+// b's gradient gᵀ·a as its transpose (the aggregation's backward). Both
+// transposes of b are small (b is a weight, out × in).
+func (t *Tape) sparseMatMulT(a, b *Var) *Var {
+	n, k := b.Shape()
+	bt := t.get(k, n)
+	must("MatMul", tensor.TransposeInto(bt, b.Value))
+	out := t.get(a.Value.Rows, n)
+	must("MatMul", tensor.Aggregate(out, a.Sparse, bt, tensor.Weighted))
+	return t.record("MatMul", out, func(g tensor.Matrix) error {
+		return intoSet(b, func(db tensor.Matrix, acc bool) error {
+			dbt := t.get(k, n) // aᵀ·g, then transposed into db
+			if err := tensor.AggregateGradSet(dbt, a.Sparse, g, tensor.Weighted); err != nil {
+				return err
+			}
+			for i := 0; i < n; i++ {
+				row := db.Row(i)
+				for j := range row {
+					v := dbt.Data[j*n+i]
+					if acc {
+						row[j] += v
+					} else {
+						row[j] = v
+					}
+				}
+			}
+			return nil
 		})
 	}, a, b)
 }
@@ -204,6 +240,9 @@ func (t *Tape) ELU(x *Var, alpha float32) *Var {
 // 1/(1-p); the mask is determined by seed (use a new seed every step). On
 // an inference tape, or with p == 0, it returns x unchanged.
 func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
+	if v := t.sparseDropout(x, p, seed, nil); v != nil {
+		return v
+	}
 	return t.dropout(x, p,
 		func(dst, src tensor.Matrix) error { return tensor.Dropout(dst, tensor.Matrix{}, src, p, seed) },
 		func(dx, g tensor.Matrix, acc bool) error { return tensor.DropoutGrad(dx, g, p, seed, acc) })
@@ -215,6 +254,9 @@ func (t *Tape) Dropout(x *Var, p float64, seed uint64) *Var {
 func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
 	if keys == nil || len(keys) != x.Value.Rows {
 		return t.Dropout(x, p, seed)
+	}
+	if v := t.sparseDropout(x, p, seed, keys); v != nil {
+		return v
 	}
 	apply := func(dst, src tensor.Matrix) error {
 		return tensor.DropoutRows(dst, tensor.Matrix{}, src, p, seed, keys)
@@ -229,6 +271,24 @@ func (t *Tape) DropoutRows(x *Var, p float64, seed uint64, keys []int32) *Var {
 		}
 		return tensor.AddScaled(dx, 1, tmp)
 	})
+}
+
+// sparseDropout is Dropout (keys nil) or DropoutRows of a constant with a
+// Sparse twin: the factors are drawn at its nonzeros only, the output
+// (the same values, zeros included) is written from them and carries them
+// as its own twin. Nil when x has no twin (or needs a gradient).
+func (t *Tape) sparseDropout(x *Var, p float64, seed uint64, keys []int32) *Var {
+	if x.Sparse == nil || x.requiresGrad || t.noGrad || p == 0 {
+		return nil
+	}
+	c, err := tensor.DropoutNonZeros(x.Sparse, p, seed, keys)
+	must("Dropout", err)
+	out := x.Value
+	if !x.owned {
+		out = t.get(x.Value.Rows, x.Value.Cols)
+	}
+	must("Dropout", tensor.Densify(out, c))
+	return &Var{Name: "Dropout", Value: out, Sparse: c, op: true, ws: t.Workspace, owned: x.owned}
 }
 
 // dropout is Dropout and DropoutRows: apply multiplies src by the drawn
