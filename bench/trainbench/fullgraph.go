@@ -52,6 +52,11 @@ type GraphReport struct {
 	GEMMSeconds        float64 `json:"gemm_seconds"`
 	AggregateSeconds   float64 `json:"aggregate_seconds"`
 	ElementwiseSeconds float64 `json:"elementwise_seconds"`
+	// OverheadMsPerEpoch is the epoch's wall time outside those kernels
+	// (autograd's bookkeeping, the optimiser, allocation, scheduling): on a
+	// small graph, where kernels are short, what is left to win besides
+	// them. Meaningful with one thread (kernel time is summed over threads).
+	OverheadMsPerEpoch float64 `json:"overhead_ms_per_epoch"`
 	// The aggregation kernels' rate (values aggregated per second of
 	// their wall time, forward and backward), against the ceiling of
 	// random-row reads of rows as wide as the first layer's hidden rows
@@ -124,7 +129,7 @@ func RunGraph(ctx context.Context, o GraphOptions) (*GraphReport, error) {
 	if len(steady) == 0 {
 		return nil, fmt.Errorf("trainbench: no steady-state epoch ran")
 	}
-	rep := &GraphReport{Model: string(o.Model), Mode: string(o.Mode), Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim,
+	rep := &GraphReport{Model: string(o.Model), Mode: string(o.Mode), Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
 		Epochs: o.Epochs, Threads: tensor.Threads(), Kernel: tensor.Kernel(), StepsPerEpoch: steady[0].st.MicroBatches}
 	var p probe
 	var secs float64
@@ -142,6 +147,7 @@ func RunGraph(ctx context.Context, o GraphOptions) (*GraphReport, error) {
 	}
 	k := p.kernels
 	rep.GEMMSeconds, rep.AggregateSeconds, rep.ElementwiseSeconds = k.GEMM.Seconds()/n, k.Aggregate.Seconds()/n, k.Elementwise.Seconds()/n
+	rep.OverheadMsPerEpoch = max(0, rep.MsPerEpoch-1000*(rep.GEMMSeconds+rep.AggregateSeconds+rep.ElementwiseSeconds))
 	if k.Aggregate > 0 {
 		rep.AggregateValuesPerSec = float64(k.AggregateElems) / k.Aggregate.Seconds()
 	}
