@@ -60,22 +60,34 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 	}
 	thr, factors := dropoutParams(p)
 	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights))}
+	// The lane of element (i, j) is lane o%4 of draw o/4 of its stream (a
+	// row's, or a chunk's of the flat matrix), o its offset there. The
+	// entries come in increasing offset within a stream, so the stream is
+	// seeded once and skipped forward (its state is a counter).
 	var r rng.Rand
+	stream, drawn := -1, 0 // the current stream, and the draws taken of it
+	var v uint64           // draw drawn-1
 	for i := 0; i < rows; i++ {
 		for e := c.Indptr[i]; e < c.Indptr[i+1]; e++ {
-			// The lane of element (i, j): lane o%4 of draw o/4 of its
-			// stream (a row's, or a chunk's of the flat matrix).
-			o := int(c.Indices[e])
-			if keys != nil {
-				r.Seed(rowSeed(seed, keys[i]))
-			} else {
+			o, st := int(c.Indices[e]), i
+			if keys == nil {
 				flat := i*cols + o
-				ch := flat / dropoutChunk
-				o = flat - ch*dropoutChunk
-				r.Seed(rng.Derive(seed, uint64(ch)))
+				st = flat / dropoutChunk
+				o = flat - st*dropoutChunk
 			}
-			r.Skip(uint64(o / 4))
-			lane := (r.Uint64() >> (16 * uint(o%4))) & 0xffff
+			if st != stream {
+				if keys != nil {
+					r.Seed(rowSeed(seed, keys[i]))
+				} else {
+					r.Seed(rng.Derive(seed, uint64(st)))
+				}
+				stream, drawn = st, 0
+			}
+			if d := o / 4; d >= drawn {
+				r.Skip(uint64(d - drawn))
+				v, drawn = r.Uint64(), d+1
+			}
+			lane := (v >> (16 * uint(o%4))) & 0xffff
 			k := 1 ^ ((lane - thr) >> 63) // 1: keep
 			out.Weights[e] = c.Weights[e] * factors[k&1]
 		}
