@@ -190,3 +190,21 @@ def test_other_feature_shapes_and_dtypes(gm):
                                       transform=lambda b: setattr(b, "seen", True) or b) as ld:
             for b in ld:
                 assert b.seen and torch.equal(b.x, feats[b.n_id])
+
+
+def test_replace_draws_exactly_fanout(gm):
+    """replace=True: every node first reached at a hop draws exactly its
+    fanout (repeats allowed) when it has any in-neighbour."""
+    ei, x, y = random_graph(n=400, m=3000, seed=11)
+    indeg = np.bincount(ei[1], minlength=400)
+    with graphmill.NeighborLoader((ei, x, y), num_neighbors=[7, 3], batch_size=50, replace=True) as ld:
+        for b in ld:
+            n_id, e = np.asarray(b.n_id), np.asarray(b.edge_index)
+            ends = np.cumsum([0] + list(b.num_sampled_nodes))
+            e0 = 0
+            for h, k in enumerate([7, 3]):
+                hop = e[:, e0:e0 + b.num_sampled_edges[h]]
+                e0 += b.num_sampled_edges[h]
+                counts = np.bincount(hop[1] - ends[h], minlength=ends[h + 1] - ends[h])
+                want = np.where(indeg[n_id[ends[h]:ends[h + 1]]] > 0, k, 0)
+                assert np.array_equal(counts, want), (h, counts[:10], want[:10])
