@@ -100,14 +100,18 @@ func Densify(dst Matrix, c *CSR) error {
 	if dst.Rows != c.NumDst() || dst.Cols != c.NumSrc {
 		return fmt.Errorf("%w: Densify: %d×%d for a %d×%d sparse matrix", ErrShape, dst.Rows, dst.Cols, c.NumDst(), c.NumSrc)
 	}
-	clear(dst.Data)
-	for i := 0; i < dst.Rows; i++ {
-		row := dst.Row(i)
-		for e := c.Indptr[i]; e < c.Indptr[i+1]; e++ {
-			row[c.Indices[e]] = c.Weights[e]
+	// A row at a time, cleared and then written while in cache (a clear
+	// of the whole matrix first left every write a cache miss), on the
+	// kernel threads.
+	return parallelFor(dst.Rows, max(1, (1<<16)/max(1, dst.Cols)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := dst.Data[i*dst.Cols : (i+1)*dst.Cols]
+			clear(row)
+			for e := c.Indptr[i]; e < c.Indptr[i+1]; e++ {
+				row[c.Indices[e]] = c.Weights[e]
+			}
 		}
-	}
-	return nil
+	})
 }
 
 // TransposeInto sets dst (cols × rows) to xᵀ.
