@@ -40,6 +40,13 @@ func planetoid(t testing.TB, name string) *dataset.Dataset {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return writeDataset(t, name, raw)
+}
+
+// writeDataset writes raw as a native dataset in a temporary directory
+// and opens it (closed at the test's end).
+func writeDataset(t testing.TB, name string, raw *dataset.Raw) *dataset.Dataset {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if err := dataset.Write(context.Background(), dir, raw, dataset.WriteOptions{}); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,8 @@
 package train
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -62,15 +59,7 @@ func weightedCora(t *testing.T, w func(i int) float32) *dataset.Dataset {
 		t.Fatal("the edge list's weight column was not read")
 	}
 	raw.Src, raw.Dst, raw.EdgeWeights = el.Src, el.Dst, el.EdgeWeights
-	dir := filepath.Join(t.TempDir(), "wcora")
-	if err := dataset.Write(context.Background(), dir, raw, dataset.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := dataset.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := writeDataset(t, "wcora", raw)
 	if d.Graph.Weights == nil {
 		t.Fatal("the dataset lost its edge weights")
 	}
@@ -125,115 +114,6 @@ func TestEdgeWeightsEveryMode(t *testing.T) {
 		res := run(t, weighted, c)
 		if acc := res.Summary.TestAcc; acc < 0.6 {
 			t.Errorf("%s: test accuracy %.3f after 30 epochs", mode, acc)
-		}
-	}
-}
-
-// TestSampledEvalMatchesLayerwise: evaluation on neighbourhoods sampled
-// with every fanout -1 gives layer-wise inference's scores, for a model
-// with degrees (GCN) and one without (SAGE); real fanouts give others.
-func TestSampledEvalMatchesLayerwise(t *testing.T) {
-	d := cora(t)
-	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE} {
-		cfg := Defaults(kind)
-		cfg.Epochs, cfg.BatchSize = 3, 128
-		r, err := NewRunner(d, cfg, Hooks{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := r.Evaluate(context.Background(), res.Model)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, fan := range [][]int{{-1, -1}, {2, 2}} {
-			r.cfg.EvalFanouts = fan
-			got, err := r.Evaluate(context.Background(), res.Model)
-			r.cfg.EvalFanouts = nil
-			if err != nil {
-				t.Fatal(err)
-			}
-			same := got.ValAcc == want.ValAcc && got.TestAcc == want.TestAcc && math.Abs(got.ValLoss-want.ValLoss) < 1e-5
-			if full := fan[0] == -1; same != full {
-				t.Errorf("%s with eval fanouts %v: %+v, layer-wise %+v", kind, fan, got, want)
-			}
-		}
-	}
-}
-
-// TestChooseEval: from disk, evaluation goes to sampled neighbourhoods
-// (the training fanouts) when every node's hidden rows would take more
-// than half the memory available, and says so; not when they fit, when
-// fanouts were given or when there is no evaluation.
-func TestChooseEval(t *testing.T) {
-	d := cora(t)
-	for _, tc := range []struct {
-		name  string
-		avail int64
-		edit  func(*Config)
-		want  []int
-	}{
-		{"fits", 1 << 30, nil, nil},
-		{"too small", 100 << 10, nil, []int{25, 10}},
-		{"given", 100 << 10, func(c *Config) { c.EvalFanouts = []int{-1, -1} }, []int{-1, -1}},
-		{"no eval", 100 << 10, func(c *Config) { c.SkipEval = true }, nil},
-	} {
-		cfg := Defaults(nn.SAGE)
-		cfg.Mode, cfg.Fanouts = Sampled, []int{25, 10}
-		if tc.edit != nil {
-			tc.edit(&cfg)
-		}
-		r, err := NewRunner(d, cfg, Hooks{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		note := r.chooseEval(tc.avail)
-		if !slices.Equal(r.cfg.EvalFanouts, tc.want) || (note != "") != (tc.name == "too small") {
-			t.Errorf("%s: eval fanouts %v (want %v), note %q", tc.name, r.cfg.EvalFanouts, tc.want, note)
-		}
-	}
-}
-
-// TestSparseInputFullGraph: full-graph training over Cora's mostly-zero
-// features takes the sparse path (input dropout and the first product over
-// the nonzeros) and follows the dense path's losses to float32 rounding,
-// for a model whose first op is a product (GCN) and one that also reads
-// the rows whole (SAGE).
-func TestSparseInputFullGraph(t *testing.T) {
-	d := cora(t)
-	old := sparseInputDensity
-	defer func() { sparseInputDensity = old }()
-	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE} {
-		cfg := Defaults(kind)
-		cfg.Mode, cfg.Epochs, cfg.Patience = Full, 6, 0
-		losses := map[bool][]float64{}
-		for _, sparse := range []bool{true, false} {
-			if sparseInputDensity = old; !sparse {
-				sparseInputDensity = -1 // never sparse enough
-			}
-			r, err := NewRunner(d, cfg, Hooks{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, _ := r.NewModel()
-			st, err := r.fullStepper(context.Background(), m, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := st.(*fullStepper).sparse; got != sparse {
-				t.Fatalf("%s: sparse path %v, want %v (Cora's features are 98.7 %% zeros)", kind, got, sparse)
-			}
-			for _, h := range run(t, d, cfg).History {
-				losses[sparse] = append(losses[sparse], h.Loss)
-			}
-		}
-		for i, want := range losses[false] {
-			if got := losses[true][i]; math.Abs(got-want) > 1e-5*want {
-				t.Errorf("%s epoch %d: loss %.8f with the sparse input, %.8f dense", kind, i, got, want)
-			}
 		}
 	}
 }

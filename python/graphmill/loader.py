@@ -348,7 +348,6 @@ class Loader:
         self._stager = None
         self.server = None
         self._channels = []
-        self._channel = None
         self._active = None
         self.heartbeats = 0  # heartbeat frames received (the sampler was idle)
         if addr is None:
@@ -397,8 +396,7 @@ class Loader:
                     raise GraphmillError(f"sampler {a} serves {info.name!r} ({info.num_nodes} nodes, {info.num_edges} edges), "
                                          f"sampler {addrs[0]} {self.info.name!r} ({self.info.num_nodes} nodes, {self.info.num_edges} edges): "
                                          "give every sampler the same dataset")
-            self._channel = self._channels[0]
-            self._rows_rpc = self._channel.unary_unary(_ROWS, request_serializer=pb.RowsRequest.SerializeToString,
+            self._rows_rpc = self._channels[0].unary_unary(_ROWS, request_serializer=pb.RowsRequest.SerializeToString,
                                                        response_deserializer=pb.RowsReply.FromString)
             if self._local is not None and (self._local.num_nodes, self._local.num_edges) != (self.info.num_nodes, self.info.num_edges):
                 raise GraphmillError(f"local dataset {self._local.dir} has {self._local.num_nodes} nodes and {self._local.num_edges} edges; "
@@ -797,7 +795,7 @@ class Loader:
             self._executor = None
         for ch in self._channels:
             ch.close()
-        self._channels, self._channel = [], None
+        self._channels = []
         for i, seg in enumerate(getattr(self, "_segs", ())):
             if seg is not None:
                 seg.close_fd()  # the mapping stays while arrays use it

@@ -105,18 +105,14 @@ func (t *Tape) sparseMatMulT(a, b *Var) *Var {
 			if err := tensor.AggregateGradSet(dbt, a.Sparse, g, tensor.Weighted); err != nil {
 				return err
 			}
-			for i := 0; i < n; i++ {
-				row := db.Row(i)
-				for j := range row {
-					v := dbt.Data[j*n+i]
-					if acc {
-						row[j] += v
-					} else {
-						row[j] = v
-					}
-				}
+			if !acc {
+				return tensor.TransposeInto(db, dbt)
 			}
-			return nil
+			tmp := t.get(n, k)
+			if err := tensor.TransposeInto(tmp, dbt); err != nil {
+				return err
+			}
+			return tensor.AddScaled(db, 1, tmp)
 		})
 	}, a, b)
 }

@@ -1,0 +1,50 @@
+package train
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/graphmill/graphmill/nn"
+)
+
+// TestSparseInputFullGraph: full-graph training over Cora's mostly-zero
+// features takes the sparse path (input dropout and the first product over
+// the nonzeros) and follows the dense path's losses to float32 rounding,
+// for a model whose first op is a product (GCN) and one that also reads
+// the rows whole (SAGE).
+func TestSparseInputFullGraph(t *testing.T) {
+	d := cora(t)
+	old := sparseInputDensity
+	defer func() { sparseInputDensity = old }()
+	for _, kind := range []nn.Kind{nn.GCN, nn.SAGE} {
+		cfg := Defaults(kind)
+		cfg.Mode, cfg.Epochs, cfg.Patience = Full, 6, 0
+		losses := map[bool][]float64{}
+		for _, sparse := range []bool{true, false} {
+			if sparseInputDensity = old; !sparse {
+				sparseInputDensity = -1 // never sparse enough
+			}
+			r, err := NewRunner(d, cfg, Hooks{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, _ := r.NewModel()
+			st, err := r.fullStepper(context.Background(), m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.(*fullStepper).sparse; got != sparse {
+				t.Fatalf("%s: sparse path %v, want %v (Cora's features are 98.7 %% zeros)", kind, got, sparse)
+			}
+			for _, h := range run(t, d, cfg).History {
+				losses[sparse] = append(losses[sparse], h.Loss)
+			}
+		}
+		for i, want := range losses[false] {
+			if got := losses[true][i]; math.Abs(got-want) > 1e-5*want {
+				t.Errorf("%s epoch %d: loss %.8f with the sparse input, %.8f dense", kind, i, got, want)
+			}
+		}
+	}
+}
