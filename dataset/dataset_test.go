@@ -151,6 +151,11 @@ func TestOpenRejectsDamage(t *testing.T) {
 		{"indptr", func(t *testing.T, dir string) {
 			npy.WriteFile(filepath.Join(dir, "indptr.npy"), []int64{0, 4, 2, 5, 6})
 		}, "indptr is invalid at node 1"},
+		{"packed without orig_ids", func(t *testing.T, dir string) {
+			editMeta(t, dir, func(m *Meta) { m.Packed = &PackMeta{Method: "sample"} })
+		}, "orig_ids is missing"},
+		{"orig_ids not a permutation", func(t *testing.T, dir string) { packed(t, dir, []int32{0, 2, 2, 1}) }, "orig_ids[2] = 2: original id given twice"},
+		{"orig_ids out of range", func(t *testing.T, dir string) { packed(t, dir, []int32{0, 4, 2, 1}) }, "orig_ids[1] = 4"},
 		{"escape", func(t *testing.T, dir string) {
 			editMeta(t, dir, func(m *Meta) { a := m.Arrays[ArrayLabels]; a.File = "../x.npy"; m.Arrays[ArrayLabels] = a })
 		}, "outside the dataset"},
@@ -263,6 +268,61 @@ assert list(ix[ip[1]:ip[2]]) == [0, 2]
 `
 	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
 		t.Fatalf("numpy: %v\n%s", err, out)
+	}
+}
+
+// packed makes the dataset at dir a packed one with these original ids.
+func packed(t *testing.T, dir string, orig []int32) {
+	t.Helper()
+	if err := npy.WriteFile(filepath.Join(dir, "orig_ids.npy"), orig); err != nil {
+		t.Fatal(err)
+	}
+	editMeta(t, dir, func(m *Meta) {
+		m.Packed = &PackMeta{Method: "sample"}
+		m.Arrays[ArrayOrigIDs] = ArrayMeta{File: "orig_ids.npy", DType: npy.Int32, Shape: []int{len(orig)}}
+	})
+}
+
+func TestOriginalIDs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []int32{3, 0}
+	d.ToOriginal(ids)
+	if err := d.FromOriginal(ids); err != nil || !slices.Equal(ids, []int32{3, 0}) || !slices.Equal(InOriginalOrder(d, []int32{5, 6, 7, 8}, 1), []int32{5, 6, 7, 8}) {
+		t.Errorf("a dataset that is not packed maps ids: %v %v", ids, err)
+	}
+	d.Close()
+	packed(t, dir, []int32{2, 0, 3, 1}) // new node 0 is original node 2, ...
+	if d, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, c := range []struct{ packed, orig []int32 }{
+		{[]int32{0, 1, 2, 3}, []int32{2, 0, 3, 1}},
+		{[]int32{3, 3, 0}, []int32{1, 1, 2}},
+		{nil, nil},
+	} {
+		got := slices.Clone(c.packed)
+		d.ToOriginal(got)
+		if !slices.Equal(got, c.orig) {
+			t.Errorf("ToOriginal(%v) = %v, want %v", c.packed, got, c.orig)
+		}
+		if err := d.FromOriginal(got); err != nil || !slices.Equal(got, c.packed) {
+			t.Errorf("FromOriginal(%v) = %v, %v; want %v", c.orig, got, err, c.packed)
+		}
+	}
+	if err := d.FromOriginal([]int32{1, 4}); err == nil {
+		t.Error("FromOriginal took id 4 of a 4-node dataset")
+	}
+	// Node v's values go to its original id; two values a node.
+	if got := InOriginalOrder(d, []int32{20, 21, 0, 1, 30, 31, 10, 11}, 2); !slices.Equal(got, []int32{0, 1, 10, 11, 20, 21, 30, 31}) {
+		t.Errorf("InOriginalOrder: %v", got)
 	}
 }
 

@@ -9,6 +9,7 @@
 //	  features.npy     float32 [num_nodes, feature_dim]  optional
 //	  labels.npy       int32 [num_nodes]     class, or -1 if unlabelled; optional
 //	  train_idx.npy, val_idx.npy, test_idx.npy   int32 node ids; optional
+//	  orig_ids.npy     int32 [num_nodes]     packed datasets: every node's original id
 //
 // numpy.load(path, mmap_mode="r") opens every array unchanged. Open maps
 // the arrays into memory without copying them, so a dataset of many
@@ -43,6 +44,9 @@ const (
 	ArrayTrain      = "train_idx"
 	ArrayVal        = "val_idx"
 	ArrayTest       = "test_idx"
+	// ArrayOrigIDs holds, in a packed dataset (Meta.Packed), the original
+	// id of every node.
+	ArrayOrigIDs = "orig_ids"
 )
 
 // ArrayMeta describes one stored array.
@@ -72,6 +76,19 @@ type Meta struct {
 	Splits map[string]int `json:"splits"`
 	// Arrays maps array names (ArrayIndptr, ...) to their files.
 	Arrays map[string]ArrayMeta `json:"arrays"`
+	// Packed is set when the nodes were renumbered for locality on disk
+	// (graphmill data pack): node v of this dataset is node orig_ids[v] of
+	// the dataset it was packed from, and every array, splits included,
+	// is in the new order.
+	Packed *PackMeta `json:"packed,omitempty"`
+}
+
+// PackMeta records how a packed dataset's nodes were ordered.
+type PackMeta struct {
+	// Method is the layout's ranking ("sample", "degree", "partition").
+	Method string `json:"method"`
+	// From is the directory of the dataset it was packed from.
+	From string `json:"from,omitempty"`
 }
 
 // GraphMeta records the build options applied to the source edges.

@@ -32,9 +32,13 @@ type Dataset struct {
 	Labels []int32
 	// Train, Val and Test hold node ids; nil if absent.
 	Train, Val, Test []int32
+	// OrigIDs holds, for a packed dataset (Meta.Packed), the original id
+	// of every node; nil otherwise. ToOriginal and FromOriginal map ids.
+	OrigIDs []int32
 
 	arrays          []*npy.Array
 	indptr, indices *npy.Array // the graph's mappings (AdviseGraphRandom)
+	invCache
 }
 
 // schema says which dtypes and shapes each array must have for meta m.
@@ -54,6 +58,7 @@ func schema(m Meta) map[string]struct {
 		ArrayEdgeWeight: {[]npy.DType{npy.Float32}, []int{int(m.NumEdges)}, m.Graph.HasWeights},
 		ArrayFeatures:   {[]npy.DType{npy.Float32, npy.Float16, npy.Uint16}, []int{m.NumNodes, m.FeatureDim}, m.FeatureDim > 0},
 		ArrayLabels:     {[]npy.DType{npy.Int32}, []int{m.NumNodes}, m.NumClasses > 0},
+		ArrayOrigIDs:    {[]npy.DType{npy.Int32}, []int{m.NumNodes}, m.Packed != nil},
 	}
 	for _, split := range []string{"train", "val", "test"} {
 		if k, ok := m.Splits[split]; ok {
@@ -86,7 +91,7 @@ func checkShapes(dir string, m Meta) error {
 		if spec.required && !have {
 			return fmt.Errorf("%s: array %s is missing", dir, name)
 		}
-		if !spec.required && have && (name == ArrayFeatures || name == ArrayLabels || name == ArrayEdgeWeight) {
+		if !spec.required && have && (name == ArrayFeatures || name == ArrayLabels || name == ArrayEdgeWeight || name == ArrayOrigIDs) {
 			return fmt.Errorf("%s: array %s present but meta.json counts say it should not be", dir, name)
 		}
 	}
@@ -169,6 +174,12 @@ func Open(dir string) (_ *Dataset, err error) {
 			if c < -1 || int(c) >= m.NumClasses {
 				return nil, fmt.Errorf("%s: labels[%d] = %d is outside [-1, %d)", a.Path, v, c, m.NumClasses)
 			}
+		}
+	}
+	if a := arrays[ArrayOrigIDs]; a != nil {
+		d.OrigIDs, _ = npy.View[int32](a)
+		if err := checkPermutation(d.OrigIDs); err != nil {
+			return nil, fmt.Errorf("%s: %w", a.Path, err)
 		}
 	}
 	for _, s := range []struct {

@@ -30,6 +30,8 @@ type Summary struct {
 	Unlabelled    int            `json:"unlabelled"`
 	Bytes         int64          `json:"bytes"`
 	FormatVersion int            `json:"format_version"`
+	// Packed says how the nodes were renumbered ('graphmill data pack').
+	Packed *PackMeta `json:"packed,omitempty"`
 }
 
 // DegreeSummary is graph.DegreeStats with JSON names.
@@ -63,7 +65,7 @@ func (d *Dataset) Summarize() Summary {
 	m := d.Meta
 	s := Summary{
 		Name: m.Name, Dir: d.Dir, NumNodes: m.NumNodes, NumEdges: m.NumEdges,
-		FeatureDim: m.FeatureDim, NumClasses: m.NumClasses, Splits: m.Splits,
+		FeatureDim: m.FeatureDim, NumClasses: m.NumClasses, Splits: m.Splits, Packed: m.Packed,
 		TrainSize: m.Splits["train"], ValSize: m.Splits["val"], TestSize: m.Splits["test"],
 		Symmetrized: m.Graph.Symmetric, SelfLoops: m.Graph.SelfLoops, HasWeights: m.Graph.HasWeights,
 		FormatVersion: m.FormatVersion,

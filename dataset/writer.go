@@ -60,13 +60,24 @@ func NewWriter(dir string, overwrite bool) (*Writer, error) {
 	return &Writer{dir: out.Path, tmp: out.Tmp, out: out, arrays: map[string]ArrayMeta{}}, nil
 }
 
+// FeatureAlign is the alignment of the features' data in the files Writer
+// writes: a page.
+const FeatureAlign = 4096
+
 // Create starts streaming the array called name (e.g. ArrayFeatures).
 func (w *Writer) Create(name string, dtype npy.DType, shape ...int) (*npy.Writer, error) {
 	if _, dup := w.arrays[name]; dup {
 		return nil, fmt.Errorf("array %s written twice", name)
 	}
 	file := name + ".npy"
-	aw, err := npy.Create(filepath.Join(w.tmp, file), dtype, shape)
+	align := 64
+	if name == ArrayFeatures {
+		// Rows read from disk (feature.Disk) cost whole pages: with the
+		// data page-aligned, a row of 1 KiB (256 float32) is one page, not
+		// two a quarter of the time (20% fewer pages read).
+		align = FeatureAlign
+	}
+	aw, err := npy.CreateAligned(filepath.Join(w.tmp, file), dtype, shape, align)
 	if err != nil {
 		return nil, err
 	}

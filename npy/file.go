@@ -154,7 +154,13 @@ type Writer struct {
 // shape. The file is created or truncated; callers that need atomicity
 // write into a temporary directory and rename it (see package dataset).
 func Create(path string, dtype DType, shape []int) (*Writer, error) {
-	hdr, err := EncodeHeader(dtype, shape)
+	return CreateAligned(path, dtype, shape, 64)
+}
+
+// CreateAligned is Create with the data starting at a multiple of align
+// bytes (see EncodeHeaderAligned).
+func CreateAligned(path string, dtype DType, shape []int, align int) (*Writer, error) {
+	hdr, err := EncodeHeaderAligned(dtype, shape, align)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -235,6 +235,18 @@ func clip(s string) string {
 // dict does not fit), padded so that the data starts at a multiple of 64
 // bytes, as numpy does.
 func EncodeHeader(dtype DType, shape []int) ([]byte, error) {
+	return EncodeHeaderAligned(dtype, shape, 64)
+}
+
+// EncodeHeaderAligned is EncodeHeader with the data starting at a multiple
+// of align bytes (a multiple of 64, at most 8192: numpy refuses headers
+// over 10000 bytes unless told otherwise). Page-aligned data (4096) puts
+// every row of a power-of-two size up to a page within one page, so that a
+// row read from disk costs one page, not two.
+func EncodeHeaderAligned(dtype DType, shape []int, align int) ([]byte, error) {
+	if align < 64 || align%64 != 0 || align > 8192 {
+		return nil, fmt.Errorf("npy: header alignment %d; want a multiple of 64 up to 8192", align)
+	}
 	if dtype.Size() == 0 {
 		return nil, fmt.Errorf("npy: unsupported dtype %q", dtype)
 	}
@@ -260,7 +272,7 @@ func EncodeHeader(dtype DType, shape []int) ([]byte, error) {
 			prefix = 12
 		}
 		total := prefix + len(dict) + 1
-		pad := (64 - total%64) % 64
+		pad := (align - total%align) % align
 		hlen := len(dict) + pad + 1
 		if version == 1 && hlen > 65535 {
 			continue

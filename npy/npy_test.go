@@ -161,12 +161,24 @@ func TestNumpyReadsOurFiles(t *testing.T) {
 	if err := WriteFile(filepath.Join(dir, "i.npy"), []int64{7, -8}); err != nil {
 		t.Fatal(err)
 	}
+	aw, err := CreateAligned(filepath.Join(dir, "a.npy"), Float32, []int{2, 2}, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := aw.Write(AsBytes([]float32{1, 2, 3, 4})); err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
 	script := `
 import numpy as np, sys
 d = sys.argv[1]
 f = np.load(d + "/f.npy", mmap_mode="r"); i = np.load(d + "/i.npy", mmap_mode="r")
 assert f.dtype == np.float32 and f.shape == (3, 2) and f[0, 0] == 1.5 and f[2, 1] == 6, f
 assert i.dtype == np.int64 and list(i) == [7, -8], i
+a = np.load(d + "/a.npy", mmap_mode="r")
+assert a.offset == 4096 and a.shape == (2, 2) and a[1, 1] == 4, (a.offset, a)
 np.save(d + "/np.npy", np.arange(12, dtype=np.int32).reshape(3, 4))
 np.save(d + "/np16.npy", np.array([1.0, 2.0], dtype=np.float16))
 `
@@ -181,6 +193,30 @@ np.save(d + "/np16.npy", np.array([1.0, 2.0], dtype=np.float16))
 	v16, _, err := ReadFile[uint16](filepath.Join(dir, "np16.npy"))
 	if err != nil || v16[0] != 0x3c00 || v16[1] != 0x4000 {
 		t.Fatalf("reading numpy's float16: %v %v", v16, err)
+	}
+}
+
+func TestHeaderAlignment(t *testing.T) {
+	for _, c := range []struct {
+		align int
+		shape []int
+		ok    bool
+	}{
+		{64, []int{3}, true}, {4096, []int{1000, 256}, true}, {8192, []int{7}, true},
+		{0, []int{3}, false}, {100, []int{3}, false}, {16384, []int{3}, false},
+	} {
+		h, err := EncodeHeaderAligned(Float32, c.shape, c.align)
+		if (err == nil) != c.ok {
+			t.Errorf("align %d: error %v, want ok=%v", c.align, err, c.ok)
+			continue
+		}
+		if !c.ok {
+			continue
+		}
+		got, err := ReadHeader(bytes.NewReader(h))
+		if err != nil || got.DataOffset != int64(len(h)) || len(h)%c.align != 0 || !reflect.DeepEqual(got.Shape, c.shape) {
+			t.Errorf("align %d: header of %d bytes read as %+v, %v", c.align, len(h), got, err)
+		}
 	}
 }
 

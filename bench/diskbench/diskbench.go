@@ -107,6 +107,9 @@ type Report struct {
 	// Policies compares cache policies at the run's cache budget on the
 	// same sampled epoch.
 	Policies []PolicyResult `json:"policies"`
+	// Layouts compares the node layouts of graphmill data pack on the
+	// same epoch, under the superbatch policy.
+	Layouts []LayoutResult `json:"layouts"`
 }
 
 // Run runs the benchmark.
@@ -202,7 +205,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.LossesEqual = &eq
 	}
 	say("cache policies at the same budget (%s), replayed on one sampled epoch", units.Bytes(rep.CacheBytes))
-	if rep.Policies, err = ComparePolicies(ctx, dir, o, rep.CacheBytes); err != nil {
+	if rep.Policies, rep.Layouts, err = ComparePolicies(ctx, dir, o, rep.CacheBytes); err != nil {
 		return nil, err
 	}
 	return rep, nil

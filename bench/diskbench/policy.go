@@ -2,12 +2,32 @@ package diskbench
 
 import (
 	"context"
+	"time"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/layout"
 	"github.com/graphmill/graphmill/sample"
 )
+
+// LayoutResult is one node layout (package layout) replayed on a sampled
+// epoch with the superbatch policy training uses.
+type LayoutResult struct {
+	Layout string `json:"layout"`
+	// ReadBytes is what the misses read: each batch's distinct pages of
+	// missed rows, in bytes.
+	ReadBytes int64 `json:"read_bytes"`
+	// RowAmplification is ReadBytes over the bytes of the rows missed.
+	RowAmplification float64 `json:"row_read_amplification"`
+	// VsOriginal is ReadBytes over the original layout's.
+	VsOriginal float64 `json:"vs_original"`
+	// DataOffset is where the rows start in the file: the original file's,
+	// or a page for a packed copy (dataset.FeatureAlign).
+	DataOffset int64 `json:"data_offset"`
+	// Seconds is the time the layout's order took to compute.
+	Seconds float64 `json:"order_seconds"`
+}
 
 // PolicyResult is one cache policy replayed on a sampled epoch.
 type PolicyResult struct {
@@ -27,10 +47,14 @@ type PolicyResult struct {
 // ahead, and a missed row replaces the cached row whose next use in the
 // superbatch is farthest (a row used later than everything cached is
 // read but not kept), starting from the degree cache.
-func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int64) ([]PolicyResult, error) {
+//
+// Then the layouts of graphmill data pack (package layout) replayed on the
+// same epoch: the bytes the superbatch policy reads when the rows are
+// stored in each layout's order rather than in the original one.
+func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int64) ([]PolicyResult, []LayoutResult, error) {
 	d, err := dataset.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer d.Close()
 	g := d.Graph
@@ -39,7 +63,7 @@ func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int6
 	budget := int(min(cacheBytes/rowB, int64(g.NumNodes)))
 	s, err := sample.New(g, sample.Config{Fanouts: o.Fanouts})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	epoch := func(e int) ([][]int32, error) {
 		key := sample.EpochKey(11, e)
@@ -66,12 +90,18 @@ func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int6
 	}
 	trace, err := epoch(0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	pages := func(v int32) (int64, int64) {
-		a := base + int64(v)*rowB
-		return a / 4096, (a + rowB - 1) / 4096
+	pagesAt := func(pos []int32, base int64) func(v int32) (int64, int64) {
+		return func(v int32) (int64, int64) {
+			if pos != nil {
+				v = pos[v]
+			}
+			a := base + int64(v)*rowB
+			return a / 4096, (a + rowB - 1) / 4096
+		}
 	}
+	pages := pagesAt(nil, base)
 	// static replays a fixed cache.
 	static := func(name string, order []int32) PolicyResult {
 		in := make([]bool, g.NumNodes)
@@ -104,7 +134,7 @@ func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int6
 	res := []PolicyResult{static("degree", degree)}
 	pre, err := epoch(1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	counts := make([]uint32, g.NumNodes)
 	for _, b := range pre {
@@ -120,11 +150,12 @@ func ComparePolicies(ctx context.Context, dir string, o Options, cacheBytes int6
 	}{{"belady-superbatch", degree}, {"belady-superbatch-presample", presample}} {
 		r, err := belady(p.name, trace, p.order, budget, g.NumNodes, o.Superbatch, pages)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res = append(res, r)
 	}
-	return res, nil
+	lays, err := compareLayouts(ctx, d, o, trace, degree, budget, rowB, pagesAt)
+	return res, lays, err
 }
 
 // belady replays trace with the superbatch policy training uses
@@ -152,4 +183,45 @@ func belady(name string, trace [][]int32, order []int32, budget, n, superbatch i
 		}
 	})
 	return PolicyResult{Policy: name, HitRate: float64(hits) / float64(max(total, 1)), ReadBytes: read}, err
+}
+
+// compareLayouts replays trace with the superbatch policy on the degree
+// cache, with the rows stored in the original order and in each layout's.
+func compareLayouts(ctx context.Context, d *dataset.Dataset, o Options, trace [][]int32, degree []int32, budget int, rowB int64,
+	pagesAt func(pos []int32, base int64) func(int32) (int64, int64)) ([]LayoutResult, error) {
+	var total int64
+	for _, b := range trace {
+		total += int64(len(b))
+	}
+	var out []LayoutResult
+	for _, m := range append([]layout.Method{""}, layout.Methods...) {
+		var pos []int32
+		name := "original"
+		base := d.FeatureArray.DataOffset
+		var secs float64
+		if m != "" {
+			t0 := time.Now()
+			order, err := layout.Order(ctx, d, layout.Config{Method: m, Fanouts: o.Fanouts, BatchSize: o.Batch, Seed: 5})
+			if err != nil {
+				return nil, err
+			}
+			secs = time.Since(t0).Seconds()
+			// A packed copy's rows start on a page (dataset.FeatureAlign).
+			pos, name, base = layout.Inverse(order), string(m), dataset.FeatureAlign
+		}
+		r, err := belady(name, trace, degree, budget, d.Graph.NumNodes, o.Superbatch, pagesAt(pos, base))
+		if err != nil {
+			return nil, err
+		}
+		missed := float64(total) * (1 - r.HitRate)
+		lr := LayoutResult{Layout: name, ReadBytes: r.ReadBytes, RowAmplification: float64(r.ReadBytes) / max(1, missed*float64(rowB)),
+			DataOffset: base, Seconds: secs}
+		if len(out) > 0 {
+			lr.VsOriginal = float64(lr.ReadBytes) / float64(max(1, out[0].ReadBytes))
+		} else {
+			lr.VsOriginal = 1
+		}
+		out = append(out, lr)
+	}
+	return out, nil
 }

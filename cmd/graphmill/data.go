@@ -24,12 +24,13 @@ var dataCmd = &cobra.Command{
 	Long: `Datasets are directories of numpy .npy files plus meta.json (see README).
 "graphmill data import" converts Planetoid, npz, OGB, edge-list and METIS files;
 "graphmill data generate" writes synthetic graphs of any size;
+"graphmill data pack" renumbers nodes so that rows read together share disk pages;
 "graphmill data info" summarises a dataset.`,
 }
 
 func init() {
 	rootCmd.AddCommand(dataCmd)
-	dataCmd.AddCommand(newInfoCmd(), newVerifyCmd(), newGenerateCmd(), newConvertCmd())
+	dataCmd.AddCommand(newInfoCmd(), newVerifyCmd(), newGenerateCmd(), newConvertCmd(), newPackCmd())
 }
 
 func newInfoCmd() *cobra.Command {
@@ -212,6 +213,9 @@ func printSummary(w io.Writer, s dataset.Summary) {
 	}
 	if len(s.Splits) > 0 {
 		fmt.Fprintf(w, "  splits      train %d  val %d  test %d\n", s.TrainSize, s.ValSize, s.TestSize)
+	}
+	if p := s.Packed; p != nil {
+		fmt.Fprintf(w, "  packed      nodes renumbered by %s order from %s (ids in and out stay the original ones)\n", p.Method, p.From)
 	}
 }
 

@@ -119,6 +119,8 @@ nodes in original node order, and node_ids.npy, their original ids.`,
 				probs.Data[i] = float32(math.Exp(float64(v)))
 			}
 			manifest := predictionsManifest{Format: predictionsFormat, Model: load, Dataset: d.Dir, NumNodes: logits.Rows, NumClasses: logits.Cols}
+			// By original node id, also for a packed dataset.
+			pred, probs.Data = dataset.InOriginalOrder(d, pred, 1), dataset.InOriginalOrder(d, probs.Data, logits.Cols)
 			if err := writePredictions(out, manifest, pred, probs.Data); err != nil {
 				return err
 			}

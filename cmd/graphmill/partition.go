@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
@@ -70,6 +71,9 @@ streaming), random (baseline).`,
 				return err
 			}
 			defer d.Close()
+			if p := d.Meta.Packed; p != nil && out != "" {
+				return fmt.Errorf("%s was packed for training from disk (by 'graphmill data pack', from %s): partition that dataset instead; a partitioned dataset lays its nodes out by part itself", args[0], p.From)
+			}
 			var g *partition.Graph
 			if err := cli.Step("building the undirected graph", func() (err error) {
 				g, err = partition.FromCSC(ctx, d.Graph, workers)
@@ -88,7 +92,9 @@ streaming), random (baseline).`,
 			}
 			elapsed := time.Since(start)
 			if assign != "" {
-				if err := writeAssignment(assign, res.Parts); err != nil {
+				// Every node's part by its original id (a packed dataset's
+				// nodes are renumbered).
+				if err := writeAssignment(assign, dataset.InOriginalOrder(d, res.Parts, 1)); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d parts by %s in %s, edge cut %s of %s undirected edges (%.2f%%), node imbalance %.3f\n",
