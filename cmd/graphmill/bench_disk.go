@@ -33,7 +33,9 @@ read_amplification (bytes read / the page-rounded bytes of the distinct rows eac
 time_to_first_batch_seconds (and its bar: 1.5x the features' sequential read time + 2 s), the bytes read as
 training reports them and as the kernel counts them, whether the losses equal the in-memory run's, and the hit rate
 and bytes read of three cache policies at the same budget replayed on one sampled epoch: the static degree order
-(what training uses), presampling (GNNLab) and Ginex's superbatch Belady (10 batches ahead).`,
+(what training uses), presampling (GNNLab) and Ginex's superbatch Belady (10 batches ahead). Last, the layouts of
+'graphmill data pack' replayed on that epoch under the superbatch policy: the bytes read when the rows are stored
+in each layout's order (page-aligned) against the original file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o := diskbench.Standard
@@ -98,6 +100,10 @@ and bytes read of three cache policies at the same budget replayed on one sample
 			fmt.Fprintf(w, "\nread %s as training reports it, %s as the kernel counts it; cgroup peak %s\n", units.Bytes(rep.DiskReadBytes), units.Bytes(rep.KernelReadBytes), units.Bytes(rep.PeakCgroupBytes))
 			for _, p := range rep.Policies {
 				fmt.Fprintf(w, "  policy %-18s hit rate %5.1f%%  reads %s\n", p.Policy, 100*p.HitRate, units.Bytes(p.ReadBytes))
+			}
+			for _, l := range rep.Layouts {
+				fmt.Fprintf(w, "  layout %-10s rows from byte %-5d reads %s (%.2fx the original), %.2f bytes a byte of row missed\n",
+					l.Layout, l.DataOffset, units.Bytes(l.ReadBytes), l.VsOriginal, l.RowAmplification)
 			}
 			return nil
 		},

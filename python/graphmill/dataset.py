@@ -117,6 +117,16 @@ class Dataset:
             if a is not None:
                 self._check(s + "_idx", a, np.int32, (int(m.get("splits", {}).get(s, a.shape[0])),))
                 self.splits[s] = a
+        # A packed dataset ('graphmill data pack') stores its nodes in a
+        # new order: node v is node orig_ids[v] of the dataset it was packed
+        # from (None otherwise). Its arrays, splits included, are in the new
+        # order; graphmill's loaders take and give the original ids.
+        self.packed = m.get("packed")
+        self.orig_ids = self.array("orig_ids")
+        if self.packed is not None and self.orig_ids is None:
+            raise GraphmillError(f"{self.dir}: a packed dataset without its orig_ids array")
+        if self.orig_ids is not None:
+            self._check("orig_ids", self.orig_ids, np.int32, (self.num_nodes,))
         self.train_idx = self.splits.get("train")
         self.val_idx = self.splits.get("val")
         self.test_idx = self.splits.get("test")

@@ -69,11 +69,14 @@ class Loader:
         g = _from_data(data, x=x, y=y, num_nodes=num_nodes)
         self.graph = g
         self.num_nodes = g.num_nodes
+        given = parts is not None
         if parts is None:
             parts = partition(g, num_parts, seed=seed, method=method, binary=binary)
         parts = np.asarray(parts)
         if parts.shape != (g.num_nodes,) or (len(parts) and (parts.min() < 0 or parts.max() >= num_parts)):
             raise ValueError(f"parts must give each of the {g.num_nodes} nodes a part in [0, {num_parts})")
+        if given and g.orig_ids is not None:  # by original id: to the packed dataset's order
+            parts = parts[np.asarray(g.orig_ids)]
         self.parts = parts
         self.num_parts = int(num_parts)
         self.batch_size = int(batch_size)
@@ -131,15 +134,19 @@ class Loader:
         n_id = np.concatenate([inner, halo])
         ei = np.stack([pos[src], np.repeat(np.arange(len(inner), dtype=np.int64), deg)])
         pos[n_id] = -1
+        n_x = n_y = n_id
+        if g.orig_ids is not None:  # a packed dataset: the user's ids are the original ones
+            n_id = np.asarray(g.orig_ids, dtype=np.int64)[n_id]
+            n_x = n_x if g.x_packed else n_id
+            n_y = n_y if g.y_packed else n_id
         fields = dict(n_id=n_id, edge_index=ei, batch_size=len(inner), num_halo=len(halo))
         if self._torch is not None:
             t = self._torch
-            n_t = t.from_numpy(n_id)
-            fields.update(n_id=n_t, edge_index=t.from_numpy(ei),
-                          x=t.index_select(self._x, 0, n_t) if self._x is not None else None,
-                          y=self._y[n_t] if self._y is not None else None)
+            fields.update(n_id=t.from_numpy(n_id), edge_index=t.from_numpy(ei),
+                          x=t.index_select(self._x, 0, t.from_numpy(n_x)) if self._x is not None else None,
+                          y=self._y[t.from_numpy(n_y)] if self._y is not None else None)
         else:
-            fields.update(x=self._x[n_id] if self._x is not None else None, y=self._y[n_id] if self._y is not None else None)
+            fields.update(x=self._x[n_x] if self._x is not None else None, y=self._y[n_y] if self._y is not None else None)
         b = SampledBatch(**fields)
         b.parts = list(part_ids)
         return b

@@ -55,9 +55,15 @@ def _numpy(a, name):
 class _Graph:
     """The user's graph as in-neighbour lists, with x and y."""
 
-    def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False):
+    def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False,
+                 orig_ids=None, x_packed=False, y_packed=False):
         self.indptr, self.indices, self.num_nodes = indptr, indices, int(num_nodes)
         self.x, self.y, self.edge_weight = x, y, edge_weight
+        # A packed dataset ('graphmill data pack'): node v of the graph is
+        # node orig_ids[v] to the user; x_packed and y_packed say whether x
+        # and y are the dataset's own rows (in its order) rather than the
+        # user's (in the original order).
+        self.orig_ids, self.x_packed, self.y_packed = orig_ids, x_packed, y_packed
         self.files = files  # a dataset's own array files (linked, not written)
         self.pyg = pyg
 
@@ -98,7 +104,8 @@ def _from_data(data, x=None, y=None, num_nodes=None):
         files = {k: os.path.join(d.dir, d.meta["arrays"][k]["file"]) for k in ("indptr", "indices", "edge_weight")
                  if k in d.meta.get("arrays", {})}
         feats = x if x is not None else (d.features_float32() if d.features is not None else None)
-        return _Graph(d.indptr, d.indices, d.num_nodes, feats, y if y is not None else d.labels, d.edge_weight, files=files)
+        return _Graph(d.indptr, d.indices, d.num_nodes, feats, y if y is not None else d.labels, d.edge_weight, files=files,
+                      orig_ids=d.orig_ids, x_packed=x is None, y_packed=y is None)
     if hasattr(data, "edge_index") and hasattr(data, "num_nodes") and not isinstance(data, tuple):  # PyG Data
         n = int(data.num_nodes)
         indptr, indices = _csc(data.edge_index, n)
@@ -314,6 +321,15 @@ class NeighborLoader:
         self.input_nodes = _seeds(input_nodes, g.num_nodes)
         if len(self.input_nodes) == 0:
             raise ValueError("input_nodes is empty")
+        # Ids in and out are the original ones; the service samples the
+        # packed graph in its own ids.
+        self._orig = None if g.orig_ids is None else np.asarray(g.orig_ids, dtype=np.int64)
+        self._x_packed, self._y_packed = g.x_packed, g.y_packed
+        seeds = self.input_nodes
+        if self._orig is not None:
+            new_ids = np.empty(g.num_nodes, dtype=np.int32)
+            new_ids[self._orig] = np.arange(g.num_nodes, dtype=np.int32)
+            seeds = new_ids[self.input_nodes]
         t = _torch()
         self._x = self._tensor(g.x, "x")
         self._y = self._tensor(g.y, "y")
@@ -328,7 +344,7 @@ class NeighborLoader:
         self.gather_workers = max(1, int(gather_workers))
         dir = _scratch_dir()
         try:
-            _write_dataset(dir, g, self.input_nodes)
+            _write_dataset(dir, g, seeds)
             self.loader = Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
                                  seed=seed, drop_last=drop_last, features=False, labels=False, binary=binary,
                                  timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
@@ -381,7 +397,12 @@ class NeighborLoader:
             ei[0, e:e + ne[h]] = b.indices
             ei[1, e:e + ne[h]] = np.repeat(np.arange(first, nd[h], dtype=np.int64), sizes[h])
             e += ne[h]
-        n_id = np.asarray(mb.n_id, dtype=np.int64)
+        n_id = np.asarray(mb.n_id, dtype=np.int64)  # the service's ids
+        n_x = n_y = n_id
+        if self._orig is not None:  # a packed dataset: the user's ids are the original ones
+            n_id = self._orig[n_id]
+            n_x = n_x if self._x_packed else n_id
+            n_y = n_y if self._y_packed else n_id
         seeds = n_id[:mb.batch_size]
         if self._pos is None:
             self._pos = np.full(self.num_nodes, -1, dtype=np.int64)
@@ -392,20 +413,21 @@ class NeighborLoader:
             import torch
 
             n_t = torch.from_numpy(n_id)
+            x_t = n_t if n_x is n_id else torch.from_numpy(n_x)
             x = None
             if self._x is not None:
                 if self._rows is None:
                     self._rows = _BufferPool.for_tensor(self._x)
                 if self._rows:
                     x = torch.from_numpy(self._rows.take(len(n_id)))
-                    torch.index_select(self._x, 0, n_t, out=x)
+                    torch.index_select(self._x, 0, x_t, out=x)
                 else:  # 1-D, or a dtype numpy lacks (bfloat16): a fresh tensor
-                    x = torch.index_select(self._x, 0, n_t)
-            y = self._y[n_t] if self._y is not None else None
+                    x = torch.index_select(self._x, 0, x_t)
+            y = self._y[n_t if n_y is n_id else torch.from_numpy(n_y)] if self._y is not None else None
             ei, n_id, input_id = torch.from_numpy(ei), n_t, torch.from_numpy(input_id)
         else:
-            x = np.take(self._x, n_id, axis=0) if self._x is not None else None
-            y = np.take(self._y, n_id, axis=0) if self._y is not None else None
+            x = np.take(self._x, n_x, axis=0) if self._x is not None else None
+            y = np.take(self._y, n_y, axis=0) if self._y is not None else None
         # PyG's older NeighborSampler form: layer l (input layer first) reads
         # the edges of hops < L-l, from every node of hops <= L-l.
         adjs = []

@@ -208,3 +208,31 @@ def test_replace_draws_exactly_fanout(gm):
                 counts = np.bincount(hop[1] - ends[h], minlength=ends[h + 1] - ends[h])
                 want = np.where(indeg[n_id[ends[h]:ends[h + 1]]] > 0, k, 0)
                 assert np.array_equal(counts, want), (h, counts[:10], want[:10])
+
+
+def test_packed_dataset_keeps_original_ids(gm, cora_dir, tmp_path):
+    """A dataset renumbered by 'graphmill data pack' is invisible: seeds go
+    in and n_id comes out as original ids, and x, y and every edge are the
+    original dataset's for those ids (NeighborLoader and gas.Loader)."""
+    import subprocess
+
+    import graphmill.gas
+
+    packed = str(tmp_path / "cora-packed")
+    subprocess.run([gm, "data", "pack", cora_dir, "--out", packed, "--quiet"], check=True, capture_output=True)
+    ds, pk = graphmill.open_dataset(cora_dir), graphmill.open_dataset(packed)
+    assert pk.packed["method"] == "sample" and not np.array_equal(pk.orig_ids, np.arange(pk.num_nodes))
+    ei, x, y = ds.edge_index(), np.asarray(ds.features), np.asarray(ds.labels)
+    seeds = np.asarray(ds.val_idx)[::-1].copy()  # original ids, any order
+    seen = []
+    with graphmill.NeighborLoader(packed, num_neighbors=[10, 5], batch_size=64, input_nodes=seeds, seed=5) as ld:
+        for b in ld:
+            check_batch(b, ei, [10, 5], x, y, 64)
+            seen.extend(np.asarray(b.n_id)[:b.batch_size].tolist())
+            assert np.array_equal(seeds[np.asarray(b.input_id)], np.asarray(b.n_id)[:b.batch_size])
+    assert sorted(seen) == sorted(seeds.tolist())
+    edges = set(zip(ei[0].tolist(), ei[1].tolist()))
+    for b in graphmill.gas.Loader(packed, num_parts=4, batch_size=2):
+        n_id, e = np.asarray(b.n_id), np.asarray(b.edge_index)
+        assert np.array_equal(np.asarray(b.x), x[n_id]) and np.array_equal(np.asarray(b.y), y[n_id])
+        assert all((s, d) in edges for s, d in zip(n_id[e[0]].tolist(), n_id[e[1]].tolist()))
