@@ -25,7 +25,7 @@ random 4 KiB reads at queue depth 1 and 64, and sequential reads. Then one epoch
 on a generated dataset (1.5M nodes and 256 features, 1.5 GB of features, with --quick; 3M nodes otherwise), once
 with the features in memory (the reference) and once from disk (--features-in-memory no) inside a memory cgroup of a
 quarter of the features' size (as root; without a limit otherwise), after dropping the dataset's pages from the
-page cache. With --full the dataset's features are 1.3x this machine's memory and no cgroup is used.
+page cache; then from disk again on a packed copy (graphmill data pack, kept beside the dataset). With --full the dataset's features are 1.3x this machine's memory and no cgroup is used.
 
 Reported: io_efficiency (pages/s the gathers read while waiting on them / the QD64 random-read ceiling),
 read_amplification (bytes read / the page-rounded bytes of the distinct rows each batch missed), fill_efficiency
@@ -100,6 +100,10 @@ in each layout's order (page-aligned) against the original file.`,
 			fmt.Fprintf(w, "\nread %s as training reports it, %s as the kernel counts it; cgroup peak %s\n", units.Bytes(rep.DiskReadBytes), units.Bytes(rep.KernelReadBytes), units.Bytes(rep.PeakCgroupBytes))
 			for _, p := range rep.Policies {
 				fmt.Fprintf(w, "  policy %-18s hit rate %5.1f%%  reads %s\n", p.Policy, 100*p.HitRate, units.Bytes(p.ReadBytes))
+			}
+			if p := rep.Packed; p != nil {
+				fmt.Fprintf(w, "packed copy (data pack): read %s (%.2fx), %s seeds/s (%.2fx), hit rate %.1f%%\n",
+					units.Bytes(p.DiskReadBytes), p.ReadVsOriginal, units.Count(p.SeedsPerSecond), p.SeedsVsOriginal, 100*p.HitRate)
 			}
 			for _, l := range rep.Layouts {
 				fmt.Fprintf(w, "  layout %-10s rows from byte %-5d reads %s (%.2fx the original), %.2f bytes a byte of row missed\n",
