@@ -51,21 +51,22 @@ func (d *Dataset) FromOriginal(ids []int32) error {
 	return nil
 }
 
-// newIDs returns the inverse of OrigIDs, built once.
+// newIDs returns the inverse of OrigIDs, built on first use.
 func (d *Dataset) newIDs() []int32 {
-	d.invOnce.Do(func() {
-		d.inv = make([]int32, len(d.OrigIDs))
+	d.inv.once.Do(func() {
+		d.inv.ids = make([]int32, len(d.OrigIDs))
 		for i, v := range d.OrigIDs {
-			d.inv[v] = int32(i)
+			d.inv.ids[v] = int32(i)
 		}
 	})
-	return d.inv
+	return d.inv.ids
 }
 
-// invCache is the lazily built inverse of OrigIDs.
-type invCache struct {
-	invOnce sync.Once
-	inv     []int32
+// inverse is the lazily built inverse of OrigIDs (a Dataset refers to it,
+// so that copying a Dataset copies no lock).
+type inverse struct {
+	once sync.Once
+	ids  []int32
 }
 
 // InOriginalOrder returns per-node values (width of them a node, in d's

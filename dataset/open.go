@@ -38,7 +38,7 @@ type Dataset struct {
 
 	arrays          []*npy.Array
 	indptr, indices *npy.Array // the graph's mappings (AdviseGraphRandom)
-	invCache
+	inv             *inverse   // of OrigIDs (FromOriginal)
 }
 
 // schema says which dtypes and shapes each array must have for meta m.
@@ -178,6 +178,7 @@ func Open(dir string) (_ *Dataset, err error) {
 	}
 	if a := arrays[ArrayOrigIDs]; a != nil {
 		d.OrigIDs, _ = npy.View[int32](a)
+		d.inv = &inverse{}
 		if err := checkPermutation(d.OrigIDs); err != nil {
 			return nil, fmt.Errorf("%s: %w", a.Path, err)
 		}

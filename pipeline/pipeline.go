@@ -88,6 +88,12 @@ type Config struct {
 	// alternation: batch i+1 is prepared while batch i steps, and batch
 	// i+2 only once batch i is released.
 	Buffers int
+	// MaxBuffers, when above Buffers, lets an epoch add buffers up to it,
+	// sized from what it measures (see depthFor): when preparing a batch
+	// usually takes less than a step but a slow one (a batch whose rows
+	// come from disk) takes several steps' time, the batches held ready
+	// ahead cover it. The prefetch queue then holds up to MaxBuffers.
+	MaxBuffers int
 }
 
 // Pipeline prepares epochs of minibatches with its stages. One epoch runs
@@ -96,6 +102,7 @@ type Pipeline struct {
 	cfg     Config
 	workers int
 	nbuf    int
+	maxbuf  int // Config.MaxBuffers, at least nbuf
 
 	mu   sync.Mutex
 	pool []*batch.MiniBatch // buffers kept between epochs
@@ -128,10 +135,15 @@ func New(cfg Config) (*Pipeline, error) {
 	if cfg.Buffers > 0 {
 		p.nbuf = cfg.Buffers
 	}
+	p.maxbuf = max(p.nbuf, cfg.MaxBuffers)
+	if p.maxbuf > p.nbuf {
+		p.cfg.Prefetch = max(p.cfg.Prefetch, p.maxbuf)
+	}
 	return p, nil
 }
 
-// Buffers returns the number of batches alive at once at most.
+// Buffers returns the number of batches alive at once at most when an
+// epoch starts (MaxBuffers bounds what it may grow to).
 func (p *Pipeline) Buffers() int { return p.nbuf }
 
 // Workers returns the number of goroutines of the first stage.
@@ -162,6 +174,9 @@ type Stats struct {
 	Wait        time.Duration
 	Busy        time.Duration
 	Elapsed     time.Duration
+	// Buffers is the number of batch buffers the epoch ended with (more
+	// than it started with when it grew them, Config.MaxBuffers).
+	Buffers int
 }
 
 // StageCPU returns the CPU time of the stage named name (0 if none).
@@ -247,6 +262,9 @@ type Iter struct {
 	busy, cpu   []atomic.Int64 // per stage: wall and thread CPU nanoseconds
 	edges, rows atomic.Int64
 	stats       Stats
+
+	bufs  int      // buffers in use by the epoch (grows up to p.maxbuf)
+	depth depthLog // recent preparation and step times (MaxBuffers)
 }
 
 // job is a batch travelling the stages.
@@ -264,7 +282,8 @@ func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 	it := &Iter{p: p, n: n, ctx: ctx, cancel: cancel, start: time.Now(), busy: make([]atomic.Int64, len(p.cfg.Stages)), cpu: make([]atomic.Int64, len(p.cfg.Stages))}
 	it.out = make(chan *batch.MiniBatch, p.cfg.Prefetch)
 	it.errc = make(chan error, 1)
-	it.free = newFreeList(p.nbuf)
+	it.free = newFreeList(p.maxbuf)
+	it.bufs = p.nbuf
 	p.mu.Lock()
 	// Fresh buffers go to the bottom of the stack, the previous epoch's
 	// (in the order they were used) on top, so that the hottest are
@@ -410,7 +429,11 @@ func (it *Iter) run(ctx context.Context, k int, st Stage, j job) error {
 	t0, c0 := time.Now(), cputime.Thread()
 	err := st.Run(ctx, j.i, j.mb)
 	it.cpu[k].Add(int64(cputime.Thread() - c0))
-	it.busy[k].Add(int64(time.Since(t0)))
+	d := time.Since(t0)
+	it.busy[k].Add(int64(d))
+	if k > 0 && it.p.maxbuf > it.p.nbuf {
+		it.depth.prep(d)
+	}
 	return err
 }
 
@@ -430,12 +453,20 @@ func (it *Iter) Next() bool {
 	now := time.Now()
 	if !it.lastRet.IsZero() {
 		it.stats.Busy += now.Sub(it.lastRet)
+		if it.p.maxbuf > it.bufs {
+			it.depth.step(now.Sub(it.lastRet))
+			if want := min(it.p.maxbuf, it.depth.want()); want > it.bufs {
+				for ; it.bufs < want; it.bufs++ {
+					it.free.put(&batch.MiniBatch{})
+				}
+			}
+		}
 	}
 	it.cur = nil
 	if it.done {
 		return false
 	}
-	if h := int(it.held.Load()); h >= it.p.nbuf && it.stats.Batches < it.n {
+	if h := int(it.held.Load()); h >= it.bufs && it.stats.Batches < it.n {
 		it.err = fmt.Errorf("pipeline: the consumer holds all %d batch buffers; call MiniBatch.Release when a step is done", h)
 		it.done = true
 		it.stop()
@@ -513,6 +544,7 @@ func (it *Iter) Stats() Stats {
 		s.Stages[k] = StageStats{Name: st.Name, Workers: w, Busy: time.Duration(it.busy[k].Load()), CPU: time.Duration(it.cpu[k].Load())}
 	}
 	s.Edges, s.Rows = it.edges.Load(), it.rows.Load()
+	s.Buffers = it.bufs
 	if it.end.IsZero() {
 		s.Elapsed = time.Since(it.start)
 	} else {

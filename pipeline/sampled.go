@@ -45,8 +45,8 @@ type SampledConfig struct {
 	Seed uint64
 	// SampleWorkers is the number of sampling goroutines (0 = GOMAXPROCS).
 	SampleWorkers int
-	// Prefetch and Buffers are Config's.
-	Prefetch, Buffers int
+	// Prefetch, Buffers and MaxBuffers are Config's.
+	Prefetch, Buffers, MaxBuffers int
 	// Superbatch, with a Fetcher that is a Planner, samples that many
 	// batches ahead of the gathers (their input rows only; sampling is
 	// deterministic, so the sample stage gets the same rows again) and
@@ -112,7 +112,7 @@ func NewSampled(s Sampler, f Fetcher, labels []int32, seeds []int32, cfg Sampled
 	if f != nil || labels != nil {
 		stages = append(stages, Stage{Name: "gather", Run: l.gather})
 	}
-	p, err := New(Config{Stages: stages, Prefetch: cfg.Prefetch, Buffers: cfg.Buffers})
+	p, err := New(Config{Stages: stages, Prefetch: cfg.Prefetch, Buffers: cfg.Buffers, MaxBuffers: cfg.MaxBuffers})
 	if err != nil {
 		return nil, err
 	}

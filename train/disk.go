@@ -25,6 +25,25 @@ func WithContext(ctx context.Context) Option { return func(r *Runner) { r.setupC
 // would take memory the cache makes better use of.
 const diskBuffers = 2
 
+// maxDiskBuffers bounds the minibatches alive at once from disk when the
+// pipeline measures reads that a deeper queue would hide (diskMaxBuffers).
+const maxDiskBuffers = 8
+
+// diskMaxBuffers is pipeline.Config.MaxBuffers from disk: diskBuffers,
+// and up to maxDiskBuffers where the memory still available once the cache
+// is filled holds more batches (estimateBatchBytes each) beside the two.
+// The pipeline adds them only when it measures a batch's reads taking
+// several steps' time while they take less than a step on average; an
+// auto-sized cache leaves no room for them, having taken it.
+func (r *Runner) diskMaxBuffers() int {
+	bb := r.estimateBatchBytes()
+	if bb <= 0 {
+		return diskBuffers
+	}
+	free := memstat.Available() - memoryMargin - diskBuffers*bb
+	return diskBuffers + int(min(maxDiskBuffers-diskBuffers, max(0, free/bb)))
+}
+
 // memoryMargin is what the auto cache budget leaves aside for the Go
 // runtime, the model and the optimiser, beyond what it counts.
 const memoryMargin = 64 << 20

@@ -53,6 +53,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (Stepper, error) 
 		// steps, and the memory of batches held beyond that goes to the
 		// cache instead (diskBuffers).
 		lc.Prefetch, lc.Buffers = 1, diskBuffers
+		lc.MaxBuffers = r.diskMaxBuffers()
 		lc.Superbatch = r.superbatch()
 	}
 	if p := cfg.Parallel; p != nil {
@@ -107,6 +108,7 @@ func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, erro
 	st.GatherSeconds, st.GatherCPUSeconds = ls.Stage("gather").Seconds(), ls.StageCPU("gather").Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
 	st.GatheredRows = ls.Rows
+	st.Buffers = ls.Buffers
 	st.ComputeSeconds = compute.Seconds()
 	if countsFailovers {
 		st.SamplerFailovers = fc.Failovers() - failovers

@@ -50,6 +50,11 @@ type EpochStats struct {
 	// SamplerFailovers counts the sampler services lost during the epoch
 	// whose batches went to the others (training from sampler services).
 	SamplerFailovers int64 `json:"sampler_failovers,omitempty"`
+	// Buffers is the number of minibatches the sampled pipeline let be
+	// alive at once by the epoch's end: from disk, it grows from two when
+	// it measures slow reads that batches prepared further ahead would
+	// hide (pipeline.Config.MaxBuffers).
+	Buffers int `json:"buffers,omitempty"`
 	// PeakHeapBytes is the largest Go heap in use seen after a training
 	// step of the epoch; PeakRSSBytes the process's resident-set high-water
 	// mark during the epoch (Linux).
