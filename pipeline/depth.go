@@ -17,9 +17,9 @@ const (
 // batch's, e.g. reading its rows from disk) and the consumer's last step
 // times, and sizes the buffers from them (want).
 type depthLog struct {
-	mu          sync.Mutex
+	mu           sync.Mutex
 	preps, steps []time.Duration
-	np, ns      int // counts so far (the slices are rings)
+	np, ns       int // counts so far (the slices are rings)
 }
 
 func (l *depthLog) prep(d time.Duration) {
