@@ -76,7 +76,23 @@ type Config struct {
 	// neighbours the whole graph would (its in-neighbour lists must then be
 	// in the whole graph's order). Nil keys node v by v.
 	KeyIDs []int32
+	// Prefetch, when set, is handed the nodes whose offsets and in-
+	// neighbour lists a hop is about to read, in order, PrefetchChunk of
+	// them at a time, just before it reads them: for a graph larger than
+	// memory, dataset.GraphReader reads their pages then with many reads
+	// in flight instead of one page fault at a time. It does not change
+	// what is drawn.
+	Prefetch func(nodes []int32)
 }
+
+// PrefetchChunk is the number of nodes Config.Prefetch is handed at a
+// time: a queue of about 100-200 page reads per sampling thread, few
+// enough pages that they stay in a small memory cgroup's page cache until
+// the draws read them. Measured ('bench disk --graph', 4M nodes and 80M
+// edges in 160 MB, two sampling threads): epochs of 12.4, 12.0, 9.5-10.5,
+// 10.9, 11.7, 15.3 and 29.1 s at 16, 32, 64, 128, 256, 1024 and 4096 nodes
+// (24.9 s with random-access advice alone).
+const PrefetchChunk = 64
 
 // Sampler draws neighbour-sampled minibatches from one graph. It is safe
 // for concurrent use; each call uses pooled scratch space.
@@ -350,6 +366,11 @@ func (s *Sampler) spans(sc *scratch, dst []int32, done, k int) int {
 	sp := sc.spans[:2*len(dst)]
 	sc.spans = sp
 	indptr := s.g.Indptr
+	if s.cfg.Prefetch != nil {
+		for i := 0; i < len(dst); i += PrefetchChunk {
+			s.cfg.Prefetch(dst[i:min(i+PrefetchChunk, len(dst))])
+		}
+	}
 	// The load loop does nothing else, so that as many loads as possible
 	// are in flight; reading hi before lo (usually the same cache line) is
 	// measurably faster.
@@ -492,6 +513,18 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 		prefetch.Spans32(ind, sp[2*a:2*b])
 	}
 	const D, G = prefetchAhead, prefetchGroup
+	// Config.Prefetch: the chunk starting at i, and the look-ahead below
+	// (ranges 2D+G nodes ahead), before they are read.
+	fetched := 0
+	fetch := func(i int) {
+		if end := min(nd, i+PrefetchChunk+2*D+G); end > fetched {
+			s.cfg.Prefetch(dst[fetched:end])
+			fetched = end
+		}
+	}
+	if s.cfg.Prefetch != nil {
+		fetch(0)
+	}
 	if b := min(2*D, nd); done < b {
 		prefetch.Rows64(indptr, dst[done:b])
 	}
@@ -501,6 +534,9 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 	ip[0] = 0
 	e := 0
 	for i := 0; i < nd; i++ {
+		if i%PrefetchChunk == 0 && i > 0 && s.cfg.Prefetch != nil {
+			fetch(i)
+		}
 		if i%G == 0 {
 			// Ranges of the nodes D ahead (prefetched D nodes ago) and
 			// their index lines, ranges of the nodes 2D ahead.

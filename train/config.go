@@ -82,9 +82,11 @@ type Config struct {
 	Superbatch int `json:"superbatch,omitempty"`
 	// GraphOnDisk reads the graph as a graph larger than memory: its
 	// mappings get random-access advice, so that a page fault reads its
-	// page and no readahead window (dataset.AdviseGraphRandom). "yes",
-	// "no", or "auto" ("" too): when the graph's arrays take more than
-	// half the available memory.
+	// page and no readahead window (dataset.AdviseGraphRandom), and the
+	// pages sampling is about to touch are read ahead with many reads in
+	// flight (dataset.GraphReader). "yes", "no", "advice" (the advice
+	// alone, for comparison), or "auto" ("" too): when the graph's arrays
+	// take more than half the available memory.
 	GraphOnDisk string `json:"graph_on_disk,omitempty"`
 	// FeatureDType, when it differs from the stored dtype, holds the
 	// features in memory converted to it ("float16" or "bfloat16": half
@@ -194,8 +196,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("a feature cache sits in front of the mapped feature file; with the features in memory it has nothing to do (drop one of them)")
 	case c.CachePolicy != "" && c.CachePolicy != "degree" && c.CachePolicy != "presample":
 		return fmt.Errorf("cache policy %q: want degree or presample", c.CachePolicy)
-	case c.GraphOnDisk != "" && c.GraphOnDisk != "auto" && c.GraphOnDisk != "yes" && c.GraphOnDisk != "no":
-		return fmt.Errorf("graph on disk %q: want auto, yes or no", c.GraphOnDisk)
+	case c.GraphOnDisk != "" && c.GraphOnDisk != "auto" && c.GraphOnDisk != "yes" && c.GraphOnDisk != "no" && c.GraphOnDisk != "advice":
+		return fmt.Errorf("graph on disk %q: want auto, yes, no or advice", c.GraphOnDisk)
 	case c.Superbatch < 0:
 		return fmt.Errorf("superbatch must be >= 0, got %d", c.Superbatch)
 	case c.Epochs < 1:

@@ -143,7 +143,7 @@ func halfHint(dt feature.DType, size, avail int64) string {
 // took theirs: the disk cache's budget leaves the graph room).
 func (r *Runner) graphOnDisk() bool {
 	switch r.cfg.GraphOnDisk {
-	case "yes":
+	case "yes", "advice":
 		return true
 	case "no":
 		return false
@@ -175,7 +175,7 @@ func (r *Runner) cacheOrder(ctx context.Context, fromDisk bool) ([]int32, error)
 	r.cachePolicy = "presample"
 	// One epoch's batches, sampled with a key no training epoch uses.
 	key := rng.Derive(LoaderSeed(r.cfg), 0x9e5)
-	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: r.cfg.Fanouts})
+	s, err := sample.New(r.ds.Graph, r.sampleConfig(r.cfg.Fanouts))
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (r *Runner) estimateBatchBytes() int64 {
 	if cfg.Mode != Sampled || len(cfg.Fanouts) == 0 {
 		return int64(cfg.EvalBatchSize) * dim * 4 * 4
 	}
-	s, err := sample.New(r.ds.Graph, sample.Config{Fanouts: r.cfg.Fanouts})
+	s, err := sample.New(r.ds.Graph, r.sampleConfig(r.cfg.Fanouts))
 	if err != nil {
 		return 0
 	}
@@ -332,4 +332,15 @@ func (r *Runner) diskSummary() *DiskSummary {
 	}
 	s.ProcessBytes = max(0, memstat.Anon()-cs.Bytes)
 	return s
+}
+
+// sampleConfig is the sampler's configuration for fanouts: with a graph on
+// disk, its reads in flight (dataset.GraphReader) ahead of each chunk of
+// nodes.
+func (r *Runner) sampleConfig(fanouts []int) sample.Config {
+	c := sample.Config{Fanouts: fanouts}
+	if r.graphIO != nil {
+		c.Prefetch = r.graphIO.Prefetch
+	}
+	return c
 }

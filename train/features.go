@@ -165,6 +165,10 @@ func (r *Runner) Close() error {
 		r.disk.Close()
 		r.disk = nil
 	}
+	if r.graphIO != nil {
+		r.graphIO.Close()
+		r.graphIO = nil
+	}
 	return nil
 }
 

@@ -125,9 +125,13 @@ type Summary struct {
 	FirstBatchSeconds float64 `json:"time_to_first_batch_seconds,omitempty"`
 	// GraphOnDisk says whether the graph was read as a graph on disk,
 	// with random-access advice (Config.GraphOnDisk).
-	GraphOnDisk bool   `json:"graph_on_disk,omitempty"`
-	Seed        uint64 `json:"seed"`
-	Threads     int    `json:"threads"`
+	GraphOnDisk bool `json:"graph_on_disk,omitempty"`
+	// GraphReads and GraphReadBytes count the reads in flight that read
+	// a graph on disk's pages ahead of sampling (dataset.GraphReader).
+	GraphReads     int64  `json:"graph_reads,omitempty"`
+	GraphReadBytes int64  `json:"graph_read_bytes,omitempty"`
+	Seed           uint64 `json:"seed"`
+	Threads        int    `json:"threads"`
 	// Traffic is what the ranks of a distributed full-graph run (package
 	// sar) sent; nil in the other modes.
 	Traffic *Traffic `json:"traffic,omitempty"`
@@ -180,10 +184,11 @@ type Hooks struct {
 type Runner struct {
 	cfg      Config
 	ds       *dataset.Dataset
-	feat     feature.Source // the features every mode reads (see features.go)
-	owned    *feature.Store // the store NewRunner opened, closed by Close
-	inMemory int64          // the bytes of owned's in-memory copy of the features (Config.FeaturesInMemory), or 0
-	disk     *feature.Disk  // the features read from disk (openDisk), closed by Close
+	feat     feature.Source       // the features every mode reads (see features.go)
+	owned    *feature.Store       // the store NewRunner opened, closed by Close
+	inMemory int64                // the bytes of owned's in-memory copy of the features (Config.FeaturesInMemory), or 0
+	disk     *feature.Disk        // the features read from disk (openDisk), closed by Close
+	graphIO  *dataset.GraphReader // a graph on disk's reads in flight (graphOnDisk), closed by Close
 	// cacheBudget is the disk cache's budget (given or chosen), setupCtx
 	// the context of NewRunner's setup (WithContext).
 	cacheBudget int64
@@ -268,8 +273,18 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	}
 	if r.graphOnDisk() {
 		ds.AdviseGraphRandom()
+		if r.cfg.GraphOnDisk != "advice" {
+			// The pages sampling touches are read ahead, a chunk of each
+			// hop's nodes at a time, with many reads in flight.
+			gio, err := ds.OpenGraphReader()
+			if err != nil {
+				return nil, err
+			}
+			r.graphIO = gio
+		}
 	}
 	if err := r.openFeatures(ctx); err != nil {
+		r.Close()
 		return nil, err
 	}
 	if r.degOverride != nil {
@@ -425,6 +440,10 @@ func (p *peakStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) 
 func (r *Runner) finalizeSummary(s *Summary) {
 	s.FirstBatchSeconds = r.firstBatch.Seconds()
 	s.GraphOnDisk = r.graphOnDisk()
+	if r.graphIO != nil {
+		st := r.graphIO.Stats()
+		s.GraphReads, s.GraphReadBytes = st.Reads, st.Bytes
+	}
 	if st := r.owned; st != nil {
 		s.FeatureDType, s.FeaturesInMemoryBytes = st.DType().String(), r.inMemory
 		if cs := st.CacheStats(); cs.Rows > 0 {

@@ -260,6 +260,7 @@ type metrics struct {
 		EpochSeconds        float64 `json:"epoch_seconds"`
 		FirstBatchSeconds   float64 `json:"time_to_first_batch_seconds"`
 		DiskReadBytes       int64   `json:"disk_read_bytes"`
+		GraphReadBytes      int64   `json:"graph_read_bytes"`
 		ReadAmplification   float64 `json:"read_amplification"`
 		FeatureCacheBytes   int64   `json:"feature_cache_bytes"`
 		FeatureCacheHitRate float64 `json:"feature_cache_hit_rate"`

@@ -65,10 +65,8 @@ in each layout's order (page-aligned) against the original file.`,
 				fmt.Fprintf(w, "graph of %s nodes and %s edges (%s), memory cgroup of %s, features in memory:\n",
 					units.Count(rep.Nodes), units.Count(rep.Edges), units.Bytes(rep.GraphBytes), units.Bytes(rep.LimitBytes))
 				for _, r := range rep.Runs {
-					how := "default readahead   "
-					if r.RandomAdvice {
-						how = "random-access advice"
-					}
+					how := map[string]string{"yes": "advice + reads in flight", "advice": "random-access advice", "no": "default readahead"}[r.Mode]
+					how = fmt.Sprintf("%-24s", how)
 					if r.TimedOut {
 						fmt.Fprintf(w, "  %s: stopped after %s without finishing the epoch, %s read\n", how, units.Duration(secs(r.Seconds)), units.Bytes(r.ReadBytes))
 					} else {
@@ -114,7 +112,7 @@ in each layout's order (page-aligned) against the original file.`,
 	}
 	c.Flags().BoolVar(&quick, "quick", false, "1.5M nodes, 1.5 GB of features (about a minute)")
 	c.Flags().BoolVar(&full, "full", false, "features of 1.3x this machine's memory, no cgroup (long: generating it writes that much)")
-	c.Flags().BoolVar(&graph, "graph", false, "instead: a graph larger than memory (4M nodes, 80M edges, 352 MB) sampled in a 160 MB memory cgroup, with the graph's random-access advice and with the default readahead (stopped at 5x the first's time); root only")
+	c.Flags().BoolVar(&graph, "graph", false, "instead: a graph larger than memory (4M nodes, 80M edges, 352 MB) sampled in a 160 MB memory cgroup: with random-access advice and reads in flight ahead of sampling (--graph-on-disk yes), with the advice alone, and with the default readahead (stopped at 5x the advice's time); root only")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the dataset (default: the cache directory)")
 	benchCmd.AddCommand(c)

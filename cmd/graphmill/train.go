@@ -126,7 +126,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.BoolVar(&f.mfg, "mfg", false, "sar, sa, one-shot modes: compute each layer only on the receptive field of the training nodes (message flow graphs; the same gradients, less work when few nodes are labelled)")
 	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryHelp)
 	fl.StringVar(&f.cachePolicy, "cache-policy", "", "the rows the feature cache starts with: degree (highest out-degree) or presample (the nodes one presampled epoch reached most often, then by degree) (default: presample when reading from disk in sampled mode, else degree)")
-	fl.StringVar(&f.graphOnDisk, "graph-on-disk", "auto", "a graph larger than memory: yes gives the graph's files random-access advice, so that a page fault reads its page and no readahead window (without it, sampling such a graph can read it from disk hundreds of times over); auto does so when the graph's arrays take more than half the available memory")
+	fl.StringVar(&f.graphOnDisk, "graph-on-disk", "auto", "a graph larger than memory: yes gives the graph's files random-access advice, so that a page fault reads its page and no readahead window (without it, sampling such a graph can read it from disk hundreds of times over), and reads the pages each hop is about to touch ahead with many reads in flight; advice gives the advice alone; auto is yes when the graph's arrays take more than half the available memory")
 	fl.IntVar(&f.superbatch, "superbatch", 10, "reading features from disk in sampled mode: plan the cache over this many batches ahead (Ginex): a missed row replaces the cached row used farthest ahead; 0 keeps the cache static")
 	fl.StringVar(&f.featureCache, "feature-cache", "", "keep the rows of the most sampled nodes (see --cache-policy) in memory, up to this size (e.g. 2GiB), in front of the feature file (read from disk, or mapped: see --features-in-memory); the hit rate is reported (default: from disk, what the available memory leaves after the graph and two batches; mapped, no cache)")
 	fl.StringVar(&f.featureDType, "feature-dtype", "", "hold the features in memory as float16 or bfloat16 (half of float32's memory; converted once at start), or read them as stored (default: as stored; where from, see --features-in-memory)")
@@ -554,7 +554,12 @@ func printSummary2(w io.Writer, s train.Summary) {
 		fmt.Fprintf(w, "feature cache: %s rows in %s, hit rate %.1f%%\n", units.Count(s.FeatureCacheRows), units.Bytes(s.FeatureCacheBytes), 100*s.FeatureCacheHitRate)
 	}
 	if s.GraphOnDisk {
-		fmt.Fprintln(w, "graph: read from disk with random-access advice (--graph-on-disk)")
+		if s.GraphReads > 0 {
+			fmt.Fprintf(w, "graph: read from disk with random-access advice, %s read ahead of sampling in %s requests in flight (--graph-on-disk)\n",
+				units.Bytes(s.GraphReadBytes), units.Count(s.GraphReads))
+		} else {
+			fmt.Fprintln(w, "graph: read from disk with random-access advice (--graph-on-disk)")
+		}
 	}
 	if d := s.Disk; d != nil {
 		budget := "--feature-cache"

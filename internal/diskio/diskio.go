@@ -23,8 +23,9 @@ type Options struct {
 	// Depth is the number of requests in flight (0 = 64).
 	Depth int
 	// Direct opens the file with O_DIRECT. It falls back to buffered
-	// reads, advised POSIX_FADV_RANDOM, when the filesystem (or the
-	// platform) refuses O_DIRECT; Reader.Direct says which.
+	// reads when the filesystem (or the platform) refuses O_DIRECT;
+	// Reader.Direct says which. Buffered reads are advised
+	// POSIX_FADV_RANDOM (no readahead around each block).
 	Direct bool
 	// Backend is "auto" or "" (io_uring when io_uring_setup works, else
 	// pread), "uring" (io_uring or an error) or "pread".

@@ -32,9 +32,9 @@ func openFile(path string, direct bool) (f file, isDirect bool, size int64, err 
 		if fd, err = unix.Open(path, flags, 0); err != nil {
 			return f, false, 0, &os.PathError{Op: "open", Path: path, Err: err}
 		}
-		if direct {
-			_ = unix.Fadvise(fd, 0, 0, unix.FADV_RANDOM)
-		}
+		// Buffered reads are batches of chosen blocks: no readahead
+		// window around each.
+		_ = unix.Fadvise(fd, 0, 0, unix.FADV_RANDOM)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
