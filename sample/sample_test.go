@@ -886,3 +886,58 @@ func TestFrontier(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetch checks that Config.Prefetch sees every node whose
+// in-neighbours a hop reads, in chunks of at most PrefetchChunk (plus the
+// look-ahead), before the draws, and changes nothing drawn: in the fused
+// path, the generic one (replacement) and frontier mode.
+func TestPrefetch(t *testing.T) {
+	g, _, _ := randomGraph(t, 3000, 5, graph.BuildOptions{Symmetrize: true})
+	seeds := make([]int32, 300)
+	for i := range seeds {
+		seeds[i] = int32(i * 7)
+	}
+	for _, c := range []Config{{Fanouts: []int{10, 5}}, {Fanouts: []int{10, 5}, Replace: true}, {Fanouts: []int{10, 5}, Frontier: true}} {
+		plain, _ := New(g, c)
+		want, err := plain.Sample(seeds, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := map[int32]bool{}
+		most := 0
+		pc := c
+		pc.Prefetch = func(nodes []int32) {
+			mu.Lock()
+			defer mu.Unlock()
+			most = max(most, len(nodes))
+			for _, v := range nodes {
+				seen[v] = true
+			}
+		}
+		pf, _ := New(g, pc)
+		got, err := pf.Sample(seeds, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gl, err := got.Local()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wl, _ := want.Local()
+		if !slices.Equal(gl, wl) || !slices.Equal(got.Blocks[0].Indices, want.Blocks[0].Indices) {
+			t.Fatalf("%+v: Prefetch changed what is drawn", c)
+		}
+		for h := range c.Fanouts {
+			b := got.Blocks[len(c.Fanouts)-1-h]
+			for _, v := range gl[:b.NumDst] {
+				if !seen[v] {
+					t.Fatalf("%+v: hop %d read node %d's neighbours, never prefetched", c, h, v)
+				}
+			}
+		}
+		if most == 0 || most > 2*PrefetchChunk {
+			t.Errorf("%+v: chunks of up to %d nodes", c, most)
+		}
+	}
+}
