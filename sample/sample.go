@@ -522,7 +522,8 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 			fetched = end
 		}
 	}
-	if s.cfg.Prefetch != nil {
+	pf := s.cfg.Prefetch != nil
+	if pf {
 		fetch(0)
 	}
 	if b := min(2*D, nd); done < b {
@@ -534,7 +535,7 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 	ip[0] = 0
 	e := 0
 	for i := 0; i < nd; i++ {
-		if i%PrefetchChunk == 0 && i > 0 && s.cfg.Prefetch != nil {
+		if pf && i%PrefetchChunk == 0 && i > 0 {
 			fetch(i)
 		}
 		if i%G == 0 {
