@@ -63,6 +63,10 @@ type Config struct {
 	// in a step, which lets a distributed step reproduce the single
 	// process's.
 	NodeDropout bool
+	// KeyIDs, when set with NodeDropout, maps every node id of the graph
+	// to the id its dropout masks are keyed by (nn.Block.Keys): a packed
+	// dataset's original ids.
+	KeyIDs []int32
 	// SparseInput, when set, is the nonzeros (tensor.NonZeros) of the
 	// feature rows Data: a step whose input rows are exactly Data (an
 	// unsplit full-graph step) hands the model an input that carries them,
@@ -232,7 +236,7 @@ type view struct {
 }
 
 func (e *Engine) splitter(m *nn.Model, mark *[]int32) *splitter {
-	return &splitter{m: m, bound: e.cfg.Bound, sampled: e.cfg.Sampled, nodeDropout: e.cfg.NodeDropout, mark: mark}
+	return &splitter{m: m, bound: e.cfg.Bound, sampled: e.cfg.Sampled, nodeDropout: e.cfg.NodeDropout, keyIDs: e.cfg.KeyIDs, mark: mark}
 }
 
 // prepare checks mb's shape against the model and wraps it for a step.
@@ -278,14 +282,16 @@ func (e *Engine) prepare(mb *batch.MiniBatch, labelledOnly bool) (*view, error) 
 			v.halo[l] = rowsMatrix(r)
 		}
 	}
-	v.blocks, err = nnBlocks(mb, ids, e.cfg.NodeDropout)
+	v.blocks, err = nnBlocks(mb, ids, e.cfg.NodeDropout, e.cfg.KeyIDs)
 	return v, err
 }
 
 // nnBlocks wraps mb's blocks for the layers: one shared nn.Block when
 // every layer has the same block (its derived index arrays are then built
 // once), else one per layer, each with the local ids of its sources.
-func nnBlocks(mb *batch.MiniBatch, ids []int32, nodeDropout bool) ([]*nn.Block, error) {
+//
+// With nodeDropout and keyIDs, each block's Keys are keyIDs of its sources.
+func nnBlocks(mb *batch.MiniBatch, ids []int32, nodeDropout bool, keyIDs []int32) ([]*nn.Block, error) {
 	shared := true
 	b0 := &mb.Blocks[0]
 	for l := 1; l < len(mb.Blocks); l++ {
@@ -318,6 +324,13 @@ func nnBlocks(mb *batch.MiniBatch, ids []int32, nodeDropout bool) ([]*nn.Block, 
 			return nil, fmt.Errorf("engine: block %d has %d sources but the batch names %d", l, b.NumSrc, len(src))
 		}
 		out[l] = &nn.Block{CSR: &tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, Weights: b.Weights, NumSrc: b.NumSrc}, NumDst: b.NumDst, Src: src, NodeDropout: nodeDropout}
+		if nodeDropout && keyIDs != nil {
+			keys := make([]int32, len(src))
+			for i, v := range src {
+				keys[i] = keyIDs[v]
+			}
+			out[l].Keys = keys
+		}
 	}
 	return out, nil
 }
@@ -608,5 +621,5 @@ func Blocks(mb *batch.MiniBatch) ([]*nn.Block, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nnBlocks(mb, ids, false)
+	return nnBlocks(mb, ids, false, nil)
 }

@@ -17,6 +17,7 @@ type splitter struct {
 	sampled bool  // for the advice of errors
 	// nodeDropout is Config.NodeDropout, for the micro-batches' blocks.
 	nodeDropout bool
+	keyIDs      []int32 // Config.KeyIDs
 	mark        *[]int32
 }
 
@@ -322,7 +323,7 @@ func (s *splitter) sub(v *view, p []int32) (*view, error) {
 		}
 	}
 	var err error
-	w.blocks, err = nnBlocks(mb, ids, s.nodeDropout)
+	w.blocks, err = nnBlocks(mb, ids, s.nodeDropout, s.keyIDs)
 	return w, err
 }
 

@@ -47,6 +47,11 @@ type Block struct {
 	// it in the same step: sampled training sets it, which is what lets a
 	// distributed step reproduce the single process's exactly.
 	NodeDropout bool
+	// Keys, when set, are the node ids NodeDropout keys the masks by, one
+	// per source, in place of Src: a packed dataset's original ids (see
+	// dataset.Dataset.OrigIDs), so that it draws the masks the original
+	// dataset does.
+	Keys []int32
 	// Remote, when set, runs the block's graph ops over rows other
 	// processes own (a SAR shard; see Remote). CSR is then unused.
 	Remote Remote
@@ -113,4 +118,12 @@ func (b *Block) WithSelfLoops() *tensor.CSR {
 		b.loops.TScratch = &s.tLoops
 	}
 	return b.loops
+}
+
+// dropKeys returns the ids NodeDropout keys its masks by: Keys, else Src.
+func (b *Block) dropKeys() []int32 {
+	if b.Keys != nil {
+		return b.Keys
+	}
+	return b.Src
 }

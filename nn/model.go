@@ -260,8 +260,8 @@ func (m *Model) forwardLayer(tp *autograd.Tape, l int, b *Block, x, h0 *autograd
 // them) when the block asks for node-keyed dropout (Block.NodeDropout)
 // and names a source node per row; otherwise dropout is keyed by position.
 func rowKeys(b *Block, rows int) []int32 {
-	if b != nil && b.NodeDropout && len(b.Src) == rows {
-		return b.Src
+	if b != nil && b.NodeDropout && len(b.dropKeys()) == rows {
+		return b.dropKeys()
 	}
 	return nil
 }
@@ -361,8 +361,8 @@ func meanHeads(tp *autograd.Tape, x *autograd.Var, heads int) *autograd.Var {
 // its node id (see Block.NodeDropout).
 func gatAttention(tp *autograd.Tape, b *Block, c *tensor.CSR, h, aSrc, aDst *autograd.Var, p float64, seed uint64) *autograd.Var {
 	var keys []int32
-	if b != nil && b.NodeDropout && len(b.Src) >= b.NumDst {
-		keys = b.Src[:b.NumDst]
+	if b != nil && b.NodeDropout && len(b.dropKeys()) >= b.NumDst {
+		keys = b.dropKeys()[:b.NumDst]
 	}
 	return tp.GATAttention(c, h, aSrc, aDst, 0.2, p, seed, keys)
 }

@@ -294,11 +294,11 @@ func (b *Block) Dropout(tp *autograd.Tape, x *autograd.Var, p float64, seed uint
 	}
 	var keys []int32
 	if b.NodeDropout {
-		switch rows := x.Value.Rows; {
-		case rows == len(b.Src):
-			keys = b.Src
-		case rows == b.NumDst && len(b.Src) >= rows:
-			keys = b.Src[:rows]
+		switch k, rows := b.dropKeys(), x.Value.Rows; {
+		case rows == len(k):
+			keys = k
+		case rows == b.NumDst && len(k) >= rows:
+			keys = k[:rows]
 		}
 	}
 	return tp.DropoutRows(x, p, seed, keys)

@@ -336,9 +336,11 @@ func (r *Runner) diskSummary() *DiskSummary {
 
 // sampleConfig is the sampler's configuration for fanouts: with a graph on
 // disk, its reads in flight (dataset.GraphReader) ahead of each chunk of
-// nodes.
+// nodes; on a packed dataset (graphmill data pack), draws keyed by the
+// original ids, so that it samples exactly what the original dataset
+// would (its in-neighbour lists keep their order).
 func (r *Runner) sampleConfig(fanouts []int) sample.Config {
-	c := sample.Config{Fanouts: fanouts}
+	c := sample.Config{Fanouts: fanouts, KeyIDs: r.ds.OrigIDs}
 	if r.graphIO != nil {
 		c.Prefetch = r.graphIO.Prefetch
 	}

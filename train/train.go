@@ -312,7 +312,7 @@ func (r *Runner) Features() feature.Source { return r.feat }
 // data-parallel gradient all-reduce, and heap-peak sampling after every
 // backward.
 func (r *Runner) engine(m *nn.Model, opt nn.Optimizer) *engine.Engine {
-	e := engine.New(m, opt, engine.Config{Bound: r.cfg.MaxMemoryBytes, Features: r.feat, Sampled: r.cfg.Mode == Sampled, NodeDropout: r.cfg.Mode == Sampled})
+	e := engine.New(m, opt, engine.Config{Bound: r.cfg.MaxMemoryBytes, Features: r.feat, Sampled: r.cfg.Mode == Sampled, NodeDropout: r.cfg.Mode == Sampled, KeyIDs: r.ds.OrigIDs})
 	e.AfterBackward = r.notePeak
 	if r.dp != nil {
 		e.Sync = r.dp

@@ -128,6 +128,9 @@ type PackedRun struct {
 	ReadVsOriginal float64 `json:"read_vs_original"`
 	// SeedsVsOriginal is SeedsPerSecond over the original layout's run.
 	SeedsVsOriginal float64 `json:"seeds_vs_original"`
+	// LossesEqual says whether the losses equal the in-memory run's on the
+	// original dataset (the packed copy samples by original id).
+	LossesEqual bool `json:"losses_equal"`
 }
 
 // Run runs the benchmark.
@@ -216,14 +219,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if mem != nil {
 		rep.VsInMemory = rep.DiskSeeds / rep.InMemorySeeds
-		eq := len(mem.History) == len(disk.History)
-		for i := range mem.History {
-			eq = eq && mem.History[i].Loss == disk.History[i].Loss
-		}
+		eq := sameLosses(mem, disk)
 		rep.LossesEqual = &eq
 	}
 	if !o.Full {
-		if rep.Packed, err = runPacked(ctx, o, dir, args, cg, rep); err != nil {
+		if rep.Packed, err = runPacked(ctx, o, dir, args, cg, rep, mem); err != nil {
 			return nil, err
 		}
 	}
@@ -335,7 +335,7 @@ func joinInts(xs []int) string {
 // runPacked packs the dataset (graphmill data pack's default layout; the
 // copy is kept beside the dataset and reused) and trains from disk on it
 // in the same memory limit, after dropping its pages from the page cache.
-func runPacked(ctx context.Context, o Options, dir string, args []string, cg *cgroup.Group, rep *Report) (*PackedRun, error) {
+func runPacked(ctx context.Context, o Options, dir string, args []string, cg *cgroup.Group, rep *Report, mem *metrics) (*PackedRun, error) {
 	say := func(f string, a ...any) {
 		if o.Progress != nil {
 			o.Progress(fmt.Sprintf(f, a...))
@@ -388,5 +388,19 @@ func runPacked(ctx context.Context, o Options, dir string, args []string, cg *cg
 	pr.DiskReadBytes, pr.SeedsPerSecond, pr.HitRate = s.DiskReadBytes, s.SeedsPerSecond, s.FeatureCacheHitRate
 	pr.ReadVsOriginal = float64(s.DiskReadBytes) / float64(max(1, rep.DiskReadBytes))
 	pr.SeedsVsOriginal = s.SeedsPerSecond / max(rep.DiskSeeds, 1e-9)
+	pr.LossesEqual = sameLosses(mem, m)
 	return pr, nil
+}
+
+// sameLosses says whether two runs' losses are equal, epoch by epoch.
+func sameLosses(a, b *metrics) bool {
+	if a == nil || b == nil || len(a.History) != len(b.History) {
+		return false
+	}
+	for i := range a.History {
+		if a.History[i].Loss != b.History[i].Loss {
+			return false
+		}
+	}
+	return true
 }

@@ -100,8 +100,8 @@ in each layout's order (page-aligned) against the original file.`,
 				fmt.Fprintf(w, "  policy %-18s hit rate %5.1f%%  reads %s\n", p.Policy, 100*p.HitRate, units.Bytes(p.ReadBytes))
 			}
 			if p := rep.Packed; p != nil {
-				fmt.Fprintf(w, "packed copy (data pack): read %s (%.2fx), %s seeds/s (%.2fx), hit rate %.1f%%\n",
-					units.Bytes(p.DiskReadBytes), p.ReadVsOriginal, units.Count(p.SeedsPerSecond), p.SeedsVsOriginal, 100*p.HitRate)
+				fmt.Fprintf(w, "packed copy (data pack): read %s (%.2fx), %s seeds/s (%.2fx), hit rate %.1f%%; losses equal the original's in memory: %v\n",
+					units.Bytes(p.DiskReadBytes), p.ReadVsOriginal, units.Count(p.SeedsPerSecond), p.SeedsVsOriginal, 100*p.HitRate, p.LossesEqual)
 			}
 			for _, l := range rep.Layouts {
 				fmt.Fprintf(w, "  layout %-10s rows from byte %-5d reads %s (%.2fx the original), %.2f bytes a byte of row missed\n",

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +14,8 @@ import (
 )
 
 // TestPackIsInvisible packs Cora and checks that what goes in and comes out
-// is by original id: a model trained on the packed copy predicts, for every
+// is by original id: sampled training gives bitwise the original's losses
+// and accuracy, a model trained on the packed copy predicts, for every
 // original node, what it predicts on Cora itself (full-graph GCN does not
 // depend on the numbering), partition --assignment gives every original
 // node its part, and a partitioned dataset of a packed one is refused.
@@ -52,6 +56,27 @@ func TestPackIsInvisible(t *testing.T) {
 	}
 	if !slices.Equal(preds[packed], preds["cora"]) {
 		t.Error("predictions on the packed copy are not those of the original nodes")
+	}
+	// Sampled training draws by original id (neighbours and dropout
+	// masks): the packed copy trains bitwise as the original.
+	var runs [2]struct {
+		TestAcc float64 `json:"test_acc"`
+		History []struct {
+			Loss float64 `json:"loss"`
+		} `json:"history"`
+	}
+	for i, ds := range []string{packed, "cora"} {
+		mf := filepath.Join(dir, filepath.Base(ds)+"-sage.json")
+		if _, err := run(t, "train", "--dataset", ds, "--model", "sage", "--epochs", "3", "--quiet", "--metrics-out", mf); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(mf)
+		if err := json.Unmarshal(b, &runs[i]); err != nil || len(runs[i].History) != 3 {
+			t.Fatalf("metrics %s: %v", mf, err)
+		}
+	}
+	if !reflect.DeepEqual(runs[0], runs[1]) {
+		t.Errorf("sampled training on the packed copy %+v, on the original %+v", runs[0], runs[1])
 	}
 	var parts [2][]int32
 	for i, ds := range []string{packed, "cora"} {
