@@ -1,3 +1,5 @@
+//go:build !noasm
+
 package half
 
 import "golang.org/x/sys/cpu"

@@ -1,3 +1,5 @@
+//go:build !noasm
+
 #include "textflag.h"
 
 // func decodeF16F16C(dst *float32, src *uint16, n int)

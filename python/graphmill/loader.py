@@ -405,7 +405,7 @@ class Loader:
                 raise GraphmillError(f"sampler {addr} serves {self.info.name!r}, which has no {split!r} split "
                                      f"(splits: {', '.join(sorted(self.info.split_sizes)) or 'none'})")
             if device is not None:
-                from .torch import DeviceStager
+                from ._tensors import DeviceStager
                 import torch
 
                 dev = torch.device(device)
@@ -747,7 +747,7 @@ class Loader:
         yield from self._device_batches()
 
     def _device_batches(self):
-        from .torch import to_torch
+        from ._tensors import to_torch
 
         cache = self.feature_cache
         st = self._stager

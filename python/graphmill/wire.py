@@ -178,7 +178,7 @@ class MiniBatch:
         """The batch as PyTorch tensors (``graphmill.torch.TorchBatch``):
         on the CPU they share this batch's memory (DLPack); with a device
         they are copied there."""
-        from .torch import to_torch
+        from ._tensors import to_torch
 
         return to_torch(self, device=device, non_blocking=non_blocking)
 
