@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/engine"
@@ -46,36 +45,9 @@ func WithEvaluator(ev Evaluator) Option { return func(r *Runner) { r.evaluator =
 // local graph's: a distributed run's batches hold global ids.
 func WithDegrees(deg []float32) Option { return func(r *Runner) { r.degOverride = deg } }
 
-// ScoreBlocks runs m forward (inference, no dropout) on a minibatch that
-// carries its float32 feature rows and its seeds' labels, and scores the
-// seeds (negative labels are skipped): the number predicted right, the
-// number scored and the summed negative log-likelihood. With every fanout
-// -1 the logits are the full-graph ones, so a distributed run evaluates
-// exactly.
+// ScoreBlocks is engine.ScoreBlocks.
 func ScoreBlocks(ctx context.Context, m *nn.Model, mb *batch.MiniBatch) (correct, total int, lossSum float64, err error) {
-	if len(mb.Labels) != len(mb.Seeds) {
-		return 0, 0, 0, fmt.Errorf("train: %d labels for %d seeds", len(mb.Labels), len(mb.Seeds))
-	}
-	if mb.Features.Empty() {
-		return 0, 0, 0, fmt.Errorf("train: the batch carries no feature rows")
-	}
-	res, err := engine.New(m, nil, engine.Config{}).Infer(ctx, m, mb)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	logits := res.Logits
-	for i, y := range mb.Labels {
-		if y < 0 {
-			continue
-		}
-		row := logits.Row(i)
-		if engine.Argmax(row) == y {
-			correct++
-		}
-		lossSum += engine.NLL(row, y)
-		total++
-	}
-	return correct, total, lossSum, nil
+	return engine.ScoreBlocks(ctx, m, mb)
 }
 
 // LoaderSeed returns the seed sampled mode's pipeline shuffles and samples

@@ -332,10 +332,9 @@ func (r *Runner) trainStep(ctx context.Context, e *engine.Engine, mb *batch.Mini
 // NewModel builds a freshly initialised model for the run.
 func (r *Runner) NewModel() (*nn.Model, error) { return nn.NewModel(r.cfg.Model, r.deg) }
 
-// Evaluation holds the metrics of one evaluation.
-type Evaluation struct {
-	ValAcc, TestAcc, ValLoss float64
-}
+// Evaluation holds the metrics of one evaluation (engine.Evaluation, which
+// evaluators outside train, such as distributed sampling's, return).
+type Evaluation = engine.Evaluation
 
 // Evaluate returns the validation and test accuracy and the validation
 // loss of m.

@@ -9,10 +9,10 @@ import (
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/sample"
-	"github.com/graphmill/graphmill/train"
 )
 
 // SourceConfig configures a Source.
@@ -179,13 +179,13 @@ func (s *Source) newPipeline() error {
 	return nil
 }
 
-// Evaluator returns a train.Evaluator that scores the model on every
+// Evaluator returns an evaluator (a train.Evaluator) that scores the model on every
 // rank's validation and test nodes (val, test: this part's, local ids;
 // labels by local id) with every neighbour sampled (fanouts of -1 for
 // layers layers, so the logits are the full-graph ones) in batches of
 // size seeds, and sums the counts over the ranks (a collective: every
 // rank evaluates at the same points).
-func (g *Graph) Evaluator(val, test, labels []int32, layers, size int) train.Evaluator {
+func (g *Graph) Evaluator(val, test, labels []int32, layers, size int) func(context.Context, *nn.Model) (engine.Evaluation, error) {
 	all := make([]int, layers)
 	for i := range all {
 		all[i] = -1
@@ -211,7 +211,7 @@ func (g *Graph) Evaluator(val, test, labels []int32, layers, size int) train.Eva
 				return 0, 0, 0, err
 			}
 			mb.Labels = append(mb.Labels[:0], lab...)
-			cc, tt, ll, err := train.ScoreBlocks(ctx, m, &mb)
+			cc, tt, ll, err := engine.ScoreBlocks(ctx, m, &mb)
 			if err != nil {
 				return 0, 0, 0, err
 			}
@@ -219,22 +219,22 @@ func (g *Graph) Evaluator(val, test, labels []int32, layers, size int) train.Eva
 		}
 		return c, t, loss, nil
 	}
-	return func(ctx context.Context, m *nn.Model) (train.Evaluation, error) {
+	return func(ctx context.Context, m *nn.Model) (engine.Evaluation, error) {
 		saved := g.saveStats()
 		defer g.restoreStats(saved)
 		vc, vt, vl, err := score(ctx, m, val)
 		if err != nil {
-			return train.Evaluation{}, err
+			return engine.Evaluation{}, err
 		}
 		tc, tt, _, err := score(ctx, m, test)
 		if err != nil {
-			return train.Evaluation{}, err
+			return engine.Evaluation{}, err
 		}
 		sums := []float64{vc, vt, vl, tc, tt}
 		if err := g.comm.AllReduce(ctx, sums, dist.Sum); err != nil {
-			return train.Evaluation{}, err
+			return engine.Evaluation{}, err
 		}
-		ev := train.Evaluation{}
+		ev := engine.Evaluation{}
 		if sums[1] > 0 {
 			ev.ValAcc, ev.ValLoss = sums[0]/sums[1], sums[2]/sums[1]
 		}
