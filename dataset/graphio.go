@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/graphmill/graphmill/internal/diskio"
+	"github.com/graphmill/graphmill/npy"
 )
 
 // GraphReader reads into the page cache, with many reads in flight, the
@@ -15,9 +16,9 @@ import (
 // page fault at a time per sampling thread; handed each hop's nodes a
 // chunk at a time just before it reads them (sample.Config.Prefetch),
 // the reader issues their pages at once instead (deduplicated, adjacent
-// ones coalesced), at the device's random-read rate. It reads through the
-// page cache (no O_DIRECT): the pages are then where the mappings find
-// them.
+// ones coalesced, those already in the page cache skipped), at the
+// device's random-read rate. It reads through the page cache (no
+// O_DIRECT): the pages are then where the mappings find them.
 type GraphReader struct {
 	d               *Dataset
 	indptr, indices *diskio.Reader
@@ -29,6 +30,7 @@ type GraphReader struct {
 
 type graphScratch struct {
 	pages []int64
+	vec   []byte     // mincore's answer
 	runs  [][2]int64 // first page, pages
 	reqs  []diskio.Req
 	buf   []byte
@@ -92,7 +94,7 @@ func (r *GraphReader) Prefetch(nodes []int32) {
 		a := r.ipBase + 8*int64(v)
 		sc.pages = append(sc.pages, a/pageSize, (a+15)/pageSize)
 	}
-	if !r.read(sc, r.indptr) {
+	if !r.read(sc, r.indptr, r.d.indptr) {
 		return
 	}
 	sc.pages = sc.pages[:0]
@@ -109,15 +111,17 @@ func (r *GraphReader) Prefetch(nodes []int32) {
 			sc.pages = append(sc.pages, p)
 		}
 	}
-	r.read(sc, r.indices)
+	r.read(sc, r.indices, r.d.indices)
 }
 
-// read reads sc.pages (sorted and deduplicated here, adjacent ones
-// coalesced) from f; false on an error.
-func (r *GraphReader) read(sc *graphScratch, f *diskio.Reader) bool {
+// read reads sc.pages (sorted and deduplicated here, those already in the
+// page cache dropped, adjacent ones coalesced) from f, the file of array
+// a; false on an error.
+func (r *GraphReader) read(sc *graphScratch, f *diskio.Reader, a *npy.Array) bool {
 	slices.Sort(sc.pages)
 	pages := slices.Compact(sc.pages)
 	last := (f.Size() - 1) / pageSize
+	pages = r.uncached(sc, pages, a, last)
 	for len(pages) > 0 {
 		sc.runs = sc.runs[:0]
 		n := int64(0)
@@ -147,4 +151,29 @@ func (r *GraphReader) read(sc *graphScratch, f *diskio.Reader) bool {
 		}
 	}
 	return true
+}
+
+// uncached keeps, of the sorted pages (at most last), those the page cache
+// lacks: one mincore call per span of pages a few apart.
+func (r *GraphReader) uncached(sc *graphScratch, pages []int64, a *npy.Array, last int64) []int64 {
+	out := pages[:0]
+	for i := 0; i < len(pages); {
+		j := i + 1
+		for j < len(pages) && pages[j]-pages[j-1] <= 4 && pages[j]-pages[i] < 256 {
+			j++
+		}
+		first, end := pages[i], min(pages[j-1], last)+1
+		if end <= first {
+			break
+		}
+		sc.vec = slices.Grow(sc.vec[:0], int(end-first))[:end-first]
+		resident(a.Data, a.DataOffset, first, sc.vec)
+		for _, p := range pages[i:j] {
+			if p < end && sc.vec[p-first]&1 == 0 {
+				out = append(out, p)
+			}
+		}
+		i = j
+	}
+	return out
 }

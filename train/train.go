@@ -110,7 +110,8 @@ type Summary struct {
 	// "no", or auto on features larger than memory); nil otherwise.
 	Disk *DiskSummary `json:"disk,omitempty"`
 	// DiskReadBytes is what the run read from disk for its features (the
-	// cache's fill and the gathers); KernelReadBytes is what the kernel
+	// cache's fill and the gathers) and, for a graph on disk, the pages
+	// read ahead of sampling (GraphReadBytes); KernelReadBytes is what the kernel
 	// counted for the whole process (/proc/self/io read_bytes: the
 	// dataset's other files too), for comparison. Both 0 unless features
 	// were read from disk.
@@ -455,7 +456,7 @@ func (r *Runner) finalizeSummary(s *Summary) {
 			s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 		}
 		s.Disk = r.diskSummary()
-		s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes, memstat.ReadBytes(), d.IOStats().ReadAmplification()
+		s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes+s.GraphReadBytes, memstat.ReadBytes(), d.IOStats().ReadAmplification()
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/synth"
 )
 
@@ -44,7 +45,7 @@ DIR is a native dataset directory, or "cora" for the built-in dataset; on a
 partitioned dataset (from 'graphmill partition') it shows the partition book.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if isPartitioned(args[0]) {
+			if job.IsPartitioned(args[0]) {
 				book, err := parts.ReadBook(args[0])
 				if err != nil {
 					return err
@@ -79,7 +80,7 @@ func newVerifyCmd() *cobra.Command {
 		Long:  "Open the dataset (which checks shapes, dtypes, offsets, labels and splits) and then check that every edge's source id is a node.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openDataset(cmd.Context(), args[0], "data verify")
+			d, err := job.OpenDataset(cmd.Context(), args[0], "data verify")
 			if err != nil {
 				return err
 			}
@@ -246,7 +247,7 @@ copied unchanged; the copy is written atomically.`,
 			if err := dataset.CheckDest(out, overwrite); err != nil {
 				return err
 			}
-			d, err := openDataset(cmd.Context(), args[0], "convert")
+			d, err := job.OpenDataset(cmd.Context(), args[0], "convert")
 			if err != nil {
 				return err
 			}

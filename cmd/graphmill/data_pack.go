@@ -9,6 +9,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/layout"
 	"github.com/graphmill/graphmill/sample"
 )
@@ -56,7 +57,7 @@ reads. The copy is written atomically; the source's rows are read with many read
 			if err := dataset.CheckDest(out, overwrite); err != nil {
 				return err
 			}
-			d, err := openDataset(cmd.Context(), args[0], "data pack")
+			d, err := job.OpenDataset(cmd.Context(), args[0], "data pack")
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/graphmill/graphmill/dist"
@@ -92,4 +93,18 @@ func (f *distFlags) join(ctx context.Context) (dist.Comm, dist.Info, error) {
 		return nil, in, fmt.Errorf("rank %d of %d (%s): %w", in.Rank, in.Size, in.Launcher, err)
 	}
 	return c, in, nil
+}
+
+// sarComm joins the launcher's group, or makes a group of one for a plain
+// process, so that SAR runs the same code under any number of ranks.
+func sarComm(cmd *cobra.Command, f *distFlags) (dist.Comm, error) {
+	comm, _, err := f.join(cmd.Context())
+	if err != nil || comm != nil {
+		return comm, err
+	}
+	gs, err := dist.LocalGroup(cmd.Context(), 1, dist.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return gs[0], nil
 }

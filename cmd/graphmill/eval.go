@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/internal/atomicfile"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/npy"
 	"github.com/graphmill/graphmill/tensor"
@@ -37,7 +38,7 @@ parts and run the layers across them (package sar); rank 0 prints the accuracies
 			if load == "" {
 				return fmt.Errorf("--load MODEL.safetensors is required")
 			}
-			if isPartitioned(ds) {
+			if job.IsPartitioned(ds) {
 				return runEvalSAR(cmd, &sf, ds, load, asJSON)
 			}
 			d, r, m, err := openCheckpoint(cmd, ds, load, batch, maxMem)
@@ -90,7 +91,7 @@ nodes in original node order, and node_ids.npy, their original ids.`,
 			if load == "" || out == "" {
 				return fmt.Errorf("--load and --out are required")
 			}
-			if isPartitioned(ds) {
+			if job.IsPartitioned(ds) {
 				return runPredictSAR(cmd, &sf, ds, load, out)
 			}
 			// Checked before the model runs: --out may only be new, empty or
@@ -143,7 +144,7 @@ func openCheckpoint(cmd *cobra.Command, ds, load string, batch int, maxMem strin
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	d, err := openDataset(cmd.Context(), ds, cmd.Name())
+	d, err := job.OpenDataset(cmd.Context(), ds, cmd.Name())
 	if err != nil {
 		return nil, nil, nil, err
 	}

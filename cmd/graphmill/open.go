@@ -1,42 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
-	"github.com/graphmill/graphmill/dataset"
-	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/internal/units"
 )
-
-// isPartitioned reports whether dir holds a partitioned dataset's book.
-func isPartitioned(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, parts.BookFile))
-	return err == nil
-}
-
-// openDataset opens a native dataset or a built-in one for command what
-// ("train", "eval", ...). A partitioned dataset is not one: the error says
-// what it is and what to give instead.
-func openDataset(ctx context.Context, nameOrDir, what string) (*dataset.Dataset, error) {
-	if isPartitioned(nameOrDir) {
-		book, err := parts.ReadBook(nameOrDir)
-		if err != nil {
-			return nil, err
-		}
-		src := book.Source
-		if src == "" {
-			src = "the original dataset"
-		}
-		return nil, fmt.Errorf("%s is a partitioned dataset (%d parts of %s, made by 'graphmill partition'), not a dataset: 'graphmill %s' reads a whole dataset in modes full, sampled and gas (gas partitions it itself): give %s, or one part, which is a dataset of its nodes and halo (%s); or train over the parts with --mode sar, sa or one-shot (under a launcher, or alone)",
-			nameOrDir, book.NumParts, book.Name, what, src, filepath.Join(nameOrDir, book.Parts[0].Dir))
-	}
-	return builtin.Open(ctx, nameOrDir)
-}
 
 // printBook describes a partitioned dataset ('graphmill data info' on it).
 func printBook(w io.Writer, dir string, b *parts.Book) {

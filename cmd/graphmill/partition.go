@@ -13,6 +13,7 @@ import (
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/npy"
 	"github.com/graphmill/graphmill/partition"
 )
@@ -66,7 +67,7 @@ streaming), random (baseline).`,
 			} else if err := atomicfile.CheckWritable(assign); err != nil {
 				return err
 			}
-			d, err := openDataset(ctx, args[0], "partition")
+			d, err := job.OpenDataset(ctx, args[0], "partition")
 			if err != nil {
 				return err
 			}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/dist/samplersvc"
+	"github.com/graphmill/graphmill/job"
 	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
-	"github.com/graphmill/graphmill/train"
 )
 
 func init() {
@@ -121,7 +121,7 @@ func runServeSampler(ctx context.Context, out io.Writer, dsName, listen, tokenFi
 	if (sec == nil || len(sec.Secret) == 0) && !loop && !insecureListen {
 		return fmt.Errorf("--listen %s is not a loopback address and no shared secret is set: set %s (or --dist-token-file) so that trainers authenticate, or pass --insecure to serve anyone who can connect", listen, dist.TokenEnv)
 	}
-	ds, err := openDataset(ctx, dsName, "serve sampler")
+	ds, err := job.OpenDataset(ctx, dsName, "serve sampler")
 	if err != nil {
 		return err
 	}
@@ -172,64 +172,5 @@ func runServeSampler(ctx context.Context, out io.Writer, dsName, listen, tokenFi
 			g.Stop()
 		}
 		return nil
-	}
-}
-
-func init() {
-	openSamplerService = func(ctx context.Context, f *trainFlags, cfg *train.Config, comm dist.Comm, out io.Writer) (*trainData, error) {
-		if cfg.Mode != train.Sampled {
-			return nil, fmt.Errorf("--sampler trains in sampled mode (--mode sampled), not %s", cfg.Mode)
-		}
-		wait, err := time.ParseDuration(f.ds.connectWait)
-		if err != nil || wait <= 0 {
-			return nil, fmt.Errorf("--connect-timeout %q: want a duration such as 60s", f.ds.connectWait)
-		}
-		ds, err := openDataset(ctx, f.dataset, "train")
-		if err != nil {
-			return nil, err
-		}
-		sec, err := loadSecurity(f.dist.tokenFile, f.dist.tlsCert, f.dist.tlsKey, f.dist.tlsCA)
-		if err != nil {
-			ds.Close()
-			return nil, err
-		}
-		var addrs []string
-		for _, a := range strings.Split(f.ds.sampler, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				addrs = append(addrs, a)
-			}
-		}
-		logf := func(s string) { fmt.Fprintln(os.Stderr, "graphmill train:", s) }
-		c, err := samplersvc.Dial(ctx, samplersvc.ClientConfig{Addrs: addrs, ConnectTimeout: wait, Security: sec, Log: logf})
-		if err != nil {
-			ds.Close()
-			return nil, err
-		}
-		fp := samplersvc.Fingerprint(ds.Graph)
-		if c.Info().Fingerprint != fp {
-			c.Close()
-			ds.Close()
-			return nil, fmt.Errorf("the samplers serve %s (%d nodes, %d edges), not --dataset %s (%d nodes, %d edges): give both the same dataset",
-				c.Info().Name, c.Info().NumNodes, c.Info().NumEdges, f.dataset, ds.Meta.NumNodes, ds.Meta.NumEdges)
-		}
-		spec := samplersvc.EpochSpec{Split: "train", Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Seed: train.LoaderSeed(*cfg),
-			Shuffle: true, Features: true, Labels: true, NormalizeFeatures: cfg.NormalizeFeatures, Shards: 1, Fingerprint: fp}
-		if p := cfg.Parallel; p != nil {
-			spec.Shard, spec.Shards = p.Rank(), p.Size()
-		}
-		src, err := samplersvc.NewSource(c, spec, len(ds.Train))
-		if err != nil {
-			c.Close()
-			ds.Close()
-			return nil, err
-		}
-		if !f.quiet {
-			fmt.Fprintf(out, "minibatches from %d sampler service(s): %s\n", len(addrs), strings.Join(addrs, ", "))
-		}
-		return &trainData{
-			ds:    ds,
-			opts:  []train.Option{train.WithBatches(src)},
-			close: func(bool) { src.Close(); c.Close(); ds.Close() },
-		}, nil
 	}
 }

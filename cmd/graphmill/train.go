@@ -16,16 +16,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/dataset"
-	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/curves"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/nn"
-	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/sar"
 	"github.com/graphmill/graphmill/tensor"
@@ -312,13 +310,28 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	if mode, err := sar.ParseMode(string(cfg.Mode)); err == nil {
-		return runTrainSAR(cmd, f, cfg, mode)
-	}
-	if f.mfg {
+	mode, sarErr := sar.ParseMode(string(cfg.Mode))
+	isSAR := sarErr == nil
+	if isSAR {
+		for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "cache-policy", "superbatch", "graph-on-disk", "feature-dtype", "overlap-eval"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
+			}
+		}
+	} else if f.mfg {
 		return fmt.Errorf("--mfg is for the sar, sa and one-shot modes (full-graph training over a partitioned dataset)")
 	}
+	if isSAR && !job.IsPartitioned(f.dataset) {
+		return fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, f.dataset, f.dataset)
+	}
 	if err := checkOutputs(f); err != nil {
+		return err
+	}
+	if f.ds.remoteCache != "" && f.ds.sampler == "" && !job.IsPartitioned(f.dataset) {
+		return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", f.dataset)
+	}
+	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.backend, MFG: f.mfg, Setup: applyProcessSettings}
+	if spec.Samplers, spec.ConnectTimeout, spec.Security, spec.RemoteCacheBytes, err = f.ds.parse(&f.dist); err != nil {
 		return err
 	}
 	comm, info, err := f.dist.join(cmd.Context())
@@ -328,103 +341,19 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	out := cmd.OutOrStdout()
 	if comm != nil {
 		defer comm.Close()
-		cfg.Parallel = dist.Trainer{Comm: comm}
+		spec.Comm = comm
 		if info.Rank != 0 { // rank 0 alone reports and writes
 			f.quiet, f.metricsOut, f.plotOut, f.save, out = true, "", "", "", io.Discard
-		} else if !f.quiet {
+		} else if !f.quiet && !isSAR {
 			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
 		}
 	}
-	opts := []train.Option{train.WithPartitioner(partition.Assign), train.WithContext(cmd.Context())}
-	var td *trainData
-	var ds *dataset.Dataset
-	if isPartitioned(f.dataset) || f.ds.sampler != "" {
-		if td, err = openTrainData(cmd.Context(), f, &cfg, comm, out); err != nil {
-			return err
-		}
-		ok := false
-		defer func() { td.close(ok) }()
-		defer func() { ok = err == nil }()
-		ds, opts = td.ds, append(opts, td.opts...)
-	} else {
-		if f.ds.remoteCache != "" {
-			return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", f.dataset)
-		}
-		if ds, err = openDataset(cmd.Context(), f.dataset, "train"); err != nil {
-			return err
-		}
-		defer ds.Close()
-	}
-	logEvery := f.logEvery
-	if logEvery <= 0 {
-		logEvery = 10
-		if cfg.Mode == train.Sampled {
-			logEvery = 1
-		}
+	if !f.quiet {
+		spec.Log = out
 	}
 	var bar *cli.Bar
-	evals := 0
-	hooks := train.Hooks{}
-	if !f.quiet {
-		if cfg.Mode != train.Sampled {
-			bar = cli.NewBar(int64(cfg.Epochs), "training", "epochs")
-			hooks.Epoch = func(s train.EpochStats) {
-				bar.Set(int64(s.Epoch + 1))
-				bar.Describe(fmt.Sprintf("loss %.4f", s.Loss))
-				if s.ValAcc != nil {
-					evals++
-					if evals%logEvery == 0 {
-						printEpoch(out, s)
-					}
-				}
-			}
-		} else {
-			hooks.EpochStart = func(epoch, batches int) {
-				bar = cli.NewBar(int64(batches), fmt.Sprintf("epoch %d", epoch), "batches")
-			}
-			hooks.Batch = func(epoch, batch int, loss float64) {
-				bar.Set(int64(batch + 1))
-				bar.Describe(fmt.Sprintf("epoch %d loss %.4f", epoch, loss))
-			}
-			hooks.Epoch = func(s train.EpochStats) {
-				bar.Finish()
-				if s.ValAcc != nil {
-					evals++
-					if evals%logEvery == 0 {
-						printEpoch(out, s)
-					}
-				}
-			}
-		}
-	}
-	if !f.quiet {
-		var fill *cli.Bar
-		hooks.Fill = func(done, total int64) {
-			if fill == nil {
-				fill = cli.NewBar(total>>20, "filling the feature cache from disk", "MiB")
-			}
-			fill.Set(done >> 20)
-			if done >= total {
-				fill.Finish()
-			}
-		}
-	}
-	r, err := train.NewRunner(ds, cfg, hooks, opts...)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	defer applyProcessSettings(cfg, r.GoMemoryLimit())()
-	cfg = r.Config()
-	if td != nil && td.cfgFix != nil {
-		td.cfgFix(&cfg)
-	}
-	if !f.quiet {
-		fmt.Fprintf(out, "training %s (%s mode) on %s: %d nodes, %d edges, %d features, %d classes; split %d/%d/%d\n",
-			cfg.Model.Kind, cfg.Mode, ds.Meta.Name, ds.Meta.NumNodes, ds.Meta.NumEdges, ds.Meta.FeatureDim, ds.Meta.NumClasses,
-			len(ds.Train), len(ds.Val), len(ds.Test))
-	}
-	res, err := r.Run(cmd.Context())
+	spec.Hooks = progressHooks(f, cfg, out, &bar)
+	res, err := job.Train(cmd.Context(), spec)
 	if bar != nil {
 		bar.Finish()
 	}
@@ -438,14 +367,14 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		fmt.Fprintf(out, "interrupted after %d epochs: keeping the best model so far\n", res.Summary.Epochs)
 	}
 	printSummary2(out, res.Summary)
-	if td != nil && td.report != nil && !f.quiet {
-		td.report(out)
+	if t := res.Summary.Traffic; isSAR && t != nil {
+		printTraffic(out, t, !f.mfg)
 	}
 	// The model first: it is what a failed write would lose.
 	if f.save != "" {
 		meta := map[string]string{
-			"dataset":            ds.Meta.Name,
-			"normalize_features": strconv.FormatBool(cfg.NormalizeFeatures),
+			"dataset":            res.Dataset,
+			"normalize_features": strconv.FormatBool(res.Config.NormalizeFeatures),
 			"best_val_acc":       strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64),
 			"test_acc":           strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64),
 		}
@@ -453,10 +382,67 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 			return err
 		}
 	}
-	if err := writeOutputs(out, f, cfg, ds.Meta.Name, res); err != nil {
+	if err := writeOutputs(out, f, res.Config, res.Dataset, res.Result); err != nil {
 		return err
 	}
 	return stopped
+}
+
+// progressHooks are the run's progress bars and epoch lines (none with
+// --quiet): a bar over epochs, or over each epoch's batches in sampled
+// mode, and the cache fill's bar. *bar is the bar to finish at the end.
+func progressHooks(f *trainFlags, cfg train.Config, out io.Writer, bar **cli.Bar) train.Hooks {
+	hooks := train.Hooks{}
+	if f.quiet {
+		return hooks
+	}
+	logEvery := f.logEvery
+	if logEvery <= 0 {
+		logEvery = 10
+		if cfg.Mode == train.Sampled {
+			logEvery = 1
+		}
+	}
+	evals := 0
+	logEpoch := func(s train.EpochStats) {
+		if s.ValAcc != nil {
+			evals++
+			if evals%logEvery == 0 {
+				printEpoch(out, s)
+			}
+		}
+	}
+	if cfg.Mode != train.Sampled {
+		*bar = cli.NewBar(int64(cfg.Epochs), "training", "epochs")
+		hooks.Epoch = func(s train.EpochStats) {
+			(*bar).Set(int64(s.Epoch + 1))
+			(*bar).Describe(fmt.Sprintf("loss %.4f", s.Loss))
+			logEpoch(s)
+		}
+	} else {
+		hooks.EpochStart = func(epoch, batches int) {
+			*bar = cli.NewBar(int64(batches), fmt.Sprintf("epoch %d", epoch), "batches")
+		}
+		hooks.Batch = func(epoch, batch int, loss float64) {
+			(*bar).Set(int64(batch + 1))
+			(*bar).Describe(fmt.Sprintf("epoch %d loss %.4f", epoch, loss))
+		}
+		hooks.Epoch = func(s train.EpochStats) {
+			(*bar).Finish()
+			logEpoch(s)
+		}
+	}
+	var fill *cli.Bar
+	hooks.Fill = func(done, total int64) {
+		if fill == nil {
+			fill = cli.NewBar(total>>20, "filling the feature cache from disk", "MiB")
+		}
+		fill.Set(done >> 20)
+		if done >= total {
+			fill.Finish()
+		}
+	}
+	return hooks
 }
 
 // saveModel saves m to path; if that fails (a full disk, a folder removed
@@ -607,3 +593,17 @@ func writeMetrics(path string, cfg train.Config, res *train.Result) error {
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// printTraffic prints what all ranks sent per epoch: the rows and
+// gradients of the training steps beside their analytic minimum (when
+// withMin: full-graph steps), evaluation's rows, the all-reduces, and the
+// busiest rank.
+func printTraffic(w io.Writer, t *train.Traffic, withMin bool) {
+	lo := ""
+	if withMin {
+		lo = ", analytic minimum " + units.Bytes(t.MinStepExchange)
+	}
+	fmt.Fprintf(w, "sent per epoch: all %d ranks %s (rows and gradients %s: training steps %s%s, evaluation %s; all-reduce %s); busiest rank %d: %s\n",
+		t.Ranks, units.Bytes(t.Sent), units.Bytes(t.Exchange), units.Bytes(t.StepExchange), lo, units.Bytes(t.Exchange-t.StepExchange),
+		units.Bytes(t.Reduce), t.BusiestRank, units.Bytes(t.RankSent[t.BusiestRank]))
+}

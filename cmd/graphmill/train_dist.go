@@ -1,22 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/graphmill/graphmill/dataset"
-	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
-	"github.com/graphmill/graphmill/dist/distsample"
-	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/units"
-	"github.com/graphmill/graphmill/nn"
-	"github.com/graphmill/graphmill/sample"
-	"github.com/graphmill/graphmill/train"
 )
 
 // distSampleFlags are train's flags for distributed sampling and sampler
@@ -33,172 +25,25 @@ func (f *distSampleFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.connectWait, "connect-timeout", "60s", "with --sampler: how long to wait for the sampler services to answer before giving up")
 }
 
-// trainData is what a run reads: the dataset given to the runner, extra
-// runner options, and what to do after the run.
-type trainData struct {
-	ds     *dataset.Dataset
-	opts   []train.Option
-	report func(w io.Writer)       // prints the run's traffic figures
-	close  func(ok bool)           // releases everything (ok: the run ended well on every rank)
-	cfgFix func(cfg *train.Config) // adjusts the configuration
-}
-
-// openDistSampled prepares distributed sampling over the partitioned
-// dataset dir: this rank's part, its features, the distributed sampler as
-// the run's batch source, distributed evaluation and global degrees.
-func openDistSampled(ctx context.Context, f *trainFlags, cfg *train.Config, comm dist.Comm, out io.Writer) (*trainData, error) {
-	if comm == nil {
-		book, err := parts.ReadBook(f.dataset)
-		if err != nil {
-			return nil, err
-		}
-		src := book.Source
-		if src == "" {
-			src = "the original dataset"
-		}
-		return nil, fmt.Errorf("%s is a partitioned dataset of %d parts: train on it under a launcher with one rank per part (graphmill launch -n %d -- graphmill train --dataset %s ...), or give the whole dataset (%s), or one part, which is a dataset of its nodes and halo (%s)",
-			f.dataset, book.NumParts, book.NumParts, f.dataset, src, filepath.Join(f.dataset, book.Parts[0].Dir))
-	}
-	if cfg.Mode != train.Sampled {
-		return nil, fmt.Errorf("a partitioned dataset trains in sampled mode (--mode sampled), not %s", cfg.Mode)
-	}
-	if cfg.OverlapEval {
-		return nil, fmt.Errorf("--overlap-eval: distributed evaluation is a collective and cannot overlap training")
-	}
-	if spec, _ := nn.Lookup(cfg.Model.Kind); spec.EdgeWeights {
-		return nil, fmt.Errorf("model %s aggregates by edge weights, which distributed sampling does not carry: train on the whole dataset, or with --engine sar", cfg.Model.Kind)
-	}
-	if f.dist.backend != "tcp" {
-		return nil, fmt.Errorf("distributed sampling needs the tcp backend (its point-to-point messages run beside collectives); --dist-backend %s", f.dist.backend)
-	}
-	var cacheBytes int64
-	if f.ds.remoteCache != "" {
-		n, err := units.ParseBytes(f.ds.remoteCache)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("--remote-cache %q: want a size such as 512MiB", f.ds.remoteCache)
-		}
-		cacheBytes = n
-	}
-	book, err := parts.ReadBook(f.dataset)
-	if err != nil {
-		return nil, err
-	}
-	if book.NumParts != comm.Size() {
-		return nil, fmt.Errorf("%s has %d parts but %d ranks run: start one rank per part", f.dataset, book.NumParts, comm.Size())
-	}
-	p, err := parts.OpenPart(f.dataset, book, comm.Rank())
-	if err != nil {
-		return nil, err
-	}
-	st, err := feature.Open(p.Dataset, feature.Options{Workers: 1})
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	normalize := cfg.NormalizeFeatures
-	if normalize {
-		ok, err := st.NormalizeRows(ctx)
-		if err != nil {
-			st.Close()
-			p.Close()
-			return nil, err
-		}
-		// Every rank must normalise or none (a part whose features have
-		// negative values is not normalised).
-		flag := []int64{0}
-		if !ok {
-			flag[0] = 1
-		}
-		if err := comm.AllReduce(ctx, flag, dist.Max); err != nil {
-			st.Close()
-			p.Close()
-			return nil, err
-		}
-		if flag[0] != 0 && ok {
-			st.Close()
-			p.Close()
-			return nil, fmt.Errorf("some part's features have negative values, so they are not normalised there; train with --normalize-features=false")
-		}
-		normalize = ok
-	}
-	g, err := distsample.Open(ctx, comm, f.dataset, distsample.Options{Fanouts: cfg.Fanouts, Features: st, CacheBytes: cacheBytes})
-	if err != nil {
-		st.Close()
-		p.Close()
-		return nil, err
-	}
-	fail := func(err error) (*trainData, error) {
-		g.Abort()
-		st.Close()
-		p.Close()
-		return nil, err
-	}
-	src, err := g.NewSource(ctx, p.Train, p.Labels, distsample.SourceConfig{BatchSize: cfg.BatchSize, Seed: train.LoaderSeed(*cfg), Prefetch: cfg.Prefetch})
-	if err != nil {
-		return fail(err)
-	}
-	deg, err := g.GlobalInDegrees(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	cached := 0
-	if cacheBytes > 0 {
-		seeds, _ := src.Batches(0)
-		if cached, err = g.Presample(ctx, seeds, sample.EpochKey(train.LoaderSeed(*cfg), 0)); err != nil {
-			return fail(fmt.Errorf("presampling for the remote-row cache: %w", err))
+// parse returns the sampler addresses, their connection timeout and
+// security (from d's flags), and the remote-row cache's size.
+func (f *distSampleFlags) parse(d *distFlags) (addrs []string, wait time.Duration, sec *dist.Security, cache int64, err error) {
+	if f.remoteCache != "" {
+		if cache, err = units.ParseBytes(f.remoteCache); err != nil || cache < 0 {
+			return nil, 0, nil, 0, fmt.Errorf("--remote-cache %q: want a size such as 512MiB", f.remoteCache)
 		}
 	}
-	if !f.quiet {
-		fmt.Fprintf(out, "distributed sampling over %d parts of %s (%s nodes): part %d holds %s nodes + %s halo, %d training nodes, %d steps per epoch\n",
-			book.NumParts, book.Name, units.Count(int64(book.NumNodes)), p.Index, units.Count(int64(p.NumInner())), units.Count(int64(p.NumLocal()-p.NumInner())), len(p.Train), src.NumBatches())
-		if cacheBytes > 0 {
-			fmt.Fprintf(out, "remote-row cache: %s rows (%s of %s)\n", units.Count(int64(cached)), units.Bytes(int64(cached)*int64(4*st.Dim())), units.Bytes(cacheBytes))
+	for _, a := range strings.Split(f.sampler, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
 		}
 	}
-	layers := len(cfg.Fanouts)
-	return &trainData{
-		ds: p.Dataset,
-		opts: []train.Option{train.WithFeatures(st), train.WithBatches(src), train.WithDegrees(deg),
-			train.WithEvaluator(g.Evaluator(p.Val, p.Test, p.Labels, layers, max(1, min(cfg.EvalBatchSize, 1024))))},
-		cfgFix: func(c *train.Config) { c.NormalizeFeatures = normalize },
-		report: func(w io.Writer) {
-			s := g.Stats()
-			b := float64(max(1, s.Batches))
-			fmt.Fprintf(w, "distributed sampling (rank %d): %d minibatches, %.1f sampling + %.1f feature requests per minibatch, %s of remote feature rows per minibatch",
-				comm.Rank(), s.Batches, float64(s.SampleRequests)/b, float64(s.GatherRequests)/b, units.Bytes(int64(float64(s.RemoteFeatureBytes)/b)))
-			if cacheBytes > 0 {
-				fmt.Fprintf(w, ", remote-row cache hit rate %.1f%%", 100*s.CacheHitRate())
-			}
-			fmt.Fprintln(w)
-		},
-		close: func(ok bool) {
-			if ok {
-				g.Close(context.Background())
-			} else {
-				g.Abort()
-			}
-			st.Close()
-			p.Close()
-		},
-	}, nil
-}
-
-// openTrainData opens what a distributed-sampling or sampler-service run
-// reads.
-func openTrainData(ctx context.Context, f *trainFlags, cfg *train.Config, comm dist.Comm, out io.Writer) (*trainData, error) {
-	if f.ds.sampler != "" {
-		if isPartitioned(f.dataset) {
-			return nil, fmt.Errorf("--sampler: give the dataset the samplers serve (a whole dataset), not the partitioned %s", f.dataset)
-		}
-		if f.ds.remoteCache != "" {
-			return nil, fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset, not to --sampler")
-		}
-		return openSamplerService(ctx, f, cfg, comm, out)
+	if len(addrs) == 0 {
+		return nil, 0, nil, cache, nil
 	}
-	return openDistSampled(ctx, f, cfg, comm, out)
-}
-
-// openSamplerService is filled in by serve.go's client side.
-var openSamplerService = func(ctx context.Context, f *trainFlags, cfg *train.Config, comm dist.Comm, out io.Writer) (*trainData, error) {
-	return nil, fmt.Errorf("--sampler: not available")
+	if wait, err = time.ParseDuration(f.connectWait); err != nil || wait <= 0 {
+		return nil, 0, nil, 0, fmt.Errorf("--connect-timeout %q: want a duration such as 60s", f.connectWait)
+	}
+	sec, err = loadSecurity(d.tokenFile, d.tlsCert, d.tlsKey, d.tlsCA)
+	return addrs, wait, sec, cache, err
 }

@@ -1,0 +1,176 @@
+// Package job is graphmill's library entry point: Train runs a training
+// job described by a Spec, picking its route from the dataset and the ranks
+// it is given, and opening the dataset and its features once:
+//
+//   - one process, or data-parallel ranks (Spec.Comm), on a dataset
+//     directory or a built-in dataset: full-graph, sampled or GNNAutoScale
+//     training (package train);
+//   - sampled training from sampler services (Spec.Samplers);
+//   - distributed sampling over a partitioned dataset, one rank a part;
+//   - SAR's distributed full-graph steps over a partitioned dataset
+//     (Config.Mode sar, sa or one-shot; package sar).
+//
+// cmd/graphmill turns its flags into a Spec and prints what Train returns.
+// A Go program trains in a few lines (see the example).
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/dataset/parts"
+	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/partition"
+	"github.com/graphmill/graphmill/sar"
+	"github.com/graphmill/graphmill/train"
+)
+
+// Spec describes a training job.
+type Spec struct {
+	// Dataset is a dataset directory, the name of a built-in dataset
+	// ("cora"), or a partitioned dataset ('graphmill partition').
+	Dataset string
+	// Config is the training configuration (train.Defaults gives one).
+	Config train.Config
+	// Comm joins the ranks of a distributed job (nil: one process): on a
+	// dataset they train data-parallel, on a partitioned dataset they
+	// sample it together (sampled mode) or run SAR (modes sar, sa,
+	// one-shot). Backend names its backend (distributed sampling needs
+	// "tcp").
+	Comm    dist.Comm
+	Backend string
+	// Samplers are the addresses of sampler services ('graphmill serve
+	// sampler') to take the minibatches from, serving Dataset; with
+	// ConnectTimeout (default 60 s) and Security.
+	Samplers       []string
+	ConnectTimeout time.Duration
+	Security       *dist.Security
+	// RemoteCacheBytes is distributed sampling's cache of other ranks'
+	// feature rows (0: none).
+	RemoteCacheBytes int64
+	// MFG makes SAR's steps run on message-flow graphs of the training
+	// nodes' neighbourhoods (sar.Engine.MFG).
+	MFG bool
+	// Hooks are called as the run goes (progress bars).
+	Hooks train.Hooks
+	// Log receives what the job says about itself before and after the
+	// run (the route, the dataset, traffic); nil: nothing.
+	Log io.Writer
+	// ServiceLog receives sampler-service events (failovers); nil: stderr.
+	ServiceLog func(string)
+	// Setup, when set, is called once the run is configured, before the
+	// first step, with the effective configuration and the Go memory
+	// limit the run asks for (train.Runner.GoMemoryLimit; 0: none); the
+	// function it returns is called when the run ends. Process-wide
+	// settings (kernel threads, the runtime's memory limit) belong to the
+	// program: the library never changes them itself.
+	Setup func(cfg train.Config, goMemoryLimit int64) (restore func())
+}
+
+// Result is what a job returns: the run's (train.Result), the effective
+// configuration, and the dataset's name.
+type Result struct {
+	*train.Result
+	Config  train.Config
+	Dataset string
+}
+
+// Train runs the job. On an interruption (ctx cancelled) after at least one
+// epoch it returns the result so far with an error wrapping
+// train.ErrInterrupted.
+func Train(ctx context.Context, s Spec) (*Result, error) {
+	if mode, err := sar.ParseMode(string(s.Config.Mode)); err == nil {
+		return trainSAR(ctx, s, mode)
+	}
+	if s.MFG {
+		return nil, fmt.Errorf("message-flow-graph steps (MFG) are for the sar, sa and one-shot modes (full-graph training over a partitioned dataset)")
+	}
+	cfg := s.Config
+	if s.Comm != nil {
+		cfg.Parallel = dist.Trainer{Comm: s.Comm}
+	}
+	opts := []train.Option{train.WithPartitioner(partition.Assign), train.WithContext(ctx)}
+	var ds *dataset.Dataset
+	var td *trainData
+	if IsPartitioned(s.Dataset) || len(s.Samplers) > 0 {
+		var err error
+		if td, err = openTrainData(ctx, s, &cfg); err != nil {
+			return nil, err
+		}
+		ds, opts = td.ds, append(opts, td.opts...)
+	} else {
+		if s.RemoteCacheBytes > 0 {
+			return nil, fmt.Errorf("a remote-row cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", s.Dataset)
+		}
+		var err error
+		if ds, err = OpenDataset(ctx, s.Dataset, "train"); err != nil {
+			return nil, err
+		}
+		td = &trainData{ds: ds, close: func(bool) { ds.Close() }}
+	}
+	ok := false
+	defer func() { td.close(ok) }()
+	r, err := train.NewRunner(ds, cfg, s.Hooks, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cfg = r.Config()
+	if s.Setup != nil {
+		defer s.Setup(cfg, r.GoMemoryLimit())()
+	}
+	if td.cfgFix != nil {
+		td.cfgFix(&cfg)
+	}
+	logf(s.Log, "training %s (%s mode) on %s: %d nodes, %d edges, %d features, %d classes; split %d/%d/%d\n",
+		cfg.Model.Kind, cfg.Mode, ds.Meta.Name, ds.Meta.NumNodes, ds.Meta.NumEdges, ds.Meta.FeatureDim, ds.Meta.NumClasses,
+		len(ds.Train), len(ds.Val), len(ds.Test))
+	res, err := r.Run(ctx)
+	if err != nil && !(errors.Is(err, train.ErrInterrupted) && res != nil) {
+		return nil, err
+	}
+	ok = err == nil
+	if td.report != nil && s.Log != nil {
+		td.report(s.Log)
+	}
+	return &Result{Result: res, Config: cfg, Dataset: ds.Meta.Name}, err
+}
+
+// logf writes to w when it is set.
+func logf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format, a...)
+	}
+}
+
+// IsPartitioned reports whether dir holds a partitioned dataset's book.
+func IsPartitioned(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, parts.BookFile))
+	return err == nil
+}
+
+// OpenDataset opens a native dataset or a built-in one for command what
+// ("train", "eval", ...). A partitioned dataset is not one: the error says
+// what it is and what to give instead.
+func OpenDataset(ctx context.Context, nameOrDir, what string) (*dataset.Dataset, error) {
+	if IsPartitioned(nameOrDir) {
+		book, err := parts.ReadBook(nameOrDir)
+		if err != nil {
+			return nil, err
+		}
+		src := book.Source
+		if src == "" {
+			src = "the original dataset"
+		}
+		return nil, fmt.Errorf("%s is a partitioned dataset (%d parts of %s, made by 'graphmill partition'), not a dataset: 'graphmill %s' reads a whole dataset in modes full, sampled and gas (gas partitions it itself): give %s, or one part, which is a dataset of its nodes and halo (%s); or train over the parts with --mode sar, sa or one-shot (under a launcher, or alone)",
+			nameOrDir, book.NumParts, book.Name, what, src, filepath.Join(nameOrDir, book.Parts[0].Dir))
+	}
+	return builtin.Open(ctx, nameOrDir)
+}
