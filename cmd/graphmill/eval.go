@@ -1,29 +1,61 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/job"
-	"github.com/graphmill/graphmill/nn"
-	"github.com/graphmill/graphmill/npy"
-	"github.com/graphmill/graphmill/tensor"
-	"github.com/graphmill/graphmill/train"
+	"github.com/graphmill/graphmill/sar"
 )
+
+// inferFlags are eval's and predict's flags.
+type inferFlags struct {
+	load, ds, maxMem, mode string
+	batch                  int
+	dist                   distFlags
+}
+
+func (f *inferFlags) add(c *cobra.Command, what string) {
+	c.Flags().StringVar(&f.load, "load", "", what+" (required)")
+	c.Flags().StringVar(&f.ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
+	c.Flags().IntVar(&f.batch, "batch", 4096, "nodes per batch in layer-wise inference")
+	c.Flags().StringVar(&f.maxMem, "max-memory", "", inferMemoryHelp)
+	c.Flags().StringVar(&f.mode, "mode", "sar", "on a partitioned dataset: how layers reach other ranks' rows (sar, sa or one-shot)")
+	f.dist.add(c.Flags())
+}
+
+// spec turns the flags into an InferSpec, joining the launcher's ranks on
+// a partitioned dataset; done releases them.
+func (f *inferFlags) spec(cmd *cobra.Command) (s job.InferSpec, done func(), err error) {
+	if f.load == "" {
+		return s, nil, fmt.Errorf("--load MODEL.safetensors is required")
+	}
+	s = job.InferSpec{Dataset: f.ds, Checkpoint: f.load, BatchSize: f.batch}
+	if s.MaxMemoryBytes, err = parseMaxMemory(f.maxMem); err != nil {
+		return s, nil, err
+	}
+	done = func() {}
+	if job.IsPartitioned(f.ds) {
+		if s.Mode, err = sar.ParseMode(f.mode); err != nil {
+			return s, nil, err
+		}
+		comm, err := sarComm(cmd, &f.dist)
+		if err != nil {
+			return s, nil, err
+		}
+		s.Comm, done = comm, func() { comm.Close() }
+	}
+	return s, done, nil
+}
 
 func newEvalCmd() *cobra.Command {
 	var (
-		load, ds, maxMem string
-		batch            int
-		asJSON           bool
-		sf               sarEval
+		f      inferFlags
+		asJSON bool
 	)
 	c := &cobra.Command{
 		Use:   "eval --load MODEL.safetensors [--dataset DIR|cora]",
@@ -35,42 +67,39 @@ parts and run the layers across them (package sar); rank 0 prints the accuracies
   graphmill launch -n 4 -- graphmill eval --load gcn.safetensors --dataset data/cs-4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if load == "" {
-				return fmt.Errorf("--load MODEL.safetensors is required")
-			}
-			if job.IsPartitioned(ds) {
-				return runEvalSAR(cmd, &sf, ds, load, asJSON)
-			}
-			d, r, m, err := openCheckpoint(cmd, ds, load, batch, maxMem)
+			s, done, err := f.spec(cmd)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			ev, err := r.Evaluate(cmd.Context(), m)
-			if err != nil {
+			defer done()
+			ev, err := job.Eval(cmd.Context(), s)
+			if err != nil || ev.Rank != 0 {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"val_acc": ev.ValAcc, "test_acc": ev.TestAcc, "val_loss": ev.ValLoss, "dataset": d.Meta.Name, "model": string(m.Config.Kind)})
+				out := map[string]any{"val_acc": ev.ValAcc, "test_acc": ev.TestAcc, "val_loss": ev.ValLoss, "dataset": ev.Dataset, "model": string(ev.Model)}
+				if ev.Mode != "" {
+					out["ranks"] = ev.Ranks
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s on %s: validation accuracy %.2f%%, test accuracy %.2f%%\n", m.Config.Kind, d.Meta.Name, 100*ev.ValAcc, 100*ev.TestAcc)
+			on := ev.Dataset
+			if ev.Mode != "" {
+				on = fmt.Sprintf("%s (%d ranks, %s mode)", ev.Dataset, ev.Ranks, ev.Mode)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s on %s: validation accuracy %.2f%%, test accuracy %.2f%%\n", ev.Model, on, 100*ev.ValAcc, 100*ev.TestAcc)
 			return nil
 		},
 	}
-	c.Flags().StringVar(&load, "load", "", "checkpoint to evaluate (required)")
-	c.Flags().StringVar(&ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
-	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
-	c.Flags().StringVar(&maxMem, "max-memory", "", inferMemoryHelp)
+	f.add(c, "checkpoint to evaluate")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the accuracies as JSON")
-	sf.add(c)
 	return c
 }
 
 func newPredictCmd() *cobra.Command {
 	var (
-		load, ds, out, maxMem string
-		batch                 int
-		sf                    sarEval
+		f   inferFlags
+		out string
 	)
 	c := &cobra.Command{
 		Use:   "predict --load MODEL.safetensors --out DIR [--dataset DIR|cora]",
@@ -88,123 +117,42 @@ writes the nodes of its parts into --out/rank-R (R zero-padded): the same three 
 nodes in original node order, and node_ids.npy, their original ids.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if load == "" || out == "" {
+			if f.load == "" || out == "" {
 				return fmt.Errorf("--load and --out are required")
 			}
-			if job.IsPartitioned(ds) {
-				return runPredictSAR(cmd, &sf, ds, load, out)
-			}
-			// Checked before the model runs: --out may only be new, empty or
-			// an earlier predict output.
-			if err := atomicfile.CheckDest(filepath.Clean(out), true, predictionsKind); err != nil {
-				return err
-			}
-			d, r, m, err := openCheckpoint(cmd, ds, load, batch, maxMem)
+			s, done, err := f.spec(cmd)
 			if err != nil {
 				return err
 			}
-			defer d.Close()
-			logits, err := r.Predict(cmd.Context(), m)
+			defer done()
+			dest := filepath.Clean(out)
+			if s.Comm != nil {
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return err
+				}
+				dest = filepath.Join(out, fmt.Sprintf("rank-%05d", s.Comm.Rank()))
+			}
+			// Checked before the model runs: the output may only be new,
+			// empty or an earlier predict output.
+			if err := atomicfile.CheckDest(dest, true, job.PredictionsKind); err != nil {
+				return err
+			}
+			p, err := job.Predict(cmd.Context(), s)
 			if err != nil {
 				return err
 			}
-			probs := tensor.New(logits.Rows, logits.Cols)
-			if err := tensor.LogSoftmax(probs, logits); err != nil {
+			if err := p.Write(dest); err != nil {
 				return err
 			}
-			pred := make([]int32, logits.Rows)
-			if err := tensor.RowArgmax(pred, logits); err != nil {
-				return err
+			if p.NodeIDs != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "rank %d: wrote %s/predictions.npy, probabilities.npy and node_ids.npy for its %d nodes (original order)\n", p.Rank, dest, len(p.Pred))
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/predictions.npy and probabilities.npy for %d nodes\n", dest, len(p.Pred))
 			}
-			for i, v := range probs.Data {
-				probs.Data[i] = float32(math.Exp(float64(v)))
-			}
-			manifest := predictionsManifest{Format: predictionsFormat, Model: load, Dataset: d.Dir, NumNodes: logits.Rows, NumClasses: logits.Cols}
-			// By original node id, also for a packed dataset.
-			pred, probs.Data = dataset.InOriginalOrder(d, pred, 1), dataset.InOriginalOrder(d, probs.Data, logits.Cols)
-			if err := writePredictions(out, manifest, pred, probs.Data); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/predictions.npy and probabilities.npy for %d nodes\n", out, logits.Rows)
 			return nil
 		},
 	}
-	c.Flags().StringVar(&load, "load", "", "checkpoint to run (required)")
-	c.Flags().StringVar(&ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
+	f.add(c, "checkpoint to run")
 	c.Flags().StringVar(&out, "out", "", "output directory (required)")
-	c.Flags().IntVar(&batch, "batch", 4096, "nodes per batch in layer-wise inference")
-	c.Flags().StringVar(&maxMem, "max-memory", "", inferMemoryHelp)
-	sf.add(c)
 	return c
-}
-
-// openCheckpoint opens the dataset and loads the checkpoint's model for it.
-func openCheckpoint(cmd *cobra.Command, ds, load string, batch int, maxMem string) (*dataset.Dataset, *train.Runner, *nn.Model, error) {
-	bound, err := parseMaxMemory(maxMem)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	d, err := job.OpenDataset(cmd.Context(), ds, cmd.Name())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	r, m, err := train.Load(d, load, batch, bound)
-	if err != nil {
-		d.Close()
-		return nil, nil, nil, err
-	}
-	return d, r, m, nil
-}
-
-const predictionsFormat = "graphmill-predictions"
-
-// predictionsManifest is predictions.json, which marks a predict output.
-type predictionsManifest struct {
-	Format     string `json:"format"`
-	Model      string `json:"model"`
-	Dataset    string `json:"dataset"`
-	NumNodes   int    `json:"num_nodes"`
-	NumClasses int    `json:"num_classes"`
-}
-
-// predictionsKind recognises an earlier predict output: predictions.json
-// of this format, or (written by older versions) a folder holding only
-// predictions.npy and probabilities.npy.
-var predictionsKind = atomicfile.Kind{Name: "graphmill predictions folder", Is: func(dir string) bool {
-	if b, err := os.ReadFile(filepath.Join(dir, "predictions.json")); err == nil {
-		var m predictionsManifest
-		return json.Unmarshal(b, &m) == nil && m.Format == predictionsFormat
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil || len(ents) == 0 {
-		return false
-	}
-	for _, e := range ents {
-		if n := e.Name(); n != "predictions.npy" && n != "probabilities.npy" {
-			return false
-		}
-	}
-	return true
-}}
-
-// writePredictions writes the three output files into a temporary folder
-// and swaps it with dir atomically: a failure (a full disk) leaves the
-// previous output whole.
-func writePredictions(dir string, m predictionsManifest, pred []int32, probs []float32) error {
-	o, err := atomicfile.Begin(dir, true, predictionsKind)
-	if err != nil {
-		return err
-	}
-	defer o.Abort()
-	if err := npy.WriteFile(filepath.Join(o.Tmp, "predictions.npy"), pred, m.NumNodes); err != nil {
-		return fmt.Errorf("writing %s/predictions.npy: %w", dir, err)
-	}
-	if err := npy.WriteFile(filepath.Join(o.Tmp, "probabilities.npy"), probs, m.NumNodes, m.NumClasses); err != nil {
-		return fmt.Errorf("writing %s/probabilities.npy: %w", dir, err)
-	}
-	b, _ := json.MarshalIndent(m, "", "  ")
-	if err := atomicfile.WriteSynced(filepath.Join(o.Tmp, "predictions.json"), append(b, '\n')); err != nil {
-		return fmt.Errorf("writing %s/predictions.json: %w", dir, err)
-	}
-	return o.Commit()
 }

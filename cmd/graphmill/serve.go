@@ -2,20 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"net"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
 	"github.com/graphmill/graphmill/dist"
-	"github.com/graphmill/graphmill/dist/samplersvc"
 	"github.com/graphmill/graphmill/job"
-	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
 )
 
 func init() {
@@ -73,104 +66,11 @@ until SIGINT or SIGTERM.`,
 	return c
 }
 
-// loadSecurity returns the service security from a token file or the
-// environment and TLS files (nil when none is configured).
-func loadSecurity(tokenFile, cert, key, ca string) (*dist.Security, error) {
-	var sec *dist.Security
-	if tokenFile != "" || os.Getenv(dist.TokenEnv) != "" {
-		secret, err := dist.LoadSecret(os.Getenv, tokenFile)
-		if err != nil {
-			return nil, err
-		}
-		sec = &dist.Security{Secret: secret}
-	}
-	if cert != "" || key != "" || ca != "" {
-		if cert == "" || key == "" || ca == "" {
-			return nil, fmt.Errorf("mutual TLS needs --tls-cert, --tls-key and --tls-ca together")
-		}
-		if sec == nil {
-			sec = &dist.Security{}
-		}
-		sec.TLS = &dist.TLSFiles{Cert: cert, Key: key, CA: ca}
-	}
-	return sec, nil
-}
-
-// isLoopback reports whether a listen address's host is a loopback one.
-func isLoopback(addr string) (bool, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false, fmt.Errorf("--listen %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return true, nil
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback(), nil
-}
-
 func runServeSampler(ctx context.Context, out io.Writer, dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA string, insecureListen bool, workers int) error {
-	sec, err := loadSecurity(tokenFile, tlsCert, tlsKey, tlsCA)
+	sec, err := job.LoadSecurity(tokenFile, tlsCert, tlsKey, tlsCA)
 	if err != nil {
 		return err
 	}
-	loop, err := isLoopback(listen)
-	if err != nil {
-		return err
-	}
-	if (sec == nil || len(sec.Secret) == 0) && !loop && !insecureListen {
-		return fmt.Errorf("--listen %s is not a loopback address and no shared secret is set: set %s (or --dist-token-file) so that trainers authenticate, or pass --insecure to serve anyone who can connect", listen, dist.TokenEnv)
-	}
-	ds, err := job.OpenDataset(ctx, dsName, "serve sampler")
-	if err != nil {
-		return err
-	}
-	defer ds.Close()
-	logf := func(s string) { fmt.Fprintln(os.Stderr, "graphmill sampler:", s) }
-	srv, err := samplersvc.NewServer(samplersvc.ServerConfig{Dataset: ds, Version: strings.SplitN(versionString(), "\n", 2)[0], Workers: workers, Log: logf})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	opts, err := samplersvc.ServerOptions(sec, logf)
-	if err != nil {
-		return err
-	}
-	g := grpc.NewServer(opts...)
-	pb.RegisterSamplerServer(g, srv)
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
-	}
-	auth := "no authentication (loopback only)"
-	switch {
-	case sec != nil && len(sec.Secret) > 0 && sec.TLS != nil:
-		auth = "shared secret inside mutual TLS"
-	case sec != nil && len(sec.Secret) > 0:
-		auth = "shared secret"
-	case sec != nil:
-		auth = "mutual TLS"
-	case !loop:
-		auth = "NO authentication (--insecure)"
-	}
-	m := ds.Meta
-	fmt.Fprintf(out, "serving %s (%d nodes, %d edges, %d features) with %s\nlistening on %s\n", m.Name, m.NumNodes, m.NumEdges, m.FeatureDim, auth, ln.Addr())
-	if f, ok := out.(*os.File); ok {
-		f.Sync()
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- g.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		stopped := make(chan struct{})
-		go func() { g.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(2 * time.Second):
-			g.Stop()
-		}
-		return nil
-	}
+	return job.Serve(ctx, job.ServeSpec{Dataset: dsName, Listen: listen, Security: sec, Insecure: insecureListen, Workers: workers,
+		Version: strings.SplitN(versionString(), "\n", 2)[0], Out: out})
 }

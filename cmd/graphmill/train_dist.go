@@ -9,6 +9,7 @@ import (
 
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 )
 
 // distSampleFlags are train's flags for distributed sampling and sampler
@@ -44,6 +45,6 @@ func (f *distSampleFlags) parse(d *distFlags) (addrs []string, wait time.Duratio
 	if wait, err = time.ParseDuration(f.connectWait); err != nil || wait <= 0 {
 		return nil, 0, nil, 0, fmt.Errorf("--connect-timeout %q: want a duration such as 60s", f.connectWait)
 	}
-	sec, err = loadSecurity(d.tokenFile, d.tlsCert, d.tlsKey, d.tlsCA)
+	sec, err = job.LoadSecurity(d.tokenFile, d.tlsCert, d.tlsKey, d.tlsCA)
 	return addrs, wait, sec, cache, err
 }

@@ -1,0 +1,290 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/engine"
+	"github.com/graphmill/graphmill/internal/atomicfile"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/npy"
+	"github.com/graphmill/graphmill/sar"
+	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/train"
+)
+
+// InferSpec describes a saved model run on a dataset (Eval, Predict).
+type InferSpec struct {
+	// Dataset is a dataset directory, a built-in dataset's name, or a
+	// partitioned dataset, over whose parts the ranks of Comm (or a group
+	// of one) run the layers (package sar) in Mode (default sar).
+	Dataset    string
+	Checkpoint string
+	// BatchSize and MaxMemoryBytes size layer-wise inference's batches.
+	BatchSize      int
+	MaxMemoryBytes int64
+	Comm           dist.Comm
+	Mode           sar.Mode
+}
+
+// Evaluation is a saved model's accuracies on a dataset: over all nodes,
+// also on a partitioned dataset (Ranks ranks; Rank this process's).
+type Evaluation struct {
+	engine.Evaluation
+	Dataset     string
+	Model       nn.Kind
+	Rank, Ranks int
+	Mode        sar.Mode
+}
+
+// Eval scores the checkpoint on the dataset's validation and test nodes
+// with every neighbour (layer-wise inference).
+func Eval(ctx context.Context, s InferSpec) (*Evaluation, error) {
+	if IsPartitioned(s.Dataset) {
+		e, m, done, err := openSAR(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		ev, err := e.Evaluate(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		return &Evaluation{Evaluation: ev, Dataset: e.Shard.Name, Model: m.Config.Kind, Rank: e.Shard.Rank, Ranks: e.Shard.Size, Mode: e.Mode}, nil
+	}
+	d, r, m, err := openCheckpoint(ctx, s, "eval")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	ev, err := r.Evaluate(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	return &Evaluation{Evaluation: ev, Dataset: d.Meta.Name, Model: m.Config.Kind, Ranks: 1}, nil
+}
+
+// Predictions are a saved model's predicted class and class probabilities
+// for every node by original id, or, on a partitioned dataset, for the
+// nodes of this rank's parts (NodeIDs, their original ids, increasing).
+type Predictions struct {
+	Dataset, Checkpoint string
+	Pred                []int32
+	Probs               []float32 // len(Pred) × Classes
+	Classes             int
+	NodeIDs             []int32
+	Rank, Ranks         int
+	Parts               []int
+}
+
+// Predict runs the checkpoint on every node (layer-wise inference).
+func Predict(ctx context.Context, s InferSpec) (*Predictions, error) {
+	if IsPartitioned(s.Dataset) {
+		return predictSAR(ctx, s)
+	}
+	d, r, m, err := openCheckpoint(ctx, s, "predict")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	logits, err := r.Predict(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	pred, probs, err := classify(logits)
+	if err != nil {
+		return nil, err
+	}
+	// By original node id, also for a packed dataset.
+	return &Predictions{Dataset: d.Dir, Checkpoint: s.Checkpoint, Classes: logits.Cols, Ranks: 1,
+		Pred: dataset.InOriginalOrder(d, pred, 1), Probs: dataset.InOriginalOrder(d, probs, logits.Cols)}, nil
+}
+
+// classify returns every row's argmax and softmax probabilities.
+func classify(logits tensor.Matrix) ([]int32, []float32, error) {
+	probs := tensor.New(logits.Rows, logits.Cols)
+	if err := tensor.LogSoftmax(probs, logits); err != nil {
+		return nil, nil, err
+	}
+	pred := make([]int32, logits.Rows)
+	if err := tensor.RowArgmax(pred, logits); err != nil {
+		return nil, nil, err
+	}
+	for i, v := range probs.Data {
+		probs.Data[i] = float32(math.Exp(float64(v)))
+	}
+	return pred, probs.Data, nil
+}
+
+// openCheckpoint opens the dataset and loads the checkpoint's model for
+// it, for command what.
+func openCheckpoint(ctx context.Context, s InferSpec, what string) (*dataset.Dataset, *train.Runner, *nn.Model, error) {
+	d, err := OpenDataset(ctx, s.Dataset, what)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	batch := s.BatchSize
+	if batch <= 0 {
+		batch = 4096
+	}
+	r, m, err := train.Load(d, s.Checkpoint, batch, s.MaxMemoryBytes)
+	if err != nil {
+		d.Close()
+		return nil, nil, nil, err
+	}
+	return d, r, m, nil
+}
+
+// openSAR joins the ranks (or a group of one), opens this rank's shard of
+// the partitioned dataset and loads the checkpoint for it.
+func openSAR(ctx context.Context, s InferSpec) (*sar.Engine, *nn.Model, func(), error) {
+	mode := s.Mode
+	if mode == "" {
+		mode = sar.SAR
+	}
+	mc, file, err := nn.ReadConfig(s.Checkpoint)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	normalize := true
+	if v, ok := file.Metadata["normalize_features"]; ok {
+		if normalize, err = strconv.ParseBool(v); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: bad normalize_features %q", s.Checkpoint, v)
+		}
+	}
+	comm, done := s.Comm, func() {}
+	if comm == nil {
+		gs, err := dist.LocalGroup(ctx, 1, dist.Options{})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		comm, done = gs[0], func() { gs[0].Close() }
+	}
+	sh, err := sar.Open(ctx, comm, s.Dataset, sar.ShardOptions{Normalize: normalize})
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	if mc.In != sh.FeatureDim || mc.Out != sh.NumClasses {
+		done()
+		return nil, nil, nil, fmt.Errorf("%s: the model takes %d features and predicts %d classes, but dataset %s has %d features and %d classes",
+			s.Checkpoint, mc.In, mc.Out, sh.Name, sh.FeatureDim, sh.NumClasses)
+	}
+	m, err := sar.NewModel(sh, mc)
+	if err == nil {
+		err = m.LoadParams(file, s.Checkpoint)
+	}
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return sar.NewEngine(sh, mode), m, done, nil
+}
+
+// predictSAR predicts the nodes this rank owns, in original node order.
+func predictSAR(ctx context.Context, s InferSpec) (*Predictions, error) {
+	e, m, done, err := openSAR(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	sh := e.Shard
+	logits, err := e.Logits(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	order := make([]int32, sh.NumInner())
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return int(sh.GlobalIDs[a]) - int(sh.GlobalIDs[b]) })
+	c := logits.Cols
+	rows := tensor.New(len(order), c)
+	ids := make([]int32, len(order))
+	for i, v := range order {
+		ids[i] = sh.GlobalIDs[v]
+		copy(rows.Row(i), logits.Row(int(v)))
+	}
+	pred, probs, err := classify(rows)
+	if err != nil {
+		return nil, err
+	}
+	return &Predictions{Dataset: s.Dataset, Checkpoint: s.Checkpoint, Pred: pred, Probs: probs, Classes: c, NodeIDs: ids,
+		Rank: sh.Rank, Ranks: sh.Size, Parts: sh.Parts}, nil
+}
+
+// PredictionsFormat marks predictions.json, which marks a Write output.
+const PredictionsFormat = "graphmill-predictions"
+
+// manifest is predictions.json.
+type manifest struct {
+	Format     string `json:"format"`
+	Model      string `json:"model"`
+	Dataset    string `json:"dataset"`
+	NumNodes   int    `json:"num_nodes"`
+	NumClasses int    `json:"num_classes"`
+	// A rank's part of a partitioned dataset's predictions.
+	Rank  *int  `json:"rank,omitempty"`
+	Ranks int   `json:"ranks,omitempty"`
+	Parts []int `json:"parts,omitempty"`
+}
+
+// PredictionsKind recognises an earlier predictions folder: predictions.json
+// of this format, or (written by older versions) a folder holding only
+// predictions.npy and probabilities.npy.
+var PredictionsKind = atomicfile.Kind{Name: "graphmill predictions folder", Is: func(dir string) bool {
+	if b, err := os.ReadFile(filepath.Join(dir, "predictions.json")); err == nil {
+		var m manifest
+		return json.Unmarshal(b, &m) == nil && m.Format == PredictionsFormat
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	for _, e := range ents {
+		if n := e.Name(); n != "predictions.npy" && n != "probabilities.npy" {
+			return false
+		}
+	}
+	return true
+}}
+
+// Write writes the predictions into dir: predictions.npy, probabilities.npy,
+// node_ids.npy (a rank's nodes only) and predictions.json, into a
+// temporary folder swapped with dir at once, so that a failure (a full
+// disk) leaves the previous output whole. dir must be new, empty, or an
+// earlier predictions folder.
+func (p *Predictions) Write(dir string) error {
+	o, err := atomicfile.Begin(dir, true, PredictionsKind)
+	if err != nil {
+		return err
+	}
+	defer o.Abort()
+	n := len(p.Pred)
+	m := manifest{Format: PredictionsFormat, Model: p.Checkpoint, Dataset: p.Dataset, NumNodes: n, NumClasses: p.Classes}
+	if p.NodeIDs != nil {
+		m.Rank, m.Ranks, m.Parts = &p.Rank, p.Ranks, p.Parts
+		if err := npy.WriteFile(filepath.Join(o.Tmp, "node_ids.npy"), p.NodeIDs, n); err != nil {
+			return fmt.Errorf("writing %s/node_ids.npy: %w", dir, err)
+		}
+	}
+	if err := npy.WriteFile(filepath.Join(o.Tmp, "predictions.npy"), p.Pred, n); err != nil {
+		return fmt.Errorf("writing %s/predictions.npy: %w", dir, err)
+	}
+	if err := npy.WriteFile(filepath.Join(o.Tmp, "probabilities.npy"), p.Probs, n, p.Classes); err != nil {
+		return fmt.Errorf("writing %s/probabilities.npy: %w", dir, err)
+	}
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := atomicfile.WriteSynced(filepath.Join(o.Tmp, "predictions.json"), append(b, '\n')); err != nil {
+		return fmt.Errorf("writing %s/predictions.json: %w", dir, err)
+	}
+	return o.Commit()
+}
