@@ -111,7 +111,7 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 				return runErr
 			}
 			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+				if err := cli.WriteJSON(cmd.OutOrStdout(), rep); err != nil {
 					return err
 				}
 				return runErr
@@ -134,12 +134,12 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 				}
 				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Ranks, units.Bytes(r.PeakRSSBytes), ratio(r.RSSRatio),
 					units.Bytes(r.StepTensorBytes), ratio(r.TensorRatio), units.Bytes(r.BytesSent), units.Bytes(r.MinBytes), ratio(r.BytesRatio),
-					units.Duration(secs(r.EpochSeconds)), units.Duration(secs(r.ModelledSeconds)))
+					units.Duration(cli.Seconds(r.EpochSeconds)), units.Duration(cli.Seconds(r.ModelledSeconds)))
 			}
 			w.Flush()
 			fmt.Fprintf(out, "memory ratio (sar, worst N x per-rank peak RSS / one rank) %.2f (target <= 1.3); step tensors %.2f; bytes / analytic minimum %.2f (target <= 1.1)\n",
 				rep.MemoryRatio, rep.TensorRatio, rep.BytesRatio)
-			fmt.Fprintf(out, "model: %.1f core-seconds per epoch, machines of %d cores, links of %s/s; total %s\n", rep.CoreSeconds, o.ModelCores, bitsString(o.ModelBandwidth), units.Duration(secs(rep.Seconds)))
+			fmt.Fprintf(out, "model: %.1f core-seconds per epoch, machines of %d cores, links of %s/s; total %s\n", rep.CoreSeconds, o.ModelCores, bitsString(o.ModelBandwidth), units.Duration(cli.Seconds(rep.Seconds)))
 			return runErr
 		},
 	}
@@ -190,7 +190,7 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 			if err != nil {
 				return err
 			}
-			return writeJSON(cmd.OutOrStdout(), r)
+			return cli.WriteJSON(cmd.OutOrStdout(), r)
 		},
 	}
 	rf := rc.Flags()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -51,7 +50,7 @@ partitioned dataset (from 'graphmill partition') it shows the partition book.`,
 					return err
 				}
 				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), book)
+					return cli.WriteJSON(cmd.OutOrStdout(), book)
 				}
 				printBook(cmd.OutOrStdout(), args[0], book)
 				return nil
@@ -63,7 +62,7 @@ partitioned dataset (from 'graphmill partition') it shows the partition book.`,
 			defer d.Close()
 			s := d.Summarize()
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), s)
+				return cli.WriteJSON(cmd.OutOrStdout(), s)
 			}
 			printSummary(cmd.OutOrStdout(), s)
 			return nil
@@ -163,12 +162,6 @@ seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 	f.BoolVar(&overwrite, "overwrite", false, "replace an existing graphmill dataset at --out (atomically); anything else there is refused")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
 	return c
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func printSummary(w io.Writer, s dataset.Summary) {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/internal/atomicfile"
+	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/sar"
 )
@@ -35,7 +36,7 @@ func (f *inferFlags) spec(cmd *cobra.Command) (s job.InferSpec, done func(), err
 		return s, nil, fmt.Errorf("--load MODEL.safetensors is required")
 	}
 	s = job.InferSpec{Dataset: f.ds, Checkpoint: f.load, BatchSize: f.batch}
-	if s.MaxMemoryBytes, err = parseMaxMemory(f.maxMem); err != nil {
+	if s.MaxMemoryBytes, err = cli.ParseMaxMemory(f.maxMem); err != nil {
 		return s, nil, err
 	}
 	done = func() {}
@@ -81,7 +82,7 @@ parts and run the layers across them (package sar); rank 0 prints the accuracies
 				if ev.Mode != "" {
 					out["ranks"] = ev.Ranks
 				}
-				return writeJSON(cmd.OutOrStdout(), out)
+				return cli.WriteJSON(cmd.OutOrStdout(), out)
 			}
 			on := ev.Dataset
 			if ev.Mode != "" {

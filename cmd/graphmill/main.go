@@ -14,6 +14,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/bench/databench"
+	"github.com/graphmill/graphmill/bench/diskbench"
+	"github.com/graphmill/graphmill/bench/distbench"
+	"github.com/graphmill/graphmill/bench/gemmbench"
+	"github.com/graphmill/graphmill/bench/memorybench"
+	"github.com/graphmill/graphmill/bench/partitionbench"
+	"github.com/graphmill/graphmill/bench/pybench"
+	"github.com/graphmill/graphmill/bench/samplebench"
+	"github.com/graphmill/graphmill/bench/trainbench"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 )
@@ -41,6 +50,10 @@ var benchCmd = &cobra.Command{
 
 func init() {
 	rootCmd.AddCommand(benchCmd)
+	// The benchmarks live under bench/; the CLI registers them (comm and
+	// sar, which run ranks through the launcher flags, are defined here).
+	benchCmd.AddCommand(databench.Command(), diskbench.Command(), distbench.Command(), gemmbench.Command(), trainbench.GraphCommand(),
+		memorybench.Command(), partitionbench.Command(), pybench.Command(), samplebench.Command(), trainbench.Command())
 	rootCmd.SetVersionTemplate("{{.Version}}\n")
 	atomicfile.OnLockWait = func(path, lock string) {
 		fmt.Fprintf(cli.Stderr, "waiting for another graphmill writing %s (lock %s)\n", path, lock)

@@ -112,7 +112,7 @@ streaming), random (baseline).`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), book)
+				return cli.WriteJSON(cmd.OutOrStdout(), book)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s: %d parts by %s in %s\n", out, numParts, m, units.Duration(elapsed))

@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -221,7 +220,7 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 		cfg.NormalizeFeatures = f.normalize
 	}
 	cfg.Seed, cfg.Model.Seed = f.seed, f.seed
-	if cfg.MaxMemoryBytes, err = parseMaxMemory(f.maxMemory); err != nil {
+	if cfg.MaxMemoryBytes, err = cli.ParseMaxMemory(f.maxMemory); err != nil {
 		return cfg, err
 	}
 	cfg.CachePolicy, cfg.Superbatch, cfg.GraphOnDisk = f.cachePolicy, f.superbatch, f.graphOnDisk
@@ -270,21 +269,6 @@ func applyProcessSettings(cfg train.Config, goLimit int64) func() {
 const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (activations and the rows it gathers), e.g. 2GiB or 512M; batches shrink until they fit (default: no bound)`
 
 const maxMemoryHelp = `bound on the memory a training step adds on top of what training starts from (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit. Not counted: what the process holds before the first step (the dataset's memory-mapped files, the feature cache, the --feature-dtype or --features-in-memory copy, GAS histories), so the resident set is this bound plus those (see README, "--max-memory") (default: no bound)`
-
-// parseMaxMemory parses --max-memory ("" is no bound).
-func parseMaxMemory(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := units.ParseBytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("--max-memory: %w", err)
-	}
-	if n <= 0 {
-		return 0, fmt.Errorf("--max-memory %q: want a positive size such as 2GiB", s)
-	}
-	return n, nil
-}
 
 // checkOutputs checks --save, --metrics-out and --plot before any work, so
 // that a bad path or format fails in milliseconds, not after training.
@@ -507,7 +491,7 @@ func orNaN(p *float64) float64 {
 
 func printEpoch(w io.Writer, s train.EpochStats) {
 	fmt.Fprintf(w, "epoch %4d  loss %.4f  train %.2f%%  val %.2f%%  test %.2f%%  %s\n",
-		s.Epoch, s.Loss, 100*s.TrainAcc, 100*orNaN(s.ValAcc), 100*orNaN(s.TestAcc), units.Duration(secs(s.Seconds)))
+		s.Epoch, s.Loss, 100*s.TrainAcc, 100*orNaN(s.ValAcc), 100*orNaN(s.TestAcc), units.Duration(cli.Seconds(s.Seconds)))
 }
 
 func printSummary2(w io.Writer, s train.Summary) {
@@ -522,8 +506,8 @@ func printSummary2(w io.Writer, s train.Summary) {
 		fmt.Fprintf(w, "test accuracy %.2f%%\n", 100*s.TestAcc)
 	}
 	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; total %s\n",
-		units.Duration(secs(s.EpochSeconds)), units.Duration(secs(s.SampleSeconds)), units.Duration(secs(s.GatherSeconds)),
-		units.Duration(secs(s.ComputeSeconds)), units.Duration(secs(s.WaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(secs(s.TotalSeconds)))
+		units.Duration(cli.Seconds(s.EpochSeconds)), units.Duration(cli.Seconds(s.SampleSeconds)), units.Duration(cli.Seconds(s.GatherSeconds)),
+		units.Duration(cli.Seconds(s.ComputeSeconds)), units.Duration(cli.Seconds(s.WaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(cli.Seconds(s.TotalSeconds)))
 	hist := ""
 	if s.HistoryBytes > 0 {
 		hist = ", of which histories " + units.Bytes(s.HistoryBytes)
@@ -554,10 +538,10 @@ func printSummary2(w io.Writer, s train.Summary) {
 		}
 		ranked := ""
 		if d.Policy != "" {
-			ranked = fmt.Sprintf("rows ranked (%s) in %s, ", d.Policy, units.Duration(secs(d.OrderSeconds)))
+			ranked = fmt.Sprintf("rows ranked (%s) in %s, ", d.Policy, units.Duration(cli.Seconds(d.OrderSeconds)))
 		}
 		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), %sfilled by one pass of %s in %s, opened in %s; first batch after %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
-			d.Backend, units.Bytes(d.CacheBudget), budget, ranked, units.Bytes(d.FillBytes), units.Duration(secs(d.FillSeconds)), units.Duration(secs(d.OpenSeconds)), units.Duration(secs(s.FirstBatchSeconds)),
+			d.Backend, units.Bytes(d.CacheBudget), budget, ranked, units.Bytes(d.FillBytes), units.Duration(cli.Seconds(d.FillSeconds)), units.Duration(cli.Seconds(d.OpenSeconds)), units.Duration(cli.Seconds(s.FirstBatchSeconds)),
 			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), s.ReadAmplification, units.Bytes(s.KernelReadBytes))
 		if d.Superbatch > 0 {
 			fmt.Fprintf(w, "superbatch cache (%d batches ahead, started from the %s order): %s rows admitted, %s evicted; %d of %d gathers planned\n",
@@ -591,8 +575,6 @@ func writeMetrics(path string, cfg train.Config, res *train.Result) error {
 	}
 	return atomicfile.WriteBytes(path, append(b, '\n'))
 }
-
-func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // printTraffic prints what all ranks sent per epoch: the rows and
 // gradients of the training steps beside their analytic minimum (when

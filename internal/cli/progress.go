@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -181,4 +182,29 @@ func Step(what string, fn func() error) error {
 	}
 	fmt.Fprintf(Stderr, "%-40s %s\n", what, units.Duration(time.Since(start)))
 	return nil
+}
+
+// WriteJSON writes v as indented JSON (a command's --json output).
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Seconds is s seconds as a Duration (for units.Duration).
+func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// ParseMaxMemory parses --max-memory ("" is no bound).
+func ParseMaxMemory(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := units.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("--max-memory: %w", err)
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("--max-memory %q: want a positive size such as 2GiB", s)
+	}
+	return n, nil
 }

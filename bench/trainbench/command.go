@@ -1,4 +1,4 @@
-package main
+package trainbench
 
 import (
 	"fmt"
@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/trainbench"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/train"
 )
 
-func init() {
+// Command is 'graphmill bench train'.
+func Command() *cobra.Command {
 	var (
 		quick, asJSON   bool
 		dir             string
@@ -35,9 +35,9 @@ aggregation and gather work would take at ceilings measured in the same run, ove
 The synthetic dataset is generated once into --dir (default: the cache directory) and reused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := trainbench.Full
+			o := Full
 			if quick {
-				o = trainbench.Quick
+				o = Quick
 			}
 			if cmd.Flags().Changed("epochs") {
 				o.Epochs = epochs
@@ -55,27 +55,27 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			if err := prepareTrainBench(cmd, &o, dir, asJSON); err != nil {
 				return err
 			}
-			rep, err := trainbench.Run(cmd.Context(), o)
+			rep, err := Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "GraphSAGE hidden %d, dropout %g, fanouts %v, batch %d on %s nodes / %s edges / %d features (%s seeds per epoch), %d threads, %s kernels\n",
 				rep.Hidden, rep.Dropout, rep.Fanouts, rep.BatchSize, units.Count(rep.Nodes), units.Count(rep.Edges), rep.FeatureDim, units.Count(rep.Seeds), rep.Threads, rep.Kernel)
-			fmt.Fprintf(w, "epoch %s: %s seeds/s\n", units.Duration(secs(rep.EpochSeconds)), units.Count(rep.SeedsPerSecond))
+			fmt.Fprintf(w, "epoch %s: %s seeds/s\n", units.Duration(cli.Seconds(rep.EpochSeconds)), units.Count(rep.SeedsPerSecond))
 			st := rep.Step
 			fmt.Fprintf(w, "  compute %s, waiting %s (%.1f%% of the epoch); in the loader's goroutines: sample %s, gather %s (%s rows at %.2f of the ceiling in CPU time, %.2f in wall time)\n",
-				units.Duration(secs(rep.ComputeSeconds)), units.Duration(secs(rep.WaitSeconds)), 100*rep.WaitFraction,
-				units.Duration(secs(rep.SampleSeconds)), units.Duration(secs(rep.GatherSeconds)), units.Count(st.GatheredRows), st.GatherRatio, st.GatherRatioWall)
+				units.Duration(cli.Seconds(rep.ComputeSeconds)), units.Duration(cli.Seconds(rep.WaitSeconds)), 100*rep.WaitFraction,
+				units.Duration(cli.Seconds(rep.SampleSeconds)), units.Duration(cli.Seconds(rep.GatherSeconds)), units.Count(st.GatheredRows), st.GatherRatio, st.GatherRatioWall)
 			fmt.Fprintf(w, "  kernels: GEMM %s (%.0f GFLOP/s), aggregation %s, element-wise %s, other compute %s; allocation %s (%s per step), GC %s CPU\n",
-				units.Duration(secs(st.GEMMSeconds)), st.GEMMGFlops, units.Duration(secs(st.AggregateSeconds)), units.Duration(secs(st.ElementwiseSeconds)),
-				units.Duration(secs(st.OtherSeconds)), units.Duration(secs(st.AllocSeconds)), units.Bytes(int64(rep.AllocBytesPerStep)), units.Duration(secs(st.GCSeconds)))
+				units.Duration(cli.Seconds(st.GEMMSeconds)), st.GEMMGFlops, units.Duration(cli.Seconds(st.AggregateSeconds)), units.Duration(cli.Seconds(st.ElementwiseSeconds)),
+				units.Duration(cli.Seconds(st.OtherSeconds)), units.Duration(cli.Seconds(st.AllocSeconds)), units.Bytes(int64(rep.AllocBytesPerStep)), units.Duration(cli.Seconds(st.GCSeconds)))
 			fmt.Fprintf(w, "  kernel efficiency %.2f (CPU time; %.2f in wall time): GEMM, aggregation and gather at the ceilings measured in this run (%.0f GFLOP/s, %s values/s, %s rows/s) would take %s of the epoch's %s CPU\n",
 				rep.KernelEfficiency, rep.KernelEfficiencyWall, rep.Ceilings.GEMMGFlops, units.Count(rep.Ceilings.AggregateValuesPerSec), units.Count(rep.Ceilings.GatherRowsPerSec),
-				units.Duration(secs(st.IdealSeconds)), units.Duration(secs(rep.CPUSecondsPerEpoch)))
+				units.Duration(cli.Seconds(st.IdealSeconds)), units.Duration(cli.Seconds(rep.CPUSecondsPerEpoch)))
 			return nil
 		},
 	}
@@ -86,24 +86,24 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 	c.Flags().IntVar(&batch, "batch", 1024, "seeds per minibatch")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (0 = all cores)")
 	c.Flags().IntVar(&workers, "workers", 0, "sampling goroutines (0 = all cores)")
-	c.Flags().Float64Var(&dropout, "dropout", trainbench.Quick.Dropout, "dropout probability of every layer's input (the training default; 0: none, as in the issue's PyG comparison)")
-	benchCmd.AddCommand(c)
+	c.Flags().Float64Var(&dropout, "dropout", Quick.Dropout, "dropout probability of every layer's input (the training default; 0: none, as in the issue's PyG comparison)")
+	return c
 }
 
 // prepareTrainBench sets o's dataset directory (dir, or one in the cache
 // named by its size), generates the synthetic dataset if it is missing,
 // and prints each epoch unless the output is JSON.
-func prepareTrainBench(cmd *cobra.Command, o *trainbench.Options, dir string, asJSON bool) error {
+func prepareTrainBench(cmd *cobra.Command, o *Options, dir string, asJSON bool) error {
 	o.Dir = dir
 	if o.Dir == "" {
 		o.Dir = filepath.Join(builtin.CacheDir(), fmt.Sprintf("bench-train-%d-%d-%d", o.Nodes, o.Edges, o.FeatureDim))
 	}
-	if err := cli.Step("synthetic dataset ready", func() error { return trainbench.Prepare(cmd.Context(), *o) }); err != nil {
+	if err := cli.Step("synthetic dataset ready", func() error { return Prepare(cmd.Context(), *o) }); err != nil {
 		return err
 	}
 	if !asJSON {
 		o.Epoch = func(s train.EpochStats) {
-			fmt.Fprintf(cli.Stderr, "epoch %d: %s, loss %.4f\n", s.Epoch, units.Duration(secs(s.Seconds)), s.Loss)
+			fmt.Fprintf(cli.Stderr, "epoch %d: %s, loss %.4f\n", s.Epoch, units.Duration(cli.Seconds(s.Seconds)), s.Loss)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package main
+package pybench
 
 import (
 	"encoding/json"
@@ -11,15 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/pybench"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/synth"
 )
 
-func init() { benchCmd.AddCommand(newBenchPythonCmd()) }
-
-func newBenchPythonCmd() *cobra.Command {
+// Command is 'graphmill bench python'.
+func Command() *cobra.Command {
 	var quick, asJSON, pyg bool
 	var dir, py, pypath, fanoutsS, modesS string
 	var batchSize, batches, rounds, workers, epochBatches int
@@ -86,11 +84,11 @@ The Python client must be importable by --python: install it (pip install ./pyth
 			if err != nil {
 				return err
 			}
-			cfg := pybench.Config{Dataset: dir, Graphmill: self, Python: py, PythonPath: pypath, Fanouts: fan,
+			cfg := Config{Dataset: dir, Graphmill: self, Python: py, PythonPath: pypath, Fanouts: fan,
 				BatchSize: batchSize, Batches: batches, Rounds: rounds, Workers: workers, Seed: 1,
 				Modes: strings.Split(modesS, ","), PyG: pyg, EpochBatches: epochBatches,
 				Progress: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }}
-			rep, err := pybench.Run(ctx, cfg)
+			rep, err := Run(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -133,7 +131,7 @@ func pyBenchFanouts(s string) ([]int, error) {
 	return out, nil
 }
 
-func printPyBench(w io.Writer, r *pybench.Report) {
+func printPyBench(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "%s: %s nodes, %s edges, %d features; fanouts %v, %d seeds per batch, %d batches x %d rounds (best rate; median ratio)\n",
 		filepath.Base(r.Dataset), units.Count(float64(r.Nodes)), units.Count(float64(r.Edges)), r.FeatureDim, r.Fanouts, r.BatchSize, r.Batches, r.Rounds)
 	fmt.Fprintf(w, "  go loader (in process, %d workers)   %7.1f batches/s\n", r.Workers, r.GoLoader)

@@ -1,4 +1,4 @@
-package main
+package databench
 
 import (
 	"fmt"
@@ -6,13 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/databench"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 )
 
-func init() {
+// Command is 'graphmill bench data'.
+func Command() *cobra.Command {
 	var (
 		quick, asJSON bool
 		dir           string
@@ -33,9 +33,9 @@ The generated dataset is kept in --dir and reused by later runs (then generation
 Peak memory is the process's resident-set high-water mark during the build, input included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := databench.Full
+			o := Full
 			if quick {
-				o = databench.Quick
+				o = Quick
 			}
 			o.Workers = workers
 			if buildNodes != "" {
@@ -61,18 +61,18 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 					fmt.Fprintln(cli.Stderr, s+" ...")
 				}
 			}
-			rep, err := databench.Run(cmd.Context(), o)
+			rep, err := Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "graph build (%d workers)\n", rep.Workers)
 			for _, b := range rep.Builds {
 				fmt.Fprintf(w, "  %-18s %s edges -> %s stored in %s: %s edges/s, peak RSS %s (%.1f bytes per input edge)\n",
-					b.Name, units.Count(b.InputEdges), units.Count(b.OutputEdges), units.Duration(secs(b.Seconds)),
+					b.Name, units.Count(b.InputEdges), units.Count(b.OutputEdges), units.Duration(cli.Seconds(b.Seconds)),
 					units.Count(b.EdgesPerSec), units.Bytes(b.PeakBytes), b.PeakPerEdge)
 			}
 			if rep.GenReused {
@@ -80,10 +80,10 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 			} else {
 				fmt.Fprintf(w, "synthetic generation: %s nodes, %s edges, %d features (%s) in %s: %s edges/s, %s/s written\n",
 					units.Count(rep.GenNodes), units.Count(rep.GenEdges), rep.GenFeatures, units.Bytes(rep.DatasetBytes),
-					units.Duration(secs(rep.GenSeconds)), units.Count(rep.GenEdgesPerSec), units.Bytes(int64(rep.GenBytesPerSec)))
+					units.Duration(cli.Seconds(rep.GenSeconds)), units.Count(rep.GenEdgesPerSec), units.Bytes(int64(rep.GenBytesPerSec)))
 			}
 			fmt.Fprintf(w, "open %s dataset: %s (warm page cache); verify every edge: %s\n",
-				units.Bytes(rep.DatasetBytes), units.Duration(secs(rep.OpenSeconds)), units.Duration(secs(rep.VerifySeconds)))
+				units.Bytes(rep.DatasetBytes), units.Duration(cli.Seconds(rep.OpenSeconds)), units.Duration(cli.Seconds(rep.VerifySeconds)))
 			return nil
 		},
 	}
@@ -93,5 +93,5 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 	c.Flags().IntVar(&workers, "workers", 0, "goroutines for building and generating (0 = all cores)")
 	c.Flags().StringVar(&buildNodes, "build-nodes", "", "nodes of the random graph given to the builder (default 5M; quick 1M)")
 	c.Flags().StringVar(&buildEdges, "build-edges", "", "edges of the random graph given to the builder (default 50M; quick 10M), e.g. 200M")
-	benchCmd.AddCommand(c)
+	return c
 }

@@ -1,4 +1,4 @@
-package main
+package memorybench
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/memorybench"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 )
 
-func init() {
+// Command is 'graphmill bench memory'.
+func Command() *cobra.Command {
 	var (
 		quick, asJSON bool
 		dir, bound    string
@@ -33,9 +33,9 @@ that training added stayed within the bound. Targets: bounded runs stay within t
 grows less than 1.3x when the graph grows 4x. The datasets are generated once into --dir and reused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := memorybench.Full
+			o := Full
 			if quick {
-				o = memorybench.Quick
+				o = Quick
 			}
 			if cmd.Flags().Changed("nodes") {
 				o.Nodes = nil
@@ -48,7 +48,7 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 				}
 			}
 			if bound != "" {
-				b, err := parseMaxMemory(bound)
+				b, err := cli.ParseMaxMemory(bound)
 				if err != nil {
 					return err
 				}
@@ -67,7 +67,7 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 			}
 			o.Exe = exe
 			o.Progress = func(s string) { fmt.Fprintln(cli.Stderr, s) }
-			rep, err := memorybench.RunAll(cmd.Context(), o)
+			rep, err := RunAll(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 				status = fmt.Errorf("%d of %d configurations failed or exceeded their bound: %s", len(bad), len(rep.Runs), strings.Join(bad, ", "))
 			}
 			if asJSON {
-				if err := writeJSON(cmd.OutOrStdout(), rep); err != nil {
+				if err := cli.WriteJSON(cmd.OutOrStdout(), rep); err != nil {
 					return err
 				}
 				return status
@@ -103,7 +103,7 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t\n", units.Count(r.Nodes), units.Count(r.Edges), r.Mode,
 					units.Bytes(r.PeakRSSBytes), units.Bytes(r.PeakHeapBytes), units.Bytes(r.DatasetBytes), units.Bytes(r.HistoryBytes),
-					units.Bytes(r.RestBytes), units.Bytes(r.StepPeakBytes), held, r.MicroBatches, r.Batches, units.Duration(secs(r.EpochSeconds)))
+					units.Bytes(r.RestBytes), units.Bytes(r.StepPeakBytes), held, r.MicroBatches, r.Batches, units.Duration(cli.Seconds(r.EpochSeconds)))
 			}
 			w.Flush()
 			for _, f := range failed {
@@ -121,5 +121,5 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 	c.Flags().StringVar(&bound, "max-memory", "", "bound of the bounded runs (default 512MiB; quick 256MiB)")
 	c.Flags().StringVar(&nodes, "nodes", "", "graph sizes, e.g. 1M,4M")
 	c.Flags().StringVar(&modes, "modes", "", "run only these configurations: full, bounded, sampled, gas, gas-bounded (comma separated)")
-	benchCmd.AddCommand(c)
+	return c
 }

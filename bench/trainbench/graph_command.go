@@ -1,4 +1,4 @@
-package main
+package trainbench
 
 import (
 	"fmt"
@@ -6,15 +6,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/cli"
 
-	"github.com/graphmill/graphmill/bench/trainbench"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/train"
 )
 
-func init() {
+// GraphCommand is 'graphmill bench graph'.
+func GraphCommand() *cobra.Command {
 	var (
 		quick, asJSON   bool
 		dir, model, ds  string
@@ -40,9 +41,9 @@ whose kernels are short, split into kernels and what lies outside them).`,
 			if err != nil {
 				return err
 			}
-			o := trainbench.GraphOptions{Options: trainbench.Full, Model: kind, Mode: train.Mode(mode), Partitioner: partition.Assign}
+			o := GraphOptions{Options: Full, Model: kind, Mode: train.Mode(mode), Partitioner: partition.Assign}
 			if quick {
-				o.Options = trainbench.Quick
+				o.Options = Quick
 			}
 			o.Epochs, o.Threads = epochs, threads
 			if ds != "" {
@@ -54,12 +55,12 @@ whose kernels are short, split into kernels and what lies outside them).`,
 			} else if err := prepareTrainBench(cmd, &o.Options, dir, asJSON); err != nil {
 				return err
 			}
-			rep, err := trainbench.RunGraph(cmd.Context(), o)
+			rep, err := RunGraph(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "%s, %s mode, on %s nodes / %s edges / %d features, %d threads, %s kernels (%d steps per epoch)\n",
@@ -67,8 +68,8 @@ whose kernels are short, split into kernels and what lies outside them).`,
 			fmt.Fprintf(w, "epoch %.0f ms wall, %.0f ms CPU; allocated %s per epoch, GC %.1f%% of the CPU (%.1f cycles per epoch)\n",
 				rep.MsPerEpoch, rep.CPUMsPerEpoch, units.Bytes(int64(rep.AllocBytesPerEpoch)), 100*rep.GCCPUFraction, rep.GCCyclesPerEpoch)
 			fmt.Fprintf(w, "  kernels: GEMM %s, aggregation %s, element-wise %s; outside them %s\n",
-				units.Duration(secs(rep.GEMMSeconds)), units.Duration(secs(rep.AggregateSeconds)), units.Duration(secs(rep.ElementwiseSeconds)),
-				units.Duration(secs(rep.OverheadMsPerEpoch/1000)))
+				units.Duration(cli.Seconds(rep.GEMMSeconds)), units.Duration(cli.Seconds(rep.AggregateSeconds)), units.Duration(cli.Seconds(rep.ElementwiseSeconds)),
+				units.Duration(cli.Seconds(rep.OverheadMsPerEpoch/1000)))
 			fmt.Fprintf(w, "  aggregation %s values/s: %.2f of random-row reads of %d values (%s values/s, measured in this run)\n",
 				units.Count(rep.AggregateValuesPerSec), rep.AggregateRatio, rep.CeilingWidth, units.Count(rep.CeilingValuesPerSec))
 			return nil
@@ -82,5 +83,5 @@ whose kernels are short, split into kernels and what lies outside them).`,
 	c.Flags().StringVar(&ds, "dataset", "", `train on this dataset instead of the synthetic one ("cora" or a directory): a small graph's epoch split into kernels and overhead`)
 	c.Flags().IntVar(&epochs, "epochs", 4, "epochs to run; the first is a warm-up")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (0 = all cores)")
-	benchCmd.AddCommand(c)
+	return c
 }

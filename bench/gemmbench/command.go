@@ -1,4 +1,4 @@
-package main
+package gemmbench
 
 import (
 	"encoding/json"
@@ -7,11 +7,12 @@ import (
 	"text/tabwriter"
 
 	"github.com/graphmill/graphmill/tensor"
-	"github.com/graphmill/graphmill/tensor/bench"
+	tbench "github.com/graphmill/graphmill/tensor/bench"
 	"github.com/spf13/cobra"
 )
 
-func init() {
+// Command is 'graphmill bench gemm'.
+func Command() *cobra.Command {
 	var (
 		asJSON  bool
 		quick   bool
@@ -41,7 +42,7 @@ the largest difference from the peer's product, relative to its largest value.`,
 					return err
 				}
 			}
-			rep, err := bench.RunGemm(bench.GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum, Filter: filter})
+			rep, err := tbench.RunGemm(tbench.GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum, Filter: filter})
 			if err != nil {
 				return err
 			}
@@ -73,7 +74,7 @@ the largest difference from the peer's product, relative to its largest value.`,
 	f.StringVar(&kernel, "kernel", "", "kernel set to use: generic (pure Go), avx2 or avx512 (default: the best this CPU supports)")
 	f.BoolVar(&noGonum, "no-gonum", false, "skip the gonum peer (it takes most of the time on large shapes)")
 	f.StringVar(&filter, "shape", "", "only measure shapes whose name contains this text, e.g. 4096x128 or wgrad")
-	benchCmd.AddCommand(cmd)
+	return cmd
 }
 
 func opt(v float64, format string) string {

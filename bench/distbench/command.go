@@ -1,4 +1,4 @@
-package main
+package distbench
 
 import (
 	"fmt"
@@ -6,15 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/distbench"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/sample"
 )
 
-func init() { benchCmd.AddCommand(newBenchDistSampleCmd()) }
-
-func newBenchDistSampleCmd() *cobra.Command {
+// Command is 'graphmill bench distsample'.
+func Command() *cobra.Command {
 	var quick, asJSON bool
 	var nodesS, edgesS, fanS, dir string
 	var dim, batch, batches int
@@ -39,7 +37,7 @@ in one run:
 Local ranks share this machine's cores, so per-rank rates fall as ranks are added.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := distbench.Config{Dim: dim, Seed: seed, Ranks: []int{2, 4}, BatchSize: batch, Batches: batches, Dir: dir}
+			cfg := Config{Dim: dim, Seed: seed, Ranks: []int{2, 4}, BatchSize: batch, Batches: batches, Dir: dir}
 			if quick {
 				cfg.Nodes, cfg.Edges = 200_000, 2_000_000
 				if !cmd.Flags().Changed("batches") {
@@ -71,12 +69,12 @@ Local ranks share this machine's cores, so per-rank rates fall as ranks are adde
 				return fmt.Errorf("--batch, --batches and --feature-dim must be positive")
 			}
 			cfg.Step = cli.Step
-			rep, err := distbench.Run(cmd.Context(), cfg)
+			rep, err := Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			printDistBench(cmd.OutOrStdout(), rep)
 			return nil
@@ -96,7 +94,7 @@ Local ranks share this machine's cores, so per-rank rates fall as ranks are adde
 	return c
 }
 
-func printDistBench(w io.Writer, r *distbench.Report) {
+func printDistBench(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "graph: %s nodes, %s edges, %d features; fanouts %v, batch %d, %d minibatches per measurement\n",
 		units.Count(int64(r.Nodes)), units.Count(r.Edges), r.Dim, r.Fanouts, r.BatchSize, r.Batches)
 	fmt.Fprintf(w, "single process: %.1f minibatches/s\n\n", r.SingleBatchesPerSec)

@@ -1,4 +1,4 @@
-package main
+package diskbench
 
 import (
 	"fmt"
@@ -6,13 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/diskbench"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 )
 
-func init() {
+// Command is 'graphmill bench disk'.
+func Command() *cobra.Command {
 	var (
 		quick, full, graph, asJSON bool
 		dir                        string
@@ -38,9 +38,9 @@ and bytes read of three cache policies at the same budget replayed on one sample
 in each layout's order (page-aligned) against the original file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := diskbench.Standard
+			o := Standard
 			if quick {
-				o = diskbench.Quick
+				o = Quick
 			}
 			o.Full = full
 			o.Dir = dir
@@ -54,12 +54,12 @@ in each layout's order (page-aligned) against the original file.`,
 			o.Exe = exe
 			o.Progress = func(s string) { fmt.Fprintln(cli.Stderr, s) }
 			if graph {
-				rep, err := diskbench.RunGraph(cmd.Context(), o)
+				rep, err := RunGraph(cmd.Context(), o)
 				if err != nil {
 					return err
 				}
 				if asJSON {
-					return writeJSON(cmd.OutOrStdout(), rep)
+					return cli.WriteJSON(cmd.OutOrStdout(), rep)
 				}
 				w := cmd.OutOrStdout()
 				fmt.Fprintf(w, "graph of %s nodes and %s edges (%s), memory cgroup of %s, features in memory:\n",
@@ -68,19 +68,19 @@ in each layout's order (page-aligned) against the original file.`,
 					how := map[string]string{"yes": "advice + reads in flight", "advice": "random-access advice", "no": "default readahead"}[r.Mode]
 					how = fmt.Sprintf("%-24s", how)
 					if r.TimedOut {
-						fmt.Fprintf(w, "  %s: stopped after %s without finishing the epoch, %s read\n", how, units.Duration(secs(r.Seconds)), units.Bytes(r.ReadBytes))
+						fmt.Fprintf(w, "  %s: stopped after %s without finishing the epoch, %s read\n", how, units.Duration(cli.Seconds(r.Seconds)), units.Bytes(r.ReadBytes))
 					} else {
-						fmt.Fprintf(w, "  %s: epoch %s, %s read\n", how, units.Duration(secs(r.EpochSeconds)), units.Bytes(r.ReadBytes))
+						fmt.Fprintf(w, "  %s: epoch %s, %s read\n", how, units.Duration(cli.Seconds(r.EpochSeconds)), units.Bytes(r.ReadBytes))
 					}
 				}
 				return nil
 			}
-			rep, err := diskbench.Run(cmd.Context(), o)
+			rep, err := Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			c := rep.Ceilings
@@ -91,7 +91,7 @@ in each layout's order (page-aligned) against the original file.`,
 			fmt.Fprintf(w, "io_efficiency %.2f (bar >= 0.6)   read_amplification %.2f (bar <= 1.3)   fill_efficiency %.2f (bar >= 0.7)\n",
 				rep.IOEfficiency, rep.ReadAmplification, rep.FillEfficiency)
 			fmt.Fprintf(w, "first batch after %.1fs (bar %.1fs); epoch %s; %s seeds/s from disk", rep.FirstBatch, rep.FirstBatchBound,
-				units.Duration(secs(rep.EpochSeconds)), units.Count(rep.DiskSeeds))
+				units.Duration(cli.Seconds(rep.EpochSeconds)), units.Count(rep.DiskSeeds))
 			if rep.InMemorySeeds > 0 {
 				fmt.Fprintf(w, ", %s in memory (vs_in_memory %.2f); losses equal: %v", units.Count(rep.InMemorySeeds), rep.VsInMemory, *rep.LossesEqual)
 			}
@@ -115,5 +115,5 @@ in each layout's order (page-aligned) against the original file.`,
 	c.Flags().BoolVar(&graph, "graph", false, "instead: a graph larger than memory (4M nodes, 80M edges, 352 MB) sampled in a 160 MB memory cgroup: with random-access advice and reads in flight ahead of sampling (--graph-on-disk yes), with the advice alone, and with the default readahead (stopped at 5x the advice's time); root only")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the dataset (default: the cache directory)")
-	benchCmd.AddCommand(c)
+	return c
 }

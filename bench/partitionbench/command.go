@@ -1,8 +1,7 @@
-package main
+package partitionbench
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,14 +10,12 @@ import (
 
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/internal/shareddata"
 	"github.com/graphmill/graphmill/partition/partbench"
 )
 
-func init() {
-	benchCmd.AddCommand(newBenchPartitionCmd())
-}
-
-func newBenchPartitionCmd() *cobra.Command {
+// Command is 'graphmill bench partition'.
+func Command() *cobra.Command {
 	var (
 		cfg     partbench.Config
 		parts   string
@@ -47,7 +44,7 @@ fastest of each is kept (--repeat). --quick skips the synthetic graph.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.DataDir == "" {
-				cfg.DataDir = findData()
+				cfg.DataDir = shareddata.Dir()
 			}
 			if cfg.CacheDir == "" {
 				cfg.CacheDir = filepath.Join(builtin.CacheDir(), "bench")
@@ -66,7 +63,7 @@ fastest of each is kept (--repeat). --quick skips the synthetic graph.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
 			for _, r := range rep.Records {
@@ -100,17 +97,4 @@ fastest of each is kept (--repeat). --quick skips the synthetic graph.`,
 	f.StringSliceVar(&cfg.Graphs, "graphs", nil, "only these graphs (name prefixes: wave, email-Enron, cora, citeseer, synthetic)")
 	f.IntVar(&cfg.Repeat, "repeat", 0, "runs per partitioner, alternating, fastest kept (0: 5 below 2M edges, 3 up to 5M, else 1)")
 	return c
-}
-
-// findData locates the shared data directory.
-func findData() string {
-	if d := os.Getenv("GRAPHMILL_DATA"); d != "" {
-		return d
-	}
-	for _, d := range []string{"../shared/data", "../../shared/data", "../../../shared/data"} {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
-	}
-	return "../shared/data"
 }

@@ -1,4 +1,4 @@
-package main
+package samplebench
 
 import (
 	"fmt"
@@ -15,11 +15,8 @@ import (
 	"github.com/graphmill/graphmill/sample"
 )
 
-func init() {
-	benchCmd.AddCommand(newBenchSampleCmd())
-}
-
-func newBenchSampleCmd() *cobra.Command {
+// Command is 'graphmill bench sample'.
+func Command() *cobra.Command {
 	var (
 		quick, asJSON                bool
 		dataDir, cache, nodes, edges string
@@ -146,7 +143,7 @@ of all measurements.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), rep)
+				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			printSampleReport(cmd.OutOrStdout(), rep)
 			return nil
