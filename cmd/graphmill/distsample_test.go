@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/graphmill/graphmill/dist/launch"
 )
 
 // cliCmd returns the test binary run as the CLI.
@@ -84,7 +86,7 @@ func TestDistSampledEqualsSingleProcess(t *testing.T) {
 		t.Setenv("GRAPHMILL_TEST_AS_CLI", "1")
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		err := runLaunch(ctx, 4, 0, time.Second, []string{os.Args[0], "train", "--dataset", pd, "--model", "sage", "--epochs", "10", "--seed", "3", "--remote-cache", "64KiB", "--metrics-out", multi}, &out, &errb)
+		err := launch.Local(ctx, 4, 0, time.Second, []string{os.Args[0], "train", "--dataset", pd, "--model", "sage", "--epochs", "10", "--seed", "3", "--remote-cache", "64KiB", "--metrics-out", multi}, &out, &errb)
 		cancel()
 		os.Unsetenv("GRAPHMILL_TEST_AS_CLI")
 		if err != nil {
@@ -243,7 +245,7 @@ func TestDataParallelFromSampler(t *testing.T) {
 		}
 		var o, e bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := runLaunch(ctx, 2, 0, time.Second, a, &o, &e)
+		err := launch.Local(ctx, 2, 0, time.Second, a, &o, &e)
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s\n%s", mode, err, o.String(), e.String())
@@ -276,7 +278,7 @@ func TestDistSampledGCNAndGAT(t *testing.T) {
 		t.Setenv("GRAPHMILL_TEST_AS_CLI", "1")
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := runLaunch(ctx, 2, 0, time.Second, append([]string{os.Args[0], "train", "--dataset", pd, "--metrics-out", multi}, args...), &out, &errb)
+		err := launch.Local(ctx, 2, 0, time.Second, append([]string{os.Args[0], "train", "--dataset", pd, "--metrics-out", multi}, args...), &out, &errb)
 		cancel()
 		os.Unsetenv("GRAPHMILL_TEST_AS_CLI")
 		if err != nil {

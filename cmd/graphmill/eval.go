@@ -17,7 +17,7 @@ import (
 type inferFlags struct {
 	load, ds, maxMem, mode string
 	batch                  int
-	dist                   distFlags
+	dist                   job.DistFlags
 }
 
 func (f *inferFlags) add(c *cobra.Command, what string) {
@@ -26,7 +26,7 @@ func (f *inferFlags) add(c *cobra.Command, what string) {
 	c.Flags().IntVar(&f.batch, "batch", 4096, "nodes per batch in layer-wise inference")
 	c.Flags().StringVar(&f.maxMem, "max-memory", "", inferMemoryHelp)
 	c.Flags().StringVar(&f.mode, "mode", "sar", "on a partitioned dataset: how layers reach other ranks' rows (sar, sa or one-shot)")
-	f.dist.add(c.Flags())
+	f.dist.Add(c.Flags())
 }
 
 // spec turns the flags into an InferSpec, joining the launcher's ranks on
@@ -44,7 +44,7 @@ func (f *inferFlags) spec(cmd *cobra.Command) (s job.InferSpec, done func(), err
 		if s.Mode, err = sar.ParseMode(f.mode); err != nil {
 			return s, nil, err
 		}
-		comm, err := sarComm(cmd, &f.dist)
+		comm, err := f.dist.JoinOrAlone(cmd.Context())
 		if err != nil {
 			return s, nil, err
 		}

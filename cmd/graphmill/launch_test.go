@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/graphmill/graphmill/dist/launch"
 )
 
 // The test binary doubles as the CLI for the ranks graphmill launch starts.
@@ -28,7 +30,7 @@ func TestLaunchTrainsDataParallel(t *testing.T) {
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err := runLaunch(ctx, 2, 0, time.Second, []string{os.Args[0], "train", "--model", "sage", "--epochs", "3", "--quiet"}, &out, &errb)
+	err := launch.Local(ctx, 2, 0, time.Second, []string{os.Args[0], "train", "--model", "sage", "--epochs", "3", "--quiet"}, &out, &errb)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 	}
@@ -41,9 +43,9 @@ func TestLaunchPassesOnAFailure(t *testing.T) {
 	t.Setenv("GRAPHMILL_TEST_AS_CLI", "1")
 	var out, errb bytes.Buffer
 	t0 := time.Now()
-	err := runLaunch(context.Background(), 2, 0, time.Second, []string{os.Args[0], "train", "--model", "gcn", "--mode", "full", "--epochs", "1"}, &out, &errb)
-	var ec *exitCode
-	if !errors.As(err, &ec) || ec.code != 1 {
+	err := launch.Local(context.Background(), 2, 0, time.Second, []string{os.Args[0], "train", "--model", "gcn", "--mode", "full", "--epochs", "1"}, &out, &errb)
+	var ec *launch.ExitError
+	if !errors.As(err, &ec) || ec.Code != 1 {
 		t.Fatalf("got %v, want exit status 1", err)
 	}
 	if !strings.Contains(errb.String(), "data-parallel training under 2 ranks runs in sampled mode") {

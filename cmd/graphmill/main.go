@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/graphmill/graphmill/bench/comm"
 	"github.com/graphmill/graphmill/bench/databench"
 	"github.com/graphmill/graphmill/bench/diskbench"
 	"github.com/graphmill/graphmill/bench/distbench"
@@ -22,7 +23,9 @@ import (
 	"github.com/graphmill/graphmill/bench/partitionbench"
 	"github.com/graphmill/graphmill/bench/pybench"
 	"github.com/graphmill/graphmill/bench/samplebench"
+	"github.com/graphmill/graphmill/bench/sarbench"
 	"github.com/graphmill/graphmill/bench/trainbench"
+	"github.com/graphmill/graphmill/dist/launch"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
 )
@@ -50,9 +53,9 @@ var benchCmd = &cobra.Command{
 
 func init() {
 	rootCmd.AddCommand(benchCmd)
-	// The benchmarks live under bench/; the CLI registers them (comm and
-	// sar, which run ranks through the launcher flags, are defined here).
-	benchCmd.AddCommand(databench.Command(), diskbench.Command(), distbench.Command(), gemmbench.Command(), trainbench.GraphCommand(),
+	// The benchmarks live under bench/; the CLI registers them.
+	benchCmd.AddCommand(sarbench.Commands()...)
+	benchCmd.AddCommand(comm.Command(), databench.Command(), diskbench.Command(), distbench.Command(), gemmbench.Command(), trainbench.GraphCommand(),
 		memorybench.Command(), partitionbench.Command(), pybench.Command(), samplebench.Command(), trainbench.Command())
 	rootCmd.SetVersionTemplate("{{.Version}}\n")
 	atomicfile.OnLockWait = func(path, lock string) {
@@ -119,9 +122,9 @@ func main() {
 		os.Exit(signalExitCode(s))
 	}
 	fmt.Fprintln(os.Stderr, "graphmill:", err)
-	var ec *exitCode // launch passes on a failed rank's status
+	var ec *launch.ExitError // launch passes on a failed rank's status
 	if errors.As(err, &ec) {
-		os.Exit(ec.code)
+		os.Exit(ec.Code)
 	}
 	os.Exit(1)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphmill/graphmill/dist/launch"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/train"
 )
@@ -39,7 +40,7 @@ func TestLaunchSAR(t *testing.T) {
 	launch := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if err := runLaunch(ctx, 2, 0, time.Second, append([]string{os.Args[0]}, args...), &out, &errb); err != nil {
+		if err := launch.Local(ctx, 2, 0, time.Second, append([]string{os.Args[0]}, args...), &out, &errb); err != nil {
 			t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 		}
 		return out.String()
@@ -98,19 +99,6 @@ func TestSARModeNeedsPartitions(t *testing.T) {
 	}
 	if _, err := run(t, "train", "--mode", "one-shot", "--max-memory", "1GiB", "--epochs", "1"); err == nil || !strings.Contains(err.Error(), "--max-memory does not apply") {
 		t.Fatalf("--max-memory in one-shot mode: %v", err)
-	}
-}
-
-func TestParseBandwidth(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want float64
-		ok   bool
-	}{{"25Gbit", 25e9, true}, {"100Gbit/s", 100e9, true}, {"400Mbit", 400e6, true}, {"10G", 10e9, true}, {"1e9", 1e9, true}, {"fast", 0, false}, {"-1Gbit", 0, false}, {"0", 0, false}} {
-		got, err := parseBandwidth(tc.in)
-		if (err == nil) != tc.ok || tc.ok && got != tc.want {
-			t.Errorf("parseBandwidth(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
-		}
 	}
 }
 
@@ -182,7 +170,7 @@ func TestLaunchSARTraffic(t *testing.T) {
 			defer cancel()
 			var out, errb bytes.Buffer
 			args := append([]string{os.Args[0], "train", "--dataset", pdir, "--model", "gcn", "--epochs", "5", "--seed", "5", "--quiet", "--metrics-out", metrics}, tc.args...)
-			if err := runLaunch(ctx, tc.ranks, 0, time.Second, args, &out, &errb); err != nil {
+			if err := launch.Local(ctx, tc.ranks, 0, time.Second, args, &out, &errb); err != nil {
 				t.Fatalf("%v\n%s\n%s", err, out.String(), errb.String())
 			}
 			b, err := os.ReadFile(metrics)

@@ -50,7 +50,7 @@ type trainFlags struct {
 	featuresInMemory                  string
 	noEval                            bool
 	quiet                             bool
-	dist                              distFlags
+	dist                              job.DistFlags
 	ds                                distSampleFlags
 }
 
@@ -141,7 +141,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.StringVar(&f.plotOut, "plot", "", "draw loss and accuracy curves to this file (.png, .svg or .pdf)")
 	fl.StringVar(&f.save, "save", "", "save the best model to this safetensors file (loadable by PyTorch)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the final summary")
-	f.dist.add(fl)
+	f.dist.Add(fl)
 	f.ds.add(fl)
 	// These take -1 for "the model's default", which their help states;
 	// without this, --help would add a meaningless "(default -1)".
@@ -314,11 +314,11 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	if f.ds.remoteCache != "" && f.ds.sampler == "" && !job.IsPartitioned(f.dataset) {
 		return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", f.dataset)
 	}
-	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.backend, MFG: f.mfg, Setup: applyProcessSettings}
+	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.Backend(), MFG: f.mfg, Setup: applyProcessSettings}
 	if spec.Samplers, spec.ConnectTimeout, spec.Security, spec.RemoteCacheBytes, err = f.ds.parse(&f.dist); err != nil {
 		return err
 	}
-	comm, info, err := f.dist.join(cmd.Context())
+	comm, info, err := f.dist.Join(cmd.Context())
 	if err != nil {
 		return err
 	}

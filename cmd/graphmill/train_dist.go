@@ -28,7 +28,7 @@ func (f *distSampleFlags) add(fl *pflag.FlagSet) {
 
 // parse returns the sampler addresses, their connection timeout and
 // security (from d's flags), and the remote-row cache's size.
-func (f *distSampleFlags) parse(d *distFlags) (addrs []string, wait time.Duration, sec *dist.Security, cache int64, err error) {
+func (f *distSampleFlags) parse(d *job.DistFlags) (addrs []string, wait time.Duration, sec *dist.Security, cache int64, err error) {
 	if f.remoteCache != "" {
 		if cache, err = units.ParseBytes(f.remoteCache); err != nil || cache < 0 {
 			return nil, 0, nil, 0, fmt.Errorf("--remote-cache %q: want a size such as 512MiB", f.remoteCache)
@@ -45,6 +45,6 @@ func (f *distSampleFlags) parse(d *distFlags) (addrs []string, wait time.Duratio
 	if wait, err = time.ParseDuration(f.connectWait); err != nil || wait <= 0 {
 		return nil, 0, nil, 0, fmt.Errorf("--connect-timeout %q: want a duration such as 60s", f.connectWait)
 	}
-	sec, err = job.LoadSecurity(d.tokenFile, d.tlsCert, d.tlsKey, d.tlsCA)
+	sec, err = d.Security()
 	return addrs, wait, sec, cache, err
 }

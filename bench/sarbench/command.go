@@ -1,4 +1,4 @@
-package main
+package sarbench
 
 import (
 	"fmt"
@@ -9,16 +9,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/sarbench"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sar"
 	"github.com/graphmill/graphmill/tensor"
 )
 
-func init() {
+// Commands are 'graphmill bench sar' and its hidden per-rank command,
+// sar-rank, which the benchmark starts once per rank.
+func Commands() []*cobra.Command {
 	var (
 		quick, asJSON         bool
 		dir, bandwidth, nodes string
@@ -46,9 +48,9 @@ The full run's one-rank process peaks at about 16 GiB (with GOGC=50 in the envir
 the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := sarbench.Full
+			o := Full
 			if quick {
-				o = sarbench.Quick
+				o = Quick
 			}
 			fl := cmd.Flags()
 			if fl.Changed("nodes") {
@@ -106,7 +108,7 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 				return err
 			}
 			o.Progress = func(s string) { fmt.Fprintln(cli.Stderr, s) }
-			rep, runErr := sarbench.RunAll(cmd.Context(), o)
+			rep, runErr := RunAll(cmd.Context(), o)
 			if rep == nil {
 				return runErr
 			}
@@ -154,14 +156,13 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 	f.StringVar(&modes, "modes", "", "modes to run: sar, sa, one-shot (comma separated)")
 	f.IntVar(&hidden, "hidden", 0, "hidden width (default 128; quick 64)")
 	f.IntVar(&epochs, "epochs", 0, "timed epochs after the warm-up (default 1; quick 0: the warm-up alone, timed)")
-	benchCmd.AddCommand(c)
 
 	// sar-rank is one rank of 'bench sar' (a child process).
 	var (
 		rdataset, rmode, rmodel string
 		rhidden, rlayers, rep   int
 		threads                 int
-		df                      distFlags
+		df                      job.DistFlags
 	)
 	rc := &cobra.Command{
 		Use:    "sar-rank",
@@ -180,12 +181,12 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 			if threads > 0 {
 				tensor.SetThreads(threads)
 			}
-			comm, err := sarComm(cmd, &df)
+			comm, err := df.JoinOrAlone(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer comm.Close()
-			r, err := sarbench.RunRank(cmd.Context(), comm, sarbench.RankOptions{Dataset: rdataset, Mode: mode, Epochs: rep,
+			r, err := RunRank(cmd.Context(), comm, RankOptions{Dataset: rdataset, Mode: mode, Epochs: rep,
 				Model: nn.Config{Kind: kind, Hidden: rhidden, Layers: rlayers, Dropout: 0.5, Heads: 4, OutHeads: 1, Seed: 1}})
 			if err != nil {
 				return err
@@ -201,8 +202,8 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 	rf.IntVar(&rlayers, "layers", 3, "layers")
 	rf.IntVar(&rep, "epochs", 1, "timed epochs after the warm-up")
 	rf.IntVar(&threads, "threads", 0, "kernel goroutines")
-	df.add(rf)
-	benchCmd.AddCommand(rc)
+	df.Add(rf)
+	return []*cobra.Command{c, rc}
 }
 
 // parseBandwidth parses a link bandwidth in bits per second: "25Gbit",

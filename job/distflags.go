@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"context"
@@ -8,21 +8,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/graphmill/graphmill/dist"
 )
 
-// distFlags are the flags of commands that run under a launcher.
-type distFlags struct {
+// DistFlags are the flags of commands that run under a launcher (rank,
+// world size, rendezvous, backend, authentication, timeouts), defined once
+// for every command that joins ranks.
+type DistFlags struct {
 	rank, worldSize, localRank, masterPort int
 	masterAddr, bind, iface, backend       string
 	tokenFile, tlsCert, tlsKey, tlsCA      string
 	rendezvous, opTimeout, peerTimeout     time.Duration
 }
 
-func (f *distFlags) add(fl *pflag.FlagSet) {
+// Add defines the flags on fl.
+func (f *DistFlags) Add(fl *pflag.FlagSet) {
 	fl.IntVar(&f.rank, "rank", -1, "distributed: this process's rank (-1: from the launcher's environment)")
 	fl.IntVar(&f.worldSize, "world-size", -1, "distributed: number of ranks (-1: from the launcher's environment; needed for Kubernetes Indexed Jobs)")
 	fl.IntVar(&f.localRank, "local-rank", -1, "distributed: rank on this machine (-1: from the environment)")
@@ -41,7 +43,7 @@ func (f *distFlags) add(fl *pflag.FlagSet) {
 }
 
 // backends maps --dist-backend names to constructors (dist/mpi adds
-// "mpi" in builds with -tags mpi).
+// "mpi" in builds with -tags mpi: backend_mpi.go).
 var backends = map[string]func(ctx context.Context, in dist.Info, o dist.Options) (dist.Comm, error){
 	"tcp": func(ctx context.Context, in dist.Info, o dist.Options) (dist.Comm, error) {
 		return dist.Join(ctx, in, o)
@@ -57,9 +59,9 @@ func backendNames() []string {
 	return s
 }
 
-// join resolves this process's rank from its launcher and, when it is one
+// Join resolves this process's rank from its launcher and, when it is one
 // of several, joins the group (nil Comm: a plain single process).
-func (f *distFlags) join(ctx context.Context) (dist.Comm, dist.Info, error) {
+func (f *DistFlags) Join(ctx context.Context) (dist.Comm, dist.Info, error) {
 	o := dist.Overrides{Rank: f.rank, Size: f.worldSize, LocalRank: f.localRank, MasterAddr: f.masterAddr, MasterPort: f.masterPort}
 	in, distributed, err := dist.Resolve(os.Getenv, o)
 	if err != nil || !distributed {
@@ -95,16 +97,37 @@ func (f *distFlags) join(ctx context.Context) (dist.Comm, dist.Info, error) {
 	return c, in, nil
 }
 
-// sarComm joins the launcher's group, or makes a group of one for a plain
-// process, so that SAR runs the same code under any number of ranks.
-func sarComm(cmd *cobra.Command, f *distFlags) (dist.Comm, error) {
-	comm, _, err := f.join(cmd.Context())
+// JoinOrAlone joins the launcher's group, or makes a group of one for a
+// plain process, so that SAR runs the same code under any number of ranks.
+func (f *DistFlags) JoinOrAlone(ctx context.Context) (dist.Comm, error) {
+	comm, _, err := f.Join(ctx)
 	if err != nil || comm != nil {
 		return comm, err
 	}
-	gs, err := dist.LocalGroup(cmd.Context(), 1, dist.Options{})
+	gs, err := dist.LocalGroup(ctx, 1, dist.Options{})
 	if err != nil {
 		return nil, err
 	}
 	return gs[0], nil
+}
+
+// NewDistFlags returns DistFlags as their defaults give them, with this
+// backend and these timeouts (benchmarks that start their own ranks).
+func NewDistFlags(backend string, rendezvous, op, peer time.Duration) *DistFlags {
+	return &DistFlags{rank: -1, worldSize: -1, localRank: -1, masterPort: -1, backend: backend, rendezvous: rendezvous, opTimeout: op, peerTimeout: peer}
+}
+
+// Backend is the --dist-backend chosen.
+func (f *DistFlags) Backend() string { return f.backend }
+
+// Security returns the shared secret and mutual-TLS files the flags name
+// (for a service's clients: LoadSecurity).
+func (f *DistFlags) Security() (*dist.Security, error) {
+	return LoadSecurity(f.tokenFile, f.tlsCert, f.tlsKey, f.tlsCA)
+}
+
+// HasBackend reports whether this build has the named --dist-backend.
+func HasBackend(name string) bool {
+	_, ok := backends[name]
+	return ok
 }

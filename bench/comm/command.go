@@ -1,4 +1,4 @@
-package main
+package comm
 
 import (
 	"bytes"
@@ -16,12 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/graphmill/graphmill/bench/comm"
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/dist/launch"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 )
-
-func init() { benchCmd.AddCommand(newBenchCommCmd()) }
 
 // commReport is the JSON of "bench comm".
 type commReport struct {
@@ -35,15 +34,16 @@ type commReport struct {
 	// to cores as Open MPI's are (full runs with taskset only).
 	LatencyRatio4KPinned *float64 `json:"latency_ratio_4k_pinned_vs_mpi,omitempty"`
 	// A2AVRatioVsMPI is RatioVsMPI for all-to-all-v.
-	A2AVRatioVsMPI *float64     `json:"alltoallv_ratio_vs_mpi,omitempty"`
-	MPI            bool         `json:"mpi"`
-	Note           string       `json:"note,omitempty"`
-	LoopbackGBps   float64      `json:"loopback_tcp_gbps"`
-	CopyGBps       float64      `json:"memcpy_gbps"`
-	Points         []comm.Point `json:"points"`
+	A2AVRatioVsMPI *float64 `json:"alltoallv_ratio_vs_mpi,omitempty"`
+	MPI            bool     `json:"mpi"`
+	Note           string   `json:"note,omitempty"`
+	LoopbackGBps   float64  `json:"loopback_tcp_gbps"`
+	CopyGBps       float64  `json:"memcpy_gbps"`
+	Points         []Point  `json:"points"`
 }
 
-func newBenchCommCmd() *cobra.Command {
+// Command is 'graphmill bench comm'.
+func Command() *cobra.Command {
 	var quick, asJSON, worker bool
 	var ranksS, backend, sizesS string
 	var budget time.Duration
@@ -117,8 +117,7 @@ func commSizes(s string, quick bool) ([]int64, error) {
 // commWorker is one rank: it joins the group its launcher describes,
 // measures, and (rank 0) prints the points as JSON.
 func commWorker(ctx context.Context, backend string, sizes []int64, budget time.Duration, out io.Writer) error {
-	f := distFlags{rank: -1, worldSize: -1, localRank: -1, masterPort: -1, backend: backend, rendezvous: time.Minute, opTimeout: 5 * time.Minute, peerTimeout: 10 * time.Second}
-	c, _, err := f.join(ctx)
+	c, _, err := job.NewDistFlags(backend, time.Minute, 5*time.Minute, 10*time.Second).Join(ctx)
 	if err != nil {
 		return err
 	}
@@ -126,7 +125,7 @@ func commWorker(ctx context.Context, backend string, sizes []int64, budget time.
 		return fmt.Errorf("bench comm --worker runs under a launcher")
 	}
 	defer c.Close()
-	pts, err := comm.Measure(ctx, c, backend, sizes, budget)
+	pts, err := Measure(ctx, c, backend, sizes, budget)
 	if err != nil {
 		return err
 	}
@@ -143,7 +142,7 @@ func commWorker(ctx context.Context, backend string, sizes []int64, budget time.
 
 // runRanks runs n worker ranks (through mpirun for mpi) and returns rank
 // 0's points.
-func runRanks(ctx context.Context, backend string, noShm, pin bool, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]comm.Point, error) {
+func runRanks(ctx context.Context, backend string, noShm, pin bool, n int, sizes []int64, budget time.Duration, errOut io.Writer) ([]Point, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -178,7 +177,7 @@ func runRanks(ctx context.Context, backend string, noShm, pin bool, n int, sizes
 		if pin { // rank r on core r mod cores, as mpirun binds Open MPI's ranks
 			argv = append([]string{"sh", "-c", `exec taskset -c $((LOCAL_RANK % ` + strconv.Itoa(runtime.NumCPU()) + `)) "$0" "$@"`}, argv...)
 		}
-		if err := runLaunch(ctx, n, 0, 3*time.Second, argv, &stdout, &stderr); err != nil {
+		if err := launch.Local(ctx, n, 0, 3*time.Second, argv, &stdout, &stderr); err != nil {
 			return nil, fmt.Errorf("%d tcp ranks: %v: %s", n, err, lastLine(stderr.String()))
 		}
 	}
@@ -186,7 +185,7 @@ func runRanks(ctx context.Context, backend string, noShm, pin bool, n int, sizes
 	if i := strings.Index(line, "["); i >= 0 && backend != "mpi" {
 		line = line[strings.Index(line, "] ")+2:] // drop launch's "[rank 0] " prefix
 	}
-	var pts []comm.Point
+	var pts []Point
 	if err := json.Unmarshal([]byte(strings.TrimSpace(line)), &pts); err != nil {
 		return nil, fmt.Errorf("%d %s ranks: reading rank 0's figures: %v", n, backend, err)
 	}
@@ -207,16 +206,16 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		}
 		ranks = append(ranks, n)
 	}
-	_, hasMPI := backends["mpi"]
+	hasMPI := job.HasBackend("mpi")
 	rep := commReport{MPI: hasMPI}
 	if !hasMPI {
 		rep.Note = "built without -tags mpi: no Open MPI figures, no ratio_vs_mpi"
 	}
 	var err error
-	if rep.LoopbackGBps, err = comm.LoopbackGBps(1<<20, budget); err != nil {
+	if rep.LoopbackGBps, err = LoopbackGBps(1<<20, budget); err != nil {
 		return err
 	}
-	rep.CopyGBps = comm.CopyGBps(16<<20, budget)
+	rep.CopyGBps = CopyGBps(16<<20, budget)
 	// go: the pure-Go backend as it runs by default (shared memory
 	// between local ranks); go-tcp: the same over loopback TCP only.
 	type run struct {
@@ -247,7 +246,7 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		}
 	}
 	if hasMPI {
-		find := func(b string, n int, op string, size int64) *comm.Point {
+		find := func(b string, n int, op string, size int64) *Point {
 			for i, p := range rep.Points {
 				if p.Backend == b && p.Ranks == n && p.Op == op && p.Bytes == size {
 					return &rep.Points[i]

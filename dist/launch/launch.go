@@ -1,0 +1,193 @@
+// Package launch runs the ranks of a distributed program on this machine
+// ('graphmill launch', and the benchmarks that start their own ranks), as
+// torchrun --standalone or mpirun -np do.
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/graphmill/graphmill/dist"
+)
+
+// ExitError is the failure of a rank: the status the launcher should exit
+// with, and why.
+type ExitError struct {
+	Code int
+	msg  string
+}
+
+func (e *ExitError) Error() string { return e.msg }
+
+// launcherVars are variables of outer launchers that would confuse the
+// children's rank resolution.
+var launcherVars = []string{"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=", "PET_", "OMPI_COMM_WORLD_", "PMI_RANK=", "PMI_SIZE=", "SLURM_PROCID=", "JOB_COMPLETION_INDEX=", "TORCHELASTIC_", "GROUP_RANK=", dist.TokenEnv + "="}
+
+func freeLoopbackPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Local runs n ranks of the program args[0] (found on PATH) with args[1:]
+// on this machine, each a direct child process with the rank variables
+// torchrun sets (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT), a fresh shared secret in
+// $GRAPHMILL_DIST_TOKEN, and rank 0's store on port (0: a free loopback
+// one). Output lines go to stdout and stderr prefixed by rank. When one
+// rank fails, the others are stopped (SIGTERM, then SIGKILL after grace)
+// and Local returns an *ExitError with the status of the first failure
+// (128+signal for a rank killed by a signal); SIGINT and SIGTERM are passed
+// on to the ranks.
+func Local(ctx context.Context, n, port int, grace time.Duration, args []string, stdout, stderr io.Writer) error {
+	if n < 1 {
+		return fmt.Errorf("launch: -n %d: want at least one rank", n)
+	}
+	prog, err := exec.LookPath(args[0])
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if port == 0 {
+		if port, err = freeLoopbackPort(); err != nil {
+			return fmt.Errorf("launch: no free port: %w", err)
+		}
+	}
+	var base []string
+	for _, kv := range os.Environ() {
+		keep := true
+		for _, p := range launcherVars {
+			if strings.HasPrefix(kv, p) {
+				keep = false
+			}
+		}
+		if keep {
+			base = append(base, kv)
+		}
+	}
+	secret := dist.NewSecret()
+	var outMu sync.Mutex
+	type result struct {
+		rank int
+		err  error
+	}
+	done := make(chan result, n)
+	procs := make([]*exec.Cmd, n)
+	for r := range n {
+		c := exec.Command(prog, args[1:]...)
+		c.Env = append(append([]string(nil), base...),
+			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port), dist.TokenEnv+"="+secret, "GRAPHMILL_LAUNCH=1")
+		c.SysProcAttr = childAttr() // no orphans if launch dies (Linux)
+		c.Stdout = &prefixWriter{prefix: fmt.Sprintf("[rank %d] ", r), dst: stdout, mu: &outMu}
+		c.Stderr = &prefixWriter{prefix: fmt.Sprintf("[rank %d] ", r), dst: stderr, mu: &outMu}
+		c.WaitDelay = 2 * time.Second // a grandchild holding the output open does not hold launch
+		if err := c.Start(); err != nil {
+			for _, p := range procs[:r] {
+				p.Process.Kill()
+			}
+			return fmt.Errorf("launch: starting rank %d: %w", r, err)
+		}
+		procs[r] = c
+	}
+	for r, c := range procs {
+		go func() {
+			err := c.Wait()
+			done <- result{r, err}
+		}()
+	}
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	stop := func(sig syscall.Signal) {
+		for _, c := range procs {
+			if c.ProcessState == nil {
+				c.Process.Signal(sig)
+			}
+		}
+	}
+	var first *ExitError
+	var killTimer <-chan time.Time
+	for left := n; left > 0; {
+		select {
+		case res := <-done:
+			left--
+			if res.err == nil || first != nil {
+				continue
+			}
+			code := 1
+			var ee *exec.ExitError
+			if errors.As(res.err, &ee) {
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					code = 128 + int(ws.Signal())
+				} else {
+					code = ee.ExitCode()
+				}
+			}
+			first = &ExitError{Code: code, msg: fmt.Sprintf("launch: rank %d failed (%v); stopped the other ranks", res.rank, res.err)}
+			stop(syscall.SIGTERM)
+			killTimer = time.After(grace)
+		case s := <-sigs:
+			stop(s.(syscall.Signal))
+			if first == nil {
+				first = &ExitError{Code: 130, msg: fmt.Sprintf("launch: interrupted (%v)", s)}
+				killTimer = time.After(grace)
+			}
+		case <-killTimer:
+			stop(syscall.SIGKILL)
+		case <-ctx.Done():
+			stop(syscall.SIGKILL)
+		}
+	}
+	for _, c := range procs {
+		c.Stdout.(*prefixWriter).flush()
+		c.Stderr.(*prefixWriter).flush()
+	}
+	if first != nil {
+		return first
+	}
+	return nil
+}
+
+// prefixWriter writes whole lines to dst, each behind prefix.
+type prefixWriter struct {
+	prefix string
+	dst    io.Writer
+	mu     *sync.Mutex
+	buf    []byte
+}
+
+func (w *prefixWriter) Write(b []byte) (int, error) {
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.mu.Lock()
+		fmt.Fprintf(w.dst, "%s%s\n", w.prefix, w.buf[:i])
+		w.mu.Unlock()
+		w.buf = w.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+func (w *prefixWriter) flush() {
+	if len(w.buf) > 0 {
+		w.Write([]byte{'\n'})
+	}
+}
