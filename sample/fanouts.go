@@ -41,3 +41,23 @@ func FormatFanouts(f []int) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// Fanouts is a fanout list as a command-line flag's value (it satisfies
+// pflag.Value and flag.Value): Set parses it with ParseFanouts.
+type Fanouts []int
+
+// String formats the list as FormatFanouts does.
+func (f *Fanouts) String() string { return FormatFanouts(*f) }
+
+// Set parses s with ParseFanouts.
+func (f *Fanouts) Set(s string) error {
+	v, err := ParseFanouts(s)
+	if err != nil {
+		return err
+	}
+	*f = v
+	return nil
+}
+
+// Type names the value in help texts.
+func (f *Fanouts) Type() string { return "fanouts" }

@@ -941,3 +941,24 @@ func TestPrefetch(t *testing.T) {
 		}
 	}
 }
+
+// TestFanoutsFlag checks the flag value every command's --fanouts uses.
+func TestFanoutsFlag(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []int
+		ok   bool
+	}{
+		{"25,10", []int{25, 10}, true}, {"all, 5", []int{-1, 5}, true}, {"-1", []int{-1}, true},
+		{"25,0", nil, false}, {"x", nil, false}, {"", nil, false}, {"-2", nil, false},
+	} {
+		f := Fanouts{7}
+		err := f.Set(c.in)
+		if (err == nil) != c.ok || c.ok && !slices.Equal(f, c.want) || !c.ok && !slices.Equal(f, Fanouts{7}) {
+			t.Errorf("Set(%q): %v, %v; want %v (ok %v)", c.in, f, err, c.want, c.ok)
+		}
+		if c.ok && f.String() != FormatFanouts(c.want) {
+			t.Errorf("String after Set(%q) = %q", c.in, f.String())
+		}
+	}
+}

@@ -14,7 +14,8 @@ import (
 // Command is 'graphmill bench distsample'.
 func Command() *cobra.Command {
 	var quick, asJSON bool
-	var nodesS, edgesS, fanS, dir string
+	var nodesS, edgesS, dir string
+	var fan sample.Fanouts
 	var dim, batch, batches int
 	var seed uint64
 	c := &cobra.Command{
@@ -60,10 +61,6 @@ Local ranks share this machine's cores, so per-rank rates fall as ranks are adde
 				}
 				cfg.Edges = n
 			}
-			fan, err := sample.ParseFanouts(fanS)
-			if err != nil {
-				return fmt.Errorf("--fanouts: %w", err)
-			}
 			cfg.Fanouts = fan
 			if cfg.BatchSize < 1 || cfg.Batches < 1 || cfg.Dim < 1 {
 				return fmt.Errorf("--batch, --batches and --feature-dim must be positive")
@@ -86,7 +83,7 @@ Local ranks share this machine's cores, so per-rank rates fall as ranks are adde
 	fl.StringVar(&nodesS, "nodes", "", "nodes of the generated graph (default 2M; --quick 200k)")
 	fl.StringVar(&edgesS, "edges", "", "edges of the generated graph (default 20M; --quick 2M)")
 	fl.IntVar(&dim, "feature-dim", 100, "features per node")
-	fl.StringVar(&fanS, "fanouts", "15,10", "fanouts per hop from the seeds")
+	cli.FanoutsFlag(fl, &fan, []int{15, 10}, "sampling")
 	fl.IntVar(&batch, "batch", 512, "seeds per minibatch (per rank)")
 	fl.IntVar(&batches, "batches", 30, "minibatches per measurement")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the generated graph")

@@ -12,14 +12,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/synth"
 )
 
 // Command is 'graphmill bench python'.
 func Command() *cobra.Command {
 	var quick, asJSON, pyg bool
-	var dir, py, pypath, fanoutsS, modesS string
+	var dir, py, pypath, modesS string
+	var fan sample.Fanouts
 	var batchSize, batches, rounds, workers, epochBatches int
 	c := &cobra.Command{
 		Use:   "python",
@@ -50,10 +53,6 @@ The Python client must be importable by --python: install it (pip install ./pyth
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			fan, err := pyBenchFanouts(fanoutsS)
-			if err != nil {
-				return err
-			}
 			// --quick keeps the 1M-node graph the drop-in bar is defined
 			// on (PyG's loader slows by 3x from a 200k-node graph to it,
 			// ours hardly: a smaller graph would measure another ratio),
@@ -110,25 +109,13 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl.StringVar(&dir, "dataset", "", "dataset directory to serve (default: the generated graph, in the cache directory)")
 	fl.StringVar(&py, "python", "", "Python interpreter with the graphmill client importable (default: python3 on PATH or /usr/bin/python3, whichever imports graphmill and torch, preferring one with torch_geometric)")
 	fl.StringVar(&pypath, "python-path", "", "directory prepended to PYTHONPATH (e.g. python, to run the client from source)")
-	fl.StringVar(&fanoutsS, "fanouts", "25,10", "fanouts per hop from the seeds")
+	cli.FanoutsFlag(fl, &fan, []int{25, 10}, "sampling")
 	fl.StringVar(&modesS, "modes", "frame,shm,local", "Python feature modes: frame (rows in the gRPC message), shm (rows in the payload, through shared memory), local (rows gathered in Python), none")
 	fl.IntVar(&batchSize, "batch-size", 1024, "seeds per minibatch")
 	fl.IntVar(&batches, "batches", 0, "minibatches per measurement (default 60; --quick 25)")
 	fl.IntVar(&rounds, "rounds", 3, "alternations of the consumers (best rates; ratios are medians of each round's ratios)")
 	fl.IntVar(&workers, "workers", 2, "Go loader goroutines (the service prepares 2 batches at once)")
 	return c
-}
-
-func pyBenchFanouts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		var k int
-		if _, err := fmt.Sscan(strings.TrimSpace(f), &k); err != nil || k == 0 || k < -1 {
-			return nil, fmt.Errorf("fanouts %q: want positive counts (or -1) separated by commas", s)
-		}
-		out = append(out, k)
-	}
-	return out, nil
 }
 
 func printPyBench(w io.Writer, r *Report) {

@@ -18,9 +18,10 @@ import (
 // renumbered for locality on disk (package layout).
 func newPackCmd() *cobra.Command {
 	var (
-		out, method, fanouts string
-		cfg                  layout.Config
-		overwrite, quiet     bool
+		out, method      string
+		fanouts          sample.Fanouts
+		cfg              layout.Config
+		overwrite, quiet bool
 	)
 	c := &cobra.Command{
 		Use:   "pack DATASET --out DIR",
@@ -48,9 +49,7 @@ reads. The copy is written atomically; the source's rows are read with many read
 				return fmt.Errorf("--method: %w", err)
 			}
 			cfg.Method = m
-			if cfg.Fanouts, err = sample.ParseFanouts(fanouts); err != nil {
-				return fmt.Errorf("--fanouts: %w", err)
-			}
+			cfg.Fanouts = fanouts
 			if out == "" {
 				return fmt.Errorf("--out DIR is required")
 			}
@@ -91,7 +90,7 @@ reads. The copy is written atomically; the source's rows are read with many read
 	f := c.Flags()
 	f.StringVar(&out, "out", "", "output dataset directory (required)")
 	f.StringVar(&method, "method", string(layout.Sample), fmt.Sprintf("how nodes are ordered: %v", layout.Methods))
-	f.StringVar(&fanouts, "fanouts", "25,10", "sample, partition: the fanouts of the training the layout is for")
+	cli.FanoutsFlag(f, &fanouts, []int{25, 10}, "sample, partition: the training the layout is for")
 	f.IntVar(&cfg.BatchSize, "batch", 1024, "sample, partition: the batch size of that training")
 	f.IntVar(&cfg.Epochs, "epochs", 1, "sample, partition: sampled epochs counted")
 	f.IntVar(&cfg.Parts, "parts", 0, "partition: number of parts (0: one per 65,536 nodes)")

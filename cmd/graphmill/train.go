@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,8 @@ type trainFlags struct {
 	epochs, hidden, layers, heads     int
 	lr, wd, dropout, attnDropout      float64
 	optimizer, schedule               string
-	fanouts, evalFanouts              string
+	evalFanouts                       string
+	fanouts                           sample.Fanouts
 	batch, prefetch, workers, threads int
 	evalEvery, patience, logEvery     int
 	overlap, normalize, halfHistory   bool
@@ -113,7 +115,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "dropout on attention coefficients (gat; default per model)")
 	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
-	fl.StringVar(&f.fanouts, "fanouts", "25,10", "sampled mode: neighbours sampled per node at each hop, starting at the seeds as PyG's num_neighbors (-1 or all = every neighbour)")
+	cli.FanoutsFlag(fl, &f.fanouts, []int{25, 10}, "sampled mode")
 	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
 	fl.IntVar(&f.prefetch, "prefetch", 4, "sampled mode: minibatches prepared ahead of training")
 	fl.IntVar(&f.workers, "workers", 0, "sampled mode: sampling goroutines (0 = all cores)")
@@ -192,12 +194,8 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 		return cfg, err
 	}
 	cfg.Schedule = nn.Schedule{Kind: f.schedule, Base: cfg.Optimizer.LR, StepSize: max(1, cfg.Epochs/4), Gamma: 0.5, Epochs: cfg.Epochs}
-	fan, err := sample.ParseFanouts(f.fanouts)
-	if err != nil {
-		return cfg, fmt.Errorf("--fanouts: %w", err)
-	}
 	if set("fanouts") {
-		cfg.Fanouts = fan
+		cfg.Fanouts = slices.Clone(f.fanouts)
 	} else if n := nn.NumLayers(cfg.Model); len(cfg.Fanouts) != n {
 		cfg.Fanouts = train.DefaultFanouts(n)
 	}
