@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/internal/hugemem"
-	"github.com/graphmill/graphmill/internal/membench"
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 )

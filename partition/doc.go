@@ -99,6 +99,6 @@
 // the partitioner; "graphmill partition" partitions with this package and
 // writes with that one.
 //
-// Package gpmetis runs METIS's gpmetis for comparisons and partbench is
-// "graphmill bench partition".
+// Package gpmetis runs METIS's gpmetis for comparisons, and
+// bench/partitionbench is "graphmill bench partition".
 package partition

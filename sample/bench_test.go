@@ -13,7 +13,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/hugemem"
-	"github.com/graphmill/graphmill/internal/membench"
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/synth"
 )

@@ -3,7 +3,7 @@ package sample
 import (
 	"testing"
 
-	"github.com/graphmill/graphmill/internal/membench"
+	"github.com/graphmill/graphmill/bench/membench"
 
 	"github.com/graphmill/graphmill/internal/rng"
 )

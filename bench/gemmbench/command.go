@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/graphmill/graphmill/tensor"
-	tbench "github.com/graphmill/graphmill/tensor/bench"
 	"github.com/spf13/cobra"
 )
 
@@ -42,7 +41,7 @@ the largest difference from the peer's product, relative to its largest value.`,
 					return err
 				}
 			}
-			rep, err := tbench.RunGemm(tbench.GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum, Filter: filter})
+			rep, err := RunGemm(GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum, Filter: filter})
 			if err != nil {
 				return err
 			}

@@ -11,13 +11,12 @@ import (
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/shareddata"
-	"github.com/graphmill/graphmill/partition/partbench"
 )
 
 // Command is 'graphmill bench partition'.
 func Command() *cobra.Command {
 	var (
-		cfg     partbench.Config
+		cfg     Config
 		parts   string
 		asJSON  bool
 		noMetis bool
@@ -58,7 +57,7 @@ fastest of each is kept (--repeat). --quick skips the synthetic graph.`,
 			}
 			cfg.NoGpmetis = noMetis
 			cfg.Log = func(format string, a ...any) { fmt.Fprintf(cli.Stderr, format+"\n", a...) }
-			rep, err := partbench.Measure(cmd.Context(), cfg)
+			rep, err := Measure(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
-	"github.com/graphmill/graphmill/pipeline/loadbench"
 	"github.com/graphmill/graphmill/sample"
 )
 
@@ -62,9 +61,9 @@ of all measurements.`,
   graphmill bench sample --fanouts 25,10 --workers 1,2,4 --feature-cache 0.1G --datasets cora`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := loadbench.Full()
+			cfg := Full()
 			if quick {
-				cfg = loadbench.Quick()
+				cfg = Quick()
 			}
 			f := cmd.Flags()
 			if f.Changed("nodes") {
@@ -135,7 +134,7 @@ of all measurements.`,
 				}
 				bar.Set(int64(done))
 			}
-			rep, err := loadbench.Run(cmd.Context(), cfg)
+			rep, err := Run(cmd.Context(), cfg)
 			if bar != nil {
 				bar.Finish()
 			}
@@ -168,7 +167,7 @@ of all measurements.`,
 	return c
 }
 
-func printSampleReport(w io.Writer, rep *loadbench.Report) {
+func printSampleReport(w io.Writer, rep *Report) {
 	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', tabwriter.AlignRight)
 	defer tw.Flush()
 	mps := func(x float64) string { return units.Count(x) + "/s" }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/graphmill/graphmill/internal/membench"
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/internal/rng"
 
 	"github.com/graphmill/graphmill/dataset"

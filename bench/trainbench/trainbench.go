@@ -24,8 +24,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/internal/cputime"
-	"github.com/graphmill/graphmill/internal/membench"
 	"github.com/graphmill/graphmill/internal/rng"
 
 	"github.com/graphmill/graphmill/dataset"

@@ -1,4 +1,4 @@
-package loadbench
+package samplebench
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package partbench
+package partitionbench
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package bench measures the speed of package tensor's GEMM on the matrix
+// Package gemmbench ('graphmill bench gemm') measures the speed of package tensor's GEMM on the matrix
 // shapes of GNN training, next to peers measured in the same run: gonum's
 // pure-Go blas32 (always) and OpenBLAS (when built with -tags openblas).
 // Because the machines are shared and timings are noisy, results are
@@ -9,7 +9,7 @@
 //
 //	res, err := bench.RunGemm(bench.GemmConfig{Threads: []int{1, 2}, Quick: true})
 //	for _, r := range res.Results { fmt.Println(r.Name, r.Threads, r.Ours, r.RatioOpenBLAS) }
-package bench
+package gemmbench
 
 import (
 	"fmt"

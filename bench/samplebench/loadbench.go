@@ -1,7 +1,7 @@
-// Package loadbench is the benchmark behind "graphmill bench sample": it
+// Package samplebench is the benchmark behind "graphmill bench sample": it
 // measures neighbour sampling, feature gathering, the hot-row cache and
 // the pipelined loader on a dataset, and, in the same run, the machine's
-// memory ceilings they are judged against (internal/membench), reporting
+// memory ceilings they are judged against (bench/membench), reporting
 // every speed as a ratio to its ceiling.
 //
 // Rates are given two ways. Wall rates (per second of elapsed time) are
@@ -10,7 +10,7 @@
 // summed over workers) are what the workers reach when each has a core to
 // itself, and are far steadier; ratios to ceilings use CPU rates on both
 // sides.
-package loadbench
+package samplebench
 
 import (
 	"context"
@@ -22,12 +22,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/hugemem"
-	"github.com/graphmill/graphmill/internal/membench"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/pipeline"

@@ -1,4 +1,4 @@
-// Package partbench measures graphmill's partitioners against METIS's
+// Package partitionbench ('graphmill bench partition') measures graphmill's partitioners against METIS's
 // gpmetis on the same graphs in the same run: edge cut, balance, time,
 // CPU time and peak memory, for several part counts. It backs
 // "graphmill bench partition".
@@ -18,7 +18,7 @@
 // read the same METIS text file gpmetis reads, build the graph and
 // partition it, over the wall time of the whole gpmetis process (read,
 // partition, write the .part file).
-package partbench
+package partitionbench
 
 import (
 	"context"
