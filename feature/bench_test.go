@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/bench/membench"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 )

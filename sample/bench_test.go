@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/hugemem"
-	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/synth"
 )
