@@ -53,111 +53,59 @@ func (g *TCP) AllReduce(ctx context.Context, data any, op Op) error {
 	return nil
 }
 
+// recursiveDoubling runs doublingSchedule on buf.
 func (g *TCP) recursiveDoubling(c *call, buf []byte) error {
-	N, r := g.size, g.rank
-	p := 1
-	for p*2 <= N {
-		p *= 2
-	}
-	rem := N - p
-	newr := r - rem
-	if r < 2*rem {
-		if r%2 == 0 {
-			if err := g.sendNow(c, r+1, buf); err != nil {
+	for _, a := range doublingSchedule(g.rank, g.size) {
+		if a.kind == actSend {
+			if err := g.sendNow(c, a.peer, buf); err != nil {
 				return err
 			}
-			newr = -1
-		} else {
-			f, err := g.recv(c, r-1, len(buf))
-			if err != nil {
-				return err
-			}
-			reduceInto(buf, f.data, c.dtype, c.op)
-			g.release(f)
-			newr = r / 2
+			continue
 		}
-	}
-	if newr >= 0 {
-		for mask := 1; mask < p; mask <<= 1 {
-			pn := newr ^ mask
-			pr := pn + rem
-			if pn < rem {
-				pr = 2*pn + 1
-			}
-			if err := g.sendNow(c, pr, buf); err != nil {
-				return err
-			}
-			f, err := g.recv(c, pr, len(buf))
-			if err != nil {
-				return err
-			}
-			reduceInto(buf, f.data, c.dtype, c.op)
-			g.release(f)
-		}
-	}
-	if r < 2*rem {
-		if r%2 == 1 {
-			return g.sendNow(c, r-1, buf)
-		}
-		f, err := g.recv(c, r+1, len(buf))
-		if err != nil {
+		if err := g.recvInto(c, a, buf); err != nil {
 			return err
 		}
-		copy(buf, f.data)
-		g.release(f)
 	}
 	return nil
 }
 
-// ring runs the ring algorithm on n elements of es bytes in buf: its
-// reduce-scatter phase leaves rank r with the full reduction of segment r,
-// its all-gather phase copies every segment everywhere. Segments are cut
-// into chunks, and each chunk is passed on as soon as it is reduced, so
-// sending, receiving and reducing overlap.
+// ring runs ringSchedule on n elements of es bytes in buf, segment j being
+// elements [j·n/N, (j+1)·n/N). Segments are cut into chunks, and each
+// chunk is passed on as soon as it is reduced, so sending, receiving and
+// reducing overlap.
 func (g *TCP) ring(c *call, buf []byte, es, n int, doRS, doAG bool) error {
-	N, r := g.size, g.rank
-	next, prev := (r+1)%N, (r-1+N)%N
-	seg := func(j int) []byte {
-		j = mod(j, N)
-		return buf[j*n/N*es : (j+1)*n/N*es]
-	}
-	if doRS {
-		for _, ch := range g.chunks(seg(r-1), es) {
-			g.sendAsync(c, next, ch)
-		}
-		for s := 0; s < N-1; s++ {
-			for _, ch := range g.chunks(seg(r-s-2), es) {
-				f, err := g.recv(c, prev, len(ch))
-				if err != nil {
-					return err
-				}
-				reduceInto(ch, f.data, c.dtype, c.op)
-				g.release(f)
-				if s < N-2 || doAG {
-					g.sendAsync(c, next, ch)
-				}
+	N := g.size
+	seg := func(j int) []byte { return buf[j*n/N*es : (j+1)*n/N*es] }
+	for _, a := range ringSchedule(g.rank, N, doRS, doAG) {
+		for _, ch := range g.chunks(seg(a.seg), es) {
+			if a.kind == actSend {
+				g.sendAsync(c, a.peer, ch)
+				continue
 			}
-		}
-	} else if doAG {
-		for _, ch := range g.chunks(seg(r), es) {
-			g.sendAsync(c, next, ch)
-		}
-	}
-	if doAG {
-		for s := 0; s < N-1; s++ {
-			for _, ch := range g.chunks(seg(r-s-1), es) {
-				f, err := g.recv(c, prev, len(ch))
-				if err != nil {
-					return err
-				}
-				copy(ch, f.data)
-				g.release(f)
-				if s < N-2 {
-					g.sendAsync(c, next, ch)
-				}
+			if err := g.recvInto(c, a, ch); err != nil {
+				return err
+			}
+			if a.forward >= 0 {
+				g.sendAsync(c, a.forward, ch)
 			}
 		}
 	}
+	return nil
+}
+
+// recvInto receives len(b) bytes from a.peer and reduces them into b or
+// copies them over it (a.kind).
+func (g *TCP) recvInto(c *call, a action, b []byte) error {
+	f, err := g.recv(c, a.peer, len(b))
+	if err != nil {
+		return err
+	}
+	if a.kind == actRecvReduce {
+		reduceInto(b, f.data, c.dtype, c.op)
+	} else {
+		copy(b, f.data)
+	}
+	g.release(f)
 	return nil
 }
 
