@@ -119,17 +119,6 @@ func (h *header) get(b []byte) {
 	h.n = binary.LittleEndian.Uint64(b[24:])
 }
 
-// describe names a collective call for errors.
-func describe(k Kind, seq uint64, dt DType, op Op, count uint64) string {
-	switch k {
-	case KindAllReduce, KindReduceScatter:
-		return fmt.Sprintf("%s #%d (%s, %s × %d)", k, seq, op, dt, count)
-	case KindAllToAllV, KindBarrier:
-		return fmt.Sprintf("%s #%d", k, seq)
-	}
-	return fmt.Sprintf("%s #%d (%s × %d)", k, seq, dt, count)
-}
-
 type frame struct {
 	h      header
 	data   []byte
@@ -215,7 +204,7 @@ type TCP struct {
 	rank, size int
 	opts       Options
 	peers      []*peer // nil at own rank
-	seq        uint64
+	seq        callSeq
 
 	failOnce sync.Once
 	failErr  error
@@ -753,11 +742,7 @@ func (g *TCP) Close() error {
 
 // call is one collective in progress on this rank.
 type call struct {
-	kind  Kind
-	seq   uint64
-	dtype DType
-	op    Op
-	count uint64
+	callDesc
 	ctx   context.Context
 	timer *time.Timer
 	sends sync.WaitGroup
@@ -767,12 +752,9 @@ type call struct {
 	shmErr error
 }
 
-func (c *call) String() string { return describe(c.kind, c.seq, c.dtype, c.op, c.count) }
-
 // begin starts a collective: its sequence number and deadline.
 func (g *TCP) begin(ctx context.Context, kind Kind, dt DType, op Op, count int) (*call, error) {
-	c := &call{kind: kind, seq: g.seq, dtype: dt, op: op, count: uint64(count), ctx: ctx}
-	g.seq++
+	c := &call{callDesc: g.seq.next(kind, dt, op, count), ctx: ctx}
 	if g.closing.Load() {
 		return nil, fmt.Errorf("%v: the group is closed", c)
 	}
@@ -806,6 +788,11 @@ func (g *TCP) end(c *call, err error) error {
 
 func (c *call) header(kind uint8) header {
 	return header{kind: kind, coll: c.kind, dtype: c.dtype, op: c.op, seq: c.seq, count: c.count}
+}
+
+// desc is the call a collective frame's header describes.
+func (h *header) desc() callDesc {
+	return callDesc{kind: h.coll, seq: h.seq, dtype: h.dtype, op: h.op, count: h.count}
 }
 
 // sendAsync queues data to rank to; the call's end waits for it.
@@ -845,8 +832,7 @@ func (g *TCP) recv(c *call, from int, want int) (*frame, error) {
 		return nil, err
 	}
 	h := &f.h
-	if h.seq != c.seq || h.coll != c.kind || h.dtype != c.dtype || h.op != c.op || h.count != c.count && c.kind != KindAllToAllV {
-		err := fmt.Errorf("collective mismatch: rank %d called %s while rank %d called %s", from, describe(h.coll, h.seq, h.dtype, h.op, h.count), g.rank, c)
+	if err := c.mismatch(g.rank, from, h.desc()); err != nil {
 		g.fail(err)
 		return nil, err
 	}
@@ -910,7 +896,7 @@ func (g *TCP) Recv(ctx context.Context, from int, tag uint32) ([]byte, error) {
 	if from < 0 || from >= g.size || from == g.rank {
 		return nil, fmt.Errorf("dist: receive from rank %d at rank %d of %d", from, g.rank, g.size)
 	}
-	c := &call{kind: KindSend, ctx: ctx, timer: time.NewTimer(g.opts.OpTimeout)}
+	c := &call{callDesc: callDesc{kind: KindSend}, ctx: ctx, timer: time.NewTimer(g.opts.OpTimeout)}
 	defer c.timer.Stop()
 	q := g.peers[from].mailbox(tag)
 	for {
