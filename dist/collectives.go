@@ -7,6 +7,56 @@ import (
 
 func mod(a, n int) int { return ((a % n) + n) % n }
 
+// algorithms move a collective's data, once TCP's collective methods have
+// checked the arguments and numbered the call: over the mesh's links
+// (mesh: the schedules of schedule.go, direct exchanges and trees) or
+// through the shared-memory segment of ranks on one host (segment, shm.go).
+// Every method runs in a group of at least two ranks.
+type algorithms interface {
+	allReduce(c *call, buf []byte, es, n int) error
+	// reduceScatter reduces sb (n elements) into this rank's block rb (m).
+	reduceScatter(c *call, sb, rb []byte, es, n, m int) error
+	// allGather fills rb (n elements, this rank's block of m already in).
+	allGather(c *call, sb, rb []byte, es, n, m int) error
+	broadcast(c *call, buf []byte, es, root int) error
+	allToAllV(c *call, send, out [][]byte) error
+	barrier(c *call) error
+}
+
+// algos returns the group's algorithms: through the segment when the ranks
+// share one, else over the mesh.
+func (g *TCP) algos() algorithms {
+	if g.shm != nil {
+		return segment{g}
+	}
+	return mesh{g}
+}
+
+// segment runs the collectives through the shared-memory segment.
+type segment struct{ g *TCP }
+
+func (a segment) allReduce(c *call, buf []byte, _, _ int) error { return a.g.shmAllReduce(c, buf) }
+func (a segment) reduceScatter(c *call, sb, rb []byte, _, _, m int) error {
+	if m == 0 {
+		return a.g.shmBarrier(c)
+	}
+	return a.g.shmReduceScatter(c, sb, rb)
+}
+func (a segment) allGather(c *call, sb, rb []byte, _, _, m int) error {
+	if m == 0 {
+		return a.g.shmBarrier(c)
+	}
+	return a.g.shmAllGather(c, sb, rb)
+}
+func (a segment) broadcast(c *call, buf []byte, _, root int) error {
+	return a.g.shmBroadcast(c, buf, root)
+}
+func (a segment) allToAllV(c *call, send, out [][]byte) error { return a.g.shmAllToAllV(c, send, out) }
+func (a segment) barrier(c *call) error                       { return a.g.shmBarrier(c) }
+
+// mesh runs the collectives over the links between every pair of ranks.
+type mesh struct{ g *TCP }
+
 // chunks cuts b into pieces of at most the chunk size, whole elements each.
 func (g *TCP) chunks(b []byte, es int) [][]byte {
 	step := max(es, g.opts.ChunkBytes/es*es)
@@ -35,14 +85,8 @@ func (g *TCP) AllReduce(ctx context.Context, data any, op Op) error {
 	if err != nil {
 		return err
 	}
-	if g.shm != nil {
-		err = g.shmAllReduce(c, buf)
-	} else if g.size > 1 {
-		if len(buf) <= g.opts.SmallBytes {
-			err = g.recursiveDoubling(c, buf)
-		} else {
-			err = g.ring(c, buf, dt.Size(), n, true, true)
-		}
+	if g.size > 1 {
+		err = g.algos().allReduce(c, buf, dt.Size(), n)
 	}
 	if err = g.end(c, err); err != nil {
 		return err
@@ -51,6 +95,13 @@ func (g *TCP) AllReduce(ctx context.Context, data any, op Op) error {
 		finishMean(buf, dt, g.size)
 	}
 	return nil
+}
+
+func (a mesh) allReduce(c *call, buf []byte, es, n int) error {
+	if len(buf) <= a.g.opts.SmallBytes {
+		return a.g.recursiveDoubling(c, buf)
+	}
+	return a.g.ring(c, buf, es, n, true, true)
 }
 
 // recursiveDoubling runs doublingSchedule on buf.
@@ -128,57 +179,62 @@ func (g *TCP) ReduceScatter(ctx context.Context, send, recv any, op Op) error {
 	if err != nil {
 		return err
 	}
-	es := dt.Size()
-	block := func(b []byte, j int) []byte { return b[j*m*es : (j+1)*m*es] }
-	switch {
-	case g.size == 1:
+	if g.size == 1 {
 		copy(rb, sb)
-	case g.shm != nil && m == 0:
-		err = g.shmBarrier(c)
-	case g.shm != nil:
-		err = g.shmReduceScatter(c, sb, rb)
-	case len(sb) <= g.opts.SmallBytes:
-		for j := 1; j < g.size; j++ {
-			to := (g.rank + j) % g.size
-			g.sendAsync(c, to, block(sb, to))
-		}
-		frames := make([]*frame, g.size)
-		for j := 1; j < g.size && err == nil; j++ {
-			from := mod(g.rank-j, g.size)
-			frames[from], err = g.recv(c, from, m*es)
-		}
-		if err == nil {
-			first := true
-			for j := 0; j < g.size; j++ {
-				src := block(sb, j)
-				if j != g.rank {
-					src = frames[j].data
-				}
-				if first {
-					copy(rb, src)
-					first = false
-				} else {
-					reduceInto(rb, src, dt, op)
-				}
-			}
-		}
-		for _, f := range frames {
-			if f != nil {
-				g.release(f)
-			}
-		}
-	default:
-		tmp := make([]byte, len(sb))
-		copy(tmp, sb)
-		if err = g.ring(c, tmp, es, n, true, false); err == nil {
-			copy(rb, block(tmp, g.rank))
-		}
+	} else {
+		err = g.algos().reduceScatter(c, sb, rb, dt.Size(), n, m)
 	}
 	if err = g.end(c, err); err != nil {
 		return err
 	}
 	if op == Mean {
 		finishMean(rb, dt, g.size)
+	}
+	return nil
+}
+
+func (a mesh) reduceScatter(c *call, sb, rb []byte, es, n, m int) error {
+	g := a.g
+	block := func(b []byte, j int) []byte { return b[j*m*es : (j+1)*m*es] }
+	if len(sb) > g.opts.SmallBytes {
+		tmp := make([]byte, len(sb))
+		copy(tmp, sb)
+		err := g.ring(c, tmp, es, n, true, false)
+		if err == nil {
+			copy(rb, block(tmp, g.rank))
+		}
+		return err
+	}
+	for j := 1; j < g.size; j++ {
+		to := (g.rank + j) % g.size
+		g.sendAsync(c, to, block(sb, to))
+	}
+	frames := make([]*frame, g.size)
+	defer func() {
+		for _, f := range frames {
+			if f != nil {
+				g.release(f)
+			}
+		}
+	}()
+	for j := 1; j < g.size; j++ {
+		from := mod(g.rank-j, g.size)
+		f, err := g.recv(c, from, m*es)
+		if err != nil {
+			return err
+		}
+		frames[from] = f
+	}
+	for j := 0; j < g.size; j++ {
+		src := block(sb, j)
+		if j != g.rank {
+			src = frames[j].data
+		}
+		if j == 0 {
+			copy(rb, src)
+		} else {
+			reduceInto(rb, src, c.dtype, c.op)
+		}
 	}
 	return nil
 }
@@ -201,32 +257,31 @@ func (g *TCP) AllGather(ctx context.Context, send, recv any) error {
 	if err != nil {
 		return err
 	}
-	es := dt.Size()
-	copy(rb[g.rank*m*es:], sb)
-	switch {
-	case g.size == 1:
-	case g.shm != nil && m == 0:
-		err = g.shmBarrier(c)
-	case g.shm != nil:
-		err = g.shmAllGather(c, sb, rb)
-	case len(rb) <= g.opts.SmallBytes:
-		for j := 1; j < g.size; j++ {
-			g.sendAsync(c, (g.rank+j)%g.size, sb)
-		}
-		for j := 1; j < g.size; j++ {
-			from := mod(g.rank-j, g.size)
-			f, e := g.recv(c, from, m*es)
-			if e != nil {
-				err = e
-				break
-			}
-			copy(rb[from*m*es:], f.data)
-			g.release(f)
-		}
-	default:
-		err = g.ring(c, rb, es, n, false, true)
+	copy(rb[g.rank*m*dt.Size():], sb)
+	if g.size > 1 {
+		err = g.algos().allGather(c, sb, rb, dt.Size(), n, m)
 	}
 	return g.end(c, err)
+}
+
+func (a mesh) allGather(c *call, sb, rb []byte, es, n, m int) error {
+	g := a.g
+	if len(rb) > g.opts.SmallBytes {
+		return g.ring(c, rb, es, n, false, true)
+	}
+	for j := 1; j < g.size; j++ {
+		g.sendAsync(c, (g.rank+j)%g.size, sb)
+	}
+	for j := 1; j < g.size; j++ {
+		from := mod(g.rank-j, g.size)
+		f, err := g.recv(c, from, m*es)
+		if err != nil {
+			return err
+		}
+		copy(rb[from*m*es:], f.data)
+		g.release(f)
+	}
+	return nil
 }
 
 // Broadcast copies root's data to every rank: a binomial tree up to
@@ -243,19 +298,23 @@ func (g *TCP) Broadcast(ctx context.Context, data any, root int) error {
 	if err != nil {
 		return err
 	}
+	if g.size > 1 {
+		err = g.algos().broadcast(c, buf, dt.Size(), root)
+	}
+	return g.end(c, err)
+}
+
+func (a mesh) broadcast(c *call, buf []byte, es, root int) error {
+	g := a.g
 	N := g.size
 	v := mod(g.rank-root, N)
-	switch {
-	case N == 1:
-	case g.shm != nil:
-		err = g.shmBroadcast(c, buf, root)
-	case len(buf) <= g.opts.SmallBytes:
+	if len(buf) <= g.opts.SmallBytes {
 		mask := 1
 		for mask < N {
 			if v&mask != 0 {
-				var f *frame
-				if f, err = g.recv(c, (v-mask+root)%N, len(buf)); err != nil {
-					break
+				f, err := g.recv(c, (v-mask+root)%N, len(buf))
+				if err != nil {
+					return err
 				}
 				copy(buf, f.data)
 				g.release(f)
@@ -263,28 +322,30 @@ func (g *TCP) Broadcast(ctx context.Context, data any, root int) error {
 			}
 			mask <<= 1
 		}
-		for mask >>= 1; mask > 0 && err == nil; mask >>= 1 {
+		for mask >>= 1; mask > 0; mask >>= 1 {
 			if v+mask < N {
-				err = g.sendNow(c, (v+mask+root)%N, buf)
+				if err := g.sendNow(c, (v+mask+root)%N, buf); err != nil {
+					return err
+				}
 			}
 		}
-	default:
-		next, prev := (g.rank+1)%N, (g.rank-1+N)%N
-		for _, ch := range g.chunks(buf, dt.Size()) {
-			if v > 0 {
-				var f *frame
-				if f, err = g.recv(c, prev, len(ch)); err != nil {
-					break
-				}
-				copy(ch, f.data)
-				g.release(f)
+		return nil
+	}
+	next, prev := (g.rank+1)%N, (g.rank-1+N)%N
+	for _, ch := range g.chunks(buf, es) {
+		if v > 0 {
+			f, err := g.recv(c, prev, len(ch))
+			if err != nil {
+				return err
 			}
-			if v < N-1 {
-				g.sendAsync(c, next, ch)
-			}
+			copy(ch, f.data)
+			g.release(f)
+		}
+		if v < N-1 {
+			g.sendAsync(c, next, ch)
 		}
 	}
-	return g.end(c, err)
+	return nil
 }
 
 // AllToAllV sends send[p] to rank p and returns what every rank sent here.
@@ -298,22 +359,26 @@ func (g *TCP) AllToAllV(ctx context.Context, send [][]byte) ([][]byte, error) {
 	}
 	out := make([][]byte, g.size)
 	out[g.rank] = send[g.rank]
-	if g.shm != nil {
-		if err = g.end(c, g.shmAllToAllV(c, send, out)); err != nil {
-			return nil, err
-		}
-		return out, nil
+	if g.size > 1 {
+		err = g.algos().allToAllV(c, send, out)
 	}
+	if err = g.end(c, err); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (a mesh) allToAllV(c *call, send, out [][]byte) error {
+	g := a.g
 	for j := 1; j < g.size; j++ {
 		to := (g.rank + j) % g.size
 		g.sendAsync(c, to, send[to])
 	}
 	for j := 1; j < g.size; j++ {
 		from := mod(g.rank-j, g.size)
-		f, e := g.recv(c, from, -1)
-		if e != nil {
-			err = e
-			break
+		f, err := g.recv(c, from, -1)
+		if err != nil {
+			return err
 		}
 		if f.pooled != nil {
 			out[from] = append([]byte(nil), f.data...)
@@ -322,10 +387,7 @@ func (g *TCP) AllToAllV(ctx context.Context, send [][]byte) ([][]byte, error) {
 			out[from] = f.data
 		}
 	}
-	if err = g.end(c, err); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return nil
 }
 
 // Barrier returns once every rank has entered it (dissemination: log2 N
@@ -335,19 +397,25 @@ func (g *TCP) Barrier(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if g.shm != nil {
-		return g.end(c, g.shmBarrier(c))
-	}
-	for k := 1; k < g.size && err == nil; k <<= 1 {
-		if err = g.sendNow(c, (g.rank+k)%g.size, nil); err != nil {
-			break
-		}
-		var f *frame
-		if f, err = g.recv(c, mod(g.rank-k, g.size), 0); err == nil {
-			g.release(f)
-		}
+	if g.size > 1 {
+		err = g.algos().barrier(c)
 	}
 	return g.end(c, err)
+}
+
+func (a mesh) barrier(c *call) error {
+	g := a.g
+	for k := 1; k < g.size; k <<= 1 {
+		if err := g.sendNow(c, (g.rank+k)%g.size, nil); err != nil {
+			return err
+		}
+		f, err := g.recv(c, mod(g.rank-k, g.size), 0)
+		if err != nil {
+			return err
+		}
+		g.release(f)
+	}
+	return nil
 }
 
 var _ Comm = (*TCP)(nil)
