@@ -63,6 +63,18 @@ func (s *shmSeg) sleepOn(off int, ready func() bool, d time.Duration) {
 // ringWrite writes one frame into the ring to rank to (a rank on this
 // host). Its callers send to one rank one at a time (the single
 // producer).
+// ringLink is the shared-memory ring to a rank on this host.
+type ringLink struct {
+	g  *TCP
+	to int
+}
+
+func (l ringLink) direct() bool { return true }
+
+func (l ringLink) write(ctx context.Context, h header, data []byte) error {
+	return l.g.ringWrite(ctx, l.to, h, data)
+}
+
 func (g *TCP) ringWrite(ctx context.Context, to int, h header, data []byte) error {
 	p := g.peers[to]
 	p.rmu.Lock()

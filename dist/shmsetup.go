@@ -183,7 +183,7 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 	for i, j := range members {
 		seg.local[j] = i
 		if j != r {
-			g.peers[j].ring = true
+			g.peers[j].link = ringLink{g, j}
 		}
 	}
 	if m <= runtime.NumCPU() { // every rank can have a processor: poll longer, as Open MPI does

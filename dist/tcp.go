@@ -176,7 +176,7 @@ type peer struct {
 	p2p   map[uint32]*queue
 	left  atomic.Bool // said goodbye
 	eof   chan struct{}
-	ring  bool       // on this host: messages through the segment's ring
+	link  link       // data and point-to-point frames: TCP, or the segment's ring
 	rmu   sync.Mutex // the ring's single producer
 }
 
@@ -431,6 +431,7 @@ func connectMesh(ctx context.Context, rank, size int, addrs []string, ln net.Lis
 			tc.SetWriteBuffer(4 << 20)
 		}
 		p := &peer{rank: j, c: c, coll: newQueue(), p2p: map[uint32]*queue{}, asyncq: make(chan *sendReq, 1024), eof: make(chan struct{})}
+		p.link = tcpLink{g, p}
 		p.br = bufio.NewReaderSize(&deadlineReader{c: c, d: o.PeerTimeout}, 64<<10)
 		p.lastWrite.Store(time.Now().UnixNano())
 		g.peers[j] = p
@@ -534,7 +535,7 @@ func (g *TCP) Err() error {
 
 // gone describes a lost connection.
 func (g *TCP) gone(p *peer, err error) error {
-	if e := g.Err(); e != nil && p.ring {
+	if e := g.Err(); e != nil && p.link.direct() {
 		return e // a ring write fails only once the group has failed
 	}
 	var ne net.Error
@@ -610,12 +611,36 @@ func (g *TCP) release(f *frame) {
 	}
 }
 
-// write sends one message (header and payload) to p, in pieces with a
-// fresh write deadline each.
+// link carries data and point-to-point frames to one peer: its TCP
+// connection (tcpLink), or, to a rank on this host, the shared-memory
+// segment's ring (ringLink, shmp2p.go), whose drain goroutine feeds the
+// same queues as the TCP reader. Heartbeats, goodbyes and aborts always
+// use the TCP connection.
+type link interface {
+	// write sends one frame (header and payload).
+	write(ctx context.Context, h header, data []byte) error
+	// direct says that a write waits only for the receiving rank's drain,
+	// never for its consumer, and fails only once the group has: then
+	// asynchronous sends write from the caller's goroutine.
+	direct() bool
+}
+
+// write sends one message to p over its link.
 func (g *TCP) write(p *peer, h header, data []byte) error {
-	if p.ring { // not under wmu: heartbeats still go out over TCP meanwhile
-		return g.ringWrite(context.Background(), p.rank, h, data)
-	}
+	return p.link.write(context.Background(), h, data)
+}
+
+// tcpLink is a peer's TCP connection.
+type tcpLink struct {
+	g *TCP
+	p *peer
+}
+
+func (l tcpLink) direct() bool { return false }
+
+// write sends the frame in pieces with a fresh write deadline each.
+func (l tcpLink) write(_ context.Context, h header, data []byte) error {
+	g, p := l.g, l.p
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	h.n = uint64(len(data))
@@ -797,7 +822,7 @@ func (h *header) desc() callDesc {
 
 // sendAsync queues data to rank to; the call's end waits for it.
 func (g *TCP) sendAsync(c *call, to int, data []byte) {
-	if p := g.peers[to]; p.ring {
+	if p := g.peers[to]; p.link.direct() {
 		// A ring write waits only for the receiver's drain goroutine,
 		// never for its caller: write from here (the caller's buffer is
 		// then read by the caller's goroutine alone).
@@ -877,15 +902,12 @@ func (g *TCP) Send(ctx context.Context, to int, tag uint32, data []byte) error {
 		return fmt.Errorf("send to rank %d (tag %d): the group is broken: %w", to, tag, err)
 	}
 	h := header{kind: fP2P, coll: KindSend, dtype: Bytes, tag: tag}
-	if g.peers[to].ring {
-		if err := g.ringWrite(ctx, to, h, data); err != nil {
-			return fmt.Errorf("send to rank %d (tag %d): %w", to, tag, err)
+	p := g.peers[to]
+	if err := p.link.write(ctx, h, data); err != nil {
+		if !p.link.direct() {
+			err = g.gone(p, err)
+			g.fail(err)
 		}
-		return nil
-	}
-	if err := g.write(g.peers[to], h, data); err != nil {
-		err = g.gone(g.peers[to], err)
-		g.fail(err)
 		return fmt.Errorf("send to rank %d (tag %d): %w", to, tag, err)
 	}
 	return nil
