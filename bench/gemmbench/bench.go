@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/openblas"
 	"gonum.org/v1/gonum/blas"
@@ -199,8 +200,9 @@ func measureBlocks(fs []func(), cool []time.Duration, blockTime time.Duration, b
 		best[i] = time.Since(t0).Seconds()
 		time.Sleep(cool[i])
 	}
-	for range blocks {
-		for i, f := range fs {
+	runs := make([]func(int) error, len(fs))
+	for i, f := range fs {
+		runs[i] = func(int) error {
 			start := time.Now()
 			for reps := 0; reps < 2 || time.Since(start) < blockTime; reps++ {
 				t0 := time.Now()
@@ -208,8 +210,10 @@ func measureBlocks(fs []func(), cool []time.Duration, blockTime time.Duration, b
 				best[i] = min(best[i], time.Since(t0).Seconds())
 			}
 			time.Sleep(cool[i])
+			return nil
 		}
 	}
+	membench.Alternate(blocks, runs...)
 	return best
 }
 

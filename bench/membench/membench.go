@@ -65,22 +65,44 @@ func (r Result) Add(o Result) Result {
 	return result(ops, cpu, r.Elapsed+o.Elapsed)
 }
 
+// Alternate is the benchmarks' paired runner: it runs each of runs in
+// turn, rounds times (runs[0], runs[1], ..., runs[0], runs[1], ...), so
+// that every contender sees the same stretches of a machine whose speed
+// drifts (virtual machines' do when their neighbours load the host), and
+// stops at the first error. The benchmarks that compare graphmill with a
+// peer (gemm with OpenBLAS, partition with gpmetis, the Python client with
+// the Go loader and PyG) and work with its ceiling (Paired) all take turns
+// through it.
+func Alternate(rounds int, runs ...func(round int) error) error {
+	for i := 0; i < rounds; i++ {
+		for _, run := range runs {
+			if err := run(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Paired measures work against a ceiling over the same stretch of time:
-// it runs rounds rounds, each of work(round) and then of ceiling(d), where
-// d is the wall time the round's work took (at least minSlice), and
-// returns both summed with Add. On a machine whose speed drifts from one
-// second to the next, as virtual machines' do when their neighbours load
-// the host (random-read rates here move between about 40M and 64M per
-// second within seconds), a ceiling measured once, before the work, can
-// fall in a fast stretch and the work in a slow one; interleaved in
-// slices of equal length, both see the same machine.
+// it runs rounds rounds (at least one), each of work(round) and then of
+// ceiling(d), where d is the wall time the round's work took (at least
+// minSlice), and returns both summed with Add. On a machine whose speed
+// drifts from one second to the next (random-read rates here move between
+// about 40M and 64M per second within seconds), a ceiling measured once,
+// before the work, can fall in a fast stretch and the work in a slow one;
+// interleaved in slices of equal length, both see the same machine.
 func Paired(rounds int, work func(round int) Result, ceiling func(d time.Duration) Result) (w, c Result) {
 	const minSlice = 5 * time.Millisecond
-	for i := 0; i < max(rounds, 1); i++ {
+	var last time.Duration
+	Alternate(max(rounds, 1), func(i int) error {
 		r := work(i)
-		w = w.Add(r)
-		c = c.Add(ceiling(max(r.Elapsed, minSlice)))
-	}
+		w, last = w.Add(r), r.Elapsed
+		return nil
+	}, func(int) error {
+		c = c.Add(ceiling(max(last, minSlice)))
+		return nil
+	})
 	return w, c
 }
 

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dist/samplersvc"
 	"github.com/graphmill/graphmill/feature"
@@ -409,27 +410,36 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if _, err := goLoader(ctx, d, st, cfg, 1000); err != nil {
 		return nil, fmt.Errorf("go loader: %w", err)
 	}
-	for r := 0; r < cfg.Rounds; r++ {
-		rate, err := goLoader(ctx, d, st, cfg, r)
-		if err != nil {
-			return nil, fmt.Errorf("go loader: %w", err)
+	// Each round: the Go loader, the Go client, then the Python client in
+	// every mode, taking turns (membench.Alternate).
+	var rate, crate float64
+	runs := []func(int) error{func(r int) error {
+		var err error
+		if rate, err = goLoader(ctx, d, st, cfg, r); err != nil {
+			return fmt.Errorf("go loader: %w", err)
 		}
 		rep.GoLoader = max(rep.GoLoader, rate)
 		progress(fmt.Sprintf("round %d: go loader %.1f batches/s", r+1, rate))
-		crate, mib, err := goClient(ctx, addr, d, cfg, r)
-		if err != nil {
-			return nil, fmt.Errorf("go client: %w", err)
+		return nil
+	}, func(r int) error {
+		var mib float64
+		var err error
+		if crate, mib, err = goClient(ctx, addr, d, cfg, r); err != nil {
+			return fmt.Errorf("go client: %w", err)
 		}
 		rep.GoClient = max(rep.GoClient, crate)
 		rep.GoFrameMiB = mib
 		progress(fmt.Sprintf("round %d: go client %.1f batches/s (%.1f MiB frames)", r+1, crate, mib))
-		for _, m := range cfg.Modes {
+		return nil
+	}}
+	for _, m := range cfg.Modes {
+		runs = append(runs, func(r int) error {
 			p, err := python(ctx, addr, cfg, m, cfg.PyG && r == 0 && m == cfg.Modes[0])
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if m == "shm" && p.Transport != "shm" {
-				return nil, fmt.Errorf("python (shm): the service sent the payloads over %q, not shared memory", p.Transport)
+				return fmt.Errorf("python (shm): the service sent the payloads over %q, not shared memory", p.Transport)
 			}
 			if len(p.PyG) > 0 {
 				var v any
@@ -444,7 +454,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rounds[m] = append(rounds[m], Round{BatchesPerS: p.BatchesPerS, GoLoader: rate, GoClient: crate,
 				RatioToGoLoader: p.BatchesPerS / rate, RatioToGoClient: p.BatchesPerS / crate})
 			progress(fmt.Sprintf("round %d: python (%s) %.1f batches/s, %.2f copies/batch", r+1, m, p.BatchesPerS, p.CopiesPerBatch))
-		}
+			return nil
+		})
+	}
+	if err := membench.Alternate(cfg.Rounds, runs...); err != nil {
+		return nil, err
 	}
 	for _, m := range cfg.Modes {
 		p := best[m]
