@@ -85,7 +85,7 @@ fastest of each is kept (--repeat). --quick skips the synthetic graph.`,
 	f := c.Flags()
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&cfg.Quick, "quick", false, "shared graphs only (under 30 seconds)")
-	f.StringVar(&cfg.DataDir, "data", "", "shared data directory (default $GRAPHMILL_DATA, else ../shared/data or ../../shared/data)")
+	f.StringVar(&cfg.DataDir, "data", "", "shared data directory (default $GRAPHMILL_DATA, else the first shared/data above the working directory)")
 	f.StringVar(&cfg.CacheDir, "cache", "", "where the synthetic graph is generated once (default <graphmill cache>/bench)")
 	f.StringVar(&parts, "parts", "4,16,64", "comma-separated part counts")
 	f.Float64Var(&cfg.Imbalance, "imbalance", 1.03, "balance tolerance (gpmetis -ufactor = 1000*(imbalance-1))")
