@@ -169,12 +169,6 @@ func openDistSampled(ctx context.Context, s Spec, cfg *train.Config) (*trainData
 // reads.
 func openTrainData(ctx context.Context, s Spec, cfg *train.Config) (*trainData, error) {
 	if len(s.Samplers) > 0 {
-		if IsPartitioned(s.Dataset) {
-			return nil, fmt.Errorf("--sampler: give the dataset the samplers serve (a whole dataset), not the partitioned %s", s.Dataset)
-		}
-		if s.RemoteCacheBytes > 0 {
-			return nil, fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset, not to --sampler")
-		}
 		return openSamplerService(ctx, s, cfg)
 	}
 	return openDistSampled(ctx, s, cfg)

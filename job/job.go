@@ -86,11 +86,11 @@ type Result struct {
 // epoch it returns the result so far with an error wrapping
 // train.ErrInterrupted.
 func Train(ctx context.Context, s Spec) (*Result, error) {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
 	if mode, err := sar.ParseMode(string(s.Config.Mode)); err == nil {
 		return trainSAR(ctx, s, mode)
-	}
-	if s.MFG {
-		return nil, fmt.Errorf("message-flow-graph steps (MFG) are for the sar, sa and one-shot modes (full-graph training over a partitioned dataset)")
 	}
 	cfg := s.Config
 	if s.Comm != nil {
@@ -106,9 +106,6 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		}
 		ds, opts = td.ds, append(opts, td.opts...)
 	} else {
-		if s.RemoteCacheBytes > 0 {
-			return nil, fmt.Errorf("a remote-row cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", s.Dataset)
-		}
 		var err error
 		if ds, err = OpenDataset(ctx, s.Dataset, "train"); err != nil {
 			return nil, err
@@ -141,6 +138,36 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		td.report(s.Log)
 	}
 	return &Result{Result: res, Config: cfg, Dataset: ds.Meta.Name}, err
+}
+
+// Check refuses, before any work (Train calls it; a program that joins
+// ranks first calls it before), a Spec whose route cannot run: SAR's modes
+// on a dataset that is not partitioned or with data-parallel settings,
+// message-flow-graph steps outside them, sampler services for a
+// partitioned dataset, and a remote-row cache outside distributed
+// sampling.
+func (s Spec) Check() error {
+	parted := IsPartitioned(s.Dataset)
+	if mode, err := sar.ParseMode(string(s.Config.Mode)); err == nil {
+		switch {
+		case !parted:
+			return fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, s.Dataset, s.Dataset)
+		case s.Config.Parallel != nil:
+			return fmt.Errorf("--mode %s: data-parallel settings given", mode)
+		}
+		return nil
+	}
+	switch {
+	case s.MFG:
+		return fmt.Errorf("--mfg is for the sar, sa and one-shot modes (full-graph training over a partitioned dataset)")
+	case len(s.Samplers) > 0 && parted:
+		return fmt.Errorf("--sampler: give the dataset the samplers serve (a whole dataset), not the partitioned %s", s.Dataset)
+	case len(s.Samplers) > 0 && s.RemoteCacheBytes > 0:
+		return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset, not to --sampler")
+	case !parted && s.RemoteCacheBytes > 0:
+		return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", s.Dataset)
+	}
+	return nil
 }
 
 // logf writes to w when it is set.

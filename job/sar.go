@@ -11,18 +11,12 @@ import (
 	"github.com/graphmill/graphmill/train"
 )
 
-// trainSAR runs SAR's distributed full-graph training (package sar) over
+// trainSAR runs (after Spec.Check) SAR's distributed full-graph training (package sar) over
 // the partitioned dataset s.Dataset, on s.Comm's ranks or, without one, in
 // a group of one. The summary's Traffic holds what all ranks sent per
 // epoch (gathered from every rank).
 func trainSAR(ctx context.Context, s Spec, mode sar.Mode) (*Result, error) {
 	cfg := s.Config
-	if !IsPartitioned(s.Dataset) {
-		return nil, fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, s.Dataset, s.Dataset)
-	}
-	if cfg.Parallel != nil {
-		return nil, fmt.Errorf("--mode %s: data-parallel settings given", mode)
-	}
 	comm := s.Comm
 	if comm == nil {
 		gs, err := dist.LocalGroup(ctx, 1, dist.Options{})

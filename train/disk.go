@@ -234,7 +234,16 @@ func (r *Runner) autoCacheBytes() int64 {
 // what the step derives from them, measured on one sampled batch of
 // training seeds (sampled mode; GAS and full mode gather in pieces of
 // about the same size).
+// The estimate is made once a run (the cache's budget and the pipeline's
+// depth both use it).
 func (r *Runner) estimateBatchBytes() int64 {
+	if r.batchBytes == 0 {
+		r.batchBytes = r.sampleBatchBytes()
+	}
+	return r.batchBytes
+}
+
+func (r *Runner) sampleBatchBytes() int64 {
 	cfg := r.cfg
 	dim := int64(r.ds.Meta.FeatureDim)
 	if cfg.Mode != Sampled || len(cfg.Fanouts) == 0 {

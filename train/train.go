@@ -190,6 +190,8 @@ type Runner struct {
 	inMemory int64                // the bytes of owned's in-memory copy of the features (Config.FeaturesInMemory), or 0
 	disk     *feature.Disk        // the features read from disk (openDisk), closed by Close
 	graphIO  *dataset.GraphReader // a graph on disk's reads in flight (graphOnDisk), closed by Close
+	// batchBytes is estimateBatchBytes' estimate, made once.
+	batchBytes int64
 	// cacheBudget is the disk cache's budget (given or chosen), setupCtx
 	// the context of NewRunner's setup (WithContext).
 	cacheBudget int64

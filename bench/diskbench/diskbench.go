@@ -133,13 +133,15 @@ type PackedRun struct {
 	LossesEqual bool `json:"losses_equal"`
 }
 
+// say reports progress, when Progress is set.
+func (o Options) say(f string, a ...any) {
+	if o.Progress != nil {
+		o.Progress(fmt.Sprintf(f, a...))
+	}
+}
+
 // Run runs the benchmark.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	say := func(f string, a ...any) {
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf(f, a...))
-		}
-	}
 	rep := &Report{Options: o}
 	if o.Full {
 		// Features of 1.3x the machine's memory.
@@ -148,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Options = o
 	}
 	dir := filepath.Join(o.Dir, fmt.Sprintf("bench-disk-%d-%d-%d", o.Nodes, o.Degree, o.FeatureDim))
-	say("dataset: %s nodes, %s edges, %d features (%s of features) in %s", units.Count(o.Nodes), units.Count(int64(o.Nodes)*int64(o.Degree)), o.FeatureDim,
+	o.say("dataset: %s nodes, %s edges, %d features (%s of features) in %s", units.Count(o.Nodes), units.Count(int64(o.Nodes)*int64(o.Degree)), o.FeatureDim,
 		units.Bytes(int64(o.Nodes)*int64(o.FeatureDim)*4), dir)
 	cfg := synth.Config{Name: "bench-disk", Nodes: o.Nodes, Edges: int64(o.Nodes) * int64(o.Degree), FeatureDim: o.FeatureDim, Classes: 16, Seed: 7,
 		TrainFrac: o.TrainFrac, ValFrac: 0.001, TestFrac: 0.001}
@@ -163,19 +165,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.FeatureBytes = int64(len(d.FeatureArray.Data))
 	d.Close()
 
-	say("ceilings: random 4 KiB reads at queue depth 1 and 64, sequential reads")
+	o.say("ceilings: random 4 KiB reads at queue depth 1 and 64, sequential reads")
 	if rep.Ceilings, err = measureCeilings(ctx, featPath, o.CeilingTime); err != nil {
 		return nil, err
 	}
 	rep.FirstBatchBound = 1.5*float64(rep.FeatureBytes)/rep.Ceilings.SequentialBytes + 2
-	say("  %s: %s reads/s at depth 1, %s at 64; sequential %s/s", rep.Ceilings.Backend, units.Count(rep.Ceilings.RandomQD1),
+	o.say("  %s: %s reads/s at depth 1, %s at 64; sequential %s/s", rep.Ceilings.Backend, units.Count(rep.Ceilings.RandomQD1),
 		units.Count(rep.Ceilings.RandomQD64), units.Bytes(int64(rep.Ceilings.SequentialBytes)))
 
 	args := []string{"train", "--dataset", dir, "--model", "sage", "--batch", strconv.Itoa(o.Batch), "--fanouts", joinInts(o.Fanouts),
 		"--epochs", "1", "--no-eval", "--seed", "3", "--quiet"}
 	var mem *metrics
 	if !o.Full {
-		say("training in memory (the reference)")
+		o.say("training in memory (the reference)")
 		if mem, _, err = runTrain(ctx, o.Exe, append(args, "--features-in-memory", "yes"), nil); err != nil {
 			return nil, err
 		}
@@ -189,7 +191,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	default:
 		rep.LimitBytes = int64(float64(rep.FeatureBytes) * o.LimitFraction)
 		if cg, err = cgroup.New(fmt.Sprintf("graphmill-bench-disk-%d", os.Getpid()), rep.LimitBytes); err != nil {
-			say("  no memory cgroup (%v): training from disk without a limit", err)
+			o.say("  no memory cgroup (%v): training from disk without a limit", err)
 			rep.Limit, rep.LimitBytes = "none", 0
 		} else {
 			defer cg.Close()
@@ -199,7 +201,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := dropCache(dir); err != nil {
 		return nil, err
 	}
-	say("training from disk (memory limit %s, %s)", units.Bytes(rep.LimitBytes), rep.Limit)
+	o.say("training from disk (memory limit %s, %s)", units.Bytes(rep.LimitBytes), rep.Limit)
 	disk, kernel, err := runTrain(ctx, o.Exe, append(args, "--features-in-memory", "no"), cg)
 	if err != nil {
 		return nil, err
@@ -227,7 +229,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	say("cache policies at the same budget (%s), replayed on one sampled epoch", units.Bytes(rep.CacheBytes))
+	o.say("cache policies at the same budget (%s), replayed on one sampled epoch", units.Bytes(rep.CacheBytes))
 	if rep.Policies, rep.Layouts, err = ComparePolicies(ctx, dir, o, rep.CacheBytes); err != nil {
 		return nil, err
 	}
@@ -336,11 +338,6 @@ func joinInts(xs []int) string {
 // copy is kept beside the dataset and reused) and trains from disk on it
 // in the same memory limit, after dropping its pages from the page cache.
 func runPacked(ctx context.Context, o Options, dir string, args []string, cg *cgroup.Group, rep *Report, mem *metrics) (*PackedRun, error) {
-	say := func(f string, a ...any) {
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf(f, a...))
-		}
-	}
 	pdir := dir + "-packed"
 	pr := &PackedRun{}
 	if p, err := dataset.Open(pdir); err == nil && p.Meta.Packed != nil && p.Meta.Packed.From == dir {
@@ -349,7 +346,7 @@ func runPacked(ctx context.Context, o Options, dir string, args []string, cg *cg
 		if err == nil {
 			p.Close()
 		}
-		say("packing the dataset (graphmill data pack) into %s", pdir)
+		o.say("packing the dataset (graphmill data pack) into %s", pdir)
 		d, err := dataset.Open(dir)
 		if err != nil {
 			return nil, err
@@ -377,7 +374,7 @@ func runPacked(ctx context.Context, o Options, dir string, args []string, cg *cg
 		}
 		defer cg.Close()
 	}
-	say("training from disk on the packed copy (memory limit %s)", units.Bytes(rep.LimitBytes))
+	o.say("training from disk on the packed copy (memory limit %s)", units.Bytes(rep.LimitBytes))
 	pargs := slices.Clone(args)
 	pargs[slices.Index(pargs, dir)] = pdir
 	m, _, err := runTrain(ctx, o.Exe, append(pargs, "--features-in-memory", "no"), cg)

@@ -48,11 +48,6 @@ type GraphReport struct {
 // readahead, stopped at 5x the advice run's time (and 60 s at least) if it
 // has not finished. Root only (the cgroup).
 func RunGraph(ctx context.Context, o Options) (*GraphReport, error) {
-	say := func(f string, a ...any) {
-		if o.Progress != nil {
-			o.Progress(fmt.Sprintf(f, a...))
-		}
-	}
 	rep := &GraphReport{Nodes: 4_000_000, Edges: 80_000_000, LimitBytes: 160_000_000}
 	dir := filepath.Join(o.Dir, "bench-disk-graph-4000000-80000000")
 	if _, err := synth.Ensure(ctx, dir, synth.Config{Name: "bench-disk-graph", Nodes: rep.Nodes, Edges: rep.Edges, FeatureDim: 4, Classes: 16, Seed: 5,
@@ -76,7 +71,7 @@ func RunGraph(ctx context.Context, o Options) (*GraphReport, error) {
 		if err := dropCache(dir); err != nil {
 			return nil, err
 		}
-		say("graph of %s in a %s cgroup, --graph-on-disk %s", units.Bytes(rep.GraphBytes), units.Bytes(rep.LimitBytes), mode)
+		o.say("graph of %s in a %s cgroup, --graph-on-disk %s", units.Bytes(rep.GraphBytes), units.Bytes(rep.LimitBytes), mode)
 		run := GraphRun{Mode: mode, RandomAdvice: mode != "no"}
 		rctx, cancel := ctx, context.CancelFunc(func() {})
 		if limit > 0 {

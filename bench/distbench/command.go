@@ -8,6 +8,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/sample"
 )
 
@@ -83,7 +84,7 @@ Local ranks share this machine's cores, so per-rank rates fall as ranks are adde
 	fl.StringVar(&nodesS, "nodes", "", "nodes of the generated graph (default 2M; --quick 200k)")
 	fl.StringVar(&edgesS, "edges", "", "edges of the generated graph (default 20M; --quick 2M)")
 	fl.IntVar(&dim, "feature-dim", 100, "features per node")
-	cli.FanoutsFlag(fl, &fan, []int{15, 10}, "sampling")
+	job.FanoutsFlag(fl, &fan, []int{15, 10}, "sampling")
 	fl.IntVar(&batch, "batch", 512, "seeds per minibatch (per rank)")
 	fl.IntVar(&batches, "batches", 30, "minibatches per measurement")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the generated graph")

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
-	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/synth"
 )
@@ -109,7 +109,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl.StringVar(&dir, "dataset", "", "dataset directory to serve (default: the generated graph, in the cache directory)")
 	fl.StringVar(&py, "python", "", "Python interpreter with the graphmill client importable (default: python3 on PATH or /usr/bin/python3, whichever imports graphmill and torch, preferring one with torch_geometric)")
 	fl.StringVar(&pypath, "python-path", "", "directory prepended to PYTHONPATH (e.g. python, to run the client from source)")
-	cli.FanoutsFlag(fl, &fan, []int{25, 10}, "sampling")
+	job.FanoutsFlag(fl, &fan, []int{25, 10}, "sampling")
 	fl.StringVar(&modesS, "modes", "frame,shm,local", "Python feature modes: frame (rows in the gRPC message), shm (rows in the payload, through shared memory), local (rows gathered in Python), none")
 	fl.IntVar(&batchSize, "batch-size", 1024, "seeds per minibatch")
 	fl.IntVar(&batches, "batches", 0, "minibatches per measurement (default 60; --quick 25)")

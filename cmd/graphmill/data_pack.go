@@ -90,7 +90,7 @@ reads. The copy is written atomically; the source's rows are read with many read
 	f := c.Flags()
 	f.StringVar(&out, "out", "", "output dataset directory (required)")
 	f.StringVar(&method, "method", string(layout.Sample), fmt.Sprintf("how nodes are ordered: %v", layout.Methods))
-	cli.FanoutsFlag(f, &fanouts, []int{25, 10}, "sample, partition: the training the layout is for")
+	job.FanoutsFlag(f, &fanouts, []int{25, 10}, "sample, partition: the training the layout is for")
 	f.IntVar(&cfg.BatchSize, "batch", 1024, "sample, partition: the batch size of that training")
 	f.IntVar(&cfg.Epochs, "epochs", 1, "sample, partition: sampled epochs counted")
 	f.IntVar(&cfg.Parts, "parts", 0, "partition: number of parts (0: one per 65,536 nodes)")

@@ -115,7 +115,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "dropout on attention coefficients (gat; default per model)")
 	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
-	cli.FanoutsFlag(fl, &f.fanouts, []int{25, 10}, "sampled mode")
+	job.FanoutsFlag(fl, &f.fanouts, []int{25, 10}, "sampled mode")
 	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
 	fl.IntVar(&f.prefetch, "prefetch", 4, "sampled mode: minibatches prepared ahead of training")
 	fl.IntVar(&f.workers, "workers", 0, "sampled mode: sampling goroutines (0 = all cores)")
@@ -300,20 +300,16 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 				return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
 			}
 		}
-	} else if f.mfg {
-		return fmt.Errorf("--mfg is for the sar, sa and one-shot modes (full-graph training over a partitioned dataset)")
-	}
-	if isSAR && !job.IsPartitioned(f.dataset) {
-		return fmt.Errorf("--mode %s trains over a partitioned dataset, and %s is not one: make one with 'graphmill partition --parts N %s --out DIR' (N a multiple of the number of ranks) and give --dataset DIR", mode, f.dataset, f.dataset)
-	}
-	if err := checkOutputs(f); err != nil {
-		return err
-	}
-	if f.ds.remoteCache != "" && f.ds.sampler == "" && !job.IsPartitioned(f.dataset) {
-		return fmt.Errorf("--remote-cache applies to distributed sampling over a partitioned dataset (graphmill partition), not to %s", f.dataset)
 	}
 	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.Backend(), MFG: f.mfg, Setup: applyProcessSettings}
 	if spec.Samplers, spec.ConnectTimeout, spec.Security, spec.RemoteCacheBytes, err = f.ds.parse(&f.dist); err != nil {
+		return err
+	}
+	// Refused before any work: the route, then the output paths.
+	if err := spec.Check(); err != nil {
+		return err
+	}
+	if err := checkOutputs(f); err != nil {
 		return err
 	}
 	comm, info, err := f.dist.Join(cmd.Context())

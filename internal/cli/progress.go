@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/graphmill/graphmill/internal/units"
-	"github.com/graphmill/graphmill/sample"
 )
 
 // Stderr is where progress and step lines go (stdout is kept for results,
@@ -209,12 +207,4 @@ func ParseMaxMemory(s string) (int64, error) {
 		return 0, fmt.Errorf("--max-memory %q: want a positive size such as 2GiB", s)
 	}
 	return n, nil
-}
-
-// FanoutsFlag defines --fanouts, the one fanout flag of every command that
-// samples, on fs: *p holds def until the flag is given; what says what the
-// fanouts are for.
-func FanoutsFlag(fs *pflag.FlagSet, p *sample.Fanouts, def []int, what string) {
-	*p = def
-	fs.Var(p, "fanouts", what+": neighbours sampled per node at each hop, from the seeds, as PyG's num_neighbors (-1 or all = every neighbour)")
 }

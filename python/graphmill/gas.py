@@ -75,8 +75,8 @@ class Loader:
         parts = np.asarray(parts)
         if parts.shape != (g.num_nodes,) or (len(parts) and (parts.min() < 0 or parts.max() >= num_parts)):
             raise ValueError(f"parts must give each of the {g.num_nodes} nodes a part in [0, {num_parts})")
-        if given and g.orig_ids is not None:  # by original id: to the packed dataset's order
-            parts = parts[np.asarray(g.orig_ids)]
+        if given and g.ids is not None:  # by original id: to the packed dataset's order
+            parts = parts[g.ids.orig]
         self.parts = parts
         self.num_parts = int(num_parts)
         self.batch_size = int(batch_size)
@@ -135,10 +135,8 @@ class Loader:
         ei = np.stack([pos[src], np.repeat(np.arange(len(inner), dtype=np.int64), deg)])
         pos[n_id] = -1
         n_x = n_y = n_id
-        if g.orig_ids is not None:  # a packed dataset: the user's ids are the original ones
-            n_id = np.asarray(g.orig_ids, dtype=np.int64)[n_id]
-            n_x = n_x if g.x_packed else n_id
-            n_y = n_y if g.y_packed else n_id
+        if g.ids is not None:  # a packed dataset: the user's ids are the original ones
+            n_id, n_x, n_y = g.ids(n_id)
         fields = dict(n_id=n_id, edge_index=ei, batch_size=len(inner), num_halo=len(halo))
         if self._torch is not None:
             t = self._torch

@@ -52,18 +52,37 @@ def _numpy(a, name):
     return np.asarray(a)
 
 
-class _Graph:
-    """The user's graph as in-neighbour lists, with x and y."""
+class _IdMap:
+    """A packed dataset's ids ('graphmill data pack'): node v of the graph
+    is node orig[v] to the user. x_packed and y_packed say whether x and y
+    are the dataset's own rows (in its order) rather than the user's (in
+    the original order)."""
 
-    def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False,
-                 orig_ids=None, x_packed=False, y_packed=False):
+    def __init__(self, orig_ids, x_packed, y_packed):
+        self.orig = np.asarray(orig_ids, dtype=np.int64)
+        self.x_packed, self.y_packed = x_packed, y_packed
+
+    def __call__(self, n_id):
+        """The user's ids of the graph's nodes n_id, and the ids to gather
+        x and y by."""
+        user = self.orig[n_id]
+        return user, (n_id if self.x_packed else user), (n_id if self.y_packed else user)
+
+    def to_graph(self, ids):
+        """The graph's ids of the user's ids."""
+        new = np.empty(len(self.orig), dtype=np.int32)
+        new[self.orig] = np.arange(len(self.orig), dtype=np.int32)
+        return new[ids]
+
+
+class _Graph:
+    """The user's graph as in-neighbour lists, with x and y; ids maps a
+    packed dataset's ids to the user's (None otherwise)."""
+
+    def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False, ids=None):
         self.indptr, self.indices, self.num_nodes = indptr, indices, int(num_nodes)
         self.x, self.y, self.edge_weight = x, y, edge_weight
-        # A packed dataset ('graphmill data pack'): node v of the graph is
-        # node orig_ids[v] to the user; x_packed and y_packed say whether x
-        # and y are the dataset's own rows (in its order) rather than the
-        # user's (in the original order).
-        self.orig_ids, self.x_packed, self.y_packed = orig_ids, x_packed, y_packed
+        self.ids = ids
         self.files = files  # a dataset's own array files (linked, not written)
         self.pyg = pyg
 
@@ -105,7 +124,7 @@ def _from_data(data, x=None, y=None, num_nodes=None):
                  if k in d.meta.get("arrays", {})}
         feats = x if x is not None else (d.features_float32() if d.features is not None else None)
         return _Graph(d.indptr, d.indices, d.num_nodes, feats, y if y is not None else d.labels, d.edge_weight, files=files,
-                      orig_ids=d.orig_ids, x_packed=x is None, y_packed=y is None)
+                      ids=None if d.orig_ids is None else _IdMap(d.orig_ids, x is None, y is None))
     if hasattr(data, "edge_index") and hasattr(data, "num_nodes") and not isinstance(data, tuple):  # PyG Data
         n = int(data.num_nodes)
         indptr, indices = _csc(data.edge_index, n)
@@ -323,13 +342,8 @@ class NeighborLoader:
             raise ValueError("input_nodes is empty")
         # Ids in and out are the original ones; the service samples the
         # packed graph in its own ids.
-        self._orig = None if g.orig_ids is None else np.asarray(g.orig_ids, dtype=np.int64)
-        self._x_packed, self._y_packed = g.x_packed, g.y_packed
-        seeds = self.input_nodes
-        if self._orig is not None:
-            new_ids = np.empty(g.num_nodes, dtype=np.int32)
-            new_ids[self._orig] = np.arange(g.num_nodes, dtype=np.int32)
-            seeds = new_ids[self.input_nodes]
+        self._ids = g.ids
+        seeds = self.input_nodes if g.ids is None else g.ids.to_graph(self.input_nodes)
         t = _torch()
         self._x = self._tensor(g.x, "x")
         self._y = self._tensor(g.y, "y")
@@ -399,10 +413,8 @@ class NeighborLoader:
             e += ne[h]
         n_id = np.asarray(mb.n_id, dtype=np.int64)  # the service's ids
         n_x = n_y = n_id
-        if self._orig is not None:  # a packed dataset: the user's ids are the original ones
-            n_id = self._orig[n_id]
-            n_x = n_x if self._x_packed else n_id
-            n_y = n_y if self._y_packed else n_id
+        if self._ids is not None:  # a packed dataset: the user's ids are the original ones
+            n_id, n_x, n_y = self._ids(n_id)
         seeds = n_id[:mb.batch_size]
         if self._pos is None:
             self._pos = np.full(self.num_nodes, -1, dtype=np.int64)

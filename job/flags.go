@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/sample"
 )
 
 // DistFlags are the flags of commands that run under a launcher (rank,
@@ -130,4 +131,12 @@ func (f *DistFlags) Security() (*dist.Security, error) {
 func HasBackend(name string) bool {
 	_, ok := backends[name]
 	return ok
+}
+
+// FanoutsFlag defines --fanouts, the one fanout flag of every command that
+// samples, on fs: *p holds def until the flag is given; what says what the
+// fanouts are for.
+func FanoutsFlag(fs *pflag.FlagSet, p *sample.Fanouts, def []int, what string) {
+	*p = def
+	fs.Var(p, "fanouts", what+": neighbours sampled per node at each hop, from the seeds, as PyG's num_neighbors (-1 or all = every neighbour)")
 }
