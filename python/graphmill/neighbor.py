@@ -416,10 +416,14 @@ class NeighborLoader:
         if self._ids is not None:  # a packed dataset: the user's ids are the original ones
             n_id, n_x, n_y = self._ids(n_id)
         seeds = n_id[:mb.batch_size]
-        if self._pos is None:
-            self._pos = np.full(self.num_nodes, -1, dtype=np.int64)
-            self._pos[self.input_nodes] = np.arange(len(self.input_nodes))
-        input_id = self._pos[seeds]
+        pos = self._pos
+        if pos is None:
+            # Built whole, then published: _convert runs on several gather
+            # threads, and one that saw a half-filled table read -1s.
+            pos = np.full(self.num_nodes, -1, dtype=np.int64)
+            pos[self.input_nodes] = np.arange(len(self.input_nodes))
+            self._pos = pos
+        input_id = pos[seeds]
         nsn = [nd[0]] + [nd[h + 1] - nd[h] for h in range(L)]
         if self._torch:
             import torch
