@@ -73,28 +73,46 @@ func randomPermInto(r *rng.Rand, p []int32) []int32 {
 // degreeOrder returns the vertices in increasing order of degree (capped
 // at 4x the average, as METIS does), random within a degree.
 func (l *level) degreeOrder(r *rng.Rand, sc *scratch) []int32 {
-	n := l.n
-	avg := 1
-	if n > 0 {
-		avg = max(1, int(4*int64(len(l.adj))/int64(n)))
+	out := sc.buf(&sc.order, l.n)
+	l.degreeOrderRange(r, 0, l.n, l.degreeCap(), sc.buf(&sc.perm, l.n), out)
+	return out
+}
+
+// degreeCap is the degree above which degreeOrder no longer tells
+// vertices apart: 4x the average.
+func (l *level) degreeCap() int {
+	if l.n == 0 {
+		return 1
 	}
-	counts := arena.Make[int32](sc.ar, avg+2)
-	deg := func(v int32) int { return min(int(l.xadj[v+1]-l.xadj[v]), avg) }
-	for v := 0; v < n; v++ {
+	return max(1, int(4*int64(len(l.adj))/int64(l.n)))
+}
+
+// degreeOrderRange writes the vertices [lo, hi) into out in increasing
+// order of degree (capped at dcap), random within a degree; perm is
+// scratch of the same length.
+func (l *level) degreeOrderRange(r *rng.Rand, lo, hi, dcap int, perm, out []int32) {
+	counts := make([]int32, dcap+2)
+	deg := func(v int32) int { return min(int(l.xadj[v+1]-l.xadj[v]), dcap) }
+	for v := lo; v < hi; v++ {
 		counts[deg(int32(v))+1]++
 	}
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
-	perm := randomPermInto(r, sc.buf(&sc.perm, n))
-	out := sc.buf(&sc.order, n)
-	for _, v := range perm {
+	randomPermInto(r, perm)
+	for _, i := range perm {
+		v := int32(lo) + i
 		d := deg(v)
 		out[counts[d]] = v
 		counts[d]++
 	}
-	return out
 }
+
+// matchBlock is the block of consecutive vertices that parallel matching
+// hands to one goroutine. It is fixed, not derived from the worker count,
+// so that a seed gives the same matching on any number of cores; 16k
+// vertices keep a block's matching state in the L2 cache.
+const matchBlock = 1 << 14
 
 // match computes a heavy-edge matching (unit-weight edges: the first
 // unmatched neighbour) visiting vertices by increasing degree, then pairs
@@ -103,7 +121,14 @@ func (l *level) degreeOrder(r *rng.Rand, sc *scratch) []int32 {
 // same hubs) and leftover isolated vertices. No pair may exceed maxvw in
 // any constraint. It returns match (match[v] is v's partner, or v) and the
 // number of coarse vertices.
-func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int32, int) {
+//
+// On levels of two blocks or more, the blocks are first matched inside
+// themselves in parallel (each block in its own degree order, with a
+// generator derived from r), then one sequential pass over the blocks'
+// orders matches what is left across blocks. Graphs numbered with
+// locality (meshes, packed or partition-ordered datasets) find most
+// partners inside the block.
+func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scratch) ([]int32, int) {
 	n := l.n
 	if sc == nil {
 		sc = &scratch{}
@@ -112,49 +137,28 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int3
 	for i := range match {
 		match[i] = -1
 	}
-	fits := func(u, v int32) bool {
-		for c := 0; c < ncon; c++ {
-			if l.vw[int(u)*ncon+c]+l.vw[int(v)*ncon+c] > maxvw[c] {
-				return false
-			}
+	m := matcher{l: l, ncon: ncon, maxvw: maxvw, match: match}
+	var order []int32
+	cn, unmatched := 0, 0
+	if nb := (n + matchBlock - 1) / matchBlock; nb >= 2 {
+		order = sc.buf(&sc.order, n)
+		perm := sc.buf(&sc.perm, n)
+		dcap := l.degreeCap()
+		seed := r.Uint64()
+		pairs := make([]int, nb)
+		par.Run(min(l.workers(workers), nb), nb, func(_, b int) {
+			lo, hi := b*matchBlock, min(n, (b+1)*matchBlock)
+			l.degreeOrderRange(rng.New(rng.Derive(seed, uint64(b))), lo, hi, dcap, perm[lo:hi], order[lo:hi])
+			pairs[b], _ = m.heavyEdge(order[lo:hi], int32(lo), int32(hi))
+		})
+		for _, p := range pairs {
+			cn += p
 		}
-		return true
-	}
-	order := l.degreeOrder(r, sc)
-	unmatched := 0
-	cn := 0
-	for _, v := range order {
-		if match[v] >= 0 {
-			continue
-		}
-		best, bestW := int32(-1), 0.0
-		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-			u := l.adj[j]
-			if match[u] >= 0 {
-				continue
-			}
-			var w float64
-			if l.ew == nil {
-				w = 1
-			} else {
-				// Rating w^2/weight(u) prefers light partners, which keeps
-				// coarse vertex weights even and improves the cut.
-				e := float64(l.ew[j])
-				w = e * e / float64(max(1, l.vw[int(u)*ncon]))
-			}
-			if w > bestW && fits(u, v) {
-				best, bestW = u, w
-				if l.ew == nil {
-					break
-				}
-			}
-		}
-		if best >= 0 {
-			match[v], match[best] = best, v
-			cn++
-		} else {
-			unmatched++
-		}
+		p, u := m.heavyEdge(order, 0, int32(n))
+		cn, unmatched = cn+p, u
+	} else {
+		order = l.degreeOrder(r, sc)
+		cn, unmatched = m.heavyEdge(order, 0, int32(n))
 	}
 	if unmatched > 0 {
 		// Two-hop: pair unmatched vertices through their heaviest
@@ -167,7 +171,7 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int3
 				continue
 			}
 			if l.xadj[v] == l.xadj[v+1] {
-				if iso >= 0 && fits(iso, v) {
+				if iso >= 0 && m.fits(iso, v) {
 					match[v], match[iso] = iso, v
 					iso = -1
 					cn++
@@ -185,7 +189,7 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int3
 					h, hw = l.adj[j], w
 				}
 			}
-			if p := pending[h] - 1; p >= 0 && match[p] < 0 && fits(p, v) {
+			if p := pending[h] - 1; p >= 0 && match[p] < 0 && m.fits(p, v) {
 				match[v], match[p] = p, v
 				pending[h] = 0
 				cn++
@@ -201,6 +205,68 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, sc *scratch) ([]int3
 		}
 	}
 	return match, cn
+}
+
+// matcher holds what one matching reads: the level, the weight bound and
+// the partners found so far (-1: unmatched).
+type matcher struct {
+	l     *level
+	ncon  int
+	maxvw []int32
+	match []int32
+}
+
+// fits reports whether u and v together stay within maxvw.
+func (m *matcher) fits(u, v int32) bool {
+	ncon := m.ncon
+	for c := 0; c < ncon; c++ {
+		if m.l.vw[int(u)*ncon+c]+m.l.vw[int(v)*ncon+c] > m.maxvw[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// heavyEdge visits order and pairs each unmatched vertex with its
+// unmatched neighbour in [lo, hi) of heaviest rating that fits. It touches
+// the match of no vertex outside [lo, hi), so disjoint ranges run in
+// parallel. It returns the pairs made and the vertices left unmatched.
+func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) {
+	l, match, ncon := m.l, m.match, m.ncon
+	for _, v := range order {
+		if match[v] >= 0 {
+			continue
+		}
+		best, bestW := int32(-1), 0.0
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			u := l.adj[j]
+			if u < lo || u >= hi || match[u] >= 0 {
+				continue
+			}
+			var w float64
+			if l.ew == nil {
+				w = 1
+			} else {
+				// Rating w^2/weight(u) prefers light partners, which keeps
+				// coarse vertex weights even and improves the cut.
+				e := float64(l.ew[j])
+				w = e * e / float64(max(1, l.vw[int(u)*ncon]))
+			}
+			if w > bestW && m.fits(u, v) {
+				best, bestW = u, w
+				if l.ew == nil {
+					break
+				}
+			}
+		}
+		if best >= 0 {
+			match[v], match[best] = best, v
+			pairs++
+		} else {
+			unmatched++
+		}
+	}
+	return pairs, unmatched
 }
 
 // scratch holds the buffers one coarsening reuses from level to level:

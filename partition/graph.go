@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/par"
@@ -64,6 +65,12 @@ func (g *Graph) Validate() error {
 			return fmt.Errorf("partition: offsets decrease at node %d", v)
 		}
 	}
+	// Sorted lists (as FromEdges and FromCSC build them) are searched;
+	// others are scanned.
+	sorted := make([]bool, n)
+	for v := range sorted {
+		sorted[v] = slices.IsSorted(g.Adjncy[g.Xadj[v]:g.Xadj[v+1]])
+	}
 	for v := 0; v < n; v++ {
 		for j := g.Xadj[v]; j < g.Xadj[v+1]; j++ {
 			u := g.Adjncy[j]
@@ -81,10 +88,18 @@ func (g *Graph) Validate() error {
 				}
 			}
 			k, cnt := int64(-1), 0
-			for i := g.Xadj[u]; i < g.Xadj[u+1]; i++ {
-				if int(g.Adjncy[i]) == v {
-					k = i
-					cnt++
+			if lst := g.Adjncy[g.Xadj[u]:g.Xadj[u+1]]; sorted[u] {
+				if i, ok := slices.BinarySearch(lst, int32(v)); ok {
+					k = g.Xadj[u] + int64(i)
+					for cnt = 1; i+cnt < len(lst) && lst[i+cnt] == int32(v); cnt++ {
+					}
+				}
+			} else {
+				for i, x := range lst {
+					if int(x) == v {
+						k = g.Xadj[u] + int64(i)
+						cnt++
+					}
 				}
 			}
 			if k < 0 {

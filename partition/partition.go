@@ -212,7 +212,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
-		match, cn := cur.match(r, ncon, maxvw, sc)
+		match, cn := cur.match(r, ncon, maxvw, workers, sc)
 		if float64(cn) > 0.95*float64(cur.n) {
 			break
 		}

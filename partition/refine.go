@@ -3,6 +3,7 @@ package partition
 import (
 	"cmp"
 	"slices"
+	"sort"
 
 	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
@@ -538,6 +539,24 @@ func (rf *refiner) pick(v int32, conn []int64, touched []int32) (int32, int64) {
 	return -1, 0
 }
 
+// workRanges splits the vertices into consecutive ranges of about equal
+// work (vertices plus adjacency entries), at most 256 and each of about
+// per or more, and returns their bounds. The dense coarse levels of
+// power-law graphs have few vertices but long lists.
+func (l *level) workRanges(per int64) []int {
+	n := l.n
+	work := int64(n) + int64(len(l.adj))
+	nch := int(max(1, min(256, work/per)))
+	bounds := make([]int, nch+1)
+	for c := 1; c < nch; c++ {
+		target := work * int64(c) / int64(nch)
+		// The first vertex v with v + xadj[v] >= target.
+		bounds[c] = sort.Search(n, func(v int) bool { return int64(v)+l.xadj[v] >= target })
+	}
+	bounds[nch] = n
+	return bounds
+}
+
 // greedyBatch is greedy refinement in rounds that parallelise: every
 // candidate's best move is computed on a snapshot by all workers, then the
 // moves are applied best gain first, each re-checked against the current
@@ -548,9 +567,8 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 		gain int64
 	}
 	l := rf.l
-	n := l.n
-	nch := max(1, min(256, n/4096))
-	bounds := par.Ranges(n, nch)
+	bounds := l.workRanges(4096)
+	nch := len(bounds) - 1
 	workers := min(l.workers(rf.workers), nch)
 	conns := make([][]int64, workers)
 	for w := range conns {

@@ -1,0 +1,112 @@
+package partition
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/graphmill/graphmill/internal/rng"
+)
+
+// TestMatch checks matchings on graphs of one block and of several
+// (matched inside blocks in parallel, then across): the result is an
+// involution, every pair is an edge, shares a neighbour or joins two
+// isolated vertices, no pair exceeds the weight bound, the coarse count
+// is right, most vertices of a connected graph find a partner, and the
+// result is the same on 1, 2 and 4 workers.
+func TestMatch(t *testing.T) {
+	cases := []struct {
+		name  string
+		e     edgeSet
+		maxvw int32
+		most  float64 // coarse vertices at most this share of n
+	}{
+		{"grid-one-block", grid(60, 50), 2, 0.6},
+		{"grid-blocks", grid(300, 250), 2, 0.6},
+		{"messy-blocks", messy(3*matchBlock+77, 3), 2, 0.65},
+		{"star-bound", star(40000), 2, 1},
+		{"no-edges-blocks", edgeSet{n: 2*matchBlock + 5}, 2, 0.51},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.e.graph(t)
+			n := g.NumNodes()
+			vw := make([]int32, n)
+			for i := range vw {
+				vw[i] = 1
+			}
+			l := &level{n: n, xadj: g.Xadj, adj: g.Adjncy, vw: vw}
+			var first []int32
+			for _, workers := range []int{1, 2, 4} {
+				m, cn := l.match(rng.New(7), 1, []int32{tc.maxvw}, workers, &scratch{})
+				coarse := 0
+				for v := range m {
+					u := m[v]
+					if u < 0 || int(u) >= n || m[u] != int32(v) {
+						t.Fatalf("match[%d] = %d, not an involution", v, u)
+					}
+					if int(u) >= v {
+						coarse++
+					}
+					if int(u) == v {
+						continue
+					}
+					if vw[u]+vw[v] > tc.maxvw {
+						t.Fatalf("pair %d-%d over the weight bound", v, u)
+					}
+					nv, nu := g.Neighbors(int32(v)), g.Neighbors(u)
+					shared := slices.ContainsFunc(nv, func(x int32) bool { return slices.Contains(nu, x) })
+					if !slices.Contains(nv, u) && !shared && (len(nv) > 0 || len(nu) > 0) {
+						t.Fatalf("pair %d-%d: not neighbours, no shared neighbour, not both isolated", v, u)
+					}
+				}
+				if cn != coarse {
+					t.Fatalf("returned %d coarse vertices, counted %d", cn, coarse)
+				}
+				if float64(cn) > tc.most*float64(n) {
+					t.Errorf("%d coarse vertices of %d: the matching pairs too few", cn, n)
+				}
+				if first == nil {
+					first = slices.Clone(m)
+				} else if !slices.Equal(first, m) {
+					t.Fatalf("%d workers: a different matching than 1 worker", workers)
+				}
+			}
+		})
+	}
+}
+
+// TestWorkRanges checks that the ranges cover the vertices in order, and
+// split dense graphs by adjacency rather than by vertex count.
+func TestWorkRanges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    edgeSet
+		per  int64
+	}{
+		{"grid", grid(300, 200), 4096},
+		{"star", star(50000), 4096},
+		{"tiny", grid(3, 1), 4096},
+		{"many", grid(1000, 1000), 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.e.graph(t)
+			l := &level{n: g.NumNodes(), xadj: g.Xadj, adj: g.Adjncy}
+			b := l.workRanges(tc.per)
+			work := int64(l.n) + int64(len(l.adj))
+			want := int(max(1, min(256, work/tc.per)))
+			if len(b)-1 != want || b[0] != 0 || b[len(b)-1] != l.n || !slices.IsSorted(b) {
+				t.Fatalf("bounds %v (want %d ranges over %d vertices)", b[:min(len(b), 8)], want, l.n)
+			}
+			// No range holds much more than its share, unless one vertex
+			// alone does (the star's hub).
+			share := work / int64(want)
+			for c := 0; c+1 < len(b); c++ {
+				lo, hi := b[c], b[c+1]
+				w := int64(hi-lo) + l.xadj[hi] - l.xadj[lo]
+				if hi-lo > 1 && w > 2*share+int64(g.Degree(int32(lo)))+1 {
+					t.Errorf("range %d [%d,%d) has work %d, share %d", c, lo, hi, w, share)
+				}
+			}
+		})
+	}
+}
