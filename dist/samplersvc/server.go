@@ -168,6 +168,7 @@ func (s *Server) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoReply, er
 		Name: m.Name, NumNodes: int64(m.NumNodes), NumEdges: int64(m.NumEdges), FeatureDim: int32(m.FeatureDim),
 		NumClasses: int32(m.NumClasses), Version: s.cfg.Version, Fingerprint: s.fp,
 		SplitSizes: map[string]int64{"train": int64(len(d.Train)), "val": int64(len(d.Val)), "test": int64(len(d.Test))},
+		Packed:     m.Packed != nil,
 	}, nil
 }
 
@@ -267,7 +268,9 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 	for i, k := range req.Fanouts {
 		fan[i] = int(k)
 	}
-	smp, err := sample.New(d.Graph, sample.Config{Fanouts: fan, Frontier: req.Frontier, Replace: req.Replace})
+	// A packed dataset's draws are keyed by original id, so that it serves
+	// the original dataset's batches (renumbered).
+	smp, err := sample.New(d.Graph, sample.Config{Fanouts: fan, Frontier: req.Frontier, Replace: req.Replace, KeyIDs: d.OrigIDs})
 	if err != nil {
 		return nil, err
 	}

@@ -274,6 +274,14 @@ class Loader:
     is dropped. A service elsewhere (or one that cannot map it) sends the
     payloads in its messages; ``transport`` tells which happened.
 
+    On a packed dataset (``graphmill data pack``) ``n_id`` holds the
+    original dataset's ids, as ``graphmill.NeighborLoader`` gives, and the
+    batches are the original dataset's (the service keys its draws by
+    original id): the loader maps them with the dataset's ``orig_ids``,
+    read from ``dataset=`` or ``local_dataset=`` (a loader given only an
+    address needs one of them). ``ids="packed"`` gives the packed copy's
+    own ids instead.
+
     Errors of the service are raised as ``graphmill.ServiceError`` with the
     Go side's message.
 
@@ -288,13 +296,15 @@ class Loader:
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
                  check=True, server_args=(), local_dataset=None, normalize_features=False,
                  token=None, token_file=None, channel_credentials=None, local_workers=2, shm=True,
-                 shm_bytes=1 << 30, frontier=False, replace=False):
+                 shm_bytes=1 << 30, frontier=False, replace=False, ids="original"):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if credits < 1:
             raise ValueError(f"credits must be positive, got {credits}")
+        if ids not in ("original", "packed"):
+            raise ValueError(f'ids must be "original" or "packed", got {ids!r}')
         self.split = split
         self.fanouts = [int(f) for f in fanouts]
         self.batch_size = int(batch_size)
@@ -401,6 +411,9 @@ class Loader:
             if self._local is not None and (self._local.num_nodes, self._local.num_edges) != (self.info.num_nodes, self.info.num_edges):
                 raise GraphmillError(f"local dataset {self._local.dir} has {self._local.num_nodes} nodes and {self._local.num_edges} edges; "
                                      f"sampler {addr} serves {self.info.num_nodes} and {self.info.num_edges}")
+            self._orig = None  # a packed dataset's original ids, when n_id is mapped
+            if self.info.packed and ids == "original":
+                self._orig = self._orig_ids(dataset, local_dataset, binary)
             if split not in self.info.split_sizes:
                 raise GraphmillError(f"sampler {addr} serves {self.info.name!r}, which has no {split!r} split "
                                      f"(splits: {', '.join(sorted(self.info.split_sizes)) or 'none'})")
@@ -414,6 +427,23 @@ class Loader:
         except BaseException:
             self.close()
             raise
+
+    def _orig_ids(self, dataset, local_dataset, binary):
+        """The original ids of the packed dataset this loader's sampler
+        serves (int64), from the dataset given to the loader."""
+        from .dataset import Dataset, open_dataset
+
+        src = self._local if self._local is not None else local_dataset if local_dataset is not None else dataset
+        if src is None:
+            raise GraphmillError(f"sampler {self.addr} serves {self.info.name!r}, a packed dataset ('graphmill data pack'): "
+                                 "give local_dataset= (its directory) so that n_id holds the original ids, "
+                                 'or ids="packed" for the packed copy\'s own ids')
+        d = src if isinstance(src, Dataset) else open_dataset(src, binary=binary)
+        if d.orig_ids is None or d.num_nodes != self.info.num_nodes:
+            raise GraphmillError(f"{d.dir} is not the packed dataset sampler {self.addr} serves "
+                                 f"({self.info.name!r}, {self.info.num_nodes} nodes): it has "
+                                 f"{'no orig_ids' if d.orig_ids is None else f'{d.num_nodes} nodes'}")
+        return np.asarray(d.orig_ids, dtype=np.int64)
 
     def _with_server_state(self, err):
         """Adds what happened to the sampler this loader started, if it
@@ -738,13 +768,21 @@ class Loader:
 
     def __iter__(self):
         if self._stager is None and self.feature_cache is None:
-            if self.device is None:
-                yield from self._batches()
-                return
             for mb in self._batches():
-                yield mb.torch()
+                self._to_original(mb)
+                yield mb if self.device is None else mb.torch()
             return
         yield from self._device_batches()
+
+    def _to_original(self, mb):
+        """Writes the original ids over a packed dataset's n_id (in place:
+        the frame is this loader's) and returns the packed ones (a copy),
+        or None when ids are not mapped."""
+        if self._orig is None:
+            return None
+        packed = mb.n_id.copy()
+        np.take(self._orig, packed, out=mb.n_id)
+        return packed
 
     def _device_batches(self):
         from ._tensors import to_torch
@@ -753,14 +791,15 @@ class Loader:
         st = self._stager
         pending = None
         for mb in self._batches():
+            packed = self._to_original(mb)  # the cache is keyed by the dataset's own ids
             tb = st.stage(mb) if st is not None else to_torch(mb)
             if pending is not None:
                 yield self._finish(*pending, cache)
-            pending = tb, mb.miss_rows
+            pending = tb, mb.miss_rows, packed
         if pending is not None:
             yield self._finish(*pending, cache)
 
-    def _finish(self, tb, miss_rows, cache):
+    def _finish(self, tb, miss_rows, packed, cache):
         if self._stager is not None:
             self._stager.wait(tb)
         if cache is not None:
@@ -769,9 +808,9 @@ class Loader:
                 # ignores the cached set sends every row (the else branch)
                 if miss_rows is None:
                     miss_rows = np.empty((0, cache.dim), dtype=np.float32)
-                tb.x = cache.gather(tb.n_id, miss_rows=miss_rows)
+                tb.x = cache.gather(tb.n_id if packed is None else packed, miss_rows=miss_rows)
             else:
-                tb.x = cache.gather(tb.n_id, host_rows=tb.x)
+                tb.x = cache.gather(tb.n_id if packed is None else packed, host_rows=tb.x)
             tb.feature_dtype = cache.feature_dtype
             tb.cache_stats = cache.last
         return tb
@@ -831,4 +870,8 @@ def presample_counts(loader, batches=16):
         counts += np.bincount(n_id, minlength=loader.num_nodes)
         if i + 1 >= batches:
             break
+    orig = getattr(loader, "_orig", None)
+    if orig is not None:
+        # n_id held original ids; the cache is keyed by the dataset's own.
+        counts = counts[orig]
     return counts

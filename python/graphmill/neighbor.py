@@ -362,7 +362,7 @@ class NeighborLoader:
             self.loader = Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
                                  seed=seed, drop_last=drop_last, features=False, labels=False, binary=binary,
                                  timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
-                                 frontier=True, replace=replace)
+                                 frontier=True, replace=replace, ids="packed")  # mapped here (_IdMap)
         finally:
             # The service has mapped what it needs: nothing is left behind,
             # however this process ends.

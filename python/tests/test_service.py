@@ -171,3 +171,56 @@ def test_shards_cover_the_split_once(gm, cora):
     assert all(len(x) == 60 for x in sa[:-1])
     everything = sum(sa, []) + sum(sb, [])
     assert sorted(everything) == sorted(cora.val_idx.tolist())
+
+
+def _hops(b):
+    """Per block, the set of (source, destination) edges by global id."""
+    n_id = np.asarray(b.n_id)
+    out = []
+    for blk in b.blocks:
+        ei = blk.edge_index()
+        out.append(set(zip(n_id[ei[0]].tolist(), n_id[ei[1]].tolist())))
+    return out
+
+
+def test_packed_dataset_gives_original_batches(gm, cora, tmp_path):
+    """Over a packed copy ('graphmill data pack') the Loader gives the
+    original ids in n_id, and the very batches the original dataset gives
+    (the service keys its draws by original id; nodes may come in another
+    order within a batch); x and y are the original rows of those ids.
+    ids="packed" gives the copy's own ids, and a loader with only an
+    address is told how to get original ids."""
+    import subprocess
+
+    packed = str(tmp_path / "cora-packed")
+    subprocess.run([gm, "data", "pack", cora.dir, "--out", packed, "--quiet"], check=True, capture_output=True)
+    pk = graphmill.open_dataset(packed)
+    orig = np.asarray(pk.orig_ids)
+    assert not np.array_equal(orig, np.arange(pk.num_nodes))
+    kw = dict(split="train", fanouts=[10, 5], batch_size=32, seed=3)
+    with graphmill.Loader(dataset=cora.dir, **kw) as a, graphmill.Loader(dataset=packed, **kw) as p:
+        n = 0
+        for ba, bp in zip(a, p):
+            assert np.array_equal(bp.seeds, ba.seeds)
+            assert sorted(bp.n_id.tolist()) == sorted(ba.n_id.tolist())
+            assert _hops(bp) == _hops(ba)
+            assert np.array_equal(bp.x, cora.features[bp.n_id])
+            assert np.array_equal(bp.y, cora.labels[bp.seeds])
+            n += 1
+        assert n == len(a) == len(p)
+        counts = graphmill.presample_counts(p, batches=2)  # by the packed copy's ids, as its FeatureCache
+        want = np.zeros(pk.num_nodes, np.int64)
+        for i, b in enumerate(a):
+            want += np.bincount(b.n_id, minlength=pk.num_nodes)
+            if i == 1:
+                break
+        assert np.array_equal(counts, want[orig])
+    with graphmill.Loader(dataset=packed, ids="packed", **kw) as p:
+        b = next(iter(p))
+        assert np.array_equal(b.x, np.asarray(pk.features)[b.n_id])
+        assert np.isin(orig[b.seeds], cora.train_idx).all()
+        with pytest.raises(graphmill.GraphmillError, match="local_dataset="):
+            graphmill.Loader(p.addr, **kw)
+        with graphmill.Loader(p.addr, local_dataset=packed, **kw) as q:
+            bq = next(iter(q))
+            assert np.array_equal(bq.x, cora.features[bq.n_id])

@@ -248,7 +248,11 @@ type InfoReply struct {
 	// A fingerprint of the graph structure (node count, edge count and a
 	// hash of the CSC arrays' lengths and a sample of their contents); equal
 	// fingerprints mean the trainer and sampler read the same graph.
-	Fingerprint   uint64 `protobuf:"fixed64,8,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	Fingerprint uint64 `protobuf:"fixed64,8,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// The dataset is a packed copy ("graphmill data pack"): node ids in
+	// frames (n_id) are its own, and its orig_ids array maps them to the
+	// original dataset's. Clients show users the original ids.
+	Packed        bool `protobuf:"varint,9,opt,name=packed,proto3" json:"packed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -337,6 +341,13 @@ func (x *InfoReply) GetFingerprint() uint64 {
 		return x.Fingerprint
 	}
 	return 0
+}
+
+func (x *InfoReply) GetPacked() bool {
+	if x != nil {
+		return x.Packed
+	}
+	return false
 }
 
 // ClientMessage is what a trainer sends on a Stream.
@@ -1029,7 +1040,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\tRowsReply\x12\x10\n" +
 	"\x03dim\x18\x01 \x01(\rR\x03dim\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\fR\x04rows\"\r\n" +
-	"\vInfoRequest\"\xe0\x02\n" +
+	"\vInfoRequest\"\xf8\x02\n" +
 	"\tInfoReply\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\tnum_nodes\x18\x02 \x01(\x03R\bnumNodes\x12\x1b\n" +
@@ -1041,7 +1052,8 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\vsplit_sizes\x18\x06 \x03(\v2'.graphmill.v1.InfoReply.SplitSizesEntryR\n" +
 	"splitSizes\x12\x18\n" +
 	"\aversion\x18\a \x01(\tR\aversion\x12 \n" +
-	"\vfingerprint\x18\b \x01(\x06R\vfingerprint\x1a=\n" +
+	"\vfingerprint\x18\b \x01(\x06R\vfingerprint\x12\x16\n" +
+	"\x06packed\x18\t \x01(\bR\x06packed\x1a=\n" +
 	"\x0fSplitSizesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xdd\x01\n" +
