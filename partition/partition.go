@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/graph"
@@ -90,6 +91,19 @@ type Result struct {
 	NumParts int
 	// Stats describes the cut and the balance.
 	Stats Stats
+	// Phases tells where a multilevel partitioning's wall time went (zero
+	// for the other methods).
+	Phases Phases
+}
+
+// Phases is the wall time of each phase of a multilevel partitioning.
+type Phases struct {
+	// Levels counts the graphs of the hierarchy, the input included.
+	Levels int
+	// Match and Contract are coarsening's two steps over all levels;
+	// Initial partitions the coarsest graph; Refine projects the
+	// partition back level by level and improves it there.
+	Match, Contract, Initial, Refine time.Duration
 }
 
 // Partition splits the nodes of g into opts.Parts parts so that few edges
@@ -132,6 +146,7 @@ func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
 		return nil, err
 	}
 	var parts []int32
+	var ph Phases
 	cut := int64(-1) // unknown
 	switch {
 	case k == 1:
@@ -141,7 +156,7 @@ func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
 	case method == Fennel:
 		parts, err = fennel(ctx, g, k, opts)
 	default:
-		parts, cut, err = multilevel(ctx, g, k, opts)
+		parts, cut, err = multilevel(ctx, g, k, opts, &ph)
 	}
 	if err != nil {
 		return nil, err
@@ -150,7 +165,7 @@ func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Parts: parts, NumParts: k, Stats: st}, nil
+	return &Result{Parts: parts, NumParts: k, Stats: st, Phases: ph}, nil
 }
 
 // vertexWeights returns the level-0 weights: the node count then the extra
@@ -178,7 +193,7 @@ const arenaMaxInput = 64 << 20
 
 // multilevel runs coarsening, initial partitioning and refinement. It
 // returns the partition and its edge cut.
-func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, int64, error) {
+func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) ([]int32, int64, error) {
 	workers := par.Workers(opts.Workers)
 	n := g.NumNodes()
 	var ar *arena.Arena
@@ -212,11 +227,15 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
+		t0 := time.Now()
 		match, cn := cur.match(r, ncon, maxvw, workers, sc)
+		ph.Match += time.Since(t0)
 		if float64(cn) > 0.95*float64(cur.n) {
 			break
 		}
+		t0 = time.Now()
 		next := cur.contract(match, cn, ncon, workers, sc)
+		ph.Contract += time.Since(t0)
 		levels = append(levels, next)
 		if cur != levels[0] && !cur.keep {
 			// Over the memory budget: keep only the map to the coarser
@@ -246,7 +265,11 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options) ([]int32, in
 		// refinement, and the initial split decides much of the cut.
 		runs = initRunsFewParts
 	}
+	t0 := time.Now()
 	where = initialKWay(coarsest, ncon, k, tot, opts.Imbalance, opts.Seed, runs, workers, ar)
+	ph.Levels, ph.Initial = len(levels), time.Since(t0)
+	t0 = time.Now()
+	defer func() { ph.Refine = time.Since(t0) }()
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers, ar)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {

@@ -352,3 +352,24 @@ func TestMemoryBudget(t *testing.T) {
 		t.Errorf("cut %d with a small budget, %d without", small.Stats.EdgeCut, full.Stats.EdgeCut)
 	}
 }
+
+// TestPhases checks that a multilevel partitioning reports its hierarchy
+// and the time of each phase, and the other methods report none.
+func TestPhases(t *testing.T) {
+	g := grid(120, 100).graph(t)
+	res, err := Partition(context.Background(), g, Options{Parts: 8, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := res.Phases
+	if ph.Levels < 3 || ph.Match <= 0 || ph.Contract <= 0 || ph.Initial <= 0 || ph.Refine <= 0 {
+		t.Fatalf("multilevel phases %+v: want every phase timed over at least 3 levels", ph)
+	}
+	res, err = Partition(context.Background(), g, Options{Parts: 8, Seed: 1, Method: Random})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Phases != (Phases{}) {
+		t.Fatalf("random method reports phases %+v", res.Phases)
+	}
+}

@@ -36,6 +36,7 @@ import (
 	"github.com/graphmill/graphmill/dataset/cora"
 	"github.com/graphmill/graphmill/importer"
 	"github.com/graphmill/graphmill/internal/cputime"
+	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/partition/gpmetis"
 	"github.com/graphmill/graphmill/synth"
@@ -86,6 +87,17 @@ type Run struct {
 	// during the run (for graphmill: the whole benchmark process,
 	// including the loaded graph, reset before each run).
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// Phases is where our run's wall time went (ours only).
+	Phases *Phases `json:"phases,omitempty"`
+}
+
+// Phases is partition.Phases in seconds: what the remaining cost is.
+type Phases struct {
+	Levels   int     `json:"levels"`
+	Match    float64 `json:"match_seconds"`
+	Contract float64 `json:"contract_seconds"`
+	Initial  float64 `json:"initial_seconds"`
+	Refine   float64 `json:"refine_seconds"`
 }
 
 // GpmetisRun adds gpmetis's own figures to a Run.
@@ -350,6 +362,8 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 					return fmt.Errorf("%s k=%d: %w", s.name, k, err)
 				}
 				r := Run{EdgeCut: res.Stats.EdgeCut, Imbalance: res.Stats.Imbalance, Seconds: time.Since(t).Seconds(), CPUSeconds: (processCPU() - cpu0).Seconds(), PeakRSSBytes: peakRSS()}
+				ph := res.Phases
+				r.Phases = &Phases{Levels: ph.Levels, Match: ph.Match.Seconds(), Contract: ph.Contract.Seconds(), Initial: ph.Initial.Seconds(), Refine: ph.Refine.Seconds()}
 				if i == 0 || r.Seconds < rec.Ours.Seconds {
 					rec.Ours = r
 				}
@@ -419,6 +433,10 @@ func (r Record) Line() string {
 	fmt.Fprintf(&b, "%-24s k=%-3d cut %9d imb %.3f %8.3fs cpu %7.3fs rss %6.0fMB", r.Graph, r.Parts, r.Ours.EdgeCut, r.Ours.Imbalance, r.Ours.Seconds, r.Ours.CPUSeconds, float64(r.Ours.PeakRSSBytes)/(1<<20))
 	if g := r.Gpmetis; g != nil {
 		fmt.Fprintf(&b, " | gpmetis cut %9d imb %.3f %8.3fs (wall %.3fs) rss %6.0fMB | cut x%.3f time x%.2f (cpu x%.2f, end-to-end x%.2f)", g.EdgeCut, g.Imbalance, g.ReportedSeconds, g.Seconds, float64(g.PeakRSSBytes)/(1<<20), r.CutRatio, r.TimeRatio, r.CPURatio, r.TimeRatioWall)
+	}
+	if p := r.Ours.Phases; p != nil {
+		ms := func(s float64) string { return units.Duration(time.Duration(s * 1e9)) }
+		fmt.Fprintf(&b, "\n%24s ours: %d levels, matching %s, contraction %s, initial %s, refinement %s", "", p.Levels, ms(p.Match), ms(p.Contract), ms(p.Initial), ms(p.Refine))
 	}
 	return b.String()
 }
