@@ -44,6 +44,7 @@ type Arena struct {
 	cur     []byte   // the mapping allocations come from
 	off     int      // bytes of cur handed out
 	ready   int      // bytes of cur populated
+	huge    bool     // cur is in huge pages, faulted in on touch
 	handed  int64    // bytes handed out in all
 	freed   bool
 }
@@ -79,12 +80,12 @@ func New(sizeHint int) *Arena {
 func (a *Arena) grow(size int) bool {
 	size = max(size, minRegion, 2*len(a.cur))
 	size = (size + pageSize - 1) &^ (pageSize - 1)
-	m, err := mapRegion(size)
+	m, huge, err := mapRegion(size)
 	if err != nil {
 		return false
 	}
 	a.regions = append(a.regions, m)
-	a.cur, a.off, a.ready = m, 0, 0
+	a.cur, a.off, a.ready, a.huge = m, 0, 0, huge
 	return true
 }
 
@@ -121,7 +122,9 @@ func (a *Arena) alloc(size int) unsafe.Pointer {
 	if end > a.ready {
 		// Populate ahead in steps: one system call for many arrays.
 		to := min(len(a.cur), (max(end, a.ready+populateStep)+pageSize-1)&^(pageSize-1))
-		populate(a.cur[a.ready:to])
+		if !a.huge {
+			populate(a.cur[a.ready:to])
+		}
 		a.ready = to
 	}
 	a.off = end

@@ -9,8 +9,14 @@ const supported = false
 
 var pageSize = 4096
 
-func mapRegion(int) ([]byte, error) { return nil, errors.New("arena: not supported") }
+func mapRegion(int) ([]byte, bool, error) { return nil, false, errors.New("arena: not supported") }
 
 func unmapRegion([]byte) {}
 
 func populate([]byte) {}
+
+// hugePages: no transparent huge pages here.
+const hugePages = false
+
+// hugeMaxRegion is arena_linux.go's bound (unused here).
+const hugeMaxRegion = 64 << 20

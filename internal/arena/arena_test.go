@@ -148,3 +148,27 @@ func BenchmarkColdArrays(b *testing.B) {
 		}
 	})
 }
+
+// TestHugeRegions checks that small regions go to huge pages (where the
+// kernel has them) and are then not populated, and large ones never do.
+func TestHugeRegions(t *testing.T) {
+	if !supported {
+		t.Skip("no arenas here")
+	}
+	small, large := New(8<<20), New(hugeMaxRegion+1)
+	defer small.Free()
+	defer large.Free()
+	if large.huge {
+		t.Fatalf("a region of %d bytes advised into huge pages", hugeMaxRegion+1)
+	}
+	if small.huge != hugePages {
+		t.Fatalf("an 8 MiB region: huge %v, kernel has huge pages %v", small.huge, hugePages)
+	}
+	s := Make[int64](small, 1<<20)
+	for i := range s {
+		if s[i] != 0 {
+			t.Fatal("fresh memory is not zero")
+		}
+		s[i] = int64(i)
+	}
+}
