@@ -154,6 +154,12 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 		for _, p := range pairs {
 			cn += p
 		}
+		// What the blocks left, by increasing degree over the whole level:
+		// heavy-edge matching must visit low degrees first, which the
+		// blocks' orders one after the other do not. (On a 5M-node
+		// power-law graph numbered at random, where blocks match almost
+		// nothing, that order made the cut 1.7x gpmetis's.)
+		order = l.unmatchedByDegree(order, match, dcap, perm)
 		p, u := m.heavyEdge(order, 0, int32(n))
 		cn, unmatched = cn+p, u
 	} else {
@@ -205,6 +211,31 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 		}
 	}
 	return match, cn
+}
+
+// unmatchedByDegree writes the vertices of order not matched yet into
+// out, by increasing degree (capped at dcap), in order within a degree,
+// and returns that prefix of out.
+func (l *level) unmatchedByDegree(order, match []int32, dcap int, out []int32) []int32 {
+	counts := make([]int32, dcap+2)
+	deg := func(v int32) int { return min(int(l.xadj[v+1]-l.xadj[v]), dcap) }
+	for _, v := range order {
+		if match[v] < 0 {
+			counts[deg(v)+1]++
+		}
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	total := counts[len(counts)-1]
+	for _, v := range order {
+		if match[v] < 0 {
+			d := deg(v)
+			out[counts[d]] = v
+			counts[d]++
+		}
+	}
+	return out[:total]
 }
 
 // matcher holds what one matching reads: the level, the weight bound and

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -108,5 +109,52 @@ func TestWorkRanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnmatchedByDegree checks the order of matching's pass across blocks:
+// exactly the vertices not yet matched, by nondecreasing capped degree over
+// the whole level, in the given order within a degree. (Taking the blocks'
+// own orders one after the other instead made a 5M-node graph's cut 1.7x
+// gpmetis's: hubs of one block were matched before the leaves of the
+// next.)
+func TestUnmatchedByDegree(t *testing.T) {
+	g := messy(3*matchBlock, 5).graph(t)
+	l := &level{n: g.NumNodes(), xadj: g.Xadj, adj: g.Adjncy}
+	r := rand.New(rand.NewPCG(1, 2))
+	order := make([]int32, l.n)
+	for i, v := range r.Perm(l.n) {
+		order[i] = int32(v)
+	}
+	match := make([]int32, l.n)
+	want := 0
+	for v := range match {
+		match[v] = -1
+		if r.IntN(3) == 0 {
+			match[v] = int32(v)
+		} else {
+			want++
+		}
+	}
+	dcap := l.degreeCap()
+	got := l.unmatchedByDegree(order, match, dcap, make([]int32, l.n))
+	if len(got) != want {
+		t.Fatalf("%d vertices, want the %d unmatched", len(got), want)
+	}
+	pos := make([]int, l.n)
+	for i, v := range order {
+		pos[v] = i
+	}
+	deg := func(v int32) int { return min(g.Degree(v), dcap) }
+	for i, v := range got {
+		if match[v] >= 0 {
+			t.Fatalf("matched vertex %d listed", v)
+		}
+		if i > 0 {
+			u := got[i-1]
+			if deg(u) > deg(v) || deg(u) == deg(v) && pos[u] > pos[v] {
+				t.Fatalf("%d (degree %d, at %d) before %d (degree %d, at %d)", u, deg(u), pos[u], v, deg(v), pos[v])
+			}
+		}
 	}
 }
