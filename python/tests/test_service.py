@@ -215,6 +215,14 @@ def test_packed_dataset_gives_original_batches(gm, cora, tmp_path):
             if i == 1:
                 break
         assert np.array_equal(counts, want[orig])
+    torch = pytest.importorskip("torch")
+    import graphmill.torch as gt
+
+    cache = gt.FeatureCache(pk, budget="20%")  # keyed by the copy's ids
+    with graphmill.Loader(dataset=packed, feature_cache=cache, device="cpu", **kw) as p:
+        for b in p:  # torch batches: n_id original, x gathered through the cache by the copy's ids
+            assert torch.equal(b.x, gt.tensor(np.asarray(cora.features)[b.n_id.numpy()]))
+    assert 0.2 < cache.hit_rate <= 1
     with graphmill.Loader(dataset=packed, ids="packed", **kw) as p:
         b = next(iter(p))
         assert np.array_equal(b.x, np.asarray(pk.features)[b.n_id])
