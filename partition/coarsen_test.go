@@ -158,3 +158,24 @@ func TestUnmatchedByDegree(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockLocal checks the locality estimate that decides whether a level
+// is matched block by block: high on a grid numbered row by row, low on
+// the same grid numbered at random.
+func TestBlockLocal(t *testing.T) {
+	e := grid(400, 300)
+	l := func(e edgeSet) float64 {
+		g := e.graph(t)
+		return (&level{n: g.NumNodes(), xadj: g.Xadj, adj: g.Adjncy}).blockLocal()
+	}
+	if f := l(e); f < 0.9 {
+		t.Fatalf("row-major grid: %.3f of edges inside blocks", f)
+	}
+	perm := rand.New(rand.NewPCG(7, 7)).Perm(e.n)
+	for i, p := range e.pairs {
+		e.pairs[i] = [2]int32{int32(perm[p[0]]), int32(perm[p[1]])}
+	}
+	if f := l(e); f > localMin/2 {
+		t.Fatalf("grid numbered at random: %.3f of edges inside blocks", f)
+	}
+}
