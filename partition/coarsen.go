@@ -91,21 +91,38 @@ func (l *level) degreeCap() int {
 // order of degree (capped at dcap), random within a degree; perm is
 // scratch of the same length.
 func (l *level) degreeOrderRange(r *rng.Rand, lo, hi, dcap int, perm, out []int32) {
+	randomPermInto(r, perm)
+	for i := range perm {
+		perm[i] += int32(lo)
+	}
+	l.byDegree(perm, nil, dcap, out)
+}
+
+// byDegree writes the vertices of vs (only those without a partner in
+// match, unless match is nil) into out by increasing degree, capped at
+// dcap, in vs's order within a degree (a stable counting sort), and
+// returns that prefix of out.
+func (l *level) byDegree(vs, match []int32, dcap int, out []int32) []int32 {
 	counts := make([]int32, dcap+2)
 	deg := func(v int32) int { return min(int(l.xadj[v+1]-l.xadj[v]), dcap) }
-	for v := lo; v < hi; v++ {
-		counts[deg(int32(v))+1]++
+	keep := func(v int32) bool { return match == nil || match[v] < 0 }
+	for _, v := range vs {
+		if keep(v) {
+			counts[deg(v)+1]++
+		}
 	}
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
-	randomPermInto(r, perm)
-	for _, i := range perm {
-		v := int32(lo) + i
-		d := deg(v)
-		out[counts[d]] = v
-		counts[d]++
+	total := counts[len(counts)-1]
+	for _, v := range vs {
+		if keep(v) {
+			d := deg(v)
+			out[counts[d]] = v
+			counts[d]++
+		}
 	}
+	return out[:total]
 }
 
 // matchBlock is the block of consecutive vertices that parallel matching
@@ -160,7 +177,7 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 		// blocks' orders one after the other do not. (On a 5M-node
 		// power-law graph numbered at random, where blocks match almost
 		// nothing, that order made the cut 1.7x gpmetis's.)
-		order = l.unmatchedByDegree(order, match, dcap, perm)
+		order = l.byDegree(order, match, dcap, perm)
 		p, u := m.heavyEdge(order, 0, int32(n))
 		cn, unmatched = cn+p, u
 	} else {
@@ -212,31 +229,6 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 		}
 	}
 	return match, cn
-}
-
-// unmatchedByDegree writes the vertices of order not matched yet into
-// out, by increasing degree (capped at dcap), in order within a degree,
-// and returns that prefix of out.
-func (l *level) unmatchedByDegree(order, match []int32, dcap int, out []int32) []int32 {
-	counts := make([]int32, dcap+2)
-	deg := func(v int32) int { return min(int(l.xadj[v+1]-l.xadj[v]), dcap) }
-	for _, v := range order {
-		if match[v] < 0 {
-			counts[deg(v)+1]++
-		}
-	}
-	for i := 1; i < len(counts); i++ {
-		counts[i] += counts[i-1]
-	}
-	total := counts[len(counts)-1]
-	for _, v := range order {
-		if match[v] < 0 {
-			d := deg(v)
-			out[counts[d]] = v
-			counts[d]++
-		}
-	}
-	return out[:total]
 }
 
 // localMin is the share of edges inside matching blocks (blockLocal)
@@ -297,7 +289,6 @@ func (m *matcher) fits(u, v int32) bool {
 // It returns the pairs made and the vertices left unmatched.
 func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) {
 	l, match, ncon := m.l, m.match, m.ncon
-	block := lo > 0 || int(hi) < l.n
 	for _, v := range order {
 		if match[v] >= 0 {
 			continue
@@ -305,8 +296,10 @@ func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) 
 		best, bestW, outW := int32(-1), 0.0, 0.0
 		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
 			u := l.adj[j]
+			// Outside [lo, hi) (only in a block): rated, never paired;
+			// unit weights rate every neighbour alike.
 			out := u < lo || u >= hi
-			if out && (!block || l.ew == nil) || !out && match[u] >= 0 {
+			if out && l.ew == nil || !out && match[u] >= 0 {
 				continue
 			}
 			var w float64

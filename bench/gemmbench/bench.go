@@ -33,6 +33,19 @@ type GemmShape struct {
 	M, N, K int
 }
 
+// operands returns the shapes of A (ar×ac) and B (br×bc) as stored, before
+// the shape's transposes.
+func (s GemmShape) operands() (ar, ac, br, bc int) {
+	ar, ac, br, bc = s.M, s.K, s.K, s.N
+	if s.TA == tensor.Trans {
+		ar, ac = ac, ar
+	}
+	if s.TB == tensor.Trans {
+		br, bc = bc, br
+	}
+	return ar, ac, br, bc
+}
+
 // GNNShapes are the benchmarked products: for each layer shape X·W, the
 // forward product, the weight gradient Xᵀ·dY and the input gradient dY·Wᵀ.
 var GNNShapes = func() []GemmShape {
@@ -111,14 +124,7 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 		if !strings.Contains(s.Name, cfg.Filter) {
 			continue
 		}
-		ar, ac := s.M, s.K
-		if s.TA == tensor.Trans {
-			ar, ac = ac, ar
-		}
-		br, bc := s.K, s.N
-		if s.TB == tensor.Trans {
-			br, bc = bc, br
-		}
+		ar, ac, br, bc := s.operands()
 		a, b := randMatrix(rng, ar, ac), randMatrix(rng, br, bc)
 		c, cPeer := tensor.New(s.M, s.N), tensor.New(s.M, s.N)
 		flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)

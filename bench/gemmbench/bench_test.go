@@ -14,14 +14,7 @@ import (
 // metric is GFLOP/s; compare sub-benchmarks of the same shape and threads.
 func BenchmarkGemm(b *testing.B) {
 	for _, s := range GNNShapes {
-		ar, ac := s.M, s.K
-		if s.TA == tensor.Trans {
-			ar, ac = ac, ar
-		}
-		br, bc := s.K, s.N
-		if s.TB == tensor.Trans {
-			br, bc = bc, br
-		}
+		ar, ac, br, bc := s.operands()
 		a, bm := tensor.New(ar, ac), tensor.New(br, bc)
 		c := tensor.New(s.M, s.N)
 		flops := 2 * float64(s.M) * float64(s.N) * float64(s.K)
