@@ -212,6 +212,10 @@ type plan struct {
 	cached  []byte   // the client's cached-rows bitmap, or nil
 }
 
+// testHookEncode, set by tests, is called as a batch's preparation starts;
+// the function it returns, as it ends.
+var testHookEncode func() func()
+
 // encoded is a prepared payload: in the shared segment at shmOff, or on
 // the heap (shmOff -1), with miss feature rows after the batch frame.
 type encoded struct {
@@ -308,6 +312,9 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 // payload: in the shared segment when the stream has one with room, else
 // appended to buf.
 func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byte) (encoded, error) {
+	if testHookEncode != nil {
+		defer testHookEncode()()
+	}
 	e := encoded{shmOff: -1}
 	if err := p.sampler.SampleInto(wb, p.batches[i], p.key); err != nil {
 		return e, err
@@ -427,8 +434,10 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 	if err != nil {
 		return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
 	}
-	// The client's messages arrive on a goroutine of their own.
-	msgs := make(chan *pb.ClientMessage)
+	// The client's messages arrive on a goroutine of their own, which
+	// reads ahead into a buffer so that the loop below finds every message
+	// already sent when it drains them.
+	msgs := make(chan *pb.ClientMessage, 64)
 	recvErr := make(chan error, 1)
 	go func() {
 		for {
@@ -494,8 +503,29 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 		}
 		return nil
 	}
+	// drain handles every client message already here, without waiting.
+	drain := func() error {
+		for {
+			select {
+			case m := <-msgs:
+				if err := handle(m); err != nil {
+					return err
+				}
+			default:
+				return nil
+			}
+		}
+	}
 	for {
-		// Prepare ahead what the credits allow.
+		// Prepare ahead what the credits allow, counting every credit
+		// already received: taken one per turn of this loop, the credits
+		// that came in while a batch was prepared waited in the channel,
+		// and the stream prepared one batch at a time (measured: 37-43
+		// batches/s with shared memory and two workers, the service's
+		// second core idle).
+		if err := drain(); err != nil {
+			return err
+		}
 		pre.want(snd)
 		switch snd.Next() {
 		case stream.SendBatch:

@@ -539,3 +539,46 @@ func TestGetRows(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamPreparesAhead checks that a stream keeps its workers busy
+// while its credits allow: credits that arrive while a batch is being
+// prepared count at once. Handled one per turn of the send loop, they
+// waited there, and after the first credits every batch was prepared
+// alone, one worker idle.
+func TestStreamPreparesAhead(t *testing.T) {
+	d := cora(t)
+	var running, overlapped, total atomic.Int32
+	testHookEncode = func() func() {
+		if running.Add(1) > 1 {
+			overlapped.Add(1)
+		}
+		total.Add(1)
+		time.Sleep(4 * time.Millisecond) // a batch that takes time to prepare
+		return func() { running.Add(-1) }
+	}
+	t.Cleanup(func() { testHookEncode = nil })
+	svc := startService(t, d, nil, nil) // two workers
+	c, err := Dial(context.Background(), ClientConfig{Addrs: []string{svc.addr}, Credits: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := EpochSpec{Split: "train", Fanouts: []int{5, 5}, BatchSize: 4, Seed: 1, Shards: 1, Fingerprint: c.Info().Fingerprint}
+	src := source(t, c, spec, len(d.Train))
+	it := src.Epoch(context.Background(), 0)
+	n := 0
+	for it.Next() {
+		it.Batch().Release()
+		n++
+	}
+	if it.Err() != nil {
+		t.Fatal(it.Err())
+	}
+	it.Close()
+	// Both workers start a batch together except at the end and at most a
+	// few times in between (the client's credit for a batch can arrive
+	// just after the loop looked).
+	if o, all := overlapped.Load(), total.Load(); all < int32(n) || 3*o < 2*all {
+		t.Fatalf("%d of %d batch preparations ran beside another (want two thirds or more)", o, all)
+	}
+}
