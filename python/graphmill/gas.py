@@ -142,7 +142,7 @@ class Loader:
             t = self._torch
             fields.update(n_id=t.from_numpy(n_id), edge_index=t.from_numpy(ei),
                           x=t.index_select(self._x, 0, t.from_numpy(n_x)) if self._x is not None else None,
-                          y=self._y[t.from_numpy(n_y)] if self._y is not None else None)
+                          y=t.index_select(self._y, 0, t.from_numpy(n_y)) if self._y is not None else None)
         else:
             fields.update(x=self._x[n_x] if self._x is not None else None, y=self._y[n_y] if self._y is not None else None)
         b = SampledBatch(**fields)

@@ -197,7 +197,7 @@ class FeatureCache:
         ids = n_id.to(self.device, non_blocking=True).long()
         n = ids.shape[0]
         out = torch.empty((n, self.dim), dtype=self.dtype, device=self.device)
-        code = self._table[ids].long()
+        code = torch.index_select(self._table, 0, ids).long()  # indexing (table[ids]) is 10x slower on CPU
         hit = code >= 0
         nhit = 0
         peer = 0

@@ -236,3 +236,29 @@ def test_packed_dataset_keeps_original_ids(gm, cora_dir, tmp_path):
         n_id, e = np.asarray(b.n_id), np.asarray(b.edge_index)
         assert np.array_equal(np.asarray(b.x), x[n_id]) and np.array_equal(np.asarray(b.y), y[n_id])
         assert all((s, d) in edges for s, d in zip(n_id[e[0]].tolist(), n_id[e[1]].tolist()))
+
+
+def test_file_backed_x_gathered_by_the_service(gm, tmp_path):
+    """x over a memory map of an .npy file (np.load(mmap_mode="r"), a
+    dataset's features) is gathered by the service into the shared payloads;
+    the batches are those of the same x in memory, gathered here."""
+    from graphmill.neighbor import _npy_backing
+
+    ei, x, y = random_graph(n=2000, m=30000, dim=16, seed=4)
+    f = str(tmp_path / "x.npy")
+    np.save(f, x)
+    xm = np.load(f, mmap_mode="r")
+    assert _npy_backing(xm) == f and _npy_backing(torch.from_numpy(np.load(f, mmap_mode="r+"))) == f
+    # not the file's rows as a whole, or rows that may differ from the file's
+    assert _npy_backing(x) is None and _npy_backing(xm[:1000]) is None and _npy_backing(xm[:, :8]) is None
+    assert _npy_backing(np.load(f, mmap_mode="c")) is None and _npy_backing(xm.astype(np.float64)) is None
+    runs = {}
+    for name, feats in (("memory", x), ("file", xm)):
+        with graphmill.NeighborLoader((ei, feats, y), num_neighbors=[5, 3], batch_size=200, seed=2, shuffle=True) as ld:
+            assert (ld._x_file is not None) == (name == "file")
+            runs[name] = []
+            for b in ld:
+                check_batch(b, ei, [5, 3], x, y, 200)
+                assert b.x.dtype == torch.float32
+                runs[name].append((np.asarray(b.n_id).tolist(), np.asarray(b.x).tolist()))
+    assert runs["file"] == runs["memory"]
