@@ -62,13 +62,15 @@ func (s *segment) alloc(n int) (int, []byte, bool) {
 		return 0, nil, false
 	}
 	if end := off + size; end > s.backed {
-		from := max(off, s.backed)
+		// Everything up to end, gaps included (first fit fills them
+		// soon), so that the backed prefix grows. (It had stayed empty,
+		// starting below the first payload, and every payload was
+		// reserved again: 1.9 ms of a 40 MiB batch's 19.)
+		from := max(s.backed, shmPage)
 		if err := s.reserve(from, end-from); err != nil {
 			return 0, nil, false
 		}
-		if from == s.backed {
-			s.backed = end
-		}
+		s.backed = end
 	}
 	s.live = append(s.live, span{})
 	copy(s.live[i+1:], s.live[i:])

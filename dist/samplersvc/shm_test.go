@@ -135,6 +135,11 @@ func TestSegmentAlloc(t *testing.T) {
 			t.Errorf("step %d: free(%d): %v", i, s.free, err)
 		}
 	}
+	// Reserved once: the backed prefix reaches the last payload's end, so
+	// space freed and allocated again is not reserved again.
+	if want := 20480 + 40<<10; seg.backed != want {
+		t.Errorf("backed prefix ends at %d, want %d", seg.backed, want)
+	}
 }
 
 // TestStreamOverSharedMemory: with a client's segment, payloads come in
