@@ -66,6 +66,7 @@ type Server struct {
 	feats [2]feature.Source // raw, normalised (opened on first use)
 	fmu   sync.Mutex
 
+	segs    segments     // clients' shared segments between streams
 	active  atomic.Int64 // streams open
 	held    atomic.Int64 // bytes of prepared frames held by open streams
 	batches atomic.Int64 // frames sent
@@ -90,6 +91,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 
 // Close releases the feature stores the server opened.
 func (s *Server) Close() {
+	s.segs.close()
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
 	for i, f := range s.feats {
@@ -419,10 +421,10 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 	}
 	if req.ShmPath != "" {
 		// Shared memory when the client's file opens and checks out; in-message frames otherwise.
-		if seg, err := openSegment(req.ShmPath, req.ShmSize, req.ShmToken); err != nil {
+		if seg, err := s.segs.open(req.ShmPath, req.ShmSize, req.ShmToken); err != nil {
 			s.cfg.Log(fmt.Sprintf("stream without shared memory: %v", err))
 		} else {
-			defer seg.close()
+			defer s.segs.done(seg, req.ShmToken)
 			if err := seg.hold(req.ShmBusy); err != nil {
 				return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Shared-memory frames. A client on the sampler's machine creates a file
@@ -34,6 +35,7 @@ type segment struct {
 	fd   int
 	mu   sync.Mutex
 	live []span // sorted by off
+	id   fileID // the file (fileIdentity), to recognise it in a later stream
 	// backed is the end of the prefix already backed by memory: nothing
 	// gives a segment's pages back, so only what lies past it needs a
 	// reservation (a fallocate over 27 MiB of backed pages cost 2 ms a
@@ -42,6 +44,87 @@ type segment struct {
 }
 
 type span struct{ off, end int }
+
+// segmentIdle is how long a client's segment stays mapped after its
+// stream ends, for the client's next stream (its next epoch).
+var segmentIdle = 30 * time.Second
+
+// segments keeps clients' segments mapped between their streams. A
+// client's next epoch is a new stream that presents the same file and
+// token: it finds the pages mapped and reserved already instead of
+// faulting each payload page in again (10,000 faults per 40 MiB payload,
+// for every live payload, at every epoch) and reserving them again. A
+// segment idle for segmentIdle is unmapped: its client may be gone, and
+// the mapping would keep the file's memory.
+type segments struct {
+	mu   sync.Mutex
+	idle map[string]*idleSegment // by token
+}
+
+type idleSegment struct {
+	seg   *segment
+	timer *time.Timer
+}
+
+// open returns the client's segment: the one its last stream used when
+// path is still that file (and size and token the same), else a fresh
+// mapping (openSegment).
+func (ss *segments) open(path string, size uint64, token []byte) (*segment, error) {
+	id, err := fileIdentity(path)
+	if err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	e := ss.idle[string(token)]
+	if e != nil && e.seg.id == id && uint64(len(e.seg.mem)) == size && e.timer.Stop() {
+		delete(ss.idle, string(token))
+		ss.mu.Unlock()
+		e.seg.live = nil // the client says which payloads it still holds (hold)
+		return e.seg, nil
+	}
+	ss.mu.Unlock()
+	seg, err := openSegment(path, size, token)
+	if err != nil {
+		return nil, err
+	}
+	seg.id = id
+	return seg, nil
+}
+
+// done keeps seg for its client's next stream.
+func (ss *segments) done(seg *segment, token []byte) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.idle == nil {
+		ss.idle = map[string]*idleSegment{}
+	}
+	key := string(token)
+	if old := ss.idle[key]; old != nil && old.timer.Stop() {
+		old.seg.close() // two streams of one client ran at once: keep the later
+	}
+	e := &idleSegment{seg: seg}
+	e.timer = time.AfterFunc(segmentIdle, func() {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if ss.idle[key] == e {
+			delete(ss.idle, key)
+		}
+		seg.close()
+	})
+	ss.idle[key] = e
+}
+
+// close unmaps every idle segment.
+func (ss *segments) close() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for key, e := range ss.idle {
+		if e.timer.Stop() {
+			e.seg.close()
+		}
+		delete(ss.idle, key)
+	}
+}
 
 // alloc reserves n bytes (rounded up to pages) and returns their offset
 // and the slice; ok is false when no gap is large enough or the file

@@ -61,6 +61,19 @@ func openSegment(path string, size uint64, token []byte) (*segment, error) {
 	return &segment{mem: mem, fd: fd}, nil
 }
 
+// fileID identifies a file (device and inode).
+type fileID struct{ dev, ino uint64 }
+
+// fileIdentity is the identity of the file at path (following links:
+// /proc/PID/fd/N names the open file).
+func fileIdentity(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{uint64(st.Dev), st.Ino}, nil
+}
+
 // reserve backs [off, off+n) with memory, so that writing it cannot fault
 // (a full tmpfs fails here instead of with SIGBUS).
 func (s *segment) reserve(off, n int) error {
@@ -69,6 +82,10 @@ func (s *segment) reserve(off, n int) error {
 
 // close unmaps the segment.
 func (s *segment) close() {
+	if s.mem == nil {
+		return
+	}
 	unix.Munmap(s.mem)
 	unix.Close(s.fd)
+	s.mem, s.fd = nil, -1
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -228,5 +229,62 @@ func TestStreamOverSharedMemory(t *testing.T) {
 	_, n, _ = epoch(path, bad, f, false)
 	if n != 0 {
 		t.Errorf("a wrong token still got %d payloads in shared memory", n)
+	}
+	// The client's next epoch finds its segment mapped already (the same
+	// mapping, its backed prefix kept), and the payloads are the same.
+	idle := func() *segment {
+		svc.s.segs.mu.Lock()
+		defer svc.s.segs.mu.Unlock()
+		if e := svc.s.segs.idle[string(token)]; e != nil {
+			return e.seg
+		}
+		return nil
+	}
+	first := idle()
+	if first == nil || first.backed == 0 {
+		t.Fatalf("the segment of an ended stream is not kept (%v)", first)
+	}
+	again, n, _ := epoch(path, token, f, true)
+	for end := time.Now().Add(5 * time.Second); idle() == nil && time.Now().Before(end); {
+		time.Sleep(time.Millisecond) // the stream's end on the server
+	}
+	if n != 9 || idle() != first {
+		t.Errorf("the next epoch mapped the segment again (%d payloads in it)", n)
+	}
+	for i := range plain {
+		if !bytes.Equal(plain[i], again[i]) {
+			t.Fatalf("batch %d differs on the kept segment", i)
+		}
+	}
+	// Another file under the same token is not taken for it.
+	if _, err := svc.s.segs.open(path2, size, token); err == nil {
+		t.Error("a segment opened for another file with the token")
+	}
+}
+
+// TestIdleSegmentsUnmapped: a segment no stream uses is unmapped after
+// segmentIdle, and at Close.
+func TestIdleSegmentsUnmapped(t *testing.T) {
+	defer func(d time.Duration) { segmentIdle = d }(segmentIdle)
+	segmentIdle = 20 * time.Millisecond
+	var ss segments
+	for _, wait := range []bool{true, false} {
+		path, token, _ := clientFile(t, 1<<20, false)
+		seg, err := ss.open(path, 1<<20, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss.done(seg, token)
+		if wait {
+			time.Sleep(200 * time.Millisecond)
+		} else {
+			ss.close()
+		}
+		ss.mu.Lock()
+		n, mapped := len(ss.idle), seg.mem != nil
+		ss.mu.Unlock()
+		if n != 0 || mapped {
+			t.Errorf("wait=%v: %d idle segments, mapping %v", wait, n, mapped)
+		}
 	}
 }
