@@ -156,6 +156,14 @@ func TestOpenRejectsDamage(t *testing.T) {
 		}, "orig_ids is missing"},
 		{"orig_ids not a permutation", func(t *testing.T, dir string) { packed(t, dir, []int32{0, 2, 2, 1}) }, "orig_ids[2] = 2: original id given twice"},
 		{"orig_ids out of range", func(t *testing.T, dir string) { packed(t, dir, []int32{0, 4, 2, 1}) }, "orig_ids[1] = 4"},
+		{"raw features too short", func(t *testing.T, dir string) { rawFeatures(t, dir, 32, 31) }, "file has 33 bytes"},
+		{"raw offset negative", func(t *testing.T, dir string) {
+			rawFeatures(t, dir, 0, 0)
+			editMeta(t, dir, func(m *Meta) { a := m.Arrays[ArrayFeatures]; a.Offset = -4; m.Arrays[ArrayFeatures] = a })
+		}, "at offset -4"},
+		{"offset of an .npy file", func(t *testing.T, dir string) {
+			editMeta(t, dir, func(m *Meta) { a := m.Arrays[ArrayFeatures]; a.Offset = 4; m.Arrays[ArrayFeatures] = a })
+		}, "for raw arrays only"},
 		{"escape", func(t *testing.T, dir string) {
 			editMeta(t, dir, func(m *Meta) { a := m.Arrays[ArrayLabels]; a.File = "../x.npy"; m.Arrays[ArrayLabels] = a })
 		}, "outside the dataset"},
@@ -346,4 +354,47 @@ func editMeta(t *testing.T, dir string, f func(*Meta)) {
 	f(&m)
 	b, _ = json.Marshal(m)
 	os.WriteFile(p, b, 0o644)
+}
+
+// rawFeatures replaces the dataset's features.npy by a raw file holding
+// pad bytes, then the rows' elements but the last cut bytes, and marks it
+// raw in meta.json with the rows at offset pad.
+func rawFeatures(t *testing.T, dir string, pad, cut int) {
+	t.Helper()
+	a, err := npy.Open(filepath.Join(dir, "features.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := append(make([]byte, pad), a.Data...)
+	a.Close()
+	if err := os.WriteFile(filepath.Join(dir, "features.bin"), body[:len(body)-cut], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "features.npy"))
+	editMeta(t, dir, func(m *Meta) {
+		a := m.Arrays[ArrayFeatures]
+		a.File, a.Raw, a.Offset = "features.bin", true, int64(pad)
+		m.Arrays[ArrayFeatures] = a
+	})
+}
+
+// TestRawFeatures: features in a file with no .npy header (as
+// graphmill.NeighborLoader hands over a tensor's shared memory) open as
+// the same rows, at any offset.
+func TestRawFeatures(t *testing.T) {
+	for _, pad := range []int{0, 40, 4096} {
+		dir := filepath.Join(t.TempDir(), "ds")
+		if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rawFeatures(t, dir, pad, 0)
+		d, err := Open(dir)
+		if err != nil {
+			t.Fatalf("pad %d: %v", pad, err)
+		}
+		if !slices.Equal(d.Features, tiny().Features) || d.FeatureArray.DataOffset != int64(pad) {
+			t.Errorf("pad %d: features %v at %d", pad, d.Features, d.FeatureArray.DataOffset)
+		}
+		d.Close()
+	}
 }

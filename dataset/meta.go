@@ -54,6 +54,12 @@ type ArrayMeta struct {
 	File  string    `json:"file"`
 	DType npy.DType `json:"dtype"`
 	Shape []int     `json:"shape"`
+	// Raw marks a file that holds the elements only, from byte Offset on,
+	// with no .npy header (npy.OpenRaw): graphmill.NeighborLoader's
+	// features in a PyTorch tensor's shared memory. Datasets graphmill
+	// writes never use it.
+	Raw    bool  `json:"raw,omitempty"`
+	Offset int64 `json:"offset,omitempty"`
 }
 
 // Meta is the content of meta.json.

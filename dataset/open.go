@@ -128,7 +128,14 @@ func Open(dir string) (_ *Dataset, err error) {
 		if filepath.Base(am.File) != am.File {
 			return nil, fmt.Errorf("%s: array %s names file %q outside the dataset", dir, name, am.File)
 		}
-		a, err := npy.Open(filepath.Join(dir, am.File))
+		var a *npy.Array
+		if am.Raw {
+			a, err = npy.OpenRaw(filepath.Join(dir, am.File), am.DType, am.Shape, am.Offset)
+		} else if am.Offset != 0 {
+			err = fmt.Errorf("an offset (%d) is for raw arrays only", am.Offset)
+		} else {
+			a, err = npy.Open(filepath.Join(dir, am.File))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("array %s: %w", name, err)
 		}

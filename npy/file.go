@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"unsafe"
 )
 
@@ -82,6 +83,52 @@ func Open(path string) (*Array, error) {
 	}
 	a.mapping = m
 	a.Data = m[h.DataOffset:]
+	return a, nil
+}
+
+// OpenRaw memory-maps a file that holds only the elements of an array of
+// dtype and shape (little-endian, C order), from byte offset on, with no
+// .npy header: an array another process keeps in shared memory, such as
+// a PyTorch tensor's storage that graphmill.NeighborLoader hands to its
+// sampler service. The file may extend past the array.
+func OpenRaw(path string, dtype DType, shape []int, offset int64) (*Array, error) {
+	if dtype.Size() == 0 {
+		return nil, fmt.Errorf("%s: raw array of unsupported dtype %q", path, dtype)
+	}
+	n := int64(dtype.Size())
+	for _, d := range shape {
+		if d < 0 || (d > 0 && n > (1<<62)/int64(d)) {
+			return nil, fmt.Errorf("%s: raw array of shape %v", path, shape)
+		}
+		n *= int64(d)
+	}
+	if offset < 0 || offset > 1<<62-n {
+		return nil, fmt.Errorf("%s: raw array at offset %d", path, offset)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	want := offset + n
+	if st.Size() < want {
+		return nil, fmt.Errorf("%s: file has %d bytes, a raw array %v of %s from byte %d needs %d (truncated)", path, st.Size(), shape, dtype, offset, want)
+	}
+	a := &Array{Header: Header{DType: dtype, Shape: slices.Clone(shape), DataOffset: offset}, Path: path}
+	if n == 0 {
+		a.Data = []byte{}
+		return a, nil
+	}
+	m, err := mapFile(f, int(want))
+	if err != nil {
+		return nil, fmt.Errorf("%s: mapping: %w", path, err)
+	}
+	a.mapping = m
+	a.Data = m[offset:]
 	return a, nil
 }
 

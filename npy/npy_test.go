@@ -245,3 +245,36 @@ func FuzzReadHeader(f *testing.F) {
 		}
 	})
 }
+
+func TestOpenRawRejects(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "raw")
+	if err := os.WriteFile(path, make([]byte, 64), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		dtype  DType
+		shape  []int
+		offset int64
+		ok     bool
+	}{
+		{"fits", Float32, []int{4, 4}, 0, true},
+		{"fits after an offset", Int32, []int{2, 3}, 40, true},
+		{"one byte short", Float32, []int{4, 4}, 1, false},
+		{"unsupported dtype", DType("<c8"), []int{1}, 0, false},
+		{"negative dim", Float32, []int{-1, 4}, 0, false},
+		{"overflowing shape", Float64, []int{1 << 40, 1 << 40}, 0, false},
+		{"negative offset", Uint8, []int{1}, -1, false},
+	} {
+		a, err := OpenRaw(path, c.dtype, c.shape, c.offset)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err %v, want ok=%v", c.name, err, c.ok)
+		}
+		if err == nil {
+			if int64(len(a.Data)) != a.DataBytes() {
+				t.Errorf("%s: %d bytes of data for %v", c.name, len(a.Data), c.shape)
+			}
+			a.Close()
+		}
+	}
+}

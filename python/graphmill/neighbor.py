@@ -7,12 +7,12 @@ local ``graphmill serve sampler`` as a dataset in shared memory
 The service draws each batch's neighbours on its own threads, as PyG's
 NeighborLoader does (each hop draws only for the nodes the hop before
 reached first), and sends the blocks through shared memory; this process
-turns them into PyG's batch layout. ``x`` over a memory map of a whole
-.npy file (``np.load(mmap_mode="r")``, a dataset's features) is gathered
-by the service, which maps the same file, into the shared payloads;
-other features are gathered here from the user's own arrays on a small
-thread pool, ahead of the consumer. ``y`` is gathered here. The features
-are never copied whole.
+turns them into PyG's batch layout. The service also gathers ``x`` into
+the shared payloads when it can map it: a memory map of a whole .npy file
+(``np.load(mmap_mode="r")``, a dataset's features) is mapped from that
+file, a float32 tensor after torch moves its storage into shared memory
+(in place). Other features are gathered here from the user's own arrays
+on a small thread pool, ahead of the consumer; ``y`` always is.
 """
 
 import collections
@@ -235,6 +235,37 @@ def _npy_backing(a):
         return None
 
 
+def _shared_storage(t):
+    """(path, offset, True): where the service can map the float32 2-D
+    contiguous CPU tensor t's rows, raw, from byte offset on, after moving
+    t's storage into shared memory (torch's share_memory_: in place, every
+    view of the storage follows; what PyG's worker processes have done to
+    the tensors they read). None for other tensors and arrays, when
+    /dev/shm lacks room (a full /dev/shm faults writes with SIGBUS), or
+    when torch shares it otherwise (the file_system strategy)."""
+    torch = _torch()
+    if torch is None or not isinstance(t, torch.Tensor):
+        return None
+    if t.dtype != torch.float32 or t.dim() != 2 or not t.is_contiguous() or t.device.type != "cpu" or t.numel() == 0:
+        return None
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    if not t.is_shared():
+        try:
+            st = os.statvfs("/dev/shm")
+        except OSError:
+            return None
+        if st.f_bavail * st.f_frsize < storage.nbytes() + (storage.nbytes() >> 3) + (64 << 20):
+            return None
+    try:
+        fd = storage._share_fd_cpu_()[0]
+    except (RuntimeError, AttributeError, TypeError):
+        return None
+    path = f"/proc/{os.getpid()}/fd/{fd}"
+    if not os.path.exists(path):
+        return None
+    return path, t.storage_offset() * t.element_size(), True
+
+
 def _scratch_dir():
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
     return tempfile.mkdtemp(prefix="graphmill-neighbors-", dir=base)
@@ -242,8 +273,9 @@ def _scratch_dir():
 
 def _write_dataset(dir, g, seeds, x_file=None, x_shape=None):
     """A graphmill dataset of g's graph whose train split is seeds: arrays
-    a dataset already has are linked, the others written; x_file (an .npy
-    file of float32 rows in the graph's order) is linked as its
+    a dataset already has are linked, the others written; x_file, (path,
+    offset, raw) of float32 rows in the graph's order (an .npy file, or a
+    raw file holding them from byte offset on), is linked as its
     features."""
     arrays = {}
 
@@ -263,8 +295,12 @@ def _write_dataset(dir, g, seeds, x_file=None, x_shape=None):
     put("train_idx", seeds, np.int32)
     dim = 0
     if x_file is not None:
-        os.symlink(os.path.abspath(x_file), os.path.join(dir, "features.npy"))
-        arrays["features"] = {"file": "features.npy", "dtype": "<f4", "shape": list(x_shape)}
+        path, off, raw = x_file
+        name = "features.raw" if raw else "features.npy"
+        os.symlink(path if raw else os.path.abspath(path), os.path.join(dir, name))
+        arrays["features"] = {"file": name, "dtype": "<f4", "shape": list(x_shape)}
+        if raw:
+            arrays["features"].update(raw=True, offset=int(off))
         dim = int(x_shape[1])
     meta = {"format": "graphmill-dataset", "format_version": 1, "name": "neighbor-loader", "source": "graphmill.NeighborLoader",
             "num_nodes": g.num_nodes, "num_edges": int(len(g.indices)), "feature_dim": dim, "num_classes": 0,
@@ -373,13 +409,22 @@ class NeighborLoader:
     is deterministic per seed; each ``for`` loop is the next epoch (or
     ``set_epoch``). ``transform`` is applied to each batch.
 
+    ``service_gather`` (default True) has the service gather ``x``'s rows
+    into the shared payloads, on its own threads, where it can map them:
+    ``x`` over a memory map of a whole .npy file is read from that file;
+    a float32 CPU tensor is moved into shared memory first (torch's
+    ``share_memory_``, in place, as PyG's worker processes have it done)
+    when /dev/shm has room for it. Otherwise, or with False, ``x`` is
+    gathered in this process on ``gather_workers`` threads. ``y`` is always
+    gathered here.
+
     The service starts with the loader and stops with ``close()``, a
     ``with`` block, or when the loader is collected.
     """
 
     def __init__(self, data, num_neighbors, batch_size=1, input_nodes=None, shuffle=False, drop_last=False,
                  replace=False, num_workers=2, seed=0, x=None, y=None, num_nodes=None, transform=None,
-                 gather_workers=2, binary=None, timeout=60.0, **kwargs):
+                 gather_workers=2, binary=None, timeout=60.0, service_gather=True, **kwargs):
         for k in list(kwargs):
             if k in _PYG_IGNORED:
                 kwargs.pop(k)
@@ -421,9 +466,12 @@ class NeighborLoader:
         # x in a file the service can map (float32 rows in the graph's
         # order): the service gathers the rows, on its own threads, into
         # the shared payloads; otherwise this process gathers them.
-        self._x_file = None
-        if self._x is not None and (g.ids is None or g.ids.x_packed):
-            self._x_file = _npy_backing(self._x)
+        self._x_file = None  # (path, offset, raw)
+        if service_gather and self._x is not None and (g.ids is None or g.ids.x_packed):
+            path = _npy_backing(self._x)
+            # only a tensor the user gave is moved (a numpy array's memory
+            # cannot move in place: it would be copied)
+            self._x_file = (path, 0, False) if path is not None else _shared_storage(g.x)
         dir = _scratch_dir()
         try:
             _write_dataset(dir, g, seeds, self._x_file, None if self._x_file is None else tuple(self._x.shape))

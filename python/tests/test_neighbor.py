@@ -238,10 +238,11 @@ def test_packed_dataset_keeps_original_ids(gm, cora_dir, tmp_path):
         assert all((s, d) in edges for s, d in zip(n_id[e[0]].tolist(), n_id[e[1]].tolist()))
 
 
-def test_file_backed_x_gathered_by_the_service(gm, tmp_path):
+def test_x_gathered_by_the_service(gm, tmp_path):
     """x over a memory map of an .npy file (np.load(mmap_mode="r"), a
-    dataset's features) is gathered by the service into the shared payloads;
-    the batches are those of the same x in memory, gathered here."""
+    dataset's features), or a float32 tensor (moved into shared memory), is
+    gathered by the service into the shared payloads; the batches are those
+    of x gathered here (a numpy array, or service_gather=False)."""
     from graphmill.neighbor import _npy_backing
 
     ei, x, y = random_graph(n=2000, m=30000, dim=16, seed=4)
@@ -253,12 +254,19 @@ def test_file_backed_x_gathered_by_the_service(gm, tmp_path):
     assert _npy_backing(x) is None and _npy_backing(xm[:1000]) is None and _npy_backing(xm[:, :8]) is None
     assert _npy_backing(np.load(f, mmap_mode="c")) is None and _npy_backing(xm.astype(np.float64)) is None
     runs = {}
-    for name, feats in (("memory", x), ("file", xm)):
-        with graphmill.NeighborLoader((ei, feats, y), num_neighbors=[5, 3], batch_size=200, seed=2, shuffle=True) as ld:
-            assert (ld._x_file is not None) == (name == "file")
+    xt = torch.from_numpy(x.copy())
+    view = xt[5:]
+    for name, feats, how in (("numpy", x, None), ("file", xm, False), ("tensor", xt, True), ("here", xt, None)):
+        with graphmill.NeighborLoader((ei, feats, y), num_neighbors=[5, 3], batch_size=200, seed=2, shuffle=True,
+                                      service_gather=name != "here") as ld:
+            assert (ld._x_file and ld._x_file[2]) == how, (name, ld._x_file)
             runs[name] = []
             for b in ld:
                 check_batch(b, ei, [5, 3], x, y, 200)
                 assert b.x.dtype == torch.float32
                 runs[name].append((np.asarray(b.n_id).tolist(), np.asarray(b.x).tolist()))
-    assert runs["file"] == runs["memory"]
+    assert runs["file"] == runs["numpy"] == runs["tensor"] == runs["here"]
+    # the user's tensor moved into shared memory in place: its views follow it
+    assert xt.is_shared() and view.is_shared() and torch.equal(xt, torch.from_numpy(x))
+    xt[6, 0] = 42.0
+    assert view[1, 0] == 42.0
