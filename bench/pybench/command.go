@@ -46,6 +46,8 @@ With --pyg (the default) and torch_geometric importable, graphmill.NeighborLoade
 NeighborLoader are then timed on the same PyG Data and seeds, alternating: batches/s of each
 loader alone (vs_pyg_loader, the median of the rounds' ratios) and the time per training step
 of the same PyG GraphSAGE (2 x 256, trim_to_layer) on each (vs_pyg_epoch: PyG's time over ours).
+The Data's x is a tensor in memory, as a PyG user loads it (graphmill's loader moves it into
+shared memory, where its service gathers the rows).
 For the timings PyG runs as it ships (glibc's allocator untuned, one process).
 
 The Python client must be importable by --python: install it (pip install ./python) or give

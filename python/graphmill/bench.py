@@ -144,7 +144,8 @@ def _sage(dim, hidden, classes, layers=2):
     return SAGE()
 
 
-def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_batches=8, hidden=256, workers=2):
+def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_batches=8, hidden=256, workers=2,
+               x_in_memory=True):
     """graphmill.NeighborLoader against PyG's NeighborLoader on the same
     PyG Data and seeds, alternating, ``rounds`` times: batches/s of each
     loader alone (``vs_pyg_loader``: the median of each round's ratio),
@@ -155,6 +156,9 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
         return data
     import torch
     from torch_geometric.loader import NeighborLoader as PygLoader
+
+    if x_in_memory:
+        data.x = data.x.clone()  # as a PyG user has it: loaded whole, not a memory map
 
     import graphmill
 
@@ -191,7 +195,8 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
             opt.step()
         return (time.perf_counter() - t0) / n
 
-    out = {"rounds": [], "setup_s": {"graphmill": setup_ours, "pyg": setup_pyg}}
+    out = {"rounds": [], "setup_s": {"graphmill": setup_ours, "pyg": setup_pyg}, "x_in_memory": bool(x_in_memory),
+           "service_gather": ours._x_file is not None}
     try:
         for _ in range(rounds):
             a, b = rate(ours, batches), rate(pyg, batches)
@@ -225,11 +230,13 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3, help="with --dropin: alternations of the two loaders")
     p.add_argument("--epoch-batches", type=int, default=8, help="with --dropin: training steps timed on each loader")
     p.add_argument("--workers", type=int, default=2, help="with --dropin: the sampler service's workers")
+    p.add_argument("--x-mapped", action="store_true", help="with --dropin: x stays the dataset's memory map (default: a tensor in memory)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     fanouts = [int(f) for f in a.fanouts.split(",")]
     if a.dropin:
-        out = run_dropin(a.dataset, fanouts, a.batch_size, a.batches, a.seed, a.rounds, a.epoch_batches, workers=a.workers)
+        out = run_dropin(a.dataset, fanouts, a.batch_size, a.batches, a.seed, a.rounds, a.epoch_batches, workers=a.workers,
+                         x_in_memory=not a.x_mapped)
         json.dump(out, sys.stdout) if a.json else print(out)
         if a.json:
             print()
