@@ -478,7 +478,10 @@ class NeighborLoader:
             self.loader = Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
                                  seed=seed, drop_last=drop_last, features=self._x_file is not None, labels=False, binary=binary,
                                  timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
-                                 frontier=True, replace=replace, ids="packed")  # mapped here (_IdMap)
+                                 frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
+                                 # rows in the payloads: room for a consumer that keeps batches (a
+                                 # sparse file; at most half of /dev/shm's free space)
+                                 shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
         finally:
             # The service has mapped what it needs: nothing is left behind,
             # however this process ends.
