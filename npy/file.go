@@ -72,12 +72,17 @@ func Open(path string) (*Array, error) {
 		return nil, fmt.Errorf("%s: %w: file has %d bytes, header %v of %s needs %d (truncated or padded)",
 			path, ErrFormat, st.Size(), h.Shape, h.DType, want)
 	}
+	return mapArray(f, h, path)
+}
+
+// mapArray maps the file f up to the end of h's data.
+func mapArray(f *os.File, h Header, path string) (*Array, error) {
 	a := &Array{Header: h, Path: path}
-	if want == 0 || h.DataBytes() == 0 {
+	if h.DataBytes() == 0 {
 		a.Data = []byte{}
 		return a, nil
 	}
-	m, err := mapFile(f, int(want))
+	m, err := mapFile(f, int(h.DataOffset+h.DataBytes()))
 	if err != nil {
 		return nil, fmt.Errorf("%s: mapping: %w", path, err)
 	}
@@ -118,18 +123,7 @@ func OpenRaw(path string, dtype DType, shape []int, offset int64) (*Array, error
 	if st.Size() < want {
 		return nil, fmt.Errorf("%s: file has %d bytes, a raw array %v of %s from byte %d needs %d (truncated)", path, st.Size(), shape, dtype, offset, want)
 	}
-	a := &Array{Header: Header{DType: dtype, Shape: slices.Clone(shape), DataOffset: offset}, Path: path}
-	if n == 0 {
-		a.Data = []byte{}
-		return a, nil
-	}
-	m, err := mapFile(f, int(want))
-	if err != nil {
-		return nil, fmt.Errorf("%s: mapping: %w", path, err)
-	}
-	a.mapping = m
-	a.Data = m[offset:]
-	return a, nil
+	return mapArray(f, Header{DType: dtype, Shape: slices.Clone(shape), DataOffset: offset}, path)
 }
 
 // Close releases the mapping. Views taken from the array must not be used
