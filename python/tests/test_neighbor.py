@@ -270,3 +270,22 @@ def test_x_gathered_by_the_service(gm, tmp_path):
     assert xt.is_shared() and view.is_shared() and torch.equal(xt, torch.from_numpy(x))
     xt[6, 0] = 42.0
     assert view[1, 0] == 42.0
+
+
+def test_tensor_not_moved_without_room(gm, monkeypatch):
+    """Without room in /dev/shm (where writes past a full tmpfs fault with
+    SIGBUS) the tensor stays where it is and x is gathered here."""
+    import collections
+
+    import graphmill.neighbor as nb
+
+    ei, x, y = random_graph(n=500, m=4000, seed=3)
+    xt = torch.from_numpy(x.copy())
+    Stat = collections.namedtuple("Stat", "f_bavail f_frsize")
+    real = os.statvfs
+    monkeypatch.setattr(nb.os, "statvfs", lambda p: Stat(1000, 4096) if p == "/dev/shm" else real(p))
+    assert nb._shared_storage(xt) is None and not xt.is_shared()
+    with graphmill.NeighborLoader((ei, xt, y), num_neighbors=[3, 2], batch_size=64) as ld:
+        assert ld._x_file is None and not xt.is_shared()
+        for b in ld:
+            check_batch(b, ei, [3, 2], x, y, 64)
