@@ -192,7 +192,7 @@ def _npy_backing(a):
     taken."""
     t = _torch()
     if t is not None and isinstance(a, t.Tensor):
-        if a.dtype != t.float32 or a.dim() != 2 or not a.is_contiguous():
+        if a.dtype != t.float32 or a.dim() != 2 or not a.is_contiguous() or a.requires_grad:
             return None
         addr, nbytes = a.data_ptr(), a.numel() * a.element_size()
         shape, dtype = tuple(a.shape), np.dtype(np.float32)
@@ -247,6 +247,8 @@ def _shared_storage(t):
     if torch is None or not isinstance(t, torch.Tensor):
         return None
     if t.dtype != torch.float32 or t.dim() != 2 or not t.is_contiguous() or t.device.type != "cpu" or t.numel() == 0:
+        return None
+    if t.requires_grad:  # x learnt (embeddings): its rows must keep their gradient, gathered here
         return None
     storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     if not t.is_shared():
@@ -326,10 +328,11 @@ class _BufferPool:
     @staticmethod
     def for_tensor(t):
         """A pool for rows of the 2-D tensor t, or False where numpy cannot
-        hold its dtype (bfloat16) or t is not 2-D."""
+        hold its dtype (bfloat16), t is not 2-D, or t requires grad (a
+        gather into a buffer would cut the graph: x learnt as embeddings)."""
         import torch
 
-        if t.dim() != 2:
+        if t.dim() != 2 or t.requires_grad:
             return False
         try:
             dtype = torch.empty(0, dtype=t.dtype).numpy().dtype
@@ -558,7 +561,7 @@ class NeighborLoader:
                 if self._rows:
                     x = torch.from_numpy(self._rows.take(len(n_id)))
                     torch.index_select(self._x, 0, x_t, out=x)
-                else:  # 1-D, or a dtype numpy lacks (bfloat16): a fresh tensor
+                else:  # 1-D, a dtype numpy lacks (bfloat16), or x learnt: a fresh tensor
                     x = torch.index_select(self._x, 0, x_t)
             # index_select: torch's indexing (y[ids]) took 3.2 ms for 100k ids, this 0.27
             y = torch.index_select(self._y, 0, n_t if n_y is n_id else torch.from_numpy(n_y)) if self._y is not None else None

@@ -289,3 +289,20 @@ def test_tensor_not_moved_without_room(gm, monkeypatch):
         assert ld._x_file is None and not xt.is_shared()
         for b in ld:
             check_batch(b, ei, [3, 2], x, y, 64)
+
+
+def test_learnt_x_keeps_its_gradient(gm):
+    """x that requires grad (node embeddings learnt with the model) is
+    gathered here with autograd, as PyG's loader gathers it: the batch's x
+    carries the gradient back to x (the service's copy would cut it)."""
+    ei, x, y = random_graph(n=600, m=5000, seed=8)
+    emb = torch.nn.Parameter(torch.from_numpy(x.copy()))
+    with graphmill.NeighborLoader((ei, emb, y), num_neighbors=[4, 2], batch_size=50) as ld:
+        assert ld._x_file is None and not emb.is_shared()
+        b = next(iter(ld))
+        assert b.x.requires_grad
+        b.x[:b.batch_size].sum().backward()
+        seeds = np.asarray(b.n_id)[:b.batch_size]
+        want = np.zeros_like(x)
+        want[seeds] = 1
+        assert np.array_equal(emb.grad.numpy(), want)
