@@ -416,8 +416,9 @@ class NeighborLoader:
     into the shared payloads, on its own threads, where it can map them:
     ``x`` over a memory map of a whole .npy file is read from that file;
     a float32 CPU tensor is moved into shared memory first (torch's
-    ``share_memory_``, in place, as PyG's worker processes have it done)
-    when /dev/shm has room for it. Otherwise, or with False, ``x`` is
+    ``share_memory_``, in place, as PyG's worker processes have it done:
+    its views follow it, a ``torch.from_numpy`` tensor leaves its array)
+    when /dev/shm has room for it and it does not require grad. Otherwise, or with False, ``x`` is
     gathered in this process on ``gather_workers`` threads. ``y`` is always
     gathered here.
 
