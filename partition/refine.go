@@ -63,17 +63,27 @@ func (rf *refiner) setLevel(l *level, where []int32) {
 	}
 	par.For(l.workers(rf.workers), l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
+			// Without branches (whether a neighbour shares v's part is
+			// unpredictable): a neighbour elsewhere counts through a mask
+			// of all ones.
 			p := where[v]
-			var in, ex int32
-			for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-				w := l.ewAt(j)
-				if where[l.adj[j]] == p {
-					in += w
-				} else {
-					ex += w
+			var d, ex int32
+			a, b := l.xadj[v], l.xadj[v+1]
+			if l.ew == nil {
+				for _, u := range l.adj[a:b] {
+					x := where[u] ^ p
+					ex -= (x | -x) >> 31
+				}
+				d = int32(b - a)
+			} else {
+				ew := l.ew[a:b]
+				for j, u := range l.adj[a:b] {
+					x := where[u] ^ p
+					d += ew[j]
+					ex += ew[j] & ((x | -x) >> 31)
 				}
 			}
-			rf.id[v], rf.ed[v] = in, ex
+			rf.id[v], rf.ed[v] = d-ex, ex
 		}
 	})
 	clear(rf.pw)
