@@ -476,21 +476,36 @@ class NeighborLoader:
             # only a tensor the user gave is moved (a numpy array's memory
             # cannot move in place: it would be copied)
             self._x_file = (path, 0, False) if path is not None else _shared_storage(g.x)
+        try:
+            self.loader = self._start(g, seeds, fan, batch_size, shuffle, seed, drop_last, binary, timeout, num_workers, replace)
+        except GraphmillError as e:
+            if self._x_file is None:
+                raise
+            # The service could not map x (a /proc it may not read, a file
+            # gone): x is gathered here instead, as with service_gather=False.
+            warnings.warn(f"graphmill.NeighborLoader: the sampler service could not map x ({e}); gathering it in this process",
+                          RuntimeWarning, stacklevel=2)
+            self._x_file = None
+            self.loader = self._start(g, seeds, fan, batch_size, shuffle, seed, drop_last, binary, timeout, num_workers, replace)
+        self.batch_size = self.loader.batch_size
+
+    def _start(self, g, seeds, fan, batch_size, shuffle, seed, drop_last, binary, timeout, num_workers, replace):
+        """The Loader of a local service on g (seeds as its train split),
+        with x's rows in its payloads when self._x_file says where they are."""
         dir = _scratch_dir()
         try:
             _write_dataset(dir, g, seeds, self._x_file, None if self._x_file is None else tuple(self._x.shape))
-            self.loader = Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
-                                 seed=seed, drop_last=drop_last, features=self._x_file is not None, labels=False, binary=binary,
-                                 timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
-                                 frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
-                                 # rows in the payloads: room for a consumer that keeps batches (a
-                                 # sparse file; at most half of /dev/shm's free space)
-                                 shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
+            return Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
+                          seed=seed, drop_last=drop_last, features=self._x_file is not None, labels=False, binary=binary,
+                          timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
+                          frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
+                          # rows in the payloads: room for a consumer that keeps batches (a
+                          # sparse file; at most half of /dev/shm's free space)
+                          shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
         finally:
             # The service has mapped what it needs: nothing is left behind,
             # however this process ends.
             shutil.rmtree(dir, ignore_errors=True)
-        self.batch_size = self.loader.batch_size
 
     def _tensor(self, a, name):
         if a is None:

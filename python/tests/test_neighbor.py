@@ -306,3 +306,19 @@ def test_learnt_x_keeps_its_gradient(gm):
         want = np.zeros_like(x)
         want[seeds] = 1
         assert np.array_equal(emb.grad.numpy(), want)
+
+
+def test_service_that_cannot_map_x_falls_back(gm, monkeypatch):
+    """A service that cannot map x (here a descriptor path that does not
+    exist) is restarted without it, with a warning, and x is gathered in
+    this process: the batches are still right."""
+    import graphmill.neighbor as nb
+
+    ei, x, y = random_graph(n=500, m=4000, seed=5)
+    monkeypatch.setattr(nb, "_shared_storage", lambda t: ("/proc/self/fd/999999", 0, True))
+    with pytest.warns(RuntimeWarning, match="could not map x"):
+        ld = graphmill.NeighborLoader((ei, torch.from_numpy(x.copy()), y), num_neighbors=[3, 2], batch_size=64)
+    with ld:
+        assert ld._x_file is None
+        for b in ld:
+            check_batch(b, ei, [3, 2], x, y, 64)
