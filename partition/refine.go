@@ -63,27 +63,8 @@ func (rf *refiner) setLevel(l *level, where []int32) {
 	}
 	par.For(l.workers(rf.workers), l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
-			// Without branches (whether a neighbour shares v's part is
-			// unpredictable): a neighbour elsewhere counts through a mask
-			// of all ones.
-			p := where[v]
-			var d, ex int32
-			a, b := l.xadj[v], l.xadj[v+1]
-			if l.ew == nil {
-				for _, u := range l.adj[a:b] {
-					x := where[u] ^ p
-					ex -= (x | -x) >> 31
-				}
-				d = int32(b - a)
-			} else {
-				ew := l.ew[a:b]
-				for j, u := range l.adj[a:b] {
-					x := where[u] ^ p
-					d += ew[j]
-					ex += ew[j] & ((x | -x) >> 31)
-				}
-			}
-			rf.id[v], rf.ed[v] = d-ex, ex
+			d, ex := acrossWeight(l, v, where)
+			rf.id[v], rf.ed[v] = int32(d-ex), int32(ex)
 		}
 	})
 	clear(rf.pw)
