@@ -83,12 +83,7 @@ func (ss *segments) open(path string, size uint64, token []byte) (*segment, erro
 		return e.seg, nil
 	}
 	ss.mu.Unlock()
-	seg, err := openSegment(path, size, token)
-	if err != nil {
-		return nil, err
-	}
-	seg.id = id
-	return seg, nil
+	return openSegment(path, size, token)
 }
 
 // done keeps seg for its client's next stream.

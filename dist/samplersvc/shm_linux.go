@@ -58,7 +58,7 @@ func openSegment(path string, size uint64, token []byte) (*segment, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("shared-memory file %s: token mismatch (another machine's file?)", path)
 	}
-	return &segment{mem: mem, fd: fd}, nil
+	return &segment{mem: mem, fd: fd, id: fileID{uint64(st.Dev), st.Ino}}, nil
 }
 
 // fileID identifies a file (device and inode).

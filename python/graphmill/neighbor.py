@@ -183,6 +183,24 @@ def _seeds(input_nodes, n):
     return s
 
 
+def _float32_rows(a):
+    """(address, bytes, shape) of a when the service can gather its rows: a
+    non-empty float32 2-D C-contiguous numpy array or CPU tensor that does
+    not require grad (learnt x keeps its gradient only gathered here);
+    else None."""
+    t = _torch()
+    if t is not None and isinstance(a, t.Tensor):
+        if a.dtype != t.float32 or a.dim() != 2 or not a.is_contiguous() or a.requires_grad or a.device.type != "cpu":
+            return None
+        addr, nbytes, shape = a.data_ptr(), a.numel() * a.element_size(), tuple(a.shape)
+    else:
+        a = np.asarray(a)
+        if a.dtype != np.float32 or a.ndim != 2 or not a.flags.c_contiguous:
+            return None
+        addr, nbytes, shape = a.ctypes.data, a.nbytes, a.shape
+    return (addr, nbytes, shape) if nbytes else None
+
+
 def _npy_backing(a):
     """The .npy file whose whole array is exactly a's memory (a numpy array
     or CPU tensor over a memory map of it: np.load(mmap_mode="r"), a
@@ -190,19 +208,10 @@ def _npy_backing(a):
     (/proc/self/maps) names the file behind a's address; a private mapping
     that is writable may hold rows that differ from the file's, and is not
     taken."""
-    t = _torch()
-    if t is not None and isinstance(a, t.Tensor):
-        if a.dtype != t.float32 or a.dim() != 2 or not a.is_contiguous() or a.requires_grad:
-            return None
-        addr, nbytes = a.data_ptr(), a.numel() * a.element_size()
-        shape, dtype = tuple(a.shape), np.dtype(np.float32)
-    else:
-        a = np.asarray(a)
-        if a.dtype != np.float32 or a.ndim != 2 or not a.flags.c_contiguous:
-            return None
-        addr, nbytes, shape, dtype = a.ctypes.data, a.nbytes, a.shape, a.dtype
-    if nbytes == 0:
+    rows = _float32_rows(a)
+    if rows is None:
         return None
+    addr, nbytes, shape = rows
     try:
         with open("/proc/self/maps") as f:
             for line in f:
@@ -228,7 +237,7 @@ def _npy_backing(a):
                 return None
             fshape, fortran, fdtype = read(f)
             start = f.tell()
-        if start != off or fortran or tuple(fshape) != tuple(shape) or np.dtype(fdtype) != dtype:
+        if start != off or fortran or tuple(fshape) != tuple(shape) or np.dtype(fdtype) != np.float32:
             return None
         return path
     except (OSError, ValueError):
@@ -244,11 +253,7 @@ def _shared_storage(t):
     /dev/shm lacks room (a full /dev/shm faults writes with SIGBUS), or
     when torch shares it otherwise (the file_system strategy)."""
     torch = _torch()
-    if torch is None or not isinstance(t, torch.Tensor):
-        return None
-    if t.dtype != torch.float32 or t.dim() != 2 or not t.is_contiguous() or t.device.type != "cpu" or t.numel() == 0:
-        return None
-    if t.requires_grad:  # x learnt (embeddings): its rows must keep their gradient, gathered here
+    if torch is None or not isinstance(t, torch.Tensor) or _float32_rows(t) is None:
         return None
     storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     if not t.is_shared():
@@ -476,8 +481,26 @@ class NeighborLoader:
             # only a tensor the user gave is moved (a numpy array's memory
             # cannot move in place: it would be copied)
             self._x_file = (path, 0, False) if path is not None else _shared_storage(g.x)
+        def start():
+            """A local service on g (seeds as its train split), with x's rows
+            in its payloads when self._x_file says where they are."""
+            dir = _scratch_dir()
+            try:
+                _write_dataset(dir, g, seeds, self._x_file, None if self._x_file is None else tuple(self._x.shape))
+                return Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
+                              seed=seed, drop_last=drop_last, features=self._x_file is not None, labels=False, binary=binary,
+                              timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
+                              frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
+                              # rows in the payloads: room for a consumer that keeps batches (a
+                              # sparse file; at most half of /dev/shm's free space)
+                              shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
+            finally:
+                # The service has mapped what it needs: nothing is left behind,
+                # however this process ends.
+                shutil.rmtree(dir, ignore_errors=True)
+
         try:
-            self.loader = self._start(g, seeds, fan, batch_size, shuffle, seed, drop_last, binary, timeout, num_workers, replace)
+            self.loader = start()
         except GraphmillError as e:
             if self._x_file is None:
                 raise
@@ -486,26 +509,8 @@ class NeighborLoader:
             warnings.warn(f"graphmill.NeighborLoader: the sampler service could not map x ({e}); gathering it in this process",
                           RuntimeWarning, stacklevel=2)
             self._x_file = None
-            self.loader = self._start(g, seeds, fan, batch_size, shuffle, seed, drop_last, binary, timeout, num_workers, replace)
+            self.loader = start()
         self.batch_size = self.loader.batch_size
-
-    def _start(self, g, seeds, fan, batch_size, shuffle, seed, drop_last, binary, timeout, num_workers, replace):
-        """The Loader of a local service on g (seeds as its train split),
-        with x's rows in its payloads when self._x_file says where they are."""
-        dir = _scratch_dir()
-        try:
-            _write_dataset(dir, g, seeds, self._x_file, None if self._x_file is None else tuple(self._x.shape))
-            return Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
-                          seed=seed, drop_last=drop_last, features=self._x_file is not None, labels=False, binary=binary,
-                          timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
-                          frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
-                          # rows in the payloads: room for a consumer that keeps batches (a
-                          # sparse file; at most half of /dev/shm's free space)
-                          shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
-        finally:
-            # The service has mapped what it needs: nothing is left behind,
-            # however this process ends.
-            shutil.rmtree(dir, ignore_errors=True)
 
     def _tensor(self, a, name):
         if a is None:
