@@ -21,7 +21,7 @@ import (
 // Command is 'graphmill bench python'.
 func Command() *cobra.Command {
 	var quick, asJSON, pyg bool
-	var dir, py, pypath, modesS string
+	var dir, py, pypath, modesS, device, cachesS string
 	var fan sample.Fanouts
 	var batchSize, batches, rounds, workers, epochBatches int
 	c := &cobra.Command{
@@ -50,6 +50,12 @@ and the time per training step of the same PyG GraphSAGE (2 x 256, trim_to_layer
 The Data's x is a tensor in memory, as a PyG user loads it (graphmill's loader moves it into
 shared memory, where its service gathers the rows).
 For the timings PyG runs as it ships (glibc's allocator untuned, one process).
+
+With --device cuda the comparison runs again with batches on the GPU: graphmill.NeighborLoader
+without a feature cache and with a FeatureCache of each --caches budget (hit rate, MiB copied per
+batch), PyG's loader followed by batch.to(device) where it can sample there, and the same training
+step on one batch already on the GPU (the ceiling: compute_over_step is that step's time over the
+loader's).
 
 The Python client must be importable by --python: install it (pip install ./python) or give
 --python-path python (the source tree).`,
@@ -88,7 +94,8 @@ The Python client must be importable by --python: install it (pip install ./pyth
 			}
 			cfg := Config{Dataset: dir, Graphmill: self, Python: py, PythonPath: pypath, Fanouts: fan,
 				BatchSize: batchSize, Batches: batches, Rounds: rounds, Workers: workers, Seed: 1,
-				Modes: strings.Split(modesS, ","), PyG: pyg, EpochBatches: epochBatches,
+				Modes: strings.Split(modesS, ","), PyG: pyg, EpochBatches: epochBatches, Device: device,
+				Caches:   strings.Split(cachesS, ","),
 				Progress: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }}
 			rep, err := Run(ctx, cfg)
 			if err != nil {
@@ -117,6 +124,8 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl.IntVar(&batchSize, "batch-size", 1024, "seeds per minibatch")
 	fl.IntVar(&batches, "batches", 0, "minibatches per measurement (default 60; --quick 25)")
 	fl.IntVar(&rounds, "rounds", 3, "alternations of the consumers (best rates; ratios are medians of each round's ratios)")
+	fl.StringVar(&device, "device", "cpu", "also run the drop-in comparison with batches on this device (cuda: GPU training, the loader with and without a FeatureCache)")
+	fl.StringVar(&cachesS, "caches", "10%,30%", "with --device: FeatureCache budgets (of x's rows) timed besides no cache")
 	fl.IntVar(&workers, "workers", 2, "Go loader goroutines (the service prepares 2 batches at once)")
 	return c
 }
@@ -138,8 +147,39 @@ func printPyBench(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader, %.2f x go loader; PyG GraphSAGE step %.2f x faster on it\n",
 			r.NeighborLoader, r.VsPyGLoader, r.NeighborRatioToGoLoader, r.VsPyGEpoch)
 	}
+	if len(r.DropInDevice) > 0 {
+		var d deviceDropIn
+		if json.Unmarshal(r.DropInDevice, &d) == nil {
+			printDeviceDropIn(w, &d)
+		}
+	}
 	fmt.Fprintf(w, "  (python: %s)\n", r.PythonInterpreter)
 	if r.LoadAverage != "" {
 		fmt.Fprintf(w, "  (%d CPUs, load average %s)\n", r.CPUs, r.LoadAverage)
+	}
+}
+
+func printDeviceDropIn(w io.Writer, d *deviceDropIn) {
+	if d.Skipped != "" {
+		fmt.Fprintf(w, "  on the device: skipped (%s)\n", d.Skipped)
+		return
+	}
+	fmt.Fprintf(w, "  on %s (%s); a step on one resident batch %.1f ms:\n", d.Device, d.GPU, 1000*d.ComputeStepS)
+	for _, l := range d.Loaders {
+		hit := "no cache"
+		if l.HitRate != nil {
+			hit = fmt.Sprintf("%.0f %% hits, %.1f MiB copied/batch", 100**l.HitRate, l.MiBToDevice)
+		}
+		fmt.Fprintf(w, "    graphmill.NeighborLoader, cache %-5s %7.1f batches/s, step %6.1f ms (%.2f x resident; %s)",
+			l.Cache, l.BatchesPerS, 1000*l.StepS, l.ComputeOverStep, hit)
+		if l.VsPyGLoader > 0 {
+			fmt.Fprintf(w, "; %.2f x PyG's loader, step %.2f x faster", l.VsPyGLoader, l.VsPyGEpoch)
+		}
+		fmt.Fprintln(w)
+	}
+	if d.PyG.Skipped != "" {
+		fmt.Fprintf(w, "    PyG NeighborLoader: %s\n", d.PyG.Skipped)
+	} else {
+		fmt.Fprintf(w, "    PyG NeighborLoader + .to(device) %7.1f batches/s, step %6.1f ms\n", d.PyG.BatchesPerS, 1000*d.PyG.StepS)
 	}
 }

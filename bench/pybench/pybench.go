@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,11 @@ type Config struct {
 	// EpochBatches is the number of training steps timed on each loader
 	// in the drop-in comparison (default 8).
 	EpochBatches int
+	// Device, if set and not "cpu" (e.g. "cuda"), also runs the drop-in
+	// comparison with batches on that device, without a feature cache and
+	// with each budget of Caches (DropInDevice).
+	Device string
+	Caches []string
 	// Progress, if set, receives a line per measurement.
 	Progress func(string)
 }
@@ -133,9 +139,16 @@ type Report struct {
 	VsPyGEpoch              float64         `json:"vs_pyg_epoch,omitempty"`
 	NeighborLoader          float64         `json:"neighbor_loader_batches_per_s,omitempty"`
 	NeighborRatioToGoLoader float64         `json:"neighbor_ratio_to_go_loader,omitempty"`
-	PythonInterpreter       string          `json:"python_interpreter"`
-	CPUs                    int             `json:"cpus"`
-	LoadAverage             string          `json:"load_average,omitempty"`
+	// DropInDevice is the comparison on Config.Device (python -m
+	// graphmill.bench --dropin --device): per loader (no cache, then each
+	// FeatureCache budget) batches/s, the training step's time, the
+	// cache's hit rate and MiB copied per batch, and the step on one batch
+	// already on the device (compute_step_s); PyG's loader where it can
+	// sample there.
+	DropInDevice      json.RawMessage `json:"dropin_device,omitempty"`
+	PythonInterpreter string          `json:"python_interpreter"`
+	CPUs              int             `json:"cpus"`
+	LoadAverage       string          `json:"load_average,omitempty"`
 }
 
 // goLoader times cfg.Batches batches of the Go loader's work: sampling and
@@ -476,6 +489,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 	}
+	if cfg.Device != "" && cfg.Device != "cpu" {
+		if err := dropInDevice(ctx, cfg, rep, progress); err != nil {
+			return nil, err
+		}
+	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		rep.LoadAverage = string(bytes.TrimSpace(b))
 	}
@@ -511,6 +529,54 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// dropInDevice runs the drop-in comparison with batches on cfg.Device
+// (python -m graphmill.bench --dropin --device) into rep.DropInDevice.
+func dropInDevice(ctx context.Context, cfg Config, rep *Report, progress func(string)) error {
+	args := []string{"--dropin", "--device", cfg.Device, "--caches", strings.Join(cfg.Caches, ","), "--dataset", cfg.Dataset,
+		"--fanouts", joinInts(cfg.Fanouts), "--batch-size", fmt.Sprint(cfg.BatchSize), "--batches", fmt.Sprint(cfg.Batches),
+		"--rounds", fmt.Sprint(cfg.Rounds), "--epoch-batches", fmt.Sprint(cfg.EpochBatches),
+		"--workers", fmt.Sprint(cfg.Workers), "--seed", fmt.Sprint(cfg.Seed)}
+	if err := runBench(ctx, cfg, args, &rep.DropInDevice); err != nil {
+		return fmt.Errorf("drop-in comparison on %s: %w", cfg.Device, err)
+	}
+	var r deviceDropIn
+	if err := json.Unmarshal(rep.DropInDevice, &r); err != nil {
+		return fmt.Errorf("drop-in comparison on %s, output: %w", cfg.Device, err)
+	}
+	if r.Skipped != "" {
+		progress(fmt.Sprintf("drop-in comparison on %s skipped: %s", cfg.Device, r.Skipped))
+		return nil
+	}
+	for _, l := range r.Loaders {
+		progress(fmt.Sprintf("graphmill.NeighborLoader on %s (%s), cache %s: %.1f batches/s, step %.1f ms (%.2f x the step on a resident batch)",
+			r.Device, r.GPU, l.Cache, l.BatchesPerS, 1000*l.StepS, l.ComputeOverStep))
+	}
+	return nil
+}
+
+// deviceDropIn is the part of DropInDevice's JSON printed here.
+type deviceDropIn struct {
+	Skipped string `json:"skipped"`
+	Device  string `json:"device"`
+	GPU     string `json:"gpu"`
+	Loaders []struct {
+		Cache           string   `json:"feature_cache"`
+		BatchesPerS     float64  `json:"batches_per_s"`
+		StepS           float64  `json:"step_s"`
+		HitRate         *float64 `json:"hit_rate"`
+		MiBToDevice     float64  `json:"mib_to_device_per_batch"`
+		ComputeOverStep float64  `json:"compute_over_step"`
+		VsPyGLoader     float64  `json:"vs_pyg_loader"`
+		VsPyGEpoch      float64  `json:"vs_pyg_epoch"`
+	} `json:"loaders"`
+	PyG struct {
+		Skipped     string  `json:"skipped"`
+		BatchesPerS float64 `json:"batches_per_s"`
+		StepS       float64 `json:"step_s"`
+	} `json:"pyg"`
+	ComputeStepS float64 `json:"compute_step_s"`
 }
 
 // dropIn runs graphmill.NeighborLoader against PyG's NeighborLoader

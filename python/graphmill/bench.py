@@ -168,7 +168,12 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
                                     shuffle=True, seed=seed, num_workers=workers)
     setup_ours = time.perf_counter() - t0
     t0 = time.perf_counter()
-    pyg = PygLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds, shuffle=True)
+    try:
+        pyg = PygLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds, shuffle=True)
+        next(iter(pyg))
+    except ImportError as e:  # PyG without pyg-lib and torch-sparse cannot sample
+        ours.close()
+        return {"skipped": f"PyG's NeighborLoader cannot sample here: {e}"}
     setup_pyg = time.perf_counter() - t0
 
     def rate(loader, n):
@@ -218,6 +223,121 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
     return out
 
 
+def run_dropin_device(dataset, fanouts, batch_size, batches, device, caches=("10%", "30%"), seed=1, rounds=2,
+                      epoch_batches=8, hidden=256, workers=2):
+    """graphmill.NeighborLoader with batches on ``device`` (a GPU), without
+    a feature cache and with each budget of ``caches``, against PyG's
+    NeighborLoader followed by ``batch.to(device)`` where PyG can sample
+    (it needs pyg-lib or torch-sparse). For each: batches/s of the loader
+    alone, each batch waited for on the device; the time per training
+    step of the same PyG GraphSAGE on the device; and the step on one
+    batch already there, repeated (``compute_step_s``: the ceiling no
+    loader beats)."""
+    ds, data, seeds = _pyg_data(dataset)
+    if ds is None:
+        return data
+    import torch
+
+    import graphmill
+
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        return {"skipped": f"device {device}: PyTorch sees no CUDA device"}
+    data.x = data.x.clone()
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    def rate(batches_of, n):
+        times = []
+        for b in batches_of():
+            sync()  # the batch is usable on the device
+            times.append(time.perf_counter())
+            if len(times) > n:
+                break
+        return (len(times) - 1) / (times[-1] - times[0])
+
+    def model():
+        torch.manual_seed(seed)
+        m = _sage(ds.feature_dim, hidden, max(ds.num_classes, 2)).to(dev)
+        return m, torch.optim.Adam(m.parameters(), lr=0.003)
+
+    def step(m, opt, b):
+        opt.zero_grad()
+        out = m(b.x, b.edge_index, b.num_sampled_nodes, b.num_sampled_edges)[:b.batch_size]
+        torch.nn.functional.cross_entropy(out, b.y[:b.batch_size]).backward()
+        opt.step()
+
+    def epoch(batches_of, n):
+        m, opt = model()
+        it = iter(batches_of())
+        step(m, opt, next(it))  # the first batch (the loader's start, the kernels' first run) is not timed
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step(m, opt, next(it))
+        sync()
+        return (time.perf_counter() - t0) / n
+
+    out = {"device": str(dev), "gpu": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
+           "torch": torch.__version__, "loaders": []}
+    for cache in [None] + list(caches):
+        t0 = time.perf_counter()
+        ld = graphmill.NeighborLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds,
+                                      shuffle=True, seed=seed, num_workers=workers, device=dev, feature_cache=cache)
+        setup = time.perf_counter() - t0
+
+        def ours():
+            while True:
+                yield from ld
+
+        try:
+            rate(ours, 5)
+            if ld.feature_cache is not None:
+                ld.feature_cache.reset_stats()
+            r = max(rate(ours, batches) for _ in range(rounds))
+            e = epoch(ours, epoch_batches)
+            if cache is None:
+                m, opt = model()
+                b = next(iter(ld))
+                for _ in range(2):
+                    step(m, opt, b)
+                sync()
+                t0 = time.perf_counter()
+                for _ in range(epoch_batches):
+                    step(m, opt, b)
+                sync()
+                out["compute_step_s"] = (time.perf_counter() - t0) / epoch_batches
+            rec = {"feature_cache": cache or "none", "setup_s": setup, "batches_per_s": r, "step_s": e}
+            if ld.feature_cache is not None:
+                st = ld.feature_cache.stats
+                rec.update(hit_rate=st.hit_rate, mib_to_device_per_batch=ld.feature_cache.bytes_per_batch() / 2 ** 20,
+                           cache_mib=ld.feature_cache.budget_bytes / 2 ** 20)
+            out["loaders"].append(rec)
+        finally:
+            ld.close()
+    try:
+        from torch_geometric.loader import NeighborLoader as PygLoader
+
+        pyg = PygLoader(data, num_neighbors=list(fanouts), batch_size=batch_size, input_nodes=seeds, shuffle=True)
+
+        def theirs():
+            while True:
+                for b in pyg:
+                    yield b.to(dev)
+
+        rate(theirs, 5)
+        out["pyg"] = {"batches_per_s": max(rate(theirs, batches) for _ in range(rounds)),
+                      "step_s": epoch(theirs, epoch_batches)}
+    except Exception as e:  # PyG without pyg-lib and torch-sparse cannot sample
+        out["pyg"] = {"skipped": f"{type(e).__name__}: {e}"}
+    if "batches_per_s" in out["pyg"]:
+        for rec in out["loaders"]:
+            rec["vs_pyg_loader"] = rec["batches_per_s"] / out["pyg"]["batches_per_s"]
+            rec["vs_pyg_epoch"] = out["pyg"]["step_s"] / rec["step_s"]
+    for rec in out["loaders"]:
+        rec["compute_over_step"] = out["compute_step_s"] / rec["step_s"]
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--addr", help="sampler service address (not with --dropin)")
@@ -234,9 +354,19 @@ def main(argv=None):
     p.add_argument("--epoch-batches", type=int, default=8, help="with --dropin: training steps timed on each loader")
     p.add_argument("--workers", type=int, default=2, help="with --dropin: the sampler service's workers")
     p.add_argument("--x-mapped", action="store_true", help="with --dropin: x stays the dataset's memory map (default: a tensor in memory)")
+    p.add_argument("--device", default="cpu", help="with --dropin: where batches go (cuda: the GPU comparison, run_dropin_device)")
+    p.add_argument("--caches", default="10%,30%", help="with --dropin --device cuda: FeatureCache budgets to time besides none")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     fanouts = [int(f) for f in a.fanouts.split(",")]
+    if a.dropin and a.device != "cpu":
+        out = run_dropin_device(a.dataset, fanouts, a.batch_size, a.batches, a.device,
+                                [c for c in a.caches.split(",") if c], a.seed, max(1, a.rounds), a.epoch_batches,
+                                workers=a.workers)
+        json.dump(out, sys.stdout) if a.json else print(out)
+        if a.json:
+            print()
+        return
     if a.dropin:
         out = run_dropin(a.dataset, fanouts, a.batch_size, a.batches, a.seed, a.rounds, a.epoch_batches, workers=a.workers,
                          x_in_memory=not a.x_mapped)

@@ -51,13 +51,22 @@ def float32_to_bf16(a):
     return r
 
 
+def npy_header(f):
+    """(shape, fortran_order, dtype) of the .npy file open at its start in
+    f, or None for a format version numpy reads with no public function
+    (3.0; np.save writes 1.0, or 2.0 for huge headers). numpy 2 took the
+    private reader out of numpy.lib.format."""
+    version = np.lib.format.read_magic(f)
+    read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+    return read(f) if read is not None else None
+
+
 def _load(path, mmap_mode):
     """np.load with mmap, falling back to a plain read for empty arrays
     (which cannot be mapped)."""
     with open(path, "rb") as f:
-        version = np.lib.format.read_magic(f)
-        shape, _, dtype = np.lib.format._read_array_header(f, version)
-    if mmap_mode is None or int(np.prod(shape)) == 0:
+        head = npy_header(f)
+    if mmap_mode is None or (head is not None and int(np.prod(head[0])) == 0):
         return np.load(path, allow_pickle=False)
     return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
 

@@ -27,6 +27,7 @@ import weakref
 
 import numpy as np
 
+from .dataset import npy_header
 from .errors import GraphmillError
 from .loader import Loader
 
@@ -231,11 +232,10 @@ def _npy_backing(a):
         if not os.path.isfile(path):  # "(deleted)", or not a file
             return None
         with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
-            if read is None:
+            head = npy_header(f)
+            if head is None:
                 return None
-            fshape, fortran, fdtype = read(f)
+            fshape, fortran, fdtype = head
             start = f.tell()
         if start != off or fortran or tuple(fshape) != tuple(shape) or np.dtype(fdtype) != np.float32:
             return None
@@ -397,6 +397,9 @@ class SampledBatch:
         return f"SampledBatch(batch_size={self.batch_size}, n_id={len(self.n_id)}, edges={self.edge_index.shape[1]}{extra})"
 
 
+_Ready = collections.namedtuple("_Ready", "batch event tensors")
+
+
 class NeighborLoader:
     """PyG's ``NeighborLoader`` with graphmill's sampler behind it.
 
@@ -427,13 +430,26 @@ class NeighborLoader:
     gathered in this process on ``gather_workers`` threads. ``y`` is always
     gathered here.
 
+    ``device`` (e.g. "cuda"): batches come out with their tensors on that
+    device. Each gather thread stages its batch in pinned host memory and
+    copies it over on a stream of its own while the consumer computes; the
+    consumer's stream waits for the copies, nothing waits on the host.
+    ``feature_cache`` keeps the hottest rows of ``x`` on the device: a
+    ``graphmill.torch.FeatureCache`` keyed by the same node ids, or a
+    budget ("10%" of the rows, "2GiB") for one built here over ``x``,
+    caching the rows of highest out-degree (the nodes sampling reaches
+    most). Only the misses are gathered on the host and copied;
+    ``stats()["feature_cache"]`` counts the hits and the bytes moved. With
+    either, ``x`` is gathered in this process (not by the service).
+
     The service starts with the loader and stops with ``close()``, a
     ``with`` block, or when the loader is collected.
     """
 
     def __init__(self, data, num_neighbors, batch_size=1, input_nodes=None, shuffle=False, drop_last=False,
                  replace=False, num_workers=2, seed=0, x=None, y=None, num_nodes=None, transform=None,
-                 gather_workers=2, binary=None, timeout=60.0, service_gather=True, **kwargs):
+                 gather_workers=2, binary=None, timeout=60.0, service_gather=True, device=None, feature_cache=None,
+                 **kwargs):
         for k in list(kwargs):
             if k in _PYG_IGNORED:
                 kwargs.pop(k)
@@ -467,16 +483,19 @@ class NeighborLoader:
             raise ValueError(f"x has {len(self._x)} rows for {g.num_nodes} nodes")
         if self._y is not None and len(self._y) != g.num_nodes:
             raise ValueError(f"y has {len(self._y)} entries for {g.num_nodes} nodes")
+        self.device, self.feature_cache = self._placement(device, feature_cache, g)
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
         self._rows = None  # _BufferPool of x's rows (with torch, for a 2-D x)
         self._torch = t is not None
         self._pool = None
+        self._local = threading.local()  # each gather thread's CUDA stream
         self.gather_workers = max(1, int(gather_workers))
         # x in a file the service can map (float32 rows in the graph's
         # order): the service gathers the rows, on its own threads, into
         # the shared payloads; otherwise this process gathers them.
         self._x_file = None  # (path, offset, raw)
-        if service_gather and self._x is not None and (g.ids is None or g.ids.x_packed):
+        if service_gather and self._x is not None and (g.ids is None or g.ids.x_packed) and self.device is None \
+                and self.feature_cache is None:
             path = _npy_backing(self._x)
             # only a tensor the user gave is moved (a numpy array's memory
             # cannot move in place: it would be copied)
@@ -511,6 +530,44 @@ class NeighborLoader:
             self._x_file = None
             self.loader = start()
         self.batch_size = self.loader.batch_size
+
+    def _placement(self, device, cache, g):
+        """(the device batches go to, None for the CPU; the feature cache or
+        None), checked against the graph."""
+        t = _torch()
+        if device is None and cache is None:
+            return None, None
+        if t is None:
+            raise GraphmillError("device= and feature_cache= need PyTorch")
+        from .torch import FeatureCache
+
+        dev = t.device(device) if device is not None else None
+        if dev is not None and dev.type == "cuda":
+            if not t.cuda.is_available():
+                raise GraphmillError(f"device {dev} asked for, but PyTorch sees no CUDA device")
+            if dev.index is None:  # "cuda" is the current one (a cache's "cuda:0" is the same)
+                dev = t.device("cuda", t.cuda.current_device())
+        if cache is not None and not isinstance(cache, FeatureCache):
+            if self._x is None:
+                raise ValueError("feature_cache as a budget caches x's rows, and this graph has no x")
+            # how often each node is an in-neighbour: how often sampling reaches it
+            deg = np.bincount(g.indices, minlength=g.num_nodes)
+            if g.ids is not None and not g.ids.x_packed:  # x in the user's order
+                deg_user = np.empty_like(deg)
+                deg_user[g.ids.orig] = deg
+                deg = deg_user
+            cache = FeatureCache(self._x, budget=cache, devices=[dev or "cpu"], out_degrees=deg)
+        if cache is not None:
+            if cache.num_nodes != g.num_nodes:
+                raise ValueError(f"feature_cache holds {cache.num_nodes} nodes, the graph {g.num_nodes}")
+            cdev = cache.device
+            if cdev.type == "cuda" and cdev.index is None:
+                cdev = t.device("cuda", t.cuda.current_device())
+            if dev is None:
+                dev = cdev
+            elif cdev != dev:
+                raise ValueError(f"feature_cache gathers to {cache.device}, the loader's device is {dev}")
+        return (None if dev is None or dev.type == "cpu" else dev), cache
 
     def _tensor(self, a, name):
         if a is None:
@@ -574,8 +631,16 @@ class NeighborLoader:
             n_t = torch.from_numpy(n_id)
             x_t = n_t if n_x is n_id else torch.from_numpy(n_x)
             x = None
-            if mb.x is not None:  # gathered by the service (see __init__)
+            cuda = self.device is not None and self.device.type == "cuda"
+            if self.feature_cache is not None:  # the hits on the device, the misses copied over
+                with self._on_side_stream():
+                    x, _ = self.feature_cache.gather_with_stats(x_t)
+            elif mb.x is not None:  # gathered by the service (see __init__)
                 x = torch.from_numpy(mb.x)
+            elif cuda and self._x is not None and self._x.dim() == 2 and not self._x.requires_grad:
+                # into pinned memory, to be copied asynchronously
+                x = torch.empty((len(x_t), self._x.shape[1]), dtype=self._x.dtype, pin_memory=True)
+                torch.index_select(self._x, 0, x_t, out=x)
             elif self._x is not None:
                 if self._rows is None:
                     self._rows = _BufferPool.for_tensor(self._x)
@@ -590,14 +655,18 @@ class NeighborLoader:
         else:
             x = np.take(self._x, n_x, axis=0) if self._x is not None else None
             y = np.take(self._y, n_y, axis=0) if self._y is not None else None
+        ev = None
+        fields = dict(x=x, y=y, edge_index=ei, n_id=n_id, batch_size=int(mb.batch_size), input_id=input_id,
+                      num_sampled_nodes=nsn, num_sampled_edges=ne)
+        if self.device is not None:
+            ev = self._to_device(fields)
+            ei = fields["edge_index"]
         # PyG's older NeighborSampler form: layer l (input layer first) reads
         # the edges of hops < L-l, from every node of hops <= L-l.
         adjs = []
         for l in range(L):
             hops = L - l
             adjs.append((ei[:, :sum(ne[:hops])], None, (sum(nsn[:hops + 1]), sum(nsn[:hops]))))
-        fields = dict(x=x, y=y, edge_index=ei, n_id=n_id, batch_size=int(mb.batch_size), input_id=input_id,
-                      num_sampled_nodes=nsn, num_sampled_edges=ne)
         if self.pyg:
             from torch_geometric.data import Data
 
@@ -605,7 +674,56 @@ class NeighborLoader:
             out.adjs = adjs
         else:
             out = SampledBatch(adjs=adjs, **fields)
+        if ev is not None:
+            # the consumer's stream waits for the copies; the tensors were
+            # made on the side stream and are used on the consumer's
+            return _Ready(out, ev, [v for v in fields.values() if isinstance(v, torch.Tensor)])
         return self.transform(out) if self.transform is not None else out
+
+    def _on_side_stream(self):
+        """A context on this gather thread's own CUDA stream (a no-op on
+        the CPU)."""
+        import contextlib
+
+        if self.device is None or self.device.type != "cuda":
+            return contextlib.nullcontext()
+        import torch
+
+        st = getattr(self._local, "stream", None)
+        if st is None:
+            st = self._local.stream = torch.cuda.Stream(self.device)
+        return torch.cuda.stream(st)
+
+    def _to_device(self, fields):
+        """Moves the batch's tensors to self.device in place (from pinned
+        memory, on this thread's stream) and returns an event recorded
+        after the copies (None off CUDA)."""
+        import torch
+
+        cuda = self.device.type == "cuda"
+        with self._on_side_stream():
+            for k, v in fields.items():
+                if isinstance(v, torch.Tensor) and v.device != self.device:
+                    if cuda and not v.is_pinned() and not v.requires_grad:
+                        v = v.pin_memory()
+                    fields[k] = v.to(self.device, non_blocking=cuda)
+            if not cuda:
+                return None
+            ev = torch.cuda.Event()
+            ev.record()
+            return ev
+
+    def _ready(self, item):
+        """A batch from a gather thread, usable on the current stream."""
+        if not isinstance(item, _Ready):
+            return item
+        import torch
+
+        cur = torch.cuda.current_stream(self.device)
+        cur.wait_event(item.event)
+        for t in item.tensors:
+            t.record_stream(cur)
+        return self.transform(item.batch) if self.transform is not None else item.batch
 
     def __iter__(self):
         if self._pool is None:
@@ -615,16 +733,21 @@ class NeighborLoader:
             for mb in self.loader._decoded():
                 pending.append(self._pool.submit(self._convert, mb))
                 if len(pending) > self.gather_workers:
-                    yield pending.popleft().result()
+                    yield self._ready(pending.popleft().result())
             while pending:
-                yield pending.popleft().result()
+                yield self._ready(pending.popleft().result())
         finally:
             for f in pending:
                 f.cancel()
 
     def stats(self):
-        """What the loader did (``graphmill.Loader.stats``)."""
-        return self.loader.stats()
+        """What the loader did (``graphmill.Loader.stats``), with the
+        feature cache's totals (``CacheStats`` as a dict) under
+        "feature_cache" when there is one."""
+        out = self.loader.stats()
+        if self.feature_cache is not None:
+            out["feature_cache"] = self.feature_cache.stats._asdict()
+        return out
 
     def close(self):
         """Stops the sampler service."""

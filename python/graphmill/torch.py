@@ -6,6 +6,7 @@ the rest of the package does not.
 """
 
 import collections
+import threading
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ def features(ds):
 
 
 _TORCH_DTYPE = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+_DTYPE_NAME = {v: k for k, v in _TORCH_DTYPE.items()}
 
 
 CacheStats = collections.namedtuple(
@@ -54,26 +56,47 @@ class FeatureCache:
 
     Arguments:
       dataset: a ``Dataset`` / ``PartitionedDataset`` or a path (or "cora"),
-        or a ``Loader`` of a sampler service (rows come through its
-        ``get_rows``; policy "presample" then, with counts= or loader=).
+        a ``Loader`` of a sampler service (rows come through its
+        ``get_rows``; policy "presample" then, with counts= or loader=), or
+        the rows themselves: a 2-D CPU tensor or numpy array (a PyG
+        ``data.x``; policy "degree" then needs ``out_degrees``).
       budget: bytes of feature rows per device ("4GiB", "512MiB", an int),
         or a fraction of all rows over all devices ("10%"). The node -> slot
-        table adds 4 bytes per node on ``device``.
+        table adds 4 bytes per node in host memory.
       policy: "degree" caches the nodes of highest out-degree (the ones
         neighbour sampling reaches most); "presample" caches the nodes seen
         most often in ``presample_batches`` batches of ``loader`` (or in a
         given ``counts`` array: visits per node).
       devices: where the shards live, e.g. ["cuda:0", "cuda:1"] or ["cpu"].
       device: where ``gather`` puts its output (default: ``devices[0]``).
+      out_degrees: each node's out-degree, for policy "degree" over rows
+        given as a tensor or array.
+
+    ``gather`` may be called from several threads at once: hits and misses
+    are told apart on the host (no wait for the device), and its device
+    work goes to the calling thread's current stream.
     """
 
     def __init__(self, dataset, budget="4GiB", policy="degree", devices=("cpu",), device=None,
-                 counts=None, loader=None, presample_batches=16):
+                 counts=None, loader=None, presample_batches=16, out_degrees=None):
         from .loader import Loader
 
         if isinstance(dataset, (str, bytes)) or hasattr(dataset, "__fspath__"):
             dataset = open_dataset(dataset)
-        if isinstance(dataset, Loader):
+        self._x = None  # the rows, when given as a tensor
+        self._degrees = None if out_degrees is None else np.asarray(out_degrees)
+        if isinstance(dataset, (torch.Tensor, np.ndarray)):
+            x = dataset if isinstance(dataset, torch.Tensor) else tensor(dataset)
+            if x.dim() != 2 or x.device.type != "cpu":
+                raise ValueError(f"rows given as a tensor must be 2-D and on the CPU, got {tuple(x.shape)} on {x.device}")
+            if x.dtype not in _DTYPE_NAME:
+                raise ValueError(f"rows of {x.dtype}: want float32, float16 or bfloat16")
+            self._x = x.detach()
+            dataset = None
+            self.num_nodes, self.dim = int(x.shape[0]), int(x.shape[1])
+            self.feature_dtype = _DTYPE_NAME[x.dtype]
+            self._rows = None
+        elif isinstance(dataset, Loader):
             # A service on another machine: rows come through GetRows, and
             # only the misses come in the frames of a Loader given this cache.
             svc = dataset
@@ -83,7 +106,7 @@ class FeatureCache:
             self.feature_dtype = "float32"
             self._rows = svc.get_rows
         elif not isinstance(dataset, (Dataset, PartitionedDataset)):
-            raise TypeError(f"dataset must be a graphmill dataset, a path or a Loader, got {type(dataset).__name__}")
+            raise TypeError(f"dataset must be a graphmill dataset, a path, a Loader or a 2-D tensor of rows, got {type(dataset).__name__}")
         self.dataset = dataset
         if dataset is None:
             pass
@@ -145,12 +168,13 @@ class FeatureCache:
         self.cached_ids = order
         # Row r of the ranking goes to device r % ndev, slot r // ndev: the
         # hottest rows are spread evenly over the devices.
-        # The node -> slot table lives on the output device: 4 bytes per
-        # node (int32), outside the budget.
+        # The node -> slot table lives in host memory (4 bytes per node,
+        # outside the budget): gathers split hits from misses without
+        # waiting for the device.
         table = np.full(self.num_nodes, -1, dtype=np.int32)
         table[order] = np.arange(capacity, dtype=np.int32)
         self._ndev = ndev
-        self._table = torch.from_numpy(table).to(self.device)
+        self._table = table
         self.shards = []
         for d, dev in enumerate(self.devices):
             ids = order[d::ndev]
@@ -161,13 +185,19 @@ class FeatureCache:
                 shard[lo:lo + len(rows)].copy_(rows)
             self.shards.append(shard)
         self._totals = [0, 0, 0, 0]
+        self._lock = threading.Lock()
         self.last = CacheStats(0, 0, 0.0, 0, 0)
         self.batches = 0
 
     def _out_degrees(self):
+        if self._degrees is not None:
+            if self._degrees.shape != (self.num_nodes,):
+                raise ValueError(f"out_degrees has shape {self._degrees.shape}, want ({self.num_nodes},)")
+            return self._degrees
         ds = self.dataset
         if ds is None:
-            raise ValueError('policy="degree" needs the dataset; with a service use policy="presample" (counts= or loader=)')
+            raise ValueError('policy="degree" needs the dataset (or out_degrees=); with a service use policy="presample" '
+                             '(counts= or loader=)')
         if isinstance(ds, PartitionedDataset):
             deg = np.zeros(self.num_nodes, np.int64)
             for p in ds.parts:
@@ -175,14 +205,20 @@ class FeatureCache:
             return deg
         return ds.out_degrees()
 
-    def _host_rows(self, ids):
-        """Rows of ``ids`` read from the dataset on the host as a tensor."""
-        rows = self._rows(np.asarray(ids, dtype=np.int64))
-        return tensor(np.ascontiguousarray(rows), bfloat16=self.feature_dtype == "bfloat16")
+    def _host_rows(self, ids, pin=False):
+        """Rows of ``ids`` read on the host as a tensor (in pinned memory
+        with pin, where rows given as a tensor are gathered straight in)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self._x is not None:
+            out = torch.empty((len(ids), self.dim), dtype=self.dtype, pin_memory=pin)
+            return torch.index_select(self._x, 0, torch.from_numpy(ids), out=out)
+        rows = tensor(np.ascontiguousarray(self._rows(ids)), bfloat16=self.feature_dtype == "bfloat16")
+        return rows.pin_memory() if pin else rows
 
     def contains(self, n_id):
-        """A bool tensor: which of ``n_id`` are cached."""
-        return self._table[torch.as_tensor(n_id, device=self.device).long()] >= 0
+        """A bool tensor on ``device``: which of ``n_id`` are cached."""
+        ids = torch.as_tensor(n_id).cpu().long().numpy()
+        return torch.from_numpy(self._table[ids] >= 0).to(self.device)
 
     def gather(self, n_id, miss_rows=None, pin=True, host_rows=None):
         """Returns the feature rows of the nodes ``n_id`` on ``self.device``,
@@ -191,36 +227,47 @@ class FeatureCache:
         every node's row on the host (what the sampler service sent) and the
         misses are taken from it; otherwise misses are read from the dataset
         on the host. Only the misses cross to the device; host rows bound
-        for a CUDA device are staged in pinned memory."""
-        if isinstance(n_id, np.ndarray):
-            n_id = tensor(n_id)
-        ids = n_id.to(self.device, non_blocking=True).long()
+        for a CUDA device are staged in pinned memory. ``last`` holds this
+        gather's counts."""
+        out, self.last = self.gather_with_stats(n_id, miss_rows, pin, host_rows)
+        return out
+
+    def gather_with_stats(self, n_id, miss_rows=None, pin=True, host_rows=None):
+        """``gather``, returning ``(rows, CacheStats of this gather)``
+        without touching ``last`` (for callers on several threads)."""
+        ids = torch.as_tensor(n_id).cpu().long()  # a host copy: the split is made here
         n = ids.shape[0]
-        out = torch.empty((n, self.dim), dtype=self.dtype, device=self.device)
-        code = torch.index_select(self._table, 0, ids).long()  # indexing (table[ids]) is 10x slower on CPU
+        code = torch.index_select(torch.from_numpy(self._table), 0, ids)  # indexing (table[ids]) is 10x slower
         hit = code >= 0
-        nhit = 0
+        hidx, midx = hit.nonzero().squeeze(1), (~hit).nonzero().squeeze(1)
+        nhit, nmiss = int(hidx.numel()), int(midx.numel())
+        cuda = self.device.type == "cuda"
+        pin = pin and cuda
+
+        def dev(t, d):
+            """A host index tensor on device d (staged pinned, asynchronous)."""
+            if d.type != "cuda":
+                return t
+            return (t.pin_memory() if pin else t).to(d, non_blocking=pin)
+
+        out = torch.empty((n, self.dim), dtype=self.dtype, device=self.device)
         peer = 0
-        if self._ndev == 1:
-            hidx = hit.nonzero().squeeze(1)
-            nhit = int(hidx.numel())
-            if nhit:
-                out[hidx] = self.shards[0][code[hidx]].to(self.device, non_blocking=True)
-        else:
-            dev_of = torch.remainder(code, self._ndev)
-            slot = torch.div(code, self._ndev, rounding_mode="floor")
-            for d, shard in enumerate(self.shards):
-                idx = (hit & (dev_of == d)).nonzero().squeeze(1)
-                k = int(idx.numel())
-                if not k:
+        if nhit:
+            if self._ndev == 1:
+                parts = [(0, hidx, code[hidx].long())]
+            else:
+                c = code[hidx].long()
+                dev_of = torch.remainder(c, self._ndev)
+                slot = torch.div(c, self._ndev, rounding_mode="floor")
+                parts = [(d, hidx[dev_of == d], slot[dev_of == d]) for d in range(self._ndev)]
+            for d, idx, slot in parts:
+                if not idx.numel():
                     continue
-                nhit += k
-                rows = shard[slot[idx].to(shard.device)]
+                shard = self.shards[d]
+                rows = shard[dev(slot, shard.device)]
                 if shard.device != self.device:
-                    peer += k * self.row_bytes
-                out[idx] = rows.to(self.device, non_blocking=True)
-        midx = (~hit).nonzero().squeeze(1)
-        nmiss = int(midx.numel())
+                    peer += int(idx.numel()) * self.row_bytes
+                out[dev(idx, self.device)] = rows.to(self.device, non_blocking=True)
         to_dev = 0
         if nmiss:
             if miss_rows is None and host_rows is not None:
@@ -229,25 +276,24 @@ class FeatureCache:
                     raise ValueError(f"host_rows has shape {tuple(hr.shape)}, want ({n}, {self.dim})")
                 miss_rows = hr[midx.to(hr.device)]
             if miss_rows is None:
-                host = self._host_rows(ids[midx].cpu().numpy())
+                host = self._host_rows(ids[midx].numpy(), pin=pin)
             else:
                 host = miss_rows if isinstance(miss_rows, torch.Tensor) else tensor(miss_rows, bfloat16=self.feature_dtype == "bfloat16")
                 if host.shape != (nmiss, self.dim):
                     raise ValueError(f"miss_rows has shape {tuple(host.shape)}, want ({nmiss}, {self.dim})")
-            if self.device.type == "cuda":
                 if pin and host.device.type == "cpu" and not host.is_pinned():
                     host = host.pin_memory()
-                if host.device.type == "cpu":
-                    to_dev = nmiss * self.row_bytes
-            out[midx] = host.to(self.device, non_blocking=True)
-        self.last = CacheStats(n, nhit, nhit / n if n else 0.0, to_dev, peer)
-        t = self._totals
-        t[0] += n
-        t[1] += nhit
-        t[2] += to_dev
-        t[3] += peer
-        self.batches += 1
-        return out
+            if cuda and host.device.type == "cpu":
+                to_dev = nmiss * self.row_bytes
+            out[dev(midx, self.device)] = host.to(self.device, non_blocking=True)
+        with self._lock:
+            t = self._totals
+            t[0] += n
+            t[1] += nhit
+            t[2] += to_dev
+            t[3] += peer
+            self.batches += 1
+        return out, CacheStats(n, nhit, nhit / n if n else 0.0, to_dev, peer)
 
     @property
     def stats(self):
@@ -266,8 +312,9 @@ class FeatureCache:
 
     def reset_stats(self):
         """Zeroes the counters (e.g. after a warm-up epoch)."""
-        self._totals = [0, 0, 0, 0]
-        self.batches = 0
+        with self._lock:
+            self._totals = [0, 0, 0, 0]
+            self.batches = 0
 
     def __repr__(self):
         devs = ",".join(str(d) for d in self.devices)

@@ -85,3 +85,26 @@ def test_tensor_zero_copy_and_bf16():
     assert torch.equal(tb.float(), torch.from_numpy(a))
     with pytest.raises(TypeError):
         gt.tensor(b)
+
+
+def test_rows_given_as_a_tensor():
+    """A FeatureCache over a tensor of rows (a PyG data.x): the cached rows
+    are those of highest out_degrees, gathers return x's rows, and what
+    cannot be cached this way is refused."""
+    r = np.random.default_rng(3)
+    x = r.standard_normal((500, 6)).astype(np.float32)
+    deg = r.integers(0, 50, 500)
+    for rows in (torch.from_numpy(x), x):
+        c = gt.FeatureCache(rows, budget="10%", out_degrees=deg)
+        assert c.capacity == 50 and deg[c.cached_ids].min() >= np.sort(deg)[::-1][49]
+        n_id = r.integers(0, 500, 300)
+        assert torch.equal(c.gather(n_id), torch.from_numpy(x[n_id]))
+        assert c.last.hits == np.isin(n_id, c.cached_ids).sum()
+    with pytest.raises(ValueError, match="out_degrees"):
+        gt.FeatureCache(torch.from_numpy(x), budget="10%")
+    with pytest.raises(ValueError, match="shape"):
+        gt.FeatureCache(torch.from_numpy(x), budget="10%", out_degrees=deg[:10])
+    with pytest.raises(ValueError, match="2-D"):
+        gt.FeatureCache(torch.from_numpy(x[:, 0].copy()), out_degrees=deg)
+    with pytest.raises(ValueError, match="float64"):
+        gt.FeatureCache(torch.from_numpy(x.astype(np.float64)), out_degrees=deg)

@@ -322,3 +322,63 @@ def test_service_that_cannot_map_x_falls_back(gm, monkeypatch):
         assert ld._x_file is None
         for b in ld:
             check_batch(b, ei, [3, 2], x, y, 64)
+
+
+CUDA = torch.cuda.is_available()
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if CUDA else []))
+@pytest.mark.parametrize("cache", [None, "10%", "30%", "instance"])
+def test_device_and_feature_cache(gm, device, cache):
+    """Batches on a device and x through a FeatureCache (built from a budget
+    over x, or given) are the batches of the plain loader: the same n_id
+    and edges, x and y the graph's rows; the cache's totals count every
+    lookup, and on CUDA only the misses cross to the device."""
+    import graphmill.torch as gt
+
+    ei, x, y = random_graph(n=2500, m=30000, dim=12, seed=9)
+    xt = torch.from_numpy(x)
+    if cache == "instance":
+        deg = np.bincount(ei[0], minlength=len(x))
+        cache = gt.FeatureCache(xt, budget="20%", devices=[device], out_degrees=deg)
+        assert deg[cache.cached_ids].min() >= np.sort(deg)[::-1][cache.capacity - 1]
+    plain = []
+    with graphmill.NeighborLoader((ei, x, y), num_neighbors=[5, 3], batch_size=300, seed=7, shuffle=True) as ld:
+        for b in ld:
+            plain.append((np.asarray(b.n_id).tolist(), np.asarray(b.edge_index).tolist()))
+    if device == "cpu" and cache is None:
+        return  # the plain loader itself
+    with graphmill.NeighborLoader((ei, xt, y), num_neighbors=[5, 3], batch_size=300, seed=7, shuffle=True,
+                                  device=device, feature_cache=cache) as ld:
+        assert ld._x_file is None, "x is gathered here, not by the service"
+        got, looked = [], 0
+        for b in ld:
+            for k in ("x", "y", "edge_index", "n_id", "input_id"):
+                assert getattr(b, k).device.type == device, k
+            assert all(a.device.type == device for a, _, _ in b.adjs)
+            b = b.to("cpu")
+            check_batch(b, ei, [5, 3], x, y, 300)
+            got.append((np.asarray(b.n_id).tolist(), np.asarray(b.edge_index).tolist()))
+            looked += len(b.n_id)
+        assert got == plain
+        st = ld.stats()
+    if cache is None:
+        assert "feature_cache" not in st
+        return
+    fc = st["feature_cache"]
+    assert fc["lookups"] == looked and 0 < fc["hits"] < looked
+    assert fc["bytes_to_device"] == ((looked - fc["hits"]) * 12 * 4 if device == "cuda" else 0)
+
+
+def test_device_and_cache_bad_input(gm):
+    import graphmill.torch as gt
+
+    ei, x, y = random_graph(n=300, m=2000, seed=10)
+    with pytest.raises(ValueError, match="no x"):
+        graphmill.NeighborLoader((ei, None, y), num_neighbors=[2], batch_size=10, feature_cache="10%")
+    small = gt.FeatureCache(torch.from_numpy(x[:100]), budget="10%", out_degrees=np.ones(100))
+    with pytest.raises(ValueError, match="100 nodes"):
+        graphmill.NeighborLoader((ei, x, y), num_neighbors=[2], batch_size=10, feature_cache=small)
+    if not CUDA:
+        with pytest.raises(graphmill.GraphmillError, match="CUDA"):
+            graphmill.NeighborLoader((ei, x, y), num_neighbors=[2], batch_size=10, device="cuda")
