@@ -254,9 +254,9 @@ class FeatureCache:
         peer = 0
         if nhit:
             if self._ndev == 1:
-                parts = [(0, hidx, code[hidx].long())]
+                parts = [(0, hidx, torch.index_select(code, 0, hidx).long())]
             else:
-                c = code[hidx].long()
+                c = torch.index_select(code, 0, hidx).long()
                 dev_of = torch.remainder(c, self._ndev)
                 slot = torch.div(c, self._ndev, rounding_mode="floor")
                 parts = [(d, hidx[dev_of == d], slot[dev_of == d]) for d in range(self._ndev)]
@@ -264,19 +264,21 @@ class FeatureCache:
                 if not idx.numel():
                     continue
                 shard = self.shards[d]
-                rows = shard[dev(slot, shard.device)]
+                # index_select: indexing (a[i]) is 10x slower on CPU; index_put_ is
+                # the fastest scatter there (index_copy_ takes 1.5x as long)
+                rows = torch.index_select(shard, 0, dev(slot, shard.device))
                 if shard.device != self.device:
                     peer += int(idx.numel()) * self.row_bytes
-                out[dev(idx, self.device)] = rows.to(self.device, non_blocking=True)
+                out.index_put_((dev(idx, self.device),), rows.to(self.device, non_blocking=True))
         to_dev = 0
         if nmiss:
             if miss_rows is None and host_rows is not None:
                 hr = host_rows if isinstance(host_rows, torch.Tensor) else tensor(host_rows, bfloat16=self.feature_dtype == "bfloat16")
                 if hr.shape != (n, self.dim):
                     raise ValueError(f"host_rows has shape {tuple(hr.shape)}, want ({n}, {self.dim})")
-                miss_rows = hr[midx.to(hr.device)]
+                miss_rows = torch.index_select(hr, 0, midx.to(hr.device))
             if miss_rows is None:
-                host = self._host_rows(ids[midx].numpy(), pin=pin)
+                host = self._host_rows(torch.index_select(ids, 0, midx).numpy(), pin=pin)
             else:
                 host = miss_rows if isinstance(miss_rows, torch.Tensor) else tensor(miss_rows, bfloat16=self.feature_dtype == "bfloat16")
                 if host.shape != (nmiss, self.dim):
@@ -285,7 +287,7 @@ class FeatureCache:
                     host = host.pin_memory()
             if cuda and host.device.type == "cpu":
                 to_dev = nmiss * self.row_bytes
-            out[dev(midx, self.device)] = host.to(self.device, non_blocking=True)
+            out.index_put_((dev(midx, self.device),), host.to(self.device, non_blocking=True))
         with self._lock:
             t = self._totals
             t[0] += n
