@@ -143,6 +143,10 @@ func printPyBench(w io.Writer, r *Report) {
 		b, _ := json.Marshal(r.PyG)
 		fmt.Fprintf(w, "  PyG NeighborLoader                   %s\n", b)
 	}
+	if r.NeighborLoader > 0 && r.VsPyGLoader == 0 {
+		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x go loader (PyG's loader cannot sample here)\n",
+			r.NeighborLoader, r.NeighborRatioToGoLoader)
+	}
 	if r.VsPyGLoader > 0 {
 		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader, %.2f x go loader; PyG GraphSAGE step %.2f x faster on it\n",
 			r.NeighborLoader, r.VsPyGLoader, r.NeighborRatioToGoLoader, r.VsPyGEpoch)

@@ -597,6 +597,9 @@ func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string))
 		PyG         float64 `json:"pyg_batches_per_s"`
 		VsPyGLoader float64 `json:"vs_pyg_loader"`
 		VsPyGEpoch  float64 `json:"vs_pyg_epoch"`
+		PyGSkipped  struct {
+			Skipped string `json:"skipped"`
+		} `json:"pyg"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("drop-in comparison output: %w", err)
@@ -608,6 +611,11 @@ func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string))
 	rep.VsPyGLoader, rep.VsPyGEpoch, rep.NeighborLoader = r.VsPyGLoader, r.VsPyGEpoch, r.Ours
 	if rep.GoLoader > 0 {
 		rep.NeighborRatioToGoLoader = r.Ours / rep.GoLoader
+	}
+	if r.PyGSkipped.Skipped != "" { // ours alone: PyG cannot sample here
+		progress(fmt.Sprintf("graphmill.NeighborLoader %.1f batches/s (%.2fx the go loader); %s",
+			r.Ours, rep.NeighborRatioToGoLoader, r.PyGSkipped.Skipped))
+		return nil
 	}
 	progress(fmt.Sprintf("graphmill.NeighborLoader %.1f batches/s, PyG's %.1f: %.2fx; a GraphSAGE step %.2fx PyG's speed",
 		r.Ours, r.PyG, r.VsPyGLoader, r.VsPyGEpoch))
