@@ -858,6 +858,11 @@ func (j *gemmJob) aRow(p, i0, n int) []float32 {
 // (A variable so that tests can turn it off.)
 var fullDepthLimit = 1 << 18
 
+// l2Budget is the bytes of A block and B depth block that block keeps in
+// L2 with column panels outer (L2 is 1 MiB per core on the AVX-512
+// machines here, 512 KiB-2 MiB elsewhere; the other lines in use need room).
+const l2Budget = 768 << 10
+
 // run computes the product serially (parallel callers give each worker its
 // own sub-product): the GotoBLAS/BLIS loop nest over column blocks (nc),
 // depth blocks (kc) and row blocks (mc) around the micro-kernel.
@@ -1083,8 +1088,14 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 	// Loop order: normally column panels outer, so a kc×nr micro-panel of
 	// B stays in L1 while the A block streams from L2 (BLIS order). For a
 	// shallow product (small k) the cost is writing C, so row tiles go
-	// outer and C is written a full row tile at a time.
-	rowsOuter := j.k <= 64 || j.stream
+	// outer and C is written a full row tile at a time. Row tiles go outer
+	// too when the A block and this depth block of B together outgrow L2:
+	// the A block, read again for every panel, would come from L3, while
+	// an A tile stays in L1 across the panels and B streams from L2 in one
+	// sequential pass per tile (dY·Wᵀ of 16384×256 by 256×602 on AVX-512:
+	// 0.95× OpenBLAS panels outer, 1.02–1.04× rows outer; products whose
+	// blocks fit, such as 4096×256 by 256×128, stay faster panels outer).
+	rowsOuter := j.k <= 64 || j.stream || 4*kb*(mb+(nb+nr-1)/nr*nr) > l2Budget
 	nPanels := (nb + nr - 1) / nr
 	nTiles := (mb + mr - 1) / mr
 	j.apRows = j.apRows[:0]
