@@ -237,9 +237,12 @@ class FeatureCache:
         without touching ``last`` (for callers on several threads)."""
         ids = torch.as_tensor(n_id).cpu().long()  # a host copy: the split is made here
         n = ids.shape[0]
-        code = torch.index_select(torch.from_numpy(self._table), 0, ids)  # indexing (table[ids]) is 10x slower
-        hit = code >= 0
-        hidx, midx = hit.nonzero().squeeze(1), (~hit).nonzero().squeeze(1)
+        # The split in numpy: np.flatnonzero took 0.11 ms for two passes over
+        # 100k flags where torch's nonzero took 1.36 ms.
+        code_np = np.take(self._table, ids.numpy())
+        hit = code_np >= 0
+        hidx_np = np.flatnonzero(hit)
+        hidx, midx = torch.from_numpy(hidx_np), torch.from_numpy(np.flatnonzero(~hit))
         nhit, nmiss = int(hidx.numel()), int(midx.numel())
         cuda = self.device.type == "cuda"
         pin = pin and cuda
@@ -253,10 +256,10 @@ class FeatureCache:
         out = torch.empty((n, self.dim), dtype=self.dtype, device=self.device)
         peer = 0
         if nhit:
+            c = torch.from_numpy(np.take(code_np, hidx_np).astype(np.int64))
             if self._ndev == 1:
-                parts = [(0, hidx, torch.index_select(code, 0, hidx).long())]
+                parts = [(0, hidx, c)]
             else:
-                c = torch.index_select(code, 0, hidx).long()
                 dev_of = torch.remainder(c, self._ndev)
                 slot = torch.div(c, self._ndev, rounding_mode="floor")
                 parts = [(d, hidx[dev_of == d], slot[dev_of == d]) for d in range(self._ndev)]
