@@ -77,7 +77,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
 		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
 		{40, 900, 300},
-		{130, 640, 256}, // A block and B depth block past l2Budget: row tiles outer
+		{130, 640, 256},  // A block and B depth block past l2Budget: row tiles outer
 		{140, 100, 1030}, // a deep, narrow weight gradient: computed swapped when A is transposed
 	}
 	forEachKernel(t, func(t *testing.T) {
