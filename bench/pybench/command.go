@@ -55,7 +55,7 @@ With --device cuda the comparison runs again with batches on the GPU: graphmill.
 without a feature cache and with a FeatureCache of each --caches budget (hit rate, MiB copied per
 batch), PyG's loader followed by batch.to(device) where it can sample there, and the same training
 step on one batch already on the GPU (the ceiling: compute_over_step is that step's time over the
-loader's).
+time of a step fed by the loader; 1 means the loader costs the step nothing).
 
 The Python client must be importable by --python: install it (pip install ./python) or give
 --python-path python (the source tree).`,
