@@ -531,13 +531,18 @@ func lastLine(s string) string {
 	return s
 }
 
+// dropInArgs are python -m graphmill.bench's arguments for a drop-in
+// comparison of cfg.
+func dropInArgs(cfg Config) []string {
+	return []string{"--dropin", "--dataset", cfg.Dataset, "--fanouts", joinInts(cfg.Fanouts), "--batch-size", fmt.Sprint(cfg.BatchSize),
+		"--batches", fmt.Sprint(cfg.Batches), "--rounds", fmt.Sprint(cfg.Rounds), "--epoch-batches", fmt.Sprint(cfg.EpochBatches),
+		"--workers", fmt.Sprint(cfg.Workers), "--seed", fmt.Sprint(cfg.Seed)}
+}
+
 // dropInDevice runs the drop-in comparison with batches on cfg.Device
 // (python -m graphmill.bench --dropin --device) into rep.DropInDevice.
 func dropInDevice(ctx context.Context, cfg Config, rep *Report, progress func(string)) error {
-	args := []string{"--dropin", "--device", cfg.Device, "--caches", strings.Join(cfg.Caches, ","), "--dataset", cfg.Dataset,
-		"--fanouts", joinInts(cfg.Fanouts), "--batch-size", fmt.Sprint(cfg.BatchSize), "--batches", fmt.Sprint(cfg.Batches),
-		"--rounds", fmt.Sprint(cfg.Rounds), "--epoch-batches", fmt.Sprint(cfg.EpochBatches),
-		"--workers", fmt.Sprint(cfg.Workers), "--seed", fmt.Sprint(cfg.Seed)}
+	args := append(dropInArgs(cfg), "--device", cfg.Device, "--caches", strings.Join(cfg.Caches, ","))
 	if err := runBench(ctx, cfg, args, &rep.DropInDevice); err != nil {
 		return fmt.Errorf("drop-in comparison on %s: %w", cfg.Device, err)
 	}
@@ -583,9 +588,7 @@ type deviceDropIn struct {
 // (python -m graphmill.bench --dropin) and fills the report's drop-in
 // figures; a Python without PyG reports why it skipped.
 func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string)) error {
-	args := []string{"--dropin", "--dataset", cfg.Dataset, "--fanouts", joinInts(cfg.Fanouts), "--batch-size", fmt.Sprint(cfg.BatchSize),
-		"--batches", fmt.Sprint(cfg.Batches), "--rounds", fmt.Sprint(cfg.Rounds), "--epoch-batches", fmt.Sprint(cfg.EpochBatches),
-		"--workers", fmt.Sprint(cfg.Workers), "--seed", fmt.Sprint(cfg.Seed)}
+	args := dropInArgs(cfg)
 	var raw json.RawMessage
 	if err := runBench(ctx, cfg, args, &raw); err != nil {
 		return fmt.Errorf("drop-in comparison: %w", err)

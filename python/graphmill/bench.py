@@ -146,6 +146,27 @@ def _sage(dim, hidden, classes, layers=2):
     return SAGE()
 
 
+def _sage_trainer(ds, hidden, seed, device=None):
+    """(model, optimizer): the PyG GraphSAGE both loaders feed, seeded."""
+    import torch
+
+    torch.manual_seed(seed)
+    m = _sage(ds.feature_dim, hidden, max(ds.num_classes, 2))
+    if device is not None:
+        m = m.to(device)
+    return m, torch.optim.Adam(m.parameters(), lr=0.003)
+
+
+def _sage_step(m, opt, b):
+    """One training step of the model on a PyG-layout batch."""
+    import torch
+
+    opt.zero_grad()
+    out = m(b.x, b.edge_index, b.num_sampled_nodes, b.num_sampled_edges)[:b.batch_size]
+    torch.nn.functional.cross_entropy(out, b.y[:b.batch_size]).backward()
+    opt.step()
+
+
 def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_batches=8, hidden=256, workers=2,
                x_in_memory=True):
     """graphmill.NeighborLoader against PyG's NeighborLoader on the same
@@ -188,18 +209,12 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
         return (len(times) - 1) / (times[-1] - times[0])
 
     def epoch(loader, n):
-        torch.manual_seed(seed)
-        model = _sage(ds.feature_dim, hidden, max(ds.num_classes, 2))
-        opt = torch.optim.Adam(model.parameters(), lr=0.003)
+        model, opt = _sage_trainer(ds, hidden, seed)
         it = iter(loader)
         next(it)  # the first batch (the loader's start) is not timed
         t0 = time.perf_counter()
         for _ in range(n):
-            b = next(it)
-            opt.zero_grad()
-            out = model(b.x, b.edge_index, b.num_sampled_nodes, b.num_sampled_edges)[:b.batch_size]
-            torch.nn.functional.cross_entropy(out, b.y[:b.batch_size]).backward()
-            opt.step()
+            _sage_step(model, opt, next(it))
         return (time.perf_counter() - t0) / n
 
     out = {"rounds": [], "setup_s": {"graphmill": setup_ours, "pyg": setup_pyg}, "x_in_memory": bool(x_in_memory),
@@ -264,25 +279,14 @@ def run_dropin_device(dataset, fanouts, batch_size, batches, device, caches=("10
                 break
         return (len(times) - 1) / (times[-1] - times[0])
 
-    def model():
-        torch.manual_seed(seed)
-        m = _sage(ds.feature_dim, hidden, max(ds.num_classes, 2)).to(dev)
-        return m, torch.optim.Adam(m.parameters(), lr=0.003)
-
-    def step(m, opt, b):
-        opt.zero_grad()
-        out = m(b.x, b.edge_index, b.num_sampled_nodes, b.num_sampled_edges)[:b.batch_size]
-        torch.nn.functional.cross_entropy(out, b.y[:b.batch_size]).backward()
-        opt.step()
-
     def epoch(batches_of, n):
-        m, opt = model()
+        m, opt = _sage_trainer(ds, hidden, seed, dev)
         it = iter(batches_of())
-        step(m, opt, next(it))  # the first batch (the loader's start, the kernels' first run) is not timed
+        _sage_step(m, opt, next(it))  # the first batch (the loader's start, the kernels' first run) is not timed
         sync()
         t0 = time.perf_counter()
         for _ in range(n):
-            step(m, opt, next(it))
+            _sage_step(m, opt, next(it))
         sync()
         return (time.perf_counter() - t0) / n
 
@@ -305,14 +309,14 @@ def run_dropin_device(dataset, fanouts, batch_size, batches, device, caches=("10
             r = max(rate(ours, batches) for _ in range(rounds))
             e = epoch(ours, epoch_batches)
             if cache is None:
-                m, opt = model()
+                m, opt = _sage_trainer(ds, hidden, seed, dev)
                 b = next(iter(ld))
                 for _ in range(2):
-                    step(m, opt, b)
+                    _sage_step(m, opt, b)
                 sync()
                 t0 = time.perf_counter()
                 for _ in range(epoch_batches):
-                    step(m, opt, b)
+                    _sage_step(m, opt, b)
                 sync()
                 out["compute_step_s"] = (time.perf_counter() - t0) / epoch_batches
             rec = {"feature_cache": cache or "none", "setup_s": setup, "batches_per_s": r, "step_s": e}

@@ -17,6 +17,7 @@ on a small thread pool, ahead of the consumer; ``y`` always is.
 
 import collections
 import concurrent.futures
+import contextlib
 import json
 import os
 import shutil
@@ -484,6 +485,7 @@ class NeighborLoader:
         if self._y is not None and len(self._y) != g.num_nodes:
             raise ValueError(f"y has {len(self._y)} entries for {g.num_nodes} nodes")
         self.device, self.feature_cache = self._placement(device, feature_cache, g)
+        self._cuda = self.device is not None and self.device.type == "cuda"  # batches staged and copied on streams
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
         self._rows = None  # _BufferPool of x's rows (with torch, for a 2-D x)
         self._torch = t is not None
@@ -541,12 +543,15 @@ class NeighborLoader:
             raise GraphmillError("device= and feature_cache= need PyTorch")
         from .torch import FeatureCache
 
+        def indexed(d):
+            """d with its index: "cuda" is the current one (a cache's "cuda:0" is the same)."""
+            return t.device("cuda", t.cuda.current_device()) if d.type == "cuda" and d.index is None else d
+
         dev = t.device(device) if device is not None else None
         if dev is not None and dev.type == "cuda":
             if not t.cuda.is_available():
                 raise GraphmillError(f"device {dev} asked for, but PyTorch sees no CUDA device")
-            if dev.index is None:  # "cuda" is the current one (a cache's "cuda:0" is the same)
-                dev = t.device("cuda", t.cuda.current_device())
+            dev = indexed(dev)
         if cache is not None and not isinstance(cache, FeatureCache):
             if self._x is None:
                 raise ValueError("feature_cache as a budget caches x's rows, and this graph has no x")
@@ -560,9 +565,7 @@ class NeighborLoader:
         if cache is not None:
             if cache.num_nodes != g.num_nodes:
                 raise ValueError(f"feature_cache holds {cache.num_nodes} nodes, the graph {g.num_nodes}")
-            cdev = cache.device
-            if cdev.type == "cuda" and cdev.index is None:
-                cdev = t.device("cuda", t.cuda.current_device())
+            cdev = indexed(cache.device)
             if dev is None:
                 dev = cdev
             elif cdev != dev:
@@ -607,7 +610,7 @@ class NeighborLoader:
         # copies start from there with no staging copy (pin_memory()).
         # Elsewhere numpy's arrays: torch.empty's cost 0.2-0.35 ms more per
         # batch on the CPU (measured), its large blocks faulted in afresh.
-        pinned = self._torch and self.device is not None and self.device.type == "cuda"
+        pinned = self._cuda  # (device= needs torch)
         ei_t = self._pinned_ids((2, sum(ne))) if pinned else None
         ei = ei_t.numpy() if ei_t is not None else np.empty((2, sum(ne)), dtype=np.int64)
         e = 0
@@ -644,13 +647,12 @@ class NeighborLoader:
                 n_t = torch.from_numpy(n_id)
             x_t = n_t if n_x is n_id else torch.from_numpy(n_x)
             x = None
-            cuda = self.device is not None and self.device.type == "cuda"
             if self.feature_cache is not None:  # the hits on the device, the misses copied over
                 with self._on_side_stream():
                     x, _ = self.feature_cache.gather_with_stats(x_t)
             elif mb.x is not None:  # gathered by the service (see __init__)
                 x = torch.from_numpy(mb.x)
-            elif cuda and self._x is not None and self._x.dim() == 2 and not self._x.requires_grad:
+            elif pinned and self._x is not None and self._x.dim() == 2 and not self._x.requires_grad:
                 # into pinned memory, to be copied asynchronously
                 x = torch.empty((len(x_t), self._x.shape[1]), dtype=self._x.dtype, pin_memory=True)
                 torch.index_select(self._x, 0, x_t, out=x)
@@ -709,9 +711,7 @@ class NeighborLoader:
     def _on_side_stream(self):
         """A context on this gather thread's own CUDA stream (a no-op on
         the CPU)."""
-        import contextlib
-
-        if self.device is None or self.device.type != "cuda":
+        if not self._cuda:
             return contextlib.nullcontext()
         import torch
 
@@ -726,7 +726,7 @@ class NeighborLoader:
         after the copies (None off CUDA)."""
         import torch
 
-        cuda = self.device.type == "cuda"
+        cuda = self._cuda
         with self._on_side_stream():
             for k, v in fields.items():
                 if isinstance(v, torch.Tensor) and v.device != self.device:

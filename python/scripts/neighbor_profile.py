@@ -74,9 +74,7 @@ def main():
             sync()
         rate = a.batches / (time.perf_counter() - t0)
         convert_ms = 1000 * conv[0] / max(conv[1], 1)
-        torch.manual_seed(1)
-        m = gb._sage(ds.feature_dim, 256, max(ds.num_classes, 2)).to(dev)
-        opt = torch.optim.Adam(m.parameters(), lr=0.003)
+        m, opt = gb._sage_trainer(ds, 256, 1, dev)
         steps, wait = a.batches // 2, 0.0
         for i in range(steps + 10):
             if i == 10:
@@ -85,10 +83,7 @@ def main():
             tw = time.perf_counter()
             b = next(it)
             wait += time.perf_counter() - tw
-            opt.zero_grad()
-            o = m(b.x, b.edge_index, b.num_sampled_nodes, b.num_sampled_edges)[:b.batch_size]
-            torch.nn.functional.cross_entropy(o, b.y[:b.batch_size]).backward()
-            opt.step()
+            gb._sage_step(m, opt, b)
         sync()
         step = (time.perf_counter() - t0) / steps
         print(json.dumps(dict(device=str(dev), service_workers=int(nw), gather_workers=int(gw),
