@@ -17,6 +17,9 @@
 //     every block's destinations are a prefix of the input nodes; the last
 //     block's destinations are the seeds: Seeds == InputNodes[:len(Seeds)].
 //   - Labels holds the seeds' labels (-1: none), or is nil.
+//   - EdgeIndex and InputLabels, when set, hold the batch in PyG's layout
+//     as well: every hop's edges as (source, destination) positions among
+//     the input nodes, and every input node's label.
 //
 // Node ids are int64 (global ids across partitions); ids within one local
 // graph fit int32 and Local returns them as such for the local graph and
@@ -182,6 +185,16 @@ type MiniBatch struct {
 	Labels []int32
 	// Halo is nil, or holds len(Blocks)-1 entries: Halo[l-1] for block l.
 	Halo []Halo
+	// EdgeIndex is nil, or the blocks' edges in PyG's edge_index layout
+	// (SetEdgeIndex): 2·E positions among the input nodes, the E sources
+	// then the E destinations, hop by hop from the seeds (block L-1's edges
+	// first). A client that trains on PyG's layout reads it as is.
+	EdgeIndex []int64
+	// InputLabels is nil, or every input node's label (-1 for unlabelled),
+	// as int64 (PyG's y; SetInputLabels).
+	InputLabels []int64
+
+	eiStore, ilStore []int64 // EdgeIndex's and InputLabels' storage, kept over Reset
 
 	local    []int32 // InputNodes as int32 (see Local)
 	localOK  bool
@@ -252,6 +265,7 @@ func (mb *MiniBatch) Reset() {
 		h.Rows.F32, h.Rows.Bits = h.Rows.F32[:0], h.Rows.Bits[:0]
 	}
 	mb.Halo = mb.Halo[:0]
+	mb.EdgeIndex, mb.InputLabels = nil, nil
 	mb.localOK = false
 }
 
@@ -268,6 +282,75 @@ func (mb *MiniBatch) SetBlocks(n int) []graph.Block {
 		mb.Blocks[i].Reset()
 	}
 	return mb.Blocks
+}
+
+// SetEdgeIndex fills EdgeIndex from the blocks, which must be frontier
+// blocks (sample.Config.Frontier, PyG's draws): block L-1-h has in-edges
+// only for the destinations first reached at hop h, those past block
+// L-h's destinations, so that the blocks' edges, hop by hop, are PyG's
+// edge_index with nothing repeated. It fails on blocks that drew again for
+// earlier destinations, and on history sources.
+func (mb *MiniBatch) SetEdgeIndex() error {
+	if mb.Halo != nil {
+		return errors.New("batch: an edge index of a batch with history sources")
+	}
+	L, e := len(mb.Blocks), mb.NumEdges()
+	ei := mb.eiStore
+	if cap(ei) < 2*e || mb.borrowed {
+		ei = make([]int64, 2*e, 2*e+2*e/4)
+	}
+	ei = ei[:2*e]
+	src, dst := ei[:e], ei[e:]
+	for h := 0; h < L; h++ {
+		b := &mb.Blocks[L-1-h]
+		first := 0
+		if h > 0 {
+			first = mb.Blocks[L-h].NumDst
+		}
+		if len(b.Indptr) != b.NumDst+1 || first > b.NumDst {
+			return fmt.Errorf("batch: block %d has %d offsets for %d destinations, %d of them reached before", L-1-h, len(b.Indptr), b.NumDst, first)
+		}
+		if b.Indptr[first] != 0 {
+			return fmt.Errorf("batch: block %d has in-edges for destinations reached at an earlier hop: not frontier draws (sample.Config.Frontier)", L-1-h)
+		}
+		n := len(b.Indices)
+		widen(src[:n], b.Indices)
+		for d := first; d < b.NumDst; d++ {
+			lo, hi := b.Indptr[d], b.Indptr[d+1]
+			if lo > hi || hi > int64(n) {
+				return fmt.Errorf("batch: block %d: offsets %d..%d of destination %d outside its %d edges", L-1-h, lo, hi, d, n)
+			}
+			row := dst[lo:hi]
+			for k := range row {
+				row[k] = int64(d)
+			}
+		}
+		src, dst = src[n:], dst[n:]
+	}
+	mb.eiStore, mb.EdgeIndex = ei, ei
+	return nil
+}
+
+// SetInputLabels sets InputLabels to labels[v] for every input node v
+// (its local id, Local): labels is a local graph's label array.
+func (mb *MiniBatch) SetInputLabels(labels []int32) error {
+	ids, err := mb.Local()
+	if err != nil {
+		return err
+	}
+	y := mb.ilStore
+	if cap(y) < len(ids) || mb.borrowed {
+		y = make([]int64, len(ids), len(ids)+len(ids)/4)
+	}
+	y = y[:len(ids)]
+	for i, v := range ids {
+		if int(v) >= len(labels) {
+			return fmt.Errorf("batch: input node %d (position %d) has no label among %d", v, i, len(labels))
+		}
+		y[i] = int64(labels[v])
+	}
+	mb.ilStore, mb.InputLabels = y, y
+	return nil
 }
 
 // LocalBuffer returns mb's int32 id array emptied (capacity kept), for a
@@ -416,6 +499,24 @@ func (mb *MiniBatch) Validate(numNodes int64) error {
 	for i, y := range mb.Labels {
 		if y < -1 {
 			return fmt.Errorf("batch: seed %d (position %d) has label %d; labels are >= 0, or -1 for none", mb.Seeds[i], i, y)
+		}
+	}
+	if mb.EdgeIndex != nil {
+		if e := mb.NumEdges(); len(mb.EdgeIndex) != 2*e {
+			return fmt.Errorf("batch: edge index of %d entries for %d edges (want 2 x %d)", len(mb.EdgeIndex), e, e)
+		}
+		for i, v := range mb.EdgeIndex {
+			if uint64(v) >= uint64(n) {
+				return fmt.Errorf("batch: edge index entry %d (position %d) is not an input node position in [0, %d)", v, i, n)
+			}
+		}
+	}
+	if mb.InputLabels != nil && len(mb.InputLabels) != n {
+		return fmt.Errorf("batch: %d input labels for %d input nodes", len(mb.InputLabels), n)
+	}
+	for i, y := range mb.InputLabels {
+		if y < -1 {
+			return fmt.Errorf("batch: input node %d (position %d) has label %d; labels are >= 0, or -1 for none", mb.InputNodes[i], i, y)
 		}
 	}
 	return mb.Features.validate("features", n)

@@ -54,6 +54,25 @@ func gas() *MiniBatch {
 	return mb
 }
 
+// frontier returns a two-layer batch as PyG-style (frontier) draws make
+// it, in PyG's layout as well: 7 input nodes, 2 seeds whose in-edges come
+// from positions 2, 3 and 0 (hop 0), then the in-edges of the nodes first
+// reached at hop 0 (positions 2 and 3) only (hop 1).
+func frontier() *MiniBatch {
+	mb := &MiniBatch{Seq: 5}
+	mb.SetInputs([]int32{1, 4, 2, 6, 0, 5, 3}, 2)
+	bs := mb.SetBlocks(2)
+	bs[0] = graph.Block{NumSrc: 7, NumDst: 4, Indptr: []int64{0, 0, 0, 2, 3}, Indices: []int32{4, 5, 6}}
+	bs[1] = graph.Block{NumSrc: 4, NumDst: 2, Indptr: []int64{0, 2, 3}, Indices: []int32{2, 3, 0}}
+	if err := mb.SetEdgeIndex(); err != nil {
+		panic(err)
+	}
+	if err := mb.SetInputLabels([]int32{10, 11, 12, -1, 14, 15, 16}); err != nil {
+		panic(err)
+	}
+	return mb
+}
+
 func equal(t *testing.T, got, want *MiniBatch) {
 	t.Helper()
 	if got.Sender != want.Sender || got.Epoch != want.Epoch || got.Seq != want.Seq {
@@ -68,6 +87,12 @@ func equal(t *testing.T, got, want *MiniBatch) {
 	}
 	if !slices.Equal(got.Labels, want.Labels) || (got.Labels == nil) != (want.Labels == nil) {
 		t.Errorf("labels %v, want %v", got.Labels, want.Labels)
+	}
+	if !slices.Equal(got.EdgeIndex, want.EdgeIndex) || (got.EdgeIndex == nil) != (want.EdgeIndex == nil) {
+		t.Errorf("edge index %v, want %v", got.EdgeIndex, want.EdgeIndex)
+	}
+	if !slices.Equal(got.InputLabels, want.InputLabels) || (got.InputLabels == nil) != (want.InputLabels == nil) {
+		t.Errorf("input labels %v, want %v", got.InputLabels, want.InputLabels)
 	}
 	rowsEq := func(what string, a, b Rows) {
 		// Compared bit for bit: a decoded frame may hold NaNs.
@@ -90,8 +115,9 @@ func equal(t *testing.T, got, want *MiniBatch) {
 
 func TestRoundTrip(t *testing.T) {
 	cases := map[string]func() *MiniBatch{
-		"sampled": sampled,
-		"gas":     gas,
+		"sampled":  sampled,
+		"gas":      gas,
+		"frontier": frontier,
 		"no features or labels": func() *MiniBatch {
 			mb := sampled()
 			mb.Features, mb.Labels = Rows{}, nil
@@ -183,6 +209,71 @@ func TestDecodeAliasesOrCopies(t *testing.T) {
 	}
 }
 
+func TestSetEdgeIndex(t *testing.T) {
+	mb := frontier()
+	// hop 0: (2,0) (3,0) (0,1); hop 1: (4,2) (5,2) (6,3)
+	want := []int64{2, 3, 0, 4, 5, 6, 0, 0, 1, 2, 2, 3}
+	if !slices.Equal(mb.EdgeIndex, want) {
+		t.Errorf("edge index %v, want %v", mb.EdgeIndex, want)
+	}
+	if want := []int64{11, 14, 12, 16, 10, 15, -1}; !slices.Equal(mb.InputLabels, want) {
+		t.Errorf("input labels %v, want %v", mb.InputLabels, want)
+	}
+	// The arrays are reused by the next batch.
+	p := &mb.EdgeIndex[0]
+	mb.Reset()
+	if mb.EdgeIndex != nil || mb.InputLabels != nil {
+		t.Error("Reset kept the PyG layout")
+	}
+	mb.SetInputs([]int32{1, 4, 2, 6, 0, 5, 3}, 2)
+	bs := mb.SetBlocks(2)
+	bs[0] = graph.Block{NumSrc: 7, NumDst: 4, Indptr: []int64{0, 0, 0, 2, 3}, Indices: []int32{4, 5, 6}}
+	bs[1] = graph.Block{NumSrc: 4, NumDst: 2, Indptr: []int64{0, 2, 3}, Indices: []int32{2, 3, 0}}
+	if err := mb.SetEdgeIndex(); err != nil || &mb.EdgeIndex[0] != p {
+		t.Errorf("second SetEdgeIndex: %v, array reused %v", err, &mb.EdgeIndex[0] == p)
+	}
+	bad := []struct {
+		name string
+		edit func(mb *MiniBatch)
+		want string
+	}{
+		{"earlier destination", func(mb *MiniBatch) {
+			mb.Blocks[0].Indptr = []int64{0, 1, 1, 2, 3}
+			mb.Blocks[0].Indices = []int32{6, 4, 5}
+		}, "not frontier draws"},
+		{"offsets", func(mb *MiniBatch) { mb.Blocks[0].Indptr = []int64{0, 0, 0, 3, 2} }, "outside"},
+		{"short indptr", func(mb *MiniBatch) { mb.Blocks[1].Indptr = []int64{0, 2} }, "2 offsets"},
+		{"halo", func(mb *MiniBatch) { mb.Halo = []Halo{{}} }, "history"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			mb := frontier()
+			c.edit(mb)
+			if err := mb.SetEdgeIndex(); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	if err := frontier().SetInputLabels([]int32{1, 2}); err == nil || !strings.Contains(err.Error(), "no label") {
+		t.Errorf("labels too short: %v", err)
+	}
+}
+
+func TestFrameVersion(t *testing.T) {
+	for _, c := range []struct {
+		mk   func() *MiniBatch
+		want uint16
+	}{{sampled, 1}, {gas, 1}, {frontier, 2}} {
+		f, err := c.mk().MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := binary.LittleEndian.Uint16(f[4:]); v != c.want {
+			t.Errorf("version %d, want %d", v, c.want)
+		}
+	}
+}
+
 func TestBigEndianPath(t *testing.T) {
 	want := gas()
 	fast, err := want.MarshalBinary()
@@ -264,6 +355,11 @@ func TestValidate(t *testing.T) {
 		{"feature values", func(mb *MiniBatch) { mb.Features.F32 = mb.Features.F32[1:] }, "float32 values"},
 		{"feature dtype", func(mb *MiniBatch) { mb.Features.DType = Int32 }, "dtype int32"},
 		{"halo count", func(mb *MiniBatch) { mb.Halo = []Halo{{}, {}} }, "2 halos"},
+		{"edge index length", func(mb *MiniBatch) { mb.EdgeIndex = make([]int64, 17) }, "17 entries for 9 edges"},
+		{"edge index entry", func(mb *MiniBatch) { mb.EdgeIndex = make([]int64, 18); mb.EdgeIndex[11] = 7 }, "entry 7 (position 11)"},
+		{"edge index negative", func(mb *MiniBatch) { mb.EdgeIndex = make([]int64, 18); mb.EdgeIndex[0] = -1 }, "entry -1"},
+		{"input labels length", func(mb *MiniBatch) { mb.InputLabels = make([]int64, 6) }, "6 input labels"},
+		{"input label", func(mb *MiniBatch) { mb.InputLabels = make([]int64, 7); mb.InputLabels[6] = -2 }, "label -2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -302,7 +398,12 @@ func TestDecodeRejects(t *testing.T) {
 		want string
 	}{
 		{"magic", func(f []byte) []byte { f[0] = 'X'; return f }, "bad magic"},
-		{"version", func(f []byte) []byte { le.PutUint16(f[4:], 2); return f }, "version 2"},
+		{"version", func(f []byte) []byte { le.PutUint16(f[4:], 3); return f }, "version 3"},
+		{"version 0", func(f []byte) []byte { le.PutUint16(f[4:], 0); return f }, "version 0"},
+		{"version 2 kind in version 1", func(f []byte) []byte {
+			le.PutUint16(f[entry(2):], KindInputLabels)
+			return f
+		}, "unknown kind 12 in a version 1 frame"},
 		{"header size", func(f []byte) []byte { le.PutUint16(f[6:], 32); return f }, "header size"},
 		{"short", func(f []byte) []byte { return f[:10] }, "too few"},
 		{"truncated", func(f []byte) []byte { return f[:len(f)-64] }, "buffer has"},
@@ -405,7 +506,7 @@ func TestLocal(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, mk := range []func() *MiniBatch{sampled, gas} {
+	for _, mk := range []func() *MiniBatch{sampled, gas, frontier} {
 		b, err := mk().MarshalBinary()
 		if err != nil {
 			f.Fatal(err)

@@ -9,11 +9,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.gmbf")
 
-// TestGolden pins the encoding of two batches to files in testdata, which
+// TestGolden pins the encoding of three batches (frontier: a version 2
+// frame) to files in testdata, which
 // also serve readers in other languages (the Python client's tests) as
 // reference frames.
 func TestGolden(t *testing.T) {
-	for name, mk := range map[string]func() *MiniBatch{"sampled": sampled, "gas": gas} {
+	for name, mk := range map[string]func() *MiniBatch{"sampled": sampled, "gas": gas, "frontier": frontier} {
 		f, err := mk().MarshalBinary()
 		if err != nil {
 			t.Fatal(err)

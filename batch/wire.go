@@ -17,8 +17,11 @@ import (
 const (
 	// Magic is the frame's first four bytes.
 	Magic = "GMBF"
-	// Version is the format version this package writes and reads.
-	Version = 1
+	// Version is the newest format version this package writes and reads.
+	// A frame is written as version 1 unless it holds a section that
+	// version 2 added (edge_index, input_labels), so that a version 1
+	// reader reads every frame it can.
+	Version = 2
 	// HeaderSize is the size of the fixed header.
 	HeaderSize = 64
 	// EntrySize is the size of one section-table entry.
@@ -40,7 +43,10 @@ const (
 	KindEdgeWeights = 8  // float32 [num_edges] of block `layer`
 	KindHaloNodes   = 9  // int64 [num_halo] of block `layer` >= 1
 	KindHaloRows    = 10 // float [num_halo, dim] of block `layer` >= 1
-	numKinds        = 10
+	KindEdgeIndex   = 11 // int64 [2, num_edges]: PyG's edge_index (version 2)
+	KindInputLabels = 12 // int64 [num_inputs] (version 2)
+	numKinds        = 12
+	numKindsV1      = 10
 )
 
 // FlagHalo is the header flag saying that the frame holds history sources
@@ -76,8 +82,14 @@ func (mb *MiniBatch) sections() []entry {
 	if mb.Labels != nil {
 		add(KindLabels, Int32, 0, len(mb.Labels), 1, 1)
 	}
+	if mb.InputLabels != nil {
+		add(KindInputLabels, Int64, 0, len(mb.InputLabels), 1, 1)
+	}
 	if !mb.Features.Empty() {
 		add(KindFeatures, mb.Features.DType, 0, mb.Features.Rows, mb.Features.Dim, 2)
+	}
+	if mb.EdgeIndex != nil {
+		add(KindEdgeIndex, Int64, 0, 2, len(mb.EdgeIndex)/2, 2)
 	}
 	for l := range mb.Blocks {
 		b := &mb.Blocks[l]
@@ -137,7 +149,11 @@ func (mb *MiniBatch) AppendBinary(b []byte) ([]byte, error) {
 	f := b[start:]
 	copy(f[0:4], Magic)
 	le := binary.LittleEndian
-	le.PutUint16(f[4:], Version)
+	version := uint16(1)
+	if mb.EdgeIndex != nil || mb.InputLabels != nil {
+		version = 2
+	}
+	le.PutUint16(f[4:], version)
 	le.PutUint16(f[6:], HeaderSize)
 	le.PutUint64(f[8:], size)
 	le.PutUint32(f[16:], uint32(len(es)))
@@ -179,6 +195,10 @@ func (mb *MiniBatch) AppendBinary(b []byte) ([]byte, error) {
 			putArray(d, mb.InputNodes)
 		case KindLabels:
 			putArray(d, mb.Labels)
+		case KindInputLabels:
+			putArray(d, mb.InputLabels)
+		case KindEdgeIndex:
+			putArray(d, mb.EdgeIndex)
 		case KindFeatures:
 			putRows(d, &mb.Features)
 		case KindIndptr:
@@ -229,11 +249,11 @@ func FrameSize(hdr []byte) (int, error) {
 		return 0, fmt.Errorf("batch: bad magic %q (want %q): not a minibatch frame", hdr[:4], Magic)
 	}
 	le := binary.LittleEndian
-	if v := le.Uint16(hdr[4:]); v != Version {
-		return 0, fmt.Errorf("batch: frame version %d; this reader knows version %d", v, Version)
+	if v := le.Uint16(hdr[4:]); v < 1 || v > Version {
+		return 0, fmt.Errorf("batch: frame version %d; this reader knows versions 1 to %d", v, Version)
 	}
 	if h := le.Uint16(hdr[6:]); h != HeaderSize {
-		return 0, fmt.Errorf("batch: header size %d; version %d has %d", h, Version, HeaderSize)
+		return 0, fmt.Errorf("batch: header size %d; frames have %d", h, HeaderSize)
 	}
 	size := le.Uint64(hdr[8:])
 	if size < HeaderSize || size%Align != 0 || size > maxFrame {
@@ -315,7 +335,7 @@ func Decode(frame []byte, mb *MiniBatch, opt DecodeOptions) error {
 		if r := le.Uint64(p[40:]); r != 0 {
 			return fmt.Errorf("batch: section %d: reserved field is %d, not 0", i, r)
 		}
-		if err := checkEntry(e, L, halo); err != nil {
+		if err := checkEntry(e, L, halo, le.Uint16(frame[4:])); err != nil {
 			return fmt.Errorf("batch: section %d: %w", i, err)
 		}
 		key := [2]uint32{uint32(e.kind), e.layer}
@@ -421,6 +441,18 @@ func Decode(frame []byte, mb *MiniBatch, opt DecodeOptions) error {
 				return fmt.Errorf("batch: labels section has %d entries for %d seeds", e.dim0, numSeeds)
 			}
 			mb.Labels = getArray(d, labels, opt.Alias)
+		case KindInputLabels:
+			if e.dim0 != numInputs {
+				return fmt.Errorf("batch: input labels section has %d entries; the header says %d input nodes", e.dim0, numInputs)
+			}
+			mb.ilStore = getArray(d, mb.ilStore, opt.Alias)
+			mb.InputLabels = mb.ilStore
+		case KindEdgeIndex:
+			if e.dim0 != 2 {
+				return fmt.Errorf("batch: edge index section has %d rows, want 2", e.dim0)
+			}
+			mb.eiStore = getArray(d, mb.eiStore, opt.Alias)
+			mb.EdgeIndex = mb.eiStore
 		case KindFeatures:
 			if e.dtype != fdt || e.dim1 != fdim || e.dim0 != numInputs {
 				return fmt.Errorf("batch: features section is %d x %d of %s; the header says %d x %d of %s", e.dim0, e.dim1, e.dtype, numInputs, fdim, fdt)
@@ -447,15 +479,21 @@ func Decode(frame []byte, mb *MiniBatch, opt DecodeOptions) error {
 	return nil
 }
 
-// checkEntry checks an entry's kind, dtype and layer against the header.
-func checkEntry(e entry, L uint64, halo bool) error {
-	if e.kind == 0 || e.kind > numKinds {
-		return fmt.Errorf("unknown kind %d", e.kind)
+// checkEntry checks an entry's kind, dtype and layer against the header
+// (of a frame of the given version).
+func checkEntry(e entry, L uint64, halo bool, version uint16) error {
+	if e.kind == 0 || e.kind > numKinds || version == 1 && e.kind > numKindsV1 {
+		return fmt.Errorf("unknown kind %d in a version %d frame", e.kind, version)
 	}
-	want := map[uint16]DType{
-		KindInputNodes: Int64, KindLabels: Int32, KindBlocks: Int64, KindIndptr: Int64,
-		KindIndices: Int32, KindEdgeIDs: Int64, KindEdgeWeights: Float32, KindHaloNodes: Int64,
-	}[e.kind]
+	var want DType // 0: a float dtype
+	switch e.kind {
+	case KindInputNodes, KindBlocks, KindIndptr, KindEdgeIDs, KindHaloNodes, KindEdgeIndex, KindInputLabels:
+		want = Int64
+	case KindLabels, KindIndices:
+		want = Int32
+	case KindEdgeWeights:
+		want = Float32
+	}
 	switch {
 	case want != 0 && e.dtype != want:
 		return fmt.Errorf("%s has dtype %s, want %s", kindName(e.kind), e.dtype, want)
@@ -463,14 +501,14 @@ func checkEntry(e entry, L uint64, halo bool) error {
 		return fmt.Errorf("%s has dtype %s, want float32, float16 or bfloat16", kindName(e.kind), e.dtype)
 	}
 	wantNdim := uint8(1)
-	if e.kind == KindFeatures || e.kind == KindBlocks || e.kind == KindHaloRows {
+	if e.kind == KindFeatures || e.kind == KindBlocks || e.kind == KindHaloRows || e.kind == KindEdgeIndex {
 		wantNdim = 2
 	}
 	if e.ndim != wantNdim {
 		return fmt.Errorf("%s has %d dimensions, want %d", kindName(e.kind), e.ndim, wantNdim)
 	}
 	switch e.kind {
-	case KindInputNodes, KindLabels, KindFeatures, KindBlocks:
+	case KindInputNodes, KindLabels, KindFeatures, KindBlocks, KindEdgeIndex, KindInputLabels:
 		if e.layer != 0 {
 			return fmt.Errorf("%s has layer %d, want 0", kindName(e.kind), e.layer)
 		}
@@ -496,7 +534,8 @@ func checkEntry(e entry, L uint64, halo bool) error {
 }
 
 func kindName(k uint16) string {
-	names := [...]string{"", "input_nodes", "labels", "features", "blocks", "indptr", "indices", "edge_ids", "edge_weights", "halo_nodes", "halo_rows"}
+	names := [...]string{"", "input_nodes", "labels", "features", "blocks", "indptr", "indices", "edge_ids", "edge_weights", "halo_nodes", "halo_rows",
+		"edge_index", "input_labels"}
 	if int(k) < len(names) && k > 0 {
 		return names[k]
 	}

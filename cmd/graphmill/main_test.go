@@ -220,16 +220,21 @@ func TestTrainEvalPredict(t *testing.T) {
 	}
 }
 
-// TestProfileFlags checks that every command takes --cpuprofile and
-// --memprofile and writes pprof files (gzip-compressed protobuf), and that
-// an unwritable path fails before any work.
+// TestProfileFlags checks that every command takes --cpuprofile,
+// --memprofile and --trace and writes pprof files (gzip-compressed
+// protobuf) and an execution trace, and that an unwritable path fails
+// before any work.
 func TestProfileFlags(t *testing.T) {
 	dir := t.TempDir()
-	cpu, mem := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof")
-	if _, err := run(t, "train", "--epochs", "2", "--quiet", "--cpuprofile", cpu, "--memprofile", mem); err != nil {
+	cpu, mem, tr := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "mem.prof"), filepath.Join(dir, "run.trace")
+	if _, err := run(t, "train", "--epochs", "2", "--quiet", "--cpuprofile", cpu, "--memprofile", mem, "--trace", tr); err != nil {
 		t.Fatal(err)
 	}
 	stopProfiles() // main does this when the command returns
+	if b, err := os.ReadFile(tr); err != nil || !bytes.HasPrefix(b, []byte("go 1.")) || len(b) < 1000 {
+		t.Fatalf("--trace wrote %d bytes (%v), not an execution trace", len(b), err)
+	}
+	traceOut = ""
 	for _, p := range []string{cpu, mem} {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -244,4 +249,9 @@ func TestProfileFlags(t *testing.T) {
 	}
 	stopProfiles()
 	cpuProfile, memProfile = "", ""
+	if _, err := run(t, "data", "info", "cora", "--trace", filepath.Join(dir, "no", "such", "run.trace")); err == nil || !strings.Contains(err.Error(), "--trace") {
+		t.Fatalf("unwritable --trace: %v", err)
+	}
+	stopProfiles()
+	traceOut = ""
 }

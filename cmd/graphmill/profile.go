@@ -5,19 +5,23 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 
 	"github.com/spf13/cobra"
 )
 
-// Profiling flags: every command takes --cpuprofile and --memprofile
-// (persistent flags of the root). The CPU profile runs from the start of
-// the command to its end (also when it fails or is interrupted); the heap
-// profile is written when the command ends. Both are pprof files: read
-// them with "go tool pprof FILE".
+// Profiling flags: every command takes --cpuprofile, --memprofile and
+// --trace (persistent flags of the root). The CPU profile and the
+// execution trace run from the start of the command to its end (also when
+// it fails or is interrupted); the heap profile is written when the
+// command ends. The profiles are pprof files ("go tool pprof FILE"), the
+// trace shows where goroutines waited and cores sat idle ("go tool trace
+// FILE").
 var (
 	cpuProfile, memProfile string
-	profileFile            *os.File
+	traceOut               string
+	profileFile, traceFile *os.File
 	memProfilePath         string // what stopProfiles writes (set when the command starts)
 	profileMu              sync.Mutex
 )
@@ -25,6 +29,7 @@ var (
 func init() {
 	rootCmd.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof format) of the command to `FILE`")
 	rootCmd.PersistentFlags().StringVar(&memProfile, "memprofile", "", "write a heap profile (pprof format) to `FILE` when the command ends")
+	rootCmd.PersistentFlags().StringVar(&traceOut, "trace", "", "write a Go execution trace of the command to `FILE` (go tool trace FILE)")
 	cobra.EnableTraverseRunHooks = true // sub-commands' own pre-run hooks do not replace this one
 	rootCmd.PersistentPreRunE = func(*cobra.Command, []string) error { return startProfiles() }
 }
@@ -41,6 +46,17 @@ func startProfiles() error {
 		}
 		f.Close()
 		memProfilePath = memProfile
+	}
+	if traceOut != "" {
+		f, err := os.Create(traceOut)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return fmt.Errorf("--trace: %w", err)
+		}
+		traceFile = f
 	}
 	if cpuProfile == "" {
 		return nil
@@ -62,6 +78,13 @@ func startProfiles() error {
 func stopProfiles() {
 	profileMu.Lock()
 	defer profileMu.Unlock()
+	if traceFile != nil {
+		trace.Stop()
+		if err := traceFile.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "graphmill: --trace:", err)
+		}
+		traceFile = nil
+	}
 	if profileFile != nil {
 		pprof.StopCPUProfile()
 		if err := profileFile.Close(); err != nil {

@@ -301,7 +301,10 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 		}
 		p.cached = req.Cached
 	}
-	if req.WithLabels {
+	if req.EdgeIndex && !req.Frontier {
+		return nil, errors.New("an edge index (PyG's layout) needs frontier draws")
+	}
+	if req.WithLabels || req.InputLabels {
 		if d.Labels == nil {
 			return nil, fmt.Errorf("dataset %s has no labels", d.Meta.Name)
 		}
@@ -358,10 +361,20 @@ func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byt
 			return e, err
 		}
 	}
-	if p.labels != nil {
+	if p.labels != nil && p.req.WithLabels {
 		wb.Labels = wb.Labels[:0]
 		for _, v := range ids[:len(wb.Seeds)] {
 			wb.Labels = append(wb.Labels, p.labels[v])
+		}
+	}
+	if p.req.InputLabels {
+		if err := wb.SetInputLabels(p.labels); err != nil {
+			return e, err
+		}
+	}
+	if p.req.EdgeIndex {
+		if err := wb.SetEdgeIndex(); err != nil {
+			return e, err
 		}
 	}
 	wb.Epoch, wb.Seq, wb.Sender = uint32(p.req.Epoch), uint64(i), p.req.Sender
@@ -529,12 +542,11 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 		}
 	}
 	for {
-		// Prepare ahead what the credits allow, counting every credit
-		// already received: taken one per turn of this loop, the credits
-		// that came in while a batch was prepared waited in the channel,
-		// and the stream prepared one batch at a time (measured: 37-43
-		// batches/s with shared memory and two workers, the service's
-		// second core idle).
+		// Handle every message already received: taken one per turn of
+		// this loop, the credits that came in while a batch was prepared
+		// waited in the channel (measured: 37-43 batches/s with shared
+		// memory and two workers, the service's second core idle). Then
+		// keep the workers busy (want).
 		if err := drain(); err != nil {
 			return err
 		}

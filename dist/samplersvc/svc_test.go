@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset"
@@ -580,5 +581,90 @@ func TestStreamPreparesAhead(t *testing.T) {
 	// just after the loop looked).
 	if o, all := overlapped.Load(), total.Load(); all < int32(n) || 3*o < 2*all {
 		t.Fatalf("%d of %d batch preparations ran beside another (want two thirds or more)", o, all)
+	}
+}
+
+// TestStreamPyGLayout: with frontier draws, edge_index and input_labels,
+// every batch also holds its edges in PyG's layout (each hop's in-edges,
+// the seeds' first, as source and destination positions) and every input
+// node's label; an edge index without frontier draws is refused.
+func TestStreamPyGLayout(t *testing.T) {
+	d := cora(t)
+	svc := startService(t, d, nil, nil)
+	cc, err := grpc.NewClient(svc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	cl := pb.NewSamplerClient(cc)
+	run := func(req *pb.EpochRequest) ([]*batch.MiniBatch, error) {
+		st, err := cl.Stream(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		defer st.CloseSend()
+		if err := st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: req}}); err != nil {
+			return nil, err
+		}
+		var out []*batch.MiniBatch
+		for {
+			fr, err := st.Recv()
+			if err != nil {
+				return nil, err
+			}
+			if fr.Kind == pb.Frame_KIND_END {
+				return out, nil
+			}
+			if fr.Kind == pb.Frame_KIND_BATCH {
+				mb := &batch.MiniBatch{}
+				if err := mb.UnmarshalBinary(fr.Minibatch); err != nil {
+					return nil, err
+				}
+				out = append(out, mb)
+			}
+		}
+	}
+	req := &pb.EpochRequest{Split: "train", Fanouts: []int32{4, 3}, BatchSize: 32, Seed: 3, NumShards: 1, InitialCredits: 100,
+		Frontier: true, EdgeIndex: true, InputLabels: true}
+	got, err := run(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != (len(d.Train)+31)/32 {
+		t.Fatalf("%d batches", len(got))
+	}
+	for i, mb := range got {
+		if mb.Labels != nil {
+			t.Errorf("batch %d has the seeds' labels, which were not asked for", i)
+		}
+		for k, v := range mb.InputNodes {
+			if mb.InputLabels[k] != int64(d.Labels[v]) {
+				t.Fatalf("batch %d: input node %d has label %d, the dataset %d", i, v, mb.InputLabels[k], d.Labels[v])
+			}
+		}
+		// Rebuilt from the blocks as graphmill.NeighborLoader did: each
+		// hop's destinations are those past the previous hop's.
+		L, e := len(mb.Blocks), mb.NumEdges()
+		var src, dst []int64
+		for h := 0; h < L; h++ {
+			b := &mb.Blocks[L-1-h]
+			first := 0
+			if h > 0 {
+				first = mb.Blocks[L-h].NumDst
+			}
+			for v := first; v < b.NumDst; v++ {
+				for k := b.Indptr[v]; k < b.Indptr[v+1]; k++ {
+					src, dst = append(src, int64(b.Indices[k])), append(dst, int64(v))
+				}
+			}
+		}
+		if len(src) != e || !slices.Equal(mb.EdgeIndex[:e], src) || !slices.Equal(mb.EdgeIndex[e:], dst) {
+			t.Fatalf("batch %d: edge index differs from the blocks' edges by hop (%d edges listed, %d in the blocks)", i, len(src), e)
+		}
+	}
+	req.Frontier = false
+	if _, err := run(req); err == nil || !strings.Contains(err.Error(), "needs frontier draws") {
+		t.Fatalf("edge index without frontier draws: %v", err)
 	}
 }

@@ -253,7 +253,12 @@ class Loader:
 
     ``frontier=True`` draws each hop only for the nodes first reached at the
     hop before, as PyG's NeighborLoader (``graphmill.NeighborLoader`` sets
-    it); ``replace=True`` draws with replacement.
+    it); ``replace=True`` draws with replacement. With frontier draws,
+    ``edge_index=True`` has the service send each batch's edges in PyG's
+    layout as well (``batch.edge_index``, int64 [2, E]), and
+    ``input_labels=True`` every input node's label (``batch.input_labels``,
+    int64; ``labels`` gives the seeds' only): what PyG's batches hold,
+    built by the service instead of here.
 
     ``normalize_features=True`` has the service row-normalise the rows it
     sends (PyG's NormalizeFeatures; graphmill train's default).
@@ -296,7 +301,8 @@ class Loader:
                  feature_cache=None, credits=4, shard=0, num_shards=1, binary=None, timeout=60.0,
                  check=True, server_args=(), local_dataset=None, normalize_features=False,
                  token=None, token_file=None, channel_credentials=None, local_workers=2, shm=True,
-                 shm_bytes=1 << 30, frontier=False, replace=False, ids="original"):
+                 shm_bytes=1 << 30, frontier=False, replace=False, ids="original", edge_index=False,
+                 input_labels=False):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -313,6 +319,9 @@ class Loader:
         self.epoch = int(epoch)
         self.drop_last = bool(drop_last)
         self.frontier, self.replace = bool(frontier), bool(replace)
+        if edge_index and not frontier:
+            raise ValueError("edge_index=True (PyG's layout) needs frontier=True")
+        self.edge_index, self.input_labels = bool(edge_index), bool(input_labels)
         features_given = features is not _DEFAULT
         if features is _DEFAULT:
             features = True
@@ -514,7 +523,8 @@ class Loader:
                               num_shards=self.num_shards, batches=batches, sender=sender,
                               initial_credits=self.credits, fingerprint=0,
                               normalize_features=self.normalize_features, cached=self._cached or b"",
-                              rows_after_frame=self.features, frontier=self.frontier, replace=self.replace)
+                              rows_after_frame=self.features, frontier=self.frontier, replace=self.replace,
+                              edge_index=self.edge_index, input_labels=self.input_labels)
         if seg is not None:
             req.shm_path, req.shm_token, req.shm_size = seg.path, seg.token, seg.size
             req.shm_busy.extend(busy)

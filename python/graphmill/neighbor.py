@@ -126,7 +126,7 @@ def _from_data(data, x=None, y=None, num_nodes=None):
 
         d = Dataset(data)
         files = {k: os.path.join(d.dir, d.meta["arrays"][k]["file"]) for k in ("indptr", "indices", "edge_weight")
-                 if k in d.meta.get("arrays", {})}
+                 + (("labels",) if y is None else ()) if k in d.meta.get("arrays", {})}
         feats = x if x is not None else (d.features_float32() if d.features is not None else None)
         return _Graph(d.indptr, d.indices, d.num_nodes, feats, y if y is not None else d.labels, d.edge_weight, files=files,
                       ids=None if d.orig_ids is None else _IdMap(d.orig_ids, x is None, y is None))
@@ -279,12 +279,26 @@ def _scratch_dir():
     return tempfile.mkdtemp(prefix="graphmill-neighbors-", dir=base)
 
 
-def _write_dataset(dir, g, seeds, x_file=None, x_shape=None):
+def _service_labels(y):
+    """y as the int32 labels of a graphmill dataset (one class per node,
+    -1 for none) with its class count, or (None, 0) when y is not that
+    (2-D, floats, values below -1 or past int32)."""
+    a = _numpy(y, "y")
+    if a.ndim != 1 or a.dtype.kind not in "iu" or len(a) == 0:
+        return None, 0
+    lo, hi = int(a.min()), int(a.max())
+    if lo < -1 or hi >= (1 << 31) - 1:
+        return None, 0
+    return a, max(hi + 1, 1)
+
+
+def _write_dataset(dir, g, seeds, x_file=None, x_shape=None, labels=None):
     """A graphmill dataset of g's graph whose train split is seeds: arrays
     a dataset already has are linked, the others written; x_file, (path,
     offset, raw) of float32 rows in the graph's order (an .npy file, or a
     raw file holding them from byte offset on), is linked as its
-    features."""
+    features; labels, (array, class count) from _service_labels, are its
+    labels."""
     arrays = {}
 
     def put(name, a, dtype):
@@ -301,6 +315,10 @@ def _write_dataset(dir, g, seeds, x_file=None, x_shape=None):
     if g.edge_weight is not None:
         put("edge_weight", g.edge_weight, np.float32)
     put("train_idx", seeds, np.int32)
+    classes = 0
+    if labels is not None:
+        put("labels", labels[0], np.int32)
+        classes = labels[1]
     dim = 0
     if x_file is not None:
         path, off, raw = x_file
@@ -311,7 +329,7 @@ def _write_dataset(dir, g, seeds, x_file=None, x_shape=None):
             arrays["features"].update(raw=True, offset=int(off))
         dim = int(x_shape[1])
     meta = {"format": "graphmill-dataset", "format_version": 1, "name": "neighbor-loader", "source": "graphmill.NeighborLoader",
-            "num_nodes": g.num_nodes, "num_edges": int(len(g.indices)), "feature_dim": dim, "num_classes": 0,
+            "num_nodes": g.num_nodes, "num_edges": int(len(g.indices)), "feature_dim": dim, "num_classes": classes,
             "graph": {"layout": "csc", "symmetrized": False, "dedup": False, "self_loops": "keep",
                       "has_weights": g.edge_weight is not None},
             "splits": {"train": int(len(seeds))}, "arrays": arrays}
@@ -428,8 +446,12 @@ class NeighborLoader:
     ``share_memory_``, in place, as PyG's worker processes have it done:
     its views follow it, a ``torch.from_numpy`` tensor leaves its array)
     when /dev/shm has room for it and it does not require grad. Otherwise, or with False, ``x`` is
-    gathered in this process on ``gather_workers`` threads. ``y`` is always
-    gathered here.
+    gathered in this process on ``gather_workers`` threads. The service
+    also lays out each batch's ``edge_index`` (PyG's, from its blocks) and,
+    for class labels (``y`` 1-D integers, -1 for none), gathers ``y``: the
+    service holds a copy of ``y`` taken when the loader is made (as PyG's
+    worker processes do), so a ``y`` changed later needs
+    ``service_gather=False``, which gathers ``y`` here on every batch.
 
     ``device`` (e.g. "cuda"): batches come out with their tensors on that
     device. Each gather thread stages its batch in pinned host memory and
@@ -502,16 +524,25 @@ class NeighborLoader:
             # only a tensor the user gave is moved (a numpy array's memory
             # cannot move in place: it would be copied)
             self._x_file = (path, 0, False) if path is not None else _shared_storage(g.x)
+        # y as class labels the service gathers with each batch (in the
+        # graph's order), or None: gathered here.
+        labels = None
+        if service_gather and self._y is not None and (g.ids is None or g.ids.y_packed):
+            labels = _service_labels(g.y)
+            labels = labels if labels[0] is not None else None
+        self._y_service = labels is not None
+
         def start():
             """A local service on g (seeds as its train split), with x's rows
             in its payloads when self._x_file says where they are."""
             dir = _scratch_dir()
             try:
-                _write_dataset(dir, g, seeds, self._x_file, None if self._x_file is None else tuple(self._x.shape))
+                _write_dataset(dir, g, seeds, self._x_file, None if self._x_file is None else tuple(self._x.shape), labels)
                 return Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
                               seed=seed, drop_last=drop_last, features=self._x_file is not None, labels=False, binary=binary,
                               timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
                               frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
+                              edge_index=True, input_labels=self._y_service,
                               # rows in the payloads: room for a consumer that keeps batches (a
                               # sparse file; at most half of /dev/shm's free space)
                               shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
@@ -604,7 +635,6 @@ class NeighborLoader:
             if mb.blocks[L - 1 - h].indptr[nd[h - 1]] != 0:
                 raise GraphmillError("the sampler service drew neighbours for every node at every hop: it predates "
                                      "PyG-style (frontier) draws; use a graphmill program as new as this client (GRAPHMILL_BIN)")
-        sizes = [np.diff(mb.blocks[L - 1 - h].indptr[(nd[h - 1] if h else 0):]) for h in range(L)]
         ne = [int(mb.blocks[L - 1 - h].num_edges) for h in range(L)]
         # Batches bound for a GPU are built in pinned memory, so that their
         # copies start from there with no staging copy (pin_memory()).
@@ -612,14 +642,11 @@ class NeighborLoader:
         # batch on the CPU (measured), its large blocks faulted in afresh.
         pinned = self._cuda  # (device= needs torch)
         ei_t = self._pinned_ids((2, sum(ne))) if pinned else None
-        ei = ei_t.numpy() if ei_t is not None else np.empty((2, sum(ne)), dtype=np.int64)
-        e = 0
-        for h in range(L):
-            b = mb.blocks[L - 1 - h]
-            first = nd[h - 1] if h else 0
-            ei[0, e:e + ne[h]] = b.indices
-            ei[1, e:e + ne[h]] = np.repeat(np.arange(first, nd[h], dtype=np.int64), sizes[h])
-            e += ne[h]
+        if mb.edge_index is not None and ei_t is None:
+            ei = mb.edge_index  # laid out by the service: a view of the payload
+        else:
+            ei = ei_t.numpy() if ei_t is not None else np.empty((2, sum(ne)), dtype=np.int64)
+            self._edge_index(mb, nd, ne, ei)
         n_t = self._pinned_ids((len(mb.n_id),)) if pinned else None
         if n_t is not None:
             n_id = n_t.numpy()
@@ -666,7 +693,13 @@ class NeighborLoader:
                     x = torch.index_select(self._x, 0, x_t)
             # index_select: torch's indexing (y[ids]) took 3.2 ms for 100k ids, this 0.27
             y = None
-            if self._y is not None:
+            if mb.input_labels is not None:  # gathered by the service (int64)
+                y = torch.from_numpy(mb.input_labels)
+                if pinned:
+                    y = torch.empty(y.shape, dtype=self._y.dtype, pin_memory=True).copy_(y)
+                elif y.dtype != self._y.dtype:
+                    y = y.to(self._y.dtype)
+            elif self._y is not None:
                 y_ids = n_t if n_y is n_id else torch.from_numpy(n_y)
                 out = None
                 if pinned and not self._y.requires_grad:
@@ -675,7 +708,10 @@ class NeighborLoader:
             ei, n_id, input_id = (ei_t if ei_t is not None else torch.from_numpy(ei)), n_t, torch.from_numpy(input_id)
         else:
             x = np.take(self._x, n_x, axis=0) if self._x is not None else None
-            y = np.take(self._y, n_y, axis=0) if self._y is not None else None
+            if mb.input_labels is not None:
+                y = mb.input_labels.astype(self._y.dtype, copy=False)
+            else:
+                y = np.take(self._y, n_y, axis=0) if self._y is not None else None
         ev = None
         fields = dict(x=x, y=y, edge_index=ei, n_id=n_id, batch_size=int(mb.batch_size), input_id=input_id,
                       num_sampled_nodes=nsn, num_sampled_edges=ne)
@@ -700,6 +736,21 @@ class NeighborLoader:
             # made on the side stream and are used on the consumer's
             return _Ready(out, ev, [v for v in fields.values() if isinstance(v, torch.Tensor)])
         return self.transform(out) if self.transform is not None else out
+
+    @staticmethod
+    def _edge_index(mb, nd, ne, ei):
+        """Fills ei (int64 [2, E]) with mb's edges in PyG's layout, where
+        the service did not send them (the pinned copy of a GPU batch)."""
+        if mb.edge_index is not None:
+            ei[...] = mb.edge_index
+            return
+        L, e = len(mb.blocks), 0
+        for h in range(L):
+            b = mb.blocks[L - 1 - h]
+            first = nd[h - 1] if h else 0
+            ei[0, e:e + ne[h]] = b.indices
+            ei[1, e:e + ne[h]] = np.repeat(np.arange(first, nd[h], dtype=np.int64), np.diff(b.indptr[first:]))
+            e += ne[h]
 
     @staticmethod
     def _pinned_ids(shape):

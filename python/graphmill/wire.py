@@ -14,7 +14,7 @@ import numpy as np
 from .errors import WireError
 
 MAGIC = b"GMBF"
-VERSION = 1
+VERSION = 2  # the newest this reader knows; frames without kinds 11-12 are version 1
 HEADER_SIZE = 64
 ENTRY_SIZE = 48
 ALIGN = 64
@@ -33,9 +33,11 @@ KIND_EDGE_IDS = 7
 KIND_EDGE_WEIGHTS = 8
 KIND_HALO_NODES = 9
 KIND_HALO_ROWS = 10
+KIND_EDGE_INDEX = 11  # version 2
+KIND_INPUT_LABELS = 12  # version 2
 KIND_NAMES = {
     1: "input_nodes", 2: "labels", 3: "features", 4: "blocks", 5: "indptr", 6: "indices",
-    7: "edge_ids", 8: "edge_weights", 9: "halo_nodes", 10: "halo_rows",
+    7: "edge_ids", 8: "edge_weights", 9: "halo_nodes", 10: "halo_rows", 11: "edge_index", 12: "input_labels",
 }
 
 # dtype codes -> (name, numpy dtype of the stored bits)
@@ -51,8 +53,9 @@ _FLOATS = (3, 4, 5)
 _FIXED = {
     KIND_INPUT_NODES: 2, KIND_LABELS: 1, KIND_BLOCKS: 2, KIND_INDPTR: 2,
     KIND_INDICES: 1, KIND_EDGE_IDS: 2, KIND_EDGE_WEIGHTS: 3, KIND_HALO_NODES: 2,
+    KIND_EDGE_INDEX: 2, KIND_INPUT_LABELS: 2,
 }
-_NDIM2 = (KIND_FEATURES, KIND_BLOCKS, KIND_HALO_ROWS)
+_NDIM2 = (KIND_FEATURES, KIND_BLOCKS, KIND_HALO_ROWS, KIND_EDGE_INDEX)
 
 _HEADER = struct.Struct("<4sHHQIIIIQQQHBBI")
 _ENTRY = struct.Struct("<HBBIQQQQQ")
@@ -120,6 +123,11 @@ class MiniBatch:
     * ``x``: the input nodes' feature rows (float32, float16, or the uint16
       bit patterns of bfloat16: see ``feature_dtype``), or None.
     * ``y``: the seeds' labels (int32, -1 for none), or None.
+    * ``edge_index``: every hop's edges in PyG's layout (int64 [2, E]:
+      source and destination positions among the input nodes, the seeds'
+      hop first), when the service was asked for it, else None.
+    * ``input_labels``: every input node's label (int64, -1 for none),
+      when the service was asked for them, else None.
     * ``sender``, ``epoch``, ``sequence``: stream metadata.
     * ``halo``: GNNAutoScale history sources per layer >= 1 (``(nodes, rows)``
       pairs; rows may be None), or None.
@@ -127,7 +135,7 @@ class MiniBatch:
       cache lacks, as the sampler service sent them (float32), or None.
     """
 
-    __slots__ = ("sender", "epoch", "sequence", "batch_size", "n_id", "blocks", "x", "y",
+    __slots__ = ("sender", "epoch", "sequence", "batch_size", "n_id", "blocks", "x", "y", "edge_index", "input_labels",
                  "feature_dtype", "halo", "buffer", "offset", "nbytes", "index", "miss_rows", "__weakref__")
 
     @property
@@ -223,10 +231,10 @@ def frame_size(header):
     magic, version, hsize, size = struct.unpack_from("<4sHHQ", header, 0)
     if magic != MAGIC:
         raise WireError(f"bad magic {magic!r} (want {MAGIC!r}): not a minibatch frame")
-    if version != VERSION:
-        raise WireError(f"frame version {version}; this reader knows version {VERSION}")
+    if not 1 <= version <= VERSION:
+        raise WireError(f"frame version {version}; this reader knows versions 1 to {VERSION}")
     if hsize != HEADER_SIZE:
-        raise WireError(f"header size {hsize}; version {VERSION} has {HEADER_SIZE}")
+        raise WireError(f"header size {hsize}; frames have {HEADER_SIZE}")
     if size < HEADER_SIZE or size % ALIGN or size > 1 << 40:
         raise WireError(f"frame size {size} is not a multiple of {ALIGN} in [{ALIGN}, 2^40]")
     return size
@@ -251,7 +259,7 @@ def decode_batch(buf, offset=0, length=None, writable=False, check=True, num_nod
     size = frame_size(f[:16].tobytes())
     if size != length:
         raise WireError(f"frame header says {size} bytes, buffer has {length}")
-    (_, _, _, _, nsec, flags, sender, epoch, seq, nseeds, ninputs, L, fdt, res, fdim) = _HEADER.unpack_from(f, 0)
+    (_, version, _, _, nsec, flags, sender, epoch, seq, nseeds, ninputs, L, fdt, res, fdim) = _HEADER.unpack_from(f, 0)
     if flags & ~FLAG_HALO:
         raise WireError(f"unknown header flags {flags:#x}")
     if res:
@@ -273,8 +281,8 @@ def decode_batch(buf, offset=0, length=None, writable=False, check=True, num_nod
         name = KIND_NAMES.get(kind, f"kind {kind}")
         if r:
             raise WireError(f"section {i}: reserved field is {r}, not 0")
-        if kind not in KIND_NAMES:
-            raise WireError(f"section {i}: unknown kind {kind}")
+        if kind not in KIND_NAMES or (version == 1 and kind > KIND_HALO_ROWS):
+            raise WireError(f"section {i}: unknown kind {kind} in a version {version} frame")
         want = _FIXED.get(kind)
         if want is not None and dt != want:
             raise WireError(f"section {i}: {name} has dtype code {dt}, want {want} ({DTYPES[want][0]})")
@@ -282,7 +290,7 @@ def decode_batch(buf, offset=0, length=None, writable=False, check=True, num_nod
             raise WireError(f"section {i}: {name} has dtype code {dt}, want float32, float16 or bfloat16")
         if ndim != (2 if kind in _NDIM2 else 1) or (ndim == 1 and d1 != 1):
             raise WireError(f"section {i}: {name} has {ndim} dimensions ({d0} x {d1})")
-        if kind in (KIND_INPUT_NODES, KIND_LABELS, KIND_FEATURES, KIND_BLOCKS):
+        if kind in (KIND_INPUT_NODES, KIND_LABELS, KIND_FEATURES, KIND_BLOCKS, KIND_EDGE_INDEX, KIND_INPUT_LABELS):
             if layer != 0:
                 raise WireError(f"section {i}: {name} has layer {layer}, want 0")
         elif kind in (KIND_HALO_NODES, KIND_HALO_ROWS):
@@ -330,6 +338,9 @@ def decode_batch(buf, offset=0, length=None, writable=False, check=True, num_nod
     mb.y = sections.get((KIND_LABELS, 0))
     if mb.y is not None and len(mb.y) != nseeds:
         raise WireError(f"labels section has {len(mb.y)} entries for {nseeds} seeds")
+    mb.input_labels = sections.get((KIND_INPUT_LABELS, 0))
+    if mb.input_labels is not None and len(mb.input_labels) != ninputs:
+        raise WireError(f"input labels section has {len(mb.input_labels)} entries for {ninputs} input nodes")
     mb.x = sections.get((KIND_FEATURES, 0))
     mb.feature_dtype = DTYPES[fdt][0] if fdt else None
     if fdt:
@@ -355,6 +366,9 @@ def decode_batch(buf, offset=0, length=None, writable=False, check=True, num_nod
                 raise WireError(f"block {l}: {nm} has {len(a)} entries for {ne} edges")
         blocks.append(Block(ns, nd, indptr, indices, eids, w))
     mb.blocks = blocks
+    mb.edge_index = sections.get((KIND_EDGE_INDEX, 0))
+    if mb.edge_index is not None and mb.edge_index.shape != (2, sum(b.num_edges for b in blocks)):
+        raise WireError(f"edge index section has shape {mb.edge_index.shape} for {sum(b.num_edges for b in blocks)} edges")
     mb.halo = None
     if halo:
         mb.halo = []
@@ -385,6 +399,11 @@ def _check_values(mb, num_nodes):
         raise WireError(f"input node ids outside [0, {num_nodes or '2^63'})")
     if mb.y is not None and len(mb.y) and mb.y.min() < -1:
         raise WireError("a label below -1")
+    if mb.input_labels is not None and len(mb.input_labels) and mb.input_labels.min() < -1:
+        raise WireError("an input label below -1")
+    # one pass: a negative position reads as a huge unsigned one
+    if mb.edge_index is not None and mb.edge_index.size and mb.edge_index.view(np.uint64).max() >= len(mb.n_id):
+        raise WireError(f"an edge index entry outside [0, {len(mb.n_id)})")
     for l, b in enumerate(mb.blocks):
         p = b.indptr
         if p[0] != 0 or p[-1] != b.num_edges or (len(p) > 1 and np.any(p[1:] < p[:-1])):
@@ -396,11 +415,12 @@ def _check_values(mb, num_nodes):
 
 
 def encode_batch(n_id, blocks, batch_size, x=None, y=None, feature_dtype=None, sender=0, epoch=0,
-                 sequence=0):
+                 sequence=0, edge_index=None, input_labels=None):
     """Encodes a minibatch as a frame (bytes) - the inverse of decode_batch,
     for tests and for Python-side producers. ``blocks`` are ``Block``
     values; ``x`` holds float32/float16 rows or bfloat16 bit patterns
-    (uint16, with feature_dtype="bfloat16")."""
+    (uint16, with feature_dtype="bfloat16"). With ``edge_index`` ([2, E])
+    or ``input_labels`` the frame is version 2."""
     L = len(blocks)
     secs = []
 
@@ -414,10 +434,14 @@ def encode_batch(n_id, blocks, batch_size, x=None, y=None, feature_dtype=None, s
     add(KIND_INPUT_NODES, 2, 0, n_id, 1)
     if y is not None:
         add(KIND_LABELS, 1, 0, y, 1)
+    if input_labels is not None:
+        add(KIND_INPUT_LABELS, 2, 0, input_labels, 1)
     fdt = 0
     if x is not None:
         fdt = DTYPE_CODES[feature_dtype or {np.dtype(np.float16): "float16"}.get(np.asarray(x).dtype, "float32")]
         add(KIND_FEATURES, fdt, 0, x, 2)
+    if edge_index is not None:
+        add(KIND_EDGE_INDEX, 2, 0, edge_index, 2)
     for l, b in enumerate(blocks):
         add(KIND_INDPTR, 2, l, b.indptr, 1)
         add(KIND_INDICES, 1, l, b.indices, 1)
@@ -432,7 +456,8 @@ def encode_batch(n_id, blocks, batch_size, x=None, y=None, feature_dtype=None, s
     size = off
     out = bytearray(size)
     fdim = x.shape[1] if x is not None else 0
-    _HEADER.pack_into(out, 0, MAGIC, VERSION, HEADER_SIZE, size, len(secs), 0, sender, epoch, sequence,
+    version = 2 if edge_index is not None or input_labels is not None else 1
+    _HEADER.pack_into(out, 0, MAGIC, version, HEADER_SIZE, size, len(secs), 0, sender, epoch, sequence,
                       batch_size, len(n_id), L, fdt, 0, fdim)
     for i, s in enumerate(secs):
         _ENTRY.pack_into(out, HEADER_SIZE + ENTRY_SIZE * i, *s[:8], 0)

@@ -95,7 +95,9 @@ def test_rejects_bad_frames():
     frame = wire.encode_batch(**sample_batch(rng))
     cases = [
         (b"XXXX" + frame[4:], "magic"),
-        (_corrupt(frame, 4, 2, "<H"), "version 2"),
+        (_corrupt(frame, 4, 3, "<H"), "version 3"),
+        (_corrupt(frame, 4, 0, "<H"), "version 0"),
+        (_corrupt(frame, 64 + 48 * 2, wire.KIND_INPUT_LABELS, "<H"), "unknown kind 12 in a version 1 frame"),
         (_corrupt(frame, 8, len(frame) + 64, "<Q"), "says"),
         (_corrupt(frame, 20, 4, "<I"), "flags"),
         (_corrupt(frame, 56, 0, "<H"), "0 layers"),
@@ -172,6 +174,35 @@ def test_golden_sampled_frame():
     assert b0.edge_weight is None and mb.halo is None
     again = wire.encode_batch(mb.n_id, mb.blocks, mb.batch_size, x=mb.x, y=mb.y, sender=3, epoch=2, sequence=41)
     assert again == frame
+
+
+def test_golden_frontier_frame():
+    """The Go encoder's version 2 reference frame (frontier() in
+    batch/batch_test.go): PyG's edge_index and every input node's label."""
+    frame = open(f"{GOLDEN}/frontier.gmbf", "rb").read()
+    assert struct.unpack_from("<H", frame, 4)[0] == 2
+    mb = wire.decode_batch(frame)
+    assert mb.n_id.tolist() == [1, 4, 2, 6, 0, 5, 3] and mb.batch_size == 2
+    assert mb.edge_index.tolist() == [[2, 3, 0, 4, 5, 6], [0, 0, 1, 2, 2, 3]]
+    assert mb.input_labels.tolist() == [11, 14, 12, 16, 10, 15, -1]
+    assert mb.x is None and mb.y is None
+    again = wire.encode_batch(mb.n_id, mb.blocks, mb.batch_size, sequence=5, edge_index=mb.edge_index,
+                              input_labels=mb.input_labels)
+    assert again == frame
+
+
+def test_pyg_layout_checked():
+    rng = np.random.default_rng(8)
+    b = sample_batch(rng, labels=False)
+    n, e = len(b["n_id"]), sum(x.num_edges for x in b["blocks"])
+    ei = rng.integers(0, n, (2, e))
+    assert wire.decode_batch(wire.encode_batch(**b, edge_index=ei)).edge_index.tolist() == ei.tolist()
+    for bad, msg in ((dict(edge_index=ei[:, 1:]), "shape"), (dict(input_labels=np.zeros(n - 1)), "input labels section"),
+                     (dict(edge_index=np.where(ei == ei[0, 0], n, ei)), "edge index entry"),
+                     (dict(edge_index=np.where(ei == ei[1, 0], -1, ei)), "edge index entry"),
+                     (dict(input_labels=np.full(n, -2)), "input label below")):
+        with pytest.raises(graphmill.WireError, match=msg):
+            wire.decode_batch(wire.encode_batch(**b, **bad))
 
 
 def test_golden_gas_frame():

@@ -586,7 +586,14 @@ type EpochRequest struct {
 	// blocks concatenated by hop are then PyG's edge_index.
 	Frontier bool `protobuf:"varint,23,opt,name=frontier,proto3" json:"frontier,omitempty"`
 	// Draw with replacement (sample.Config.Replace).
-	Replace       bool `protobuf:"varint,24,opt,name=replace,proto3" json:"replace,omitempty"`
+	Replace bool `protobuf:"varint,24,opt,name=replace,proto3" json:"replace,omitempty"`
+	// With frontier: each minibatch also holds its edges in PyG's layout (the
+	// wire's edge_index section, version 2), so that a client training on
+	// that layout reads it as is.
+	EdgeIndex bool `protobuf:"varint,25,opt,name=edge_index,json=edgeIndex,proto3" json:"edge_index,omitempty"`
+	// Each minibatch also holds every input node's label (the wire's
+	// input_labels section, version 2; with_labels gives the seeds' only).
+	InputLabels   bool `protobuf:"varint,26,opt,name=input_labels,json=inputLabels,proto3" json:"input_labels,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -785,6 +792,20 @@ func (x *EpochRequest) GetFrontier() bool {
 func (x *EpochRequest) GetReplace() bool {
 	if x != nil {
 		return x.Replace
+	}
+	return false
+}
+
+func (x *EpochRequest) GetEdgeIndex() bool {
+	if x != nil {
+		return x.EdgeIndex
+	}
+	return false
+}
+
+func (x *EpochRequest) GetInputLabels() bool {
+	if x != nil {
+		return x.InputLabels
 	}
 	return false
 }
@@ -1064,7 +1085,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\arelease\x18\x04 \x01(\v2\x15.graphmill.v1.ReleaseH\x00R\areleaseB\x05\n" +
 	"\x03msg\"#\n" +
 	"\aRelease\x12\x18\n" +
-	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\xcb\x05\n" +
+	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\x8d\x06\n" +
 	"\fEpochRequest\x12\x14\n" +
 	"\x05split\x18\x01 \x01(\tR\x05split\x12\x18\n" +
 	"\afanouts\x18\x02 \x03(\x05R\afanouts\x12\x1d\n" +
@@ -1093,7 +1114,10 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\x06cached\x18\x14 \x01(\fR\x06cached\x12(\n" +
 	"\x10rows_after_frame\x18\x15 \x01(\bR\x0erowsAfterFrame\x12\x1a\n" +
 	"\bfrontier\x18\x17 \x01(\bR\bfrontier\x12\x18\n" +
-	"\areplace\x18\x18 \x01(\bR\areplace\" \n" +
+	"\areplace\x18\x18 \x01(\bR\areplace\x12\x1d\n" +
+	"\n" +
+	"edge_index\x18\x19 \x01(\bR\tedgeIndex\x12!\n" +
+	"\finput_labels\x18\x1a \x01(\bR\vinputLabels\" \n" +
 	"\x06Credit\x12\x16\n" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\"8\n" +
 	"\x06Assign\x12\x14\n" +
