@@ -43,10 +43,11 @@ rounds of each round's ratio: a busy machine slows neighbours alike), with the P
 copies per batch (every tensor's address checked against the received message).
 
 With --pyg (the default) and torch_geometric importable, graphmill.NeighborLoader and PyG's
-NeighborLoader are then timed on the same PyG Data and seeds, alternating after a warm-up of 5
-batches each: batches/s of each loader alone (vs_pyg_loader, the median of the rounds' ratios)
-and the time per training step of the same PyG GraphSAGE (2 x 256, trim_to_layer) on each
-(vs_pyg_epoch: PyG's time over ours).
+NeighborLoader are then timed on the same PyG Data and seeds, alternating after a warm-up of 10
+batches each, with the go loader timed again at the start of each round (the Python side idle):
+batches/s of each loader alone (vs_pyg_loader and neighbor_ratio_to_go_loader, the medians of
+the rounds' ratios) and the time per training step of the same PyG GraphSAGE (2 x 256,
+trim_to_layer) on each (vs_pyg_epoch: PyG's time over ours).
 The Data's x is a tensor in memory, as a PyG user loads it (graphmill's loader moves it into
 shared memory, where its service gathers the rows).
 For the timings PyG runs as it ships (glibc's allocator untuned, one process).

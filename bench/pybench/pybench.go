@@ -24,6 +24,7 @@
 package pybench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -133,7 +134,8 @@ type Report struct {
 	// of batches/s (VsPyGLoader, the median of each round's) and of time
 	// per training step of the same PyG GraphSAGE with trim_to_layer
 	// (VsPyGEpoch: PyG's over ours), and NeighborLoader's batches/s over
-	// the Go loader's.
+	// the Go loader's (NeighborRatioToGoLoader: the median over the rounds
+	// of each round's ratio, the Go loader timed at the round's start).
 	DropIn                  json.RawMessage `json:"dropin,omitempty"`
 	VsPyGLoader             float64         `json:"vs_pyg_loader,omitempty"`
 	VsPyGEpoch              float64         `json:"vs_pyg_epoch,omitempty"`
@@ -257,24 +259,86 @@ func python(ctx context.Context, addr string, cfg Config, mode string, pyg bool)
 		args = append(args, "--pyg")
 	}
 	var r Python
-	return r, runBench(ctx, cfg, args, &r)
+	return r, runBench(ctx, cfg, args, &r, nil)
 }
 
 // runBench runs python -m graphmill.bench args --json into v.
-func runBench(ctx context.Context, cfg Config, args []string, v any) error {
+// runBench runs python -m graphmill.bench with args and decodes its JSON
+// report into v. With pace, the run is --paced: each time it prints the
+// pace line (its process idle), pace runs and the rate it returns is
+// written to the run's stdin.
+func runBench(ctx context.Context, cfg Config, args []string, v any, pace func() (float64, error)) error {
 	args = append([]string{"-m", "graphmill.bench"}, append(args, "--json")...)
+	if pace != nil {
+		args = append(args, "--paced")
+	}
 	cmd := exec.CommandContext(ctx, cfg.Python, args...)
 	// A loader that starts its own service runs this graphmill.
 	cmd.Env = append(pythonEnv(cfg.PythonPath), "GRAPHMILL_BIN="+cfg.Graphmill)
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	cmd.Stderr = &errb
+	fail := func(err error) error {
 		return fmt.Errorf("python client (%s %v): %w: %s", cfg.Python, args, err, lastLine(errb.String()))
+	}
+	if pace == nil {
+		cmd.Stdout = &out
+		if err := cmd.Run(); err != nil {
+			return fail(err)
+		}
+	} else if err := runPaced(cmd, &out, pace); err != nil {
+		return fail(err)
 	}
 	if err := json.Unmarshal(out.Bytes(), v); err != nil {
 		return fmt.Errorf("python client output %q: %w", lastLine(out.String()), err)
 	}
 	return nil
+}
+
+// paceLine is what python -m graphmill.bench --paced prints when it waits
+// for the Go loader's rate.
+const paceLine = "graphmill-bench pace"
+
+// runPaced runs cmd, answering each pace line on its stdout with pace's
+// rate on its stdin; the other lines go to out.
+func runPaced(cmd *exec.Cmd, out *bytes.Buffer, pace func() (float64, error)) error {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var perr error
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		if sc.Text() != paceLine {
+			out.Write(sc.Bytes())
+			out.WriteByte('\n')
+			continue
+		}
+		r, err := pace()
+		if err != nil {
+			perr = err
+			break
+		}
+		if _, err := fmt.Fprintf(stdin, "%g\n", r); err != nil {
+			perr = err
+			break
+		}
+	}
+	stdin.Close() // a run still waiting for a rate fails rather than hangs
+	if perr != nil {
+		cmd.Process.Kill()
+	}
+	if err := cmd.Wait(); perr == nil && err != nil {
+		perr = err
+	}
+	return perr
 }
 
 func pythonEnv(path string) []string {
@@ -485,7 +549,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Python = append(rep.Python, p)
 	}
 	if cfg.PyG {
-		if err := dropIn(ctx, cfg, rep, progress); err != nil {
+		goRate := func(r int) (float64, error) { return goLoader(ctx, d, st, cfg, 2000+r) }
+		if err := dropIn(ctx, cfg, rep, progress, goRate); err != nil {
 			return nil, err
 		}
 	}
@@ -543,7 +608,7 @@ func dropInArgs(cfg Config) []string {
 // (python -m graphmill.bench --dropin --device) into rep.DropInDevice.
 func dropInDevice(ctx context.Context, cfg Config, rep *Report, progress func(string)) error {
 	args := append(dropInArgs(cfg), "--device", cfg.Device, "--caches", strings.Join(cfg.Caches, ","))
-	if err := runBench(ctx, cfg, args, &rep.DropInDevice); err != nil {
+	if err := runBench(ctx, cfg, args, &rep.DropInDevice, nil); err != nil {
 		return fmt.Errorf("drop-in comparison on %s: %w", cfg.Device, err)
 	}
 	var r deviceDropIn
@@ -586,11 +651,23 @@ type deviceDropIn struct {
 
 // dropIn runs graphmill.NeighborLoader against PyG's NeighborLoader
 // (python -m graphmill.bench --dropin) and fills the report's drop-in
-// figures; a Python without PyG reports why it skipped.
-func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string)) error {
+// figures; a Python without PyG reports why it skipped. goRate times the
+// Go loader at the start of each of its rounds (its r-th call), while the
+// Python side waits: NeighborRatioToGoLoader is the median of the rounds'
+// ratios.
+func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string), goRate func(r int) (float64, error)) error {
 	args := dropInArgs(cfg)
 	var raw json.RawMessage
-	if err := runBench(ctx, cfg, args, &raw); err != nil {
+	round := 0
+	pace := func() (float64, error) {
+		rate, err := goRate(round)
+		if err == nil {
+			progress(fmt.Sprintf("drop-in round %d: go loader %.1f batches/s", round+1, rate))
+		}
+		round++
+		return rate, err
+	}
+	if err := runBench(ctx, cfg, args, &raw, pace); err != nil {
 		return fmt.Errorf("drop-in comparison: %w", err)
 	}
 	rep.DropIn = raw
@@ -600,6 +677,7 @@ func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string))
 		PyG         float64 `json:"pyg_batches_per_s"`
 		VsPyGLoader float64 `json:"vs_pyg_loader"`
 		VsPyGEpoch  float64 `json:"vs_pyg_epoch"`
+		VsGoLoader  float64 `json:"vs_go_loader"`
 		PyGSkipped  struct {
 			Skipped string `json:"skipped"`
 		} `json:"pyg"`
@@ -612,9 +690,7 @@ func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string))
 		return nil
 	}
 	rep.VsPyGLoader, rep.VsPyGEpoch, rep.NeighborLoader = r.VsPyGLoader, r.VsPyGEpoch, r.Ours
-	if rep.GoLoader > 0 {
-		rep.NeighborRatioToGoLoader = r.Ours / rep.GoLoader
-	}
+	rep.NeighborRatioToGoLoader = r.VsGoLoader
 	if r.PyGSkipped.Skipped != "" { // ours alone: PyG cannot sample here
 		progress(fmt.Sprintf("graphmill.NeighborLoader %.1f batches/s (%.2fx the go loader); %s",
 			r.Ours, rep.NeighborRatioToGoLoader, r.PyGSkipped.Skipped))

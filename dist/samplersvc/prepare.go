@@ -9,8 +9,8 @@ import (
 	"github.com/graphmill/graphmill/dist/stream"
 )
 
-// preparer prepares a stream's next batches on a few goroutines, a few
-// ahead of the one being sent (want), so that sampling overlaps sending.
+// preparer prepares a stream's next batches on a few goroutines, as far
+// ahead as the sender's credits allow, so that sampling overlaps sending.
 type preparer struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -81,29 +81,25 @@ func (pr *preparer) request(b uint32) bool {
 	}
 }
 
-// want queues the batches the sender will send next, twice as many as
-// the workers, whatever the sender's credits: a credit comes back only
-// after the stream has sent a batch and the client has taken it, and the
-// stream loop sees it only between batches, so that work bounded by the
-// credits left a worker idle while the loop waited for the other's batch
-// (measured: the workers waited for jobs a tenth of the time, and the
-// service kept 1.5 of 2 cores busy). The prepared payloads are at most
-// twice the workers, as they were with credits to spare.
+// want queues the batches the sender will send next, as many as its
+// credits allow (at most twice the workers).
 func (pr *preparer) want(s *stream.Sender) {
-	for _, b := range s.Peek(2 * pr.workers) {
+	n := int(min(s.Credits(), uint64(2*pr.workers)))
+	for _, b := range s.Peek(n) {
 		if !pr.request(b) {
 			return
 		}
 	}
 }
 
-// get waits for batch b's payload.
-func (pr *preparer) get(b uint32) (encoded, error) {
+// ready requests batch b (unless it is requested already) and returns a
+// channel closed when its payload is ready.
+func (pr *preparer) ready(b uint32) (<-chan struct{}, error) {
 	for !pr.request(b) {
 		// The queue is full of batches sent later; wait for one.
 		select {
 		case <-pr.ctx.Done():
-			return encoded{}, pr.ctx.Err()
+			return nil, pr.ctx.Err()
 		default:
 		}
 		pr.mu.Lock()
@@ -117,19 +113,28 @@ func (pr *preparer) get(b uint32) (encoded, error) {
 			select {
 			case <-any.done:
 			case <-pr.ctx.Done():
-				return encoded{}, pr.ctx.Err()
+				return nil, pr.ctx.Err()
 			}
 		}
 	}
 	pr.mu.Lock()
-	r := pr.results[b]
-	pr.mu.Unlock()
+	defer pr.mu.Unlock()
+	return pr.results[b].done, nil
+}
+
+// get waits for batch b's payload.
+func (pr *preparer) get(b uint32) (encoded, error) {
+	done, err := pr.ready(b)
+	if err != nil {
+		return encoded{}, err
+	}
 	select {
-	case <-r.done:
+	case <-done:
 	case <-pr.ctx.Done():
 		return encoded{}, pr.ctx.Err()
 	}
 	pr.mu.Lock()
+	r := pr.results[b]
 	delete(pr.results, b)
 	pr.mu.Unlock()
 	return r.enc, r.err

@@ -668,3 +668,65 @@ func TestStreamPyGLayout(t *testing.T) {
 		t.Fatalf("edge index without frontier draws: %v", err)
 	}
 }
+
+// TestCreditWhileWaiting: a credit that comes in while the stream waits for
+// its next batch starts the batch it allows at once, beside the one being
+// prepared (the stream once saw credits only between batches, and a
+// worker sat idle).
+func TestCreditWhileWaiting(t *testing.T) {
+	d := cora(t)
+	release := make(chan struct{})
+	var started atomic.Int32
+	second := make(chan struct{})
+	testHookEncode = func() func() {
+		switch started.Add(1) {
+		case 1:
+			<-release // the first batch takes until the second has started
+		case 2:
+			close(second)
+		}
+		return func() {}
+	}
+	t.Cleanup(func() { testHookEncode = nil })
+	svc := startService(t, d, nil, nil) // two workers
+	cc, err := grpc.NewClient(svc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	st, err := pb.NewSamplerClient(cc).Stream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.CloseSend()
+	req := &pb.EpochRequest{Split: "train", Fanouts: []int32{5, 5}, BatchSize: 16, Seed: 1, NumShards: 1, InitialCredits: 1}
+	if err := st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: req}}); err != nil {
+		t.Fatal(err)
+	}
+	for started.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Credit{Credit: &pb.Credit{Frames: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the credit that came while batch 0 was prepared did not start batch 1")
+	}
+	close(release)
+	for n := 0; n < 2; {
+		fr, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fr.Kind == pb.Frame_KIND_BATCH {
+			if fr.Batch != uint32(n) {
+				t.Fatalf("batch %d sent where %d was due", fr.Batch, n)
+			}
+			n++
+		}
+	}
+}

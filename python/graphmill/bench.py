@@ -167,13 +167,22 @@ def _sage_step(m, opt, b):
     opt.step()
 
 
+def _median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
 def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_batches=8, hidden=256, workers=2,
-               x_in_memory=True):
+               x_in_memory=True, pace=None):
     """graphmill.NeighborLoader against PyG's NeighborLoader on the same
     PyG Data and seeds, alternating, ``rounds`` times: batches/s of each
     loader alone (``vs_pyg_loader``: the median of each round's ratio),
     then ``epoch_batches`` training steps of the same PyG GraphSAGE
-    (trim_to_layer) on each (``vs_pyg_epoch``: PyG's time over ours)."""
+    (trim_to_layer) on each (``vs_pyg_epoch``: PyG's time over ours).
+    ``pace``, when given, is called at the start of each round, this
+    process idle, and returns the batches/s of graphmill's Go loader timed
+    then (by ``graphmill bench python``): ``vs_go_loader`` is the median of
+    the rounds' ratios of ours to it."""
     ds, data, seeds = _pyg_data(dataset)
     if ds is None:
         return data
@@ -220,27 +229,37 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
     out = {"rounds": [], "setup_s": {"graphmill": setup_ours, "pyg": setup_pyg}, "x_in_memory": bool(x_in_memory),
            "service_gather": ours._x_file is not None}
     try:
-        # Warm-up, not counted, for both: first touches of the features and
-        # the caches (the Go loader's side has the same).
-        rate(ours, 5)
+        # Warm-up, not counted, for both: first touches of the features,
+        # the caches and (ours) every payload slot of the shared segment
+        # that the batches in flight take (the Go loader's side has its
+        # own).
+        rate(ours, 10)
+        if pyg is not None:
+            rate(pyg, 10)
+        for _ in range(rounds):
+            r = {}
+            if pace is not None:
+                r["go_loader_batches_per_s"] = go = pace()
+            r["graphmill_batches_per_s"] = a = rate(ours, batches)
+            if pace is not None:
+                r["vs_go_loader"] = a / go
+            if pyg is not None:
+                r["pyg_batches_per_s"] = b = rate(pyg, batches)
+                r["ratio"] = a / b
+            out["rounds"].append(r)
+        if pace is not None:
+            out["vs_go_loader"] = _median([r["vs_go_loader"] for r in out["rounds"]])
+        out["graphmill_batches_per_s"] = max(r["graphmill_batches_per_s"] for r in out["rounds"])
         if pyg is None:
             out["pyg"] = {"skipped": pyg_missing}
-            out["rounds"] = [{"graphmill_batches_per_s": rate(ours, batches)} for _ in range(rounds)]
-            out.update(graphmill_batches_per_s=max(r["graphmill_batches_per_s"] for r in out["rounds"]),
-                       graphmill_step_s=epoch(ours, epoch_batches))
+            out["graphmill_step_s"] = epoch(ours, epoch_batches)
             return out
-        rate(pyg, 5)
-        for _ in range(rounds):
-            a, b = rate(ours, batches), rate(pyg, batches)
-            out["rounds"].append({"graphmill_batches_per_s": a, "pyg_batches_per_s": b, "ratio": a / b})
         ea, eb = epoch(ours, epoch_batches), epoch(pyg, epoch_batches)
     finally:
         ours.close()
-    rs = sorted(r["ratio"] for r in out["rounds"])
     out.update({
-        "graphmill_batches_per_s": max(r["graphmill_batches_per_s"] for r in out["rounds"]),
         "pyg_batches_per_s": max(r["pyg_batches_per_s"] for r in out["rounds"]),
-        "vs_pyg_loader": rs[len(rs) // 2] if len(rs) % 2 else (rs[len(rs) // 2 - 1] + rs[len(rs) // 2]) / 2,
+        "vs_pyg_loader": _median([r["ratio"] for r in out["rounds"]]),
         "graphmill_step_s": ea, "pyg_step_s": eb, "vs_pyg_epoch": eb / ea,
         "epoch_batches": epoch_batches, "hidden": hidden, "torch_threads": torch.get_num_threads(),
     })
@@ -351,6 +370,19 @@ def run_dropin_device(dataset, fanouts, batch_size, batches, device, caches=("10
     return out
 
 
+PACE_LINE = "graphmill-bench pace"
+
+
+def _pace():
+    """Asks graphmill bench python (on stdout) to time its Go loader now,
+    and returns the batches/s it answers on stdin."""
+    print(PACE_LINE, flush=True)
+    line = sys.stdin.readline()
+    if not line:
+        raise RuntimeError("--paced: stdin closed before the Go loader's rate came")
+    return float(line)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--addr", help="sampler service address (not with --dropin)")
@@ -369,6 +401,9 @@ def main(argv=None):
     p.add_argument("--x-mapped", action="store_true", help="with --dropin: x stays the dataset's memory map (default: a tensor in memory)")
     p.add_argument("--device", default="cpu", help="with --dropin: where batches go (cuda: the GPU comparison, run_dropin_device)")
     p.add_argument("--caches", default="10%,30%", help="with --dropin --device cuda: FeatureCache budgets to time besides none")
+    p.add_argument("--paced", action="store_true",
+                   help="with --dropin: before each round, print a line \"graphmill-bench pace\" and read the Go "
+                        "loader's batches/s from stdin (graphmill bench python times it then): vs_go_loader")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     fanouts = [int(f) for f in a.fanouts.split(",")]
@@ -382,7 +417,7 @@ def main(argv=None):
         return
     if a.dropin:
         out = run_dropin(a.dataset, fanouts, a.batch_size, a.batches, a.seed, a.rounds, a.epoch_batches, workers=a.workers,
-                         x_in_memory=not a.x_mapped)
+                         x_in_memory=not a.x_mapped, pace=_pace if a.paced else None)
         json.dump(out, sys.stdout) if a.json else print(out)
         if a.json:
             print()

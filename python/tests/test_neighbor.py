@@ -382,3 +382,34 @@ def test_device_and_cache_bad_input(gm):
     if not CUDA:
         with pytest.raises(graphmill.GraphmillError, match="CUDA"):
             graphmill.NeighborLoader((ei, x, y), num_neighbors=[2], batch_size=10, device="cuda")
+
+
+def test_labels_and_edge_index_from_the_service(gm, monkeypatch):
+    """Class labels (1-D integers, -1 for none) come gathered by the service
+    with PyG's edge_index, in y's own dtype; other y (floats, 2-D, values
+    past int32) and service_gather=False are gathered here, equal all the
+    same."""
+    built_here = []
+    orig = graphmill.NeighborLoader._edge_index
+    monkeypatch.setattr(graphmill.NeighborLoader, "_edge_index",
+                        staticmethod(lambda *a: built_here.append(1) or orig(*a)))
+    ei, x, y = random_graph(n=800, m=9000, seed=11)
+    y = y.copy()
+    y[::7] = -1
+    r = np.random.default_rng(2)
+    ys = {"int64": (y, True), "int32 tensor": (torch.from_numpy(y.astype(np.int32)), True),
+          "float": (r.standard_normal(800).astype(np.float32), False),
+          "2-D": (r.integers(0, 3, (800, 2)), False), "past int32": (y * (1 << 40), False)}
+    for name, (yy, by_service) in ys.items():
+        for sg in (True, False):
+            with graphmill.NeighborLoader((ei, x, yy), num_neighbors=[4, 3], batch_size=100, shuffle=True,
+                                          service_gather=sg) as ld:
+                assert ld._y_service == (by_service and sg), name
+                n = 0
+                for b in ld:
+                    want = torch.as_tensor(yy)[b.n_id]
+                    assert b.y.dtype == want.dtype and torch.equal(b.y, want), name
+                    check_batch(b, ei, [4, 3], x, np.asarray(yy), 100)
+                    n += 1
+                assert n == 8
+    assert not built_here, "the service lays out edge_index"
