@@ -344,7 +344,7 @@ func (mb *MiniBatch) SetInputLabels(labels []int32) error {
 	}
 	y = y[:len(ids)]
 	for i, v := range ids {
-		if int(v) >= len(labels) {
+		if uint32(v) >= uint32(len(labels)) {
 			return fmt.Errorf("batch: input node %d (position %d) has no label among %d", v, i, len(labels))
 		}
 		y[i] = int64(labels[v])

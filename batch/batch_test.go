@@ -143,6 +143,12 @@ func TestRoundTrip(t *testing.T) {
 			if len(frame) != want.EncodedLen() || len(frame)%Align != 0 {
 				t.Fatalf("frame of %d bytes, EncodedLen %d", len(frame), want.EncodedLen())
 			}
+			// Written over old bytes (a reused payload buffer), the frame
+			// is the same: every byte no section writes is zeroed.
+			dirty, err := want.AppendBinary(bytes.Repeat([]byte{0xa5}, len(frame))[:0])
+			if err != nil || !bytes.Equal(dirty, frame) {
+				t.Fatalf("frame written over old bytes differs (%v)", err)
+			}
 			for _, alias := range []bool{false, true} {
 				var got MiniBatch
 				if err := Decode(frame, &got, DecodeOptions{Alias: alias}); err != nil {
