@@ -121,8 +121,13 @@ func TestTrainFromDiskInCgroup(t *testing.T) {
 	if kernel > 0 && (reported < kernel*85/100 || reported > kernel*115/100) {
 		t.Errorf("reported %d bytes read from disk, the kernel counted %d", reported, kernel)
 	}
-	if cg.Peak() > limit {
-		t.Errorf("cgroup peak %d over its limit %d", cg.Peak(), limit)
+	// The kernel may charge a cgroup past its limit when a charge cannot
+	// wait (a page table, a task with a fatal signal pending: memcg's
+	// "force" path), up to a per-CPU charge batch (64 pages): a run that
+	// stayed in its cgroup peaked once at one page over. The file is four
+	// times the limit, so anything that read it whole would be far over.
+	if slack := int64(64 * os.Getpagesize()); cg.Peak() > limit+slack {
+		t.Errorf("cgroup peak %d over its limit %d (and the kernel's forced-charge slack of %d)", cg.Peak(), limit, slack)
 	}
 
 	// SIGTERM as the cache fills (the first moments) and while training.
