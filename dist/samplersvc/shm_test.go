@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
 )
 
@@ -149,13 +146,7 @@ func TestSegmentAlloc(t *testing.T) {
 func TestStreamOverSharedMemory(t *testing.T) {
 	d := cora(t)
 	svc := startService(t, d, nil, nil)
-	cc, err := grpc.NewClient(svc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	cl := pb.NewSamplerClient(cc)
+	cl := svc.rawClient(t)
 	const size = 64 << 20
 	epoch := func(path string, token []byte, f *os.File, release bool) (payloads [][]byte, inShm int, high int) {
 		st, err := cl.Stream(context.Background())

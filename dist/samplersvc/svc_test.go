@@ -70,6 +70,20 @@ func startService(t *testing.T, d *dataset.Dataset, sec *dist.Security, wrap fun
 	return sv
 }
 
+// rawClient is a gRPC client of the service without graphmill's client
+// around it (its streams are driven message by message), closed with the
+// test.
+func (sv *service) rawClient(t *testing.T) pb.SamplerClient {
+	t.Helper()
+	cc, err := grpc.NewClient(sv.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return pb.NewSamplerClient(cc)
+}
+
 // localBatches is what the local sampling pipeline gives for the spec's
 // epoch (copies).
 func localBatches(t *testing.T, d *dataset.Dataset, spec EpochSpec, epoch int) []*batch.MiniBatch {
@@ -591,13 +605,7 @@ func TestStreamPreparesAhead(t *testing.T) {
 func TestStreamPyGLayout(t *testing.T) {
 	d := cora(t)
 	svc := startService(t, d, nil, nil)
-	cc, err := grpc.NewClient(svc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	cl := pb.NewSamplerClient(cc)
+	cl := svc.rawClient(t)
 	run := func(req *pb.EpochRequest) ([]*batch.MiniBatch, error) {
 		st, err := cl.Stream(context.Background())
 		if err != nil {
@@ -689,13 +697,7 @@ func TestCreditWhileWaiting(t *testing.T) {
 	}
 	t.Cleanup(func() { testHookEncode = nil })
 	svc := startService(t, d, nil, nil) // two workers
-	cc, err := grpc.NewClient(svc.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxFrameBytes)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	st, err := pb.NewSamplerClient(cc).Stream(context.Background())
+	st, err := svc.rawClient(t).Stream(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
