@@ -21,7 +21,7 @@ import (
 // Command is 'graphmill bench python'.
 func Command() *cobra.Command {
 	var quick, asJSON, pyg bool
-	var dir, py, pypath, modesS, device, cachesS string
+	var dir, py, pypath, modesS, device, cachesS, malloc string
 	var fan sample.Fanouts
 	var batchSize, batches, rounds, workers, epochBatches int
 	c := &cobra.Command{
@@ -50,7 +50,12 @@ the rounds' ratios) and the time per training step of the same PyG GraphSAGE (2 
 trim_to_layer) on each (vs_pyg_epoch: PyG's time over ours).
 The Data's x is a tensor in memory, as a PyG user loads it (graphmill's loader moves it into
 shared memory, where its service gathers the rows).
-For the timings PyG runs as it ships (glibc's allocator untuned, one process).
+Every Python process runs with glibc's allocator tuned as PyG's timings need to be fair
+(GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736: freed memory is
+kept for reuse, where PyG's fresh tensors otherwise fault in every page anew; python_malloc in the
+JSON), unless GLIBC_TUNABLES is set already or --python-malloc default runs them as shipped.
+Each loader's training steps are timed after two untimed ones (the first steps of a process grow
+its heap).
 
 With --device cuda the comparison runs again with batches on the GPU: graphmill.NeighborLoader
 without a feature cache and with a FeatureCache of each --caches budget (hit rate, MiB copied per
@@ -82,6 +87,9 @@ The Python client must be importable by --python: install it (pip install ./pyth
 			if batches == 0 {
 				batches = 60
 			}
+			if malloc != "tuned" && malloc != "default" {
+				return fmt.Errorf("--python-malloc %q: want tuned or default", malloc)
+			}
 			if dir == "" {
 				dir = filepath.Join(builtin.CacheDir(), "bench", fmt.Sprintf("python-n%d-e%d-f100", nodes, edges))
 				fmt.Fprintf(cmd.ErrOrStderr(), "dataset %s (generated once)\n", dir)
@@ -96,7 +104,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 			cfg := Config{Dataset: dir, Graphmill: self, Python: py, PythonPath: pypath, Fanouts: fan,
 				BatchSize: batchSize, Batches: batches, Rounds: rounds, Workers: workers, Seed: 1,
 				Modes: strings.Split(modesS, ","), PyG: pyg, EpochBatches: epochBatches, Device: device,
-				Caches:   strings.Split(cachesS, ","),
+				Caches: strings.Split(cachesS, ","), DefaultMalloc: malloc == "default",
 				Progress: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }}
 			rep, err := Run(ctx, cfg)
 			if err != nil {
@@ -128,6 +136,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl.StringVar(&device, "device", "cpu", "also run the drop-in comparison with batches on this device (cuda: GPU training, the loader with and without a FeatureCache)")
 	fl.StringVar(&cachesS, "caches", "10%,30%", "with --device: FeatureCache budgets (of x's rows) timed besides no cache")
 	fl.IntVar(&workers, "workers", 2, "Go loader goroutines (the service prepares 2 batches at once)")
+	fl.StringVar(&malloc, "python-malloc", "tuned", "glibc allocator of the Python processes: tuned (keeps freed memory, as PyG's timings need) or default (as shipped)")
 	return c
 }
 
@@ -158,7 +167,11 @@ func printPyBench(w io.Writer, r *Report) {
 			printDeviceDropIn(w, &d)
 		}
 	}
-	fmt.Fprintf(w, "  (python: %s)\n", r.PythonInterpreter)
+	malloc := "glibc's allocator as shipped"
+	if r.PythonMalloc != "" {
+		malloc = "GLIBC_TUNABLES=" + r.PythonMalloc
+	}
+	fmt.Fprintf(w, "  (python: %s, %s)\n", r.PythonInterpreter, malloc)
 	if r.LoadAverage != "" {
 		fmt.Fprintf(w, "  (%d CPUs, load average %s)\n", r.CPUs, r.LoadAverage)
 	}

@@ -79,6 +79,10 @@ type Config struct {
 	// with each budget of Caches (DropInDevice).
 	Device string
 	Caches []string
+	// DefaultMalloc runs the Python processes with glibc's allocator as
+	// shipped; otherwise they run with TunedMalloc (unless GLIBC_TUNABLES
+	// is set already), the setting PyG's timings need to be fair.
+	DefaultMalloc bool
 	// Progress, if set, receives a line per measurement.
 	Progress func(string)
 }
@@ -149,14 +153,18 @@ type Report struct {
 	// sample there.
 	DropInDevice      json.RawMessage `json:"dropin_device,omitempty"`
 	PythonInterpreter string          `json:"python_interpreter"`
-	CPUs              int             `json:"cpus"`
-	LoadAverage       string          `json:"load_average,omitempty"`
+	// PythonMalloc is the GLIBC_TUNABLES the Python processes ran with
+	// ("" : glibc's allocator as shipped).
+	PythonMalloc string `json:"python_malloc"`
+	CPUs         int    `json:"cpus"`
+	LoadAverage  string `json:"load_average,omitempty"`
 }
 
 // goLoader times cfg.Batches batches of the Go loader's work: sampling and
-// feature gathering on cfg.Workers goroutines. It returns batches/s.
-func goLoader(ctx context.Context, d *dataset.Dataset, st *feature.Store, cfg Config, epoch int) (float64, error) {
-	smp, err := sample.New(d.Graph, sample.Config{Fanouts: cfg.Fanouts})
+// feature gathering on cfg.Workers goroutines (frontier: PyG's draws, as
+// graphmill.NeighborLoader asks for). It returns batches/s.
+func goLoader(ctx context.Context, d *dataset.Dataset, st *feature.Store, cfg Config, epoch int, frontier bool) (float64, error) {
+	smp, err := sample.New(d.Graph, sample.Config{Fanouts: cfg.Fanouts, Frontier: frontier})
 	if err != nil {
 		return 0, err
 	}
@@ -275,6 +283,9 @@ func runBench(ctx context.Context, cfg Config, args []string, v any, pace func()
 	cmd := exec.CommandContext(ctx, cfg.Python, args...)
 	// A loader that starts its own service runs this graphmill.
 	cmd.Env = append(pythonEnv(cfg.PythonPath), "GRAPHMILL_BIN="+cfg.Graphmill)
+	if m := pythonMalloc(cfg); m != "" {
+		cmd.Env = append(cmd.Env, "GLIBC_TUNABLES="+m)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stderr = &errb
 	fail := func(err error) error {
@@ -339,6 +350,26 @@ func runPaced(cmd *exec.Cmd, out *bytes.Buffer, pace func() (float64, error)) er
 		perr = err
 	}
 	return perr
+}
+
+// TunedMalloc is the glibc allocator setting PyG's timings need to be
+// fair (../shared/wheels/README.md): freed memory is kept for reuse
+// instead of unmapped, since PyG with torch 1.13 allocates every large
+// tensor afresh and a fresh 4 KiB page costs about 11 µs to fault in on
+// these VMs (PyG's loader ran at half speed without it, its training step
+// at 0.5-0.6x).
+const TunedMalloc = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+
+// pythonMalloc is the GLIBC_TUNABLES the Python processes run with: the
+// caller's own, else TunedMalloc unless cfg asks for the default.
+func pythonMalloc(cfg Config) string {
+	if v, ok := os.LookupEnv("GLIBC_TUNABLES"); ok {
+		return v
+	}
+	if cfg.DefaultMalloc {
+		return ""
+	}
+	return TunedMalloc
 }
 
 func pythonEnv(path string) []string {
@@ -479,12 +510,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer stop()
 	rep := &Report{Dataset: cfg.Dataset, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
 		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Rounds: cfg.Rounds, Workers: cfg.Workers,
-		PythonInterpreter: cfg.Python}
+		PythonInterpreter: cfg.Python, PythonMalloc: pythonMalloc(cfg)}
 	best := map[string]Python{}
 	rounds := map[string][]Round{}
 	// Warm-up, not counted: the first pass maps the graph and feature
 	// pages in (the page cache may be cold after generating).
-	if _, err := goLoader(ctx, d, st, cfg, 1000); err != nil {
+	if _, err := goLoader(ctx, d, st, cfg, 1000, false); err != nil {
 		return nil, fmt.Errorf("go loader: %w", err)
 	}
 	// Each round: the Go loader, the Go client, then the Python client in
@@ -492,7 +523,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var rate, crate float64
 	runs := []func(int) error{func(r int) error {
 		var err error
-		if rate, err = goLoader(ctx, d, st, cfg, r); err != nil {
+		if rate, err = goLoader(ctx, d, st, cfg, r, false); err != nil {
 			return fmt.Errorf("go loader: %w", err)
 		}
 		rep.GoLoader = max(rep.GoLoader, rate)
@@ -549,7 +580,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Python = append(rep.Python, p)
 	}
 	if cfg.PyG {
-		goRate := func(r int) (float64, error) { return goLoader(ctx, d, st, cfg, 2000+r) }
+		// The drop-in's Go loader draws as PyG's loader does (frontier), as
+		// graphmill.NeighborLoader's service does: the same work per batch.
+		goRate := func(r int) (float64, error) { return goLoader(ctx, d, st, cfg, 2000+r, true) }
 		if err := dropIn(ctx, cfg, rep, progress, goRate); err != nil {
 			return nil, err
 		}
