@@ -126,9 +126,14 @@ def test_rejects_bad_values():
         wire.decode_batch(wire.encode_batch(**b), num_nodes=int(b["n_id"].max()))
 
 
-def test_random_corruption_only_wire_errors():
+@pytest.mark.parametrize("pyg_layout", [False, True])
+def test_random_corruption_only_wire_errors(pyg_layout):
     rng = np.random.default_rng(6)
-    frame = bytearray(wire.encode_batch(**sample_batch(rng)))
+    b = sample_batch(rng)
+    if pyg_layout:  # a version 2 frame
+        n, e = len(b["n_id"]), sum(x.num_edges for x in b["blocks"])
+        b.update(edge_index=rng.integers(0, n, (2, e)), input_labels=rng.integers(-1, 5, n))
+    frame = bytearray(wire.encode_batch(**b))
     table_end = 64 + 48 * struct.unpack_from("<I", frame, 16)[0]
     for _ in range(3000):
         bad = bytearray(frame)
@@ -143,6 +148,10 @@ def test_random_corruption_only_wire_errors():
         for blk in mb.blocks:
             assert blk.indices.size == 0 or blk.indices.max() < blk.num_src
         mb.blocks[0].edge_index()
+        if mb.edge_index is not None and mb.edge_index.size:
+            assert 0 <= mb.edge_index.min() and mb.edge_index.max() < len(mb.n_id)
+        if mb.input_labels is not None:
+            assert len(mb.input_labels) == len(mb.n_id)
 
 
 def test_no_features_no_labels():
