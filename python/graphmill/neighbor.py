@@ -743,8 +743,9 @@ class NeighborLoader:
 
     @staticmethod
     def _edge_index(mb, nd, ne, ei):
-        """Fills ei (int64 [2, E]) with mb's edges in PyG's layout, where
-        the service did not send them (the pinned copy of a GPU batch)."""
+        """Fills ei (int64 [2, E]) with mb's edges in PyG's layout: a copy
+        of the service's (into a GPU batch's pinned memory), or built from
+        the blocks (from a service that predates edge_index)."""
         if mb.edge_index is not None:
             ei[...] = mb.edge_index
             return
