@@ -154,8 +154,10 @@ func (mb *MiniBatch) AppendBinary(b []byte) ([]byte, error) {
 	copy(f[0:4], Magic)
 	le := binary.LittleEndian
 	version := uint16(1)
-	if mb.EdgeIndex != nil || mb.InputLabels != nil {
-		version = 2
+	for _, e := range es {
+		if e.kind > numKindsV1 {
+			version = 2
+		}
 	}
 	le.PutUint16(f[4:], version)
 	le.PutUint16(f[6:], HeaderSize)

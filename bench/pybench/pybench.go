@@ -270,7 +270,6 @@ func python(ctx context.Context, addr string, cfg Config, mode string, pyg bool)
 	return r, runBench(ctx, cfg, args, &r, nil)
 }
 
-// runBench runs python -m graphmill.bench args --json into v.
 // runBench runs python -m graphmill.bench with args and decodes its JSON
 // report into v. With pace, the run is --paced: each time it prints the
 // pace line (its process idle), pace runs and the rate it returns is
@@ -283,8 +282,8 @@ func runBench(ctx context.Context, cfg Config, args []string, v any, pace func()
 	cmd := exec.CommandContext(ctx, cfg.Python, args...)
 	// A loader that starts its own service runs this graphmill.
 	cmd.Env = append(pythonEnv(cfg.PythonPath), "GRAPHMILL_BIN="+cfg.Graphmill)
-	if m := pythonMalloc(cfg); m != "" {
-		cmd.Env = append(cmd.Env, "GLIBC_TUNABLES="+m)
+	if _, set := os.LookupEnv("GLIBC_TUNABLES"); !set && !cfg.DefaultMalloc {
+		cmd.Env = append(cmd.Env, "GLIBC_TUNABLES="+TunedMalloc)
 	}
 	var out, errb bytes.Buffer
 	cmd.Stderr = &errb

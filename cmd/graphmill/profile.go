@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -35,7 +36,7 @@ func init() {
 }
 
 // startProfiles opens the profile files (so a bad path fails before any
-// work) and starts the CPU profile.
+// work) and starts the CPU profile and the execution trace.
 func startProfiles() error {
 	profileMu.Lock()
 	defer profileMu.Unlock()
@@ -47,30 +48,32 @@ func startProfiles() error {
 		f.Close()
 		memProfilePath = memProfile
 	}
+	var err error
 	if traceOut != "" {
-		f, err := os.Create(traceOut)
-		if err != nil {
-			return fmt.Errorf("--trace: %w", err)
+		if traceFile, err = startTo(traceOut, "trace", trace.Start); err != nil {
+			return err
 		}
-		if err := trace.Start(f); err != nil {
-			f.Close()
-			return fmt.Errorf("--trace: %w", err)
+	}
+	if cpuProfile != "" {
+		if profileFile, err = startTo(cpuProfile, "cpuprofile", pprof.StartCPUProfile); err != nil {
+			return err
 		}
-		traceFile = f
 	}
-	if cpuProfile == "" {
-		return nil
-	}
-	f, err := os.Create(cpuProfile)
-	if err != nil {
-		return fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return fmt.Errorf("--cpuprofile: %w", err)
-	}
-	profileFile = f
 	return nil
+}
+
+// startTo creates path and starts a recorder writing to it (the CPU
+// profile, the execution trace); errors name the flag.
+func startTo(path, flag string, start func(io.Writer) error) (*os.File, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	}
+	if err := start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return f, nil
 }
 
 // stopProfiles ends the CPU profile and writes the heap profile; main

@@ -361,7 +361,7 @@ func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byt
 			return e, err
 		}
 	}
-	if p.labels != nil && p.req.WithLabels {
+	if p.req.WithLabels {
 		wb.Labels = wb.Labels[:0]
 		for _, v := range ids[:len(wb.Seeds)] {
 			wb.Labels = append(wb.Labels, p.labels[v])

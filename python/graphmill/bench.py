@@ -16,6 +16,7 @@ importable (it is not in Debian; reported as skipped otherwise).
 
 import argparse
 import json
+import statistics
 import sys
 import time
 
@@ -167,11 +168,6 @@ def _sage_step(m, opt, b):
     opt.step()
 
 
-def _median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
-
-
 def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_batches=8, hidden=256, workers=2,
                x_in_memory=True, pace=None):
     """graphmill.NeighborLoader against PyG's NeighborLoader on the same
@@ -256,7 +252,7 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
                 r["ratio"] = a / b
             out["rounds"].append(r)
         if pace is not None:
-            out["vs_go_loader"] = _median([r["vs_go_loader"] for r in out["rounds"]])
+            out["vs_go_loader"] = statistics.median([r["vs_go_loader"] for r in out["rounds"]])
         out["graphmill_batches_per_s"] = max(r["graphmill_batches_per_s"] for r in out["rounds"])
         if pyg is None:
             out["pyg"] = {"skipped": pyg_missing}
@@ -270,7 +266,7 @@ def run_dropin(dataset, fanouts, batch_size, batches, seed=1, rounds=3, epoch_ba
         ours.close()
     out.update({
         "pyg_batches_per_s": max(r["pyg_batches_per_s"] for r in out["rounds"]),
-        "vs_pyg_loader": _median([r["ratio"] for r in out["rounds"]]),
+        "vs_pyg_loader": statistics.median([r["ratio"] for r in out["rounds"]]),
         "graphmill_step_s": ea, "pyg_step_s": eb, "vs_pyg_epoch": eb / ea,
         "epoch_batches": epoch_batches, "hidden": hidden, "torch_threads": torch.get_num_threads(),
     })

@@ -280,15 +280,15 @@ def _scratch_dir():
 
 
 def _service_labels(y):
-    """y as the int32 labels of a graphmill dataset (one class per node,
-    -1 for none) with its class count, or (None, 0) when y is not that
-    (2-D, floats, values below -1 or past int32)."""
+    """(y, its class count) when y can be a graphmill dataset's int32 labels
+    (one class per node, -1 for none), else None (2-D, floats, values
+    below -1 or past int32)."""
     a = _numpy(y, "y")
     if a.ndim != 1 or a.dtype.kind not in "iu" or len(a) == 0:
-        return None, 0
+        return None
     lo, hi = int(a.min()), int(a.max())
     if lo < -1 or hi >= (1 << 31) - 1:
-        return None, 0
+        return None
     return a, max(hi + 1, 1)
 
 
@@ -529,7 +529,6 @@ class NeighborLoader:
         labels = None
         if service_gather and self._y is not None and (g.ids is None or g.ids.y_packed):
             labels = _service_labels(g.y)
-            labels = labels if labels[0] is not None else None
         self._y_service = labels is not None
 
         def start():

@@ -367,8 +367,10 @@ def decode_batch(buf, offset=0, length=None, writable=False, check=True, num_nod
         blocks.append(Block(ns, nd, indptr, indices, eids, w))
     mb.blocks = blocks
     mb.edge_index = sections.get((KIND_EDGE_INDEX, 0))
-    if mb.edge_index is not None and mb.edge_index.shape != (2, sum(b.num_edges for b in blocks)):
-        raise WireError(f"edge index section has shape {mb.edge_index.shape} for {sum(b.num_edges for b in blocks)} edges")
+    if mb.edge_index is not None:
+        e = sum(b.num_edges for b in blocks)
+        if mb.edge_index.shape != (2, e):
+            raise WireError(f"edge index section has shape {mb.edge_index.shape} for {e} edges")
     mb.halo = None
     if halo:
         mb.halo = []
