@@ -42,6 +42,21 @@ func gemm(name string, mr, nr int, wide bool) {
 	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nv), fmt.Sprintf("%s%d", reg, nacc+nv+1)}
 	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)\n", name)
 	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	// Prefetch the C tile's lines before the depth loop, so that their
+	// misses (C is written once per depth block, usually from memory)
+	// overlap the arithmetic instead of stalling the stores at the end.
+	// DX and R10 are free here: the row pointers below are set after.
+	p("MOVQ c+40(FP), DX")
+	p("MOVQ ldc+48(FP), R10")
+	p("SHLQ $2, R10")
+	for r := 0; r < mr; r++ {
+		for off := 0; off < nr*4; off += 64 {
+			p("PREFETCHT0 %d(DX)", off)
+		}
+		if r != mr-1 {
+			p("ADDQ R10, DX")
+		}
+	}
 	p("MOVQ k+0(FP), CX")
 	p("MOVQ a+8(FP), SI")
 	p("MOVQ rsA+16(FP), R8")
