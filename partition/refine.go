@@ -234,6 +234,17 @@ func (rf *refiner) greedy(passes int) int64 {
 	return total
 }
 
+// reserve sizes the refiner's per-vertex arrays for levels of up to n
+// vertices at once. Uncoarsening refines ever larger levels; growing the
+// arrays level by level would fault in about twice the finest level's
+// memory and initialise the queue's positions each time.
+func (rf *refiner) reserve(n int) {
+	rf.id, rf.ed = arena.Make[int32](rf.ar, n)[:0], arena.Make[int32](rf.ar, n)[:0]
+	rf.bnd = arena.Make[int32](rf.ar, 2*n)[:0]
+	rf.queue(n)
+	rf.exact = arena.Make[bool](rf.ar, n)
+}
+
 // queue makes rf.q and rf.visited hold at least n vertices.
 func (rf *refiner) queue(n int) {
 	if rf.q == nil || len(rf.q.pos) < n {
@@ -412,6 +423,7 @@ func (rf *refiner) fm(passes, limit int) int64 {
 			t, g := rf.bestMove(v)
 			if t < 0 {
 				rf.clearConn()
+				exact[v] = false // out of the queue: no flag may outlive the pass
 				continue
 			}
 			if !exact[v] && q.len() > 0 {

@@ -49,6 +49,17 @@ type Arena struct {
 	freed   bool
 }
 
+// HugeMaxRegion is the largest mapping advised into huge pages (on Linux,
+// where the kernel has them); a caller that can size its arena may keep it
+// under this bound. Partitioning wave (a 41 MB arena) from a cold heap
+// took 20 % less time in huge pages faulted on touch than in 4 KiB pages
+// populated in bulk (5 seeds each, same machine, same hour); with a
+// 1M-node graph's 193 MB arena the contraction took 0.8 to 1.8 s from run
+// to run in huge pages against a steady 1.0-1.1 s, the 2 MiB faults
+// stalling on compaction in some runs (the kernel's "defrag" default
+// compacts synchronously for advised regions).
+const HugeMaxRegion = 64 << 20
+
 const (
 	// align is the alignment of every array (a cache line, so arrays that
 	// different goroutines write never share one).

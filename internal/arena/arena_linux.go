@@ -25,16 +25,6 @@ var hugePages = func() bool {
 	return err == nil && (bytes.Contains(b, []byte("[always]")) || bytes.Contains(b, []byte("[madvise]")))
 }()
 
-// hugeMaxRegion is the largest mapping advised into huge pages. Partitioning
-// wave (a 41 MB arena) from a cold heap took 20 % less time in huge pages
-// faulted on touch than in 4 KiB pages populated in bulk (5 seeds each,
-// same machine, same hour); with a 1M-node graph's 193 MB arena the
-// contraction took 0.8 to 1.8 s from run to run in huge pages against a
-// steady 1.0-1.1 s, the 2 MiB faults stalling on compaction in some runs
-// (the kernel's "defrag" default compacts synchronously for advised
-// regions).
-const hugeMaxRegion = 64 << 20
-
 // mapRegion reserves size bytes of private anonymous memory (address space
 // only: nothing is committed until populated or touched). It reports
 // whether the region was advised into huge pages (small regions, where the
@@ -45,7 +35,7 @@ func mapRegion(size int) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	huge := hugePages && size <= hugeMaxRegion && unix.Madvise(m, unix.MADV_HUGEPAGE) == nil
+	huge := hugePages && size <= HugeMaxRegion && unix.Madvise(m, unix.MADV_HUGEPAGE) == nil
 	return m, huge, nil
 }
 

@@ -17,6 +17,3 @@ func populate([]byte) {}
 
 // hugePages: no transparent huge pages here.
 const hugePages = false
-
-// hugeMaxRegion is arena_linux.go's bound (unused here).
-const hugeMaxRegion = 64 << 20

@@ -155,11 +155,11 @@ func TestHugeRegions(t *testing.T) {
 	if !supported {
 		t.Skip("no arenas here")
 	}
-	small, large := New(8<<20), New(hugeMaxRegion+1)
+	small, large := New(8<<20), New(HugeMaxRegion+1)
 	defer small.Free()
 	defer large.Free()
 	if large.huge {
-		t.Fatalf("a region of %d bytes advised into huge pages", hugeMaxRegion+1)
+		t.Fatalf("a region of %d bytes advised into huge pages", HugeMaxRegion+1)
 	}
 	if small.huge != hugePages {
 		t.Fatalf("an 8 MiB region: huge %v, kernel has huge pages %v", small.huge, hugePages)
