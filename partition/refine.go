@@ -2,6 +2,7 @@ package partition
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sort"
 
@@ -26,6 +27,7 @@ type refiner struct {
 	q       *pq
 	visited []bool
 	exact   []bool
+	bndKeys []int64 // FM's boundary with queue keys (scratch)
 	r       *rng.Rand
 	workers int
 	ar      *arena.Arena // where its arrays come from (nil: the Go heap)
@@ -243,7 +245,12 @@ func (rf *refiner) reserve(n int) {
 	rf.bnd = arena.Make[int32](rf.ar, 2*n)[:0]
 	rf.queue(n)
 	rf.exact = arena.Make[bool](rf.ar, n)
+	rf.bndKeys = arena.Make[int64](rf.ar, n)
 }
+
+// hubKey marks a vertex FM leaves out of its queue (a key ed-id never
+// takes: ed >= 0 and id < 2^31).
+const hubKey = math.MinInt32
 
 // queue makes rf.q and rf.visited hold at least n vertices.
 func (rf *refiner) queue(n int) {
@@ -390,24 +397,31 @@ func (rf *refiner) fm(passes, limit int) int64 {
 	// The queue is keyed by ed-id, an upper bound of the gain that needs
 	// no scan of the neighbours; the exact best move is found on pop.
 	key := func(u int32) (int64, bool) { return int64(rf.ed[u] - rf.id[u]), true }
+	if cap(rf.bndKeys) < n {
+		rf.bndKeys = arena.Make[int64](rf.ar, n)
+	}
 	for pass := 0; pass < passes; pass++ {
-		bnd := rf.bnd[:0]
+		// The boundary vertices with their keys (key<<32 | v), read in
+		// vertex order, then shuffled: degrees and gains read at random
+		// after the shuffle missed the cache. Hubs are shuffled too,
+		// marked, so the order is that of the vertices shuffled alone.
+		bnd := rf.bndKeys[:0]
 		for v := 0; v < n; v++ {
 			if rf.ed[v] > 0 {
-				bnd = append(bnd, int32(v))
+				k := rf.ed[v] - rf.id[v]
+				if l.xadj[v+1]-l.xadj[v] > hub {
+					k = hubKey
+				}
+				bnd = append(bnd, int64(k)<<32|int64(v))
 			}
 		}
 		for i := len(bnd) - 1; i > 0; i-- {
 			j := rf.r.IntN(i + 1)
 			bnd[i], bnd[j] = bnd[j], bnd[i]
 		}
-		rf.bnd = bnd
-		for _, v := range bnd {
-			if l.xadj[v+1]-l.xadj[v] > hub {
-				continue
-			}
-			if g, ok := key(v); ok {
-				q.push(v, g)
+		for _, e := range bnd {
+			if k := int32(e >> 32); k != hubKey {
+				q.push(int32(e), int64(k))
 			}
 		}
 		moved = moved[:0]
