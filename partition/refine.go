@@ -55,14 +55,10 @@ func balanceLimit(tot int64, k int, imb float64) int64 {
 // degrees and part weights.
 func (rf *refiner) setLevel(l *level, where []int32) {
 	rf.l, rf.where = l, where
-	if cap(rf.id) >= l.n {
-		rf.id, rf.ed = rf.id[:l.n], rf.ed[:l.n]
-	} else {
-		rf.id, rf.ed = arena.Make[int32](rf.ar, l.n), arena.Make[int32](rf.ar, l.n)
-		// greedy lists the boundary then every vertex it pops: at most
-		// 2n, so its appends stay in place.
-		rf.bnd = arena.Make[int32](rf.ar, 2*l.n)[:0]
+	if cap(rf.id) < l.n {
+		rf.reserve(l.n)
 	}
+	rf.id, rf.ed = rf.id[:l.n], rf.ed[:l.n]
 	par.For(l.workers(rf.workers), l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
 			d, ex := acrossWeight(l, v, where)
@@ -161,7 +157,6 @@ func (rf *refiner) move(v, to int32, connTo int64) {
 func (rf *refiner) greedy(passes int) int64 {
 	total := int64(0)
 	n := rf.l.n
-	rf.queue(n)
 	q := rf.q
 	visited := rf.visited[:n]
 	for pass := 0; pass < passes; pass++ {
@@ -236,14 +231,19 @@ func (rf *refiner) greedy(passes int) int64 {
 	return total
 }
 
-// reserve sizes the refiner's per-vertex arrays for levels of up to n
-// vertices at once. Uncoarsening refines ever larger levels; growing the
-// arrays level by level would fault in about twice the finest level's
-// memory and initialise the queue's positions each time.
+// reserve sizes every per-vertex array of the refiner for levels of up
+// to n vertices; setLevel calls it for a level larger than that, and the
+// refinement steps rely on it. Uncoarsening refines ever larger levels, so
+// multilevel reserves the input graph's size at once: growing the arrays
+// level by level faulted in about twice the finest level's memory and
+// initialised the queue's positions each time.
 func (rf *refiner) reserve(n int) {
 	rf.id, rf.ed = arena.Make[int32](rf.ar, n)[:0], arena.Make[int32](rf.ar, n)[:0]
+	// greedy lists the boundary then every vertex it pops: at most 2n,
+	// so its appends stay in place.
 	rf.bnd = arena.Make[int32](rf.ar, 2*n)[:0]
-	rf.queue(n)
+	rf.q = newPQ(rf.ar, n)
+	rf.visited = arena.Make[bool](rf.ar, n)
 	rf.exact = arena.Make[bool](rf.ar, n)
 	rf.bndKeys = arena.Make[int64](rf.ar, n)
 }
@@ -251,14 +251,6 @@ func (rf *refiner) reserve(n int) {
 // hubKey marks a vertex FM leaves out of its queue (a key ed-id never
 // takes: ed >= 0 and id < 2^31).
 const hubKey = math.MinInt32
-
-// queue makes rf.q and rf.visited hold at least n vertices.
-func (rf *refiner) queue(n int) {
-	if rf.q == nil || len(rf.q.pos) < n {
-		rf.q = newPQ(rf.ar, n)
-		rf.visited = arena.Make[bool](rf.ar, n)
-	}
-}
 
 // zeroGainHelps reports whether moving v from p to q improves the balance
 // of constraint 0 between the two parts.
@@ -378,7 +370,6 @@ func (rf *refiner) bestMove(v int32) (int32, int64) {
 func (rf *refiner) fm(passes, limit int) int64 {
 	l := rf.l
 	n := l.n
-	rf.queue(n)
 	q := rf.q
 	locked := rf.visited[:n]
 	type mv struct {
@@ -390,16 +381,10 @@ func (rf *refiner) fm(passes, limit int) int64 {
 	// Vertices of high degree stay out of FM: updating their gains after
 	// every neighbour's move would cost O(degree^2) on power-law graphs.
 	hub := max(32, 4*int64(len(l.adj))/int64(max(1, n)))
-	if cap(rf.exact) < n {
-		rf.exact = arena.Make[bool](rf.ar, n)
-	}
 	exact := rf.exact[:n]
 	// The queue is keyed by ed-id, an upper bound of the gain that needs
 	// no scan of the neighbours; the exact best move is found on pop.
-	key := func(u int32) (int64, bool) { return int64(rf.ed[u] - rf.id[u]), true }
-	if cap(rf.bndKeys) < n {
-		rf.bndKeys = arena.Make[int64](rf.ar, n)
-	}
+	key := func(u int32) int64 { return int64(rf.ed[u] - rf.id[u]) }
 	for pass := 0; pass < passes; pass++ {
 		// The boundary vertices with their keys (key<<32 | v), read in
 		// vertex order, then shuffled: degrees and gains read at random
@@ -466,18 +451,15 @@ func (rf *refiner) fm(passes, limit int) int64 {
 				if locked[u] {
 					continue
 				}
-				if rf.ed[u] > 0 && l.xadj[u+1]-l.xadj[u] <= hub {
+				switch {
+				case rf.ed[u] > 0 && l.xadj[u+1]-l.xadj[u] <= hub:
 					exact[u] = false
-					if g, ok := key(u); ok {
-						if q.has(u) {
-							q.update(u, g)
-						} else {
-							q.push(u, g)
-						}
-						continue
+					if q.has(u) {
+						q.update(u, key(u))
+					} else {
+						q.push(u, key(u))
 					}
-				}
-				if q.has(u) {
+				case q.has(u):
 					q.remove(u)
 				}
 			}

@@ -528,10 +528,10 @@ func (j *gemmJob) runParallel(threads int) error {
 	if panels >= nt {
 		// Every column chunk streams all of op(A) from memory (read in
 		// place, or transposed, a cache line per depth per tile), which
-		// costs about what packing it would. Counted as nothing when A is
-		// read in place, the column split was chosen for the layer shapes
-		// (m >> n) and measured 0.80-1.18x OpenBLAS on 16384x602x256
-		// forward at two threads, against 1.16-1.22x split by rows.
+		// costs about what packing it would. (Counted as free for A read
+		// in place, the column split won on layer shapes, m >> n, and
+		// measured 0.80-1.18x OpenBLAS on 16384x602x256 forward at two
+		// threads against 1.16-1.22x split by rows.)
 		costN = (nt - 1) * j.m * j.k
 	}
 	if j.k >= 128*nt && j.terms == nil {
