@@ -166,7 +166,7 @@ func TestBlockLocal(t *testing.T) {
 	e := grid(400, 300)
 	l := func(e edgeSet) float64 {
 		g := e.graph(t)
-		return (&level{n: g.NumNodes(), xadj: g.Xadj, adj: g.Adjncy}).blockLocal()
+		return (&level{n: g.NumNodes(), xadj: g.Xadj, adj: g.Adjncy}).blockLocal(2)
 	}
 	if f := l(e); f < 0.9 {
 		t.Fatalf("row-major grid: %.3f of edges inside blocks", f)

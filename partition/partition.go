@@ -291,7 +291,11 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		}
 		l := levels[i]
 		if i < len(levels)-1 {
-			where = project(l, where, workers, ar)
+			war := ar
+			if i == 0 {
+				war = nil // the result, which outlives the arena
+			}
+			where = project(l, where, workers, war)
 			levels[i+1] = nil // free the coarser level
 			l.cmap = nil
 		}
@@ -311,7 +315,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	}
 	// The finest level is never dropped: rf's external degrees are
 	// those of the input graph.
-	if ar != nil {
+	if ar != nil && len(levels) == 1 {
 		where = slices.Clone(where) // the result outlives the arena
 	}
 	return where, rf.cut(), nil

@@ -10,7 +10,8 @@ import (
 // TestRefinerLeavesNoFlags checks what refiner.reserve relies on: after
 // each refinement step on a level, the per-vertex flags (greedy's visited,
 // FM's locks and exact-gain marks) are all clear and the queue is empty,
-// so the next, finer level can reuse the arrays without clearing them.
+// so the next, finer level can reuse the arrays without clearing them;
+// and that the cut the refiner keeps move by move is the partition's.
 // Random partitions of a grid, over- and under-loaded, exercise FM's
 // drops, requeues and rollbacks and the rebalancing.
 func TestRefinerLeavesNoFlags(t *testing.T) {
@@ -46,6 +47,9 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 			}
 			for _, s := range steps {
 				s.run()
+				if got, want := rf.cut(), cutOf(l, where); got != want {
+					t.Fatalf("k=%d seed %d: after %s the refiner's cut is %d, the partition's %d", k, seed, s.name, got, want)
+				}
 				if rf.q.len() != 0 {
 					t.Fatalf("k=%d seed %d: %s left %d vertices queued", k, seed, s.name, rf.q.len())
 				}
