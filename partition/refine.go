@@ -565,6 +565,14 @@ func (l *level) workRanges(per int64) []int {
 // candidate's best move is computed on a snapshot by all workers, then the
 // moves are applied best gain first, each re-checked against the current
 // state. The result does not depend on the number of workers.
+//
+// The first round looks at every vertex; a later one only at the
+// candidates of the round before and the neighbours of the vertices that
+// moved, since a vertex's degrees change only when it or a neighbour
+// moves. (Filtering every vertex again was most of a later round's time
+// on wave's finest level: about 0.2 ms for 156k vertices to find 1-3k
+// candidates.) The candidates are applied in an order of their own (gain,
+// then vertex), so which vertices a round looks at first does not matter.
 func (rf *refiner) greedyBatch(passes int) int64 {
 	type cand struct {
 		v    int32
@@ -579,17 +587,25 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 		conns[w] = make([]int64, rf.k)
 	}
 	res := make([][]cand, nch)
+	seen := make([][]int32, nch) // per chunk: the vertices that passed the filter
 	var all []cand
+	var list, moved []int32 // the vertices a later round looks at; the round's moves
+	visited := rf.visited[:l.n]
+	full := true // the round looks at every vertex, not at list
 	total := int64(0)
 	for pass := 0; pass < passes; pass++ {
-		par.Run(workers, nch, func(w, c int) {
+		chunks := nch
+		var lb []int // bounds of the chunks of list (rounds that scan a list)
+		if !full {
+			chunks = min(nch, max(1, len(list)/1024))
+			lb = par.Ranges(len(list), chunks)
+		}
+		par.Run(min(workers, chunks), chunks, func(w, c int) {
 			conn := conns[w]
 			var touched []int32
-			out := res[c][:0]
-			for v := int32(bounds[c]); v < int32(bounds[c+1]); v++ {
-				if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
-					continue
-				}
+			out, in := res[c][:0], seen[c][:0]
+			look := func(v int32) {
+				in = append(in, v)
 				touched = rf.connectInto(v, conn, touched[:0])
 				if t, g := rf.pick(v, conn, touched); t >= 0 {
 					out = append(out, cand{v, g})
@@ -598,10 +614,23 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 					conn[q] = 0
 				}
 			}
-			res[c] = out
+			if lb == nil {
+				for v := int32(bounds[c]); v < int32(bounds[c+1]); v++ {
+					if rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] {
+						look(v)
+					}
+				}
+			} else {
+				for _, v := range list[lb[c]:lb[c+1]] {
+					if rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] {
+						look(v)
+					}
+				}
+			}
+			res[c], seen[c] = out, in
 		})
 		all = all[:0]
-		for _, r := range res {
+		for _, r := range res[:chunks] {
 			all = append(all, r...)
 		}
 		slices.SortFunc(all, func(a, b cand) int {
@@ -610,7 +639,8 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 			}
 			return cmp.Compare(a.v, b.v)
 		})
-		moves, gain := 0, int64(0)
+		gain := int64(0)
+		moved = moved[:0]
 		for _, c := range all {
 			v := c.v
 			if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
@@ -619,14 +649,48 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 			rf.touched = rf.connectInto(v, rf.conn, rf.touched[:0])
 			if t, g := rf.pick(v, rf.conn, rf.touched); t >= 0 {
 				rf.move(v, t, rf.conn[t])
-				moves++
+				moved = append(moved, v)
 				gain += g
 			}
 			rf.clearConn()
 		}
 		total += gain
-		if moves == 0 || gain*1000 < rf.cut() {
+		if len(moved) == 0 || gain*1000 < rf.cut() {
 			break
+		}
+		// The next round's vertices: this round's candidates and the
+		// moved vertices' neighbours (the moved ones are candidates);
+		// every vertex again where that is not much less than all (the
+		// list is built on one core, the full filter runs on all).
+		size := int64(0)
+		for _, in := range seen[:chunks] {
+			size += int64(len(in))
+		}
+		for _, v := range moved {
+			size += l.xadj[v+1] - l.xadj[v]
+		}
+		if full = size*8 > int64(l.n); full {
+			continue
+		}
+		list = list[:0]
+		add := func(v int32) {
+			if !visited[v] {
+				visited[v] = true
+				list = append(list, v)
+			}
+		}
+		for _, in := range seen[:chunks] {
+			for _, v := range in {
+				add(v)
+			}
+		}
+		for _, v := range moved {
+			for _, u := range l.adj[l.xadj[v]:l.xadj[v+1]] {
+				add(u)
+			}
+		}
+		for _, v := range list {
+			visited[v] = false
 		}
 	}
 	return total
