@@ -172,7 +172,7 @@ func (rf *refiner) greedy(passes int) int64 {
 	for pass := 0; pass < passes; pass++ {
 		bnd := rf.bnd[:0]
 		for v := 0; v < n; v++ {
-			if rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] {
+			if rf.candidate(int32(v)) {
 				bnd = append(bnd, int32(v))
 			}
 		}
@@ -190,7 +190,7 @@ func (rf *refiner) greedy(passes int) int64 {
 			v := q.pop()
 			visited[v] = true
 			rf.bnd = append(rf.bnd, v)
-			if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
+			if !rf.candidate(v) {
 				continue
 			}
 			rf.connect(v)
@@ -215,7 +215,7 @@ func (rf *refiner) greedy(passes int) int64 {
 					if visited[u] {
 						continue
 					}
-					if rf.ed[u] > 0 && rf.ed[u] >= rf.id[u] {
+					if rf.candidate(u) {
 						if q.has(u) {
 							q.update(u, int64(rf.ed[u]-rf.id[u]))
 						} else {
@@ -240,6 +240,10 @@ func (rf *refiner) greedy(passes int) int64 {
 	}
 	return total
 }
+
+// candidate reports whether greedy refinement looks at v: a boundary
+// vertex with at least as much weight leaving its part as inside it.
+func (rf *refiner) candidate(v int32) bool { return rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] }
 
 // reserve sizes every per-vertex array of the refiner for levels of up
 // to n vertices; setLevel calls it for a level larger than that, and the
@@ -616,13 +620,13 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 			}
 			if lb == nil {
 				for v := int32(bounds[c]); v < int32(bounds[c+1]); v++ {
-					if rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] {
+					if rf.candidate(v) {
 						look(v)
 					}
 				}
 			} else {
 				for _, v := range list[lb[c]:lb[c+1]] {
-					if rf.ed[v] > 0 && rf.ed[v] >= rf.id[v] {
+					if rf.candidate(v) {
 						look(v)
 					}
 				}
@@ -643,7 +647,7 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 		moved = moved[:0]
 		for _, c := range all {
 			v := c.v
-			if rf.ed[v] == 0 || rf.ed[v] < rf.id[v] {
+			if !rf.candidate(v) {
 				continue
 			}
 			rf.touched = rf.connectInto(v, rf.conn, rf.touched[:0])
