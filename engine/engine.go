@@ -79,6 +79,8 @@ type Config struct {
 type SparseRows struct {
 	Data []float32
 	CSR  *tensor.CSR
+
+	dense tensor.Matrix // the input dropout's output (autograd.Var.SparseDense), made on first use
 }
 
 // GradSync all-reduces gradients for data-parallel training (train's
@@ -412,6 +414,12 @@ func (e *Engine) forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v 
 	}
 	if si := e.cfg.SparseInput; si != nil && len(x.Data) > 0 && len(x.Data) == len(si.Data) && &x.Data[0] == &si.Data[0] {
 		in.Sparse = si.CSR
+		if train {
+			if si.dense.Data == nil {
+				si.dense = tensor.New(x.Rows, x.Cols)
+			}
+			in.SparseDense = si.dense
+		}
 	}
 	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed)
 	return logits, hidden, nil

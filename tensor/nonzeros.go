@@ -49,7 +49,9 @@ func (c *CSR) Density() float64 {
 // DropoutNonZeros returns c (the NonZeros of a matrix x) with the values
 // Dropout(dst, x, p, seed) gives at its entries (keys nil), or
 // DropoutRows(dst, x, p, seed, keys): the same draws, taken at the
-// nonzero entries only. The structure is shared with c.
+// nonzero entries only. The structure is shared with c, and so is its
+// transpose (CSR.T) once c has made one: the backward of a product with
+// the output transposes it every step.
 func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error) {
 	if !(p >= 0 && p < 1) {
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: probability %v not in [0, 1)", p)
@@ -59,7 +61,10 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: %d keys for %d rows", len(keys), rows)
 	}
 	thr, factors := dropoutParams(p)
-	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights))}
+	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights)), same: c}
+	if c.same != nil {
+		out.same = c.same
+	}
 	// The lane of element (i, j) is lane o%4 of draw o/4 of its stream (a
 	// row's, or a chunk's of the flat matrix), o its offset there. The
 	// entries come in increasing offset within a stream, so the stream is
@@ -112,6 +117,23 @@ func Densify(dst Matrix, c *CSR) error {
 			}
 		}
 	})
+}
+
+// SetNonZeros sets dst's entries at c's positions to c's values and
+// leaves the others as they are: Densify for a dst already zero outside
+// c's pattern (such as a matrix that only ever received entries of that
+// pattern), without a pass over all of it.
+func SetNonZeros(dst Matrix, c *CSR) error {
+	if dst.Rows != c.NumDst() || dst.Cols != c.NumSrc {
+		return fmt.Errorf("%w: SetNonZeros: %d×%d for a %d×%d sparse matrix", ErrShape, dst.Rows, dst.Cols, c.NumDst(), c.NumSrc)
+	}
+	for i := 0; i < dst.Rows; i++ {
+		row := dst.Data[i*dst.Cols : (i+1)*dst.Cols]
+		for e := c.Indptr[i]; e < c.Indptr[i+1]; e++ {
+			row[c.Indices[e]] = c.Weights[e]
+		}
+	}
+	return nil
 }
 
 // TransposeInto sets dst (cols × rows) to xᵀ.

@@ -22,8 +22,10 @@ func sparseMatrix(r *rand.Rand, rows, cols int, density float64) Matrix {
 }
 
 // TestDropoutNonZerosMatchesDropout: the factors drawn at the nonzeros
-// are Dropout's and DropoutRows' (bitwise, densified), across dropout
-// chunks and rows wider than a lane buffer.
+// are Dropout's and DropoutRows' (bitwise, densified, or set over the
+// previous output by SetNonZeros), across dropout chunks and rows wider
+// than a lane buffer; the output's backward product (through c's shared
+// transpose) is a fresh CSR's.
 func TestDropoutNonZerosMatchesDropout(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
 	for _, sh := range []struct{ rows, cols int }{{7, 5}, {40, 1433}, {3, 9000}} {
@@ -36,6 +38,7 @@ func TestDropoutNonZerosMatchesDropout(t *testing.T) {
 		for i := range keys {
 			keys[i] = int32(r.IntN(1 << 20))
 		}
+		prev := New(sh.rows, sh.cols)
 		for _, p := range []float64{0.1, 0.5, 0.9} {
 			for _, k := range [][]int32{nil, keys} {
 				want := New(sh.rows, sh.cols)
@@ -56,9 +59,35 @@ func TestDropoutNonZerosMatchesDropout(t *testing.T) {
 				if err := Densify(got, d); err != nil {
 					t.Fatal(err)
 				}
+				// SetNonZeros over the last output of the same pattern.
+				if err := SetNonZeros(prev, d); err != nil {
+					t.Fatal(err)
+				}
 				for i := range want.Data {
 					if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
 						t.Fatalf("%dx%d p=%v keyed=%v: element %d is %v, Dropout gives %v", sh.rows, sh.cols, p, k != nil, i, got.Data[i], want.Data[i])
+					}
+					if math.Float32bits(prev.Data[i]) != math.Float32bits(want.Data[i]) {
+						t.Fatalf("%dx%d p=%v keyed=%v: SetNonZeros element %d is %v, Dropout gives %v", sh.rows, sh.cols, p, k != nil, i, prev.Data[i], want.Data[i])
+					}
+				}
+				// The output shares c's transpose, with weights of its own:
+				// its backward product is a fresh CSR's.
+				dy := randMatrix(r, sh.rows, 3)
+				gs, gf := New(sh.cols, 3), New(sh.cols, 3)
+				fresh := &CSR{Indptr: d.Indptr, Indices: d.Indices, Weights: d.Weights, NumSrc: d.NumSrc}
+				if err := AggregateGradSet(gs, d, dy, Weighted); err != nil {
+					t.Fatal(err)
+				}
+				if err := AggregateGradSet(gf, fresh, dy, Weighted); err != nil {
+					t.Fatal(err)
+				}
+				if d.T() == fresh.T() || &d.T().Dst[0] != &c.T().Dst[0] {
+					t.Fatal("the dropout output's transpose is not c's structure with weights of its own")
+				}
+				for i := range gf.Data {
+					if math.Float32bits(gs.Data[i]) != math.Float32bits(gf.Data[i]) {
+						t.Fatalf("%dx%d p=%v keyed=%v: gradient element %d is %v through the shared transpose, %v through a fresh one", sh.rows, sh.cols, p, k != nil, i, gs.Data[i], gf.Data[i])
 					}
 				}
 			}

@@ -27,6 +27,10 @@ type CSR struct {
 	TScratch *Transposed
 
 	t *Transposed
+	// same, when set, is a CSR with the same Indptr and Indices (made by
+	// DropoutNonZeros): T shares its transpose's arrays, with weights of
+	// its own, instead of transposing again.
+	same *CSR
 }
 
 // Transposed is a CSR compressed over sources: the out-edges of source s are
@@ -80,9 +84,15 @@ func (g *CSR) Validate() error {
 }
 
 // T returns the transpose (built on first call, then cached; in TScratch
-// when set).
+// when set; shared with the CSR whose structure g shares, for a
+// DropoutNonZeros output).
 func (g *CSR) T() *Transposed {
 	if g.t != nil {
+		return g.t
+	}
+	if g.same != nil {
+		st := g.same.T()
+		g.t = &Transposed{Indptr: st.Indptr, Dst: st.Dst, Edge: st.Edge}
 		return g.t
 	}
 	t := g.TScratch

@@ -69,6 +69,12 @@ type Var struct {
 	// zeros (bag-of-words features are mostly zeros). Dropout's output
 	// carries its own.
 	Sparse *tensor.CSR
+	// SparseDense, when set with Sparse, is a matrix of Value's shape,
+	// zero outside Sparse's entries, that only this constant's dropout
+	// writes, and only at those entries: the dropout's output is written
+	// there entry by entry instead of clearing and filling a new matrix
+	// (full-graph training on Cora: 15.5 MB a step for 49k nonzeros).
+	SparseDense tensor.Matrix
 
 	requiresGrad bool
 	owned        bool              // a constant the tape's ops may overwrite (ConstOwned)

@@ -279,11 +279,20 @@ func (t *Tape) sparseDropout(x *Var, p float64, seed uint64, keys []int32) *Var 
 	}
 	c, err := tensor.DropoutNonZeros(x.Sparse, p, seed, keys)
 	must("Dropout", err)
-	out := x.Value
+	// An owned x is overwritten in place, and is zero outside its
+	// nonzeros, as SparseDense is: only the entries need writing.
+	out, sparse := x.Value, true
 	if !x.owned {
-		out = t.get(x.Value.Rows, x.Value.Cols)
+		out = x.SparseDense
+		if out.Rows != x.Value.Rows || out.Cols != x.Value.Cols || out.Data == nil {
+			out, sparse = t.get(x.Value.Rows, x.Value.Cols), false
+		}
 	}
-	must("Dropout", tensor.Densify(out, c))
+	if sparse {
+		must("Dropout", tensor.SetNonZeros(out, c))
+	} else {
+		must("Dropout", tensor.Densify(out, c))
+	}
 	return &Var{Name: "Dropout", Value: out, Sparse: c, op: true, ws: t.Workspace, owned: x.owned}
 }
 

@@ -11,7 +11,9 @@ import (
 // TestSparseInput: a constant with a Sparse twin gives, through Dropout
 // (positional and keyed) and MatMulOp(a, NoTrans, w, Trans), the values
 // and the weight gradient of the dense path (the dropout bitwise, the
-// product to float32 rounding), and the twin travels through dropout.
+// product to float32 rounding), and the twin travels through dropout;
+// with a SparseDense matrix the dropout's output is written there, step
+// after step (each step's output replacing the last one's).
 func TestSparseInput(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	x := tensor.New(50, 300)
@@ -25,25 +27,35 @@ func TestSparseInput(t *testing.T) {
 	for i := range keys {
 		keys[i] = int32(r.IntN(1000))
 	}
-	run := func(sparse bool, k []int32) (tensor.Matrix, tensor.Matrix, *Var) {
+	twin := tensor.NonZeros(x)
+	scratch := tensor.New(x.Rows, x.Cols)
+	run := func(mode string, k []int32, seed uint64) (tensor.Matrix, tensor.Matrix, *Var) {
 		tp := NewTape()
 		xv := tp.Const(x)
-		if sparse {
-			xv.Sparse = tensor.NonZeros(x)
+		if mode != "dense" {
+			xv.Sparse = twin
+		}
+		if mode == "scratch" {
+			xv.SparseDense = scratch
 		}
 		wv := NewParam("w", w.Clone())
-		d := tp.DropoutRows(xv, 0.5, 7, k)
+		d := tp.DropoutRows(xv, 0.5, seed, k)
 		y := tp.MatMulOp(d, tensor.NoTrans, wv, tensor.Trans)
 		if err := tp.Backward(tp.Sum(tp.Mul(y, y))); err != nil {
 			t.Fatal(err)
 		}
 		return y.Value.Clone(), wv.Grad.Clone(), d
 	}
-	for _, k := range [][]int32{nil, keys} {
-		yd, gd, dd := run(false, k)
-		ys, gs, ds := run(true, k)
+	for step, k := range [][]int32{nil, keys, nil, keys} {
+		seed := uint64(7 + step)
+		yd, gd, dd := run("dense", k, seed)
+		mode := []string{"sparse", "scratch"}[step/2]
+		ys, gs, ds := run(mode, k, seed)
 		if ds.Sparse == nil || dd.Sparse != nil {
 			t.Fatal("the dropout output's sparse twin: missing, or made from nothing")
+		}
+		if (mode == "scratch") != (&ds.Value.Data[0] == &scratch.Data[0]) {
+			t.Fatalf("%s: the dropout's output in SparseDense: %v", mode, mode != "scratch")
 		}
 		for i := range dd.Value.Data {
 			if math.Float32bits(dd.Value.Data[i]) != math.Float32bits(ds.Value.Data[i]) {
