@@ -53,8 +53,10 @@ func (s *Sampler) Neighbors(dst []int32, key uint64, hop, k int, counts []int32,
 // elsewhere (by Sampler.Neighbors on the ranks owning the nodes), with
 // SampleInto's relabelling, so that given the same draws it produces the
 // minibatch SampleInto does (EdgeIDs and Weights aside, which it leaves
-// nil: a model aggregating by edge weights needs a local sampler). An
-// Assembler is not safe for concurrent use; it reuses its buffers.
+// nil: a model aggregating by edge weights needs a local sampler): the
+// minibatch of a Sampler over a graph of NumNodes nodes with the default
+// RelabelAuto, or, with NumNodes 0, with RelabelHash. An Assembler is not
+// safe for concurrent use; it reuses its buffers.
 //
 //	a.Begin(mb, seeds, hops)
 //	for h := 0; h < hops; h++ {
@@ -64,7 +66,13 @@ func (s *Sampler) Neighbors(dst []int32, key uint64, hop, k int, counts []int32,
 //	}
 //	a.Finish()
 type Assembler struct {
+	// NumNodes is the number of nodes of the graph the ids are in (0:
+	// unknown). Set it before Begin.
+	NumNodes int
+
 	hash   idMap
+	dm     denseMap
+	dense  bool // relabelling with dm (see relabel)
 	mb     *batch.MiniBatch
 	nodes  []int32
 	hops   int
@@ -82,7 +90,18 @@ func (a *Assembler) Begin(mb *batch.MiniBatch, seeds []int32, hops int) error {
 	if hops < 1 {
 		return fmt.Errorf("sample: %d hops", hops)
 	}
-	if v, dup := a.hash.hasDuplicate(seeds); dup {
+	a.dense = useDense(RelabelAuto, a.NumNodes) && len(seeds) < denseMaxLocal
+	if a.dense {
+		for i, v := range seeds {
+			if v < 0 || int(v) >= a.NumNodes {
+				return fmt.Errorf("sample: seed %d (index %d) is not a node id in [0, %d)", v, i, a.NumNodes)
+			}
+		}
+		a.dm.begin(a.NumNodes)
+		if v, dup := a.dm.insertSeeds(seeds); dup {
+			return fmt.Errorf("sample: seed %d appears more than once", v)
+		}
+	} else if v, dup := a.hash.hasDuplicate(seeds); dup {
 		return fmt.Errorf("sample: seed %d appears more than once", v)
 	}
 	mb.Reset()
@@ -126,7 +145,12 @@ func (a *Assembler) AddHop(counts []int32, srcs []int32) error {
 	if cap(a.nodes) < nd+len(srcs) {
 		a.nodes = slices.Grow(a.nodes, len(srcs))
 	}
-	a.nodes = a.hash.relabel(hb.Indices, a.nodes)
+	nodes, err := relabel(&a.dense, &a.dm, &a.hash, hb.Indices, a.nodes)
+	a.nodes = nodes
+	if err != nil {
+		a.mb = nil // the minibatch is unusable: Finish refuses it
+		return err
+	}
 	a.h++
 	return nil
 }

@@ -55,14 +55,19 @@
 // for a node of degree at most 64 keep the chosen set in one register
 // (rng.FloydMask).
 //
-// Relabelling global ids to local positions uses a radix-partitioned hash
-// map: a hop's ids are distributed by hash into partitions of about 2,000,
-// each relabelled with a small table (64 KiB) that stays in the core's
-// cache, with a probe loop that has no unpredictable branch, so memory per
-// concurrent call is proportional to the minibatch, not to the graph, and
-// probes do not miss the cache. Config.Relabel = RelabelDense selects a
-// generation-stamped array of 8 bytes per graph node instead, which the
-// benchmarks compare it with: on a 10M-node graph the hash map samples
-// about 1.8x faster (fanouts 25,10); on a graph small enough for the array
-// to stay in cache (Cora) the array is about 1.7x faster.
+// Relabelling global ids to local positions takes one of two maps. On a
+// graph of at most DenseRelabelNodes nodes (4M) it is a generation-stamped
+// array of 4 bytes per node, allocated once per concurrent call, whose
+// entries are prefetched 32 ids ahead and updated without an
+// unpredictable branch; new nodes are numbered in first-seen order. On a
+// larger graph it is a radix-partitioned hash map: a hop's ids are
+// distributed by hash into partitions of about 2,000, each relabelled with
+// a small table (64 KiB) that stays in the core's cache, so memory per
+// concurrent call is proportional to the minibatch, not to the graph; new
+// nodes are numbered by partition. The array is faster while it is within
+// a few times the last-level cache: on a 1M-node id space about 1.7-2x
+// (Xeon, Ice Lake), on 10M nodes about even. Config.Relabel forces either
+// (RelabelHash, RelabelDense); the default is RelabelAuto. Both give the
+// same minibatch up to the numbering of its nodes, and an Assembler told
+// the graph's node count numbers them as the Sampler does.
 package sample

@@ -149,12 +149,23 @@ func TestKeyIDs(t *testing.T) {
 
 // TestAssemblerMatchesSampleInto assembles minibatches from Neighbors'
 // draws, splitting every hop's destinations into two halves drawn
-// separately (as two owners would), and checks they equal SampleInto's.
+// separately (as two owners would), and checks they equal SampleInto's:
+// with the graph's node count, the default relabelling's (the dense
+// array here), without it the hash map's.
 func TestAssemblerMatchesSampleInto(t *testing.T) {
 	g, _, _ := randomGraph(t, 3000, 8, graph.BuildOptions{})
+	var cfgs []Config
 	for _, cfg := range []Config{{Fanouts: []int{10, 5}}, {Fanouts: []int{3, 70, 2}}, {Fanouts: []int{4, 4}, Replace: true}, {Fanouts: []int{-1, 3}, Weighted: true}} {
+		hash := cfg
+		hash.Relabel = RelabelHash
+		cfgs = append(cfgs, cfg, hash)
+	}
+	for _, cfg := range cfgs {
 		s, _ := New(g, cfg)
 		var a Assembler
+		if cfg.Relabel == RelabelAuto {
+			a.NumNodes = g.NumNodes
+		}
 		mb := &batch.MiniBatch{}
 		for trial, seeds := range [][]int32{{0, 97, 5, 1000}, {2999}, {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}} {
 			key := EpochKey(3, trial)
@@ -205,5 +216,19 @@ func TestAssemblerMatchesSampleInto(t *testing.T) {
 	}
 	if err := a.AddHop([]int32{2}, []int32{5}); err == nil {
 		t.Fatal("counts add up to 2 sources, got 1: no error")
+	}
+	// With a node count, ids outside it are errors, not panics.
+	a.NumNodes = 10
+	if err := a.Begin(&batch.MiniBatch{}, []int32{1, 10}, 1); err == nil {
+		t.Fatal("seed 10 of 10 nodes: no error")
+	}
+	if err := a.Begin(&batch.MiniBatch{}, []int32{1}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddHop([]int32{2}, []int32{5, 50}); err == nil {
+		t.Fatal("source 50 of 10 nodes: no error")
+	}
+	if err := a.Finish(); err == nil {
+		t.Fatal("Finish after a failed hop: no error")
 	}
 }

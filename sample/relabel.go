@@ -1,6 +1,10 @@
 package sample
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/graphmill/graphmill/internal/prefetch"
+)
 
 // idMap relabels global node ids to local ids, one hop at a time, with a
 // radix-partitioned hash map: the previous nodes (whose local ids are
@@ -270,47 +274,93 @@ func (m *idMap) hasDuplicate(ids []int32) (int32, bool) {
 	return 0, false
 }
 
-// denseMap is a generation-stamped array with one entry per graph node:
-// gen<<32 | local, valid only when its generation is the current one, so
-// that starting a new minibatch costs nothing.
+// denseMap is a generation-stamped array with one 4-byte entry per graph
+// node, gen<<24 | local, valid only when its generation is the current
+// one, so that starting a new minibatch costs nothing (every 255
+// minibatches the array is cleared). Local ids must stay below 1<<24
+// (denseMaxLocal): a minibatch that could pass that relabels with the hash
+// map instead (see Sampler.relabel).
+//
+// New nodes are numbered in first-seen (edge) order. The loop has no
+// unpredictable branch (new or not is chosen without one) and prefetches
+// the entries of the ids denseAhead ahead, so the misses of an array
+// larger than the core's caches overlap instead of stalling it one at a
+// time. Measured (Xeon, Ice Lake, one core, ids shaped like the last hop of
+// fanouts 15,10,5, 565k sampled ids and 101k previous nodes, alternated):
+// on a 1M-node id space 8.8-14.6 ns/id against the hash map's 18.6-25.9, on
+// 4M 16.5-27.4 against 21.4-42.5, on 10M 22.4-29.7 against 21.2-31.1:
+// faster while the array is within a few times the last-level cache,
+// which is why RelabelAuto uses it only up to denseMaxNodes nodes.
 type denseMap struct {
-	tab []uint64
-	gen uint64
+	tab []uint32
+	gen uint32
 }
 
+const (
+	// denseMaxLocal bounds the local ids of a denseMap's minibatch.
+	denseMaxLocal = 1 << 24
+	// denseAhead is how many ids ahead relabel prefetches entries.
+	denseAhead = 32
+)
+
+// denseSwitch is the minibatch size (nodes so far plus a hop's sampled
+// ids) from which a minibatch leaves the dense array for the hash map:
+// denseMaxLocal, lowered by tests.
+var denseSwitch = denseMaxLocal
+
+// begin starts a minibatch over numNodes nodes.
 func (m *denseMap) begin(numNodes int) {
 	if len(m.tab) != numNodes {
-		m.tab = make([]uint64, numNodes)
+		m.tab = make([]uint32, numNodes)
 		m.gen = 0
 	}
 	m.gen++
-	if m.gen == 1<<32 {
+	if m.gen == 256 {
 		clear(m.tab)
 		m.gen = 1
 	}
 }
 
-func (m *denseMap) getOrInsert(u int32, next int32) (int32, bool) {
-	e := m.tab[u]
-	if e>>32 == m.gen {
-		return int32(uint32(e)), false
+// insertSeeds numbers the seeds 0, 1, ... and reports a repeated one.
+func (m *denseMap) insertSeeds(seeds []int32) (int32, bool) {
+	tab, g := m.tab, m.gen<<24
+	for i, v := range seeds {
+		if tab[v]>>24 == m.gen {
+			return v, true
+		}
+		tab[v] = g | uint32(i)
 	}
-	m.tab[u] = m.gen<<32 | uint64(uint32(next))
-	return next, true
+	return 0, false
 }
 
-func (m *denseMap) relabel(idx []int32, nodes []int32) []int32 {
+// relabel replaces the global ids in idx by local ids (see idMap.relabel:
+// here new ids are numbered in edge order). nodes needs capacity for
+// len(nodes)+len(idx), below denseMaxLocal. An id outside the array stops
+// it: it returns that id and false, and idx and nodes are then partly
+// relabelled.
+func (m *denseMap) relabel(idx []int32, nodes []int32) ([]int32, int32, bool) {
 	tab, gen := m.tab, m.gen
+	g := gen << 24
+	nn := len(nodes)
+	nodes = nodes[:cap(nodes)]
+	prefetch.Rows32(tab, idx[:min(denseAhead, len(idx))])
 	for q, u := range idx {
-		e := tab[u]
-		if e>>32 == gen {
-			idx[q] = int32(uint32(e))
-			continue
+		if q%8 == 0 && q+denseAhead < len(idx) {
+			prefetch.Rows32(tab, idx[q+denseAhead:min(q+denseAhead+8, len(idx))])
 		}
-		loc := int32(len(nodes))
-		tab[u] = gen<<32 | uint64(uint32(loc))
-		nodes = append(nodes, u)
-		idx[q] = loc
+		if uint(u) >= uint(len(tab)) {
+			return nodes[:nn], u, false
+		}
+		e := tab[u]
+		v := g | uint32(nn)
+		if e>>24 == gen {
+			v = e
+		}
+		tab[u] = v
+		nodes[nn] = u // kept only if new
+		loc := int(v & (denseMaxLocal - 1))
+		idx[q] = int32(loc)
+		nn = max(nn, loc+1)
 	}
-	return nodes
+	return nodes[:nn], 0, true
 }

@@ -1,10 +1,14 @@
 package sample
 
 import (
+	"cmp"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/rng"
 )
 
@@ -108,5 +112,105 @@ func TestHasDuplicate(t *testing.T) {
 	ids[6000] = ids[17]
 	if v, dup := m.hasDuplicate(ids); !dup || v != ids[17] {
 		t.Fatalf("hasDuplicate = %d, %v; want %d, true", v, dup, ids[17])
+	}
+}
+
+// TestRelabelModesAgree samples the same seeds with the hash map, the
+// dense array, the default and a dense array that hands over to the hash
+// map mid-minibatch (its bound lowered), and checks every mode gives the
+// same minibatch up to the numbering of the nodes: the same seeds first,
+// the same input nodes, and every block the same edges between the same
+// global ids. The dense array numbers new nodes in first-seen order.
+func TestRelabelModesAgree(t *testing.T) {
+	g, _, _ := randomGraph(t, 5000, 12, graph.BuildOptions{})
+	type edge struct{ dst, src int32 }
+	canon := func(mb *batch.MiniBatch) ([]int32, [][]edge) {
+		ids := make([]int32, len(mb.InputNodes))
+		for i, v := range mb.InputNodes {
+			ids[i] = int32(v)
+		}
+		var blocks [][]edge
+		for _, b := range mb.Blocks {
+			var es []edge
+			for d := 0; d < b.NumDst; d++ {
+				for e := b.Indptr[d]; e < b.Indptr[d+1]; e++ {
+					es = append(es, edge{ids[d], ids[b.Indices[e]]})
+				}
+			}
+			slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.dst, b.dst), cmp.Compare(a.src, b.src)) })
+			blocks = append(blocks, es)
+		}
+		seeds := slices.Clone(ids[:len(mb.Seeds)])
+		slices.Sort(ids)
+		return append(seeds, ids...), blocks
+	}
+	seeds := []int32{4999, 3, 17, 2500, 1024, 77, 4000, 12}
+	for _, fan := range [][]int{{10, 5}, {15, 10, 5}, {-1, 3}} {
+		var wantIDs []int32
+		var wantBlocks [][]edge
+		for _, mode := range []string{"hash", "dense", "auto", "switch"} {
+			cfg := Config{Fanouts: fan}
+			switch mode {
+			case "hash":
+				cfg.Relabel = RelabelHash
+			case "dense", "switch":
+				cfg.Relabel = RelabelDense
+			}
+			if mode == "switch" {
+				denseSwitch = 300
+			}
+			s, err := New(g, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mb, err := s.Sample(seeds, 9)
+			denseSwitch = denseMaxLocal
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkMiniBatch(t, g, cfg, seeds, mb)
+			ids, blocks := canon(mb)
+			if mode == "hash" {
+				wantIDs, wantBlocks = ids, blocks
+				continue
+			}
+			if !slices.Equal(ids, wantIDs) || !reflect.DeepEqual(blocks, wantBlocks) {
+				t.Fatalf("%v %s: not the hash map's minibatch up to numbering", fan, mode)
+			}
+			if mode == "dense" {
+				// First-seen order: each new node's first edge comes after
+				// every earlier new node's (edges in block order, last hop's
+				// block last).
+				seen := map[int32]bool{}
+				next := len(seeds)
+				for h := len(mb.Blocks) - 1; h >= 0; h-- {
+					for _, x := range mb.Blocks[h].Indices {
+						if int(x) >= len(seeds) && !seen[x] {
+							if int(x) != next {
+								t.Fatalf("%v: node %d first seen where node %d is new", fan, x, next)
+							}
+							seen[x] = true
+							next++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDenseRelabelBadID: a graph whose in-neighbour list names a node
+// outside it gives an error with the dense array, not a panic.
+func TestDenseRelabelBadID(t *testing.T) {
+	g := &graph.CSC{NumNodes: 3, Indptr: []int64{0, 2, 3, 3}, Indices: []int32{1, 7, 0}}
+	s, err := New(g, Config{Fanouts: []int{-1}, Relabel: RelabelDense})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sample([]int32{0}, 1); err == nil {
+		t.Fatal("neighbour 7 of a 3-node graph: no error")
+	}
+	if _, err := s.Sample([]int32{1}, 1); err != nil {
+		t.Fatalf("a batch that does not reach node 7: %v", err)
 	}
 }

@@ -19,26 +19,63 @@ import (
 type Relabel int
 
 const (
-	// RelabelHash uses an open-addressing hash map sized to the minibatch
-	// (the default): memory per concurrent call grows with the minibatch,
-	// not with the graph.
-	RelabelHash Relabel = iota
-	// RelabelDense uses a generation-stamped array with one 8-byte entry
-	// per graph node, allocated once per concurrent call. It avoids hashing
-	// but its random accesses span 8 bytes x NumNodes, so it is slower on
-	// large graphs; it exists to be measured against RelabelHash.
+	// RelabelAuto (the default) is RelabelDense on graphs of at most
+	// DenseRelabelNodes nodes and RelabelHash on larger ones.
+	RelabelAuto Relabel = iota
+	// RelabelHash uses a radix-partitioned hash map sized to the
+	// minibatch: memory per concurrent call grows with the minibatch, not
+	// with the graph. New nodes are numbered by hash partition.
+	RelabelHash
+	// RelabelDense uses a generation-stamped array with one 4-byte entry
+	// per graph node, allocated once per concurrent call, with its
+	// entries prefetched ahead: faster than the hash map while the array
+	// is within a few times the last-level cache, slower beyond. New nodes
+	// are numbered in first-seen order. A minibatch that could reach
+	// 1<<24 nodes takes the hash map from the hop that could.
 	RelabelDense
 )
 
-// String returns "hash" or "dense".
+// DenseRelabelNodes is the largest graph (in nodes) that RelabelAuto
+// relabels with the dense array: 16 MiB per concurrent sampling call.
+const DenseRelabelNodes = 1 << 22
+
+// String returns "auto", "hash" or "dense".
 func (r Relabel) String() string {
 	switch r {
+	case RelabelAuto:
+		return "auto"
 	case RelabelHash:
 		return "hash"
 	case RelabelDense:
 		return "dense"
 	}
 	return fmt.Sprintf("Relabel(%d)", int(r))
+}
+
+// useDense reports whether relabel mode r takes the dense array over an
+// id space of numNodes nodes.
+func useDense(r Relabel, numNodes int) bool {
+	return r == RelabelDense || r == RelabelAuto && numNodes > 0 && numNodes <= DenseRelabelNodes
+}
+
+// relabel relabels a hop's sampled sources idx with the dense array while
+// *dense holds and the minibatch stays under its bound, else with the
+// hash map (which takes over for the rest of the minibatch: it reads the
+// nodes so far, the array does not need to). It fails on an id outside
+// the dense array's id space.
+func relabel(dense *bool, dm *denseMap, hm *idMap, idx, nodes []int32) ([]int32, error) {
+	if *dense && len(nodes)+len(idx) >= denseSwitch {
+		*dense = false
+	}
+	if !*dense {
+		return hm.relabel(idx, nodes), nil
+	}
+	nodes = slices.Grow(nodes, len(idx))
+	nodes, bad, ok := dm.relabel(idx, nodes)
+	if !ok {
+		return nodes, fmt.Errorf("sample: neighbour id %d is not a node id in [0, %d)", bad, len(dm.tab))
+	}
+	return nodes, nil
 }
 
 // Config describes how a Sampler draws neighbours.
@@ -68,7 +105,7 @@ type Config struct {
 	// NeighborSampler, which graphmill's own models train on.
 	Frontier bool
 	// Relabel selects the global-to-local id map; the zero value is
-	// RelabelHash.
+	// RelabelAuto.
 	Relabel Relabel
 	// KeyIDs, when set, holds for every node of the graph the id that keys
 	// its random draws (see Sampler.SampleInto): a part of a partitioned
@@ -121,7 +158,7 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	if err := CheckFanouts(cfg.Fanouts); err != nil {
 		return nil, err
 	}
-	if cfg.Relabel != RelabelHash && cfg.Relabel != RelabelDense {
+	if cfg.Relabel != RelabelAuto && cfg.Relabel != RelabelHash && cfg.Relabel != RelabelDense {
 		return nil, fmt.Errorf("sample: unknown relabel mode %d", int(cfg.Relabel))
 	}
 	if cfg.Weighted {
@@ -257,15 +294,13 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 	if err := s.setExclusions(sc, exclude); err != nil {
 		return err
 	}
-	dense := s.cfg.Relabel == RelabelDense
+	dense := useDense(s.cfg.Relabel, g.NumNodes) && len(seeds) < denseMaxLocal
 	mb.Reset()
 	nodes := append(mb.LocalBuffer(), seeds...)
 	if dense {
 		sc.dense.begin(g.NumNodes)
-		for i, v := range seeds {
-			if _, ins := sc.dense.getOrInsert(v, int32(i)); !ins {
-				return fmt.Errorf("sample: seed %d appears more than once (index %d)", v, i)
-			}
+		if v, dup := sc.dense.insertSeeds(seeds); dup {
+			return fmt.Errorf("sample: seed %d appears more than once", v)
 		}
 	} else if v, dup := sc.hash.hasDuplicate(seeds); dup {
 		return fmt.Errorf("sample: seed %d appears more than once", v)
@@ -324,10 +359,10 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		if cap(nodes) < nd+e {
 			nodes = slices.Grow(nodes, nd+e-len(nodes))
 		}
-		if dense {
-			nodes = sc.dense.relabel(hb.Indices, nodes)
-		} else {
-			nodes = sc.hash.relabel(hb.Indices, nodes)
+		var err error
+		if nodes, err = relabel(&dense, &sc.dense, &sc.hash, hb.Indices, nodes); err != nil {
+			mb.Reset()
+			return err
 		}
 		if g.EdgeIDs != nil {
 			for q, p := range hb.EdgeIDs {

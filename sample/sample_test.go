@@ -177,6 +177,8 @@ func TestSampleInvariants(t *testing.T) {
 		{Fanouts: []int{10, 4}, Weighted: true},
 		{Fanouts: []int{10, -1}, Weighted: true, Replace: true},
 		{Fanouts: []int{25, 10}, Relabel: RelabelDense},
+		{Fanouts: []int{25, 10}, Relabel: RelabelHash},
+		{Fanouts: []int{15, 10, 5}, Relabel: RelabelHash},
 	}
 	for _, gg := range graphs {
 		for _, cfg := range cfgs {

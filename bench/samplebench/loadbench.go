@@ -64,8 +64,9 @@ type Config struct {
 	ConsumerTime time.Duration
 	// Seed seeds everything.
 	Seed uint64
-	// CompareDense also measures the first fanout list with the dense
-	// (generation-stamped array) relabelling.
+	// CompareDense also measures the first fanout list with each of the
+	// two relabelling maps the default chooses between (sample.RelabelHash
+	// and sample.RelabelDense).
 	CompareDense bool
 	// Step runs a long step with progress reporting (nil: just run it).
 	Step func(what string, fn func() error) error
@@ -471,9 +472,11 @@ func (e *env) batch(i int) []int32 { return e.batches[i%len(e.batches)] }
 
 func (e *env) sampling(ctx context.Context) error {
 	for fi, fan := range e.cfg.Fanouts {
-		relabels := []sample.Relabel{sample.RelabelHash}
+		// The default (what users get), and with CompareDense both maps it
+		// chooses between.
+		relabels := []sample.Relabel{sample.RelabelAuto}
 		if fi == 0 && e.cfg.CompareDense {
-			relabels = append(relabels, sample.RelabelDense)
+			relabels = append(relabels, sample.RelabelHash, sample.RelabelDense)
 		}
 		for _, relabel := range relabels {
 			s, err := sample.New(e.g, sample.Config{Fanouts: fan, Relabel: relabel})

@@ -563,6 +563,7 @@ func (g *Graph) SampleFanouts(ctx context.Context, a *sample.Assembler, mb *batc
 			return fmt.Errorf("distsample: seed %d (index %d) is not a node id in [0, %d)", v, i, n)
 		}
 	}
+	a.NumNodes = int(n) // relabel as a Sampler over the whole graph does
 	if err := a.Begin(mb, seeds, len(fanouts)); err != nil {
 		return err
 	}

@@ -32,6 +32,16 @@ func Rows64(base []int64, ids []int32) {
 	rows64(&base[0], &ids[0], len(ids))
 }
 
+// Rows32 prefetches the line of base[ids[j]] for every j: the entries of
+// a table indexed by node id (sample's dense relabelling map). Ids are
+// not checked (a prefetch never faults).
+func Rows32(base []uint32, ids []int32) {
+	if len(base) == 0 || len(ids) == 0 {
+		return
+	}
+	rows32(&base[0], &ids[0], len(ids))
+}
+
 // Rows prefetches every line of the rows ids[j] of a table of rows of
 // rowBytes bytes each, stored from base on: the feature rows a gather is
 // about to copy. Ids are not checked: a row outside base is harmless (a

@@ -9,4 +9,7 @@ func spans32(base *int32, offs *int64, n int)
 func rows64(base *int64, ids *int32, n int)
 
 //go:noescape
+func rows32(base *uint32, ids *int32, n int)
+
+//go:noescape
 func rowsBytes(base *byte, rowBytes int, ids *int32, n int)

@@ -58,6 +58,23 @@ loop:
 done:
 	RET
 
+// func rows32(base *uint32, ids *int32, n int)
+// PREFETCHT0 base + 4*ids[j] for j < n.
+TEXT ·rows32(SB), NOSPLIT, $0-24
+	MOVQ base+0(FP), SI
+	MOVQ ids+8(FP), DI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JLE done
+loop:
+	MOVLQSX (DI), AX
+	PREFETCHT0 (SI)(AX*4)
+	ADDQ $4, DI
+	DECQ CX
+	JNZ loop
+done:
+	RET
+
 // func rowsBytes(base *byte, rowBytes int, ids *int32, n int)
 // For j < n, PREFETCHT0 every line of the rowBytes bytes at
 // base + ids[j]*rowBytes.

@@ -19,6 +19,8 @@ func TestBounds(t *testing.T) {
 	Spans32(base, nil)
 	indptr := make([]int64, 11)
 	Rows64(indptr, []int32{0, 9, 5})
+	Rows32(make([]uint32, 10), []int32{0, 9, 5})
+	Rows32(nil, []int32{1})
 	Rows64(nil, []int32{1})
 	Rows64(indptr, nil)
 }
