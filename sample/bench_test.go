@@ -79,7 +79,7 @@ func BenchmarkSample(b *testing.B) {
 	g, train := benchGraph(b)
 	batches, _ := Batches(train, 1024, true, 1, true)
 	for _, fan := range [][]int{{25, 10}, {15, 10, 5}} {
-		for _, relabel := range []Relabel{RelabelHash, RelabelDense} {
+		for _, relabel := range []Relabel{RelabelAuto, RelabelHash, RelabelDense} {
 			for _, workers := range []int{1, 2} {
 				b.Run(fmt.Sprintf("fanouts=%s/relabel=%v/workers=%d", FormatFanouts(fan), relabel, workers), func(b *testing.B) {
 					s, err := New(g, Config{Fanouts: fan, Relabel: relabel})
