@@ -1031,9 +1031,9 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 // A transposed (a weight gradient Xᵀ·dY, X stored row-major) and read by
 // more than one column panel. In place, each depth of a tile is mr floats
 // of a different row of X, a whole row of X apart: a stride that L1
-// prefetchers follow poorly (Intel's not at all beyond 2 KiB), so
-// depths miss L1, and every panel read the block again that way. Packed once
-// per block, reading each row's segment sequentially, the tiles are read
+// prefetchers follow poorly (Intel's not at all beyond 2 KiB), so depths
+// miss L1, and every panel read the block again that way. Packed once per
+// block, reading each row's segment sequentially, the tiles are read
 // contiguously by all the panels. Measured (Xeon, Ice Lake, AVX-512, one
 // thread, alternated in one process): Xᵀ·dY of X 16384×602, dY 256
 // columns 1.18-1.30× faster; 128-column outputs (shallow blocks) of X
@@ -1059,14 +1059,21 @@ func (j *gemmJob) packABlock(ic, mb, pc, kb int) {
 	}
 	for p := 0; p < kb; p++ {
 		src := j.a[(pc+p)*j.csA+ic:][:mb]
-		switch mr { // fixed-size copies: no call to memmove per tile
+		// In 16- and 8-byte pieces, which the compiler moves inline (an
+		// array of 12 floats is copied by a call to memmove).
+		switch mr {
 		case 12:
 			for t := 0; t < full; t++ {
-				*(*[12]float32)(dst[t*kb*mr+p*mr:]) = *(*[12]float32)(src[t*mr:])
+				d, s := dst[t*kb*mr+p*mr:], src[t*mr:]
+				*(*[4]float32)(d) = *(*[4]float32)(s)
+				*(*[4]float32)(d[4:]) = *(*[4]float32)(s[4:])
+				*(*[4]float32)(d[8:]) = *(*[4]float32)(s[8:])
 			}
 		case 6:
 			for t := 0; t < full; t++ {
-				*(*[6]float32)(dst[t*kb*mr+p*mr:]) = *(*[6]float32)(src[t*mr:])
+				d, s := dst[t*kb*mr+p*mr:], src[t*mr:]
+				*(*[4]float32)(d) = *(*[4]float32)(s)
+				*(*[2]float32)(d[4:]) = *(*[2]float32)(s[4:])
 			}
 		default:
 			for t := 0; t < full; t++ {
@@ -1083,7 +1090,8 @@ func (j *gemmJob) packABlock(ic, mb, pc, kb int) {
 }
 
 // allocTiles sizes j.ap and j.apRows for the tiles block packs: at most
-// one partial tile, plus one per boundary between parts.
+// one partial tile, plus one per boundary between parts, or a whole
+// block's tiles (packsA).
 func (j *gemmJob) allocTiles(kcMax int) {
 	n := max(1, len(j.parts))
 	if j.packsA() {
