@@ -65,8 +65,8 @@
 // a small table (64 KiB) that stays in the core's cache, so memory per
 // concurrent call is proportional to the minibatch, not to the graph; new
 // nodes are numbered by partition. The array is faster while it is within
-// a few times the last-level cache: on a 1M-node id space about 1.7-2x
-// (Xeon, Ice Lake), on 10M nodes about even. Config.Relabel forces either
+// a few times the last-level cache: on a 1M-node id space 1.2-1.6x
+// (Xeon, Ice Lake), on 10M nodes 0.8x. Config.Relabel forces either
 // (RelabelHash, RelabelDense); the default is RelabelAuto. Both give the
 // same minibatch up to the numbering of its nodes, and an Assembler told
 // the graph's node count numbers them as the Sampler does.

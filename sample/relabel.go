@@ -285,12 +285,12 @@ func (m *idMap) hasDuplicate(ids []int32) (int32, bool) {
 // unpredictable branch (new or not is chosen without one) and prefetches
 // the entries of the ids denseAhead ahead, so the misses of an array
 // larger than the core's caches overlap instead of stalling it one at a
-// time. Measured (Xeon, Ice Lake, one core, ids shaped like the last hop of
-// fanouts 15,10,5, 565k sampled ids and 101k previous nodes, alternated):
-// on a 1M-node id space 8.8-14.6 ns/id against the hash map's 18.6-25.9, on
-// 4M 16.5-27.4 against 21.4-42.5, on 10M 22.4-29.7 against 21.2-31.1:
-// faster while the array is within a few times the last-level cache,
-// which is why RelabelAuto uses it only up to denseMaxNodes nodes.
+// time. Measured (Xeon, Ice Lake, one core; BenchmarkRelabel, ids shaped
+// like the last hop of fanouts 15,10,5, two quiet runs): on a 1M-node id
+// space 8.2-11.2 ns/id against the hash map's 12.8-13.1, on 10M 16.8-20.3
+// against 13.5-17.1 (with the other core busy, on 4M: 16.5-27.4 against
+// 21.4-42.5): faster while the array is within a few times the last-level
+// cache, which is why RelabelAuto uses it only up to DenseRelabelNodes.
 type denseMap struct {
 	tab []uint32
 	gen uint32
