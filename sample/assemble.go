@@ -3,7 +3,6 @@ package sample
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
@@ -90,20 +89,11 @@ func (a *Assembler) Begin(mb *batch.MiniBatch, seeds []int32, hops int) error {
 	if hops < 1 {
 		return fmt.Errorf("sample: %d hops", hops)
 	}
-	a.dense = useDense(RelabelAuto, a.NumNodes) && len(seeds) < denseMaxLocal
-	if a.dense {
-		for i, v := range seeds {
-			if v < 0 || int(v) >= a.NumNodes {
-				return fmt.Errorf("sample: seed %d (index %d) is not a node id in [0, %d)", v, i, a.NumNodes)
-			}
-		}
-		a.dm.begin(a.NumNodes)
-		if v, dup := a.dm.insertSeeds(seeds); dup {
-			return fmt.Errorf("sample: seed %d appears more than once", v)
-		}
-	} else if v, dup := a.hash.hasDuplicate(seeds); dup {
-		return fmt.Errorf("sample: seed %d appears more than once", v)
+	dense, err := beginRelabel(RelabelAuto, a.NumNodes, &a.dm, &a.hash, seeds)
+	if err != nil {
+		return err
 	}
+	a.dense = dense
 	mb.Reset()
 	a.mb, a.hops, a.h, a.numDst, a.nseeds = mb, hops, 0, a.numDst[:0], len(seeds)
 	a.nodes = append(mb.LocalBuffer(), seeds...)
@@ -142,9 +132,6 @@ func (a *Assembler) AddHop(counts []int32, srcs []int32) error {
 	hb.Indices = append(hb.Indices[:0], srcs...)
 	hb.EdgeIDs, hb.Weights = nil, nil
 	a.numDst = append(a.numDst, nd)
-	if cap(a.nodes) < nd+len(srcs) {
-		a.nodes = slices.Grow(a.nodes, len(srcs))
-	}
 	nodes, err := relabel(&a.dense, &a.dm, &a.hash, hb.Indices, a.nodes)
 	a.nodes = nodes
 	if err != nil {

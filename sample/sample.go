@@ -58,11 +58,35 @@ func useDense(r Relabel, numNodes int) bool {
 	return r == RelabelDense || r == RelabelAuto && numNodes > 0 && numNodes <= DenseRelabelNodes
 }
 
+// beginRelabel starts a minibatch's relabelling with mode r over an id
+// space of numNodes nodes: it numbers the seeds 0, 1, ... and fails on a
+// repeated seed (or, with the dense array, on one outside the id space).
+// It returns whether the dense array is in use (see relabel).
+func beginRelabel(r Relabel, numNodes int, dm *denseMap, hm *idMap, seeds []int32) (bool, error) {
+	if !useDense(r, numNodes) || len(seeds) >= denseSwitch {
+		if v, dup := hm.hasDuplicate(seeds); dup {
+			return false, fmt.Errorf("sample: seed %d appears more than once", v)
+		}
+		return false, nil
+	}
+	for i, v := range seeds {
+		if v < 0 || int(v) >= numNodes {
+			return true, fmt.Errorf("sample: seed %d (index %d) is not a node id in [0, %d)", v, i, numNodes)
+		}
+	}
+	dm.begin(numNodes)
+	if v, dup := dm.insertSeeds(seeds); dup {
+		return true, fmt.Errorf("sample: seed %d appears more than once", v)
+	}
+	return true, nil
+}
+
 // relabel relabels a hop's sampled sources idx with the dense array while
 // *dense holds and the minibatch stays under its bound, else with the
 // hash map (which takes over for the rest of the minibatch: it reads the
-// nodes so far, the array does not need to). It fails on an id outside
-// the dense array's id space.
+// nodes so far, the array does not need to), appending the new nodes to
+// nodes (grown as needed). It fails on an id outside the dense array's id
+// space.
 func relabel(dense *bool, dm *denseMap, hm *idMap, idx, nodes []int32) ([]int32, error) {
 	if *dense && len(nodes)+len(idx) >= denseSwitch {
 		*dense = false
@@ -294,17 +318,12 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 	if err := s.setExclusions(sc, exclude); err != nil {
 		return err
 	}
-	dense := useDense(s.cfg.Relabel, g.NumNodes) && len(seeds) < denseMaxLocal
+	dense, err := beginRelabel(s.cfg.Relabel, g.NumNodes, &sc.dense, &sc.hash, seeds)
+	if err != nil {
+		return err
+	}
 	mb.Reset()
 	nodes := append(mb.LocalBuffer(), seeds...)
-	if dense {
-		sc.dense.begin(g.NumNodes)
-		if v, dup := sc.dense.insertSeeds(seeds); dup {
-			return fmt.Errorf("sample: seed %d appears more than once", v)
-		}
-	} else if v, dup := sc.hash.hasDuplicate(seeds); dup {
-		return fmt.Errorf("sample: seed %d appears more than once", v)
-	}
 	L := len(s.cfg.Fanouts)
 	blocks := mb.SetBlocks(L)
 	numDst := make([]int, 0, 8)
@@ -355,11 +374,7 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 			}
 		}
 		// Relabel in place: global source ids become local positions, new
-		// nodes are appended in first-seen order.
-		if cap(nodes) < nd+e {
-			nodes = slices.Grow(nodes, nd+e-len(nodes))
-		}
-		var err error
+		// nodes are appended.
 		if nodes, err = relabel(&dense, &sc.dense, &sc.hash, hb.Indices, nodes); err != nil {
 			mb.Reset()
 			return err

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -61,10 +62,7 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: %d keys for %d rows", len(keys), rows)
 	}
 	thr, factors := dropoutParams(p)
-	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights)), same: c}
-	if c.same != nil {
-		out.same = c.same
-	}
+	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights)), same: cmp.Or(c.same, c)}
 	// The lane of element (i, j) is lane o%4 of draw o/4 of its stream (a
 	// row's, or a chunk's of the flat matrix), o its offset there. The
 	// entries come in increasing offset within a stream, so the stream is

@@ -279,18 +279,17 @@ func (t *Tape) sparseDropout(x *Var, p float64, seed uint64, keys []int32) *Var 
 	}
 	c, err := tensor.DropoutNonZeros(x.Sparse, p, seed, keys)
 	must("Dropout", err)
-	// An owned x is overwritten in place, and is zero outside its
-	// nonzeros, as SparseDense is: only the entries need writing.
-	out, sparse := x.Value, true
-	if !x.owned {
-		out = x.SparseDense
-		if out.Rows != x.Value.Rows || out.Cols != x.Value.Cols || out.Data == nil {
-			out, sparse = t.get(x.Value.Rows, x.Value.Cols), false
-		}
-	}
-	if sparse {
+	// An owned x is overwritten in place; it is zero outside its
+	// nonzeros, as SparseDense is, so only the entries need writing.
+	out, sd := x.Value, x.SparseDense
+	switch {
+	case x.owned:
 		must("Dropout", tensor.SetNonZeros(out, c))
-	} else {
+	case sd.Data != nil && sd.Rows == out.Rows && sd.Cols == out.Cols:
+		out = sd
+		must("Dropout", tensor.SetNonZeros(out, c))
+	default:
+		out = t.get(out.Rows, out.Cols)
 		must("Dropout", tensor.Densify(out, c))
 	}
 	return &Var{Name: "Dropout", Value: out, Sparse: c, op: true, ws: t.Workspace, owned: x.owned}
