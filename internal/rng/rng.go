@@ -34,7 +34,9 @@ func (r *Rand) Skip(n uint64) { r.state += n * 0xa0761d6478bd642f }
 // results, with the state kept in a register (dropout draws its masks so).
 func (r *Rand) Lanes16(dst []uint16) {
 	s := r.state
-	i := 0
+	d := lanesFast(dst, s)
+	s += uint64(d) * 0xa0761d6478bd642f
+	i := 4 * d
 	for ; i+4 <= len(dst); i += 4 {
 		s += 0xa0761d6478bd642f
 		hi, lo := bits.Mul64(s, s^0xe7037ed1a0b428db)
