@@ -20,6 +20,7 @@ import (
 	"unsafe"
 
 	"github.com/graphmill/graphmill/internal/cputime"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/prefetch"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -283,4 +284,41 @@ func RandomRows(table []float32, dim, outRows int, workers int, d time.Duration)
 		pos[w] = p + batch
 		return batch, uint64(out[p*dim])
 	})
+}
+
+// LoadLatency measures the latency of a dependent load (nanoseconds) when
+// the data loaded spans size bytes: a pointer chase through every cache
+// line of an array of that size, in one random cycle, loads times. It
+// shows where the caches end on the machine it runs on (a random access
+// into an array larger than them costs a trip to memory), which bounds
+// code that looks ids up in arrays as large as a graph's node count.
+func LoadLatency(size, loads int) float64 {
+	const line = 64 / 4 // uint32s per cache line
+	lines := max(2, size/64)
+	a, free := hugemem.Alloc[uint32](lines * line)
+	defer free()
+	// Sattolo's shuffle: one cycle through every line.
+	next := make([]uint32, lines)
+	for i := range next {
+		next[i] = uint32(i)
+	}
+	r := rng.New(uint64(size))
+	for i := lines - 1; i > 0; i-- {
+		j := r.IntN(i)
+		next[i], next[j] = next[j], next[i]
+	}
+	for i, n := range next {
+		a[i*line] = n * line
+	}
+	p := uint32(0)
+	for range min(loads, lines) { // one lap to warm the caches and TLB
+		p = a[p]
+	}
+	t0 := time.Now()
+	for range loads {
+		p = a[p]
+	}
+	el := time.Since(t0)
+	runtime.KeepAlive(p)
+	return float64(el.Nanoseconds()) / float64(loads)
 }

@@ -68,3 +68,14 @@ func TestPaired(t *testing.T) {
 		t.Errorf("ceiling: %+v", c)
 	}
 }
+
+// TestLoadLatency: a chase through 16 KiB (the core's L1 on any machine
+// here) is several times faster than one through 128 MiB (beyond any last-
+// level cache a 2-core VM gets).
+func TestLoadLatency(t *testing.T) {
+	l1 := LoadLatency(16<<10, 1<<18)
+	mem := LoadLatency(128<<20, 1<<17)
+	if !(l1 > 0 && mem > 3*l1) {
+		t.Fatalf("load latency %.1f ns over 16 KiB, %.1f ns over 128 MiB: want the second over 3x the first", l1, mem)
+	}
+}

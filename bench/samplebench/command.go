@@ -181,6 +181,13 @@ func printSampleReport(w io.Writer, rep *Report) {
 		for _, c := range d.Ceilings {
 			fmt.Fprintf(tw, "\t%d\t%s\t%s\t%s/s\t%s\t%s\t\n", c.Workers, mps(c.RandomReads), mps(c.RandomReadsWall), units.Bytes(int64(c.SeqCopy)), mps(c.RandomRows), mps(c.RandomRowsWall))
 		}
+		if len(d.LoadLatency) > 0 {
+			fmt.Fprint(tw, "\nload latency by data size:")
+			for _, l := range d.LoadLatency {
+				fmt.Fprintf(tw, " %s %.0f ns", units.Bytes(l.Bytes), l.Ns)
+			}
+			fmt.Fprintf(tw, " (relabelling array %s)\n", units.Bytes(4*int64(d.Nodes)))
+		}
 		fmt.Fprintln(tw, "\nsampling\tfanouts\trelabel\tworkers\tedges/batch\tedges/s\t(wall)\tms/batch\treads/s beside\tx random reads\t")
 		for _, s := range d.Sampling {
 			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%s\t%.2f\t%s\t%.2f\t\n", s.Fanouts, s.Relabel, s.Workers, units.Count(s.EdgesPerBatch), mps(s.EdgesPerSec), mps(s.EdgesPerSecWall), s.MsPerBatch, mps(s.Ceiling), s.Ratio)

@@ -102,21 +102,26 @@ type Report struct {
 
 // DatasetReport holds the measurements on one dataset.
 type DatasetReport struct {
-	Name         string         `json:"name"`
-	Dir          string         `json:"dir"`
-	Nodes        int            `json:"nodes"`
-	Edges        int64          `json:"edges"`
-	FeatureDim   int            `json:"feature_dim"`
-	GraphBytes   int64          `json:"graph_bytes"`
-	FeatureBytes int64          `json:"feature_bytes"`
-	Ceilings     []Ceiling      `json:"ceilings"`
-	Sampling     []SampleResult `json:"sampling"`
-	Gather       []GatherResult `json:"gather"`
-	Cache        []CacheResult  `json:"cache"`
-	Loader       []LoaderResult `json:"loader,omitempty"`
-	Notes        []string       `json:"notes,omitempty"`
-	seeds        []int32
-	g            *graph.CSC
+	Name         string    `json:"name"`
+	Dir          string    `json:"dir"`
+	Nodes        int       `json:"nodes"`
+	Edges        int64     `json:"edges"`
+	FeatureDim   int       `json:"feature_dim"`
+	GraphBytes   int64     `json:"graph_bytes"`
+	FeatureBytes int64     `json:"feature_bytes"`
+	Ceilings     []Ceiling `json:"ceilings"`
+	// LoadLatency is the latency of a dependent load by the size of the
+	// data it ranges over (membench.LoadLatency): where the caches end,
+	// and what a random lookup into an array as large as the graph's node
+	// count (sampling's relabelling array: 4 bytes a node) costs.
+	LoadLatency []LatencyPoint `json:"load_latency"`
+	Sampling    []SampleResult `json:"sampling"`
+	Gather      []GatherResult `json:"gather"`
+	Cache       []CacheResult  `json:"cache"`
+	Loader      []LoaderResult `json:"loader,omitempty"`
+	Notes       []string       `json:"notes,omitempty"`
+	seeds       []int32
+	g           *graph.CSC
 }
 
 // Ceiling holds the machine's memory ceilings for one worker count.
@@ -132,6 +137,12 @@ type Ceiling struct {
 	// in-memory feature table (RandomRowsWall per wall second).
 	RandomRows     float64 `json:"random_rows_per_s"`
 	RandomRowsWall float64 `json:"random_rows_per_s_wall"`
+}
+
+// LatencyPoint is the latency of a dependent load over Bytes of data.
+type LatencyPoint struct {
+	Bytes int64   `json:"bytes"`
+	Ns    float64 `json:"ns"`
 }
 
 // SampleResult is one sampling measurement.
@@ -316,6 +327,13 @@ func runDataset(ctx context.Context, cfg Config, name string) (*DatasetReport, e
 	e.outRows /= max(1, len(e.sampled))
 	for _, w := range cfg.Workers {
 		e.ceiling(w, ceilAll)
+	}
+	for _, size := range []int64{256 << 10, 1 << 20, 4 << 20, 16 << 20, e.rep.GraphBytes} {
+		loads := 1 << 20
+		if size > 4<<20 {
+			loads = 1 << 18
+		}
+		e.rep.LoadLatency = append(e.rep.LoadLatency, LatencyPoint{size, membench.LoadLatency(int(size), loads)})
 	}
 	if err := e.sampling(ctx); err != nil {
 		return nil, err
