@@ -186,7 +186,10 @@ func printSampleReport(w io.Writer, rep *Report) {
 			for _, l := range d.LoadLatency {
 				fmt.Fprintf(tw, " %s %.0f ns", units.Bytes(l.Bytes), l.Ns)
 			}
-			fmt.Fprintf(tw, " (relabelling array %s)\n", units.Bytes(4*int64(d.Nodes)))
+			if d.Nodes <= sample.DenseRelabelNodes {
+				fmt.Fprintf(tw, " (relabelling array %s)", units.Bytes(4*int64(d.Nodes)))
+			}
+			fmt.Fprintln(tw)
 		}
 		fmt.Fprintln(tw, "\nsampling\tfanouts\trelabel\tworkers\tedges/batch\tedges/s\t(wall)\tms/batch\treads/s beside\tx random reads\t")
 		for _, s := range d.Sampling {

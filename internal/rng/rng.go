@@ -32,6 +32,8 @@ func (r *Rand) Skip(n uint64) { r.state += n * 0xa0761d6478bd642f }
 // four per Uint64 draw, lowest first; a trailing partial draw is consumed
 // whole. It equals calling Uint64 ceil(len(dst)/4) times and splitting the
 // results, with the state kept in a register (dropout draws its masks so).
+// On amd64 with AVX-512 or AVX2, whole groups of eight or four draws are
+// computed by vector kernels (lanes_amd64.s), the same lanes.
 func (r *Rand) Lanes16(dst []uint16) {
 	s := r.state
 	d := lanesFast(dst, s)
