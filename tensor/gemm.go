@@ -1039,10 +1039,15 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 // columns 1.18-1.30× faster; 128-column outputs (shallow blocks) of X
 // with 602-1433 columns 1.09-1.12×; X 4096×128 by 256 columns 1.0-1.03×.
 // Packing tile by tile instead (mr floats of each of kb rows, the same
-// strided reads) was 0.9× in place. A single panel (n <= nr) reads A
-// once, and keeps reading it in place.
+// strided reads) was 0.9× in place. An op(A) in parts (GemmTNMulti's
+// inputs, a row of each part apart) is packed the same way, each depth's
+// row gathered from the parts (aRow): the GraphSAGE first layer's weight
+// gradient, two 12000×100 inputs by 256 columns, 1.07× (one thread) and
+// 1.09-1.10× (two) in the median of six alternations, with or without
+// the ReLU mask. A single panel (n <= nr) reads A once, and keeps reading
+// it in place.
 func (j *gemmJob) packsA() bool {
-	return j.transA && j.parts == nil && j.n > j.mk.nr
+	return j.transA && j.n > j.mk.nr
 }
 
 // packABlock packs rows [ic, ic+mb) × depths [pc, pc+kb) of a transposed
@@ -1058,7 +1063,7 @@ func (j *gemmJob) packABlock(ic, mb, pc, kb int) {
 		clear(dst[full*mr*kb:])
 	}
 	for p := 0; p < kb; p++ {
-		src := j.a[(pc+p)*j.csA+ic:][:mb]
+		src := j.aRow(pc+p, ic, mb)
 		// In 16- and 8-byte pieces, which the compiler moves inline (an
 		// array of 12 floats is copied by a call to memmove).
 		switch mr {
