@@ -56,12 +56,19 @@ func testDropoutRowsKernel(t *testing.T) {
 		{3, dropoutLanes + 37, 0.5, false, true},
 		{2, 2*dropoutLanes + 4, 0.3, true, false},
 		{1000, 41, 0.5, false, false},
+		{50, 70, 0.9, false, false},
+		{20, 64, 0.1, true, false},
+		{9, 300, 0.999, false, false},
 	} {
 		x := New(tc.rows, tc.cols)
 		r := rng.New(uint64(tc.rows*1000 + tc.cols))
 		for i := range x.Data {
 			x.Data[i] = float32(r.Uint64()%2001)/1000 - 1
 		}
+		// Infinities: a dropped one must give NaN (0·∞), as the plain
+		// product does.
+		x.Data[len(x.Data)/3] = float32(math.Inf(1))
+		x.Data[len(x.Data)-1] = float32(math.Inf(-1))
 		keys := make([]int32, tc.rows)
 		for i := range keys {
 			keys[i] = int32(r.Uint64() % 1_000_000)
@@ -84,7 +91,7 @@ func testDropoutRowsKernel(t *testing.T) {
 			if math.Float32bits(dst.Data[i]) != math.Float32bits(want.Data[i]) {
 				t.Fatalf("%+v: element %d = %v, plain loop %v", tc, i, dst.Data[i], want.Data[i])
 			}
-			if tc.withMask && mask.Data[i] != wantMask.Data[i] {
+			if tc.withMask && math.Float32bits(mask.Data[i]) != math.Float32bits(wantMask.Data[i]) {
 				t.Fatalf("%+v: mask element %d = %v, plain loop %v", tc, i, mask.Data[i], wantMask.Data[i])
 			}
 		}
