@@ -35,9 +35,9 @@ func (r *Rand) Skip(n uint64) { r.state += n * 0xa0761d6478bd642f }
 // On amd64 with AVX-512 or AVX2, whole groups of eight or four draws are
 // computed by vector kernels (lanes_amd64.s), the same lanes.
 func (r *Rand) Lanes16(dst []uint16) {
+	d := lanesFast(dst, r.state)
+	r.Skip(uint64(d))
 	s := r.state
-	d := lanesFast(dst, s)
-	s += uint64(d) * 0xa0761d6478bd642f
 	i := 4 * d
 	for ; i+4 <= len(dst); i += 4 {
 		s += 0xa0761d6478bd642f
