@@ -483,7 +483,8 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	ub := arena.Make[int64](ar, nchunks+1)
 	par.For(tw, nchunks, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
-			s := int64(0)
+			// One more slot a coarse vertex for contractRange's slot 0.
+			s := int64(bounds[k+1] - bounds[k])
 			for c := bounds[k]; c < bounds[k+1]; c++ {
 				v := rep[c]
 				u := match[v]
@@ -552,72 +553,34 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 	cxadj, cvw := cl.xadj, cl.vw
 	first := pos
 	for c := lo; c < hi; c++ {
-		start := pos
 		v := rep[c]
 		u := match[v]
-		xs, nx := [2]int32{v, u}, 2
-		if u == v {
-			nx = 1
-		}
-		c32 := int32(c)
-		if d := xadj[v+1] - xadj[v] + xadj[u+1] - xadj[u]; d <= 24 {
-			// Few edges: merge by scanning the short output list, which
-			// stays in cache, instead of the large table.
-			for _, x := range xs[:nx] {
-				for j := xadj[x]; j < xadj[x+1]; j++ {
-					cu := cmap[adj[j]]
-					if cu == c32 {
-						continue
-					}
-					wt := int32(1)
-					if ew != nil {
-						wt = ew[j]
-					}
-					i := start
-					for ; i < pos; i++ {
-						if cadj[i] == cu {
-							cew[i] += wt
-							break
-						}
-					}
-					if i == pos {
-						cadj[pos] = cu
-						cew[pos] = wt
-						pos++
-					}
-				}
+		// Slot 0 of the list collects the edges inside c (the pair's
+		// edge), so that the merge loops need no test for them; the list
+		// then moves down over it, keeping the order of first sight.
+		out, outw := cadj[pos:], cew[pos:]
+		ht[c], out[0], outw[0] = 0, int32(c), 0
+		d := 1
+		if ew == nil {
+			d = mergeUnit(adj[xadj[v]:xadj[v+1]], cmap, ht, out, outw, d)
+			if u != v {
+				d = mergeUnit(adj[xadj[u]:xadj[u+1]], cmap, ht, out, outw, d)
 			}
 		} else {
-			for _, x := range xs[:nx] {
-				lst := adj[xadj[x]:xadj[x+1]]
-				var wts []int32
-				if ew != nil {
-					wts = ew[xadj[x]:xadj[x+1]]
-				}
-				for j, a := range lst {
-					cu := cmap[a]
-					if cu == c32 {
-						continue
-					}
-					wt := int32(1)
-					if wts != nil {
-						wt = wts[j]
-					}
-					if i := ht[cu]; i >= 0 {
-						cew[start+int64(i)] += wt
-					} else {
-						ht[cu] = int32(pos - start)
-						cadj[pos] = cu
-						cew[pos] = wt
-						pos++
-					}
-				}
-			}
-			for _, cu := range cadj[start:pos] {
-				ht[cu] = -1
+			d = mergeWeighted(adj[xadj[v]:xadj[v+1]], ew[xadj[v]:xadj[v+1]], cmap, ht, out, outw, d)
+			if u != v {
+				d = mergeWeighted(adj[xadj[u]:xadj[u+1]], ew[xadj[u]:xadj[u+1]], cmap, ht, out, outw, d)
 			}
 		}
-		cxadj[c+1] = pos - start
+		d--
+		copy(out, out[1:d+1])
+		copy(outw, outw[1:d+1])
+		ht[c] = -1
+		for _, cu := range out[:d] {
+			ht[cu] = -1
+		}
+		pos += int64(d)
+		cxadj[c+1] = int64(d)
 		for k := 0; k < ncon; k++ {
 			wv := vw[int(v)*ncon+k]
 			if u != v {
@@ -627,4 +590,43 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 		}
 	}
 	return pos - first
+}
+
+// mergeUnit adds the unit-weight list lst (fine vertices, mapped through
+// cmap) to the coarse list out/outw holding d entries, skipping self, and
+// returns its new length. ht[cu] is cu's index in out, or -1.
+//go:noinline
+func mergeUnit(lst, cmap, ht, out, outw []int32, d int) int {
+	outw = outw[:len(out)]
+	for _, a := range lst {
+		cu := cmap[a]
+		if i := ht[cu]; i >= 0 {
+			outw[i]++
+		} else {
+			ht[cu] = int32(d)
+			out[d] = cu
+			outw[d] = 1
+			d++
+		}
+	}
+	return d
+}
+
+// mergeWeighted is mergeUnit for a list with edge weights wts.
+//go:noinline
+func mergeWeighted(lst, wts, cmap, ht, out, outw []int32, d int) int {
+	wts = wts[:len(lst)]
+	outw = outw[:len(out)]
+	for j, a := range lst {
+		cu := cmap[a]
+		if i := ht[cu]; i >= 0 {
+			outw[i] += wts[j]
+		} else {
+			ht[cu] = int32(d)
+			out[d] = cu
+			outw[d] = wts[j]
+			d++
+		}
+	}
+	return d
 }
