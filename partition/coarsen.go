@@ -595,6 +595,7 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 // mergeUnit adds the unit-weight list lst (fine vertices, mapped through
 // cmap) to the coarse list out/outw holding d entries, skipping self, and
 // returns its new length. ht[cu] is cu's index in out, or -1.
+//
 //go:noinline
 func mergeUnit(lst, cmap, ht, out, outw []int32, d int) int {
 	outw = outw[:len(out)]
@@ -613,6 +614,7 @@ func mergeUnit(lst, cmap, ht, out, outw []int32, d int) int {
 }
 
 // mergeWeighted is mergeUnit for a list with edge weights wts.
+//
 //go:noinline
 func mergeWeighted(lst, wts, cmap, ht, out, outw []int32, d int) int {
 	wts = wts[:len(lst)]
