@@ -593,8 +593,13 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 }
 
 // mergeUnit adds the unit-weight list lst (fine vertices, mapped through
-// cmap) to the coarse list out/outw holding d entries, skipping self, and
-// returns its new length. ht[cu] is cu's index in out, or -1.
+// cmap) to the coarse list out/outw holding d entries and returns its new
+// length. ht[cu] is cu's index in out, or -1.
+//
+// The merge loops are functions of their own, never inlined: inside
+// contractRange the compiler kept their indices and slice headers on the
+// stack, and wave's first level contracted 1.6x slower (33-36 ms against
+// 18-22 at one thread).
 //
 //go:noinline
 func mergeUnit(lst, cmap, ht, out, outw []int32, d int) int {
