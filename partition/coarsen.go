@@ -77,6 +77,19 @@ func acrossWeight[P int8 | int32](l *level, v int, part []P) (d, across int64) {
 	return d, across
 }
 
+// weightedDegree returns the total weight of v's edges.
+func (l *level) weightedDegree(v int) int64 {
+	lo, hi := l.xadj[v], l.xadj[v+1]
+	if l.ew == nil {
+		return hi - lo
+	}
+	d := int64(0)
+	for _, w := range l.ew[lo:hi] {
+		d += int64(w)
+	}
+	return d
+}
+
 // randomPerm returns a uniformly random permutation of [0, n).
 func randomPerm(r *rng.Rand, n int) []int32 {
 	return randomPermInto(r, make([]int32, n))

@@ -285,24 +285,29 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	defer func() { ph.Refine = time.Since(t0) }()
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers, ar)
 	rf.reserve(n)
+	refined := false // whether rf holds the coarser level's degrees
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, err
 		}
 		l := levels[i]
+		var coarseEd []int32
 		if i < len(levels)-1 {
 			war := ar
 			if i == 0 {
 				war = nil // the result, which outlives the arena
 			}
-			where = project(l, where, workers, war)
+			if refined {
+				coarseEd = rf.ed
+			}
+			where, coarseEd = project(l, where, coarseEd, workers, war)
 			levels[i+1] = nil // free the coarser level
 			l.cmap = nil
 		}
-		if l.xadj == nil {
+		if refined = l.xadj != nil; !refined {
 			continue // a level dropped for memory: projected only
 		}
-		rf.setLevel(l, where)
+		rf.setLevel(l, where, coarseEd)
 		if rf.overloaded() {
 			rf.balance()
 		}
@@ -469,7 +474,7 @@ func initialKWay(l *level, ncon, k int, tot []int64, imb float64, seed uint64, r
 		s := rng.Derive(seed, uint64(7+i))
 		recursiveBisection(l, ncon, k, 0, ids, where, bisectionTolerance(imb, k), 8, s, 1, &scratch{ar: ar})
 		rf := newRefiner(k, ncon, tot, imb, rng.New(rng.Derive(s, 1)), 1, ar)
-		rf.setLevel(l, where)
+		rf.setLevel(l, where, nil)
 		if rf.overloaded() {
 			rf.balance()
 		}

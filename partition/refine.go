@@ -28,6 +28,7 @@ type refiner struct {
 	q       *pq
 	visited []bool
 	exact   []bool
+	settled []bool  // greedyBatch: looked at, no move of gain >= 0, no neighbour moved since
 	bndKeys []int64 // FM's boundary with queue keys (scratch)
 	// cutW is the level's edge cut, set by setLevel and kept by move.
 	cutW    int64
@@ -55,8 +56,13 @@ func balanceLimit(tot int64, k int, imb float64) int64 {
 }
 
 // setLevel points the refiner at level l with partition where and computes
-// degrees and part weights.
-func (rf *refiner) setLevel(l *level, where []int32) {
+// degrees and part weights. If coarseEd is not nil, coarseEd[v] is the
+// external degree of v's vertex in the refined coarser level (project's
+// second result): where it is 0, every neighbour of v lies in v's part
+// (they all map to that vertex or to its neighbours, all in its part), so
+// v's degree is all internal and its list need not be checked against
+// where, as METIS does. At K = 4 most of wave's vertices are interior.
+func (rf *refiner) setLevel(l *level, where, coarseEd []int32) {
 	rf.l, rf.where = l, where
 	if cap(rf.id) < l.n {
 		rf.reserve(l.n)
@@ -66,6 +72,10 @@ func (rf *refiner) setLevel(l *level, where []int32) {
 	par.For(l.workers(rf.workers), l.n, func(_, lo, hi int) {
 		c := int64(0)
 		for v := lo; v < hi; v++ {
+			if coarseEd != nil && coarseEd[v] == 0 {
+				rf.id[v], rf.ed[v] = int32(l.weightedDegree(v)), 0
+				continue
+			}
 			d, ex := acrossWeight(l, v, where)
 			rf.id[v], rf.ed[v] = int32(d-ex), int32(ex)
 			c += ex
@@ -259,6 +269,7 @@ func (rf *refiner) reserve(n int) {
 	rf.q = newPQ(rf.ar, n)
 	rf.visited = arena.Make[bool](rf.ar, n)
 	rf.exact = arena.Make[bool](rf.ar, n)
+	rf.settled = arena.Make[bool](rf.ar, n)
 	rf.bndKeys = arena.Make[int64](rf.ar, n)
 }
 
@@ -351,15 +362,26 @@ func (rf *refiner) balance() {
 }
 
 // project maps the partition of the coarser level onto l, into an array
-// from ar (nil: the Go heap).
-func project(l *level, coarse []int32, workers int, ar *arena.Arena) []int32 {
-	where := arena.Make[int32](ar, l.n)
+// from ar (nil: the Go heap). Given the coarser level's external degrees
+// (coarseEd, from its refiner), it also returns each vertex's coarse
+// vertex's external degree, for setLevel.
+func project(l *level, coarse, coarseEd []int32, workers int, ar *arena.Arena) (where, ed []int32) {
+	where = arena.Make[int32](ar, l.n)
+	if coarseEd != nil {
+		// l.cmap is not needed after projecting: it takes each vertex's
+		// coarse external degree instead.
+		ed = l.cmap
+	}
 	par.For(l.workers(workers), l.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
-			where[v] = coarse[l.cmap[v]]
+			c := l.cmap[v]
+			where[v] = coarse[c]
+			if ed != nil {
+				ed[v] = coarseEd[c]
+			}
 		}
 	})
-	return where
+	return where, ed
 }
 
 // bestMove returns v's best target part with room and the gain of moving
@@ -595,6 +617,14 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 	var all []cand
 	var list, moved []int32 // the vertices a later round looks at; the round's moves
 	visited := rf.visited[:l.n]
+	// A vertex looked at whose every other part has less of its edges
+	// than its own (no move of gain >= 0, whatever the part weights) is
+	// settled: later rounds skip it until a neighbour moves, as its
+	// degrees cannot change before then. The moves are the same as
+	// looking at it again; on email-Enron at K = 16 these looks (mostly
+	// at high-degree vertices) were a third of partitioning's CPU time.
+	settled := rf.settled[:l.n]
+	clear(settled)
 	full := true // the round looks at every vertex, not at list
 	total := int64(0)
 	for pass := 0; pass < passes; pass++ {
@@ -613,6 +643,12 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 				touched = rf.connectInto(v, conn, touched[:0])
 				if t, g := rf.pick(v, conn, touched); t >= 0 {
 					out = append(out, cand{v, g})
+				} else {
+					most := int64(0)
+					for _, q := range touched {
+						most = max(most, conn[q])
+					}
+					settled[v] = most < int64(rf.id[v])
 				}
 				for _, q := range touched {
 					conn[q] = 0
@@ -620,13 +656,13 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 			}
 			if lb == nil {
 				for v := int32(bounds[c]); v < int32(bounds[c+1]); v++ {
-					if rf.candidate(v) {
+					if rf.candidate(v) && !settled[v] {
 						look(v)
 					}
 				}
 			} else {
 				for _, v := range list[lb[c]:lb[c+1]] {
-					if rf.candidate(v) {
+					if rf.candidate(v) && !settled[v] {
 						look(v)
 					}
 				}
@@ -655,6 +691,9 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 				rf.move(v, t, rf.conn[t])
 				moved = append(moved, v)
 				gain += g
+				for _, u := range l.adj[l.xadj[v]:l.xadj[v+1]] {
+					settled[u] = false
+				}
 			}
 			rf.clearConn()
 		}

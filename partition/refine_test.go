@@ -2,6 +2,7 @@ package partition
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/graphmill/graphmill/internal/rng"
@@ -31,7 +32,7 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 			}
 			rf := newRefiner(k, ncon, []int64{int64(n)}, 1.03, rng.New(seed), 2, nil)
 			rf.reserve(n)
-			rf.setLevel(l, where)
+			rf.setLevel(l, where, nil)
 			steps := []struct {
 				name string
 				run  func()
@@ -58,6 +59,65 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 						t.Fatalf("k=%d seed %d: %s left vertex %d flagged (queue position %d, visited/locked %v, exact %v)",
 							k, seed, s.name, v, rf.q.pos[v], rf.visited[v], rf.exact[v])
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestSetLevelInterior checks setLevel's shortcut for the vertices of
+// interior coarse vertices: given the refined coarser level's external
+// degrees through project, every vertex's internal and external degree
+// and the cut are those computed from the lists, on unit-weight and
+// weighted levels, for partitions refined or left random.
+func TestSetLevelInterior(t *testing.T) {
+	g := grid(40, 30).graph(t)
+	n := g.NumNodes()
+	vw, ncon := vertexWeights(n, nil, nil)
+	fine := &level{n: n, xadj: g.Xadj, adj: g.Adjncy, vw: vw}
+	maxvw := []int32{int32(n)}
+	for _, k := range []int{2, 4, 8} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			// Two levels below the grid, so that the middle one is
+			// weighted.
+			l0 := &level{n: fine.n, xadj: fine.xadj, adj: fine.adj, vw: fine.vw}
+			m, cn := l0.match(rng.New(seed), ncon, maxvw, 1, nil)
+			l1 := l0.contract(m, cn, ncon, 1, &scratch{})
+			m, cn = l1.match(rng.New(seed+10), ncon, maxvw, 1, nil)
+			l2 := l1.contract(m, cn, ncon, 1, &scratch{})
+			r := rand.New(rand.NewPCG(seed, uint64(k)))
+			where := make([]int32, l2.n)
+			for v := range where {
+				where[v] = int32(r.IntN(k))
+			}
+			rf := newRefiner(k, ncon, []int64{int64(n)}, 1.03, rng.New(seed), 1, nil)
+			rf.reserve(n)
+			rf.setLevel(l2, where, nil)
+			if seed != 1 {
+				rf.greedyBatch(10) // seed 1 keeps the random partition
+			}
+			for _, l := range []*level{l1, l0} {
+				var ed []int32
+				where, ed = project(l, where, rf.ed, 1, nil)
+				rf.setLevel(l, where, ed)
+				gotID, gotED, gotCut := slices.Clone(rf.id), slices.Clone(rf.ed), rf.cut()
+				ref := newRefiner(k, ncon, []int64{int64(n)}, 1.03, rng.New(seed), 1, nil)
+				ref.reserve(n)
+				ref.setLevel(l, where, nil)
+				if !slices.Equal(gotID, ref.id) || !slices.Equal(gotED, ref.ed) || gotCut != ref.cut() {
+					t.Fatalf("k=%d seed %d level of %d vertices: degrees or cut (%d) differ from the lists' (%d)", k, seed, l.n, gotCut, ref.cut())
+				}
+				interior := 0
+				for _, e := range ed {
+					if e == 0 {
+						interior++
+					}
+				}
+				if interior == 0 && seed != 1 {
+					t.Fatalf("k=%d seed %d: no vertex took the shortcut", k, seed)
+				}
+				if seed != 1 {
+					rf.greedyBatch(10)
 				}
 			}
 		}
