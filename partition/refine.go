@@ -528,22 +528,46 @@ func (rf *refiner) cut() int64 { return rf.cutW }
 
 // connectInto fills conn (indexed by part) with v's edge weight to each
 // other part, appending the parts touched to touched.
+//
+// Every neighbour's weight is added to its part, v's own included, which
+// is then taken out: whether a neighbour of a boundary vertex lies across
+// is a coin flip the predictor cannot learn, while a part first seen is
+// rare (a few parts a vertex).
 func (rf *refiner) connectInto(v int32, conn []int64, touched []int32) []int32 {
-	l := rf.l
-	p := rf.where[v]
-	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-		q := rf.where[l.adj[j]]
-		if q == p {
-			continue
+	l, where := rf.l, rf.where
+	p := where[v]
+	lo, hi := l.xadj[v], l.xadj[v+1]
+	adj := l.adj[lo:hi]
+	n := len(touched)
+	if l.ew == nil {
+		for _, u := range adj {
+			q := where[u]
+			c := conn[q]
+			if c == 0 {
+				touched = append(touched, q)
+			}
+			conn[q] = c + 1
 		}
-		if conn[q] == 0 {
-			touched = append(touched, q)
+	} else {
+		ew := l.ew[lo:hi]
+		ew = ew[:len(adj)]
+		for j, u := range adj {
+			q := where[u]
+			c := conn[q]
+			if c == 0 {
+				touched = append(touched, q)
+			}
+			conn[q] = c + int64(ew[j])
 		}
-		if l.ew == nil {
-			conn[q]++
-		} else {
-			conn[q] += int64(l.ew[j])
+	}
+	if conn[p] != 0 {
+		conn[p] = 0
+		i := n
+		for touched[i] != p {
+			i++
 		}
+		// Keep the order of first sight (pick breaks ties by it).
+		touched = append(touched[:i], touched[i+1:]...)
 	}
 	return touched
 }
