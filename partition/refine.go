@@ -116,20 +116,10 @@ func (rf *refiner) load(q int32) float64 {
 	return m
 }
 
-// connect fills conn/touched with v's edge weight to each other part.
+// connect fills conn/touched (both empty) with v's edge weight to each
+// other part.
 func (rf *refiner) connect(v int32) {
-	l := rf.l
-	p := rf.where[v]
-	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-		q := rf.where[l.adj[j]]
-		if q == p {
-			continue
-		}
-		if rf.conn[q] == 0 {
-			rf.touched = append(rf.touched, q)
-		}
-		rf.conn[q] += int64(l.ewAt(j))
-	}
+	rf.touched = rf.connectInto(v, rf.conn, rf.touched)
 }
 
 func (rf *refiner) clearConn() {
@@ -526,8 +516,8 @@ func (rf *refiner) fm(passes, limit int) int64 {
 // partitioning wave into 4 parts.)
 func (rf *refiner) cut() int64 { return rf.cutW }
 
-// connectInto fills conn (indexed by part) with v's edge weight to each
-// other part, appending the parts touched to touched.
+// connectInto fills conn (indexed by part, all 0 on entry) with v's edge
+// weight to each other part, appending the parts touched to touched.
 //
 // Every neighbour's weight is added to its part, v's own included, which
 // is then taken out: whether a neighbour of a boundary vertex lies across
