@@ -351,41 +351,18 @@ func (m *matcher) fits(u, v int32) bool {
 // that blocks make only the pairs the whole level's pass could have made.
 // It returns the pairs made and the vertices left unmatched.
 func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) {
-	l, match, ncon := m.l, m.match, m.ncon
+	match := m.match
 	for _, v := range order {
 		if match[v] >= 0 {
 			continue
 		}
-		best, bestW, outW := int32(-1), 0.0, 0.0
-		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-			u := l.adj[j]
-			// Outside [lo, hi) (only in a block): rated, never paired;
-			// unit weights rate every neighbour alike.
-			out := u < lo || u >= hi
-			if out && l.ew == nil || !out && match[u] >= 0 {
-				continue
-			}
-			var w float64
-			if l.ew == nil {
-				w = 1
-			} else {
-				// Rating w^2/weight(u) prefers light partners, which keeps
-				// coarse vertex weights even and improves the cut.
-				e := float64(l.ew[j])
-				w = e * e / float64(max(1, l.vw[int(u)*ncon]))
-			}
-			if out {
-				outW = max(outW, w)
-				continue
-			}
-			if w > bestW && m.fits(u, v) {
-				best, bestW = u, w
-				if l.ew == nil {
-					break
-				}
-			}
+		var best int32
+		if m.l.ew == nil {
+			best = m.firstFree(v, lo, hi)
+		} else {
+			best = m.heaviest(v, lo, hi)
 		}
-		if best >= 0 && outW <= bestW {
+		if best >= 0 {
 			match[v], match[best] = best, v
 			pairs++
 		} else {
@@ -393,6 +370,55 @@ func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) 
 		}
 	}
 	return pairs, unmatched
+}
+
+// firstFree returns v's first unmatched neighbour in [lo, hi) that fits
+// with it, or -1: heavyEdge's choice on unit weights, which rate every
+// neighbour alike (and outside [lo, hi) never above one inside).
+//
+// heavyEdge's choices are functions of their own, with the level's
+// arrays in locals: inside heavyEdge the compiler reloaded them from the
+// level at every neighbour.
+func (m *matcher) firstFree(v, lo, hi int32) int32 {
+	match := m.match
+	for _, u := range m.l.adj[m.l.xadj[v]:m.l.xadj[v+1]] {
+		if u >= lo && u < hi && match[u] < 0 && m.fits(u, v) {
+			return u
+		}
+	}
+	return -1
+}
+
+// heaviest returns v's unmatched neighbour in [lo, hi) of heaviest rating
+// that fits with it, or -1, also when a neighbour outside [lo, hi) rates
+// higher (see heavyEdge).
+func (m *matcher) heaviest(v, lo, hi int32) int32 {
+	l, match, ncon := m.l, m.match, m.ncon
+	j0, j1 := l.xadj[v], l.xadj[v+1]
+	adj, ew, vw := l.adj[j0:j1], l.ew[j0:j1], l.vw
+	ew = ew[:len(adj)]
+	best, bestW, outW := int32(-1), 0.0, 0.0
+	for j, u := range adj {
+		out := u < lo || u >= hi
+		if !out && match[u] >= 0 {
+			continue
+		}
+		// Rating w^2/weight(u) prefers light partners, which keeps
+		// coarse vertex weights even and improves the cut.
+		e := float64(ew[j])
+		w := e * e / float64(max(1, vw[int(u)*ncon]))
+		if out {
+			outW = max(outW, w)
+			continue
+		}
+		if w > bestW && m.fits(u, v) {
+			best, bestW = u, w
+		}
+	}
+	if outW > bestW {
+		return -1
+	}
+	return best
 }
 
 // scratch holds the buffers one coarsening reuses from level to level:
