@@ -191,9 +191,12 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 		sc = &scratch{}
 	}
 	match := sc.buf(&sc.match, n)
-	for i := range match {
-		match[i] = -1
-	}
+	w := l.workers(workers)
+	par.For(w, n, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			match[i] = -1
+		}
+	})
 	m := matcher{l: l, ncon: ncon, maxvw: maxvw, match: match}
 	var order []int32
 	cn, unmatched := 0, 0
@@ -275,11 +278,19 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 			}
 		}
 	}
-	for v := range match {
-		if match[v] < 0 {
-			match[v] = int32(v)
-			cn++
+	singles := make([]int, w)
+	par.For(w, n, func(wi, lo, hi int) {
+		c := 0
+		for v := lo; v < hi; v++ {
+			if match[v] < 0 {
+				match[v] = int32(v)
+				c++
+			}
 		}
+		singles[wi] = c
+	})
+	for _, c := range singles {
+		cn += c
 	}
 	return match, cn
 }
@@ -500,15 +511,35 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	workers = l.workers(workers)
 	cmap := arena.Make[int32](ar, n)
 	rep := arena.Make[int32](ar, cn)
-	c := int32(0)
-	for v := 0; v < n; v++ {
-		if u := int(match[v]); u >= v {
-			cmap[v] = c
-			cmap[u] = c
-			rep[c] = int32(v)
-			c++
+	// Coarse vertices are numbered in order of their smallest fine
+	// vertex: each range counts its pairs' smaller ends, then numbers
+	// them from the ranges before it. A range writes the map of a partner
+	// outside itself too; no other range writes that entry.
+	nw := workers
+	starts := make([]int32, nw+1)
+	par.For(nw, n, func(w, lo, hi int) {
+		c := int32(0)
+		for v := lo; v < hi; v++ {
+			if int(match[v]) >= v {
+				c++
+			}
 		}
+		starts[w+1] = c
+	})
+	for w := 0; w < nw; w++ {
+		starts[w+1] += starts[w]
 	}
+	par.For(nw, n, func(w, lo, hi int) {
+		c := starts[w]
+		for v := lo; v < hi; v++ {
+			if u := int(match[v]); u >= v {
+				cmap[v] = c
+				cmap[u] = c
+				rep[c] = int32(v)
+				c++
+			}
+		}
+	})
 	l.cmap = cmap
 	cl := &level{n: cn, xadj: arena.Make[int64](ar, cn+1), vw: arena.Make[int32](ar, cn*ncon)}
 	// Chunks of coarse vertices; each writes at an upper bound of its
