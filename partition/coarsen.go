@@ -18,6 +18,9 @@ type level struct {
 	adj  []int32
 	ew   []int32
 	vw   []int32
+	// wdeg is each vertex's total edge weight, kept by contraction (nil
+	// on the input level: weightedDegree sums its edges).
+	wdeg []int32
 	// cmap maps each vertex to its vertex in the next coarser level (set
 	// when the coarser level is built).
 	cmap []int32
@@ -41,7 +44,7 @@ func (l *level) workers(w int) int {
 
 // bytes returns the memory of the level's graph arrays.
 func (l *level) bytes() int64 {
-	return int64(len(l.xadj))*8 + int64(len(l.adj)+len(l.ew)+len(l.vw))*4
+	return int64(len(l.xadj))*8 + int64(len(l.adj)+len(l.ew)+len(l.vw)+len(l.wdeg))*4
 }
 
 // ewAt returns the weight of adjacency entry j.
@@ -79,6 +82,9 @@ func acrossWeight[P int8 | int32](l *level, v int, part []P) (d, across int64) {
 
 // weightedDegree returns the total weight of v's edges.
 func (l *level) weightedDegree(v int) int64 {
+	if l.wdeg != nil {
+		return int64(l.wdeg[v])
+	}
 	lo, hi := l.xadj[v], l.xadj[v+1]
 	if l.ew == nil {
 		return hi - lo
@@ -541,7 +547,7 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 		}
 	})
 	l.cmap = cmap
-	cl := &level{n: cn, xadj: arena.Make[int64](ar, cn+1), vw: arena.Make[int32](ar, cn*ncon)}
+	cl := &level{n: cn, xadj: arena.Make[int64](ar, cn+1), vw: arena.Make[int32](ar, cn*ncon), wdeg: arena.Make[int32](ar, cn)}
 	// Chunks of coarse vertices; each writes at an upper bound of its
 	// size, then the chunks are compacted in order.
 	nchunks := max(1, min(cn/4096, workers*8))
@@ -649,6 +655,11 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 		for _, cu := range out[:d] {
 			ht[cu] = -1
 		}
+		wd := int32(0)
+		for _, x := range outw[:d] {
+			wd += x
+		}
+		cl.wdeg[c] = wd
 		pos += int64(d)
 		cxadj[c+1] = int64(d)
 		for k := 0; k < ncon; k++ {

@@ -248,7 +248,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 			// collection now keeps the heap (and so the resident set)
 			// near the live size instead of twice it.
 			freed := cur.bytes()
-			cur.xadj, cur.adj, cur.ew, cur.vw = nil, nil, nil, nil
+			cur.xadj, cur.adj, cur.ew, cur.vw, cur.wdeg = nil, nil, nil, nil, nil
 			if freed > 64<<20 {
 				runtime.GC()
 			}

@@ -69,9 +69,17 @@ func (rf *refiner) setLevel(l *level, where, coarseEd []int32) {
 	}
 	rf.id, rf.ed = rf.id[:l.n], rf.ed[:l.n]
 	var cut atomic.Int64
-	par.For(l.workers(rf.workers), l.n, func(_, lo, hi int) {
+	ncon := rf.ncon
+	w := l.workers(rf.workers)
+	pws := make([][]int64, w) // each worker's part weights
+	par.For(w, l.n, func(wi, lo, hi int) {
 		c := int64(0)
+		pw := make([]int64, len(rf.pw))
 		for v := lo; v < hi; v++ {
+			p := int(where[v])
+			for k := 0; k < ncon; k++ {
+				pw[p*ncon+k] += int64(l.vw[v*ncon+k])
+			}
 			if coarseEd != nil && coarseEd[v] == 0 {
 				rf.id[v], rf.ed[v] = int32(l.weightedDegree(v)), 0
 				continue
@@ -81,14 +89,13 @@ func (rf *refiner) setLevel(l *level, where, coarseEd []int32) {
 			c += ex
 		}
 		cut.Add(c)
+		pws[wi] = pw
 	})
 	rf.cutW = cut.Load() / 2
 	clear(rf.pw)
-	ncon := rf.ncon
-	for v := 0; v < l.n; v++ {
-		p := int(where[v])
-		for c := 0; c < ncon; c++ {
-			rf.pw[p*ncon+c] += int64(l.vw[v*ncon+c])
+	for _, pw := range pws {
+		for i, x := range pw {
+			rf.pw[i] += x
 		}
 	}
 }
