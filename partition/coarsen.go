@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"github.com/graphmill/graphmill/internal/prefetch"
 	"slices"
 	"sync/atomic"
 
@@ -369,7 +370,11 @@ func (m *matcher) fits(u, v int32) bool {
 // It returns the pairs made and the vertices left unmatched.
 func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) {
 	match := m.match
-	for _, v := range order {
+	var ahead lookahead
+	for i, v := range order {
+		if i%lookGroup == 0 {
+			ahead.fetch(m.l, match, order, i)
+		}
 		if match[v] >= 0 {
 			continue
 		}
@@ -717,4 +722,46 @@ func mergeWeighted(lst, wts, cmap, ht, out, outw []int32, d int) int {
 		}
 	}
 	return d
+}
+
+// lookGroup and lookDist pace the prefetches of a visit in random order
+// (matching by degree): every lookGroup vertices, the offsets of the
+// vertices 2*lookDist ahead and the lists (and edge weights) of those
+// lookDist ahead still unmatched are asked for, so that their cache
+// misses overlap. Matching on wave took 4-19 % less time (four rounds of
+// 14 alternations in one process, Ice Lake Xeon); on email-Enron, whose
+// blocks do not apply, it was unchanged (without the unmatched filter,
+// 10 % slower there).
+const (
+	lookGroup = 8
+	lookDist  = 16
+)
+
+// lookahead is the offsets buffer of a visit's list prefetches.
+type lookahead struct {
+	offs [2 * lookGroup]int64
+}
+
+// fetch prefetches for the visit of order at i: the offsets of
+// order[i+2*lookDist:][:lookGroup] and the lists of the unmatched ones of
+// order[i+lookDist:][:lookGroup] (whose offsets were asked for earlier).
+func (a *lookahead) fetch(l *level, match, order []int32, i int) {
+	if k := i + 2*lookDist; k < len(order) {
+		prefetch.Rows64(l.xadj, order[k:min(k+lookGroup, len(order))])
+	}
+	k := i + lookDist
+	if k >= len(order) {
+		return
+	}
+	n := 0
+	for _, w := range order[k:min(k+lookGroup, len(order))] {
+		if match[w] < 0 {
+			a.offs[n], a.offs[n+1] = l.xadj[w], l.xadj[w+1]
+			n += 2
+		}
+	}
+	prefetch.Spans32(l.adj, a.offs[:n])
+	if l.ew != nil {
+		prefetch.Spans32(l.ew, a.offs[:n])
+	}
 }
