@@ -311,11 +311,18 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		if rf.overloaded() {
 			rf.balance()
 		}
+		if i > 0 {
+			// Coarse levels: a move of positive gain may fill a part past
+			// its limit by fudgeKWay times its gain (as METIS's greedy
+			// refinement does); balance is restored below.
+			rf.fudge = fudgeKWay
+		}
 		rf.greedyBatch(10)
+		rf.fudge = 0
 		rf.fm(fmPassesKWay, fmLimitKWay)
 		if rf.overloaded() {
 			rf.balance()
-			rf.greedy(2)
+			rf.greedyBatch(2)
 		}
 	}
 	// The finest level is never dropped: rf's external degrees are
@@ -431,7 +438,15 @@ func EdgeCut(g *Graph, parts []int32, workers int) int64 {
 
 // Refinement effort: k-way FM passes per level and the number of moves
 // without improvement after which a pass stops; initial partitions tried.
+//
+// fudgeKWay is how far (times the move's gain) a greedy move on a coarse
+// level may fill a part past its limit. Mean cut ratio against gpmetis
+// over seeds 1-5 on the 12 shared cases (wave, email-Enron, Cora,
+// CiteSeer at K = 4, 16, 64): 1.018 without, 1.001 with 3 on the coarse
+// levels; 1.002 with 2 on every level, whose time cost was larger on
+// email-Enron. Time: within 0-8 % (fastest of five rounds a seed).
 const (
+	fudgeKWay        = 3
 	fmPassesKWay     = 1
 	fmLimitKWay      = 100
 	initRuns         = 2

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"cmp"
+	"container/heap"
 	"math"
 	"slices"
 	"sort"
@@ -28,7 +29,10 @@ type refiner struct {
 	q       *pq
 	visited []bool
 	exact   []bool
-	settled []bool  // greedyBatch: looked at, no move of gain >= 0, no neighbour moved since
+	settled []bool // greedyBatch: looked at, no move of gain >= 0, no neighbour moved since
+	// fudge lets greedyBatch's moves of positive gain fill a part past
+	// its limit by fudge times their gain (0: never past it).
+	fudge   float64
 	bndKeys []int64 // FM's boundary with queue keys (scratch)
 	// cutW is the level's edge cut, set by setLevel and kept by move.
 	cutW    int64
@@ -106,6 +110,43 @@ func (rf *refiner) fits(v int32, q int32) bool {
 	for c := 0; c < ncon; c++ {
 		w := int64(rf.l.vw[int(v)*ncon+c])
 		if w > 0 && rf.pw[int(q)*ncon+c]+w > rf.limit[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// balanceCand is a vertex balance may move, keyed by ed-id.
+type balanceCand struct {
+	v   int32
+	key int32
+}
+
+// balanceQueue orders balanceCands by key, largest first, then by vertex
+// (container/heap).
+type balanceQueue []balanceCand
+
+func (q balanceQueue) Len() int { return len(q) }
+func (q balanceQueue) Less(i, j int) bool {
+	return q[i].key > q[j].key || q[i].key == q[j].key && q[i].v < q[j].v
+}
+func (q balanceQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *balanceQueue) Push(x any)   { *q = append(*q, x.(balanceCand)) }
+func (q *balanceQueue) Pop() any {
+	old := *q
+	c := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return c
+}
+
+// fitsFudge is fits with every limit raised by rf.fudge times the move's
+// gain g.
+func (rf *refiner) fitsFudge(v int32, q int32, g int64) bool {
+	ncon := rf.ncon
+	slack := int64(rf.fudge * float64(g))
+	for c := 0; c < ncon; c++ {
+		w := int64(rf.l.vw[int(v)*ncon+c])
+		if w > 0 && rf.pw[int(q)*ncon+c]+w > rf.limit[c]+slack {
 			return false
 		}
 	}
@@ -310,18 +351,19 @@ func (rf *refiner) helps(v int32) bool {
 // loaded part with room, until no part is overloaded or nothing can move.
 func (rf *refiner) balance() {
 	for round := 0; round < 4 && rf.overloaded(); round++ {
-		type cand struct {
-			v   int32
-			key int32
-		}
-		var cands []cand
+		var cands balanceQueue
 		for v := 0; v < rf.l.n; v++ {
 			if rf.helps(int32(v)) {
-				cands = append(cands, cand{int32(v), rf.ed[v] - rf.id[v]})
+				cands = append(cands, balanceCand{int32(v), rf.ed[v] - rf.id[v]})
 			}
 		}
-		slices.SortStableFunc(cands, func(a, b cand) int { return int(b.key) - int(a.key) })
-		for _, c := range cands {
+		// Largest key first, then smallest vertex: the order a stable sort
+		// of the list (built in vertex order) gives. A heap pops only what
+		// balancing uses, usually a few of many; sorting them all was most
+		// of balance's time after over-filling moves.
+		heap.Init(&cands)
+		for cands.Len() > 0 {
+			c := heap.Pop(&cands).(balanceCand)
 			v := c.v
 			if !rf.helps(v) {
 				continue
@@ -577,7 +619,7 @@ func (rf *refiner) pick(v int32, conn []int64, touched []int32) (int32, int64) {
 	best, bestGain := int32(-1), int64(-1)
 	for _, t := range touched {
 		g := conn[t] - id
-		if g < 0 || g < bestGain || !rf.fits(v, t) {
+		if g < 0 || g < bestGain || !rf.fitsFudge(v, t, g) {
 			continue
 		}
 		if g > bestGain || rf.load(t) < rf.load(best) {
