@@ -105,16 +105,7 @@ func (rf *refiner) setLevel(l *level, where, coarseEd []int32) {
 }
 
 // fits reports whether v can join part q within every constraint's limit.
-func (rf *refiner) fits(v int32, q int32) bool {
-	ncon := rf.ncon
-	for c := 0; c < ncon; c++ {
-		w := int64(rf.l.vw[int(v)*ncon+c])
-		if w > 0 && rf.pw[int(q)*ncon+c]+w > rf.limit[c] {
-			return false
-		}
-	}
-	return true
-}
+func (rf *refiner) fits(v int32, q int32) bool { return rf.fitsSlack(v, q, 0) }
 
 // balanceCand is a vertex balance may move, keyed by ed-id.
 type balanceCand struct {
@@ -142,8 +133,13 @@ func (q *balanceQueue) Pop() any {
 // fitsFudge is fits with every limit raised by rf.fudge times the move's
 // gain g.
 func (rf *refiner) fitsFudge(v int32, q int32, g int64) bool {
+	return rf.fitsSlack(v, q, int64(rf.fudge*float64(g)))
+}
+
+// fitsSlack reports whether v can join part q within every constraint's
+// limit plus slack.
+func (rf *refiner) fitsSlack(v int32, q int32, slack int64) bool {
 	ncon := rf.ncon
-	slack := int64(rf.fudge * float64(g))
 	for c := 0; c < ncon; c++ {
 		w := int64(rf.l.vw[int(v)*ncon+c])
 		if w > 0 && rf.pw[int(q)*ncon+c]+w > rf.limit[c]+slack {
