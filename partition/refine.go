@@ -2,7 +2,6 @@ package partition
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 	"sort"
@@ -106,35 +105,6 @@ func (rf *refiner) setLevel(l *level, where, coarseEd []int32) {
 
 // fits reports whether v can join part q within every constraint's limit.
 func (rf *refiner) fits(v int32, q int32) bool { return rf.fitsSlack(v, q, 0) }
-
-// balanceCand is a vertex balance may move, keyed by ed-id.
-type balanceCand struct {
-	v   int32
-	key int32
-}
-
-// balanceQueue orders balanceCands by key, largest first, then by vertex
-// (container/heap).
-type balanceQueue []balanceCand
-
-func (q balanceQueue) Len() int { return len(q) }
-func (q balanceQueue) Less(i, j int) bool {
-	return q[i].key > q[j].key || q[i].key == q[j].key && q[i].v < q[j].v
-}
-func (q balanceQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *balanceQueue) Push(x any)   { *q = append(*q, x.(balanceCand)) }
-func (q *balanceQueue) Pop() any {
-	old := *q
-	c := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return c
-}
-
-// fitsFudge is fits with every limit raised by rf.fudge times the move's
-// gain g.
-func (rf *refiner) fitsFudge(v int32, q int32, g int64) bool {
-	return rf.fitsSlack(v, q, int64(rf.fudge*float64(g)))
-}
 
 // fitsSlack reports whether v can join part q within every constraint's
 // limit plus slack.
@@ -347,20 +317,19 @@ func (rf *refiner) helps(v int32) bool {
 // loaded part with room, until no part is overloaded or nothing can move.
 func (rf *refiner) balance() {
 	for round := 0; round < 4 && rf.overloaded(); round++ {
-		var cands balanceQueue
+		// Largest ed-id first, then smallest vertex (the order a stable
+		// sort of the candidates in vertex order gives), from the
+		// refiner's queue: it pops only what balancing uses, usually a few
+		// of many; sorting them all was most of balance's time after
+		// over-filling moves.
+		cands := rf.q
 		for v := 0; v < rf.l.n; v++ {
 			if rf.helps(int32(v)) {
-				cands = append(cands, balanceCand{int32(v), rf.ed[v] - rf.id[v]})
+				cands.push(int32(v), int64(rf.ed[v]-rf.id[v])<<32-int64(v))
 			}
 		}
-		// Largest key first, then smallest vertex: the order a stable sort
-		// of the list (built in vertex order) gives. A heap pops only what
-		// balancing uses, usually a few of many; sorting them all was most
-		// of balance's time after over-filling moves.
-		heap.Init(&cands)
-		for cands.Len() > 0 {
-			c := heap.Pop(&cands).(balanceCand)
-			v := c.v
+		for cands.len() > 0 {
+			v := cands.pop()
 			if !rf.helps(v) {
 				continue
 			}
@@ -390,6 +359,7 @@ func (rf *refiner) balance() {
 			}
 			rf.clearConn()
 			if !rf.overloaded() {
+				cands.reset()
 				return
 			}
 		}
@@ -615,7 +585,7 @@ func (rf *refiner) pick(v int32, conn []int64, touched []int32) (int32, int64) {
 	best, bestGain := int32(-1), int64(-1)
 	for _, t := range touched {
 		g := conn[t] - id
-		if g < 0 || g < bestGain || !rf.fitsFudge(v, t, g) {
+		if g < 0 || g < bestGain || !rf.fitsSlack(v, t, int64(rf.fudge*float64(g))) {
 			continue
 		}
 		if g > bestGain || rf.load(t) < rf.load(best) {
