@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -553,4 +554,35 @@ func TestEpilogueDropout(t *testing.T) {
 			t.Error("dropout keys for 1 of 2 rows: no error")
 		}
 	})
+}
+
+// TestPackTiles checks the packing copies (assembly on amd64 for the tile
+// and panel widths of the kernels) against packTilesGeneric, with the
+// guard values around each tile left alone.
+func TestPackTiles(t *testing.T) {
+	for _, w := range []int{4, 6, 12, 16, 32} {
+		for _, c := range []struct{ rows, tiles, extra int }{{1, 1, 0}, {3, 5, 7}, {8, 4, 1}, {16, 2, 0}} {
+			lds := c.tiles*w + c.extra
+			src := make([]float32, (c.rows-1)*lds+c.tiles*w)
+			for i := range src {
+				src[i] = float32(i + 1)
+			}
+			stride := c.rows*w + 3
+			want := make([]float32, c.tiles*stride)
+			got := make([]float32, c.tiles*stride)
+			for i := range want {
+				want[i], got[i] = -1, -1
+			}
+			packTilesGeneric(want, src, lds, w, c.rows, c.tiles, stride)
+			packTiles(got, src, lds, w, c.rows, c.tiles, stride)
+			if !slices.Equal(got, want) {
+				t.Fatalf("w=%d %+v: got %v, want %v", w, c, got, want)
+			}
+			for ti := 0; ti < c.tiles; ti++ {
+				if v := want[ti*stride+2]; v != src[2+ti*w] {
+					t.Fatalf("w=%d %+v: tile %d starts %v, want %v", w, c, ti, v, src[2+ti*w])
+				}
+			}
+		}
+	}
 }

@@ -8,3 +8,7 @@ package tensor
 // only set and the default.
 
 func registerArchKernels() {}
+
+func packTiles(dst, src []float32, lds, w, rows, tiles, stride int) {
+	packTilesGeneric(dst, src, lds, w, rows, tiles, stride)
+}
