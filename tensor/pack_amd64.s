@@ -8,6 +8,10 @@
 // stride in floats): a group of rows read as that many sequential
 // streams, each tile (or column panel) getting its rows written
 // contiguously. Arguments: (dst, src *float32, lds, rows, tiles, stride int).
+// Each row's piece is prefetched rows*lds floats ahead: the same piece of
+// the next group of rows, which hardware prefetchers, stopping at 4 KiB
+// pages, would fetch late (16384x602x256 Xᵀ·dY on Zen 4: 88 -> 94-97
+// GFLOP/s).
 
 #define PACK_PROLOGUE \
 	MOVQ dst+0(FP), DI \
@@ -17,7 +21,9 @@
 	MOVQ rows+24(FP), R9 \
 	MOVQ tiles+32(FP), R10 \
 	MOVQ stride+40(FP), R11 \
-	SHLQ $2, R11
+	SHLQ $2, R11 \
+	MOVQ R8, R12 \
+	IMULQ R9, R12
 
 // PACK_LOOP(body, bytes, label): the tile and row loops around body, which
 // copies one row's bytes from AX to DX.
@@ -44,12 +50,14 @@ doneL: \
 	RET
 
 #define COPY24 \
+	PREFETCHT0 (AX)(R12*1) \
 	MOVUPS 0(AX), X0 \
 	MOVQ 16(AX), X1 \
 	MOVUPS X0, 0(DX) \
 	MOVQ X1, 16(DX)
 
 #define COPY48 \
+	PREFETCHT0 (AX)(R12*1) \
 	MOVUPS 0(AX), X0 \
 	MOVUPS 16(AX), X1 \
 	MOVUPS 32(AX), X2 \
@@ -58,6 +66,7 @@ doneL: \
 	MOVUPS X2, 32(DX)
 
 #define COPY64 \
+	PREFETCHT0 (AX)(R12*1) \
 	MOVUPS 0(AX), X0 \
 	MOVUPS 16(AX), X1 \
 	MOVUPS 32(AX), X2 \
@@ -68,6 +77,8 @@ doneL: \
 	MOVUPS X3, 48(DX)
 
 #define COPY128 \
+	PREFETCHT0 (AX)(R12*1) \
+	PREFETCHT0 64(AX)(R12*1) \
 	MOVUPS 0(AX), X0 \
 	MOVUPS 16(AX), X1 \
 	MOVUPS 32(AX), X2 \
