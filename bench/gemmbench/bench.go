@@ -114,9 +114,16 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 			return nil, fmt.Errorf("bench: thread count %d must be positive", t)
 		}
 	}
-	minTime, minReps, blocks := time.Second, 5, 3
+	minTime, minReps, blocks, blockReps := time.Second, 5, 3, 2
 	if cfg.Quick {
-		minTime, minReps, blocks = 150*time.Millisecond, 2, 2
+		// Three alternations of at least one call each rather than two of
+		// two: on these shared hosts a burst of steal can cover both of one
+		// implementation's blocks and neither of the other's (a quick run
+		// once put a shape at 0.69 that measured 1.01-1.05 in the runs
+		// around it); three windows are less often all in one burst. (Each
+		// OpenBLAS block at two threads is followed by a 150 ms pause, so
+		// more blocks cost more than their calls.)
+		minTime, minReps, blocks, blockReps = 150*time.Millisecond, 2, 3, 1
 	}
 	rep := &GemmReport{Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -153,7 +160,7 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 			if openblas.Available && th > 1 {
 				cool[1] = openblasSpin
 			}
-			best := measureBlocks(impls, cool, minTime/time.Duration(blocks), blocks)
+			best := measureBlocks(impls, cool, minTime/time.Duration(blocks), blocks, blockReps)
 			if err != nil {
 				return nil, err
 			}
@@ -196,9 +203,9 @@ const openblasSpin = 150 * time.Millisecond
 
 // measureBlocks warms every f up, then times blocks of back-to-back calls:
 // blocks rounds, in each of which every fs[i] runs for blockTime (at least
-// twice) and is followed by a pause of cool[i]. It returns each f's best
-// time in seconds.
-func measureBlocks(fs []func(), cool []time.Duration, blockTime time.Duration, blocks int) []float64 {
+// minReps times) and is followed by a pause of cool[i]. It returns each
+// f's best time in seconds.
+func measureBlocks(fs []func(), cool []time.Duration, blockTime time.Duration, blocks, minReps int) []float64 {
 	best := make([]float64, len(fs))
 	for i, f := range fs {
 		t0 := time.Now()
@@ -210,7 +217,7 @@ func measureBlocks(fs []func(), cool []time.Duration, blockTime time.Duration, b
 	for i, f := range fs {
 		runs[i] = func(int) error {
 			start := time.Now()
-			for reps := 0; reps < 2 || time.Since(start) < blockTime; reps++ {
+			for reps := 0; reps < minReps || time.Since(start) < blockTime; reps++ {
 				t0 := time.Now()
 				f()
 				best[i] = min(best[i], time.Since(t0).Seconds())
