@@ -1205,11 +1205,15 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 				a = j.a[i*j.rsA+pc*j.csA:]
 				rs, cs = j.rsA, j.csA
 			}
-			if mw == mr && nw == nr {
-				fn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc)
+			kfn, kr := fn, mr
+			if mw < mr {
+				kfn, kr = j.mk.forRows(mw) // the last row tile: its rows only
+			}
+			if kr == mw && nw == nr {
+				kfn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc)
 				continue
 			}
-			fn(kb, a, rs, cs, bpanel, j.tmp, nr, j.alpha, false)
+			kfn(kb, a, rs, cs, bpanel, j.tmp, nr, j.alpha, false)
 			for r := 0; r < mw; r++ {
 				dst := j.c[(i+r)*j.ldc+jc+jr:]
 				dst = dst[:nw]
