@@ -737,6 +737,9 @@ type gemmJob struct {
 	mask      []float32
 	maskScale float32
 	db        []float32
+	// ah is what the packing after the current block reads, which the
+	// micro-kernels prefetch meanwhile (nil spans: nothing).
+	ah ahead
 }
 
 // depthTerm is one product of a sum of products: A read in place, B
@@ -902,6 +905,13 @@ func (j *gemmJob) run() error {
 			}
 			for ic := 0; ic < j.m; ic += blockMC {
 				for pc := 0; pc < j.k; pc += j.kc {
+					// Next: A's block at the next depth, else at the
+					// next row block's first (B is packed already).
+					if pc+j.kc < j.k {
+						j.setAhead(j.aSource(ic, pc+j.kc), aheadSpan{})
+					} else {
+						j.setAhead(j.aSource(ic+blockMC, 0), aheadSpan{})
+					}
 					j.block(bp[pc*npad:], ic, min(blockMC, j.m-ic), jc, nb, pc, min(j.kc, j.k-pc))
 				}
 				if j.ep != nil {
@@ -914,6 +924,15 @@ func (j *gemmJob) run() error {
 			kb := min(j.kc, j.k-pc)
 			j.packB(bp, jc, nb, pc, kb)
 			for ic := 0; ic < j.m; ic += blockMC {
+				// Next: A's next row block, else B's and A's first
+				// row block at the next depth.
+				if ic+blockMC < j.m {
+					j.setAhead(j.aSource(ic+blockMC, pc), aheadSpan{})
+				} else if np := pc + j.kc; np < j.k {
+					j.setAhead(j.bSource(jc, nb, np), j.aSource(0, np))
+				} else {
+					j.setAhead(aheadSpan{}, aheadSpan{})
+				}
 				j.block(bp, ic, min(blockMC, j.m-ic), jc, nb, pc, kb)
 				if j.ep != nil && pc+kb >= j.k {
 					j.epilogue(ic, min(ic+blockMC, j.m), jc, nb)
@@ -1048,6 +1067,82 @@ func (j *gemmJob) packATile(dst []float32, i0, rows, pc, kb int) {
 // it in place.
 func (j *gemmJob) packsA() bool {
 	return j.transA && j.n > j.mk.nr
+}
+
+// ahead is memory that the next packing of a job reads: the micro-kernels
+// of the block before it prefetch it into L2, each call a chunk (see
+// kernelFn's pf), so that packing copies from L2 rather than from memory
+// and the misses overlap the arithmetic. Its rows are walked in order.
+type ahead struct {
+	spans       [2]aheadSpan
+	s, row, col int // where the next chunk starts (floats within the row)
+}
+
+// aheadSpan is rows × cols floats, rows ld apart, from data[0] on.
+type aheadSpan struct {
+	data           []float32
+	ld, rows, cols int
+}
+
+// prefetches reports whether the kernels prefetch the next packing's
+// source: they can, and A and B are plain matrices.
+func (j *gemmJob) prefetches() bool {
+	return j.mk.pfBytes > 0 && j.terms == nil && j.parts == nil
+}
+
+// setAhead points the kernel calls to come at a and b (empty spans are
+// skipped).
+func (j *gemmJob) setAhead(a, b aheadSpan) {
+	j.ah = ahead{}
+	for i, sp := range [2]aheadSpan{a, b} {
+		if sp.ld == sp.cols { // contiguous: one long row
+			sp.cols, sp.rows = sp.rows*sp.cols, min(sp.rows, 1)
+		}
+		j.ah.spans[i] = sp
+	}
+}
+
+// next returns where a kernel call should prefetch chunk floats from (nil
+// once all is covered) and moves past them. A chunk past the end of a row
+// ends it: the next chunk starts the next row.
+func (ah *ahead) next(chunk int) []float32 {
+	for ah.s < len(ah.spans) {
+		sp := &ah.spans[ah.s]
+		if ah.row >= sp.rows || chunk <= 0 {
+			ah.s, ah.row, ah.col = ah.s+1, 0, 0
+			continue
+		}
+		pf := sp.data[ah.row*sp.ld+ah.col:]
+		if ah.col += chunk; ah.col >= sp.cols {
+			ah.row, ah.col = ah.row+1, 0
+		}
+		return pf
+	}
+	return nil
+}
+
+// aSource is what packABlock reads for rows [ic, ic+mc) × depths [pc,
+// pc+kc) of op(A): nothing where A is read in place or ic is past the end.
+func (j *gemmJob) aSource(ic, pc int) aheadSpan {
+	if !j.prefetches() || !j.packsA() || ic >= j.m {
+		return aheadSpan{}
+	}
+	mb, kb := min(blockMC, j.m-ic), min(j.kc, j.k-pc)
+	// Transposed: op(A)'s depth p is storage row p (csA apart).
+	return aheadSpan{data: j.a[pc*j.csA+ic:], ld: j.csA, rows: kb, cols: mb}
+}
+
+// bSource is what packB reads for columns [jc, jc+nb) × depths [pc,
+// pc+kc) of op(B).
+func (j *gemmJob) bSource(jc, nb, pc int) aheadSpan {
+	if !j.prefetches() {
+		return aheadSpan{}
+	}
+	kb := min(j.kc, j.k-pc)
+	if j.transB {
+		return aheadSpan{data: j.b[jc*j.ldb+pc:], ld: j.ldb, rows: nb, cols: kb}
+	}
+	return aheadSpan{data: j.b[pc*j.ldb+jc:], ld: j.ldb, rows: kb, cols: nb}
 }
 
 // packGroup is the number of depths whose rows packABlock (and packB, for
@@ -1209,11 +1304,12 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			if mw < mr {
 				kfn, kr = j.mk.forRows(mw) // the last row tile: its rows only
 			}
+			pf := j.ah.next(kb * j.mk.pfBytes / 4)
 			if kr == mw && nw == nr {
-				kfn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc)
+				kfn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf)
 				continue
 			}
-			kfn(kb, a, rs, cs, bpanel, j.tmp, nr, j.alpha, false)
+			kfn(kb, a, rs, cs, bpanel, j.tmp, nr, j.alpha, false, pf)
 			for r := 0; r < mw; r++ {
 				dst := j.c[(i+r)*j.ldc+jc+jr:]
 				dst = dst[:nw]

@@ -27,12 +27,18 @@ type microKernel struct {
 	// one of 2 on AVX2, which takes 0.6 of a full tile's time on Zen 4;
 	// see BenchmarkMicroKernels).
 	rows []kernelFn
+	// pfBytes is how many bytes of pf every kernel of the tile prefetches
+	// a depth (0: none).
+	pfBytes int
 }
 
 // kernelFn is a micro-kernel: C[0:rows, 0:nr] (+)= alpha * A·B over k
 // depths, A read at a[r*rsA + p*csA], B packed as k rows of nr floats,
-// C's rows ldc apart; acc false overwrites C without reading it.
-type kernelFn func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool)
+// C's rows ldc apart; acc false overwrites C without reading it. pf, when
+// not empty, starts memory the kernel may prefetch into L2 meanwhile (the
+// kernels of a microKernel take its pfBytes bytes a depth from it, whatever its
+// length: a prefetch never faults).
+type kernelFn func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32)
 
 // forRows returns the kernel for a tile of which only the first mw rows
 // are wanted, and how many rows it computes (mw or more): the smallest of
@@ -187,7 +193,7 @@ func dotGeneric(x, y []float32) float32 {
 }
 
 // gemmKernelGeneric is the pure-Go 4×4 micro-kernel.
-func gemmKernelGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool) {
+func gemmKernelGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, _ []float32) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
 	b = b[:4*k]
 	ai := 0

@@ -8,55 +8,58 @@ package tensor
 // (see asmKernel) for its R rows and NR columns.
 
 //go:noescape
-func sgemmAVX2x6x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX2x6x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX2x1x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX2x1x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX2x2x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX2x2x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX2x3x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX2x3x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX2x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX2x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x2x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x2x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x4x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x4x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x6x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x6x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x8x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x8x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x10x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x10x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
 //go:noescape
-func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
+func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+// avx2PF is the bytes a depth the 6×16 kernels prefetch.
+const avx2PF = 8
 
 // avx2Rows[r] computes the first r rows of a 6×16 tile.
 var avx2Rows = []kernelFn{
@@ -66,6 +69,9 @@ var avx2Rows = []kernelFn{
 	4: asmKernel(sgemmAVX2x4x16),
 }
 
+// avx512WidePF is the bytes a depth the 12×32 kernels prefetch.
+const avx512WidePF = 32
+
 // avx512WideRows[r] computes the first r rows of a 12×32 tile.
 var avx512WideRows = []kernelFn{
 	2:  asmKernel(sgemmAVX512x2x32),
@@ -74,6 +80,9 @@ var avx512WideRows = []kernelFn{
 	8:  asmKernel(sgemmAVX512x8x32),
 	10: asmKernel(sgemmAVX512x10x32),
 }
+
+// avx512NarrowPF is the bytes a depth the 24×16 kernels prefetch.
+const avx512NarrowPF = 0
 
 // avx512NarrowRows[r] computes the first r rows of a 24×16 tile.
 var avx512NarrowRows = []kernelFn{

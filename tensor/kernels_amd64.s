@@ -4,8 +4,8 @@
 
 #include "textflag.h"
 
-// func sgemmAVX2x6x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-72
+// func sgemmAVX2x6x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -27,6 +27,7 @@ TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Y0, Y0, Y0
@@ -44,6 +45,8 @@ TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX2x6x16_done
 sgemmAVX2x6x16_loop:
+	PREFETCHT1 (R12)
+	ADDQ $8, R12
 	VMOVUPS 0(DI), Y12
 	VMOVUPS 32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -141,8 +144,8 @@ sgemmAVX2x6x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x1x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX2x1x16(SB), NOSPLIT, $0-72
+// func sgemmAVX2x1x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX2x1x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -154,11 +157,14 @@ TEXT ·sgemmAVX2x1x16(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	TESTQ CX, CX
 	JEQ sgemmAVX2x1x16_done
 sgemmAVX2x1x16_loop:
+	PREFETCHT1 (R12)
+	ADDQ $8, R12
 	VMOVUPS 0(DI), Y2
 	VMOVUPS 32(DI), Y3
 	VBROADCASTSS (SI), Y4
@@ -190,8 +196,8 @@ sgemmAVX2x1x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x2x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-72
+// func sgemmAVX2x2x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -205,6 +211,7 @@ TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -212,6 +219,8 @@ TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX2x2x16_done
 sgemmAVX2x2x16_loop:
+	PREFETCHT1 (R12)
+	ADDQ $8, R12
 	VMOVUPS 0(DI), Y4
 	VMOVUPS 32(DI), Y5
 	VBROADCASTSS (SI), Y6
@@ -256,8 +265,8 @@ sgemmAVX2x2x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x3x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-72
+// func sgemmAVX2x3x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -273,6 +282,7 @@ TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -282,6 +292,8 @@ TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX2x3x16_done
 sgemmAVX2x3x16_loop:
+	PREFETCHT1 (R12)
+	ADDQ $8, R12
 	VMOVUPS 0(DI), Y6
 	VMOVUPS 32(DI), Y7
 	VBROADCASTSS (SI), Y8
@@ -339,8 +351,8 @@ sgemmAVX2x3x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-72
+// func sgemmAVX2x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -358,6 +370,7 @@ TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Y0, Y0, Y0
@@ -371,6 +384,8 @@ TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX2x4x16_done
 sgemmAVX2x4x16_loop:
+	PREFETCHT1 (R12)
+	ADDQ $8, R12
 	VMOVUPS 0(DI), Y8
 	VMOVUPS 32(DI), Y9
 	VBROADCASTSS (SI), Y10
@@ -442,8 +457,8 @@ sgemmAVX2x4x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-72
+// func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -489,6 +504,7 @@ TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	LEAQ (AX)(R8*2), BX
@@ -522,6 +538,8 @@ TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX512x12x32_done
 sgemmAVX512x12x32_loop:
+	PREFETCHT1 (R12)
+	ADDQ $32, R12
 	VMOVUPS 0(DI), Z24
 	VMOVUPS 64(DI), Z25
 	VBROADCASTSS (SI), Z26
@@ -699,8 +717,8 @@ sgemmAVX512x12x32_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x2x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-72
+// func sgemmAVX512x2x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -716,6 +734,7 @@ TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
 	VXORPS Z2, Z2, Z2
@@ -723,6 +742,8 @@ TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX512x2x32_done
 sgemmAVX512x2x32_loop:
+	PREFETCHT1 (R12)
+	ADDQ $32, R12
 	VMOVUPS 0(DI), Z4
 	VMOVUPS 64(DI), Z5
 	VBROADCASTSS (SI), Z6
@@ -767,8 +788,8 @@ sgemmAVX512x2x32_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x4x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-72
+// func sgemmAVX512x4x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -790,6 +811,7 @@ TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Z0, Z0, Z0
@@ -803,6 +825,8 @@ TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX512x4x32_done
 sgemmAVX512x4x32_loop:
+	PREFETCHT1 (R12)
+	ADDQ $32, R12
 	VMOVUPS 0(DI), Z8
 	VMOVUPS 64(DI), Z9
 	VBROADCASTSS (SI), Z10
@@ -874,8 +898,8 @@ sgemmAVX512x4x32_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x6x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-72
+// func sgemmAVX512x6x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -903,6 +927,7 @@ TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Z0, Z0, Z0
@@ -920,6 +945,8 @@ TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX512x6x32_done
 sgemmAVX512x6x32_loop:
+	PREFETCHT1 (R12)
+	ADDQ $32, R12
 	VMOVUPS 0(DI), Z12
 	VMOVUPS 64(DI), Z13
 	VBROADCASTSS (SI), Z14
@@ -1017,8 +1044,8 @@ sgemmAVX512x6x32_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x8x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-72
+// func sgemmAVX512x8x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1052,6 +1079,7 @@ TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	LEAQ (AX)(R8*2), BX
@@ -1075,6 +1103,8 @@ TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX512x8x32_done
 sgemmAVX512x8x32_loop:
+	PREFETCHT1 (R12)
+	ADDQ $32, R12
 	VMOVUPS 0(DI), Z16
 	VMOVUPS 64(DI), Z17
 	VBROADCASTSS (SI), Z18
@@ -1199,8 +1229,8 @@ sgemmAVX512x8x32_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x10x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-72
+// func sgemmAVX512x10x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1240,6 +1270,7 @@ TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-72
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
+	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	LEAQ (AX)(R8*2), BX
@@ -1269,6 +1300,8 @@ TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JEQ sgemmAVX512x10x32_done
 sgemmAVX512x10x32_loop:
+	PREFETCHT1 (R12)
+	ADDQ $32, R12
 	VMOVUPS 0(DI), Z20
 	VMOVUPS 64(DI), Z21
 	VBROADCASTSS (SI), Z22
@@ -1420,8 +1453,8 @@ sgemmAVX512x10x32_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x24x16(SB), NOSPLIT, $0-72
+// func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x24x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1736,8 +1769,8 @@ sgemmAVX512x24x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x4x16(SB), NOSPLIT, $0-72
+// func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x4x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1814,8 +1847,8 @@ sgemmAVX512x4x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x8x16(SB), NOSPLIT, $0-72
+// func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x8x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1939,8 +1972,8 @@ sgemmAVX512x8x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x12x16(SB), NOSPLIT, $0-72
+// func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x12x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -2111,8 +2144,8 @@ sgemmAVX512x12x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x16x16(SB), NOSPLIT, $0-72
+// func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x16x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -2333,8 +2366,8 @@ sgemmAVX512x16x16_store:
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)
-TEXT ·sgemmAVX512x20x16(SB), NOSPLIT, $0-72
+// func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+TEXT ·sgemmAVX512x20x16(SB), NOSPLIT, $0-80
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10

@@ -71,7 +71,7 @@ func checkRowKernel(t *testing.T, rng *rand.Rand, desc string, fn kernelFn, rows
 		}
 	}
 	const alpha = 0.75
-	fn(k, a, rs, cs, b, c, ldc, alpha, acc)
+	fn(k, a, rs, cs, b, c, ldc, alpha, acc, a) // prefetching A: any memory will do
 	for i := 0; i <= mr; i++ {
 		for j := 0; j < ldc; j++ {
 			got := c[i*ldc+j]
@@ -112,7 +112,7 @@ func BenchmarkMicroKernels(b *testing.B) {
 			run := func(fn kernelFn, n int) time.Duration {
 				t0 := time.Now()
 				for i := 0; i < n; i++ {
-					fn(k, a, 1, mk.mr, bp, c, mk.nr, 1, true)
+					fn(k, a, 1, mk.mr, bp, c, mk.nr, 1, true, nil)
 				}
 				return time.Since(t0)
 			}
@@ -135,6 +135,54 @@ func BenchmarkMicroKernels(b *testing.B) {
 					b.ReportMetric(float64(part.Nanoseconds())/float64(b.N)/k, "ns/depth")
 					b.ReportMetric(2*float64(part)/float64(full), "of_full")
 				})
+			}
+		}
+	}
+}
+
+// TestAheadCovers checks that the chunks ahead.next hands out, one per
+// kernel call, cover every row of its spans (contiguous or not) when there
+// are calls enough, and then run out.
+func TestAheadCovers(t *testing.T) {
+	buf := make([]float32, 10000)
+	for _, tc := range []struct {
+		name  string
+		a, b  aheadSpan
+		chunk int
+	}{
+		{"contiguous", aheadSpan{data: buf, ld: 40, rows: 30, cols: 40}, aheadSpan{}, 64},
+		{"strided rows", aheadSpan{data: buf[5:], ld: 100, rows: 20, cols: 30}, aheadSpan{}, 16},
+		{"chunk past a row", aheadSpan{data: buf, ld: 100, rows: 20, cols: 30}, aheadSpan{}, 64},
+		{"two spans", aheadSpan{data: buf, ld: 50, rows: 10, cols: 20}, aheadSpan{data: buf[3000:], ld: 64, rows: 8, cols: 64}, 32},
+		{"second only", aheadSpan{}, aheadSpan{data: buf[100:], ld: 7, rows: 9, cols: 3}, 8},
+	} {
+		j := &gemmJob{}
+		j.setAhead(tc.a, tc.b)
+		covered := make([]bool, len(buf))
+		calls := 0
+		for pf := j.ah.next(tc.chunk); pf != nil; pf = j.ah.next(tc.chunk) {
+			off := len(buf) - len(pf)
+			if &pf[0] != &buf[off] {
+				t.Fatalf("%s: chunk outside the buffer", tc.name)
+			}
+			for i := off; i < min(off+tc.chunk, len(buf)); i++ {
+				covered[i] = true
+			}
+			if calls++; calls > 1000 {
+				t.Fatalf("%s: next never runs out", tc.name)
+			}
+		}
+		for _, sp := range []aheadSpan{tc.a, tc.b} {
+			if sp.rows == 0 {
+				continue
+			}
+			off := len(buf) - len(sp.data)
+			for r := 0; r < sp.rows; r++ {
+				for c := 0; c < sp.cols; c++ {
+					if !covered[off+r*sp.ld+c] {
+						t.Fatalf("%s: row %d col %d not prefetched", tc.name, r, c)
+					}
+				}
 			}
 		}
 	}

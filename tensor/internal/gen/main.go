@@ -22,10 +22,16 @@ var out bytes.Buffer
 func p(format string, args ...any) { fmt.Fprintf(&out, "\t"+format+"\n", args...) }
 func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 
-// gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int).
+// gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32).
 // It computes C[0:mr,0:nr] (+)= alpha * sum_k A[r*rsA + k*csA] * B[k*nr + j]
 // (strides in elements; B packed as k rows of nr floats), adding to C when
 // accumulate != 0 and overwriting C (without reading it) otherwise.
+//
+// With pfStep > 0 it also prefetches into L2 (PREFETCHT1) the bytes
+// [pf, pf + k*pfStep), one line every 64/pfStep depths: what the caller
+// packs next, so that the packing reads it from L2 instead of memory while
+// the prefetches overlap the arithmetic. (pfStep 0: pf is ignored; the
+// 24-row kernels have no register left for it.)
 //
 // Every kernel adds the depths to each element of C in the same order
 // (one accumulator per element, depth 0 first), so an element comes out
@@ -34,7 +40,7 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // rows then has fewer independent sums than the FMA latency could hide (8
 // are needed at 2 FMAs a cycle and 4 cycles): splitting each sum over
 // alternate depths would hide it but change the rounding.
-func gemm(name string, mr, nr int, wide bool) {
+func gemm(name string, mr, nr int, wide bool, pfStep int) {
 	reg := "Y"
 	vl := 8
 	if wide {
@@ -54,8 +60,8 @@ func gemm(name string, mr, nr int, wide bool) {
 	}
 	bregs := nacc // first B register
 	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nv), fmt.Sprintf("%s%d", reg, nacc+nv+1)}
-	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)\n", name)
-	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-72\n", name)
+	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)\n", name)
+	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
 	// Prefetch the C tile's lines before the depth loop, so that their
 	// misses (C is written once per depth block, usually from memory)
 	// overlap the arithmetic instead of stalling the stores at the end.
@@ -78,6 +84,12 @@ func gemm(name string, mr, nr int, wide bool) {
 	p("MOVQ csA+24(FP), R9")
 	p("SHLQ $2, R9")
 	p("MOVQ b+32(FP), DI")
+	if pfStep > 0 {
+		if ngroups > 4 {
+			panic(name + ": no register for the prefetch pointer")
+		}
+		p("MOVQ pf+72(FP), R12")
+	}
 	for g := 1; g < ngroups; g++ {
 		// ptr[g] = ptr[g-1] + 3*rs
 		p("LEAQ (%s)(R8*2), %s", ptrs[g-1], ptrs[g])
@@ -89,6 +101,10 @@ func gemm(name string, mr, nr int, wide bool) {
 	p("TESTQ CX, CX")
 	p("JEQ %s_done", name)
 	label(name + "_loop")
+	if pfStep > 0 {
+		p("PREFETCHT1 (R12)")
+		p("ADDQ $%d, R12", pfStep)
+	}
 	for v := 0; v < nv; v++ {
 		p("VMOVUPS %d(DI), %s%d", v*vl*4, reg, bregs+v)
 	}
@@ -285,10 +301,13 @@ func dot(name string) {
 // kernels for the first r rows of a tile, for each r in rows.
 type tile struct {
 	prefix string // function names: prefix + "x" + rows + "x" + nr
-	set    string // the Go variable listing the partial kernels by rows
+	set    string // Go names: set+"Rows" lists the partial kernels by rows, set+"PF" is pfStep
 	mr, nr int
 	wide   bool
 	rows   []int
+	// pfStep is the bytes prefetched a depth (see gemm); 24 rows leave
+	// no register for it.
+	pfStep int
 }
 
 var tiles = []tile{
@@ -296,9 +315,9 @@ var tiles = []tile{
 	// (into scratch when it has more): AVX-512 every second or fourth
 	// count, less code for about the same time. (5 of 6 rows on AVX2 took
 	// as long as 6 on Zen 4.)
-	{"sgemmAVX2", "avx2Rows", 6, 16, false, []int{1, 2, 3, 4}},
-	{"sgemmAVX512", "avx512WideRows", 12, 32, true, []int{2, 4, 6, 8, 10}},
-	{"sgemmAVX512", "avx512NarrowRows", 24, 16, true, []int{4, 8, 12, 16, 20}},
+	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8},
+	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32},
+	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0},
 }
 
 func name(t tile, r int) string { return fmt.Sprintf("%sx%dx%d", t.prefix, r, t.nr) }
@@ -312,12 +331,13 @@ func main() {
 	for _, t := range tiles {
 		for _, r := range append([]int{t.mr}, t.rows...) {
 			n := name(t, r)
-			gemm(n, r, t.nr, t.wide)
-			fmt.Fprintf(&stubs, "\n//go:noescape\nfunc %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int)\n", n)
+			gemm(n, r, t.nr, t.wide, t.pfStep)
+			fmt.Fprintf(&stubs, "\n//go:noescape\nfunc %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)\n", n)
 		}
 	}
 	for _, t := range tiles {
-		fmt.Fprintf(&stubs, "\n// %s[r] computes the first r rows of a %d×%d tile.\nvar %s = []kernelFn{", t.set, t.mr, t.nr, t.set)
+		fmt.Fprintf(&stubs, "\n// %sPF is the bytes a depth the %d×%d kernels prefetch.\nconst %sPF = %d\n", t.set, t.mr, t.nr, t.set, t.pfStep)
+		fmt.Fprintf(&stubs, "\n// %sRows[r] computes the first r rows of a %d×%d tile.\nvar %sRows = []kernelFn{", t.set, t.mr, t.nr, t.set)
 		for _, r := range t.rows {
 			fmt.Fprintf(&stubs, "\n\t%d: asmKernel(%s),", r, name(t, r))
 		}
