@@ -157,7 +157,7 @@ func TestAheadCovers(t *testing.T) {
 		{"second only", aheadSpan{}, aheadSpan{data: buf[100:], ld: 7, rows: 9, cols: 3}, 8},
 	} {
 		j := &gemmJob{}
-		j.setAhead(tc.a, tc.b)
+		j.setAhead(0, 0, 0, tc.a, tc.b)
 		covered := make([]bool, len(buf))
 		calls := 0
 		for pf := j.ah.next(tc.chunk); pf != nil; pf = j.ah.next(tc.chunk) {
@@ -185,5 +185,16 @@ func TestAheadCovers(t *testing.T) {
 				}
 			}
 		}
+	}
+	// A block whose packed operands leave room for 100 floats in L2 gets
+	// two chunks of 64.
+	j := &gemmJob{}
+	j.setAhead(1, 1, l2Budget/8-50, aheadSpan{data: buf, ld: 10, rows: 1000, cols: 10}, aheadSpan{})
+	n := 0
+	for j.ah.next(64) != nil {
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("L2 room for 100 floats: %d chunks of 64, want 2", n)
 	}
 }
