@@ -1132,15 +1132,18 @@ func (ah *ahead) next(chunk int) []float32 {
 	return nil
 }
 
-// aSource is what packABlock reads for rows [ic, ic+mc) × depths [pc,
-// pc+kc) of op(A): nothing where A is read in place or ic is past the end.
+// aSource is the storage of rows [ic, ic+mc) × depths [pc, pc+kc) of
+// op(A), which packABlock reads, or the first panel's kernels where A is
+// read in place (nothing if ic is past the end).
 func (j *gemmJob) aSource(ic, pc int) aheadSpan {
-	if !j.prefetches() || !j.packsA() || ic >= j.m {
+	if !j.prefetches() || ic >= j.m {
 		return aheadSpan{}
 	}
 	mb, kb := min(blockMC, j.m-ic), min(j.kc, j.k-pc)
-	// Transposed: op(A)'s depth p is storage row p (csA apart).
-	return aheadSpan{data: j.a[pc*j.csA+ic:], ld: j.csA, rows: kb, cols: mb}
+	if j.transA { // op(A)'s depth p is storage row p (csA apart)
+		return aheadSpan{data: j.a[pc*j.csA+ic:], ld: j.csA, rows: kb, cols: mb}
+	}
+	return aheadSpan{data: j.a[ic*j.rsA+pc:], ld: j.rsA, rows: mb, cols: kb}
 }
 
 // bSource is what packB reads for columns [jc, jc+nb) × depths [pc,
