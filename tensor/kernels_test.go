@@ -1,9 +1,13 @@
 package tensor
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -196,5 +200,39 @@ func TestAheadCovers(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("L2 room for 100 floats: %d chunks of 64, want 2", n)
+	}
+}
+
+// TestGeneratedKernelsCurrent runs the kernel generator into a scratch
+// directory and checks that kernels_amd64.s and kernels_amd64.go are what
+// it writes now: an edit of internal/gen without "go generate ./tensor"
+// fails here rather than shipping stale kernels.
+func TestGeneratedKernelsCurrent(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil || testing.Short() {
+		t.Skip("needs the go tool (and not -short)")
+	}
+	gen, err := filepath.Abs(filepath.Join("internal", "gen", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(goTool, "run", gen)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run internal/gen: %v\n%s", err, out)
+	}
+	for _, f := range []string{"kernels_amd64.s", "kernels_amd64.go"} {
+		want, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is stale: run go generate ./tensor", f)
+		}
 	}
 }
