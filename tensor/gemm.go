@@ -913,7 +913,7 @@ func (j *gemmJob) run() error {
 					} else {
 						j.setAhead(mb, npad, kb, j.aSource(ic+blockMC, 0), aheadSpan{})
 					}
-					j.block(bp[pc*npad:], ic, min(blockMC, j.m-ic), jc, nb, pc, min(j.kc, j.k-pc))
+					j.block(bp[pc*npad:], ic, mb, jc, nb, pc, kb)
 				}
 				if j.ep != nil {
 					j.epilogue(ic, min(ic+blockMC, j.m), jc, nb)
@@ -935,7 +935,7 @@ func (j *gemmJob) run() error {
 				} else {
 					j.ah = ahead{}
 				}
-				j.block(bp, ic, min(blockMC, j.m-ic), jc, nb, pc, kb)
+				j.block(bp, ic, mb, jc, nb, pc, kb)
 				if j.ep != nil && pc+kb >= j.k {
 					j.epilogue(ic, min(ic+blockMC, j.m), jc, nb)
 				}
