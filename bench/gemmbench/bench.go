@@ -116,14 +116,14 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 	}
 	minTime, minReps, blocks, blockReps := time.Second, 5, 3, 2
 	if cfg.Quick {
-		// Three alternations of at least one call each rather than two of
+		// Five alternations of at least one call each rather than two of
 		// two: on these shared hosts a burst of steal can cover both of one
 		// implementation's blocks and neither of the other's (a quick run
 		// once put a shape at 0.69 that measured 1.01-1.05 in the runs
-		// around it); three windows are less often all in one burst. (Each
+		// around it); more windows are less often all in one burst. (Each
 		// OpenBLAS block at two threads is followed by a 150 ms pause, so
 		// more blocks cost more than their calls.)
-		minTime, minReps, blocks, blockReps = 150*time.Millisecond, 2, 3, 1
+		minTime, minReps, blocks, blockReps = 250*time.Millisecond, 2, 5, 1
 	}
 	rep := &GemmReport{Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
 	rng := rand.New(rand.NewPCG(7, 7))
