@@ -190,6 +190,33 @@ func TestAheadCovers(t *testing.T) {
 			}
 		}
 	}
+	// setTileAhead: a tile of 6 rows of an A read in place, strided (ld
+	// 50, depths 10-29) and contiguous (ld 20), and past the last row.
+	for _, ld := range []int{50, 20} {
+		pc := 10
+		if ld == 20 {
+			pc = 0
+		}
+		j := &gemmJob{a: buf, m: 40, rsA: ld, csA: 1, mk: &microKernel{mr: 6, pfBytes: 8}}
+		j.setTileAhead(30, pc, 20)
+		covered := make([]bool, len(buf))
+		const chunk = 20 * 8 / 4 // kb · pfBytes / 4, as block asks
+		for pf := j.tileAh.next(chunk); pf != nil; pf = j.tileAh.next(chunk) {
+			for i := len(buf) - len(pf); i < len(buf)-len(pf)+chunk; i++ {
+				covered[i] = true
+			}
+		}
+		for r := 30; r < 36; r++ {
+			for c := pc; c < pc+20; c++ {
+				if !covered[r*ld+c] {
+					t.Fatalf("tile ahead, ld %d: row %d depth %d not prefetched", ld, r, c)
+				}
+			}
+		}
+		if j.setTileAhead(40, pc, 20); j.tileAh.next(chunk) != nil {
+			t.Fatalf("tile ahead past the last row prefetches")
+		}
+	}
 	// A block whose packed operands leave room for 100 floats in L2 gets
 	// two chunks of 64.
 	j := &gemmJob{}
