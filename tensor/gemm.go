@@ -743,6 +743,16 @@ type gemmJob struct {
 	// tileAh is the row tile of an A read in place aheadTiles on from
 	// the current one, with row tiles outer (see setTileAhead).
 	tileAh ahead
+	tiles  []tile // block's row tiles
+}
+
+// tile is one row tile of a block: its first row i and rows mw, where its
+// A is (a, strides rs and cs), and the kernel fn that computes its kr
+// (>= mw) rows.
+type tile struct {
+	a                 []float32
+	i, mw, rs, cs, kr int
+	fn                kernelFn
 }
 
 // aheadTiles is how many row tiles ahead setTileAhead fetches A.
@@ -1313,6 +1323,27 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 		j.packATile(j.ap[len(j.apRows)*mr*kb:], i, mw, pc, kb)
 		j.apRows = append(j.apRows, i)
 	}
+	// Each row tile's A (packed, a part's, or in place) and kernel, found
+	// once for all its panels.
+	j.tiles = j.tiles[:0]
+	for t := 0; t < nTiles; t++ {
+		i, mw := ic+t*mr, min(mr, mb-t*mr)
+		tl := tile{i: i, mw: mw, rs: 1, cs: mr, fn: fn, kr: mr}
+		switch p := slices.Index(j.apRows, i); {
+		case p >= 0:
+			tl.a = j.ap[p*mr*kb:]
+		case j.parts != nil:
+			tl.a, tl.cs = j.partTile(i, pc)
+		default:
+			tl.a = j.a[i*j.rsA+pc*j.csA:]
+			tl.rs, tl.cs = j.rsA, j.csA
+		}
+		if mw < mr {
+			tl.fn, tl.kr = j.mk.forRows(mw) // the last row tile: its rows only
+		}
+		j.tiles = append(j.tiles, tl)
+	}
+	chunk := kb * j.mk.pfBytes / 4
 	outer, inner := nPanels, nTiles
 	if rowsOuter {
 		outer, inner = nTiles, nPanels
@@ -1323,27 +1354,11 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			if rowsOuter {
 				q, t = in, o
 			}
-			jr, ir := q*nr, t*mr
+			jr := q * nr
 			nw := min(nr, nb-jr)
 			bpanel := bp[q*kb*nr : (q+1)*kb*nr]
-			mw := min(mr, mb-ir)
-			i := ic + ir
-			var a []float32
-			rs, cs := 1, mr
-			switch p := slices.Index(j.apRows, i); {
-			case p >= 0:
-				a = j.ap[p*mr*kb:]
-			case j.parts != nil:
-				a, cs = j.partTile(i, pc)
-			default:
-				a = j.a[i*j.rsA+pc*j.csA:]
-				rs, cs = j.rsA, j.csA
-			}
-			kfn, kr := fn, mr
-			if mw < mr {
-				kfn, kr = j.mk.forRows(mw) // the last row tile: its rows only
-			}
-			chunk := kb * j.mk.pfBytes / 4
+			tl := &j.tiles[t]
+			i, mw := tl.i, tl.mw
 			if rowsOuter && in == 0 && !packA {
 				j.setTileAhead(i+aheadTiles*mr, pc, kb)
 			}
@@ -1351,11 +1366,11 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			if pf == nil {
 				pf = j.ah.next(chunk)
 			}
-			if kr == mw && nw == nr {
-				kfn(kb, a, rs, cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf)
+			if tl.kr == mw && nw == nr {
+				tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf)
 				continue
 			}
-			kfn(kb, a, rs, cs, bpanel, j.tmp, nr, j.alpha, false, pf)
+			tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.tmp, nr, j.alpha, false, pf)
 			for r := 0; r < mw; r++ {
 				dst := j.c[(i+r)*j.ldc+jc+jr:]
 				dst = dst[:nw]
