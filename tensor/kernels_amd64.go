@@ -5,68 +5,136 @@
 package tensor
 
 // The micro-kernels of kernels_amd64.s: each computes C[0:R, 0:NR] (+)= alpha*A·B
-// (see asmKernel) for its R rows and NR columns.
+// (see kernelFn) for its R rows and NR columns; nameFn is its kernelFn.
 
 //go:noescape
 func sgemmAVX2x6x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX2x6x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX2x6x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX2x1x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX2x1x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX2x1x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 //go:noescape
 func sgemmAVX2x2x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX2x2x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX2x2x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX2x3x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX2x3x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX2x3x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 //go:noescape
 func sgemmAVX2x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX2x4x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX2x4x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX512x12x32Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x12x32(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 //go:noescape
 func sgemmAVX512x2x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX512x2x32Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x2x32(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX512x4x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX512x4x32Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x4x32(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 //go:noescape
 func sgemmAVX512x6x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX512x6x32Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x6x32(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX512x8x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX512x8x32Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x8x32(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 //go:noescape
 func sgemmAVX512x10x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX512x10x32Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x10x32(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX512x24x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x24x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 //go:noescape
 func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX512x4x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x4x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX512x8x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x8x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 //go:noescape
 func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX512x12x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x12x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
 
+func sgemmAVX512x16x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x16x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
+
 //go:noescape
 func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
+
+func sgemmAVX512x20x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
+	sgemmAVX512x20x16(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))
+}
 
 // avx2PF is the bytes a depth the 6×16 kernels prefetch.
 const avx2PF = 8
 
 // avx2Rows[r] computes the first r rows of a 6×16 tile.
 var avx2Rows = []kernelFn{
-	1: asmKernel(sgemmAVX2x1x16),
-	2: asmKernel(sgemmAVX2x2x16),
-	3: asmKernel(sgemmAVX2x3x16),
-	4: asmKernel(sgemmAVX2x4x16),
+	1: sgemmAVX2x1x16Fn,
+	2: sgemmAVX2x2x16Fn,
+	3: sgemmAVX2x3x16Fn,
+	4: sgemmAVX2x4x16Fn,
 }
 
 // avx512WidePF is the bytes a depth the 12×32 kernels prefetch.
@@ -74,11 +142,11 @@ const avx512WidePF = 32
 
 // avx512WideRows[r] computes the first r rows of a 12×32 tile.
 var avx512WideRows = []kernelFn{
-	2:  asmKernel(sgemmAVX512x2x32),
-	4:  asmKernel(sgemmAVX512x4x32),
-	6:  asmKernel(sgemmAVX512x6x32),
-	8:  asmKernel(sgemmAVX512x8x32),
-	10: asmKernel(sgemmAVX512x10x32),
+	2:  sgemmAVX512x2x32Fn,
+	4:  sgemmAVX512x4x32Fn,
+	6:  sgemmAVX512x6x32Fn,
+	8:  sgemmAVX512x8x32Fn,
+	10: sgemmAVX512x10x32Fn,
 }
 
 // avx512NarrowPF is the bytes a depth the 24×16 kernels prefetch.
@@ -86,9 +154,9 @@ const avx512NarrowPF = 0
 
 // avx512NarrowRows[r] computes the first r rows of a 24×16 tile.
 var avx512NarrowRows = []kernelFn{
-	4:  asmKernel(sgemmAVX512x4x16),
-	8:  asmKernel(sgemmAVX512x8x16),
-	12: asmKernel(sgemmAVX512x12x16),
-	16: asmKernel(sgemmAVX512x16x16),
-	20: asmKernel(sgemmAVX512x20x16),
+	4:  sgemmAVX512x4x16Fn,
+	8:  sgemmAVX512x8x16Fn,
+	12: sgemmAVX512x12x16Fn,
+	16: sgemmAVX512x16x16Fn,
+	20: sgemmAVX512x20x16Fn,
 }

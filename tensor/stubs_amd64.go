@@ -13,16 +13,13 @@ import "golang.org/x/sys/cpu"
 // (strides in elements) and B packed as k rows of NR floats. Their pure-Go
 // twin is gemmKernelGeneric.
 
-// asmKernel adapts an assembly micro-kernel to the slice-taking kernelFn.
-// Without a region to prefetch it prefetches B's panel, which it reads
-// anyway.
-func asmKernel(f func(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)) kernelFn {
-	return func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {
-		if len(pf) == 0 {
-			pf = b
-		}
-		f(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), &pf[0])
+// pfStart is where a kernel prefetches from: pf, or without a region to
+// prefetch B's panel, which it reads anyway.
+func pfStart(pf, b []float32) *float32 {
+	if len(pf) == 0 {
+		return &b[0]
 	}
+	return &pf[0]
 }
 
 // axpyAVX2 computes y[i] += alpha*x[i] for i < n&^7.
@@ -48,15 +45,15 @@ var (
 func registerArchKernels() {
 	if hasAVX2 {
 		registerKernels("avx2", &kernelSet{
-			wide: &microKernel{mr: 6, nr: 16, fn: asmKernel(sgemmAVX2x6x16), rows: avx2Rows, pfBytes: avx2PF},
+			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pfBytes: avx2PF},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
 		})
 	}
 	if hasAVX512 {
 		registerKernels("avx512", &kernelSet{
-			wide:   &microKernel{mr: 12, nr: 32, fn: asmKernel(sgemmAVX512x12x32), rows: avx512WideRows, pfBytes: avx512WidePF},
-			narrow: &microKernel{mr: 24, nr: 16, fn: asmKernel(sgemmAVX512x24x16), rows: avx512NarrowRows, pfBytes: avx512NarrowPF},
+			wide:   &microKernel{mr: 12, nr: 32, fn: sgemmAVX512x12x32Fn, rows: avx512WideRows, pfBytes: avx512WidePF},
+			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF},
 			axpy:   axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
 		})
