@@ -36,8 +36,8 @@ type microKernel struct {
 // depths, A read at a[r*rsA + p*csA], B packed as k rows of nr floats,
 // C's rows ldc apart; acc false overwrites C without reading it. pf, when
 // not empty, starts memory the kernel may prefetch into L2 meanwhile (the
-// kernels of a microKernel take its pfBytes bytes a depth from it, whatever its
-// length: a prefetch never faults).
+// kernels of a microKernel take its pfBytes bytes a depth from it,
+// whatever its length: a prefetch never faults).
 type kernelFn func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32)
 
 // forRows returns the kernel for a tile of which only the first mw rows
