@@ -1146,15 +1146,21 @@ func (j *gemmJob) setTileAhead(i, pc, kb int) {
 
 // next returns where a kernel call should prefetch chunk floats from (nil
 // once all is covered) and moves past them. A chunk past the end of a row
-// ends it: the next chunk starts the next row.
+// ends it: the next chunk starts the next row. (Small enough to inline:
+// block asks at every kernel call, mostly of an empty ahead.)
 func (ah *ahead) next(chunk int) []float32 {
 	if ah.left <= 0 {
 		return nil
 	}
+	return ah.walk(chunk)
+}
+
+// walk is next's walk over the spans; it empties ah when they run out.
+func (ah *ahead) walk(chunk int) []float32 {
 	ah.left -= chunk
 	for ah.s < len(ah.spans) {
 		sp := &ah.spans[ah.s]
-		if ah.row >= sp.rows || chunk <= 0 {
+		if ah.row >= sp.rows {
 			ah.s, ah.row, ah.col = ah.s+1, 0, 0
 			continue
 		}
@@ -1164,6 +1170,7 @@ func (ah *ahead) next(chunk int) []float32 {
 		}
 		return pf
 	}
+	ah.left = 0
 	return nil
 }
 
