@@ -183,7 +183,8 @@ const matchBlock = 1 << 14
 // coarsening power-law graphs, whose many low-degree vertices hang off the
 // same hubs) and leftover isolated vertices. No pair may exceed maxvw in
 // any constraint. It returns match (match[v] is v's partner, or v) and the
-// number of coarse vertices.
+// number of coarse vertices. If part is not nil, only vertices of the
+// same part pair (a V-cycle's coarsening, which keeps that partition).
 //
 // On levels of two blocks or more whose edges mostly stay inside blocks
 // (blockLocal), the blocks are first matched inside themselves in
@@ -192,7 +193,7 @@ const matchBlock = 1 << 14
 // one sequential pass matches what is left, by degree over the whole
 // level. Graphs numbered with locality (meshes, packed or
 // partition-ordered datasets) find most partners inside their block.
-func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scratch) ([]int32, int) {
+func (l *level) match(r *rng.Rand, ncon int, maxvw, part []int32, workers int, sc *scratch) ([]int32, int) {
 	n := l.n
 	if sc == nil {
 		sc = &scratch{}
@@ -204,7 +205,7 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 			match[i] = -1
 		}
 	})
-	m := matcher{l: l, ncon: ncon, maxvw: maxvw, match: match}
+	m := matcher{l: l, ncon: ncon, maxvw: maxvw, part: part, match: match}
 	var order []int32
 	cn, unmatched := 0, 0
 	if nb := (n + matchBlock - 1) / matchBlock; nb >= 2 && l.blockLocal(l.workers(workers)) >= localMin {
@@ -252,18 +253,29 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw []int32, workers int, sc *scr
 		// neighbour; isolated vertices pair with each other.
 		pending := sc.buf(&sc.pending, n) // pending[h]+1: an unmatched vertex waiting at h
 		clear(pending)
-		iso := int32(-1)
+		// An isolated vertex waiting for a partner, one per part when
+		// keeping a partition.
+		waiting := []int32{-1}
+		slot := func(int32) int32 { return 0 }
+		if part != nil {
+			waiting = make([]int32, slices.Max(part)+1)
+			for i := range waiting {
+				waiting[i] = -1
+			}
+			slot = func(v int32) int32 { return part[v] }
+		}
 		for _, v := range order {
 			if match[v] >= 0 {
 				continue
 			}
 			if l.xadj[v] == l.xadj[v+1] {
-				if iso >= 0 && m.fits(iso, v) {
-					match[v], match[iso] = iso, v
-					iso = -1
+				w := &waiting[slot(v)]
+				if u := *w; u >= 0 && m.fits(u, v) {
+					match[v], match[u] = u, v
+					*w = -1
 					cn++
 				} else {
-					iso = v
+					*w = v
 				}
 				continue
 			}
@@ -340,17 +352,23 @@ func (l *level) blockLocal(workers int) float64 {
 	return float64(in.Load()) / float64(all.Load())
 }
 
-// matcher holds what one matching reads: the level, the weight bound and
-// the partners found so far (-1: unmatched).
+// matcher holds what one matching reads: the level, the weight bound,
+// the partition pairs must keep (nil: none) and the partners found so far
+// (-1: unmatched).
 type matcher struct {
 	l     *level
 	ncon  int
 	maxvw []int32
+	part  []int32
 	match []int32
 }
 
-// fits reports whether u and v together stay within maxvw.
+// fits reports whether u and v may pair: the same part, if the matcher
+// keeps a partition, and together within maxvw.
 func (m *matcher) fits(u, v int32) bool {
+	if m.part != nil && m.part[u] != m.part[v] {
+		return false
+	}
 	ncon := m.ncon
 	for c := 0; c < ncon; c++ {
 		if m.l.vw[int(u)*ncon+c]+m.l.vw[int(v)*ncon+c] > m.maxvw[c] {

@@ -9,11 +9,12 @@ import (
 )
 
 // TestMatch checks matchings on graphs of one block and of several
-// (matched inside blocks in parallel, then across): the result is an
-// involution, every pair is an edge, shares a neighbour or joins two
-// isolated vertices, no pair exceeds the weight bound, the coarse count
-// is right, most vertices of a connected graph find a partner, and the
-// result is the same on 1, 2 and 4 workers.
+// (matched inside blocks in parallel, then across), free and keeping a
+// partition: the result is an involution, every pair is an edge, shares a
+// neighbour or joins two isolated vertices, no pair exceeds the weight
+// bound or joins two parts, the coarse count is right, most vertices of a
+// connected graph find a partner, and the result is the same on 1, 2 and
+// 4 workers.
 func TestMatch(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -36,40 +37,53 @@ func TestMatch(t *testing.T) {
 				vw[i] = 1
 			}
 			l := &level{n: n, xadj: g.Xadj, adj: g.Adjncy, vw: vw}
-			var first []int32
-			for _, workers := range []int{1, 2, 4} {
-				m, cn := l.match(rng.New(7), 1, []int32{tc.maxvw}, workers, &scratch{})
-				coarse := 0
-				for v := range m {
-					u := m[v]
-					if u < 0 || int(u) >= n || m[u] != int32(v) {
-						t.Fatalf("match[%d] = %d, not an involution", v, u)
+			// Three parts of consecutive vertices, which a V-cycle's
+			// matching must keep.
+			thirds := make([]int32, n)
+			for v := range thirds {
+				thirds[v] = int32(3 * v / n)
+			}
+			for _, part := range [][]int32{nil, thirds} {
+				var first []int32
+				for _, workers := range []int{1, 2, 4} {
+					m, cn := l.match(rng.New(7), 1, []int32{tc.maxvw}, part, workers, &scratch{})
+					coarse := 0
+					for v := range m {
+						u := m[v]
+						if u < 0 || int(u) >= n || m[u] != int32(v) {
+							t.Fatalf("match[%d] = %d, not an involution", v, u)
+						}
+						if int(u) >= v {
+							coarse++
+						}
+						if int(u) == v {
+							continue
+						}
+						if vw[u]+vw[v] > tc.maxvw {
+							t.Fatalf("pair %d-%d over the weight bound", v, u)
+						}
+						if part != nil && part[u] != part[v] {
+							t.Fatalf("pair %d-%d joins parts %d and %d", v, u, part[v], part[u])
+						}
+						nv, nu := g.Neighbors(int32(v)), g.Neighbors(u)
+						shared := slices.ContainsFunc(nv, func(x int32) bool { return slices.Contains(nu, x) })
+						if !slices.Contains(nv, u) && !shared && (len(nv) > 0 || len(nu) > 0) {
+							t.Fatalf("pair %d-%d: not neighbours, no shared neighbour, not both isolated", v, u)
+						}
 					}
-					if int(u) >= v {
-						coarse++
+					if cn != coarse {
+						t.Fatalf("returned %d coarse vertices, counted %d", cn, coarse)
 					}
-					if int(u) == v {
-						continue
+					// Keeping the parts costs at most the pairs across their
+					// two boundaries.
+					if most := tc.most + 0.02*float64(len(part)/n); float64(cn) > most*float64(n) {
+						t.Errorf("%d coarse vertices of %d: the matching pairs too few", cn, n)
 					}
-					if vw[u]+vw[v] > tc.maxvw {
-						t.Fatalf("pair %d-%d over the weight bound", v, u)
+					if first == nil {
+						first = slices.Clone(m)
+					} else if !slices.Equal(first, m) {
+						t.Fatalf("%d workers: a different matching than 1 worker", workers)
 					}
-					nv, nu := g.Neighbors(int32(v)), g.Neighbors(u)
-					shared := slices.ContainsFunc(nv, func(x int32) bool { return slices.Contains(nu, x) })
-					if !slices.Contains(nv, u) && !shared && (len(nv) > 0 || len(nu) > 0) {
-						t.Fatalf("pair %d-%d: not neighbours, no shared neighbour, not both isolated", v, u)
-					}
-				}
-				if cn != coarse {
-					t.Fatalf("returned %d coarse vertices, counted %d", cn, coarse)
-				}
-				if float64(cn) > tc.most*float64(n) {
-					t.Errorf("%d coarse vertices of %d: the matching pairs too few", cn, n)
-				}
-				if first == nil {
-					first = slices.Clone(m)
-				} else if !slices.Equal(first, m) {
-					t.Fatalf("%d workers: a different matching than 1 worker", workers)
 				}
 			}
 		})

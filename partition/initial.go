@@ -659,7 +659,7 @@ func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, wor
 	r := rng.New(rng.Derive(seed, 99))
 	levels := []*level{l}
 	for cur := l; cur.n > coarsenTo; {
-		match, cn := cur.match(r, ncon, maxvw, workers, sc)
+		match, cn := cur.match(r, ncon, maxvw, nil, workers, sc)
 		if float64(cn) > 0.95*float64(cur.n) {
 			break
 		}

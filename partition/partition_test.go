@@ -365,11 +365,71 @@ func TestPhases(t *testing.T) {
 	if ph.Levels < 3 || ph.Match <= 0 || ph.Contract <= 0 || ph.Initial <= 0 || ph.Refine <= 0 {
 		t.Fatalf("multilevel phases %+v: want every phase timed over at least 3 levels", ph)
 	}
+	// 23,780 edges: small enough for the default V-cycles.
+	if ph.VCycles != vcycleAuto || ph.VCycle <= 0 {
+		t.Fatalf("multilevel phases %+v: want %d timed V-cycles", ph, vcycleAuto)
+	}
+	res, err = Partition(context.Background(), g, Options{Parts: 8, Seed: 1, VCycles: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ph := res.Phases; ph.VCycles != 0 || ph.VCycle != 0 {
+		t.Fatalf("phases %+v with V-cycles off", ph)
+	}
 	res, err = Partition(context.Background(), g, Options{Parts: 8, Seed: 1, Method: Random})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Phases != (Phases{}) {
 		t.Fatalf("random method reports phases %+v", res.Phases)
+	}
+}
+
+// TestVCycles checks that V-cycles keep the balance, report their cut
+// right, never leave a larger cut than the first pass (whose partition
+// they start from: the same seed gives the same first pass), and lower
+// it over a set of runs.
+func TestVCycles(t *testing.T) {
+	for _, gc := range []struct {
+		name string
+		e    edgeSet
+	}{
+		{"grid", grid(64, 64)},
+		{"messy", messy(3000, 1)},
+		{"messy-large", messy(6000, 2)},
+	} {
+		g := gc.e.graph(t)
+		var sum [2]int64
+		for _, k := range []int{4, 16} {
+			for seed := uint64(1); seed <= 4; seed++ {
+				var cut [2]int64
+				for i, vc := range []int{-1, 3} {
+					res, err := Partition(context.Background(), g, Options{Parts: k, Seed: seed, VCycles: vc})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := gc.e.naiveCut(res.Parts); res.Stats.EdgeCut != want {
+						t.Fatalf("%s K=%d seed %d V-cycles %d: reported cut %d, naive cut %d", gc.name, k, seed, vc, res.Stats.EdgeCut, want)
+					}
+					limit := balanceLimit(int64(gc.e.n), k, DefaultImbalance)
+					for p, sz := range res.Stats.PartSizes {
+						if sz > limit {
+							t.Fatalf("%s K=%d seed %d V-cycles %d: part %d has %d nodes, limit %d", gc.name, k, seed, vc, p, sz, limit)
+						}
+					}
+					if vc > 0 && res.Phases.VCycles == 0 {
+						t.Fatalf("%s K=%d seed %d: no V-cycle ran", gc.name, k, seed)
+					}
+					cut[i] = res.Stats.EdgeCut
+					sum[i] += cut[i]
+				}
+				if cut[1] > cut[0] {
+					t.Errorf("%s K=%d seed %d: cut %d after V-cycles, %d before", gc.name, k, seed, cut[1], cut[0])
+				}
+			}
+		}
+		if sum[1] >= sum[0] {
+			t.Errorf("%s: V-cycles left the total cut at %d (first pass %d)", gc.name, sum[1], sum[0])
+		}
 	}
 }

@@ -81,9 +81,9 @@ func TestSetLevelInterior(t *testing.T) {
 			// Two levels below the grid, so that the middle one is
 			// weighted.
 			l0 := &level{n: fine.n, xadj: fine.xadj, adj: fine.adj, vw: fine.vw}
-			m, cn := l0.match(rng.New(seed), ncon, maxvw, 1, nil)
+			m, cn := l0.match(rng.New(seed), ncon, maxvw, nil, 1, nil)
 			l1 := l0.contract(m, cn, ncon, 1, &scratch{})
-			m, cn = l1.match(rng.New(seed+10), ncon, maxvw, 1, nil)
+			m, cn = l1.match(rng.New(seed+10), ncon, maxvw, nil, 1, nil)
 			l2 := l1.contract(m, cn, ncon, 1, &scratch{})
 			r := rand.New(rand.NewPCG(seed, uint64(k)))
 			where := make([]int32, l2.n)

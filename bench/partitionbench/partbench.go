@@ -98,6 +98,10 @@ type Phases struct {
 	Contract float64 `json:"contract_seconds"`
 	Initial  float64 `json:"initial_seconds"`
 	Refine   float64 `json:"refine_seconds"`
+	// VCycles ran after the first pass, in VCycle seconds (their
+	// matching and contraction also counted in Match and Contract).
+	VCycles int     `json:"vcycles"`
+	VCycle  float64 `json:"vcycle_seconds"`
 }
 
 // GpmetisRun adds gpmetis's own figures to a Run.
@@ -363,7 +367,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 				}
 				r := Run{EdgeCut: res.Stats.EdgeCut, Imbalance: res.Stats.Imbalance, Seconds: time.Since(t).Seconds(), CPUSeconds: (processCPU() - cpu0).Seconds(), PeakRSSBytes: peakRSS()}
 				ph := res.Phases
-				r.Phases = &Phases{Levels: ph.Levels, Match: ph.Match.Seconds(), Contract: ph.Contract.Seconds(), Initial: ph.Initial.Seconds(), Refine: ph.Refine.Seconds()}
+				r.Phases = &Phases{Levels: ph.Levels, Match: ph.Match.Seconds(), Contract: ph.Contract.Seconds(), Initial: ph.Initial.Seconds(), Refine: ph.Refine.Seconds(), VCycles: ph.VCycles, VCycle: ph.VCycle.Seconds()}
 				if i == 0 || r.Seconds < rec.Ours.Seconds {
 					rec.Ours = r
 				}
@@ -437,6 +441,9 @@ func (r Record) Line() string {
 	if p := r.Ours.Phases; p != nil {
 		ms := func(s float64) string { return units.Duration(time.Duration(s * 1e9)) }
 		fmt.Fprintf(&b, "\n%24s ours: %d levels, matching %s, contraction %s, initial %s, refinement %s", "", p.Levels, ms(p.Match), ms(p.Contract), ms(p.Initial), ms(p.Refine))
+		if p.VCycles > 0 {
+			fmt.Fprintf(&b, ", %d V-cycles %s", p.VCycles, ms(p.VCycle))
+		}
 	}
 	return b.String()
 }

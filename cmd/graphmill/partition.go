@@ -31,7 +31,7 @@ func newPartitionCmd() *cobra.Command {
 		out, assign               string
 		seed                      uint64
 		overwrite, asJSON         bool
-		workers                   int
+		workers, vcycles          int
 	)
 	c := &cobra.Command{
 		Use:   "partition --parts K (--out DIR | --assignment FILE.npy) DATASET",
@@ -86,7 +86,7 @@ streaming), random (baseline).`,
 			var res *partition.Result
 			start := time.Now()
 			if err := cli.Step(fmt.Sprintf("partitioning %s nodes into %d parts (%s)", units.Count(g.NumNodes()), numParts, m), func() (err error) {
-				res, err = partition.Partition(ctx, g, partition.Options{Parts: numParts, Method: m, Imbalance: imbalance, Weights: weights, Seed: seed, Workers: workers})
+				res, err = partition.Partition(ctx, g, partition.Options{Parts: numParts, Method: m, Imbalance: imbalance, Weights: weights, Seed: seed, Workers: workers, VCycles: vcycles})
 				return err
 			}); err != nil {
 				return err
@@ -136,6 +136,7 @@ streaming), random (baseline).`,
 	f.StringVarP(&out, "out", "o", "", "output directory (written atomically)")
 	f.StringVar(&assign, "assignment", "", "write only every node's part to this .npy file (int32 [num_nodes], atomically) instead of a partitioned dataset")
 	f.Uint64Var(&seed, "seed", 1, "random seed (same seed, same partition)")
+	f.IntVar(&vcycles, "vcycles", 0, "metis: V-cycles after the first pass, each a smaller cut for about one more coarsening and refinement (0: 2 on graphs of up to 32,768 edges, none above; -1: none)")
 	f.BoolVar(&overwrite, "overwrite", false, "replace --out if it holds a partitioned dataset (anything else there is refused)")
 	f.BoolVar(&asJSON, "json", false, "print the partition book as JSON")
 	f.IntVar(&workers, "workers", 0, "goroutines to use (0: all cores)")
