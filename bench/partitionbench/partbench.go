@@ -61,6 +61,9 @@ type Config struct {
 	Imbalance float64
 	// Seed seeds both partitioners.
 	Seed uint64
+	// VCycles is our partitioner's partition.Options.VCycles (0: its
+	// default by graph size).
+	VCycles int
 	// Repeat runs each partitioner this many times and keeps the fastest
 	// (default 5 below 2M undirected edges, 3 below 5M, else 1): the
 	// machine may be shared, and gpmetis reports milliseconds.
@@ -361,7 +364,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 				resetPeakRSS()
 				cpu0 := processCPU()
 				t := time.Now()
-				res, err := partition.Partition(ctx, g, partition.Options{Parts: k, Imbalance: c.Imbalance, Seed: c.Seed})
+				res, err := partition.Partition(ctx, g, partition.Options{Parts: k, Imbalance: c.Imbalance, Seed: c.Seed, VCycles: c.VCycles})
 				if err != nil {
 					return fmt.Errorf("%s k=%d: %w", s.name, k, err)
 				}
