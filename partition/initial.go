@@ -660,7 +660,7 @@ func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, wor
 	levels := []*level{l}
 	for cur := l; cur.n > coarsenTo; {
 		match, cn := cur.match(r, ncon, maxvw, nil, workers, sc)
-		if float64(cn) > 0.95*float64(cur.n) {
+		if float64(cn) > coarsenShrink*float64(cur.n) {
 			break
 		}
 		next := cur.contract(match, cn, ncon, 1, sc)

@@ -114,7 +114,8 @@ type Phases struct {
 	// partition back level by level and improves it there.
 	Match, Contract, Initial, Refine time.Duration
 	// VCycles counts the V-cycles run (Options.VCycles) and VCycle is
-	// their wall time, also counted in Match and Contract.
+	// their wall time (their matching and contraction also counted in
+	// Match and Contract).
 	VCycles int
 	VCycle  time.Duration
 }
@@ -238,7 +239,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		budget = 6 * g.Bytes()
 	}
 	cs := coarsening{ncon: ncon, maxvw: maxvw, coarsenTo: coarsenTo, budget: budget, workers: workers,
-		r: rng.New(opts.Seed), sc: &scratch{ar: ar}, ph: ph, shrink: 0.95}
+		r: rng.New(opts.Seed), sc: &scratch{ar: ar}, ph: ph, shrink: coarsenShrink}
 	input := &level{n: n, xadj: g.Xadj, adj: g.Adjncy, ew: g.EdgeWeights, vw: vw, keep: true}
 	levels, _, err := cs.coarsen(ctx, input, nil)
 	if err != nil {
@@ -346,8 +347,15 @@ type coarsening struct {
 	r         *rng.Rand
 	sc        *scratch
 	ph        *Phases
-	shrink    float64
+	// shrink: coarsening stops at a level that keeps more than this
+	// share of its vertices.
+	shrink float64
 }
+
+// coarsenShrink is the first pass's (and each multilevel bisection's)
+// coarsening stop: a level that keeps more than this share of its
+// vertices is not worth contracting.
+const coarsenShrink = 0.95
 
 // coarsen builds the hierarchy above input (which it returns first) by
 // heavy-edge matching until a level has at most coarsenTo vertices or
@@ -596,7 +604,7 @@ const (
 //
 // Time, fastest of 7 runs on 2 cores (AMD EPYC Zen 4): Cora and CiteSeer
 // take 2.0x at K = 4, 1.7-1.9x at K = 16 and 1.4-1.5x at K = 64 (1-5 ms
-// more), still 0.4-0.7x gpmetis's time at K = 64. On wave and email-Enron
+// more), 0.46-0.75x gpmetis's time at K = 64 (bench partition --quick). On wave and email-Enron
 // 2 V-cycles cost 2.3-3.2x the run (each cycle's coarsening within parts
 // takes more levels than the first pass's) for cuts 0.4-4 % smaller:
 // there they are left to Options.VCycles.
