@@ -49,7 +49,11 @@ With --assignment FILE.npy it writes only every node's part (int32
 need (the Python client's graphmill.gas.Loader uses it).
 
 Methods: metis (multilevel k-way, like METIS; best cut), fennel (one-pass
-streaming), random (baseline).`,
+streaming), random (baseline). With metis, --vcycles N runs N V-cycles after
+the first pass (coarsen again within the parts, refine back up; each kept
+only if the cut falls): on wave and email-Enron 2 of them cut 0.4-4 % fewer
+edges for 2.3-3.2x the time. By default graphs of up to 32,768 edges get 2,
+where they cost milliseconds.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
