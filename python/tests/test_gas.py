@@ -55,7 +55,16 @@ def test_history_push_and_pull():
 
 
 def test_gas_example_cora(gm):
-    """python/examples/gas_gcn.py: GAS within a point of full-graph GCN."""
+    """python/examples/gas_gcn.py: GAS loses at most 1.5 points against
+    full-graph GCN.
+
+    One-sided, as train's TestGASMatchesFullGCN: GAS approximates
+    full-graph training, and what its stale halo rows can cost is
+    accuracy. Above the full-graph run is seed noise: with 2 seeds and the
+    partitioner's V-cycles (fewer cut edges in the 40 parts) GAS reached
+    82.8 against the full graph's 80.9; over 5 seeds 81.6 against 81.2. A
+    ceiling of 86, above any published GCN figure on this split, still
+    catches a leak of test labels."""
     import os
     import subprocess
     import sys
@@ -64,4 +73,5 @@ def test_gas_example_cora(gm):
     out = subprocess.run([sys.executable, ex, "--seeds", "2", "--epochs", "100"], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     acc = {l.split(":")[0]: float(l.split(":")[1]) for l in out.stdout.splitlines() if "test accuracy:" in l}
-    assert acc["test accuracy"] >= 79 and abs(acc["test accuracy"] - acc["full-graph test accuracy"]) <= 1.5, out.stdout
+    gas, full = acc["test accuracy"], acc["full-graph test accuracy"]
+    assert 79 <= gas <= 86 and gas >= full - 1.5, out.stdout
