@@ -41,12 +41,14 @@
 //     back to the best prefix; gains evaluated lazily; at most about
 //     half as many vertex visits as boundary vertices), within the
 //     balance limits, with a balancing pass when a limit is exceeded.
-//     Then V-cycles (Options.VCycles; by default 2 on graphs of up to
-//     32,768 edges, none on larger ones): the graph is coarsened again,
-//     pairing only vertices of the same part, so the partition carries to
-//     the coarsest level unchanged, and refined level by level on the
-//     way back, where moving a coarse vertex moves a whole cluster. A
-//     cycle is kept only if it lowers the cut (or mends the balance).
+//     Then rounds of V-cycles (Options.VCycles; by default one on graphs
+//     of up to 32,768 edges, none on larger ones): the graph is coarsened
+//     again, pairing only vertices of the same part, so the partition
+//     carries to the coarsest level unchanged, and refined level by level
+//     on the way back, where moving a coarse vertex moves a whole
+//     cluster. A round runs two such cycles from the partition so far (in
+//     parallel on small graphs) and keeps the better one only if it
+//     lowers the cut (or mends the balance).
 //   - Fennel is the one-pass streaming partitioner of Tsourakakis et al.
 //     (WSDM 2014), with hard balance limits: a worse cut, but it needs
 //     only the graph and 8*K+4 bytes per node more.

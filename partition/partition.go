@@ -81,14 +81,17 @@ type Options struct {
 	// uncoarsening: less memory for a slightly worse cut on graphs whose
 	// edges do not shrink when coarsened.
 	MaxCoarseBytes int64
-	// VCycles is how many V-cycles Multilevel runs after its first pass.
-	// A V-cycle coarsens the graph again, pairing only nodes of the same
-	// part, so the partition carries to the coarsest level unchanged, and
-	// refines it level by level on the way back: moves of whole clusters
-	// that single-node refinement cannot find. Each costs about one more
-	// coarsening and refinement (not the initial partitioning). 0 picks by
-	// size: 2 on graphs of up to 32,768 undirected edges, where the whole
-	// run takes milliseconds, and none on larger ones. Negative: none.
+	// VCycles is how many rounds of V-cycles Multilevel runs after its
+	// first pass. A V-cycle coarsens the graph again, pairing only nodes
+	// of the same part, so the partition carries to the coarsest level
+	// unchanged, and refines it level by level on the way back: moves of
+	// whole clusters that single-node refinement cannot find. A round runs
+	// two independent V-cycles from the partition so far (at once, on
+	// two cores, when the graph is small) and keeps the better one if it
+	// lowers the cut. A cycle costs about one more coarsening and
+	// refinement (not the initial partitioning). 0 picks by size: one
+	// round on graphs of up to 32,768 undirected edges, where it costs
+	// milliseconds, none on larger ones. Negative: none.
 	VCycles int
 }
 
@@ -113,9 +116,8 @@ type Phases struct {
 	// Initial partitions the coarsest graph; Refine projects the
 	// partition back level by level and improves it there.
 	Match, Contract, Initial, Refine time.Duration
-	// VCycles counts the V-cycles run (Options.VCycles) and VCycle is
-	// their wall time (their matching and contraction also counted in
-	// Match and Contract).
+	// VCycles counts the V-cycles run (two a round of Options.VCycles)
+	// and VCycle is their wall time.
 	VCycles int
 	VCycle  time.Duration
 }
@@ -280,7 +282,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	// The finest level is never dropped: rf's external degrees and cut
 	// are those of the input graph.
 	cut := rf.cut()
-	if cycles := vcycles(opts.VCycles, len(g.Adjncy)); cycles > 0 {
+	if rounds := vcycleRounds(opts.VCycles, len(g.Adjncy)); rounds > 0 {
 		t0 = time.Now()
 		// A V-cycle coarsens only within parts, so its coarse vertices
 		// may be larger than the first pass's: moving a whole cluster
@@ -291,29 +293,28 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		for c := range maxvw {
 			maxvw[c] = int32(min(int64(math.MaxInt32/4), vcycleMaxWeight*int64(maxvw[c])))
 		}
+		vc := vcycler{cs: cs, input: input, k: k, tot: tot, imb: opts.Imbalance, workers: workers, ar: ar}
 		over := rf.overloaded()
-		for range cycles {
-			vl, part, err := cs.coarsen(ctx, input, where)
-			if err != nil {
-				return nil, 0, err
-			}
-			if len(vl) == 1 {
-				break // nothing left to coarsen within the parts
-			}
-			// The cycle reads where and writes a new partition: where
+		for round := range rounds {
+			// Each cycle reads where and writes a new partition: where
 			// stays to fall back on. A cycle's refinement on coarse
 			// levels may overfill parts (fudgeKWay) and then rebalance
 			// by moving large vertices: 10 of 180 runs on the shared
 			// graphs (email-Enron at K = 16 and 64, seeds 1-15) ended
-			// with a larger cut, by up to 3.6 %; it is kept only if the
-			// cut or the balance improved.
-			next, err := uncoarsen(ctx, vl, part, rf, workers, ar)
+			// with a larger cut, by up to 3.6 %; the best cycle is kept
+			// only if the cut or the balance improved.
+			res, err := vc.round(ctx, where, rng.Derive(opts.Seed, uint64(100+round)))
 			if err != nil {
 				return nil, 0, err
 			}
-			ph.VCycles++
-			if c, o := rf.cut(), rf.overloaded(); !o && (c < cut || over) {
-				where, cut, over = next, c, o
+			for _, r := range res {
+				if r.where == nil {
+					continue // nothing to coarsen within the parts
+				}
+				ph.VCycles++
+				if !r.over && (r.cut < cut || over) {
+					where, cut, over = r.where, r.cut, r.over
+				}
 			}
 		}
 		ph.VCycle = time.Since(t0)
@@ -321,9 +322,10 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	return where, cut, nil
 }
 
-// vcycles is how many V-cycles follow the first multilevel pass: opt (see
-// Options.VCycles) resolved for an input of adj adjacency entries.
-func vcycles(opt, adj int) int {
+// vcycleRounds is how many rounds of V-cycles follow the first multilevel
+// pass: opt (see Options.VCycles) resolved for an input of adj adjacency
+// entries.
+func vcycleRounds(opt, adj int) int {
 	switch {
 	case opt < 0:
 		return 0
@@ -333,6 +335,63 @@ func vcycles(opt, adj int) int {
 		return vcycleAuto
 	}
 	return 0
+}
+
+// vcycler runs rounds of V-cycles over the input level.
+type vcycler struct {
+	cs      coarsening // the V-cycles' bounds; its generator and scratch are not used
+	input   *level
+	k       int
+	tot     []int64
+	imb     float64
+	workers int
+	ar      *arena.Arena
+}
+
+// cycleResult is one V-cycle's partition of the input level (nil if the
+// graph did not coarsen within the parts), its cut and whether a part is
+// over its limit.
+type cycleResult struct {
+	where []int32
+	cut   int64
+	over  bool
+}
+
+// round runs vcycleWidth independent V-cycles from where, each with its
+// own generator derived from seed. On a graph too small for a level's
+// loops to be split across cores the cycles run in parallel (their
+// levels are refined on one core each); on larger ones one after the
+// other, each on every core. Either way the results are the same.
+func (vc *vcycler) round(ctx context.Context, where []int32, seed uint64) ([]cycleResult, error) {
+	res := make([]cycleResult, vcycleWidth)
+	errs := make([]error, vcycleWidth)
+	inner, outer := vc.workers, 1
+	if vc.input.workers(vc.workers) == 1 {
+		inner, outer = 1, min(vc.workers, vcycleWidth)
+	}
+	par.Run(outer, vcycleWidth, func(_, i int) {
+		s := rng.Derive(seed, uint64(i))
+		cs := vc.cs
+		// Its own generator, buffers and phases (not reported: the
+		// cycles' wall time is), and its own copy of the input level,
+		// whose map to the next level contract sets.
+		cs.r, cs.sc, cs.ph, cs.workers = rng.New(s), &scratch{ar: vc.ar}, &Phases{}, inner
+		in := *vc.input
+		levels, part, err := cs.coarsen(ctx, &in, where)
+		if err != nil || len(levels) == 1 {
+			errs[i] = err
+			return
+		}
+		rf := newRefiner(vc.k, cs.ncon, vc.tot, vc.imb, rng.New(rng.Derive(s, 1)), inner, vc.ar)
+		rf.reserve(in.n)
+		next, err := uncoarsen(ctx, levels, part, rf, inner, vc.ar)
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		res[i] = cycleResult{next, rf.cut(), rf.overloaded()}
+	})
+	return res, errors.Join(errs...)
 }
 
 // coarsening holds what building a hierarchy reads: the balance
@@ -586,30 +645,34 @@ const (
 	initRunsLargeMin = 1 << 22
 )
 
-// V-cycles (Options.VCycles). By default vcycleAuto of them run on graphs
-// of up to vcycleAutoMax adjacency entries (twice the undirected edges).
-// Their coarsening stops at vcycleCoarsenTo vertices a part, or when a
-// level keeps more than vcycleShrink of its vertices, and a coarse vertex
-// may weigh vcycleMaxWeight times the first pass's bound.
+// V-cycles (Options.VCycles). A round runs vcycleWidth of them; by
+// default vcycleAuto rounds on graphs of up to vcycleAutoMax adjacency
+// entries (twice the undirected edges). Their coarsening stops at
+// vcycleCoarsenTo vertices a part, or when a level keeps more than
+// vcycleShrink of its vertices, and a coarse vertex may weigh
+// vcycleMaxWeight times the first pass's bound.
 //
 // Mean cut ratio against gpmetis 5.1 on the 12 shared cases (wave,
 // email-Enron, Cora, CiteSeer at K = 4, 16, 64), over seeds 1-5 and over
 // seeds 6-15: 1.001 and 1.003 without V-cycles (3 and 5 cases at or under
-// 1.0); 0.968 and 0.968 with 2 on every graph (10 and 11 cases); with the
-// default, 0.976 and 0.978 (7 and 8 cases: every Cora and CiteSeer case,
-// 0.86-0.999 a case, against 0.92-1.045 without). Deeper V-cycle
-// coarsening helped (vertices a part 30, 16, 8: CiteSeer at K = 64 1.021,
-// 1.010, 0.999), 4 and 2 did not; a shrink bound of 0.95 cost 40 % more
-// time on CiteSeer at K = 64 for the same cuts, 0.75 lost quality.
+// 1.0); with the default 0.980 and 0.979 (7 and 8: every Cora and
+// CiteSeer case, 0.86-0.999, against 0.92-1.045 without); one round on
+// every graph 0.972 and 0.970 (9 and 11), two rounds 0.962 and 0.961 (10
+// and 11). Two cycles one after the other gave 0.968 and 0.968; the best
+// of two from the same partition does as well in the time of one on two
+// cores. Deeper V-cycle coarsening helped (vertices a part 30, 16, 8:
+// CiteSeer at K = 64 1.021, 1.010, 0.999 with two cycles in a row), 4
+// and 2 did not; a shrink bound of 0.95 cost 40 % more time on CiteSeer
+// at K = 64 for the same cuts, 0.75 lost quality.
 //
-// Time, fastest of 7 runs on 2 cores (AMD EPYC Zen 4): Cora and CiteSeer
-// take 2.0x at K = 4, 1.7-1.9x at K = 16 and 1.4-1.5x at K = 64 (1-5 ms
-// more), 0.46-0.75x gpmetis's time at K = 64 (bench partition --quick). On wave and email-Enron
-// 2 V-cycles cost 2.3-3.2x the run (each cycle's coarsening within parts
-// takes more levels than the first pass's) for cuts 0.4-4 % smaller:
-// there they are left to Options.VCycles.
+// Time, fastest of 7 runs on 2 cores (AMD EPYC Zen 4): one round takes
+// Cora and CiteSeer 1.25-1.55x (1-2 ms more), a second 1.13-1.46x more.
+// On wave and email-Enron a round costs 2.1-3.4x the run (each cycle's
+// coarsening within parts takes more levels than the first pass's) for
+// cuts 0.3-4.4 % smaller: there it is left to Options.VCycles.
 const (
-	vcycleAuto      = 2
+	vcycleWidth     = 2
+	vcycleAuto      = 1
 	vcycleAutoMax   = 1 << 16
 	vcycleCoarsenTo = 8
 	vcycleMaxWeight = 8

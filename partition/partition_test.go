@@ -366,8 +366,8 @@ func TestPhases(t *testing.T) {
 		t.Fatalf("multilevel phases %+v: want every phase timed over at least 3 levels", ph)
 	}
 	// 23,780 edges: small enough for the default V-cycles.
-	if ph.VCycles != vcycleAuto || ph.VCycle <= 0 {
-		t.Fatalf("multilevel phases %+v: want %d timed V-cycles", ph, vcycleAuto)
+	if ph.VCycles != vcycleAuto*vcycleWidth || ph.VCycle <= 0 {
+		t.Fatalf("multilevel phases %+v: want %d timed V-cycles", ph, vcycleAuto*vcycleWidth)
 	}
 	res, err = Partition(context.Background(), g, Options{Parts: 8, Seed: 1, VCycles: -1})
 	if err != nil {

@@ -61,8 +61,8 @@ type Config struct {
 	Imbalance float64
 	// Seed seeds both partitioners.
 	Seed uint64
-	// VCycles is our partitioner's partition.Options.VCycles (0: its
-	// default by graph size).
+	// VCycles is our partitioner's partition.Options.VCycles (rounds of
+	// V-cycles; 0: its default by graph size).
 	VCycles int
 	// Repeat runs each partitioner this many times and keeps the fastest
 	// (default 5 below 2M undirected edges, 3 below 5M, else 1): the
@@ -101,8 +101,8 @@ type Phases struct {
 	Contract float64 `json:"contract_seconds"`
 	Initial  float64 `json:"initial_seconds"`
 	Refine   float64 `json:"refine_seconds"`
-	// VCycles ran after the first pass, in VCycle seconds (their
-	// matching and contraction also counted in Match and Contract).
+	// VCycles ran after the first pass (two a round), in VCycle
+	// seconds.
 	VCycles int     `json:"vcycles"`
 	VCycle  float64 `json:"vcycle_seconds"`
 }

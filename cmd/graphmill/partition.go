@@ -49,11 +49,12 @@ With --assignment FILE.npy it writes only every node's part (int32
 need (the Python client's graphmill.gas.Loader uses it).
 
 Methods: metis (multilevel k-way, like METIS; best cut), fennel (one-pass
-streaming), random (baseline). With metis, --vcycles N runs N V-cycles after
-the first pass (coarsen again within the parts, refine back up; each kept
-only if the cut falls): on wave and email-Enron 2 of them cut 0.4-4 % fewer
-edges for 2.3-3.2x the time. By default graphs of up to 32,768 edges get 2,
-where they cost milliseconds.`,
+streaming), random (baseline). With metis, --vcycles N runs N rounds of
+V-cycles after the first pass (each round: two cycles that coarsen again
+within the parts and refine back up; the better kept if the cut falls). On
+wave and email-Enron one round cuts 0.3-4.4 % fewer edges for 2.1-3.4x the
+time; by default graphs of up to 32,768 edges get one, where it costs
+milliseconds.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -140,7 +141,7 @@ where they cost milliseconds.`,
 	f.StringVarP(&out, "out", "o", "", "output directory (written atomically)")
 	f.StringVar(&assign, "assignment", "", "write only every node's part to this .npy file (int32 [num_nodes], atomically) instead of a partitioned dataset")
 	f.Uint64Var(&seed, "seed", 1, "random seed (same seed, same partition)")
-	f.IntVar(&vcycles, "vcycles", 0, "metis: V-cycles after the first pass, each a smaller cut for about one more coarsening and refinement (0: 2 on graphs of up to 32,768 edges, none above; -1: none)")
+	f.IntVar(&vcycles, "vcycles", 0, "metis: rounds of V-cycles after the first pass, each two cycles of about one more coarsening and refinement, kept if the cut falls (0: one round on graphs of up to 32,768 edges, none above; -1: none)")
 	f.BoolVar(&overwrite, "overwrite", false, "replace --out if it holds a partitioned dataset (anything else there is refused)")
 	f.BoolVar(&asJSON, "json", false, "print the partition book as JSON")
 	f.IntVar(&workers, "workers", 0, "goroutines to use (0: all cores)")
