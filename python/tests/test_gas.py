@@ -62,7 +62,7 @@ def test_gas_example_cora(gm):
     full-graph training, and what its stale halo rows can cost is
     accuracy. Above the full-graph run is seed noise: with 2 seeds and the
     partitioner's V-cycles (fewer cut edges in the 40 parts) GAS reached
-    82.8 against the full graph's 80.9; over 5 seeds 81.6 against 81.2. A
+    82.6 against the full graph's 80.9; over 5 seeds 81.8 against 81.2. A
     ceiling of 86, above any published GCN figure on this split, still
     catches a leak of test labels."""
     import os
