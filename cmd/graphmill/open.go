@@ -14,7 +14,11 @@ func printBook(w io.Writer, dir string, b *parts.Book) {
 	fmt.Fprintf(w, "%s  (%s: partitioned dataset, format v%d)\n", b.Name, dir, b.FormatVersion)
 	fmt.Fprintf(w, "  source      %s\n", b.Source)
 	fmt.Fprintf(w, "  nodes       %d\n  edges       %d\n", b.NumNodes, b.NumEdges)
-	fmt.Fprintf(w, "  parts       %d by %s (imbalance tolerance %.3f, balancing %v, seed %d)\n", b.NumParts, b.Method, b.Imbalance, b.Balance, b.Seed)
+	vc := ""
+	if b.VCycles != 0 {
+		vc = fmt.Sprintf(", --vcycles %d", b.VCycles)
+	}
+	fmt.Fprintf(w, "  parts       %d by %s (imbalance tolerance %.3f, balancing %v, seed %d%s)\n", b.NumParts, b.Method, b.Imbalance, b.Balance, b.Seed, vc)
 	fmt.Fprintf(w, "  edge cut    %s (%.2f%% of undirected edges), node imbalance %.3f\n", units.Count(b.Stats.EdgeCut), 100*b.Stats.CutFraction, b.Stats.Imbalance)
 	for p, pi := range b.Parts {
 		fmt.Fprintf(w, "  part %-4d   %s: %s inner + %s halo nodes, %s edges, split %d/%d/%d\n", p, pi.Dir, units.Count(pi.NumInner), units.Count(pi.NumHalo), units.Count(pi.NumEdges), pi.Train, pi.Val, pi.Test)

@@ -109,7 +109,7 @@ milliseconds.`,
 			}
 			bar := cli.NewBar(int64(numParts), "writing parts", "parts")
 			book, err := parts.Write(ctx, d, res.Parts, res.NumParts, out, parts.WriteOptions{
-				Overwrite: overwrite, Method: string(m), Imbalance: imbalance, Balance: names, Seed: seed, Stats: res.Stats,
+				Overwrite: overwrite, Method: string(m), Imbalance: imbalance, Balance: names, Seed: seed, VCycles: vcycles, Stats: res.Stats,
 				Progress: func(done, _ int) { bar.Set(int64(done)) },
 			})
 			bar.Finish()

@@ -67,6 +67,9 @@ type Book struct {
 	Imbalance float64  `json:"imbalance"`
 	Balance   []string `json:"balance"`
 	Seed      uint64   `json:"seed"`
+	// VCycles is the partitioner's rounds of V-cycles as asked for
+	// (partition.Options.VCycles; 0, omitted: its default by graph size).
+	VCycles int `json:"vcycles,omitempty"`
 	// Stats are the partition's statistics on the undirected graph.
 	Stats Stats `json:"stats"`
 	// Arrays maps ArrayPartIDs, ArrayOrigIDs and ArrayNewIDs to their

@@ -17,11 +17,13 @@ import (
 type WriteOptions struct {
 	// Overwrite replaces an existing directory.
 	Overwrite bool
-	// Method, Imbalance, Balance, Seed and Stats are recorded in the book.
+	// Method, Imbalance, Balance, Seed, VCycles and Stats are recorded in
+	// the book.
 	Method    string
 	Imbalance float64
 	Balance   []string
 	Seed      uint64
+	VCycles   int
 	Stats     Stats
 	// Progress, if set, is called after each part is written.
 	Progress func(done, total int)
@@ -61,7 +63,7 @@ func Write(ctx context.Context, d *dataset.Dataset, assign []int32, k int, dir s
 		Format: BookFormat, FormatVersion: BookVersion,
 		Name: d.Meta.Name, Source: d.Dir,
 		NumParts: k, NumNodes: n, NumEdges: d.Meta.NumEdges,
-		Method: opts.Method, Imbalance: opts.Imbalance, Balance: opts.Balance, Seed: opts.Seed,
+		Method: opts.Method, Imbalance: opts.Imbalance, Balance: opts.Balance, Seed: opts.Seed, VCycles: opts.VCycles,
 		Stats: opts.Stats,
 		Arrays: map[string]string{
 			ArrayPartIDs: ArrayPartIDs + ".npy",

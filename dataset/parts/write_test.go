@@ -90,11 +90,16 @@ func TestWriteDataset(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(t.TempDir(), "parts")
-			book, err := parts.Write(context.Background(), d, res.Parts, res.NumParts, out, parts.WriteOptions{Method: string(tc.method), Balance: names, Stats: res.Stats})
+			book, err := parts.Write(context.Background(), d, res.Parts, res.NumParts, out, parts.WriteOptions{Method: string(tc.method), Balance: names, VCycles: tc.k, Stats: res.Stats})
 			if err != nil {
 				t.Fatal(err)
 			}
 			checkPartitioned(t, d, res, out, book)
+			if rb, err := parts.ReadBook(out); err != nil {
+				t.Fatal(err)
+			} else if rb.VCycles != tc.k {
+				t.Errorf("book's vcycles %d, want %d as written", rb.VCycles, tc.k)
+			}
 			// Not overwritten without Overwrite, and nothing left behind.
 			if _, err := parts.Write(context.Background(), d, res.Parts, res.NumParts, out, parts.WriteOptions{}); err == nil || !strings.Contains(err.Error(), "already exists") {
 				t.Errorf("second write: %v", err)
