@@ -256,20 +256,18 @@ func (l *level) match(r *rng.Rand, ncon int, maxvw, part []int32, workers int, s
 		// An isolated vertex waiting for a partner, one per part when
 		// keeping a partition.
 		waiting := []int32{-1}
-		slot := func(int32) int32 { return 0 }
 		if part != nil {
-			waiting = make([]int32, slices.Max(part)+1)
-			for i := range waiting {
-				waiting[i] = -1
-			}
-			slot = func(v int32) int32 { return part[v] }
+			waiting = slices.Repeat(waiting, int(slices.Max(part))+1)
 		}
 		for _, v := range order {
 			if match[v] >= 0 {
 				continue
 			}
 			if l.xadj[v] == l.xadj[v+1] {
-				w := &waiting[slot(v)]
+				w := &waiting[0]
+				if part != nil {
+					w = &waiting[part[v]]
+				}
 				if u := *w; u >= 0 && m.fits(u, v) {
 					match[v], match[u] = u, v
 					*w = -1
@@ -488,6 +486,15 @@ func (s *scratch) pqs(n int) [2]*pq {
 		}
 	}
 	return s.q
+}
+
+// degreeBufs returns a bisector's external and internal degree arrays
+// (n each, contents arbitrary).
+func (s *scratch) degreeBufs(n int) (ext, in []int64) {
+	if cap(s.ext) < n {
+		s.ext, s.in = arena.Make[int64](s.ar, n), arena.Make[int64](s.ar, n)
+	}
+	return s.ext[:n], s.in[:n]
 }
 
 // fmBufs returns FM's move list (empty, capacity n) and lock flags (n,

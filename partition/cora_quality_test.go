@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/graphmill/graphmill/dataset/cora"
 	"github.com/graphmill/graphmill/partition"
 )
 
@@ -16,14 +15,7 @@ import (
 // K = 64: 1558, 1311, 1308, 1282, 1298. #28's bar is a mean cut ratio of
 // at most 1.0; before V-cycles ours were 0.95, 1.04 and 1.01.
 func TestCoraCutAgainstGpmetis(t *testing.T) {
-	r, err := cora.Raw()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := partition.FromEdges(context.Background(), r.NumNodes, r.Src, r.Dst, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := benchGraph(t, "cora")
 	for _, tc := range []struct {
 		k       int
 		gpmetis [5]int64

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"slices"
 
@@ -142,10 +143,7 @@ func newBisector(l *level, ncon int, frac, tol float64, ar *arena.Arena) *bisect
 func newBisectorIn(l *level, ncon int, frac, tol float64, sc *scratch) *bisector {
 	ar := sc.ar
 	b := &bisector{l: l, ncon: ncon, side: arena.Make[int8](ar, l.n), tot: arena.Make[int64](ar, ncon), ar: ar}
-	if cap(sc.ext) < l.n {
-		sc.ext, sc.in = arena.Make[int64](ar, l.n), arena.Make[int64](ar, l.n)
-	}
-	b.ext, b.in = sc.ext[:l.n], sc.in[:l.n]
+	b.ext, b.in = sc.degreeBufs(l.n)
 	maxvw := arena.Make[int64](ar, ncon)
 	for v := 0; v < l.n; v++ {
 		for c := 0; c < ncon; c++ {
@@ -237,8 +235,8 @@ func (b *bisector) computeDegrees() int64 {
 // its target weight of constraint 0.
 //
 // deg holds every vertex's weighted degree (weightedDegrees), shared by
-// the tries of a bisection; skipped is n flags, all false, which grow
-// leaves so. Computing the degrees and allocating the flags in every
+// the tries of a bisection; skipped is n flags, all false, for vertices
+// too heavy to join side 0, which grow clears again. Computing the degrees and allocating the flags in every
 // try cost 4-8 % of partitioning CiteSeer at K = 64 (one core).
 func (b *bisector) grow(r *rng.Rand, q *pq, deg []int64, skipped []bool) {
 	l := b.l
@@ -256,7 +254,6 @@ func (b *bisector) grow(r *rng.Rand, q *pq, deg []int64, skipped []bool) {
 	if b.tot[0] == 0 {
 		return
 	}
-	// skipped marks vertices too heavy to join side 0.
 	for float64(b.pw[0][0]) < target {
 		if q.len() == 0 {
 			// Start (or restart, for a disconnected graph) from a random
@@ -311,13 +308,9 @@ func weightedDegrees(l *level, ar *arena.Arena) []int64 {
 // targets and limits, read-only) with its own sides and part weights,
 // and its degree arrays from sc: one try of several.
 func (b *bisector) fork(sc *scratch) *bisector {
-	n := b.l.n
-	if cap(sc.ext) < n {
-		sc.ext, sc.in = arena.Make[int64](sc.ar, n), arena.Make[int64](sc.ar, n)
-	}
 	f := *b
-	f.side = arena.Make[int8](sc.ar, n)
-	f.ext, f.in = sc.ext[:n], sc.in[:n]
+	f.side = arena.Make[int8](sc.ar, b.l.n)
+	f.ext, f.in = sc.degreeBufs(b.l.n)
 	f.pw = [2][]int64{arena.Make[int64](sc.ar, b.ncon), arena.Make[int64](sc.ar, b.ncon)}
 	return &f
 }
@@ -675,19 +668,12 @@ func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, wor
 		for v := 0; v < l.n; v++ {
 			t += int64(l.vw[v*ncon+c])
 		}
-		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(t)/coarsenTo))))
+		maxvw[c] = pairBound(t, coarsenTo)
 	}
-	r := rng.New(rng.Derive(seed, 99))
-	levels := []*level{l}
-	for cur := l; cur.n > coarsenTo; {
-		match, cn := cur.match(r, ncon, maxvw, nil, workers, sc)
-		if float64(cn) > coarsenShrink*float64(cur.n) {
-			break
-		}
-		next := cur.contract(match, cn, ncon, 1, sc)
-		levels = append(levels, next)
-		cur = next
-	}
+	// Every level kept (the graphs are small), the phases not reported.
+	cs := coarsening{ncon: ncon, maxvw: maxvw, coarsenTo: coarsenTo, budget: math.MaxInt64, workers: workers,
+		r: rng.New(rng.Derive(seed, 99)), sc: sc, ph: &Phases{}, shrink: coarsenShrink}
+	levels, _, _ := cs.coarsen(context.Background(), l, nil) // no error without a deadline
 	side := bisect(levels[len(levels)-1], ncon, frac, tol, tries, seed, workers, sc)
 	for i := len(levels) - 2; i >= 0; i-- {
 		fine := levels[i]

@@ -234,7 +234,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	coarsenTo := max(30*k, 200)
 	maxvw := arena.Make[int32](ar, ncon)
 	for c := range maxvw {
-		maxvw[c] = int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(tot[c])/float64(coarsenTo)))))
+		maxvw[c] = pairBound(tot[c], coarsenTo)
 	}
 	budget := opts.MaxCoarseBytes
 	if budget <= 0 {
@@ -293,7 +293,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		for c := range maxvw {
 			maxvw[c] = int32(min(int64(math.MaxInt32/4), vcycleMaxWeight*int64(maxvw[c])))
 		}
-		vc := vcycler{cs: cs, input: input, k: k, tot: tot, imb: opts.Imbalance, workers: workers, ar: ar}
+		vc := vcycler{cs: cs, input: input, k: k, tot: tot, imb: opts.Imbalance, ar: ar}
 		over := rf.overloaded()
 		for round := range rounds {
 			// Each cycle reads where and writes a new partition: where
@@ -322,6 +322,13 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	return where, cut, nil
 }
 
+// pairBound is the heaviest a coarse vertex may be in a constraint of
+// total weight tot when coarsening stops at about coarsenTo vertices:
+// 1.5 times their average, as METIS bounds it.
+func pairBound(tot int64, coarsenTo int) int32 {
+	return int32(min(int64(math.MaxInt32/4), max(1, int64(1.5*float64(tot)/float64(coarsenTo)))))
+}
+
 // vcycleRounds is how many rounds of V-cycles follow the first multilevel
 // pass: opt (see Options.VCycles) resolved for an input of adj adjacency
 // entries.
@@ -339,13 +346,12 @@ func vcycleRounds(opt, adj int) int {
 
 // vcycler runs rounds of V-cycles over the input level.
 type vcycler struct {
-	cs      coarsening // the V-cycles' bounds; its generator and scratch are not used
-	input   *level
-	k       int
-	tot     []int64
-	imb     float64
-	workers int
-	ar      *arena.Arena
+	cs    coarsening // the V-cycles' bounds and workers; its generator and scratch are not used
+	input *level
+	k     int
+	tot   []int64
+	imb   float64
+	ar    *arena.Arena
 }
 
 // cycleResult is one V-cycle's partition of the input level (nil if the
@@ -365,9 +371,9 @@ type cycleResult struct {
 func (vc *vcycler) round(ctx context.Context, where []int32, seed uint64) ([]cycleResult, error) {
 	res := make([]cycleResult, vcycleWidth)
 	errs := make([]error, vcycleWidth)
-	inner, outer := vc.workers, 1
-	if vc.input.workers(vc.workers) == 1 {
-		inner, outer = 1, min(vc.workers, vcycleWidth)
+	inner, outer := vc.cs.workers, 1
+	if vc.input.workers(inner) == 1 {
+		inner, outer = 1, min(vc.cs.workers, vcycleWidth)
 	}
 	par.Run(outer, vcycleWidth, func(_, i int) {
 		s := rng.Derive(seed, uint64(i))

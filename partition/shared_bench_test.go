@@ -24,9 +24,10 @@ func sharedData() string {
 	return ""
 }
 
-// benchGraph loads one of the benchmark's small graphs, or skips.
-func benchGraph(b *testing.B, name string) *partition.Graph {
-	b.Helper()
+// benchGraph loads one of the benchmark's small graphs (as `bench
+// partition` builds them), or skips.
+func benchGraph(tb testing.TB, name string) *partition.Graph {
+	tb.Helper()
 	var r *dataset.Raw
 	var err error
 	data := sharedData()
@@ -35,7 +36,7 @@ func benchGraph(b *testing.B, name string) *partition.Graph {
 		r, err = cora.Raw()
 	case "wave", "email-Enron":
 		if data == "" {
-			b.Skip("no shared data")
+			tb.Skip("no shared data")
 		}
 		if name == "wave" {
 			r, err = importer.METIS(filepath.Join(data, "structure-only", "wave.graph.bz2"))
@@ -44,16 +45,16 @@ func benchGraph(b *testing.B, name string) *partition.Graph {
 		}
 	case "citeseer":
 		if data == "" {
-			b.Skip("no shared data")
+			tb.Skip("no shared data")
 		}
 		r, err = importer.Planetoid(filepath.Join(data, "planetoid"), "citeseer")
 	}
 	if err != nil {
-		b.Skip(err)
+		tb.Skip(err)
 	}
 	g, err := partition.FromEdges(context.Background(), r.NumNodes, r.Src, r.Dst, 0)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return g
 }
