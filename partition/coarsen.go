@@ -685,16 +685,17 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 				d = mergeWeighted(adj[xadj[u]:xadj[u+1]], ew[xadj[u]:xadj[u+1]], cmap, ht, out, outw, d)
 			}
 		}
+		// c's weighted degree: its fine vertices' less the edges inside.
+		wd := l.weightedDegree(int(v)) - int64(outw[sink])
+		if u != v {
+			wd += l.weightedDegree(int(u))
+		}
+		cl.wdeg[c] = int32(wd)
 		ht[c] = -1
 		outw[sink] = 0 // the merge loops want outw zero past the list
 		for _, cu := range out[:d] {
 			ht[cu] = -1
 		}
-		wd := int32(0)
-		for _, x := range outw[:d] {
-			wd += x
-		}
-		cl.wdeg[c] = wd
 		pos += int64(d)
 		cxadj[c+1] = int64(d)
 		for k := 0; k < ncon; k++ {
