@@ -114,9 +114,12 @@ type Phases struct {
 	// Levels counts the graphs of the hierarchy, the input included.
 	Levels int
 	// Match and Contract are coarsening's two steps over all levels;
-	// Initial partitions the coarsest graph; Refine projects the
-	// partition back level by level and improves it there.
+	// Initial partitions the coarsest graph (InitialRuns times, keeping
+	// the best, each carried up through the coarsest InitialLevels
+	// levels first); Refine projects the partition back level by level
+	// and improves it there.
 	Match, Contract, Initial, Refine time.Duration
+	InitialRuns, InitialLevels       int
 	// VCycles counts the V-cycles run (two a round of Options.VCycles)
 	// and VCycle is their wall time.
 	VCycles int
@@ -285,6 +288,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		return nil, 0, err
 	}
 	ph.Levels, ph.Initial = len(levels), time.Since(t0)
+	ph.InitialRuns, ph.InitialLevels = runs, len(levels)-m
 	levels = levels[:m+1] // the rest were refined by initialKWay
 	t0 = time.Now()
 	rf := newRefiner(k, ncon, tot, opts.Imbalance, rng.New(rng.Derive(opts.Seed, 8)), workers, ar)
@@ -690,13 +694,11 @@ const (
 	initRunsLarge    = 4
 	// initTries is the bisection tries of each initial partition's
 	// recursive bisection; initRunsCheap partitions of initTriesCheap
-	// tries each are made where they are cheap: where the input has
-	// cheapInitRatio times the adjacency of the coarsest graph times the
-	// bisection depth (see multilevel).
+	// tries each are made where they are cheap (cheapInitRatio, see
+	// multilevel).
 	initTries      = 8
 	initRunsCheap  = 8
 	initTriesCheap = 2
-	cheapInitRatio = 256
 	// trialShare bounds the refinement of the carried-up initial
 	// partitions (trialLevel).
 	trialShare = 4
@@ -704,6 +706,11 @@ const (
 	// edges) from which a graph is large for the initial partition's runs.
 	initRunsLargeMin = 1 << 22
 )
+
+// cheapInitRatio is how many times the coarsest graph's adjacency times
+// the bisection depth the input must have for initRunsCheap initial
+// partitions (a variable so that tests can turn them off).
+var cheapInitRatio int64 = 256
 
 // V-cycles (Options.VCycles). A round runs vcycleWidth of them; by
 // default vcycleAuto rounds on graphs of up to vcycleAutoMax adjacency

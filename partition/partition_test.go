@@ -64,6 +64,29 @@ func grid(w, h int) edgeSet {
 	return e
 }
 
+// grid3 is a w×w×w lattice: a 3D mesh, like the finite-element graphs
+// (wave) whose initial partitions are cheap.
+func grid3(w int) edgeSet {
+	e := edgeSet{n: w * w * w}
+	id := func(x, y, z int) int32 { return int32((z*w+y)*w + x) }
+	for z := 0; z < w; z++ {
+		for y := 0; y < w; y++ {
+			for x := 0; x < w; x++ {
+				if x+1 < w {
+					e.pairs = append(e.pairs, [2]int32{id(x, y, z), id(x+1, y, z)})
+				}
+				if y+1 < w {
+					e.pairs = append(e.pairs, [2]int32{id(x, y, z), id(x, y+1, z)})
+				}
+				if z+1 < w {
+					e.pairs = append(e.pairs, [2]int32{id(x, y, z), id(x, y, z+1)})
+				}
+			}
+		}
+	}
+	return e
+}
+
 // messy is a graph with communities, a disconnected clique, isolated
 // nodes, self-loops and duplicate edges.
 func messy(n int, seed uint64) edgeSet {
@@ -362,7 +385,7 @@ func TestPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	ph := res.Phases
-	if ph.Levels < 3 || ph.Match <= 0 || ph.Contract <= 0 || ph.Initial <= 0 || ph.Refine <= 0 {
+	if ph.Levels < 3 || ph.Match <= 0 || ph.Contract <= 0 || ph.Initial <= 0 || ph.Refine <= 0 || ph.InitialRuns < initRuns || ph.InitialLevels != 1 {
 		t.Fatalf("multilevel phases %+v: want every phase timed over at least 3 levels", ph)
 	}
 	// 23,780 edges: small enough for the default V-cycles.
@@ -382,6 +405,84 @@ func TestPhases(t *testing.T) {
 	}
 	if res.Phases != (Phases{}) {
 		t.Fatalf("random method reports phases %+v", res.Phases)
+	}
+}
+
+// TestTrialLevel checks how far up the initial partitions are carried:
+// every level on the way counts once per run, and their total stays
+// within 1/trialShare of the input's adjacency; a level dropped for
+// memory stops it.
+func TestTrialLevel(t *testing.T) {
+	mk := func(adj ...int) []*level {
+		ls := make([]*level, len(adj))
+		for i, a := range adj {
+			ls[i] = &level{xadj: make([]int64, 1), adj: make([]int32, a)}
+		}
+		return ls
+	}
+	dropped := mk(8000, 4000, 1000, 100)
+	dropped[1].xadj = nil
+	for _, tc := range []struct {
+		name   string
+		levels []*level
+		runs   int
+		want   int
+	}{
+		// 8 runs: 8*4*work <= 8000, so work <= 250 (level 2's 1000 is too much).
+		{"coarsest only", mk(8000, 4000, 1000, 100), 8, 3},
+		// 1 run: work <= 2000: level 2 (1000) fits, level 1 (+4000) not.
+		{"one level up", mk(8000, 4000, 1000, 100), 1, 2},
+		// Never the input itself: its refinement alone is all the budget.
+		{"below the input", mk(80000, 400, 100, 50), 2, 1},
+		{"stops at a dropped level", dropped, 1, 2},
+		{"single level", mk(500), 8, 0},
+	} {
+		if got := trialLevel(tc.levels, tc.runs, len(tc.levels[0].adj)); got != tc.want {
+			t.Errorf("%s: trialLevel = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCheapInitialPartitions checks the many initial partitions made on
+// a 3D mesh at K = 4, whose coarsest graph is tiny next to it: they are
+// made and carried up, the cut is reported right, the balance holds, and
+// the result is the same on any number of workers.
+func TestCheapInitialPartitions(t *testing.T) {
+	e := grid3(60) // 216,000 nodes, 637,200 edges
+	g := e.graph(t)
+	for _, seed := range []uint64{1, 2} {
+		res, err := Partition(context.Background(), g, Options{Parts: 4, Seed: seed, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ph := res.Phases
+		if ph.InitialRuns != initRunsCheap || ph.InitialLevels < 2 {
+			t.Fatalf("seed %d: %d initial partitions carried over %d levels, want %d over 2 or more", seed, ph.InitialRuns, ph.InitialLevels, initRunsCheap)
+		}
+		if want := e.naiveCut(res.Parts); res.Stats.EdgeCut != want {
+			t.Errorf("seed %d: reported cut %d, naive cut %d", seed, res.Stats.EdgeCut, want)
+		}
+		limit := balanceLimit(int64(e.n), 4, DefaultImbalance)
+		for p, sz := range res.Stats.PartSizes {
+			if sz > limit {
+				t.Errorf("seed %d: part %d has %d nodes, limit %d", seed, p, sz, limit)
+			}
+		}
+		again, err := Partition(context.Background(), g, Options{Parts: 4, Seed: seed, Workers: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(again.Parts, res.Parts) {
+			t.Errorf("seed %d: different result with 3 workers", seed)
+		}
+	}
+	// At K = 16 the coarsest graph is larger: the usual few.
+	res, err := Partition(context.Background(), g, Options{Parts: 16, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ph := res.Phases; ph.InitialRuns >= initRunsCheap || ph.InitialLevels != 1 {
+		t.Errorf("K = 16: %d initial partitions over %d levels, want the usual few at the coarsest level", ph.InitialRuns, ph.InitialLevels)
 	}
 }
 
