@@ -1,12 +1,13 @@
 package partition
 
 import (
-	"github.com/graphmill/graphmill/internal/prefetch"
 	"slices"
+	"sort"
 	"sync/atomic"
 
 	"github.com/graphmill/graphmill/internal/arena"
 	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/prefetch"
 	"github.com/graphmill/graphmill/internal/rng"
 )
 
@@ -515,6 +516,10 @@ func (s *scratch) buf(p *[]int32, n int) []int32 {
 	return (*p)[:n]
 }
 
+// contractChunk is about the fine adjacency entries a chunk of a
+// contraction reads (see contract).
+const contractChunk = 1 << 14
+
 // maxKeepSlack is the largest upper bound (in adjacency entries) of a
 // contraction whose arrays are kept at that bound; larger levels are
 // copied out at their exact size unless nearly full.
@@ -578,32 +583,43 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	})
 	l.cmap = cmap
 	cl := &level{n: cn, xadj: arena.Make[int64](ar, cn+1), vw: arena.Make[int32](ar, cn*ncon), wdeg: arena.Make[int32](ar, cn)}
-	// Chunks of coarse vertices; each writes at an upper bound of its
-	// size, then the chunks are compacted in order.
-	nchunks := max(1, min(cn/4096, workers*8))
-	if workers <= 1 {
-		nchunks = 1
-	}
-	tw := min(workers, nchunks)
-	bounds := par.Ranges(cn, nchunks)
-	ub := arena.Make[int64](ar, nchunks+1)
-	par.For(tw, nchunks, func(_, lo, hi int) {
-		for k := lo; k < hi; k++ {
-			// One more slot a coarse vertex for contractRange's sink.
-			s := int64(bounds[k+1] - bounds[k])
-			for c := bounds[k]; c < bounds[k+1]; c++ {
-				v := rep[c]
-				u := match[v]
-				s += l.xadj[v+1] - l.xadj[v]
-				if u != v {
-					s += l.xadj[u+1] - l.xadj[u]
-				}
+	// Each coarse vertex's list is at most its fine vertices' degrees
+	// long, plus one slot for contractRange's sink: cl.xadj holds the
+	// running sum of these bounds until contractRange writes the degrees.
+	bound := cl.xadj
+	par.For(workers, cn, func(_, lo, hi int) {
+		for c := lo; c < hi; c++ {
+			v := rep[c]
+			u := match[v]
+			s := 1 + l.xadj[v+1] - l.xadj[v]
+			if u != v {
+				s += l.xadj[u+1] - l.xadj[u]
 			}
-			ub[k+1] = s
+			bound[c+1] = s
 		}
 	})
-	for k := 0; k < nchunks; k++ {
-		ub[k+1] += ub[k]
+	for c := 0; c < cn; c++ {
+		bound[c+1] += bound[c]
+	}
+	// Chunks of coarse vertices of about equal bounds (the work is the
+	// fine lists read): chunks of equal vertex counts left the dense
+	// coarse levels of a power-law graph, a few thousand vertices with
+	// over 100k entries, to one core. Each chunk writes at its bound,
+	// then the chunks are compacted in order.
+	nchunks := 1
+	if workers > 1 {
+		nchunks = int(max(1, min(bound[cn]/contractChunk, int64(workers)*8)))
+	}
+	tw := min(workers, nchunks)
+	bounds := make([]int, nchunks+1)
+	ub := arena.Make[int64](ar, nchunks+1)
+	for k := 1; k <= nchunks; k++ {
+		target := bound[cn] * int64(k) / int64(nchunks)
+		bounds[k] = sort.Search(cn, func(c int) bool { return bound[c+1] >= target }) + 1
+		if k == nchunks {
+			bounds[k] = cn
+		}
+		ub[k] = bound[bounds[k]]
 	}
 	// The adjacency is written at its upper bound in fresh arrays that a
 	// small level keeps (on the Go heap the untouched tail is never faulted
