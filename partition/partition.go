@@ -251,6 +251,15 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	if err != nil {
 		return nil, 0, err
 	}
+	// On a power-law graph the last levels merge the hubs'
+	// neighbourhoods into a dense core (email-Enron at K = 4: 172
+	// vertices of average degree 110), on which the initial bisections
+	// have little choice left. There the level before is partitioned
+	// instead, if it is not much larger than the target: email-Enron's
+	// mean cut over seeds 1-15 fell 4 % at K = 4 and 0.6 % at K = 16 (to
+	// 0.991 and 0.973 of gpmetis's), level at K = 64, for 2-3 ms more a
+	// run.
+	levels = shedDense(levels, coarsenTo)
 	coarsest := levels[len(levels)-1]
 	runs := initRuns
 	if k <= 4 && n >= 50*coarsest.n {
@@ -706,6 +715,24 @@ const (
 	// edges) from which a graph is large for the initial partition's runs.
 	initRunsLargeMin = 1 << 22
 )
+
+// denseDegree is the average degree from which a coarsest graph is too
+// dense to partition (see multilevel).
+const denseDegree = 64
+
+// shedDense drops the coarsest of levels while it is dense (average
+// degree denseDegree or more) and the level before it is kept in memory
+// and has at most 2·coarsenTo vertices.
+func shedDense(levels []*level, coarsenTo int) []*level {
+	for len(levels) > 1 {
+		c, up := levels[len(levels)-1], levels[len(levels)-2]
+		if len(c.adj) < denseDegree*c.n || up.n > 2*coarsenTo || up.xadj == nil {
+			break
+		}
+		levels = levels[:len(levels)-1]
+	}
+	return levels
+}
 
 // cheapInitRatio is how many times the coarsest graph's adjacency times
 // the bisection depth the input must have for initRunsCheap initial
