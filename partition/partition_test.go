@@ -444,8 +444,8 @@ func TestTrialLevel(t *testing.T) {
 }
 
 // TestShedDense checks which level is partitioned first when the
-// coarsest is dense: the one before, while that is at most twice the
-// coarsening target and kept in memory.
+// coarsest is dense: the one before, while that has at most the limit's
+// vertices and is kept in memory.
 func TestShedDense(t *testing.T) {
 	lv := func(n, avgDeg int) *level {
 		return &level{n: n, xadj: make([]int64, n+1), adj: make([]int32, n*avgDeg)}
@@ -463,7 +463,7 @@ func TestShedDense(t *testing.T) {
 		{"level before dropped for memory", []*level{lv(5000, 10), dropped, lv(180, 110)}, 3},
 		{"down to the input", []*level{lv(300, 70), lv(150, 90)}, 1},
 	} {
-		if got := len(shedDense(tc.levels, 200)); got != tc.want {
+		if got := len(shedDense(tc.levels, 400)); got != tc.want {
 			t.Errorf("%s: %d levels left, want %d", tc.name, got, tc.want)
 		}
 	}
