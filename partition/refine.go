@@ -732,15 +732,20 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 				for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
 					// A neighbour in from loses w inside and may gain w
 					// to t; one elsewhere may gain w to t; one in t
-					// gains w inside.
+					// gains w inside. (In int64 and floored at 0, so
+					// that heavy edges cannot wrap the lead around.)
 					u := l.adj[j]
+					if settled[u] == 0 {
+						continue
+					}
+					w := int64(l.ewAt(j))
 					switch rf.where[u] {
 					case from:
-						settled[u] -= 2 * l.ewAt(j)
+						w *= 2
 					case t:
-					default:
-						settled[u] -= l.ewAt(j)
+						w = 0
 					}
+					settled[u] = int32(max(0, int64(settled[u])-w))
 				}
 			}
 			rf.clearConn()

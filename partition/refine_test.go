@@ -54,12 +54,39 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 				if rf.q.len() != 0 {
 					t.Fatalf("k=%d seed %d: %s left %d vertices queued", k, seed, s.name, rf.q.len())
 				}
+				if s.name == "greedyBatch" {
+					checkSettled(t, rf)
+				}
 				for v := 0; v < n; v++ {
 					if rf.q.pos[v] != -1 || rf.visited[v] || rf.exact[v] {
 						t.Fatalf("k=%d seed %d: %s left vertex %d flagged (queue position %d, visited/locked %v, exact %v)",
 							k, seed, s.name, v, rf.q.pos[v], rf.visited[v], rf.exact[v])
 					}
 				}
+			}
+		}
+	}
+}
+
+// checkSettled checks greedyBatch's settled leads after its last round:
+// every vertex it keeps settled has at least that much more edge weight
+// in its own part than in any other.
+func checkSettled(t *testing.T, rf *refiner) {
+	t.Helper()
+	l := rf.l
+	for v := 0; v < l.n; v++ {
+		lead := rf.settled[v]
+		if lead <= 0 {
+			continue
+		}
+		conn := map[int32]int64{}
+		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
+			conn[rf.where[l.adj[j]]] += int64(l.ewAt(j))
+		}
+		own := conn[rf.where[v]]
+		for q, c := range conn {
+			if q != rf.where[v] && own-c < int64(lead) {
+				t.Fatalf("vertex %d settled with a lead of %d, but its own part has %d and part %d has %d", v, lead, own, q, c)
 			}
 		}
 	}
