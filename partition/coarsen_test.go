@@ -193,3 +193,60 @@ func TestBlockLocal(t *testing.T) {
 		t.Fatalf("grid numbered at random: %.3f of edges inside blocks", f)
 	}
 }
+
+// TestMergeLoops checks that the masked merge loops build the same coarse
+// list as the branchy ones (entries in order of first sight, weights
+// summed, the merge table pointing at each entry) from random lists with
+// repeats, unit and weighted, starting empty or from a list in progress.
+func TestMergeLoops(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const cn = 50
+	cmap := make([]int32, 200)
+	for i := range cmap {
+		cmap[i] = int32(r.IntN(cn))
+	}
+	for trial := 0; trial < 200; trial++ {
+		lists := make([][]int32, 1+r.IntN(2))
+		wts := make([][]int32, len(lists))
+		total := 0
+		for i := range lists {
+			lists[i] = make([]int32, r.IntN(40))
+			wts[i] = make([]int32, len(lists[i]))
+			for j := range lists[i] {
+				lists[i][j] = int32(r.IntN(len(cmap)))
+				wts[i][j] = int32(1 + r.IntN(9))
+			}
+			total += len(lists[i])
+		}
+		for _, weighted := range []bool{false, true} {
+			type state struct {
+				ht, out, outw []int32
+				d             int
+			}
+			run := func(masked bool) state {
+				s := state{ht: slices.Repeat([]int32{-1}, cn), out: make([]int32, total+1), outw: make([]int32, total+1)}
+				for i, lst := range lists {
+					switch {
+					case weighted && masked:
+						s.d = mergeWeightedMasked(lst, wts[i], cmap, s.ht, s.out, s.outw, s.d)
+					case weighted:
+						s.d = mergeWeighted(lst, wts[i], cmap, s.ht, s.out, s.outw, s.d)
+					case masked:
+						s.d = mergeUnitMasked(lst, cmap, s.ht, s.out, s.outw, s.d)
+					default:
+						s.d = mergeUnit(lst, cmap, s.ht, s.out, s.outw, s.d)
+					}
+				}
+				return s
+			}
+			want, got := run(false), run(true)
+			if got.d != want.d || !slices.Equal(got.out[:got.d], want.out[:want.d]) || !slices.Equal(got.outw[:got.d], want.outw[:want.d]) || !slices.Equal(got.ht, want.ht) {
+				t.Fatalf("trial %d weighted %v: masked list %v %v (ht %v), branchy %v %v (ht %v)", trial, weighted,
+					got.out[:got.d], got.outw[:got.d], got.ht, want.out[:want.d], want.outw[:want.d], want.ht)
+			}
+			if slices.ContainsFunc(got.outw[got.d:], func(x int32) bool { return x != 0 }) {
+				t.Fatalf("trial %d weighted %v: masked loops left weights past the list: %v", trial, weighted, got.outw[got.d:])
+			}
+		}
+	}
+}
