@@ -251,20 +251,6 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	if err != nil {
 		return nil, 0, err
 	}
-	// On a power-law graph the last levels merge the hubs'
-	// neighbourhoods into a dense core (email-Enron at K = 4: 172
-	// vertices of average degree 110), on which the initial bisections
-	// have little choice left. There the coarsening stops where METIS's
-	// does, at n/(40·log2 K) vertices, where that is above the target
-	// (but at most 4 times it): email-Enron at K = 4 is partitioned from
-	// 342 vertices, and its mean cut over seeds 1-15 fell from 1.033 to
-	// 0.991 of gpmetis's, for about 3 ms more a run. (Shedding dense
-	// levels up to twice the target at any K also gave K = 16 0.973
-	// instead of 0.979, and K = 64 1.010 instead of 1.007, for the same
-	// 3 ms. Without the cap, a 5M-node synthetic graph at K = 4 was
-	// partitioned from 60k vertices: 0.8 s instead of 10 ms for its
-	// initial partitions and 400 MB more memory, for the same cut.)
-	levels = shedDense(levels, min(n/(40*bits.Len(uint(k-1))), 4*coarsenTo))
 	coarsest := levels[len(levels)-1]
 	runs := initRuns
 	if k <= 4 && n >= 50*coarsest.n {
@@ -720,24 +706,6 @@ const (
 	// edges) from which a graph is large for the initial partition's runs.
 	initRunsLargeMin = 1 << 22
 )
-
-// denseDegree is the average degree from which a coarsest graph is too
-// dense to partition (see multilevel).
-const denseDegree = 64
-
-// shedDense drops the coarsest of levels while it is dense (average
-// degree denseDegree or more) and the level before it is kept in memory
-// and has at most limit vertices.
-func shedDense(levels []*level, limit int) []*level {
-	for len(levels) > 1 {
-		c, up := levels[len(levels)-1], levels[len(levels)-2]
-		if len(c.adj) < denseDegree*c.n || up.n > limit || up.xadj == nil {
-			break
-		}
-		levels = levels[:len(levels)-1]
-	}
-	return levels
-}
 
 // cheapInitRatio is how many times the coarsest graph's adjacency times
 // the bisection depth the input must have for initRunsCheap initial

@@ -443,32 +443,6 @@ func TestTrialLevel(t *testing.T) {
 	}
 }
 
-// TestShedDense checks which level is partitioned first when the
-// coarsest is dense: the one before, while that has at most the limit's
-// vertices and is kept in memory.
-func TestShedDense(t *testing.T) {
-	lv := func(n, avgDeg int) *level {
-		return &level{n: n, xadj: make([]int64, n+1), adj: make([]int32, n*avgDeg)}
-	}
-	dropped := lv(500, 80)
-	dropped.xadj = nil
-	for _, tc := range []struct {
-		name   string
-		levels []*level
-		want   int // levels left
-	}{
-		{"sparse coarsest", []*level{lv(5000, 10), lv(700, 20), lv(350, 30), lv(180, 40)}, 4},
-		{"dense coarsest", []*level{lv(5000, 10), lv(700, 80), lv(350, 120), lv(180, 110)}, 3},
-		{"level before too large", []*level{lv(5000, 10), lv(900, 80), lv(450, 120)}, 3},
-		{"level before dropped for memory", []*level{lv(5000, 10), dropped, lv(180, 110)}, 3},
-		{"down to the input", []*level{lv(300, 70), lv(150, 90)}, 1},
-	} {
-		if got := len(shedDense(tc.levels, 400)); got != tc.want {
-			t.Errorf("%s: %d levels left, want %d", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestCheapInitialPartitions checks the many initial partitions made on
 // a 3D mesh at K = 4, whose coarsest graph is tiny next to it: they are
 // made and carried up, the cut is reported right, the balance holds, and
