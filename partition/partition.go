@@ -541,6 +541,8 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 				war = nil // the result, which outlives the arena
 			}
 			if refined && !keep {
+				// project keeps these degrees in l.cmap, which keep
+				// must leave intact.
 				coarseEd = rf.ed
 			}
 			where, coarseEd = project(l, where, coarseEd, workers, war)
@@ -709,8 +711,8 @@ const (
 
 // cheapInitRatio is how many times the coarsest graph's adjacency times
 // the bisection depth the input must have for initRunsCheap initial
-// partitions (a variable so that tests can turn them off).
-var cheapInitRatio int64 = 256
+// partitions.
+const cheapInitRatio = 256
 
 // V-cycles (Options.VCycles). A round runs vcycleWidth of them; by
 // default vcycleAuto rounds on graphs of up to vcycleAutoMax adjacency
@@ -788,17 +790,15 @@ func initialKWay(ctx context.Context, levels []*level, ncon, k int, tot []int64,
 		}
 		rf.greedy(10)
 		if len(levels) > 1 {
-			rf := newRefiner(k, ncon, tot, imb, rng.New(rng.Derive(s, 2)), 1, ar)
+			rf = newRefiner(k, ncon, tot, imb, rng.New(rng.Derive(s, 2)), 1, ar)
 			rf.reserve(levels[0].n)
 			var err error
 			if where, err = uncoarsen(ctx, slices.Clone(levels), where, rf, 1, ar, true); err != nil {
 				errs[i] = err
 				return
 			}
-			res[i] = result{where, rf.cut(), rf.overloaded()}
-			return
 		}
-		res[i] = result{where, cutOf(l, where), rf.overloaded()}
+		res[i] = result{where, rf.cut(), rf.overloaded()}
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -693,13 +693,13 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 			}
 			if lb == nil {
 				for v := int32(bounds[c]); v < int32(bounds[c+1]); v++ {
-					if rf.candidate(v) && settled[v] <= 0 {
+					if rf.candidate(v) && settled[v] == 0 {
 						look(v)
 					}
 				}
 			} else {
 				for _, v := range list[lb[c]:lb[c+1]] {
-					if rf.candidate(v) && settled[v] <= 0 {
+					if rf.candidate(v) && settled[v] == 0 {
 						look(v)
 					}
 				}
