@@ -748,19 +748,6 @@ const (
 	vcycleShrink    = 0.85
 )
 
-// cutOf returns the edge cut of where on level l.
-func cutOf(l *level, where []int32) int64 {
-	c := int64(0)
-	for v := 0; v < l.n; v++ {
-		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-			if where[l.adj[j]] != where[v] {
-				c += int64(l.ewAt(j))
-			}
-		}
-	}
-	return c / 2
-}
-
 // initialKWay partitions the coarsest of levels by recursive bisection,
 // runs times from different seeds (in parallel), refines each with the
 // k-way greedy refiner, carries each up through the other levels (on the
