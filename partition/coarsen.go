@@ -679,7 +679,11 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 	if cl.n <= mergeMaskedMax {
 		unit, weighted = mergeUnitMasked, mergeWeightedMasked
 	}
+	var look lookahead
 	for c := lo; c < hi; c++ {
+		if (c-lo)%lookGroup == 0 {
+			look.fetchPartners(l, rep, match, c, hi)
+		}
 		v := rep[c]
 		u := match[v]
 		// The edges inside c (the pair's edge) add up in a sink slot past
@@ -863,6 +867,43 @@ func (a *lookahead) fetch(l *level, match, order []int32, i int) {
 	for _, w := range order[k:min(k+lookGroup, len(order))] {
 		if match[w] < 0 {
 			a.offs[n], a.offs[n+1] = l.xadj[w], l.xadj[w+1]
+			n += 2
+		}
+	}
+	prefetch.Spans32(l.adj, a.offs[:n])
+	if l.ew != nil {
+		prefetch.Spans32(l.ew, a.offs[:n])
+	}
+}
+
+// fetchPartners prefetches for contractRange at coarse vertex c (of those
+// below hi): the offsets of the partners of the coarse vertices
+// 2*lookDist ahead and the partners' lists (and edge weights) of those
+// lookDist ahead, lookGroup coarse vertices each. A coarse vertex's
+// first fine vertex comes in order (rep increases), and the hardware
+// prefetchers follow its list; its partner's list is anywhere in the
+// level, a cache miss each (on wave's first level 72 % of pairs are more
+// than 64 ids apart). With these prefetches wave's first four levels
+// contracted 18-26 % faster (one core, Zen 4); prefetching the lists'
+// cmap entries as well was slower.
+func (a *lookahead) fetchPartners(l *level, rep, match []int32, c, hi int) {
+	var us [lookGroup]int32
+	if k := c + 2*lookDist; k < hi {
+		n := 0
+		for _, v := range rep[k:min(k+lookGroup, hi)] {
+			us[n] = match[v]
+			n++
+		}
+		prefetch.Rows64(l.xadj, us[:n])
+	}
+	k := c + lookDist
+	if k >= hi {
+		return
+	}
+	n := 0
+	for _, v := range rep[k:min(k+lookGroup, hi)] {
+		if u := match[v]; u != v {
+			a.offs[n], a.offs[n+1] = l.xadj[u], l.xadj[u+1]
 			n += 2
 		}
 	}
