@@ -443,6 +443,39 @@ func TestTrialLevel(t *testing.T) {
 	}
 }
 
+func TestDenseCore(t *testing.T) {
+	// mk builds levels of the given vertex counts and average degrees.
+	mk := func(nd ...int) []*level {
+		ls := make([]*level, len(nd)/2)
+		for i := range ls {
+			n, d := nd[2*i], nd[2*i+1]
+			ls[i] = &level{n: n, xadj: make([]int64, 1), adj: make([]int32, n*d)}
+		}
+		return ls
+	}
+	enron := mk(36692, 10, 18992, 14, 342, 131, 172, 110) // email-Enron at K = 4, shortened
+	dropped := mk(36692, 10, 18992, 14, 342, 131, 172, 110)
+	dropped[2].xadj = nil
+	for _, tc := range []struct {
+		name   string
+		levels []*level
+		k      int
+		want   bool
+	}{
+		{"email-Enron, K = 4", enron, 4, true},
+		// 36692/(40·4) = 229 < 342: the level before is too large.
+		{"K = 16", enron, 16, false},
+		{"sparse core", mk(36692, 10, 18992, 14, 342, 40, 172, 63), 4, false},
+		{"level before dropped", dropped, 4, false},
+		{"level before is the input", mk(1000, 100, 300, 100), 2, false},
+		{"one part", enron, 1, false},
+	} {
+		if got := denseCore(tc.levels, tc.levels[0].n, tc.k); got != tc.want {
+			t.Errorf("%s: denseCore = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestCheapInitialPartitions checks the many initial partitions made on
 // a 3D mesh at K = 4, whose coarsest graph is tiny next to it: they are
 // made and carried up, the cut is reported right, the balance holds, and

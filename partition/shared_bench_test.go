@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/graphmill/graphmill/dataset"
@@ -57,6 +58,43 @@ func benchGraph(tb testing.TB, name string) *partition.Graph {
 		tb.Fatal(err)
 	}
 	return g
+}
+
+// TestDenseCoreEmailEnron checks email-Enron at K = 4, whose coarsest
+// graph is a dense core: all initial partitions but one start from the
+// level before it, and the result is balanced, its cut reported right,
+// and the same on one and two workers.
+func TestDenseCoreEmailEnron(t *testing.T) {
+	g := benchGraph(t, "email-Enron")
+	res, err := partition.Partition(context.Background(), g, partition.Options{Parts: 4, Seed: 1, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := res.Phases
+	if ph.InitialRuns < 2 || ph.InitialFiner != ph.InitialRuns-1 || ph.InitialLevels != 2 {
+		t.Fatalf("%d initial partitions over %d levels, %d from the level before the core; want all but one from there, over 2 levels", ph.InitialRuns, ph.InitialLevels, ph.InitialFiner)
+	}
+	if cut := partition.EdgeCut(g, res.Parts, 1); cut != res.Stats.EdgeCut {
+		t.Errorf("reported cut %d, recounted %d", res.Stats.EdgeCut, cut)
+	}
+	if res.Stats.Imbalance > partition.DefaultImbalance {
+		t.Errorf("imbalance %.4f over %.2f", res.Stats.Imbalance, partition.DefaultImbalance)
+	}
+	one, err := partition.Partition(context.Background(), g, partition.Options{Parts: 4, Seed: 1, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(one.Parts, res.Parts) {
+		t.Error("different partitions on one and two workers")
+	}
+	// K = 16: its coarsest graph's level before is past METIS's target.
+	res, err = partition.Partition(context.Background(), g, partition.Options{Parts: 16, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Phases.InitialFiner != 0 {
+		t.Errorf("K = 16: %d initial partitions from below the core, want 0", res.Phases.InitialFiner)
+	}
 }
 
 // BenchmarkShared partitions the small graphs of "graphmill bench

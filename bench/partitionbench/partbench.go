@@ -102,9 +102,11 @@ type Phases struct {
 	Initial  float64 `json:"initial_seconds"`
 	Refine   float64 `json:"refine_seconds"`
 	// InitialRuns initial partitions were made, each carried up through
-	// InitialLevels levels before the best was kept.
+	// InitialLevels levels before the best was kept; InitialFiner of them
+	// started from the level before a dense coarsest graph.
 	InitialRuns   int `json:"initial_runs"`
 	InitialLevels int `json:"initial_levels"`
+	InitialFiner  int `json:"initial_finer"`
 	// VCycles ran after the first pass (two a round), in VCycle
 	// seconds.
 	VCycles int     `json:"vcycles"`
@@ -374,7 +376,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 				}
 				r := Run{EdgeCut: res.Stats.EdgeCut, Imbalance: res.Stats.Imbalance, Seconds: time.Since(t).Seconds(), CPUSeconds: (processCPU() - cpu0).Seconds(), PeakRSSBytes: peakRSS()}
 				ph := res.Phases
-				r.Phases = &Phases{Levels: ph.Levels, Match: ph.Match.Seconds(), Contract: ph.Contract.Seconds(), Initial: ph.Initial.Seconds(), Refine: ph.Refine.Seconds(), InitialRuns: ph.InitialRuns, InitialLevels: ph.InitialLevels, VCycles: ph.VCycles, VCycle: ph.VCycle.Seconds()}
+				r.Phases = &Phases{Levels: ph.Levels, Match: ph.Match.Seconds(), Contract: ph.Contract.Seconds(), Initial: ph.Initial.Seconds(), Refine: ph.Refine.Seconds(), InitialRuns: ph.InitialRuns, InitialLevels: ph.InitialLevels, InitialFiner: ph.InitialFiner, VCycles: ph.VCycles, VCycle: ph.VCycle.Seconds()}
 				if i == 0 || r.Seconds < rec.Ours.Seconds {
 					rec.Ours = r
 				}
@@ -447,7 +449,11 @@ func (r Record) Line() string {
 	}
 	if p := r.Ours.Phases; p != nil {
 		ms := func(s float64) string { return units.Duration(time.Duration(s * 1e9)) }
-		fmt.Fprintf(&b, "\n%24s ours: %d levels, matching %s, contraction %s, initial %s (best of %d over %d levels), refinement %s", "", p.Levels, ms(p.Match), ms(p.Contract), ms(p.Initial), p.InitialRuns, p.InitialLevels, ms(p.Refine))
+		finer := ""
+		if p.InitialFiner > 0 {
+			finer = fmt.Sprintf(", %d from below a dense core", p.InitialFiner)
+		}
+		fmt.Fprintf(&b, "\n%24s ours: %d levels, matching %s, contraction %s, initial %s (best of %d over %d levels%s), refinement %s", "", p.Levels, ms(p.Match), ms(p.Contract), ms(p.Initial), p.InitialRuns, p.InitialLevels, finer, ms(p.Refine))
 		if p.VCycles > 0 {
 			fmt.Fprintf(&b, ", %d V-cycles %s", p.VCycles, ms(p.VCycle))
 		}
