@@ -291,6 +291,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	// before hides: see denseCore.)
 	finer := 0
 	if m == len(levels)-1 && denseCore(levels, n, k) {
+		runs = max(runs, denseCoreRuns)
 		finer, m = runs-1, m-1
 	}
 	t0 := time.Now()
@@ -383,8 +384,9 @@ func trialLevel(levels []*level, runs, inputAdj int) int {
 // email-Enron at K = 4 coarsens to 172 vertices of average degree 110;
 // the level before has 342 (METIS stops near 900). Its mean cut over
 // seeds 16-55 was 37,370 from the core alone (3 runs), 36,507 with 2 of
-// the 3 runs from the level before, and 36,411 with all 3 (gpmetis about
-// 36,000), for 3.5 and 4.7 ms more. All from the level before had missed
+// the 3 runs from the level before, 36,411 with all 3, and 36,217 with 3
+// of 4 (gpmetis about 36,000); 2 of 3 took 3.5 ms more (10 %), all 3
+// 4.7. All from the level before had missed
 // the 16 planted communities of a 5M-node synthetic graph for 2 seeds of
 // 3 at K = 4 (cut 5.16M and 4.50M against 3.73M), where the core alone
 // found them: hence one run from the core. (That graph now takes the
@@ -399,11 +401,13 @@ func denseCore(levels []*level, n, k int) bool {
 		float64(levels[m-1].n)*denseCoreTarget*math.Log2(float64(k)) <= float64(n)
 }
 
-// Dense coarsest graphs (denseCore): the least average degree, and the
-// divisor of METIS's coarsening target.
+// Dense coarsest graphs (denseCore): the least average degree, the
+// divisor of METIS's coarsening target, and the initial partitions made
+// (all but one from the level before).
 const (
 	denseCoreDegree = 64
 	denseCoreTarget = 40
+	denseCoreRuns   = 4
 )
 
 // pairBound is the heaviest a coarse vertex may be in a constraint of
