@@ -385,12 +385,13 @@ func trialLevel(levels []*level, runs, inputAdj int) int {
 // the level before has 342 (METIS stops near 900). Its mean cut over
 // seeds 16-55 was 37,370 from the core alone (3 runs), 36,507 with 2 of
 // the 3 runs from the level before, 36,411 with all 3, and 36,217 with 3
-// of 4 (gpmetis about 36,000); 2 of 3 took 3.5 ms more (10 %), all 3
-// 4.7. All from the level before had missed
-// the 16 planted communities of a 5M-node synthetic graph for 2 seeds of
-// 3 at K = 4 (cut 5.16M and 4.50M against 3.73M), where the core alone
-// found them: hence one run from the core. (That graph now takes the
-// cheap initial partitions at K = 4, which this does not change.)
+// of 4 (gpmetis about 36,000); the initial phase takes 10 ms instead of
+// 6 (two cores). All runs from the level before had missed the 16
+// planted communities of a 5M-node synthetic graph for 2 seeds of 3 at
+// K = 4 (cut 5.16M and 4.50M against 3.73M), where the core alone found
+// them: hence one run from the core. (That graph now takes the cheap
+// initial partitions at K = 4, which this does not change; at K = 16
+// this found its communities for seed 1, 4.68M against 5.66M.)
 func denseCore(levels []*level, n, k int) bool {
 	m := len(levels) - 1
 	if m < 2 || k < 2 || levels[m-1].xadj == nil {
