@@ -870,6 +870,12 @@ func (a *lookahead) fetch(l *level, match, order []int32, i int) {
 			n += 2
 		}
 	}
+	a.lists(l, n)
+}
+
+// lists prefetches the lists (and edge weights) of l whose ranges are the
+// first n offsets of a.offs.
+func (a *lookahead) lists(l *level, n int) {
 	prefetch.Spans32(l.adj, a.offs[:n])
 	if l.ew != nil {
 		prefetch.Spans32(l.ew, a.offs[:n])
@@ -907,8 +913,5 @@ func (a *lookahead) fetchPartners(l *level, rep, match []int32, c, hi int) {
 			n += 2
 		}
 	}
-	prefetch.Spans32(l.adj, a.offs[:n])
-	if l.ew != nil {
-		prefetch.Spans32(l.ew, a.offs[:n])
-	}
+	a.lists(l, n)
 }

@@ -290,7 +290,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	// core is there for graphs whose core shows a structure the level
 	// before hides: see denseCore.)
 	finer := 0
-	if m == len(levels)-1 && denseCore(levels, n, k) {
+	if m == len(levels)-1 && denseCore(levels, k) {
 		runs = max(runs, denseCoreRuns)
 		finer, m = runs-1, m-1
 	}
@@ -392,14 +392,14 @@ func trialLevel(levels []*level, runs, inputAdj int) int {
 // them: hence one run from the core. (That graph now takes the cheap
 // initial partitions at K = 4, which this does not change; at K = 16
 // this found its communities for seed 1, 4.68M against 5.66M.)
-func denseCore(levels []*level, n, k int) bool {
+func denseCore(levels []*level, k int) bool {
 	m := len(levels) - 1
 	if m < 2 || k < 2 || levels[m-1].xadj == nil {
 		return false
 	}
 	c := levels[m]
 	return int64(len(c.adj)) >= denseCoreDegree*int64(c.n) &&
-		float64(levels[m-1].n)*denseCoreTarget*math.Log2(float64(k)) <= float64(n)
+		float64(levels[m-1].n)*denseCoreTarget*math.Log2(float64(k)) <= float64(levels[0].n)
 }
 
 // Dense coarsest graphs (denseCore): the least average degree, the

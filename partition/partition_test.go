@@ -470,7 +470,7 @@ func TestDenseCore(t *testing.T) {
 		{"level before is the input", mk(1000, 100, 300, 100), 2, false},
 		{"one part", enron, 1, false},
 	} {
-		if got := denseCore(tc.levels, tc.levels[0].n, tc.k); got != tc.want {
+		if got := denseCore(tc.levels, tc.k); got != tc.want {
 			t.Errorf("%s: denseCore = %v, want %v", tc.name, got, tc.want)
 		}
 	}
