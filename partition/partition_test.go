@@ -131,6 +131,9 @@ func TestPartitionProperties(t *testing.T) {
 	}{
 		{"grid", grid(40, 30)},
 		{"messy", messy(3000, 1)},
+		// Levels over pairMinLevel vertices: pairFM refines them.
+		{"big-grid", grid(110, 100)},
+		{"big-messy", messy(12000, 2)},
 		{"star", star(500)},
 		{"path", grid(200, 1)},
 		{"tiny", grid(3, 1)},
@@ -208,7 +211,12 @@ func TestMultilevelQuality(t *testing.T) {
 }
 
 func TestMultiConstraint(t *testing.T) {
-	e := messy(4000, 3)
+	for _, n := range []int{4000, 12000} { // 12000: pairFM runs
+		testMultiConstraint(t, messy(n, 3))
+	}
+}
+
+func testMultiConstraint(t *testing.T, e edgeSet) {
 	g := e.graph(t)
 	r := rand.New(rand.NewPCG(5, 5))
 	train := make([]int32, e.n)

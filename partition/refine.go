@@ -36,6 +36,7 @@ type refiner struct {
 	// its limit by fudge times their gain (0: never past it).
 	fudge   float64
 	bndKeys []int64 // FM's boundary with queue keys (scratch)
+	pst     []int32 // pairFM's per-vertex state (see pairKnown)
 	// cutW is the level's edge cut, set by setLevel and kept by move.
 	cutW    int64
 	r       *rng.Rand
@@ -278,6 +279,7 @@ func (rf *refiner) reserve(n int) {
 	rf.exact = arena.Make[bool](rf.ar, n)
 	rf.settled = arena.Make[int32](rf.ar, n)
 	rf.bndKeys = arena.Make[int64](rf.ar, n)
+	rf.pairArrays(n)
 }
 
 // hubKey marks a vertex FM leaves out of its queue (a key ed-id never

@@ -44,6 +44,7 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 				}},
 				{"greedyBatch", func() { rf.greedyBatch(10) }},
 				{"fm", func() { rf.fm(2, fmLimitKWay) }},
+				{"pairFM", func() { rf.pairFM(1) }},
 				{"greedy", func() { rf.greedy(2) }},
 			}
 			for _, s := range steps {
@@ -58,6 +59,9 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 					checkSettled(t, rf)
 				}
 				for v := 0; v < n; v++ {
+					if rf.pst[2*v+1] != 0 {
+						t.Fatalf("k=%d seed %d: %s left vertex %d with pairFM flags %b", k, seed, s.name, v, rf.pst[2*v+1])
+					}
 					if rf.q.pos[v] != -1 || rf.visited[v] || rf.exact[v] {
 						t.Fatalf("k=%d seed %d: %s left vertex %d flagged (queue position %d, visited/locked %v, exact %v)",
 							k, seed, s.name, v, rf.q.pos[v], rf.visited[v], rf.exact[v])
