@@ -124,8 +124,45 @@ func (rf *refiner) pairFM(share float64) int64 {
 	th := int64(pairSeed * avgw)
 	dip := max(1, int64(pairDip*avgw))
 
-	// Seeds: boundary vertices whose move to a neighbouring part loses at
-	// most th, in vertex order.
+	tasks := rf.pairTasks(th, hub, hubs, workers)
+	if len(tasks) == 0 {
+		return 0
+	}
+	total := int64(0)
+	for i := range tasks {
+		total += tasks[i].w
+	}
+	base := rf.r.Uint64()
+	levelBudget := share * float64(len(l.adj))
+	for i := range tasks {
+		t := &tasks[i]
+		t.budget = int64(levelBudget*float64(t.w)/float64(total)) + 64
+		t.seed = rng.Derive(base, uint64(t.a)*uint64(k)+uint64(t.b))
+	}
+	slices.SortFunc(tasks, func(x, y pairTask) int {
+		if c := cmp.Compare(y.w, x.w); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
+	})
+
+	wks := make([]pairWorker, workers)
+	runPairs(len(tasks), k, workers, func(i int) (int32, int32) { return tasks[i].a, tasks[i].b }, func(w, i int) {
+		rf.runPair(&tasks[i], &wks[w], th, dip, hub, hubs)
+	})
+	gain := int64(0)
+	for i := range tasks {
+		gain += tasks[i].gain
+	}
+	rf.cutW -= gain
+	return gain
+}
+
+// pairTasks returns a task for every pair of parts with seeds: the
+// boundary vertices (hubs aside) whose move to the pair's other part loses
+// at most th, in vertex order, and their edge weight to that part (w).
+func (rf *refiner) pairTasks(th, hub int64, hubs bool, workers int) []pairTask {
+	l, k := rf.l, rf.k
 	type cand struct {
 		lo, hi int32 // the pair of parts, lo < hi
 		v, w   int32 // the vertex and its edge weight to the other part
@@ -163,7 +200,7 @@ func (rf *refiner) pairFM(share float64) int64 {
 		nc += len(cs)
 	}
 	if nc == 0 {
-		return 0
+		return nil
 	}
 	for p := 0; p < k; p++ {
 		byLo[p+1] += byLo[p]
@@ -201,41 +238,17 @@ func (rf *refiner) pairFM(share float64) int64 {
 		i = j
 	}
 	seeds := make([]int32, nc)
-	total, off := int64(0), int32(0)
+	off := int32(0)
 	for i := range tasks {
 		t := &tasks[i]
 		t.seeds = seeds[off : off : off+t.n]
 		off += t.n
-		total += t.w
 	}
 	for j, c := range sorted {
 		t := &tasks[taskOf[j]]
 		t.seeds = append(t.seeds, c.v)
 	}
-	base := rf.r.Uint64()
-	levelBudget := share * float64(len(l.adj))
-	for i := range tasks {
-		t := &tasks[i]
-		t.budget = int64(levelBudget*float64(t.w)/float64(total)) + 64
-		t.seed = rng.Derive(base, uint64(t.a)*uint64(k)+uint64(t.b))
-	}
-	slices.SortFunc(tasks, func(x, y pairTask) int {
-		if c := cmp.Compare(y.w, x.w); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
-	})
-
-	wks := make([]pairWorker, workers)
-	runPairs(len(tasks), k, workers, func(i int) (int32, int32) { return tasks[i].a, tasks[i].b }, func(w, i int) {
-		rf.runPair(&tasks[i], &wks[w], th, dip, hub, hubs)
-	})
-	gain := int64(0)
-	for i := range tasks {
-		gain += tasks[i].gain
-	}
-	rf.cutW -= gain
-	return gain
+	return tasks
 }
 
 // runPairs runs n tasks on pairs of parts (parts(i) of task i; k parts)
