@@ -37,10 +37,11 @@
 //     graph is thin, not where the balance happens to be reached), and FM
 //     at every level back up. While uncoarsening, every level is refined
 //     by greedy boundary moves computed in parallel and applied best gain
-//     first, then, on levels of up to 5,000 vertices, one pass of k-way FM
-//     (negative moves allowed, rolled back to the best prefix; gains
-//     evaluated lazily; at most about half as many vertex visits as
-//     boundary vertices) and, on larger levels, localized two-way FM
+//     first, then, on levels of up to 5,000 vertices or of fewer than 300
+//     a part, one pass of k-way FM (negative moves allowed, rolled back
+//     to the best prefix; gains evaluated lazily; at most about half as
+//     many vertex visits as boundary vertices) and, on larger levels,
+//     localized two-way FM
 //     searches on each pair of adjacent parts (each from one boundary
 //     vertex whose move loses little, a few moves deep, rolled back to
 //     its best prefix; pairs that share no part searched in parallel),

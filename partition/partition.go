@@ -614,12 +614,13 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 		}
 		rf.greedyBatch(10)
 		rf.fudge = 0
-		// k-way FM on small levels, where it costs little; on larger
-		// ones localized searches on pairs of parts (pairFM) in its
+		// k-way FM on small levels, where it costs little, and where
+		// parts are small (most boundary vertices touch several parts);
+		// elsewhere localized searches on pairs of parts (pairFM) in its
 		// place, which find chains of moves FM misses (wave's cut 1.5-2.5
 		// % smaller at K = 4-64) and run on every core. The initial
 		// partitions carried up (keep) only need telling apart: FM.
-		if keep || l.n <= pairMinLevel {
+		if keep || l.n <= max(pairMinLevel, pairMinPart*rf.k) {
 			rf.fm(fmPassesKWay, fmLimitKWay)
 		} else {
 			share := pairShare
