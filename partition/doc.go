@@ -79,11 +79,11 @@
 // more, so coarse levels beyond Options.MaxCoarseBytes (default 6x the
 // input graph) are dropped after use and only projected through. Add
 // about 68 B/node of matching, mapping and refinement arrays (8 of them
-// the localized searches' state), up to about 40 B per boundary node
-// while a level's searches are set up, and the largest contraction in
-// flight (two levels). Measured peak RSS of the whole benchmark process
-// on the 5M-node, 25M-edge synthetic graph (undirected: 50M entries) is
-// in partition/README.md. At the default
+// the localized searches' state), up to about 40 B for each boundary
+// node and part next to it while a level's searches are set up, and the
+// largest contraction in flight (two levels). Measured peak RSS of the
+// whole benchmark process on the 5M-node, 25M-edge synthetic graph
+// (undirected: 50M entries) is in partition/README.md. At the default
 // budget the worst case is about 8 (input) + 48 (kept levels) + 16
 // (levels kept because they halved the edges) + 32 (two levels in
 // flight) = about 100 B per undirected edge, so a 200M-edge graph needs at
