@@ -114,23 +114,22 @@ func (rf *refiner) pairFM(share float64) int64 {
 	// leave vertices alone, as fm does.
 	hub := max(32, 4*int64(len(l.adj))/int64(max(1, l.n)))
 	workers := l.workers(rf.workers)
-	var wsum, maxDeg atomic.Int64
-	par.For(workers, l.n, func(_, lo, hi int) {
-		s, m := int64(0), int64(0)
+	sums, maxDegs := make([]int64, workers), make([]int64, workers)
+	par.For(workers, l.n, func(w, lo, hi int) {
 		for v := lo; v < hi; v++ {
-			s += int64(rf.id[v]) + int64(rf.ed[v])
-			m = max(m, l.xadj[v+1]-l.xadj[v])
-		}
-		wsum.Add(s)
-		for o := maxDeg.Load(); m > o && !maxDeg.CompareAndSwap(o, m); o = maxDeg.Load() {
+			sums[w] += int64(rf.id[v]) + int64(rf.ed[v])
+			maxDegs[w] = max(maxDegs[w], l.xadj[v+1]-l.xadj[v])
 		}
 	})
-	avgw := float64(wsum.Load()) / float64(max(1, len(l.adj)))
-	hubs := maxDeg.Load() > hub
+	wsum := int64(0)
+	for _, x := range sums {
+		wsum += x
+	}
+	avgw := float64(wsum) / float64(max(1, len(l.adj)))
 	th := int64(pairSeed * avgw)
-	dip := max(1, int64(pairDip*avgw))
+	proto := pairSearcher{rf: rf, dip: max(1, int64(pairDip*avgw)), hub: hub, hubs: slices.Max(maxDegs) > hub}
 
-	tasks := rf.pairTasks(th, hub, hubs, workers)
+	tasks := rf.pairTasks(th, hub, proto.hubs, workers)
 	if len(tasks) == 0 {
 		return 0
 	}
@@ -154,7 +153,9 @@ func (rf *refiner) pairFM(share float64) int64 {
 
 	wks := make([]pairWorker, workers)
 	runPairs(len(tasks), k, workers, func(i int) (int32, int32) { return tasks[i].a, tasks[i].b }, func(w, i int) {
-		rf.runPair(&tasks[i], &wks[w], th, dip, hub, hubs)
+		ps := proto
+		ps.wk = &wks[w]
+		ps.runPair(&tasks[i], th)
 	})
 	gain := int64(0)
 	for i := range tasks {
@@ -373,12 +374,7 @@ func (rf *refiner) pairMove(v, to int32, g int64, ps *pairSearcher) int64 {
 	l := rf.l
 	from := rf.where[v]
 	atomic.StoreInt32(&rf.where[v], to)
-	ncon := rf.ncon
-	for c := 0; c < ncon; c++ {
-		w := int64(l.vw[int(v)*ncon+c])
-		rf.pw[int(from)*ncon+c] -= w
-		rf.pw[int(to)*ncon+c] += w
-	}
+	rf.shiftWeight(v, from, to)
 	st := rf.pst
 	lo, hi := l.xadj[v], l.xadj[v+1]
 	for j := lo; j < hi; j++ {
@@ -568,9 +564,11 @@ func (ps *pairSearcher) search(s int32) int64 {
 }
 
 // runPair runs the searches of pair t: from each seed in random order
-// (skipping those moved or used already), within t's budget.
-func (rf *refiner) runPair(t *pairTask, wk *pairWorker, th, dip, hub int64, hubs bool) {
-	ps := pairSearcher{rf: rf, wk: wk, a: t.a, b: t.b, budget: t.budget, dip: dip, hub: hub, hubs: hubs}
+// (skipping those moved or used already and those whose move now loses
+// more than th), within t's budget.
+func (ps *pairSearcher) runPair(t *pairTask, th int64) {
+	rf, wk := ps.rf, ps.wk
+	ps.a, ps.b, ps.budget = t.a, t.b, t.budget
 	wk.r.Seed(t.seed)
 	seeds := t.seeds
 	for i := len(seeds) - 1; i > 0; i-- {

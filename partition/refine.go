@@ -147,17 +147,22 @@ func (rf *refiner) clearConn() {
 	rf.touched = rf.touched[:0]
 }
 
+// shiftWeight moves v's weights from part from's to part to's.
+func (rf *refiner) shiftWeight(v, from, to int32) {
+	ncon := rf.ncon
+	for c := 0; c < ncon; c++ {
+		w := int64(rf.l.vw[int(v)*ncon+c])
+		rf.pw[int(from)*ncon+c] -= w
+		rf.pw[int(to)*ncon+c] += w
+	}
+}
+
 // move moves v to part to, where it has connTo weight of edges.
 func (rf *refiner) move(v, to int32, connTo int64) {
 	l := rf.l
 	from := rf.where[v]
 	rf.where[v] = to
-	ncon := rf.ncon
-	for c := 0; c < ncon; c++ {
-		w := int64(l.vw[int(v)*ncon+c])
-		rf.pw[int(from)*ncon+c] -= w
-		rf.pw[int(to)*ncon+c] += w
-	}
+	rf.shiftWeight(v, from, to)
 	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
 		u := l.adj[j]
 		w := l.ewAt(j)
