@@ -753,6 +753,10 @@ type tile struct {
 	a                 []float32
 	i, mw, rs, cs, kr int
 	fn                kernelFn
+	// da is how far on from a the next row tile's A would lie (packed
+	// next to it, or in place), run how many full tiles from this one on
+	// lie so (0: this one is partial), which one kernel call computes.
+	da, run int
 }
 
 // aheadTiles is how many row tiles ahead setTileAhead fetches A.
@@ -1338,17 +1342,30 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 		tl := tile{i: i, mw: mw, rs: 1, cs: mr, fn: fn, kr: mr}
 		switch p := slices.Index(j.apRows, i); {
 		case p >= 0:
-			tl.a = j.ap[p*mr*kb:]
+			tl.a, tl.da = j.ap[p*mr*kb:], mr*kb
 		case j.parts != nil:
 			tl.a, tl.cs = j.partTile(i, pc)
 		default:
 			tl.a = j.a[i*j.rsA+pc*j.csA:]
-			tl.rs, tl.cs = j.rsA, j.csA
+			tl.rs, tl.cs, tl.da = j.rsA, j.csA, mr*j.rsA
 		}
 		if mw < mr {
 			tl.fn, tl.kr = j.mk.forRows(mw) // the last row tile: its rows only
 		}
 		j.tiles = append(j.tiles, tl)
+	}
+	for t := len(j.tiles) - 1; t >= 0; t-- {
+		tl := &j.tiles[t]
+		if tl.mw < mr {
+			continue
+		}
+		tl.run = 1
+		if t+1 < len(j.tiles) {
+			nx := &j.tiles[t+1]
+			if nx.run > 0 && tl.da > 0 && nx.da == tl.da && nx.rs == tl.rs && nx.cs == tl.cs && len(tl.a) > tl.da && &tl.a[tl.da] == &nx.a[0] {
+				tl.run += nx.run
+			}
+		}
 	}
 	chunk := kb * j.mk.pfBytes / 4
 	outer, inner := nPanels, nTiles
@@ -1356,14 +1373,13 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 		outer, inner = nTiles, nPanels
 	}
 	for o := 0; o < outer; o++ {
-		for in := 0; in < inner; in++ {
+		for in := 0; in < inner; {
 			q, t := o, in
 			if rowsOuter {
 				q, t = in, o
 			}
 			jr := q * nr
 			nw := min(nr, nb-jr)
-			bpanel := bp[q*kb*nr : (q+1)*kb*nr]
 			tl := &j.tiles[t]
 			i, mw := tl.i, tl.mw
 			if rowsOuter && in == 0 && !packA {
@@ -1373,11 +1389,29 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			if pf == nil {
 				pf = j.ah.next(chunk)
 			}
+			// Once nothing is left to prefetch, one call computes the
+			// full tiles to come in line: with rows outer the tile's
+			// full panels, else the panel's next tiles whose A lie in
+			// line (a call per tile cost a third of Cora's dY·Wᵀ, 16
+			// deep, in this loop and the calls).
+			run := oneTile
+			switch {
+			case pf != nil || nw < nr:
+			case rowsOuter && tl.kr == mw:
+				run = tileRun{n: (nb - jr) / nr, db: kb * nr, dc: nr}
+			case !rowsOuter && tl.run > 1:
+				run = tileRun{n: tl.run, da: tl.da, dc: mr * j.ldc}
+			}
+			in += run.n
+			bpanel := bp[q*kb*nr : (q+1)*kb*nr]
+			if run.db > 0 {
+				bpanel = bp[q*kb*nr : (q+run.n)*kb*nr]
+			}
 			if tl.kr == mw && nw == nr {
-				tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf)
+				tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf, run)
 				continue
 			}
-			tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.tmp, nr, j.alpha, false, pf)
+			tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.tmp, nr, j.alpha, false, pf, oneTile)
 			for r := 0; r < mw; r++ {
 				dst := j.c[(i+r)*j.ldc+jc+jr:]
 				dst = dst[:nw]

@@ -34,11 +34,21 @@ type microKernel struct {
 
 // kernelFn is a micro-kernel: C[0:rows, 0:nr] (+)= alpha * A·B over k
 // depths, A read at a[r*rsA + p*csA], B packed as k rows of nr floats,
-// C's rows ldc apart; acc false overwrites C without reading it. pf, when
-// not empty, starts memory the kernel may prefetch into L2 meanwhile (the
-// kernels of a microKernel take its pfBytes bytes a depth from it,
+// C's rows ldc apart; acc false overwrites C without reading it. It does
+// the same for each tile of the run r (see tileRun). pf, when not empty,
+// starts memory the kernel may prefetch into L2 meanwhile (the kernels of
+// a microKernel take its pfBytes bytes a depth of each tile from it,
 // whatever its length: a prefetch never faults).
-type kernelFn func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32)
+type kernelFn func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun)
+
+// tileRun is the tiles one kernel call computes: n (>= 1) of them, tile t
+// reading A at a[t*da:] and B at b[t*db:] and writing C at c[t*dc:]: the
+// column panels of a row tile (da 0, db k·nr, dc nr) or the row tiles of a
+// column panel (db 0, dc mr·ldc).
+type tileRun struct{ n, da, db, dc int }
+
+// oneTile is a run of one tile.
+var oneTile = tileRun{n: 1}
 
 // forRows returns the kernel for a tile of which only the first mw rows
 // are wanted, and how many rows it computes (mw or more): the smallest of
@@ -193,7 +203,14 @@ func dotGeneric(x, y []float32) float32 {
 }
 
 // gemmKernelGeneric is the pure-Go 4×4 micro-kernel.
-func gemmKernelGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, _ []float32) {
+func gemmKernelGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, _ []float32, r tileRun) {
+	for t := range r.n {
+		gemmTileGeneric(k, a[t*r.da:], rsA, csA, b[t*r.db:], c[t*r.dc:], ldc, alpha, acc)
+	}
+}
+
+// gemmTileGeneric is gemmKernelGeneric's one tile.
+func gemmTileGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool) {
 	var c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33 float32
 	b = b[:4*k]
 	ai := 0

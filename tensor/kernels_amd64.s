@@ -4,8 +4,10 @@
 
 #include "textflag.h"
 
-// func sgemmAVX2x6x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-80
+// func sgemmAVX2x6x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX2x6x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -27,7 +29,6 @@ TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Y0, Y0, Y0
@@ -109,8 +110,7 @@ sgemmAVX2x6x16_done:
 	VMOVUPS Y10, 0(DX)
 	VFMADD213PS 32(DX), Y14, Y11
 	VMOVUPS Y11, 32(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX2x6x16_next
 sgemmAVX2x6x16_store:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -141,11 +141,25 @@ sgemmAVX2x6x16_store:
 	VMOVUPS Y10, 0(DX)
 	VMULPS Y14, Y11, Y11
 	VMOVUPS Y11, 32(DX)
+sgemmAVX2x6x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX2x6x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x1x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX2x1x16(SB), NOSPLIT, $0-80
+// func sgemmAVX2x1x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX2x1x16(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX2x1x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -157,7 +171,6 @@ TEXT ·sgemmAVX2x1x16(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	TESTQ CX, CX
@@ -186,18 +199,31 @@ sgemmAVX2x1x16_done:
 	VMOVUPS Y0, 0(DX)
 	VFMADD213PS 32(DX), Y4, Y1
 	VMOVUPS Y1, 32(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX2x1x16_next
 sgemmAVX2x1x16_store:
 	VMULPS Y4, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y4, Y1, Y1
 	VMOVUPS Y1, 32(DX)
+sgemmAVX2x1x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX2x1x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x2x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-80
+// func sgemmAVX2x2x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX2x2x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -211,7 +237,6 @@ TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -250,8 +275,7 @@ sgemmAVX2x2x16_done:
 	VMOVUPS Y2, 0(DX)
 	VFMADD213PS 32(DX), Y6, Y3
 	VMOVUPS Y3, 32(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX2x2x16_next
 sgemmAVX2x2x16_store:
 	VMULPS Y6, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -262,11 +286,25 @@ sgemmAVX2x2x16_store:
 	VMOVUPS Y2, 0(DX)
 	VMULPS Y6, Y3, Y3
 	VMOVUPS Y3, 32(DX)
+sgemmAVX2x2x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX2x2x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x3x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-80
+// func sgemmAVX2x3x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX2x3x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -282,7 +320,6 @@ TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -331,8 +368,7 @@ sgemmAVX2x3x16_done:
 	VMOVUPS Y4, 0(DX)
 	VFMADD213PS 32(DX), Y8, Y5
 	VMOVUPS Y5, 32(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX2x3x16_next
 sgemmAVX2x3x16_store:
 	VMULPS Y8, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -348,11 +384,25 @@ sgemmAVX2x3x16_store:
 	VMOVUPS Y4, 0(DX)
 	VMULPS Y8, Y5, Y5
 	VMOVUPS Y5, 32(DX)
+sgemmAVX2x3x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX2x3x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX2x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-80
+// func sgemmAVX2x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX2x4x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -370,7 +420,6 @@ TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Y0, Y0, Y0
@@ -432,8 +481,7 @@ sgemmAVX2x4x16_done:
 	VMOVUPS Y6, 0(DX)
 	VFMADD213PS 32(DX), Y10, Y7
 	VMOVUPS Y7, 32(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX2x4x16_next
 sgemmAVX2x4x16_store:
 	VMULPS Y10, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -454,11 +502,25 @@ sgemmAVX2x4x16_store:
 	VMOVUPS Y6, 0(DX)
 	VMULPS Y10, Y7, Y7
 	VMOVUPS Y7, 32(DX)
+sgemmAVX2x4x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX2x4x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-80
+// func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX512x12x32_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -504,7 +566,6 @@ TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	LEAQ (AX)(R8*2), BX
@@ -652,8 +713,7 @@ sgemmAVX512x12x32_done:
 	VMOVUPS Z22, 0(DX)
 	VFMADD213PS 64(DX), Z26, Z23
 	VMOVUPS Z23, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x12x32_next
 sgemmAVX512x12x32_store:
 	VMULPS Z26, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -714,11 +774,25 @@ sgemmAVX512x12x32_store:
 	VMOVUPS Z22, 0(DX)
 	VMULPS Z26, Z23, Z23
 	VMOVUPS Z23, 64(DX)
+sgemmAVX512x12x32_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x12x32_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x2x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-80
+// func sgemmAVX512x2x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX512x2x32_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -734,7 +808,6 @@ TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	VXORPS Z0, Z0, Z0
 	VXORPS Z1, Z1, Z1
 	VXORPS Z2, Z2, Z2
@@ -773,8 +846,7 @@ sgemmAVX512x2x32_done:
 	VMOVUPS Z2, 0(DX)
 	VFMADD213PS 64(DX), Z6, Z3
 	VMOVUPS Z3, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x2x32_next
 sgemmAVX512x2x32_store:
 	VMULPS Z6, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -785,11 +857,25 @@ sgemmAVX512x2x32_store:
 	VMOVUPS Z2, 0(DX)
 	VMULPS Z6, Z3, Z3
 	VMOVUPS Z3, 64(DX)
+sgemmAVX512x2x32_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x2x32_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x4x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-80
+// func sgemmAVX512x4x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX512x4x32_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -811,7 +897,6 @@ TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Z0, Z0, Z0
@@ -873,8 +958,7 @@ sgemmAVX512x4x32_done:
 	VMOVUPS Z6, 0(DX)
 	VFMADD213PS 64(DX), Z10, Z7
 	VMOVUPS Z7, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x4x32_next
 sgemmAVX512x4x32_store:
 	VMULPS Z10, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -895,11 +979,25 @@ sgemmAVX512x4x32_store:
 	VMOVUPS Z6, 0(DX)
 	VMULPS Z10, Z7, Z7
 	VMOVUPS Z7, 64(DX)
+sgemmAVX512x4x32_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x4x32_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x6x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-80
+// func sgemmAVX512x6x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX512x6x32_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -927,7 +1025,6 @@ TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	VXORPS Z0, Z0, Z0
@@ -1009,8 +1106,7 @@ sgemmAVX512x6x32_done:
 	VMOVUPS Z10, 0(DX)
 	VFMADD213PS 64(DX), Z14, Z11
 	VMOVUPS Z11, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x6x32_next
 sgemmAVX512x6x32_store:
 	VMULPS Z14, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -1041,11 +1137,25 @@ sgemmAVX512x6x32_store:
 	VMOVUPS Z10, 0(DX)
 	VMULPS Z14, Z11, Z11
 	VMOVUPS Z11, 64(DX)
+sgemmAVX512x6x32_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x6x32_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x8x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-80
+// func sgemmAVX512x8x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX512x8x32_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1079,7 +1189,6 @@ TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	LEAQ (AX)(R8*2), BX
@@ -1184,8 +1293,7 @@ sgemmAVX512x8x32_done:
 	VMOVUPS Z14, 0(DX)
 	VFMADD213PS 64(DX), Z18, Z15
 	VMOVUPS Z15, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x8x32_next
 sgemmAVX512x8x32_store:
 	VMULPS Z18, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -1226,11 +1334,25 @@ sgemmAVX512x8x32_store:
 	VMOVUPS Z14, 0(DX)
 	VMULPS Z18, Z15, Z15
 	VMOVUPS Z15, 64(DX)
+sgemmAVX512x8x32_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x8x32_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x10x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-80
+// func sgemmAVX512x10x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-112
+	MOVQ pf+72(FP), R12
+sgemmAVX512x10x32_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1270,7 +1392,6 @@ TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-80
 	MOVQ csA+24(FP), R9
 	SHLQ $2, R9
 	MOVQ b+32(FP), DI
-	MOVQ pf+72(FP), R12
 	LEAQ (SI)(R8*2), AX
 	ADDQ R8, AX
 	LEAQ (AX)(R8*2), BX
@@ -1398,8 +1519,7 @@ sgemmAVX512x10x32_done:
 	VMOVUPS Z18, 0(DX)
 	VFMADD213PS 64(DX), Z22, Z19
 	VMOVUPS Z19, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x10x32_next
 sgemmAVX512x10x32_store:
 	VMULPS Z22, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -1450,11 +1570,24 @@ sgemmAVX512x10x32_store:
 	VMOVUPS Z18, 0(DX)
 	VMULPS Z22, Z19, Z19
 	VMOVUPS Z19, 64(DX)
+sgemmAVX512x10x32_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x10x32_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x24x16(SB), NOSPLIT, $0-80
+// func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x24x16(SB), NOSPLIT, $0-112
+sgemmAVX512x24x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1692,8 +1825,7 @@ sgemmAVX512x24x16_done:
 	ADDQ R10, DX
 	VFMADD213PS 0(DX), Z25, Z23
 	VMOVUPS Z23, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x24x16_next
 sgemmAVX512x24x16_store:
 	VMULPS Z25, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -1766,11 +1898,24 @@ sgemmAVX512x24x16_store:
 	ADDQ R10, DX
 	VMULPS Z25, Z23, Z23
 	VMOVUPS Z23, 0(DX)
+sgemmAVX512x24x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x24x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x4x16(SB), NOSPLIT, $0-80
+// func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x4x16(SB), NOSPLIT, $0-112
+sgemmAVX512x4x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1830,8 +1975,7 @@ sgemmAVX512x4x16_done:
 	ADDQ R10, DX
 	VFMADD213PS 0(DX), Z5, Z3
 	VMOVUPS Z3, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x4x16_next
 sgemmAVX512x4x16_store:
 	VMULPS Z5, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -1844,11 +1988,24 @@ sgemmAVX512x4x16_store:
 	ADDQ R10, DX
 	VMULPS Z5, Z3, Z3
 	VMOVUPS Z3, 0(DX)
+sgemmAVX512x4x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x4x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x8x16(SB), NOSPLIT, $0-80
+// func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x8x16(SB), NOSPLIT, $0-112
+sgemmAVX512x8x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -1943,8 +2100,7 @@ sgemmAVX512x8x16_done:
 	ADDQ R10, DX
 	VFMADD213PS 0(DX), Z9, Z7
 	VMOVUPS Z7, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x8x16_next
 sgemmAVX512x8x16_store:
 	VMULPS Z9, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -1969,11 +2125,24 @@ sgemmAVX512x8x16_store:
 	ADDQ R10, DX
 	VMULPS Z9, Z7, Z7
 	VMOVUPS Z7, 0(DX)
+sgemmAVX512x8x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x8x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x12x16(SB), NOSPLIT, $0-80
+// func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x12x16(SB), NOSPLIT, $0-112
+sgemmAVX512x12x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -2103,8 +2272,7 @@ sgemmAVX512x12x16_done:
 	ADDQ R10, DX
 	VFMADD213PS 0(DX), Z13, Z11
 	VMOVUPS Z11, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x12x16_next
 sgemmAVX512x12x16_store:
 	VMULPS Z13, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -2141,11 +2309,24 @@ sgemmAVX512x12x16_store:
 	ADDQ R10, DX
 	VMULPS Z13, Z11, Z11
 	VMOVUPS Z11, 0(DX)
+sgemmAVX512x12x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x12x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x16x16(SB), NOSPLIT, $0-80
+// func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x16x16(SB), NOSPLIT, $0-112
+sgemmAVX512x16x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -2313,8 +2494,7 @@ sgemmAVX512x16x16_done:
 	ADDQ R10, DX
 	VFMADD213PS 0(DX), Z17, Z15
 	VMOVUPS Z15, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x16x16_next
 sgemmAVX512x16x16_store:
 	VMULPS Z17, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -2363,11 +2543,24 @@ sgemmAVX512x16x16_store:
 	ADDQ R10, DX
 	VMULPS Z17, Z15, Z15
 	VMOVUPS Z15, 0(DX)
+sgemmAVX512x16x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x16x16_tile
 	VZEROUPPER
 	RET
 
-// func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)
-TEXT ·sgemmAVX512x20x16(SB), NOSPLIT, $0-80
+// func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+TEXT ·sgemmAVX512x20x16(SB), NOSPLIT, $0-112
+sgemmAVX512x20x16_tile:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
@@ -2570,8 +2763,7 @@ sgemmAVX512x20x16_done:
 	ADDQ R10, DX
 	VFMADD213PS 0(DX), Z21, Z19
 	VMOVUPS Z19, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmAVX512x20x16_next
 sgemmAVX512x20x16_store:
 	VMULPS Z21, Z0, Z0
 	VMOVUPS Z0, 0(DX)
@@ -2632,6 +2824,18 @@ sgemmAVX512x20x16_store:
 	ADDQ R10, DX
 	VMULPS Z21, Z19, Z19
 	VMOVUPS Z19, 0(DX)
+sgemmAVX512x20x16_next:
+	MOVQ da+88(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ db+96(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, b+32(FP)
+	MOVQ dc+104(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, c+40(FP)
+	DECQ n+80(FP)
+	JNE sgemmAVX512x20x16_tile
 	VZEROUPPER
 	RET
 

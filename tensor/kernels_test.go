@@ -54,48 +54,69 @@ func checkRowKernel(t *testing.T, rng *rand.Rand, desc string, fn kernelFn, rows
 	if strided {
 		rs, cs = k+3, 1 // A read in place: rows of a row-major matrix
 	}
-	a := make([]float32, max(1, (mr-1)*rs+max(k, 1)*cs+mr))
+	const ldc = 3*32 + 8 // three panels of the widest tile side by side, and a margin
+	for _, r := range []struct {
+		name string
+		run  tileRun
+	}{
+		{"one tile", oneTile},
+		{"3 panels", tileRun{n: 3, db: k * nr, dc: nr}},
+		{"3 row tiles", tileRun{n: 3, da: mr * max(rs, k), dc: mr * ldc}},
+	} {
+		checkRun(t, rng, desc+" "+r.name, fn, rows, mr, nr, k, rs, cs, ldc, r.run, acc)
+	}
+}
+
+// checkRun checks one call of fn over the tiles of run against float64
+// sums, and that it writes nothing in C outside each tile's rows × nr.
+func checkRun(t *testing.T, rng *rand.Rand, desc string, fn kernelFn, rows, mr, nr, k, rs, cs, ldc int, run tileRun, acc bool) {
+	t.Helper()
+	last := run.n - 1
+	a := make([]float32, last*run.da+max(1, (mr-1)*rs+max(k, 1)*cs+mr))
 	for i := range a {
 		a[i] = float32(rng.NormFloat64())
 	}
-	b := make([]float32, max(1, k*nr))
+	b := make([]float32, last*run.db+max(1, k*nr))
 	for i := range b {
 		b[i] = float32(rng.NormFloat64())
 	}
-	const ldc, guard = 40, float32(12345)
-	c := make([]float32, (mr+1)*ldc)
+	const guard = float32(12345)
+	c := make([]float32, last*run.dc+(mr+1)*ldc)
 	for i := range c {
 		c[i] = guard
 	}
-	init := make([]float32, len(c))
-	for i := 0; i < rows; i++ {
-		for j := 0; j < nr; j++ {
-			c[i*ldc+j] = float32(rng.NormFloat64())
-			init[i*ldc+j] = c[i*ldc+j]
-		}
+	want := make([]float64, len(c)) // NaN: not written
+	for i := range want {
+		want[i] = math.NaN()
 	}
 	const alpha = 0.75
-	fn(k, a, rs, cs, b, c, ldc, alpha, acc, a) // prefetching A: any memory will do
-	for i := 0; i <= mr; i++ {
-		for j := 0; j < ldc; j++ {
-			got := c[i*ldc+j]
-			if i >= rows || j >= nr {
-				if got != guard {
-					t.Fatalf("%s: wrote C[%d,%d] = %v outside its %d×%d", desc, i, j, got, rows, nr)
+	for q := 0; q <= last; q++ {
+		for i := 0; i < rows; i++ {
+			for j := 0; j < nr; j++ {
+				at := q*run.dc + i*ldc + j
+				c[at] = float32(rng.NormFloat64())
+				var s float64
+				for p := 0; p < k; p++ {
+					s += float64(a[q*run.da+i*rs+p*cs]) * float64(b[q*run.db+p*nr+j])
 				}
-				continue
+				want[at] = alpha * s
+				if acc {
+					want[at] += float64(c[at])
+				}
 			}
-			var s float64
-			for p := 0; p < k; p++ {
-				s += float64(a[i*rs+p*cs]) * float64(b[p*nr+j])
+		}
+	}
+	fn(k, a, rs, cs, b, c, ldc, alpha, acc, a, run) // prefetching A: any memory will do
+	for at, got := range c {
+		w := want[at]
+		if math.IsNaN(w) {
+			if got != guard {
+				t.Fatalf("%s: wrote C[%d,%d] = %v outside its tiles", desc, at/ldc, at%ldc, got)
 			}
-			want := alpha * s
-			if acc {
-				want += float64(init[i*ldc+j])
-			}
-			if d := math.Abs(float64(got) - want); !(d <= 1e-4*math.Sqrt(float64(k+1))*(1+math.Abs(want))) {
-				t.Fatalf("%s: C[%d,%d] = %v, want %v", desc, i, j, got, want)
-			}
+			continue
+		}
+		if d := math.Abs(float64(got) - w); !(d <= 1e-4*math.Sqrt(float64(k+1))*(1+math.Abs(w))) {
+			t.Fatalf("%s: C[%d,%d] = %v, want %v", desc, at/ldc, at%ldc, got, w)
 		}
 	}
 }
@@ -116,7 +137,7 @@ func BenchmarkMicroKernels(b *testing.B) {
 			run := func(fn kernelFn, n int) time.Duration {
 				t0 := time.Now()
 				for i := 0; i < n; i++ {
-					fn(k, a, 1, mk.mr, bp, c, mk.nr, 1, true, nil)
+					fn(k, a, 1, mk.mr, bp, c, mk.nr, 1, true, nil, oneTile)
 				}
 				return time.Since(t0)
 			}

@@ -22,13 +22,18 @@ var out bytes.Buffer
 func p(format string, args ...any) { fmt.Fprintf(&out, "\t"+format+"\n", args...) }
 func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 
-// gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32).
+// gemm emits func name(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int).
 // It computes C[0:mr,0:nr] (+)= alpha * sum_k A[r*rsA + k*csA] * B[k*nr + j]
 // (strides in elements; B packed as k rows of nr floats), adding to C when
-// accumulate != 0 and overwriting C (without reading it) otherwise.
+// accumulate != 0 and overwriting C (without reading it) otherwise; then
+// the same for n-1 more tiles (n >= 1), each with A, B and C da, db and dc
+// floats on from the previous tile's: the next column panels of a row
+// tile, or the next row tiles of a column panel. One call for a run of
+// tiles saves the caller's loop and a call per tile, which were a third
+// of a shallow product's time (Cora's dY·Wᵀ, depth 16).
 //
 // With pfStep > 0 it also prefetches into L2 (PREFETCHT1) the bytes
-// [pf, pf + k*pfStep), one line every 64/pfStep depths: what the caller
+// [pf, pf + n*k*pfStep), one line every 64/pfStep depths: what the caller
 // packs next, so that the packing reads it from L2 instead of memory while
 // the prefetches overlap the arithmetic. (pfStep 0: pf is ignored; the
 // 24-row kernels have no register left for it.)
@@ -60,8 +65,17 @@ func gemm(name string, mr, nr int, wide bool, pfStep int) {
 	}
 	bregs := nacc // first B register
 	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nv), fmt.Sprintf("%s%d", reg, nacc+nv+1)}
-	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)\n", name)
-	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)\n", name)
+	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-112\n", name)
+	// The prefetch pointer runs on from one tile to the next; a, b and c
+	// are moved on in their argument slots.
+	if pfStep > 0 {
+		if ngroups > 4 {
+			panic(name + ": no register for the prefetch pointer")
+		}
+		p("MOVQ pf+72(FP), R12")
+	}
+	label(name + "_tile")
 	// Prefetch the C tile's lines before the depth loop, so that their
 	// misses (C is written once per depth block, usually from memory)
 	// overlap the arithmetic instead of stalling the stores at the end.
@@ -84,12 +98,6 @@ func gemm(name string, mr, nr int, wide bool, pfStep int) {
 	p("MOVQ csA+24(FP), R9")
 	p("SHLQ $2, R9")
 	p("MOVQ b+32(FP), DI")
-	if pfStep > 0 {
-		if ngroups > 4 {
-			panic(name + ": no register for the prefetch pointer")
-		}
-		p("MOVQ pf+72(FP), R12")
-	}
 	for g := 1; g < ngroups; g++ {
 		// ptr[g] = ptr[g-1] + 3*rs
 		p("LEAQ (%s)(R8*2), %s", ptrs[g-1], ptrs[g])
@@ -148,8 +156,7 @@ func gemm(name string, mr, nr int, wide bool, pfStep int) {
 			p("ADDQ R10, DX")
 		}
 	}
-	p("VZEROUPPER")
-	p("RET")
+	p("JMP %s_next", name)
 	label(name + "_store")
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv; v++ {
@@ -160,6 +167,14 @@ func gemm(name string, mr, nr int, wide bool, pfStep int) {
 			p("ADDQ R10, DX")
 		}
 	}
+	label(name + "_next")
+	for _, x := range [][2]string{{"da+88(FP)", "a+8(FP)"}, {"db+96(FP)", "b+32(FP)"}, {"dc+104(FP)", "c+40(FP)"}} {
+		p("MOVQ %s, CX", x[0])
+		p("SHLQ $2, CX")
+		p("ADDQ CX, %s", x[1])
+	}
+	p("DECQ n+80(FP)")
+	p("JNE %s_tile", name)
 	p("VZEROUPPER")
 	p("RET")
 }
@@ -332,11 +347,11 @@ func main() {
 		for _, r := range append([]int{t.mr}, t.rows...) {
 			n := name(t, r)
 			gemm(n, r, t.nr, t.wide, t.pfStep)
-			fmt.Fprintf(&stubs, "\n//go:noescape\nfunc %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32)\n", n)
+			fmt.Fprintf(&stubs, "\n//go:noescape\nfunc %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)\n", n)
 			// Its kernelFn, calling it directly rather than through a
 			// func value (a 6×16 call is about 0.5 µs of work).
-			fmt.Fprintf(&stubs, "\nfunc %sFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32) {\n", n)
-			fmt.Fprintf(&stubs, "\t%s(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b))\n}\n", n)
+			fmt.Fprintf(&stubs, "\nfunc %sFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {\n", n)
+			fmt.Fprintf(&stubs, "\t%s(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)\n}\n", n)
 		}
 	}
 	for _, t := range tiles {
