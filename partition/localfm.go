@@ -116,10 +116,12 @@ func (rf *refiner) pairFM(share float64) int64 {
 	workers := l.workers(rf.workers)
 	sums, maxDegs := make([]int64, workers), make([]int64, workers)
 	par.For(workers, l.n, func(w, lo, hi int) {
+		sum, maxDeg := int64(0), int64(0)
 		for v := lo; v < hi; v++ {
-			sums[w] += int64(rf.id[v]) + int64(rf.ed[v])
-			maxDegs[w] = max(maxDegs[w], l.xadj[v+1]-l.xadj[v])
+			sum += int64(rf.id[v]) + int64(rf.ed[v])
+			maxDeg = max(maxDeg, l.xadj[v+1]-l.xadj[v])
 		}
+		sums[w], maxDegs[w] = sum, maxDeg
 	})
 	wsum := int64(0)
 	for _, x := range sums {

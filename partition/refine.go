@@ -608,6 +608,21 @@ func (rf *refiner) pick(v int32, conn []int64, touched []int32) (int32, int64) {
 	return -1, 0
 }
 
+// perWorker returns workers slices of n int64s, each on cache lines of
+// its own: slices made one after another lie side by side, and two
+// workers adding to their own counters in one line (connectInto adds to
+// one at every adjacency entry) would take the line from each other.
+func perWorker(workers, n int) [][]int64 {
+	const line = 8 // int64s a cache line
+	stride := (n+line-1)/line*line + line
+	slab := make([]int64, workers*stride)
+	out := make([][]int64, workers)
+	for w := range out {
+		out[w] = slab[w*stride : w*stride+n : w*stride+n]
+	}
+	return out
+}
+
 // workRanges splits the vertices into consecutive ranges of about equal
 // work (vertices plus adjacency entries), at most 256 and each of about
 // per or more, and returns their bounds. The dense coarse levels of
@@ -647,10 +662,7 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 	bounds := l.workRanges(4096)
 	nch := len(bounds) - 1
 	workers := min(l.workers(rf.workers), nch)
-	conns := make([][]int64, workers)
-	for w := range conns {
-		conns[w] = make([]int64, rf.k)
-	}
+	conns := perWorker(workers, rf.k)
 	res := make([][]cand, nch)
 	seen := make([][]int32, nch) // per chunk: the vertices that passed the filter
 	var all []cand
