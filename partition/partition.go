@@ -577,6 +577,7 @@ func (cs *coarsening) coarsen(ctx context.Context, input *level, part []int32) (
 // once projected.
 func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner, workers int, ar *arena.Arena, keep bool) ([]int32, error) {
 	refined := false // whether rf holds the coarser level's degrees
+	pairGain := int64(-1) // what the last level's searches gained (-1: none ran)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -618,16 +619,20 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 		// parts are small (most boundary vertices touch several parts);
 		// elsewhere localized searches on pairs of parts (pairFM) in its
 		// place, which find chains of moves FM misses (wave's cut 1.5-2.5
-		// % smaller at K = 4-64) and run on every core. The initial
-		// partitions carried up (keep) only need telling apart: FM.
-		if keep || l.n <= max(pairMinLevel, pairMinPart*rf.k) {
+		// % smaller at K = 4-64) and run on every core, except on the
+		// levels between the finest and one where they found under
+		// 1/pairPays of the cut. The initial partitions carried up (keep)
+		// only need telling apart: FM.
+		switch {
+		case keep || l.n <= max(pairMinLevel, pairMinPart*rf.k):
 			rf.fm(fmPassesKWay, fmLimitKWay)
-		} else {
+		case i > 0 && pairGain >= 0 && pairGain*pairPays < rf.cut():
+		default:
 			share := pairShare
 			if 2*int64(len(l.adj)) >= int64(len(levels[0].adj)) {
 				share = pairShareFine
 			}
-			rf.pairFM(share)
+			pairGain = rf.pairFM(share)
 		}
 		if rf.overloaded() {
 			// Restoring balance after the fudged moves can cost much of
