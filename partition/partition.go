@@ -576,7 +576,7 @@ func (cs *coarsening) coarsen(ctx context.Context, input *level, part []int32) (
 // to be carried up through them; without, each coarser level is let go
 // once projected.
 func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner, workers int, ar *arena.Arena, keep bool) ([]int32, error) {
-	refined := false // whether rf holds the coarser level's degrees
+	refined := false      // whether rf holds the coarser level's degrees
 	pairGain := int64(-1) // what the last level's searches gained (-1: none ran)
 	for i := len(levels) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
