@@ -44,9 +44,11 @@
 //     localized two-way FM
 //     searches on each pair of adjacent parts (each from one boundary
 //     vertex whose move loses little, a few moves deep, rolled back to
-//     its best prefix; pairs that share no part searched in parallel),
-//     within the balance limits, with a balancing pass when a limit is
-//     exceeded.
+//     its best prefix; pairs that share no part searched in parallel;
+//     skipped on the levels between one where they found under 1/2000
+//     of the cut and the finest), within the balance limits, with a
+//     balancing pass when a limit is exceeded, followed by greedy rounds
+//     until they gain little.
 //     Then rounds of V-cycles (Options.VCycles; by default one on graphs
 //     of up to 32,768 edges, none on larger ones): the graph is coarsened
 //     again, pairing only vertices of the same part, so the partition
