@@ -73,7 +73,7 @@ const (
 	pairShare     = 1.0
 	pairShareFine = 0.25
 	// pairPays: once a level's searches gained under 1/pairPays of its
-	// cut, the coarser levels' searches are skipped until the finest
+	// cut, the finer levels' searches are skipped, all but the finest
 	// level's (uncoarsen). On a power-law graph they find little off the
 	// finest level (hubs stay out of them): email-Enron at K = 4 gained
 	// 0-2 edges of 46,000 at 5,051 vertices, 5-11 at 9,820 and 37-80 at

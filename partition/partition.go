@@ -627,6 +627,7 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 		case keep || l.n <= max(pairMinLevel, pairMinPart*rf.k):
 			rf.fm(fmPassesKWay, fmLimitKWay)
 		case i > 0 && pairGain >= 0 && pairGain*pairPays < rf.cut():
+			// The searches on a coarser level found next to nothing.
 		default:
 			share := pairShare
 			if 2*int64(len(l.adj)) >= int64(len(levels[0].adj)) {
@@ -637,8 +638,8 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 		if rf.overloaded() {
 			// Restoring balance after the fudged moves can cost much of
 			// the cut (on email-Enron's coarse levels at K = 64 about 10
-			// %): greedy rounds win it back, as many as on the level
-			// before (until a round gains under 0.1 % of the cut). Two
+			// %): greedy rounds win it back, as many as the level's
+			// first (until a round gains under 0.1 % of the cut). Two
 			// rounds had left email-Enron's cut 0.3 % larger at K = 4 and
 			// 64 (40 seeds, paired), for 0.4 and 6 ms less time.
 			rf.balance()
