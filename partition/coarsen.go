@@ -106,14 +106,10 @@ func randomPerm(r *rng.Rand, n int) []int32 {
 // randomPermInto fills p with a uniformly random permutation of
 // [0, len(p)) and returns it.
 func randomPermInto(r *rng.Rand, p []int32) []int32 {
-	n := len(p)
 	for i := range p {
 		p[i] = int32(i)
 	}
-	for i := n - 1; i > 0; i-- {
-		j := r.IntN(i + 1)
-		p[i], p[j] = p[j], p[i]
-	}
+	rng.Shuffle(r, p)
 	return p
 }
 

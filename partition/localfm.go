@@ -582,10 +582,7 @@ func (ps *pairSearcher) runPair(t *pairTask, th int64) {
 	ps.a, ps.b, ps.budget = t.a, t.b, t.budget
 	wk.r.Seed(t.seed)
 	seeds := t.seeds
-	for i := len(seeds) - 1; i > 0; i-- {
-		j := wk.r.IntN(i + 1)
-		seeds[i], seeds[j] = seeds[j], seeds[i]
-	}
+	rng.Shuffle(&wk.r, seeds)
 	st := rf.pst
 	gain := int64(0)
 	for _, s := range seeds {

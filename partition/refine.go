@@ -199,10 +199,7 @@ func (rf *refiner) greedy(passes int) int64 {
 				bnd = append(bnd, int32(v))
 			}
 		}
-		for i := len(bnd) - 1; i > 0; i-- {
-			j := rf.r.IntN(i + 1)
-			bnd[i], bnd[j] = bnd[j], bnd[i]
-		}
+		rng.Shuffle(rf.r, bnd)
 		for _, v := range bnd {
 			q.push(v, int64(rf.ed[v]-rf.id[v]))
 		}
@@ -451,10 +448,7 @@ func (rf *refiner) fm(passes, limit int) int64 {
 				bnd = append(bnd, int64(k)<<32|int64(v))
 			}
 		}
-		for i := len(bnd) - 1; i > 0; i-- {
-			j := rf.r.IntN(i + 1)
-			bnd[i], bnd[j] = bnd[j], bnd[i]
-		}
+		rng.Shuffle(rf.r, bnd)
 		for _, e := range bnd {
 			if k := int32(e >> 32); k != hubKey {
 				q.push(int32(e), int64(k))

@@ -20,11 +20,7 @@ func Batches(seeds []int32, batchSize int, shuffle bool, seed uint64, dropLast b
 	}
 	perm := append([]int32(nil), seeds...)
 	if shuffle {
-		r := rng.New(seed)
-		for i := len(perm) - 1; i > 0; i-- {
-			j := r.IntN(i + 1)
-			perm[i], perm[j] = perm[j], perm[i]
-		}
+		rng.Shuffle(rng.New(seed), perm)
 	}
 	var out [][]int32
 	for lo := 0; lo < len(perm); lo += batchSize {

@@ -1403,10 +1403,11 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 				run = tileRun{n: tl.run, da: tl.da, dc: mr * j.ldc}
 			}
 			in += run.n
-			bpanel := bp[q*kb*nr : (q+1)*kb*nr]
+			panels := 1 // B panels the call reads
 			if run.db > 0 {
-				bpanel = bp[q*kb*nr : (q+run.n)*kb*nr]
+				panels = run.n
 			}
+			bpanel := bp[q*kb*nr : (q+panels)*kb*nr]
 			if tl.kr == mw && nw == nr {
 				tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf, run)
 				continue

@@ -160,11 +160,7 @@ func (s *gasStepper) groups(epoch int) [][]int32 {
 		order[i] = i
 	}
 	if epoch >= 0 {
-		r := rng.New(rng.Derive(s.r.cfg.Seed, uint64(epoch)|1<<32))
-		for i := k - 1; i > 0; i-- {
-			j := r.IntN(i + 1)
-			order[i], order[j] = order[j], order[i]
-		}
+		rng.Shuffle(rng.New(rng.Derive(s.r.cfg.Seed, uint64(epoch)|1<<32)), order)
 	}
 	// One array holds every group, reused epoch after epoch (the groups of
 	// the epoch before are no longer read when this is called).

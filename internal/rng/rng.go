@@ -71,6 +71,15 @@ func (r *Rand) IntN(n int) int {
 	return int(hi)
 }
 
+// Shuffle puts s in a uniformly random order (Fisher-Yates from the end,
+// one IntN(i+1) per position i > 0).
+func Shuffle[T any](r *Rand, s []T) {
+	for i := len(s) - 1; i > 0; i-- {
+		j := r.IntN(i + 1)
+		s[i], s[j] = s[j], s[i]
+	}
+}
+
 // FloydMask draws k distinct values of [0, d), 0 < k <= d <= 64, by
 // Floyd's algorithm and returns them as the set bits of a mask: for j from
 // d-k to d-1, t = IntN(j+1), or j if t was drawn before. The draws and the

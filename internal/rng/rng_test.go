@@ -125,3 +125,38 @@ func TestFloydMask(t *testing.T) {
 		}
 	}
 }
+
+// TestShuffle checks that Shuffle is a permutation, draws exactly what
+// the Fisher-Yates loop it replaced drew (the partitions and batch orders
+// seeded before it stay the same), and leaves the stream where that loop
+// left it.
+func TestShuffle(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 7, 100} {
+		s := make([]int32, n)
+		want := make([]int32, n)
+		for i := range s {
+			s[i], want[i] = int32(i), int32(i)
+		}
+		r, ref := New(uint64(n)), New(uint64(n))
+		Shuffle(r, s)
+		for i := n - 1; i > 0; i-- {
+			j := ref.IntN(i + 1)
+			want[i], want[j] = want[j], want[i]
+		}
+		seen := make([]bool, n)
+		for i, v := range s {
+			if v != want[i] {
+				t.Fatalf("n=%d: Shuffle gave %v, the loop %v", n, s, want)
+			}
+			seen[v] = true
+		}
+		for v, ok := range seen {
+			if !ok {
+				t.Fatalf("n=%d: %d missing from %v", n, v, s)
+			}
+		}
+		if r.Uint64() != ref.Uint64() {
+			t.Fatalf("n=%d: the stream moved on differently", n)
+		}
+	}
+}
