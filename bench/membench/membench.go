@@ -88,22 +88,38 @@ func Alternate(rounds int, runs ...func(round int) error) error {
 // Paired measures work against a ceiling over the same stretch of time:
 // it runs rounds rounds (at least one), each of work(round) and then of
 // ceiling(d), where d is the wall time the round's work took (at least
-// minSlice), and returns both summed with Add. On a machine whose speed
+// 5 ms), and returns both summed with Add. On a machine whose speed
 // drifts from one second to the next (random-read rates here move between
 // about 40M and 64M per second within seconds), a ceiling measured once,
 // before the work, can fall in a fast stretch and the work in a slow one;
 // interleaved in slices of equal length, both see the same machine.
 func Paired(rounds int, work func(round int) Result, ceiling func(d time.Duration) Result) (w, c Result) {
+	ws, cs := PairedSet(rounds, []func(int) Result{work}, []func(time.Duration) Result{ceiling})
+	return ws[0], cs[0]
+}
+
+// PairedSet is Paired for several contenders, each with its own ceiling
+// (work[i] with ceiling[i]; the slices have the same length): a round runs
+// each contender's work and then its ceiling for as long, contender after
+// contender. Contenders that differ in their number of workers then see
+// the same stretches of the machine too, so that the ratio of one's rate
+// to another's (two workers' scaling over one) is paired in time as well.
+func PairedSet(rounds int, work []func(round int) Result, ceiling []func(d time.Duration) Result) (w, c []Result) {
 	const minSlice = 5 * time.Millisecond
-	var last time.Duration
-	Alternate(max(rounds, 1), func(i int) error {
-		r := work(i)
-		w, last = w.Add(r), r.Elapsed
-		return nil
-	}, func(int) error {
-		c = c.Add(ceiling(max(last, minSlice)))
-		return nil
-	})
+	w, c = make([]Result, len(work)), make([]Result, len(work))
+	runs := make([]func(int) error, 0, 2*len(work))
+	for i := range work {
+		var last time.Duration
+		runs = append(runs, func(round int) error {
+			r := work[i](round)
+			w[i], last = w[i].Add(r), r.Elapsed
+			return nil
+		}, func(int) error {
+			c[i] = c[i].Add(ceiling[i](max(last, minSlice)))
+			return nil
+		})
+	}
+	Alternate(max(rounds, 1), runs...)
 	return w, c
 }
 
@@ -194,6 +210,25 @@ func RandomReads(a []uint32, workers int, d time.Duration) Result {
 			s += uint64(a[i0]) + uint64(a[i1]) + uint64(a[i2]) + uint64(a[i3])
 		}
 		return batch, s
+	})
+}
+
+// Arithmetic measures a random generator's steps per second on workers
+// goroutines for about d: integer arithmetic in registers, touching no
+// memory. Each worker's rate per CPU-second is what one core computes
+// while the others compute too, so the ratio of two workers' CPUPerSec to
+// one's is the host's own scaling of computation: under 2 where virtual
+// CPUs share a physical core, or the cores share a power budget and slow
+// their clocks when more of them are busy. Work that is part computation
+// cannot scale better than that.
+func Arithmetic(workers int, d time.Duration) Result {
+	return run(workers, d, func(_ int, r *rng.Rand) (int64, uint64) {
+		const steps = 1 << 14
+		var s uint64
+		for i := 0; i < steps; i++ {
+			s += r.Uint64()
+		}
+		return steps, s
 	})
 }
 

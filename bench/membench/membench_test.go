@@ -1,6 +1,7 @@
 package membench
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func TestMeasurements(t *testing.T) {
 		{"reads", RandomReads(a, 2, 10*time.Millisecond)},
 		{"copy", SeqCopy(1<<20, 1, 10*time.Millisecond)},
 		{"rows", RandomRows(table, 16, 2048, 2, 10*time.Millisecond)},
+		{"arithmetic", Arithmetic(2, 10*time.Millisecond)},
 	} {
 		r := tc.r
 		if r.Ops <= 0 || r.PerSec <= 0 || r.CPUPerSec <= 0 || r.Elapsed < 10*time.Millisecond {
@@ -66,6 +68,36 @@ func TestPaired(t *testing.T) {
 	}
 	if c.Ops != 300 || c.CPUPerSec != 300/0.06 {
 		t.Errorf("ceiling: %+v", c)
+	}
+}
+
+// TestPairedSet: contenders take turns within each round, each followed
+// by its own ceiling for as long as its work took.
+func TestPairedSet(t *testing.T) {
+	var order []string
+	work := func(name string, ms int) func(int) Result {
+		return func(round int) Result {
+			order = append(order, name)
+			d := time.Duration(ms) * time.Millisecond
+			return result([]int64{int64(round + 1)}, []time.Duration{d}, d)
+		}
+	}
+	ceiling := func(name string) func(time.Duration) Result {
+		return func(d time.Duration) Result {
+			order = append(order, fmt.Sprintf("%s %v", name, d))
+			return result([]int64{1}, []time.Duration{d}, d)
+		}
+	}
+	w, c := PairedSet(2, []func(int) Result{work("a", 10), work("b", 2)}, []func(time.Duration) Result{ceiling("ca"), ceiling("cb")})
+	want := []string{"a", "ca 10ms", "b", "cb 5ms", "a", "ca 10ms", "b", "cb 5ms"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("order %q, want %q", order, want)
+	}
+	if len(w) != 2 || w[0].Ops != 3 || w[1].Ops != 3 || w[1].Elapsed != 4*time.Millisecond {
+		t.Errorf("work results %+v", w)
+	}
+	if len(c) != 2 || c[0].Elapsed != 20*time.Millisecond || c[1].Elapsed != 10*time.Millisecond {
+		t.Errorf("ceiling results %+v", c)
 	}
 }
 

@@ -54,8 +54,12 @@ A sampling or gather measurement runs in rounds of a few batches, each followed
 by its ceiling for as long ("beside" in the tables): the ratio compares the two
 over the same stretch of time, so a machine whose speed drifts (virtual
 machines' does, by up to 1.6x within seconds) does not put the ceiling in a
-fast stretch and the work in a slow one. The ceilings table shows the best
-of all measurements.`,
+fast stretch and the work in a slow one. The worker counts take turns too,
+round by round, so that "scaling" (edges/s over the fewest workers') is
+paired in time; beside it, how the host itself scales random reads and
+plain arithmetic over as many workers (virtual CPUs that share a core or a
+power budget compute less than twice as fast with two busy). The ceilings
+table shows the best of all measurements.`,
 		Example: `  graphmill bench sample --quick
   graphmill bench sample --json > sample.json
   graphmill bench sample --fanouts 25,10 --workers 1,2,4 --feature-cache 0.1G --datasets cora`,
@@ -191,9 +195,14 @@ func printSampleReport(w io.Writer, rep *Report) {
 			}
 			fmt.Fprintln(tw)
 		}
-		fmt.Fprintln(tw, "\nsampling\tfanouts\trelabel\tworkers\tedges/batch\tedges/s\t(wall)\tms/batch\treads/s beside\tx random reads\t")
+		fmt.Fprintln(tw, "\nsampling\tfanouts\trelabel\tworkers\tedges/batch\tedges/s\t(wall)\tms/batch\treads/s beside\tx random reads\tscaling\t(host: reads, arithmetic)\t")
 		for _, s := range d.Sampling {
-			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%s\t%.2f\t%s\t%.2f\t\n", s.Fanouts, s.Relabel, s.Workers, units.Count(s.EdgesPerBatch), mps(s.EdgesPerSec), mps(s.EdgesPerSecWall), s.MsPerBatch, mps(s.Ceiling), s.Ratio)
+			scaling, host := "", ""
+			if s.Scaling > 0 {
+				scaling = fmt.Sprintf("%.2fx", s.Scaling)
+				host = fmt.Sprintf("%.2fx, %.2fx", s.ReadScaling, s.ArithmeticScaling)
+			}
+			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t%s\t\n", s.Fanouts, s.Relabel, s.Workers, units.Count(s.EdgesPerBatch), mps(s.EdgesPerSec), mps(s.EdgesPerSecWall), s.MsPerBatch, mps(s.Ceiling), s.Ratio, scaling, host)
 		}
 		if len(d.Gather) > 0 {
 			fmt.Fprintln(tw, "\ngather\tsource\tids\tworkers\trows/s\t(wall)\tGB/s\trows/s beside\tx random rows\thit rate\t")

@@ -16,12 +16,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/graphmill/graphmill/batch"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
@@ -163,6 +166,15 @@ type SampleResult struct {
 	Ceiling float64 `json:"random_reads_per_s"`
 	// Ratio is EdgesPerSec over Ceiling.
 	Ratio float64 `json:"ratio_to_random_reads"`
+	// Scaling is EdgesPerSec over that of the fewest workers measured
+	// (set for the other worker counts); the worker counts take turns
+	// round by round, so it is paired in time. ReadScaling and
+	// ArithmeticScaling are the same ratio for the random-read ceiling and
+	// for the arithmetic one (membench.Arithmetic) measured beside: how
+	// the host itself scales memory reads and computation.
+	Scaling           float64 `json:"scaling,omitempty"`
+	ReadScaling       float64 `json:"read_scaling,omitempty"`
+	ArithmeticScaling float64 `json:"arithmetic_scaling,omitempty"`
 }
 
 // GatherResult is one gather measurement.
@@ -501,62 +513,97 @@ func (e *env) sampling(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			for _, w := range e.cfg.Workers {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				n := e.cfg.Batches
-				var errOnce atomic.Value
-				what := fmt.Sprintf("sampling %s (%v, %d workers)", sample.FormatFanouts(fan), relabel, w)
-				// Each worker first samples one batch that is not measured
-				// (one past the measured ones), as a loader's worker does on
-				// its first batch: the minibatch's arrays and the sampler's
-				// per-call scratch are allocated and first touched there. A
-				// loader recycles both for the rest of training, so counting
-				// their page faults (about 11 µs per 4 KiB page on these
-				// VMs) in a 20-batch measurement would charge a one-off cost
-				// to the steady state, twice over with two workers (each
-				// warms its own buffers on half as many batches).
-				mbs := make([]*batch.MiniBatch, w)
-				membench.Work(w, func(k int) int64 {
-					mbs[k] = &batch.MiniBatch{}
-					if err := s.SampleInto(mbs[k], e.batch(n+k), rng.Derive(e.cfg.Seed, uint64(n+k))); err != nil {
-						errOnce.CompareAndSwap(nil, err)
-					}
-					return 0
-				})
-				if err, _ := errOnce.Load().(error); err != nil {
-					return err
-				}
-				// The batches in rounds, each followed by the random-read
-				// ceiling for as long.
-				var done atomic.Int64
-				res, ceil, err := paired(n, w, func(k, i int) (int64, error) {
-					mb := mbs[k]
-					if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
-						return 0, err
-					}
-					if e.cfg.Progress != nil {
-						e.cfg.Progress(what, int(done.Add(1)), n)
-					}
-					return int64(mb.NumEdges()), nil
-				}, func(d time.Duration) membench.Result { return membench.RandomReads(e.readArr, w, d) })
-				if err != nil {
-					return err
-				}
-				e.noteCeiling(w, ceilReads, ceil)
-				e.rep.Sampling = append(e.rep.Sampling, SampleResult{
-					Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: n,
-					EdgesPerBatch: float64(res.Ops) / float64(n),
-					EdgesPerSec:   res.CPUPerSec, EdgesPerSecWall: res.PerSec,
-					MsPerBatch: res.Elapsed.Seconds() * 1000 / float64(n),
-					Ceiling:    ceil.CPUPerSec,
-					Ratio:      res.CPUPerSec / ceil.CPUPerSec,
-				})
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := e.sampleCounts(s, fan, relabel); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// sampleCounts measures one sampler with each worker count, the counts
+// taking turns round by round so that their scaling is paired in time,
+// each round followed by the random-read ceiling for as many workers and
+// by the arithmetic ceiling (the host's own scaling of computation).
+func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel) error {
+	ws, n := e.cfg.Workers, e.cfg.Batches
+	var errOnce atomic.Value
+	// Each worker first samples one batch that is not measured (one past
+	// the measured ones), as a loader's worker does on its first batch:
+	// the minibatch's arrays and the sampler's per-call scratch are
+	// allocated and first touched there. A loader recycles both for the
+	// rest of training, so counting their page faults (about 11 µs per 4
+	// KiB page on these VMs) in a 20-batch measurement would charge a
+	// one-off cost to the steady state, twice over with two workers (each
+	// warms its own buffers on half as many batches).
+	mbs := make([][]*batch.MiniBatch, len(ws))
+	for j, w := range ws {
+		mbs[j] = make([]*batch.MiniBatch, w)
+		membench.Work(w, func(k int) int64 {
+			mbs[j][k] = &batch.MiniBatch{}
+			if err := s.SampleInto(mbs[j][k], e.batch(n+k), rng.Derive(e.cfg.Seed, uint64(n+k))); err != nil {
+				errOnce.CompareAndSwap(nil, err)
+			}
+			return 0
+		})
+	}
+	if err, _ := errOnce.Load().(error); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("sampling %s (%v, %s workers)", sample.FormatFanouts(fan), relabel, joinInts(ws))
+	var done atomic.Int64
+	arith := make([]membench.Result, len(ws))
+	res, ceil, err := paired(n, ws, func(j, k, i int) (int64, error) {
+		mb := mbs[j][k]
+		if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
+			return 0, err
+		}
+		if e.cfg.Progress != nil {
+			e.cfg.Progress(what, int(done.Add(1)), n*len(ws))
+		}
+		return int64(mb.NumEdges()), nil
+	}, func(j int, d time.Duration) membench.Result {
+		c := membench.RandomReads(e.readArr, ws[j], d)
+		arith[j] = arith[j].Add(membench.Arithmetic(ws[j], max(d/4, time.Millisecond)))
+		return c
+	})
+	if err != nil {
+		return err
+	}
+	base := slices.Index(ws, slices.Min(ws))
+	for j, w := range ws {
+		e.noteCeiling(w, ceilReads, ceil[j])
+		r := SampleResult{
+			Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: n,
+			EdgesPerBatch: float64(res[j].Ops) / float64(n),
+			EdgesPerSec:   res[j].CPUPerSec, EdgesPerSecWall: res[j].PerSec,
+			MsPerBatch: res[j].Elapsed.Seconds() * 1000 / float64(n),
+			Ceiling:    ceil[j].CPUPerSec,
+			Ratio:      res[j].CPUPerSec / ceil[j].CPUPerSec,
+		}
+		if w > ws[base] {
+			r.Scaling = res[j].CPUPerSec / res[base].CPUPerSec
+			r.ReadScaling = ceil[j].CPUPerSec / ceil[base].CPUPerSec
+			r.ArithmeticScaling = arith[j].CPUPerSec / arith[base].CPUPerSec
+		}
+		e.rep.Sampling = append(e.rep.Sampling, r)
+	}
+	return nil
+}
+
+// joinInts formats worker counts as "1, 2 and 4".
+func joinInts(ws []int) string {
+	s := make([]string, len(ws))
+	for i, w := range ws {
+		s[i] = strconv.Itoa(w)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // inputBatches samples the input nodes of n minibatches of the first
@@ -626,15 +673,15 @@ func (e *env) gather() error {
 			if ids == nil {
 				continue
 			}
-			for _, w := range e.cfg.Workers {
-				res, c, err := e.gatherRate(sc.st, ids, w)
-				if err != nil {
-					return err
-				}
+			res, c, err := e.gatherRates(sc.st, ids)
+			if err != nil {
+				return err
+			}
+			for j, w := range e.cfg.Workers {
 				e.rep.Gather = append(e.rep.Gather, GatherResult{
 					Source: sc.name, IDs: kind, Workers: w,
-					RowsPerSec: res.CPUPerSec, RowsPerSecWall: res.PerSec, BytesPerSec: res.CPUPerSec * float64(4*e.dim),
-					Ceiling: c.CPUPerSec, Ratio: res.CPUPerSec / c.CPUPerSec,
+					RowsPerSec: res[j].CPUPerSec, RowsPerSecWall: res[j].PerSec, BytesPerSec: res[j].CPUPerSec * float64(4*e.dim),
+					Ceiling: c[j].CPUPerSec, Ratio: res[j].CPUPerSec / c[j].CPUPerSec,
 				})
 			}
 		}
@@ -642,62 +689,79 @@ func (e *env) gather() error {
 	return nil
 }
 
-// gatherRate gathers every id list once on w concurrent goroutines, each
-// taking lists in turn, into output buffers allocated and touched
-// beforehand (so page faults are not timed), in rounds each followed by
-// the random-row ceiling for as long (membench.Paired). It returns the
-// gather's and the ceiling's measurements.
-func (e *env) gatherRate(st *feature.Store, ids [][]int32, w int) (res, ceil membench.Result, err error) {
-	dim := e.dim
+// gatherRates gathers every id list once with each worker count of the
+// configuration (the counts taking turns round by round), each worker
+// taking lists in turn into output buffers allocated and touched
+// beforehand (so page faults are not timed), each round followed by the
+// random-row ceiling for as many workers and as long. It returns the
+// gather's and the ceiling's measurements, one per worker count.
+func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membench.Result, err error) {
+	dim, ws := e.dim, e.cfg.Workers
 	maxRows := 0
 	for _, b := range ids {
 		maxRows = max(maxRows, len(b))
 	}
-	outs := make([][]float32, w)
-	for i := range outs {
-		outs[i] = make([]float32, maxRows*dim)
-		for j := 0; j < len(outs[i]); j += 1024 {
-			outs[i][j] = 1
+	outs := make([][][]float32, len(ws))
+	for j, w := range ws {
+		outs[j] = make([][]float32, w)
+		for k := range outs[j] {
+			o := make([]float32, maxRows*dim)
+			for i := 0; i < len(o); i += 1024 {
+				o[i] = 1
+			}
+			outs[j][k] = o
 		}
 	}
-	res, ceil, err = paired(len(ids), w, func(k, i int) (int64, error) {
-		if err := st.Gather(context.Background(), ids[i], outs[k][:len(ids[i])*dim]); err != nil {
+	res, ceil, err = paired(len(ids), ws, func(j, k, i int) (int64, error) {
+		if err := st.Gather(context.Background(), ids[i], outs[j][k][:len(ids[i])*dim]); err != nil {
 			return 0, err
 		}
 		return int64(len(ids[i])), nil
-	}, func(d time.Duration) membench.Result { return membench.RandomRows(e.feats, dim, e.outRows, w, d) })
-	e.noteCeiling(w, ceilRows, ceil)
+	}, func(j int, d time.Duration) membench.Result {
+		return membench.RandomRows(e.feats, dim, e.outRows, ws[j], d)
+	})
+	for j, w := range ws {
+		e.noteCeiling(w, ceilRows, ceil[j])
+	}
 	return res, ceil, err
 }
 
-// paired does items 0..n-1 on w workers, each taking the next item in
-// turn, in rounds of about four items (at most 10 rounds), each round
-// followed by ceiling for as long (membench.Paired). item(k, i) does item
-// i on worker k and returns its operation count; the first error stops
-// its worker and is returned.
-func paired(n, w int, item func(k, i int) (int64, error), ceiling func(time.Duration) membench.Result) (res, ceil membench.Result, err error) {
+// paired does items 0..n-1 once with each worker count of ws, each
+// worker taking the next item in turn, in rounds of about four items (at
+// most 10 rounds) in which the worker counts take turns, each count's
+// round followed by its ceiling for as long (membench.PairedSet). item(j,
+// k, i) does item i on worker k of count ws[j] and returns its operation
+// count, ceiling(j, d) measures count ws[j]'s ceiling for d; the first
+// error stops its worker and is returned. The results are one per count.
+func paired(n int, ws []int, item func(j, k, i int) (int64, error), ceiling func(j int, d time.Duration) membench.Result) (res, ceil []membench.Result, err error) {
 	rounds := min(max(n/4, 1), 10)
 	var firstErr atomic.Value
-	res, ceil = membench.Paired(rounds, func(round int) membench.Result {
-		var next atomic.Int64
-		next.Store(int64(round * n / rounds))
-		end := int64((round + 1) * n / rounds)
-		return membench.Work(w, func(k int) int64 {
-			var ops int64
-			for {
-				i := next.Add(1) - 1
-				if i >= end {
-					return ops
+	works := make([]func(int) membench.Result, len(ws))
+	ceils := make([]func(time.Duration) membench.Result, len(ws))
+	for j, w := range ws {
+		works[j] = func(round int) membench.Result {
+			var next atomic.Int64
+			next.Store(int64(round * n / rounds))
+			end := int64((round + 1) * n / rounds)
+			return membench.Work(w, func(k int) int64 {
+				var ops int64
+				for {
+					i := next.Add(1) - 1
+					if i >= end {
+						return ops
+					}
+					o, err := item(j, k, int(i))
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return ops
+					}
+					ops += o
 				}
-				o, err := item(k, int(i))
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return ops
-				}
-				ops += o
-			}
-		})
-	}, ceiling)
+			})
+		}
+		ceils[j] = func(d time.Duration) membench.Result { return ceiling(j, d) }
+	}
+	res, ceil = membench.PairedSet(rounds, works, ceils)
 	err, _ = firstErr.Load().(error)
 	return res, ceil, err
 }
@@ -758,16 +822,16 @@ func (e *env) cache(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	for _, w := range e.cfg.Workers {
-		st.ResetStats()
-		res, c, err := e.gatherRate(st, heldInputs, w)
-		if err != nil {
-			return err
-		}
+	st.ResetStats()
+	res, c, err := e.gatherRates(st, heldInputs)
+	if err != nil {
+		return err
+	}
+	for j, w := range e.cfg.Workers {
 		e.rep.Gather = append(e.rep.Gather, GatherResult{
 			Source: "mmap " + e.d.FeatureArray.DType.Name() + " + degree cache", IDs: "sampled", Workers: w,
-			RowsPerSec: res.CPUPerSec, RowsPerSecWall: res.PerSec, BytesPerSec: res.CPUPerSec * float64(4*e.dim),
-			Ceiling: c.CPUPerSec, Ratio: res.CPUPerSec / c.CPUPerSec, HitRate: st.CacheStats().HitRate(),
+			RowsPerSec: res[j].CPUPerSec, RowsPerSecWall: res[j].PerSec, BytesPerSec: res[j].CPUPerSec * float64(4*e.dim),
+			Ceiling: c[j].CPUPerSec, Ratio: res[j].CPUPerSec / c[j].CPUPerSec, HitRate: st.CacheStats().HitRate(),
 		})
 	}
 	return nil

@@ -35,6 +35,12 @@ func TestRunCora(t *testing.T) {
 		if s.EdgesPerSec <= 0 || s.Ceiling <= 0 || !close(s.Ratio, s.EdgesPerSec/s.Ceiling) {
 			t.Errorf("sampling %+v: ratio is not edges/s over the ceiling beside it", s)
 		}
+		if s.Workers == 2 && !(s.Scaling > 0 && s.ReadScaling > 0 && s.ArithmeticScaling > 0) {
+			t.Errorf("sampling %+v: no scaling over one worker", s)
+		}
+		if s.Workers == 1 && s.Scaling != 0 {
+			t.Errorf("sampling %+v: scaling set for the fewest workers", s)
+		}
 		if best[s.Workers].RandomReads < s.Ceiling {
 			t.Errorf("ceilings table (%v reads/s) below a paired ceiling (%v)", best[s.Workers].RandomReads, s.Ceiling)
 		}
