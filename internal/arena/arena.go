@@ -43,6 +43,7 @@ type Arena struct {
 	regions [][]byte // every mapping, unmapped by Free
 	cur     []byte   // the mapping allocations come from
 	off     int      // bytes of cur handed out
+	dirty   int      // bytes of cur that may hold data given back by Trim
 	ready   int      // bytes of cur populated
 	huge    bool     // cur is in huge pages, faulted in on touch
 	handed  int64    // bytes handed out in all
@@ -96,7 +97,7 @@ func (a *Arena) grow(size int) bool {
 		return false
 	}
 	a.regions = append(a.regions, m)
-	a.cur, a.off, a.ready, a.huge = m, 0, 0, huge
+	a.cur, a.off, a.ready, a.dirty, a.huge = m, 0, 0, 0, huge
 	return true
 }
 
@@ -138,9 +139,45 @@ func (a *Arena) alloc(size int) unsafe.Pointer {
 		}
 		a.ready = to
 	}
+	if start < a.dirty {
+		clear(a.cur[start:min(end, a.dirty)])
+	}
 	a.off = end
 	a.handed += int64(size)
 	return unsafe.Pointer(&a.cur[start])
+}
+
+// Trim gives the elements of s past its first n back to a, if s is the
+// latest slice a handed out, and returns s[:n:n]. The memory given back
+// is handed out again by the next Make calls, zeroed there (a memory
+// clear, several times faster on these virtual machines than faulting in
+// fresh pages: a huge page's first touch costs about 7 GB/s, a clear of
+// memory already in place 30-50 GB/s). It suits an array written at an
+// upper bound of its size and then cut to what it used. With a nil a, or
+// s not the latest, only the slice is cut.
+func Trim[T Plain](a *Arena, s []T, n int) []T {
+	full := cap(s)
+	s = s[:n:n]
+	if a == nil || full == 0 {
+		return s
+	}
+	var z T
+	size := int(unsafe.Sizeof(z))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.freed || len(a.cur) == 0 {
+		return s
+	}
+	base := uintptr(unsafe.Pointer(&a.cur[0]))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	if p < base || p >= base+uintptr(len(a.cur)) || int(p-base)+full*size != a.off {
+		return s // not from cur, or not the latest
+	}
+	end := int(p-base) + n*size
+	a.dirty = max(a.dirty, a.off)
+	a.handed -= int64(a.off - end)
+	a.off = end
+	return s
 }
 
 // Bytes returns the bytes handed out so far (array sizes, without

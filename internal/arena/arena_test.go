@@ -172,3 +172,55 @@ func TestHugeRegions(t *testing.T) {
 		s[i] = int64(i)
 	}
 }
+
+// TestTrim: trimming the latest array gives its tail back, and the next
+// arrays come from there, zeroed although the tail was written; trimming
+// an array that is not the latest only cuts the slice.
+func TestTrim(t *testing.T) {
+	a := New(1 << 20)
+	if a == nil {
+		t.Skip("no arena on this platform")
+	}
+	defer a.Free()
+	first := Make[int32](a, 100)
+	s := Make[int32](a, 1000)
+	for i := range s {
+		s[i] = -1
+	}
+	before := a.Bytes()
+	s = Trim(a, s, 10)
+	if len(s) != 10 || cap(s) != 10 || s[9] != -1 {
+		t.Fatalf("Trim returned len %d cap %d, s[9] = %d", len(s), cap(s), s[9])
+	}
+	if got := a.Bytes(); got != before-990*4 {
+		t.Fatalf("Bytes() = %d after Trim, want %d", got, before-990*4)
+	}
+	next := Make[int64](a, 300)
+	if uintptr(unsafe.Pointer(&next[0])) >= uintptr(unsafe.Pointer(&s[0]))+4000 {
+		t.Fatal("the next array does not reuse the trimmed tail")
+	}
+	for i, x := range next {
+		if x != 0 {
+			t.Fatalf("reused memory not zeroed: element %d is %x", i, x)
+		}
+	}
+	for i := range next {
+		next[i] = -2
+	}
+	if s[9] != -1 {
+		t.Fatal("the next array overlaps the kept part")
+	}
+	// first is not the latest: only the slice is cut.
+	b := a.Bytes()
+	if f := Trim(a, first, 5); len(f) != 5 || a.Bytes() != b {
+		t.Fatalf("Trim of an older array: len %d, Bytes %d -> %d", len(f), b, a.Bytes())
+	}
+	next2 := Make[int32](a, 10)
+	if uintptr(unsafe.Pointer(&next2[0])) < uintptr(unsafe.Pointer(&next[0])) {
+		t.Fatal("an older array's Trim gave memory back")
+	}
+	var nilArena *Arena
+	if h := Trim(nilArena, make([]int32, 8), 3); len(h) != 3 {
+		t.Fatalf("Trim on a nil arena: len %d", len(h))
+	}
+}
