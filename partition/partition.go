@@ -220,11 +220,12 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 	var ar *arena.Arena
 	if g.Bytes() <= arenaMaxInput {
 		// Address space for the coarse levels and the scratch; only what
-		// is handed out is populated. A run hands out about 6x the input
-		// (wave: 5.9-6.4x at K = 4-64); 6x where that still fits one
-		// huge-page region, else at least 4x as before. With 4x wave's
-		// arena grew into a second region too large for huge pages: 3,100
-		// more 4 KiB faults a run.
+		// is handed out is populated. A run handed out about 6x the input
+		// (wave: 5.9-6.4x at K = 4-64) before contractions gave their
+		// slack back (arena.Trim; wave at K = 4 now 4.0x); 6x where that
+		// still fits one huge-page region, else at least 4x. With 4x and
+		// no Trim, wave's arena grew into a second region too large for
+		// huge pages: 3,100 more 4 KiB faults a run.
 		b := int(g.Bytes())
 		ar = arena.New(max(4*b+1<<20, min(6*b+2<<20, arena.HugeMaxRegion)))
 		defer ar.Free()
