@@ -13,7 +13,13 @@
 // it on a busy machine, so on a shared machine the ratio errs in
 // gpmetis's favour. Each partitioner runs Repeat times, alternately (ours,
 // gpmetis, ours, ...) so both see the same load, and the fastest run of
-// each is kept. CPURatio compares CPU times of the same partitioning-only
+// each is kept. Every run, ours or gpmetis's, starts on warm cores: the
+// bench first keeps every core busy for Warm (100 ms). A virtual CPU
+// that sat idle (ours did while gpmetis ran; gpmetis's times itself only
+// after reading the graph, ours from the first instruction) runs the
+// next tens of milliseconds slower: wave at K = 4 took 77-78 ms (median
+// of 20) after a 200 ms pause and 63-66 ms after the pause and 100 ms of
+// work on both cores; email-Enron 56.5 against 44 ms. CPURatio compares CPU times of the same partitioning-only
 // span (ours counts both cores). TimeRatioWall is end to end: our time to
 // read the same METIS text file gpmetis reads, build the graph and
 // partition it, over the wall time of the whole gpmetis process (read,
@@ -21,6 +27,7 @@
 package partitionbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -41,6 +48,9 @@ import (
 	"github.com/graphmill/graphmill/partition/gpmetis"
 	"github.com/graphmill/graphmill/synth"
 )
+
+// defaultWarm is Config.Warm's default.
+const defaultWarm = 100 * time.Millisecond
 
 // Config selects what to measure.
 type Config struct {
@@ -64,9 +74,15 @@ type Config struct {
 	// VCycles is our partitioner's partition.Options.VCycles (rounds of
 	// V-cycles; 0: its default by graph size).
 	VCycles int
+	// Warm is how long every core is kept busy before each run (ours
+	// and gpmetis's), so that both start on cores that are not waking
+	// from idle; 0 means 100 ms, negative none.
+	Warm time.Duration
 	// Repeat runs each partitioner this many times and keeps the fastest
-	// (default 5 below 2M undirected edges, 3 below 5M, else 1): the
-	// machine may be shared, and gpmetis reports milliseconds.
+	// (default 10 below 2M undirected edges, 3 below 5M, else 1): the
+	// machine may be shared, and gpmetis reports milliseconds. On the
+	// 2-vCPU VMs measured, the fastest of 5 runs of wave at K = 4 still
+	// ranged 66-76 ms (ours) from one bench run to the next, of 10 50-54.
 	Repeat int
 	// Graphs, if non-empty, restricts the run to the graphs whose names
 	// start with one of these prefixes (e.g. "wave", "synthetic").
@@ -356,7 +372,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 			if repeat <= 0 {
 				switch e := g.NumEdges(); {
 				case e < 2_000_000:
-					repeat = 5
+					repeat = 10
 				case e <= 5_000_000:
 					repeat = 3
 				default:
@@ -364,10 +380,16 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 				}
 			}
 			var run *gpmetis.Run
+			warm := func() {
+				if d := cmp.Or(c.Warm, defaultWarm); d > 0 {
+					membench.Arithmetic(runtime.GOMAXPROCS(0), d)
+				}
+			}
 			ours := func(i int) error {
 				runtime.GC()
 				debug.FreeOSMemory()
 				resetPeakRSS()
+				warm()
 				cpu0 := processCPU()
 				t := time.Now()
 				res, err := partition.Partition(ctx, g, partition.Options{Parts: k, Imbalance: c.Imbalance, Seed: c.Seed, VCycles: c.VCycles})
@@ -384,6 +406,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 			}
 			// Alternate with gpmetis, so that both see the same load.
 			peer := func(int) error {
+				warm()
 				r, err := gpmetis.PartitionFile(ctx, metisFile, g.NumNodes(), k, c.Imbalance, int(c.Seed))
 				if err != nil {
 					return fmt.Errorf("%s k=%d: %w", s.name, k, err)
