@@ -19,8 +19,8 @@
 // after reading the graph, ours from the first instruction) runs the
 // next tens of milliseconds slower: wave at K = 4 took 77-78 ms (median
 // of 20) after a 200 ms pause and 63-66 ms after the pause and 100 ms of
-// work on both cores; email-Enron 56.5 against 44 ms. CPURatio compares CPU times of the same partitioning-only
-// span (ours counts both cores). TimeRatioWall is end to end: our time to
+// work on both cores; email-Enron 56.5 against 44 ms. CPURatio compares
+// CPU times of the same partitioning-only span (ours counts both cores). TimeRatioWall is end to end: our time to
 // read the same METIS text file gpmetis reads, build the graph and
 // partition it, over the wall time of the whole gpmetis process (read,
 // partition, write the .part file).
