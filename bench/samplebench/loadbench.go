@@ -58,8 +58,8 @@ type Config struct {
 	Workers []int
 	// CacheBytes is the hot-cache budget; 0 means 10% of the features.
 	CacheBytes int64
-	// Batches is the number of minibatches per sampling or gather
-	// measurement.
+	// Batches is the number of minibatches per worker of a sampling or
+	// gather measurement (w workers sample w times as many).
 	Batches int
 	// CeilingTime is how long each ceiling is measured.
 	CeilingTime time.Duration
@@ -153,7 +153,8 @@ type SampleResult struct {
 	Fanouts string `json:"fanouts"`
 	Workers int    `json:"workers"`
 	Relabel string `json:"relabel"`
-	Batches int    `json:"batches"`
+	// Batches is the minibatches sampled: Config.Batches a worker.
+	Batches int `json:"batches"`
 	// EdgesPerBatch is the mean number of sampled edges per minibatch.
 	EdgesPerBatch float64 `json:"edges_per_batch"`
 	// EdgesPerSec is sampled edges per CPU-second; Wall per wall second.
@@ -544,7 +545,7 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 		mbs[j] = make([]*batch.MiniBatch, w)
 		membench.Work(w, func(k int) int64 {
 			mbs[j][k] = &batch.MiniBatch{}
-			if err := s.SampleInto(mbs[j][k], e.batch(n+k), rng.Derive(e.cfg.Seed, uint64(n+k))); err != nil {
+			if err := s.SampleInto(mbs[j][k], e.batch(n*w+k), rng.Derive(e.cfg.Seed, uint64(n*w+k))); err != nil {
 				errOnce.CompareAndSwap(nil, err)
 			}
 			return 0
@@ -555,6 +556,10 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 	}
 	what := fmt.Sprintf("sampling %s (%v, %s workers)", sample.FormatFanouts(fan), relabel, joinInts(ws))
 	var done atomic.Int64
+	total := 0
+	for _, w := range ws {
+		total += n * w
+	}
 	arith := make([]membench.Result, len(ws))
 	res, ceil, err := paired(n, ws, func(j, k, i int) (int64, error) {
 		mb := mbs[j][k]
@@ -562,7 +567,7 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 			return 0, err
 		}
 		if e.cfg.Progress != nil {
-			e.cfg.Progress(what, int(done.Add(1)), n*len(ws))
+			e.cfg.Progress(what, int(done.Add(1)), total)
 		}
 		return int64(mb.NumEdges()), nil
 	}, func(j int, d time.Duration) membench.Result {
@@ -577,10 +582,10 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 	for j, w := range ws {
 		e.noteCeiling(w, ceilReads, ceil[j])
 		r := SampleResult{
-			Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: n,
-			EdgesPerBatch: float64(res[j].Ops) / float64(n),
+			Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: n * w,
+			EdgesPerBatch: float64(res[j].Ops) / float64(n*w),
 			EdgesPerSec:   res[j].CPUPerSec, EdgesPerSecWall: res[j].PerSec,
-			MsPerBatch: res[j].Elapsed.Seconds() * 1000 / float64(n),
+			MsPerBatch: res[j].Elapsed.Seconds() * 1000 / float64(n*w),
 			Ceiling:    ceil[j].CPUPerSec,
 			Ratio:      res[j].CPUPerSec / ceil[j].CPUPerSec,
 		}
@@ -689,8 +694,9 @@ func (e *env) gather() error {
 	return nil
 }
 
-// gatherRates gathers every id list once with each worker count of the
-// configuration (the counts taking turns round by round), each worker
+// gatherRates gathers the id lists with each worker count of the
+// configuration, w times over with w workers (the counts taking turns
+// round by round; see paired), each worker
 // taking lists in turn into output buffers allocated and touched
 // beforehand (so page faults are not timed), each round followed by the
 // random-row ceiling for as many workers and as long. It returns the
@@ -713,10 +719,11 @@ func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membenc
 		}
 	}
 	res, ceil, err = paired(len(ids), ws, func(j, k, i int) (int64, error) {
-		if err := st.Gather(context.Background(), ids[i], outs[j][k][:len(ids[i])*dim]); err != nil {
+		b := ids[i%len(ids)]
+		if err := st.Gather(context.Background(), b, outs[j][k][:len(b)*dim]); err != nil {
 			return 0, err
 		}
-		return int64(len(ids[i])), nil
+		return int64(len(b)), nil
 	}, func(j int, d time.Duration) membench.Result {
 		return membench.RandomRows(e.feats, dim, e.outRows, ws[j], d)
 	})
@@ -726,13 +733,19 @@ func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membenc
 	return res, ceil, err
 }
 
-// paired does items 0..n-1 once with each worker count of ws, each
-// worker taking the next item in turn, in rounds of about four items (at
-// most 10 rounds) in which the worker counts take turns, each count's
-// round followed by its ceiling for as long (membench.PairedSet). item(j,
-// k, i) does item i on worker k of count ws[j] and returns its operation
-// count, ceiling(j, d) measures count ws[j]'s ceiling for d; the first
-// error stops its worker and is returned. The results are one per count.
+// paired does items 0..n·w-1 with each worker count w of ws, so that a
+// worker does about n items whatever the count, each worker taking the
+// next item in turn, in rounds (at most 10) in which the worker counts
+// take turns and every worker does about four items, each count's round
+// followed by its ceiling for as long (membench.PairedSet). A ceiling
+// evicts the caches, so a round's first item on each worker runs cold:
+// rounds of four items in all had given two workers half as many warm
+// items as one, and [25,10]'s scaling read 1.65-1.96 (median 1.72) where
+// the sampler's own benchmark, without the ceilings, gave 1.83-1.85.
+// item(j, k, i) does item i on worker k of count ws[j] and returns its
+// operation count, ceiling(j, d) measures count ws[j]'s ceiling for d;
+// the first error stops its worker and is returned. The results are one
+// per count.
 func paired(n int, ws []int, item func(j, k, i int) (int64, error), ceiling func(j int, d time.Duration) membench.Result) (res, ceil []membench.Result, err error) {
 	rounds := min(max(n/4, 1), 10)
 	var firstErr atomic.Value
@@ -741,8 +754,8 @@ func paired(n int, ws []int, item func(j, k, i int) (int64, error), ceiling func
 	for j, w := range ws {
 		works[j] = func(round int) membench.Result {
 			var next atomic.Int64
-			next.Store(int64(round * n / rounds))
-			end := int64((round + 1) * n / rounds)
+			next.Store(int64(round * n * w / rounds))
+			end := int64((round + 1) * n * w / rounds)
 			return membench.Work(w, func(k int) int64 {
 				var ops int64
 				for {
