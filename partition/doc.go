@@ -49,7 +49,7 @@
 //     of the cut and the finest), within the balance limits, with a
 //     balancing pass when a limit is exceeded, followed by greedy rounds
 //     until they gain little.
-//     Then rounds of V-cycles (Options.VCycles; by default one on graphs
+//     Then rounds of V-cycles (Options.VCycles; by default two on graphs
 //     of up to 32,768 edges, none on larger ones): the graph is coarsened
 //     again, pairing only vertices of the same part, so the partition
 //     carries to the coarsest level unchanged, and refined level by level

@@ -93,7 +93,7 @@ kept busy for --warm, so that neither starts on a virtual CPU waking from idle
 	f.StringVar(&parts, "parts", "4,16,64", "comma-separated part counts")
 	f.Float64Var(&cfg.Imbalance, "imbalance", 1.03, "balance tolerance (gpmetis -ufactor = 1000*(imbalance-1))")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of both partitioners")
-	f.IntVar(&cfg.VCycles, "vcycles", 0, "our rounds of V-cycles after the first pass (0: one on graphs of up to 32,768 edges, none above; -1: none)")
+	f.IntVar(&cfg.VCycles, "vcycles", 0, "our rounds of V-cycles after the first pass (0: two on graphs of up to 32,768 edges, none above; -1: none)")
 	f.IntVar(&cfg.SynthNodes, "synth-nodes", 5_000_000, "nodes of the synthetic graph")
 	f.Int64Var(&cfg.SynthEdges, "synth-edges", 25_000_000, "directed edges of the synthetic graph")
 	f.BoolVar(&noMetis, "no-gpmetis", false, "do not run gpmetis even if installed")

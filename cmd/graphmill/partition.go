@@ -141,7 +141,7 @@ milliseconds.`,
 	f.StringVarP(&out, "out", "o", "", "output directory (written atomically)")
 	f.StringVar(&assign, "assignment", "", "write only every node's part to this .npy file (int32 [num_nodes], atomically) instead of a partitioned dataset")
 	f.Uint64Var(&seed, "seed", 1, "random seed (same seed, same partition)")
-	f.IntVar(&vcycles, "vcycles", 0, "metis: rounds of V-cycles after the first pass, each two cycles of about one more coarsening and refinement, kept if the cut falls (0: one round on graphs of up to 32,768 edges, none above; -1: none)")
+	f.IntVar(&vcycles, "vcycles", 0, "metis: rounds of V-cycles after the first pass, each two cycles of about one more coarsening and refinement, kept if the cut falls (0: two rounds on graphs of up to 32,768 edges, none above; -1: none)")
 	f.BoolVar(&overwrite, "overwrite", false, "replace --out if it holds a partitioned dataset (anything else there is refused)")
 	f.BoolVar(&asJSON, "json", false, "print the partition book as JSON")
 	f.IntVar(&workers, "workers", 0, "goroutines to use (0: all cores)")
