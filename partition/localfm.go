@@ -72,13 +72,15 @@ const (
 	// K = 16: 0.997 with either bound).
 	pairShare     = 1.0
 	pairShareFine = 0.25
-	// pairFullK is the part count from which the fine levels get
-	// pairShare too. At K = 64 the searches there found more (seeds
-	// 16-55, paired: wave's cut 0.52 % smaller, email-Enron's 0.10 %,
-	// smaller on every one of the 40 seeds) for 13 % more time on wave
-	// (98 -> 111 ms) and none measurable on email-Enron; at K = 16 less
-	// (0.05 and 0.13 %) for 8-9 % more time.
-	pairFullK = 64
+	// pairShareFineMany is the fine levels' share from pairManyK parts
+	// on. At K = 64, seeds 16-55 paired against a quarter: wave's cut
+	// 0.44 % smaller with a half and 0.52 % with the whole adjacency,
+	// email-Enron's 0.05 and 0.10 %, smaller on every one of the 40
+	// seeds either way; wave's time about 3 % and 8-13 % more (email-
+	// Enron's within the noise). At K = 16 the whole adjacency gained
+	// less (0.05 and 0.13 %) for 8-9 % more time.
+	pairShareFineMany = 0.5
+	pairManyK         = 64
 	// pairPays: once a level's searches gained under 1/pairPays of its
 	// cut, the finer levels' searches are skipped, all but the finest
 	// level's (uncoarsen). On a power-law graph they find little off the

@@ -631,8 +631,11 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 			// The searches on a coarser level found next to nothing.
 		default:
 			share := pairShare
-			if 2*int64(len(l.adj)) >= int64(len(levels[0].adj)) && rf.k < pairFullK {
+			if 2*int64(len(l.adj)) >= int64(len(levels[0].adj)) {
 				share = pairShareFine
+				if rf.k >= pairManyK {
+					share = pairShareFineMany
+				}
 			}
 			pairGain = rf.pairFM(share)
 		}
