@@ -696,11 +696,11 @@ func (e *env) gather() error {
 
 // gatherRates gathers the id lists with each worker count of the
 // configuration, w times over with w workers (the counts taking turns
-// round by round; see paired), each worker
-// taking lists in turn into output buffers allocated and touched
-// beforehand (so page faults are not timed), each round followed by the
-// random-row ceiling for as many workers and as long. It returns the
-// gather's and the ceiling's measurements, one per worker count.
+// round by round; see paired), each worker taking lists in turn into
+// output buffers allocated and touched beforehand (so page faults are not
+// timed), each round followed by the random-row ceiling for as many
+// workers and as long. It returns the gather's and the ceiling's
+// measurements, one per worker count.
 func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membench.Result, err error) {
 	dim, ws := e.dim, e.cfg.Workers
 	maxRows := 0
@@ -735,8 +735,9 @@ func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membenc
 
 // paired does items 0..n·w-1 with each worker count w of ws, so that a
 // worker does about n items whatever the count, each worker taking the
-// next item in turn, in rounds (at most 10) in which the worker counts
-// take turns and every worker does about four items, each count's round
+// next item in turn, in rounds (n/4 of them, at most 10) in which the
+// worker counts take turns and every worker does as many items (four
+// when n is at most 40), each count's round
 // followed by its ceiling for as long (membench.PairedSet). A ceiling
 // evicts the caches, so a round's first item on each worker runs cold:
 // rounds of four items in all had given two workers half as many warm
