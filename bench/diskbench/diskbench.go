@@ -29,6 +29,7 @@ import (
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/layout"
+	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/synth"
 )
 
@@ -173,7 +174,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	o.say("  %s: %s reads/s at depth 1, %s at 64; sequential %s/s", rep.Ceilings.Backend, units.Count(rep.Ceilings.RandomQD1),
 		units.Count(rep.Ceilings.RandomQD64), units.Bytes(int64(rep.Ceilings.SequentialBytes)))
 
-	args := []string{"train", "--dataset", dir, "--model", "sage", "--batch", strconv.Itoa(o.Batch), "--fanouts", joinInts(o.Fanouts),
+	args := []string{"train", "--dataset", dir, "--model", "sage", "--batch", strconv.Itoa(o.Batch), "--fanouts", sample.FormatFanouts(o.Fanouts),
 		"--epochs", "1", "--no-eval", "--seed", "3", "--quiet"}
 	var mem *metrics
 	if !o.Full {
@@ -321,17 +322,6 @@ func runTrain(ctx context.Context, exe string, args []string, cg *cgroup.Group) 
 			}
 		}
 	}
-}
-
-func joinInts(xs []int) string {
-	s := ""
-	for i, x := range xs {
-		if i > 0 {
-			s += ","
-		}
-		s += strconv.Itoa(x)
-	}
-	return s
 }
 
 // runPacked packs the dataset (graphmill data pack's default layout; the

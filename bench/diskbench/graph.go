@@ -11,6 +11,7 @@ import (
 
 	"github.com/graphmill/graphmill/internal/cgroup"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/synth"
 )
 
@@ -79,7 +80,7 @@ func RunGraph(ctx context.Context, o Options) (*GraphReport, error) {
 		}
 		start := time.Now()
 		m, kernel, err := runTrain(rctx, o.Exe, []string{"train", "--dataset", dir, "--model", "sage", "--batch", strconv.Itoa(o.Batch),
-			"--fanouts", joinInts(o.Fanouts), "--epochs", "1", "--no-eval", "--seed", "3", "--quiet", "--features-in-memory", "yes",
+			"--fanouts", sample.FormatFanouts(o.Fanouts), "--epochs", "1", "--no-eval", "--seed", "3", "--quiet", "--features-in-memory", "yes",
 			"--graph-on-disk", mode}, cg)
 		cancel()
 		run.Seconds, run.ReadBytes = time.Since(start).Seconds(), kernel

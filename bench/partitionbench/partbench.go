@@ -52,6 +52,14 @@ import (
 // defaultWarm is Config.Warm's default.
 const defaultWarm = 100 * time.Millisecond
 
+// warmCores keeps every core busy for d (0: defaultWarm; negative: not
+// at all) before a timed run (see Config.Warm).
+func warmCores(d time.Duration) {
+	if d = cmp.Or(d, defaultWarm); d > 0 {
+		membench.Arithmetic(runtime.GOMAXPROCS(0), d)
+	}
+}
+
 // Config selects what to measure.
 type Config struct {
 	// DataDir holds structure-only/ and planetoid/ (the shared data).
@@ -380,16 +388,11 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 				}
 			}
 			var run *gpmetis.Run
-			warm := func() {
-				if d := cmp.Or(c.Warm, defaultWarm); d > 0 {
-					membench.Arithmetic(runtime.GOMAXPROCS(0), d)
-				}
-			}
 			ours := func(i int) error {
 				runtime.GC()
 				debug.FreeOSMemory()
 				resetPeakRSS()
-				warm()
+				warmCores(c.Warm)
 				cpu0 := processCPU()
 				t := time.Now()
 				res, err := partition.Partition(ctx, g, partition.Options{Parts: k, Imbalance: c.Imbalance, Seed: c.Seed, VCycles: c.VCycles})
@@ -406,7 +409,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 			}
 			// Alternate with gpmetis, so that both see the same load.
 			peer := func(int) error {
-				warm()
+				warmCores(c.Warm)
 				r, err := gpmetis.PartitionFile(ctx, metisFile, g.NumNodes(), k, c.Imbalance, int(c.Seed))
 				if err != nil {
 					return fmt.Errorf("%s k=%d: %w", s.name, k, err)

@@ -260,7 +260,7 @@ func goClient(ctx context.Context, addr string, d *dataset.Dataset, cfg Config, 
 
 // python runs the Python client once.
 func python(ctx context.Context, addr string, cfg Config, mode string, pyg bool) (Python, error) {
-	args := []string{"--addr", addr, "--fanouts", joinInts(cfg.Fanouts),
+	args := []string{"--addr", addr, "--fanouts", sample.FormatFanouts(cfg.Fanouts),
 		"--batch-size", fmt.Sprint(cfg.BatchSize), "--batches", fmt.Sprint(cfg.Batches), "--features", mode,
 		"--dataset", cfg.Dataset, "--seed", fmt.Sprint(cfg.Seed)}
 	if pyg {
@@ -609,17 +609,6 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func joinInts(v []int) string {
-	var b bytes.Buffer
-	for i, x := range v {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprint(&b, x)
-	}
-	return b.String()
-}
-
 func lastLine(s string) string {
 	s = string(bytes.TrimSpace([]byte(s)))
 	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
@@ -631,7 +620,7 @@ func lastLine(s string) string {
 // dropInArgs are python -m graphmill.bench's arguments for a drop-in
 // comparison of cfg.
 func dropInArgs(cfg Config) []string {
-	return []string{"--dropin", "--dataset", cfg.Dataset, "--fanouts", joinInts(cfg.Fanouts), "--batch-size", fmt.Sprint(cfg.BatchSize),
+	return []string{"--dropin", "--dataset", cfg.Dataset, "--fanouts", sample.FormatFanouts(cfg.Fanouts), "--batch-size", fmt.Sprint(cfg.BatchSize),
 		"--batches", fmt.Sprint(cfg.Batches), "--rounds", fmt.Sprint(cfg.Rounds), "--epoch-batches", fmt.Sprint(cfg.EpochBatches),
 		"--workers", fmt.Sprint(cfg.Workers), "--seed", fmt.Sprint(cfg.Seed)}
 }

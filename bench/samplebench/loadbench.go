@@ -19,8 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -554,7 +552,7 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 	if err, _ := errOnce.Load().(error); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("sampling %s (%v, %s workers)", sample.FormatFanouts(fan), relabel, joinInts(ws))
+	what := fmt.Sprintf("sampling %s (%v, workers %v)", sample.FormatFanouts(fan), relabel, ws)
 	var done atomic.Int64
 	total := 0
 	for _, w := range ws {
@@ -597,18 +595,6 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 		e.rep.Sampling = append(e.rep.Sampling, r)
 	}
 	return nil
-}
-
-// joinInts formats worker counts as "1, 2 and 4".
-func joinInts(ws []int) string {
-	s := make([]string, len(ws))
-	for i, w := range ws {
-		s[i] = strconv.Itoa(w)
-	}
-	if len(s) < 2 {
-		return strings.Join(s, "")
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // inputBatches samples the input nodes of n minibatches of the first
