@@ -7,6 +7,8 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
@@ -144,7 +146,24 @@ type Config struct {
 	// in flight instead of one page fault at a time. It does not change
 	// what is drawn.
 	Prefetch func(nodes []int32)
+	// Timing measures each hop's time drawing and relabelling, summed over
+	// the minibatches and callers (Sampler.Timing): two more clock reads
+	// a hop.
+	Timing bool
 }
+
+// HopTiming is one hop's totals since the sampler was made or last
+// reset (Config.Timing): the sampled edges, the time spent drawing them
+// (reading neighbour ranges and lists, the draws, loading the sources and
+// any weights) and the time spent relabelling their sources to local ids.
+// Times are each calling goroutine's wall time, added up.
+type HopTiming struct {
+	Edges         int64
+	Draw, Relabel time.Duration
+}
+
+// hopTiming is HopTiming kept with atomics, for concurrent callers.
+type hopTiming struct{ edges, draw, relabel atomic.Int64 }
 
 // PrefetchChunk is the number of nodes Config.Prefetch is handed at a
 // time: a queue of about 100-200 page reads per sampling thread, few
@@ -166,6 +185,8 @@ type Sampler struct {
 	eidPos  []int64 // inverse of g.EdgeIDs: id -> CSC position, -1 if absent
 
 	generic bool // tests: never take the fused loop (drawFused)
+
+	timing []hopTiming // per hop, with Config.Timing
 }
 
 // New returns a sampler for g. It checks the configuration (at least one
@@ -207,7 +228,34 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	cfg.Fanouts = slices.Clone(cfg.Fanouts)
 	s := &Sampler{g: g, cfg: cfg}
 	s.pool.New = func() any { return &scratch{} }
+	if cfg.Timing {
+		s.timing = make([]hopTiming, len(cfg.Fanouts))
+	}
 	return s, nil
+}
+
+// Timing returns each hop's totals (Config.Timing; nil without it), from
+// the seeds' hop on.
+func (s *Sampler) Timing() []HopTiming {
+	if s.timing == nil {
+		return nil
+	}
+	out := make([]HopTiming, len(s.timing))
+	for h := range s.timing {
+		t := &s.timing[h]
+		out[h] = HopTiming{Edges: t.edges.Load(), Draw: time.Duration(t.draw.Load()), Relabel: time.Duration(t.relabel.Load())}
+	}
+	return out
+}
+
+// ResetTiming sets every hop's totals back to zero.
+func (s *Sampler) ResetTiming() {
+	for h := range s.timing {
+		t := &s.timing[h]
+		t.edges.Store(0)
+		t.draw.Store(0)
+		t.relabel.Store(0)
+	}
 }
 
 // CheckFanouts reports whether fanouts is a valid list: at least one hop,
@@ -348,6 +396,10 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		}
 		sub := graph.Block{Indptr: hb.Indptr[first:], Indices: hb.Indices, EdgeIDs: hb.EdgeIDs}
 		var e int
+		var t0 time.Time
+		if s.timing != nil {
+			t0 = time.Now()
+		}
 		if fused {
 			// The ranges are read while drawing: drawFused grows the
 			// edge arrays as it goes.
@@ -375,9 +427,19 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		}
 		// Relabel in place: global source ids become local positions, new
 		// nodes are appended.
+		var t1 time.Time
+		if s.timing != nil {
+			t1 = time.Now()
+		}
 		if nodes, err = relabel(&dense, &sc.dense, &sc.hash, hb.Indices, nodes); err != nil {
 			mb.Reset()
 			return err
+		}
+		if s.timing != nil {
+			t := &s.timing[h]
+			t.edges.Add(int64(e))
+			t.draw.Add(int64(t1.Sub(t0)))
+			t.relabel.Add(int64(time.Since(t1)))
 		}
 		if g.EdgeIDs != nil {
 			for q, p := range hb.EdgeIDs {

@@ -964,3 +964,63 @@ func TestFanoutsFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestTiming checks Config.Timing: each hop's edge count is the sum of
+// its blocks' edges over the minibatches sampled, its times are counted,
+// ResetTiming zeroes them, the minibatches are those drawn without it, and
+// a sampler without it reports nothing.
+func TestTiming(t *testing.T) {
+	g, _, _ := randomGraph(t, 3000, 7, graph.BuildOptions{})
+	for _, cfg := range []Config{
+		{Fanouts: []int{10, 5}},
+		{Fanouts: []int{4, 3, 2}, Relabel: RelabelHash},
+		{Fanouts: []int{5, 5}, Weighted: true, Frontier: true},
+	} {
+		plain, err := New(g, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain.Timing() != nil {
+			t.Fatalf("%+v: timing without Config.Timing", cfg)
+		}
+		cfg.Timing = true
+		timed, err := New(g, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		L := len(cfg.Fanouts)
+		want := make([]int64, L)
+		for i := 0; i < 6; i++ {
+			seeds := []int32{int32(i), int32(100 + i), int32(2000 + i)}
+			a, err := plain.Sample(seeds, uint64(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := timed.Sample(seeds, uint64(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("%+v: minibatch %d differs with timing", cfg, i)
+			}
+			for h := 0; h < L; h++ {
+				want[h] += int64(b.Blocks[L-1-h].NumEdges())
+			}
+		}
+		got := timed.Timing()
+		if len(got) != L {
+			t.Fatalf("%+v: %d hops timed, want %d", cfg, len(got), L)
+		}
+		for h, ht := range got {
+			if ht.Edges != want[h] || ht.Draw <= 0 || ht.Relabel <= 0 {
+				t.Errorf("%+v: hop %d: %+v, want %d edges and both times > 0", cfg, h, ht, want[h])
+			}
+		}
+		timed.ResetTiming()
+		for h, ht := range timed.Timing() {
+			if ht != (HopTiming{}) {
+				t.Errorf("%+v: hop %d after reset: %+v", cfg, h, ht)
+			}
+		}
+	}
+}

@@ -204,6 +204,16 @@ func printSampleReport(w io.Writer, rep *Report) {
 			}
 			fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t%s\t\n", s.Fanouts, s.Relabel, s.Workers, units.Count(s.EdgesPerBatch), mps(s.EdgesPerSec), mps(s.EdgesPerSecWall), s.MsPerBatch, mps(s.Ceiling), s.Ratio, scaling, host)
 		}
+		if len(d.Sampling) > 0 {
+			fmt.Fprintln(tw, "\nsampling split (ns an edge)\tfanouts\trelabel\tworkers\tdraw\trelabel\ta random read beside\tby hop (edges a batch: draw + relabel)\t")
+			for _, s := range d.Sampling {
+				var hops []string
+				for _, h := range s.Hops {
+					hops = append(hops, fmt.Sprintf("%s: %.1f + %.1f", units.Count(h.EdgesPerBatch), h.Draw, h.Relabel))
+				}
+				fmt.Fprintf(tw, "\t%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t\n", s.Fanouts, s.Relabel, s.Workers, s.DrawNs, s.RelabelNs, 1e9*float64(s.Workers)/s.Ceiling, strings.Join(hops, ", "))
+			}
+		}
 		if len(d.Gather) > 0 {
 			fmt.Fprintln(tw, "\ngather\tsource\tids\tworkers\trows/s\t(wall)\tGB/s\trows/s beside\tx random rows\thit rate\t")
 			for _, g := range d.Gather {

@@ -174,6 +174,47 @@ type SampleResult struct {
 	Scaling           float64 `json:"scaling,omitempty"`
 	ReadScaling       float64 `json:"read_scaling,omitempty"`
 	ArithmeticScaling float64 `json:"arithmetic_scaling,omitempty"`
+	// DrawNs and RelabelNs split the sampling's time (each worker's wall time
+	// in the sampler) into drawing the edges and relabelling their
+	// sources to local ids, in ns per sampled edge over every hop; Hops
+	// splits it hop by hop, the seeds' hop first. The ceiling's cost per
+	// edge, one random read, is Workers*1e9/Ceiling ns of a worker's time.
+	DrawNs    float64    `json:"draw_ns_per_edge,omitempty"`
+	RelabelNs float64    `json:"relabel_ns_per_edge,omitempty"`
+	Hops      []HopSplit `json:"hops,omitempty"`
+}
+
+// HopSplit is one hop's share of a sampling measurement (SampleResult).
+type HopSplit struct {
+	EdgesPerBatch float64 `json:"edges_per_batch"`
+	Draw          float64 `json:"draw_ns_per_edge"`
+	Relabel       float64 `json:"relabel_ns_per_edge"`
+}
+
+// split turns a sampler's hop timings over batches minibatches into
+// SampleResult's split.
+func split(ts []sample.HopTiming, batches int) (draw, relabel float64, hops []HopSplit) {
+	var edges int64
+	var d, r time.Duration
+	for _, t := range ts {
+		edges += t.Edges
+		d += t.Draw
+		r += t.Relabel
+		hops = append(hops, HopSplit{
+			EdgesPerBatch: float64(t.Edges) / float64(max(1, batches)),
+			Draw:          nsPer(t.Draw, t.Edges),
+			Relabel:       nsPer(t.Relabel, t.Edges),
+		})
+	}
+	return nsPer(d, edges), nsPer(r, edges), hops
+}
+
+// nsPer is d in nanoseconds per item (0 for no items).
+func nsPer(d time.Duration, items int64) float64 {
+	if items == 0 {
+		return 0
+	}
+	return float64(d.Nanoseconds()) / float64(items)
 }
 
 // GatherResult is one gather measurement.
@@ -508,14 +549,10 @@ func (e *env) sampling(ctx context.Context) error {
 			relabels = append(relabels, sample.RelabelHash, sample.RelabelDense)
 		}
 		for _, relabel := range relabels {
-			s, err := sample.New(e.g, sample.Config{Fanouts: fan, Relabel: relabel})
-			if err != nil {
-				return err
-			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err := e.sampleCounts(s, fan, relabel); err != nil {
+			if err := e.sampleCounts(fan, relabel); err != nil {
 				return err
 			}
 		}
@@ -523,12 +560,22 @@ func (e *env) sampling(ctx context.Context) error {
 	return nil
 }
 
-// sampleCounts measures one sampler with each worker count, the counts
-// taking turns round by round so that their scaling is paired in time,
-// each round followed by the random-read ceiling for as many workers and
-// by the arithmetic ceiling (the host's own scaling of computation).
-func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel) error {
+// sampleCounts measures sampling with fanouts fan and relabel mode
+// relabel with each worker count, the counts taking turns round by round
+// so that their scaling is paired in time, each round followed by the
+// random-read ceiling for as many workers and by the arithmetic ceiling
+// (the host's own scaling of computation). Each count has a sampler of its
+// own, timing its draws and relabelling apart.
+func (e *env) sampleCounts(fan []int, relabel sample.Relabel) error {
 	ws, n := e.cfg.Workers, e.cfg.Batches
+	ss := make([]*sample.Sampler, len(ws))
+	for j := range ws {
+		s, err := sample.New(e.g, sample.Config{Fanouts: fan, Relabel: relabel, Timing: true})
+		if err != nil {
+			return err
+		}
+		ss[j] = s
+	}
 	var errOnce atomic.Value
 	// Each worker first samples one batch that is not measured (one past
 	// the measured ones), as a loader's worker does on its first batch:
@@ -543,11 +590,12 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 		mbs[j] = make([]*batch.MiniBatch, w)
 		membench.Work(w, func(k int) int64 {
 			mbs[j][k] = &batch.MiniBatch{}
-			if err := s.SampleInto(mbs[j][k], e.batch(n*w+k), rng.Derive(e.cfg.Seed, uint64(n*w+k))); err != nil {
+			if err := ss[j].SampleInto(mbs[j][k], e.batch(n*w+k), rng.Derive(e.cfg.Seed, uint64(n*w+k))); err != nil {
 				errOnce.CompareAndSwap(nil, err)
 			}
 			return 0
 		})
+		ss[j].ResetTiming()
 	}
 	if err, _ := errOnce.Load().(error); err != nil {
 		return err
@@ -561,7 +609,7 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 	arith := make([]membench.Result, len(ws))
 	res, ceil, err := paired(n, ws, func(j, k, i int) (int64, error) {
 		mb := mbs[j][k]
-		if err := s.SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
+		if err := ss[j].SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
 			return 0, err
 		}
 		if e.cfg.Progress != nil {
@@ -587,6 +635,7 @@ func (e *env) sampleCounts(s *sample.Sampler, fan []int, relabel sample.Relabel)
 			Ceiling:    ceil[j].CPUPerSec,
 			Ratio:      res[j].CPUPerSec / ceil[j].CPUPerSec,
 		}
+		r.DrawNs, r.RelabelNs, r.Hops = split(ss[j].Timing(), n*w)
 		if w > ws[base] {
 			r.Scaling = res[j].CPUPerSec / res[base].CPUPerSec
 			r.ReadScaling = ceil[j].CPUPerSec / ceil[base].CPUPerSec

@@ -44,6 +44,18 @@ func TestRunCora(t *testing.T) {
 		if best[s.Workers].RandomReads < s.Ceiling {
 			t.Errorf("ceilings table (%v reads/s) below a paired ceiling (%v)", best[s.Workers].RandomReads, s.Ceiling)
 		}
+		// The split covers the measured batches only (not the warm-up
+		// ones): its hops' edges add up to the edges a batch.
+		hopEdges := 0.0
+		for _, h := range s.Hops {
+			hopEdges += h.EdgesPerBatch
+			if h.Draw <= 0 || h.Relabel <= 0 {
+				t.Errorf("sampling %+v: hop %+v without a split", s, h)
+			}
+		}
+		if len(s.Hops) != 2 || !close(hopEdges, s.EdgesPerBatch) || s.DrawNs <= 0 || s.RelabelNs <= 0 {
+			t.Errorf("sampling %+v: split over %d hops of %v edges a batch, want 2 of %v", s, len(s.Hops), hopEdges, s.EdgesPerBatch)
+		}
 	}
 	if len(d.Gather) == 0 {
 		t.Fatal("no gather results")
