@@ -31,7 +31,9 @@ func Command() *cobra.Command {
 		Long: `Measure, on a synthetic power-law graph (10M nodes, 200M edges, 128 features by
 default; generated once into --data-dir and reused) and on Cora:
 
-  sampling   sampled edges per second for each fanout list and worker count
+  sampling   sampled edges per second for each fanout list and worker count,
+             and its split: ns an edge drawing and relabelling, hop by hop,
+             beside the cost of one random read of the ceiling
   gather     feature rows (and GB) per second from memory (float32, float16) and
              through the dataset's file mapping, with and without the hot cache
   cache      hit rate of the two cache admission policies under --feature-cache:
