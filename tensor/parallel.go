@@ -3,34 +3,30 @@ package tensor
 import (
 	"fmt"
 	"math/bits"
-	"runtime"
 	"runtime/debug"
 	"sync"
-	"time"
+
+	"github.com/graphmill/graphmill/internal/par"
 )
 
 // parallel runs f(0), …, f(n-1) concurrently (f(0) on the calling
-// goroutine) and waits for all of them. A panic in any f is recovered and
-// returned as an error, so a bug in a kernel never kills the process from a
-// worker goroutine.
+// goroutine, the others on internal/par's pool, whose workers spin a
+// while after each task so that back-to-back kernel regions start on
+// every core at once) and waits for all of them. A panic in any f is
+// recovered and returned as an error, so a bug in a kernel never kills the
+// process from a worker goroutine.
 func parallel(n int, f func(w int)) (err error) {
 	if n <= 1 {
 		return protect(0, f)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
-	startPool()
+	wg.Add(n - 1)
 	for w := 1; w < n; w++ {
-		wg.Add(1)
-		task := func() {
+		par.Go(func() {
 			defer wg.Done()
 			errs[w] = protect(w, f)
-		}
-		select {
-		case tasks <- task: // a pool worker takes it, at once if it is spinning
-		default:
-			go task()
-		}
+		})
 	}
 	errs[0] = protect(0, f)
 	wg.Wait()
@@ -40,46 +36,6 @@ func parallel(n int, f func(w int)) (err error) {
 		}
 	}
 	return nil
-}
-
-// The worker pool. Kernels run one parallel region after another (a GEMM,
-// then a bias add, then its backward products...), each a millisecond or
-// so. Starting goroutines for each region means waking parked OS threads,
-// which on a loaded machine can cost as much as the region itself. Pool
-// workers instead spin for a short while after each task, as OpenBLAS's
-// threads do, so back-to-back regions start at once; then they park.
-var (
-	tasks     chan func()
-	poolOnce  sync.Once
-	spinDelay = 50 * time.Microsecond
-)
-
-func startPool() {
-	poolOnce.Do(func() {
-		n := max(runtime.GOMAXPROCS(0)-1, 1)
-		tasks = make(chan func(), n)
-		for range n {
-			go poolWorker()
-		}
-	})
-}
-
-func poolWorker() {
-	for {
-		task := <-tasks
-		for task != nil {
-			task()
-			task = nil
-			deadline := time.Now().Add(spinDelay)
-			for task == nil && time.Now().Before(deadline) {
-				select {
-				case task = <-tasks:
-				default:
-					runtime.Gosched()
-				}
-			}
-		}
-	}
 }
 
 func protect(w int, f func(w int)) (err error) {

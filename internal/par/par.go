@@ -5,6 +5,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Workers returns n if positive, else runtime.GOMAXPROCS(0).
@@ -28,8 +29,9 @@ func Ranges(n, k int) []int {
 	return b
 }
 
-// For runs fn(w, lo, hi) for the w-th of k contiguous ranges of [0, n), one
-// goroutine each, and waits for all of them. With k == 1 it runs inline.
+// For runs fn(w, lo, hi) for the w-th of k contiguous ranges of [0, n),
+// the first on the calling goroutine and the others on the pool's (see Go),
+// and waits for all of them. With k == 1 it runs inline.
 func For(k, n int, fn func(w, lo, hi int)) {
 	b := Ranges(n, k)
 	if k <= 1 {
@@ -37,41 +39,44 @@ func For(k, n int, fn func(w, lo, hi int)) {
 		return
 	}
 	var wg sync.WaitGroup
-	for w := 0; w < k; w++ {
-		wg.Add(1)
-		go func(w int) {
+	wg.Add(k - 1)
+	for w := 1; w < k; w++ {
+		Go(func() {
 			defer wg.Done()
 			fn(w, b[w], b[w+1])
-		}(w)
+		})
 	}
+	fn(0, b[0], b[1])
 	wg.Wait()
 }
 
-// Tasks runs fn(i) for i in [0, n) on k goroutines that take tasks in order
-// from a shared counter, stopping early when ctx is cancelled. It returns
-// ctx.Err() if the context was cancelled before all tasks ran.
+// Tasks runs fn(i) for i in [0, n) on k workers (the calling goroutine and
+// the pool's, see Go) that take tasks in order from a shared counter,
+// stopping early when ctx is cancelled. It returns ctx.Err() if the
+// context was cancelled before all tasks ran.
 func Tasks(ctx context.Context, k, n int, fn func(worker, i int)) error {
-	var mu sync.Mutex
-	next := 0
-	var wg sync.WaitGroup
-	for w := 0; w < max(1, min(k, n)); w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= n {
-					return
-				}
-				fn(w, i)
+	var next atomic.Int64
+	work := func(w int) {
+		for ctx.Err() == nil {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
 			}
-		}(w)
+			fn(w, i)
+		}
 	}
+	k = max(1, min(k, n))
+	var wg sync.WaitGroup
+	wg.Add(k - 1)
+	for w := 1; w < k; w++ {
+		Go(func() {
+			defer wg.Done()
+			work(w)
+		})
+	}
+	work(0)
 	wg.Wait()
-	if next < n {
+	if int(next.Load()) < n {
 		return ctx.Err()
 	}
 	return nil

@@ -1,0 +1,76 @@
+package par
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The worker pool behind For, Tasks and Go. Parallel regions follow one
+// another closely (a partitioning run has hundreds, many under a tenth of
+// a millisecond; a training step runs a kernel region after another).
+// Starting goroutines for each region wakes parked OS threads, and on the
+// virtual machines measured a region's second goroutine then started
+// 30-55 µs late, as long as many regions themselves. Pool workers instead
+// spin for spinDelay after each task, as OpenBLAS's and OpenMP's threads
+// do, so a region that follows another starts on every core at once; then
+// they park. (No library in the Go ecosystem keeps goroutines spinning
+// between tasks: worker pools such as ants park them on a channel, which
+// is the wake-up this avoids.)
+var (
+	poolOnce sync.Once
+	tasks    chan func()
+	// idle counts the workers waiting for a task and not yet claimed:
+	// Go hands a task to the pool only after claiming one of them, so
+	// a queued task never waits behind running ones (a task that starts
+	// a region of its own and waits for it cannot deadlock the pool).
+	idle      atomic.Int64
+	spinDelay = 50 * time.Microsecond
+)
+
+func startPool() {
+	poolOnce.Do(func() {
+		n := max(runtime.GOMAXPROCS(0)-1, 1)
+		tasks = make(chan func(), n)
+		for range n {
+			go poolWorker()
+		}
+	})
+}
+
+func poolWorker() {
+	for {
+		idle.Add(1)
+		var task func()
+		deadline := time.Now().Add(spinDelay)
+		for task == nil && time.Now().Before(deadline) {
+			select {
+			case task = <-tasks:
+			default:
+				runtime.Gosched()
+			}
+		}
+		if task == nil {
+			task = <-tasks
+		}
+		task()
+	}
+}
+
+// Go runs task on another goroutine: a pool worker if one is idle (at
+// once if it is spinning), else a new goroutine.
+func Go(task func()) {
+	startPool()
+	for {
+		n := idle.Load()
+		if n <= 0 {
+			go task()
+			return
+		}
+		if idle.CompareAndSwap(n, n-1) {
+			tasks <- task
+			return
+		}
+	}
+}
