@@ -15,9 +15,14 @@ import (
 // 30-55 µs late, as long as many regions themselves. Pool workers instead
 // spin for spinDelay after each task, as OpenBLAS's and OpenMP's threads
 // do, so a region that follows another starts on every core at once; then
-// they park. (No library in the Go ecosystem keeps goroutines spinning
-// between tasks: worker pools such as ants park them on a channel, which
-// is the wake-up this avoids.)
+// they park. (The Go ecosystem's worker pools, ants for one, park idle
+// workers on a channel or a condition variable: the wake-up this avoids.)
+// Measured (AMD EPYC Zen 4 VM, 2 vCPUs): a two-way region of 20-200 µs a
+// side with 10-200 µs of serial work between regions took 31-55 µs longer
+// than its work with a goroutine a side, 1-6 µs longer with a spinning
+// worker; partitioning email-Enron and wave at K = 4 on two workers took
+// 3 and 2 % less time (medians of 40 runs alternated in one process; the
+// fastest run 9 and 2 % less).
 var (
 	poolOnce sync.Once
 	tasks    chan func()
