@@ -324,38 +324,44 @@ func runPairs(n, k, workers int, parts func(i int) (int32, int32), run func(w, i
 		}
 	}
 	left := n
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mu.Lock()
-			for {
-				for len(ready) == 0 && left > 0 {
-					cond.Wait()
-				}
-				if left == 0 {
-					mu.Unlock()
-					return
-				}
-				i := ready[0]
-				ready = ready[1:]
+	work := func(w int) {
+		mu.Lock()
+		for {
+			for len(ready) == 0 && left > 0 {
+				cond.Wait()
+			}
+			if left == 0 {
 				mu.Unlock()
-				run(w, int(i))
-				mu.Lock()
-				left--
-				for _, j := range next[2*i : 2*i+2] {
-					if j >= 0 {
-						if waits[j]--; waits[j] == 0 {
-							k := sort.Search(len(ready), func(x int) bool { return ready[x] > j })
-							ready = slices.Insert(ready, k, j)
-						}
+				return
+			}
+			i := ready[0]
+			ready = ready[1:]
+			mu.Unlock()
+			run(w, int(i))
+			mu.Lock()
+			left--
+			for _, j := range next[2*i : 2*i+2] {
+				if j >= 0 {
+					if waits[j]--; waits[j] == 0 {
+						k := sort.Search(len(ready), func(x int) bool { return ready[x] > j })
+						ready = slices.Insert(ready, k, j)
 					}
 				}
-				cond.Broadcast()
 			}
-		}()
+			cond.Broadcast()
+		}
 	}
+	// Worker 0 is the calling goroutine, the others the shared pool's
+	// (internal/par), which start at once when a worker is spinning.
+	var wg sync.WaitGroup
+	wg.Add(workers - 1)
+	for w := 1; w < workers; w++ {
+		par.Go(func() {
+			defer wg.Done()
+			work(w)
+		})
+	}
+	work(0)
 	wg.Wait()
 }
 
