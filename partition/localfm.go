@@ -353,16 +353,7 @@ func runPairs(n, k, workers int, parts func(i int) (int32, int32), run func(w, i
 	}
 	// Worker 0 is the calling goroutine, the others the shared pool's
 	// (internal/par), which start at once when a worker is spinning.
-	var wg sync.WaitGroup
-	wg.Add(workers - 1)
-	for w := 1; w < workers; w++ {
-		par.Go(func() {
-			defer wg.Done()
-			work(w)
-		})
-	}
-	work(0)
-	wg.Wait()
+	par.Each(workers, work)
 }
 
 // partOf reads u's part where a concurrent pair may be moving it.

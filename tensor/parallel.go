@@ -19,17 +19,8 @@ func parallel(n int, f func(w int)) (err error) {
 	if n <= 1 {
 		return protect(0, f)
 	}
-	var wg sync.WaitGroup
 	errs := make([]error, n)
-	wg.Add(n - 1)
-	for w := 1; w < n; w++ {
-		par.Go(func() {
-			defer wg.Done()
-			errs[w] = protect(w, f)
-		})
-	}
-	errs[0] = protect(0, f)
-	wg.Wait()
+	par.Each(n, func(w int) { errs[w] = protect(w, f) })
 	for _, e := range errs {
 		if e != nil {
 			return e

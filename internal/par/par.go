@@ -4,7 +4,6 @@ package par
 import (
 	"context"
 	"runtime"
-	"sync"
 	"sync/atomic"
 )
 
@@ -29,29 +28,19 @@ func Ranges(n, k int) []int {
 	return b
 }
 
-// For runs fn(w, lo, hi) for the w-th of k contiguous ranges of [0, n),
-// the first on the calling goroutine and the others on the pool's (see Go),
-// and waits for all of them. With k == 1 it runs inline.
+// For runs fn(w, lo, hi) for the w-th of k contiguous ranges of [0, n) at
+// once (see Each) and waits for all of them. With k == 1 it runs inline.
 func For(k, n int, fn func(w, lo, hi int)) {
 	b := Ranges(n, k)
 	if k <= 1 {
 		fn(0, 0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	wg.Add(k - 1)
-	for w := 1; w < k; w++ {
-		Go(func() {
-			defer wg.Done()
-			fn(w, b[w], b[w+1])
-		})
-	}
-	fn(0, b[0], b[1])
-	wg.Wait()
+	Each(k, func(w int) { fn(w, b[w], b[w+1]) })
 }
 
-// Tasks runs fn(i) for i in [0, n) on k workers (the calling goroutine and
-// the pool's, see Go) that take tasks in order from a shared counter,
+// Tasks runs fn(i) for i in [0, n) on k workers (see Each) that take tasks
+// in order from a shared counter,
 // stopping early when ctx is cancelled. It returns ctx.Err() if the
 // context was cancelled before all tasks ran.
 func Tasks(ctx context.Context, k, n int, fn func(worker, i int)) error {
@@ -65,17 +54,7 @@ func Tasks(ctx context.Context, k, n int, fn func(worker, i int)) error {
 			fn(w, i)
 		}
 	}
-	k = max(1, min(k, n))
-	var wg sync.WaitGroup
-	wg.Add(k - 1)
-	for w := 1; w < k; w++ {
-		Go(func() {
-			defer wg.Done()
-			work(w)
-		})
-	}
-	work(0)
-	wg.Wait()
+	Each(max(1, min(k, n)), work)
 	if int(next.Load()) < n {
 		return ctx.Err()
 	}

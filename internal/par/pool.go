@@ -79,3 +79,20 @@ func Go(task func()) {
 		}
 	}
 }
+
+// Each runs fn(0), …, fn(k-1) at once, fn(0) on the calling goroutine and
+// the others as Go does, and waits for all of them.
+func Each(k int, fn func(w int)) {
+	var wg sync.WaitGroup
+	wg.Add(max(k-1, 0))
+	for w := 1; w < k; w++ {
+		Go(func() {
+			defer wg.Done()
+			fn(w)
+		})
+	}
+	if k > 0 {
+		fn(0)
+	}
+	wg.Wait()
+}

@@ -73,3 +73,17 @@ func TestGoTakesAnIdleWorker(t *testing.T) {
 	}
 	close(hold)
 }
+
+// TestEachRunsEveryWorkerOnce checks Each for no, one and more workers
+// than the pool has.
+func TestEachRunsEveryWorkerOnce(t *testing.T) {
+	for _, k := range []int{0, 1, 2, 5} {
+		counts := make([]atomic.Int32, k)
+		Each(k, func(w int) { counts[w].Add(1) })
+		for w := range counts {
+			if c := counts[w].Load(); c != 1 {
+				t.Errorf("Each(%d): worker %d ran %d times", k, w, c)
+			}
+		}
+	}
+}
