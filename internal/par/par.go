@@ -40,9 +40,8 @@ func For(k, n int, fn func(w, lo, hi int)) {
 }
 
 // Tasks runs fn(i) for i in [0, n) on k workers (see Each) that take tasks
-// in order from a shared counter,
-// stopping early when ctx is cancelled. It returns ctx.Err() if the
-// context was cancelled before all tasks ran.
+// in order from a shared counter, stopping early when ctx is cancelled. It
+// returns ctx.Err() if the context was cancelled before all tasks ran.
 func Tasks(ctx context.Context, k, n int, fn func(worker, i int)) error {
 	var next atomic.Int64
 	work := func(w int) {

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// The worker pool behind For, Tasks and Go. Parallel regions follow one
+// The worker pool behind Go and Each (so For, Tasks and Run, and the
+// tensor kernels' parallel regions). Parallel regions follow one
 // another closely (a partitioning run has hundreds, many under a tenth of
 // a millisecond; a training step runs a kernel region after another).
 // Starting goroutines for each region wakes parked OS threads, and on the
