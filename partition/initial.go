@@ -582,7 +582,10 @@ func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, w
 }
 
 // split returns the subgraphs induced by the two sides, with the original
-// ids of their vertices, in arrays from ar.
+// ids of their vertices, in arrays from ar. Whether a neighbour lies on
+// the vertex's side is counted and kept through arithmetic, not a branch
+// (every entry is written, and the next one overwrites it unless it was
+// on the side), as in acrossWeight.
 func split(l *level, ncon int, side []int8, ids []int32, ar *arena.Arena) (subs [2]*level, subIDs [2][]int32) {
 	local := arena.Make[int32](ar, l.n)
 	var cnt [2]int
@@ -590,31 +593,46 @@ func split(l *level, ncon int, side []int8, ids []int32, ar *arena.Arena) (subs 
 	for v, s := range side {
 		local[v] = int32(cnt[s])
 		cnt[s]++
-		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-			if side[l.adj[j]] == s {
-				ent[s]++
-			}
+		same := int64(0)
+		for _, u := range l.adj[l.xadj[v]:l.xadj[v+1]] {
+			same += int64(1 ^ side[u] ^ s) // sides are 0 and 1
 		}
+		ent[s] += same
 	}
+	var adj, ew [2][]int32
 	for s := 0; s < 2; s++ {
-		// Filled by appends within these capacities.
-		subs[s] = &level{n: cnt[s], xadj: arena.Make[int64](ar, cnt[s]+1)[:1], vw: arena.Make[int32](ar, cnt[s]*ncon)[:0],
-			adj: arena.Make[int32](ar, int(ent[s]))[:0], ew: arena.Make[int32](ar, int(ent[s]))[:0]}
-		subIDs[s] = arena.Make[int32](ar, cnt[s])[:0]
+		// One entry of slack: an edge across, last in the list, is
+		// written past the side's entries.
+		adj[s] = arena.Make[int32](ar, int(ent[s])+1)
+		ew[s] = arena.Make[int32](ar, int(ent[s])+1)
+		subs[s] = &level{n: cnt[s], xadj: arena.Make[int64](ar, cnt[s]+1), vw: arena.Make[int32](ar, cnt[s]*ncon)}
+		subIDs[s] = arena.Make[int32](ar, cnt[s])
 	}
+	var pos [2]int64
 	for v := 0; v < l.n; v++ {
 		s := side[v]
-		sl := subs[s]
-		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-			u := l.adj[j]
-			if side[u] == s {
-				sl.adj = append(sl.adj, local[u])
-				sl.ew = append(sl.ew, l.ewAt(j))
+		a, e, p := adj[s], ew[s], pos[s]
+		lo, hi := l.xadj[v], l.xadj[v+1]
+		if l.ew == nil {
+			for _, u := range l.adj[lo:hi] {
+				a[p], e[p] = local[u], 1
+				p += int64(1 ^ side[u] ^ s)
+			}
+		} else {
+			w := l.ew[lo:hi]
+			for j, u := range l.adj[lo:hi] {
+				a[p], e[p] = local[u], w[j]
+				p += int64(1 ^ side[u] ^ s)
 			}
 		}
-		sl.xadj = append(sl.xadj, int64(len(sl.adj)))
-		sl.vw = append(sl.vw, l.vw[v*ncon:(v+1)*ncon]...)
-		subIDs[s] = append(subIDs[s], ids[v])
+		pos[s] = p
+		sl, lv := subs[s], int(local[v])
+		sl.xadj[lv+1] = p
+		copy(sl.vw[lv*ncon:(lv+1)*ncon], l.vw[v*ncon:(v+1)*ncon])
+		subIDs[s][lv] = ids[v]
+	}
+	for s := 0; s < 2; s++ {
+		subs[s].adj, subs[s].ew = adj[s][:ent[s]], ew[s][:ent[s]]
 	}
 	return
 }
