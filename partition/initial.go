@@ -89,34 +89,55 @@ func (q *pq) swap(i, j int) {
 	q.pos[q.heap[j]] = int32(j)
 }
 
+// up and down move the entry at i towards the root or the leaves, as
+// repeated swaps with its parent or larger child would, but shifting the
+// entries it passes into the hole and writing it once at its place, with
+// the arrays in locals (stores through q's slices made the compiler reload
+// their headers at every step). Same heap as the swaps; up and down took
+// 7.0-7.7 % of the CPU time partitioning email-Enron at K = 64 with swaps,
+// 5.3 % so.
 func (q *pq) up(i int) {
+	heap, hkey, pos := q.heap, q.hkey, q.pos
+	v, k := heap[i], hkey[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if q.hkey[p] >= q.hkey[i] {
-			return
+		kp := hkey[p]
+		if kp >= k {
+			break
 		}
-		q.swap(i, p)
+		u := heap[p]
+		heap[i], hkey[i] = u, kp
+		pos[u] = int32(i)
 		i = p
 	}
+	heap[i], hkey[i] = v, k
+	pos[v] = int32(i)
 }
 
 func (q *pq) down(i int) {
-	n := len(q.heap)
+	heap, hkey, pos := q.heap, q.hkey, q.pos
+	n := len(heap)
+	hkey = hkey[:n]
+	v, k := heap[i], hkey[i]
 	for {
 		l := 2*i + 1
 		if l >= n {
-			return
+			break
 		}
-		m := l
-		if r := l + 1; r < n && q.hkey[r] > q.hkey[l] {
-			m = r
+		m, km := l, hkey[l]
+		if r := l + 1; r < n && hkey[r] > km {
+			m, km = r, hkey[r]
 		}
-		if q.hkey[i] >= q.hkey[m] {
-			return
+		if k >= km {
+			break
 		}
-		q.swap(i, m)
+		u := heap[m]
+		heap[i], hkey[i] = u, km
+		pos[u] = int32(i)
 		i = m
 	}
+	heap[i], hkey[i] = v, k
+	pos[v] = int32(i)
 }
 
 // bisector holds the state of one 2-way partitioning of a level.
