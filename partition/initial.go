@@ -299,13 +299,26 @@ func (b *bisector) grow(r *rng.Rand, q *pq, deg []int64, skipped []bool) {
 			continue
 		}
 		b.move(v, 0)
-		for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
-			u := l.adj[j]
-			if b.side[u] != 1 {
+		// The slices in locals: the queue's stores would otherwise make
+		// the compiler reload their headers (and the list's end) at
+		// every entry.
+		lo, hi := l.xadj[v], l.xadj[v+1]
+		side, ext := b.side, b.ext
+		var ew []int32
+		if l.ew != nil {
+			ew = l.ew[lo:hi]
+		}
+		for j, u := range l.adj[lo:hi] {
+			if side[u] != 1 {
 				continue
 			}
-			b.ext[u] += int64(l.ewAt(j))
-			g := 2*b.ext[u] - deg[u]
+			w := int64(1)
+			if ew != nil {
+				w = int64(ew[j])
+			}
+			e := ext[u] + w
+			ext[u] = e
+			g := 2*e - deg[u]
 			if q.has(u) {
 				q.update(u, g)
 			} else {
