@@ -619,7 +619,9 @@ func bisectCore(l *level, ncon int, frac, tol float64, tries int, seed uint64, w
 // ids of their vertices, in arrays from ar. Whether a neighbour lies on
 // the vertex's side is counted and kept through arithmetic, not a branch
 // (every entry is written, and the next one overwrites it unless it was
-// on the side), as in acrossWeight.
+// on the side), as in acrossWeight: split's share of the CPU time
+// partitioning email-Enron at K = 64 fell from 4.5 % to 2.0 % (wave's from
+// 0.75 % to 0.49 %); same subgraphs.
 func split(l *level, ncon int, side []int8, ids []int32, ar *arena.Arena) (subs [2]*level, subIDs [2][]int32) {
 	local := arena.Make[int32](ar, l.n)
 	var cnt [2]int
