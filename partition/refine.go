@@ -159,9 +159,7 @@ func (rf *refiner) shiftWeight(v, from, to int32) {
 // move moves v to part to, where it has connTo weight of edges.
 func (rf *refiner) move(v, to int32, connTo int64) {
 	l := rf.l
-	from := rf.where[v]
-	rf.where[v] = to
-	rf.shiftWeight(v, from, to)
+	from := rf.assign(v, to)
 	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
 		u := l.adj[j]
 		w := l.ewAt(j)
@@ -174,7 +172,21 @@ func (rf *refiner) move(v, to int32, connTo int64) {
 			rf.ed[u] -= w
 		}
 	}
-	// v's edges into from become cut, those into to no longer are.
+	rf.ownDegrees(v, connTo)
+}
+
+// assign puts v in part to, moving its weights there, and returns the part
+// it left: the start of move and moveSettle.
+func (rf *refiner) assign(v, to int32) int32 {
+	from := rf.where[v]
+	rf.where[v] = to
+	rf.shiftWeight(v, from, to)
+	return from
+}
+
+// ownDegrees ends move and moveSettle: v's edges into the part it left
+// become cut, those into its new part (connTo of weight) no longer are.
+func (rf *refiner) ownDegrees(v int32, connTo int64) {
 	rf.cutW += int64(rf.id[v]) - connTo
 	deg := rf.id[v] + rf.ed[v]
 	rf.id[v] = int32(connTo)
@@ -193,9 +205,7 @@ func (rf *refiner) move(v, to int32, connTo int64) {
 // none of the gain, hence a loop of its own.
 func (rf *refiner) moveSettle(v, to int32, connTo int64, settled []int32) {
 	l := rf.l
-	from := rf.where[v]
-	rf.where[v] = to
-	rf.shiftWeight(v, from, to)
+	from := rf.assign(v, to)
 	for j := l.xadj[v]; j < l.xadj[v+1]; j++ {
 		u := l.adj[j]
 		w := l.ewAt(j)
@@ -214,10 +224,7 @@ func (rf *refiner) moveSettle(v, to int32, connTo int64, settled []int32) {
 			settled[u] = int32(max(0, int64(s)-lower))
 		}
 	}
-	rf.cutW += int64(rf.id[v]) - connTo
-	deg := rf.id[v] + rf.ed[v]
-	rf.id[v] = int32(connTo)
-	rf.ed[v] = deg - int32(connTo)
+	rf.ownDegrees(v, connTo)
 }
 
 // greedy runs up to passes passes of greedy boundary refinement. A pass

@@ -31,9 +31,12 @@ var (
 	// Go hands a task to the pool only after claiming one of them, so
 	// a queued task never waits behind running ones (a task that starts
 	// a region of its own and waits for it cannot deadlock the pool).
-	idle      atomic.Int64
-	spinDelay = 50 * time.Microsecond
+	idle atomic.Int64
 )
+
+// spinDelay is how long a pool worker spins for a task before parking.
+// (200 µs and 1 ms were measured too: partitioning was no faster.)
+const spinDelay = 50 * time.Microsecond
 
 func startPool() {
 	poolOnce.Do(func() {
