@@ -1227,23 +1227,60 @@ func (j *gemmJob) packABlock(ic, mb, pc, kb int) {
 	if full < nTiles {
 		clear(dst[full*stride:])
 	}
-	for p := 0; p < kb; {
-		g := 1
-		var src []float32
-		if j.parts == nil {
-			// Rows of A in place: packGroup depths at a time.
-			g = min(packGroup, kb-p)
-			src = j.a[(pc+p)*j.csA+ic:]
-		} else {
-			src = j.aRow(pc+p, ic, mb)
+	for p := 0; p < kb; p += packGroup {
+		// Rows of A in place: packGroup depths at a time.
+		g := min(packGroup, kb-p)
+		if j.parts != nil {
+			j.packPartsGroup(dst, ic, mb, pc+p, p, g, stride)
+			continue
 		}
+		src := j.a[(pc+p)*j.csA+ic:]
 		packTiles(dst[p*mr:], src, j.csA, mr, g, full, stride)
 		packTail(dst, full*stride+p*mr, src, j.csA, mr, g, full*mr, mb)
-		p += g
 	}
 	for t := 0; t < nTiles; t++ {
 		j.apRows = append(j.apRows, ic+t*mr)
 	}
+}
+
+// packPartsGroup is packABlock's step for an op(A) in parts: depths
+// [d, d+g) of rows [ic, ic+mb), stored from depth p of each tile. The runs
+// of whole tiles inside one part are packed from the part in place, g
+// depths at a time as for a plain A; only a tile that spans two parts, or
+// the last, partial one, is gathered depth by depth (aRow). (Gathering
+// every depth's row first, then packing it alone, spent 3 % of a GraphSAGE
+// training step's CPU time in copies of a few hundred bytes: AMD EPYC Zen 5.)
+func (j *gemmJob) packPartsGroup(dst []float32, ic, mb, d, p, g, stride int) {
+	mr := j.mk.mr
+	nTiles := (mb + mr - 1) / mr
+	for t := 0; t < nTiles; {
+		i := ic + t*mr
+		rows := min(mr, ic+mb-i)
+		if rows == mr {
+			if pt, li := j.partAt(i); li+mr <= pt.cols {
+				run := min((pt.cols-li)/mr, (ic+mb-i)/mr)
+				packTiles(dst[t*stride+p*mr:], pt.a[d*pt.ld+li:], pt.ld, mr, g, run, stride)
+				t += run
+				continue
+			}
+		}
+		for q := 0; q < g; q++ {
+			copy(dst[t*stride+(p+q)*mr:][:rows], j.aRow(d+q, i, rows))
+		}
+		t++
+	}
+}
+
+// partAt returns the part holding op(A) row i and i's column within it
+// (i must be within the parts).
+func (j *gemmJob) partAt(i int) (aPart, int) {
+	for _, pt := range j.parts {
+		if i < pt.cols {
+			return pt, i
+		}
+		i -= pt.cols
+	}
+	panic("tensor: row outside the parts")
 }
 
 // packTilesGeneric copies, for t < tiles and q < rows, the w floats at
