@@ -73,11 +73,14 @@ headDot_done:
 	VZEROUPPER
 	RET
 
-// func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+// func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32)
 // o[0:8m] += w[e*wstep] * x[idx[e]*ldx : +8m] for e < n, in order (ldx and
-// wstep in bytes; wstep 0 repeats w[0]); each edge prefetches the row of
-// idx[e+4] while e+4 < lim (the indices readable from idx).
-TEXT ·spmmRowAVX2(SB), NOSPLIT, $0-72
+// wstep in bytes; wstep 0 repeats w[0]), and, when tail is not nil, the
+// same for the up to 7 values after them whose lanes of the 8 int32s at
+// tail are negative (VMASKMOVPS: masked-off lanes are neither read nor
+// written); each edge prefetches the row of idx[e+4] (its 8m values, and
+// the tail's) while e+4 < lim (the indices readable from idx).
+TEXT ·spmmRowAVX2(SB), NOSPLIT, $0-80
 	MOVQ n+0(FP), CX
 	MOVQ m+8(FP), R8
 	MOVQ x+16(FP), SI
@@ -87,6 +90,13 @@ TEXT ·spmmRowAVX2(SB), NOSPLIT, $0-72
 	MOVQ wstep+48(FP), R12
 	MOVQ o+56(FP), DI
 	MOVQ lim+64(FP), R13
+	MOVQ tail+72(FP), R14
+	MOVQ R8, R15 // vectors to prefetch: 8m values, one more for the tail
+	TESTQ R14, R14
+	JZ spmm_start
+	VMOVDQU (R14), Y5
+	INCQ R15
+spmm_start:
 	TESTQ CX, CX
 	JLE spmm_done
 spmm_edge:
@@ -97,7 +107,7 @@ spmm_edge:
 	MOVLQSX 16(R10), AX
 	IMULQ R9, AX
 	ADDQ SI, AX
-	MOVQ R8, DX
+	MOVQ R15, DX
 spmm_pf:
 	PREFETCHT0 (AX)
 	ADDQ $64, AX
@@ -109,6 +119,8 @@ spmm_row:
 	ADDQ SI, AX
 	MOVQ DI, BX
 	MOVQ R8, DX
+	TESTQ DX, DX
+	JZ spmm_tail
 spmm_vec:
 	VMOVUPS (BX), Y1
 	VFMADD231PS (AX), Y0, Y1
@@ -117,6 +129,14 @@ spmm_vec:
 	ADDQ $32, BX
 	DECQ DX
 	JNZ spmm_vec
+spmm_tail:
+	TESTQ R14, R14
+	JZ spmm_next
+	VMASKMOVPS (BX), Y5, Y1
+	VMASKMOVPS (AX), Y5, Y2
+	VFMADD231PS Y2, Y0, Y1
+	VMASKMOVPS Y1, Y5, (BX)
+spmm_next:
 	ADDQ $4, R10
 	DECQ R13
 	DECQ CX

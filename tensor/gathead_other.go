@@ -8,7 +8,7 @@ func headDotAVX2(n, m int, x, y, out, pf *float32) { panic("tensor: no head kern
 
 func headKernels() bool { return false }
 
-func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int) {
+func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32) {
 	panic("tensor: no row kernels")
 }
 
