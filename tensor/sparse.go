@@ -309,7 +309,7 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 // It gathers over the transpose (g.T()), so every source row is written by
 // one goroutine: no locks and no races.
 func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
-	return aggregateGrad("AggregateGrad", dx, g, dy, mode, true)
+	return aggregateGrad("AggregateGrad", dx, g, dy, mode, dx.Rows)
 }
 
 // AggregateGradSet is AggregateGrad that sets dx to the gradient instead
@@ -317,10 +317,20 @@ func AggregateGrad(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
 // gathered, while it is in cache): for a gradient not yet written, it
 // saves zero-filling dx in a separate pass.
 func AggregateGradSet(dx Matrix, g *CSR, dy Matrix, mode Reduce) error {
-	return aggregateGrad("AggregateGradSet", dx, g, dy, mode, false)
+	return aggregateGrad("AggregateGradSet", dx, g, dy, mode, 0)
 }
 
-func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, acc bool) error {
+// AggregateGradSetFrom adds the gradient to dx's rows before from, as
+// AggregateGrad does, and sets the rest, as AggregateGradSet does: for a
+// gradient whose first rows alone were written (by a layer's backward
+// through its destinations' rows).
+func AggregateGradSetFrom(dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) error {
+	return aggregateGrad("AggregateGradSetFrom", dx, g, dy, mode, from)
+}
+
+// aggregateGrad adds the gradient to rows s < from of dx and sets the
+// others.
+func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) error {
 	if err := checkAgg(op, g, dx, dy, mode); err != nil {
 		return err
 	}
@@ -339,7 +349,7 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, acc boo
 		return parallelFor(g.NumSrc, 64, func(lo, hi int) {
 			for s := lo; s < hi; s++ {
 				o := dx.Row(s)
-				if !acc {
+				if s >= from {
 					clear(o)
 				}
 				q0, q1 := t.Indptr[s], t.Indptr[s+1]
@@ -356,7 +366,7 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, acc boo
 	return parallelFor(g.NumSrc, 64, func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			o := dx.Row(s)
-			if !acc {
+			if s >= from {
 				clear(o)
 			}
 			for q := t.Indptr[s]; q < t.Indptr[s+1]; q++ {

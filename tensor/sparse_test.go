@@ -264,3 +264,35 @@ func TestSparseParallelDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateGradSetFrom checks that the gradient is added to the rows
+// before from and set in the others, bitwise as AggregateGrad and
+// AggregateGradSet give them, with every kernel set and row widths on and
+// off the row kernel's vectors.
+func TestAggregateGradSetFrom(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		g := randomCSR(rng, 40, 30, 6)
+		for _, cols := range []int{3, 16} {
+			dy := randMatrix(rng, g.NumDst(), cols)
+			for _, from := range []int{0, 11, g.NumSrc} {
+				start := randMatrix(rng, g.NumSrc, cols)
+				got := start.Clone()
+				if err := AggregateGradSetFrom(got, g, dy, Mean, from); err != nil {
+					t.Fatal(err)
+				}
+				added, set := start.Clone(), New(g.NumSrc, cols)
+				if err := AggregateGrad(added, g, dy, Mean); err != nil {
+					t.Fatal(err)
+				}
+				if err := AggregateGradSet(set, g, dy, Mean); err != nil {
+					t.Fatal(err)
+				}
+				want := New(g.NumSrc, cols)
+				copy(want.Data, added.Data[:from*cols])
+				copy(want.Data[from*cols:], set.Data[from*cols:])
+				bitwise(t, fmt.Sprintf("cols %d from %d", cols, from), got, want)
+			}
+		}
+	})
+}

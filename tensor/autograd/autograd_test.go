@@ -117,6 +117,11 @@ func gradCases() []gradCase {
 			agg := t.Aggregate(g, h, tensor.Mean)
 			return t.Dense(5, []Term{{X: agg, W: in[1]}, {X: h, W: in[2]}}, in[3], ActReLU)
 		}},
+		{"DensePartialThenRows", []tensor.Matrix{randM(rng, 7, 3), randM(rng, 4, 3)}, func(t *Tape, in []*Var) *Var {
+			h := t.Scale(in[0], 1.5)
+			r := t.Rows(h, 2, 7) // backward after Dense's, which writes h's first 5 rows alone
+			return t.ConcatCols(t.Dense(5, []Term{{X: h, W: in[1]}}, nil, NoActivation), r)
+		}},
 		{"DenseIdentityTerm", []tensor.Matrix{randM(rng, 7, 4), randM(rng, 7, 3), randM(rng, 4, 3), randM(rng, 1, 4)}, func(t *Tape, in []*Var) *Var {
 			neigh := t.Aggregate(g, in[0], tensor.Sum)
 			return t.Dense(5, []Term{{X: in[1], W: in[2]}, {X: neigh}}, in[3], NoActivation)

@@ -193,7 +193,9 @@ func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop
 			}
 			if err := intoSet(tm.X, func(dx tensor.Matrix, acc bool) error {
 				if !acc && rows < dx.Rows {
-					clear(dx.Data[rows*dx.Cols:]) // rows past the output get no gradient here
+					// Rows past the output get no gradient here: left
+					// for the next contribution to set (Var.partial).
+					tm.X.partial = rows + 1
 				}
 				dx = dx.RowSlice(0, rows)
 				if tm.W == nil {

@@ -23,6 +23,25 @@ func intoSet(v *Var, f func(dv tensor.Matrix, acc bool) error) error {
 	return f(v.gradSet())
 }
 
+// intoRows is intoSet for an f that adds to dv's rows before from and sets
+// the rest (from is 0 or all rows, or past a partial gradient's written
+// rows: see Var.partial).
+func intoRows(v *Var, f func(dv tensor.Matrix, from int) error) error {
+	if !v.requiresGrad {
+		return nil
+	}
+	if v.hasGrad() && v.partial > 0 {
+		from := v.partial - 1
+		v.partial = 0
+		return f(v.Grad, from)
+	}
+	dv, acc := v.gradSet()
+	if acc {
+		return f(dv, dv.Rows)
+	}
+	return f(dv, 0)
+}
+
 // addOrCopy sets dst = src, or adds src to dst with acc.
 func addOrCopy(dst, src tensor.Matrix, acc bool) error {
 	if acc {
@@ -431,11 +450,8 @@ func (t *Tape) Aggregate(g *tensor.CSR, x *Var, mode tensor.Reduce) *Var {
 		g.T() // build the transpose now, on the tape's goroutine
 	}
 	return t.record(name, out, func(gy tensor.Matrix) error {
-		return intoSet(x, func(dx tensor.Matrix, acc bool) error {
-			if acc {
-				return tensor.AggregateGrad(dx, g, gy, mode)
-			}
-			return tensor.AggregateGradSet(dx, g, gy, mode)
+		return intoRows(x, func(dx tensor.Matrix, from int) error {
+			return tensor.AggregateGradSetFrom(dx, g, gy, mode, from)
 		})
 	}, x)
 }
