@@ -85,10 +85,10 @@ type Var struct {
 	// gathers each), or cleared by settle before anything else reads Grad:
 	// not clearing them up front saves a pass over most of the matrix
 	// (11 MB a step of GraphSAGE's [25,10] minibatches).
-	partial      int
-	owned        bool              // a constant the tape's ops may overwrite (ConstOwned)
-	op           bool              // the output of an op (not a leaf)
-	ws           *tensor.Workspace // where an op output's gradient is allocated (nil: tensor.New)
+	partial int
+	owned   bool              // a constant the tape's ops may overwrite (ConstOwned)
+	op      bool              // the output of an op (not a leaf)
+	ws      *tensor.Workspace // where an op output's gradient is allocated (nil: tensor.New)
 }
 
 // NewParam returns a trainable parameter holding value: it requires a
