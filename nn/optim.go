@@ -99,25 +99,39 @@ func (a *Adam) Step(params []*autograd.Var) {
 		s.t++
 		bc1 := 1 - math.Pow(b1, float64(s.t))
 		bc2 := 1 - math.Pow(b2, float64(s.t))
-		step := float32(lr / bc1)
 		wd := a.cfg.decay(p)
-		w, g := p.Value.Data, p.Grad.Data
+		w := p.Value.Data
 		fb1, fb2 := float32(b1), float32(b2)
-		isb2 := float32(1 / math.Sqrt(bc2))
-		feps := float32(eps)
-		for i := range w {
-			gi := g[i]
-			if wd != 0 {
-				if a.decoupled {
-					w[i] -= float32(lr*wd) * w[i]
-				} else {
-					gi += float32(wd) * w[i]
-				}
+		k := adamCoef{b1: fb1, c1: 1 - fb1, b2: fb2, c2: 1 - fb2, step: float32(lr / bc1),
+			isb2: float32(1 / math.Sqrt(bc2)), eps: float32(eps), wd: float32(wd)}
+		if wd != 0 && a.decoupled {
+			f := float32(lr * wd)
+			for i := range w {
+				w[i] -= f * w[i]
 			}
-			s.m[i] = fb1*s.m[i] + (1-fb1)*gi
-			s.v[i] = fb2*s.v[i] + (1-fb2)*gi*gi
-			w[i] -= step * s.m[i] / (float32(math.Sqrt(float64(s.v[i])))*isb2 + feps)
 		}
+		adamUpdate(w, p.Grad.Data, s.m, s.v, &k, wd != 0 && !a.decoupled)
+	}
+}
+
+// adamCoef are the constants of one parameter's Adam step, laid out as
+// adamAVX2 reads them: m = b1·m + c1·g and v = b2·v + c2·g·g (c = 1 - b),
+// w -= step·m / (√v·isb2 + eps), with wd·w added to g first for L2 decay.
+type adamCoef struct{ b1, c1, b2, c2, step, isb2, eps, wd float32 }
+
+// adamGeneric is the Adam step of w, its moments m and v, from gradient
+// g, one element at a time, each operation rounded to float32 in turn
+// (adamAVX2 does the same operations in the same order, eight at a time).
+func adamGeneric(w, g, m, v []float32, k *adamCoef, l2 bool) {
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	for i := range w {
+		gi := g[i]
+		if l2 {
+			gi += k.wd * w[i]
+		}
+		m[i] = k.b1*m[i] + k.c1*gi
+		v[i] = k.b2*v[i] + k.c2*gi*gi
+		w[i] -= k.step * m[i] / (float32(math.Sqrt(float64(v[i])))*k.isb2 + k.eps)
 	}
 }
 

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/graphmill/graphmill/tensor"
@@ -123,5 +124,32 @@ func TestParamNames(t *testing.T) {
 	}
 	if r, c := ps[7].Shape(); r != 1 || c != 2 {
 		t.Fatalf("output bias is %dx%d, want 1x2 (heads averaged)", r, c)
+	}
+}
+
+// TestAdamKernelBitwise checks that the vectorised Adam step gives bitwise
+// the element-by-element one, with and without L2 decay, on lengths with
+// and without a tail, with zero gradients and tiny second moments.
+func TestAdamKernelBitwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 8, 13, 64, 1000} {
+		for _, l2 := range []bool{false, true} {
+			w, g, m, v := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range w {
+				w[i], g[i], m[i], v[i] = r.Float32()-0.5, r.Float32()-0.5, r.Float32()*0.1, r.Float32()*1e-3
+				if i%5 == 0 {
+					g[i], v[i] = 0, 1e-40
+				}
+			}
+			k := adamCoef{b1: 0.9, c1: 1 - float32(0.9), b2: 0.999, c2: 1 - float32(0.999), step: 0.01 / 0.19, isb2: 1 / 0.0447, eps: 1e-8, wd: 5e-4}
+			w2, m2, v2 := append([]float32(nil), w...), append([]float32(nil), m...), append([]float32(nil), v...)
+			adamUpdate(w, g, m, v, &k, l2)
+			adamGeneric(w2, g, m2, v2, &k, l2)
+			for i := range w {
+				if math.Float32bits(w[i]) != math.Float32bits(w2[i]) || math.Float32bits(m[i]) != math.Float32bits(m2[i]) || math.Float32bits(v[i]) != math.Float32bits(v2[i]) {
+					t.Fatalf("n %d l2 %v [%d]: w m v %v %v %v, want %v %v %v", n, l2, i, w[i], m[i], v[i], w2[i], m2[i], v2[i])
+				}
+			}
+		}
 	}
 }
