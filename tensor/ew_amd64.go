@@ -67,3 +67,24 @@ func dropoutVec(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 		dropoutGeneric(d[n:len(s)], s[n:], lanes[n:], thr, keep)
 	}
 }
+
+// dropoutAVX512 is dropoutAVX2 for i < n&^31 with sixteen elements a
+// vector: on cores with full-width AVX-512 units it applies a mask in
+// half the instructions (the input dropout of a GraphSAGE step, 5.3M
+// values, spent 3.6 % of the step's CPU time in dropoutAVX2 on AMD EPYC
+// Zen 5).
+//
+//go:noescape
+func dropoutAVX512(n int, d, s *float32, lanes *uint16, thrm1 int32, keep float32)
+
+// dropoutVec512 is dropoutVec with AVX-512 for the bulk.
+func dropoutVec512(d, s []float32, lanes []uint16, thr uint64, keep float32) {
+	n := len(s) &^ 31
+	if n > 0 {
+		_, _ = d[n-1], lanes[n-1]
+		dropoutAVX512(n, &d[0], &s[0], &lanes[0], int32(thr)-1, keep)
+	}
+	if n < len(s) {
+		dropoutVec(d[n:len(s)], s[n:], lanes[n:], thr, keep)
+	}
+}

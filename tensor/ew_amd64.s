@@ -109,3 +109,37 @@ dropout_loop:
 dropout_done:
 	VZEROUPPER
 	RET
+
+// func dropoutAVX512(n int, d, s *float32, lanes *uint16, thrm1 int32, keep float32)
+// dropoutAVX2 for i < n&^31, sixteen elements a vector: the factor (keep
+// where lanes[i] > thrm1, else +0) is made under a mask register and
+// multiplies s[i], as dropoutAVX2's does.
+TEXT ·dropoutAVX512(SB), NOSPLIT, $0-40
+	MOVQ n+0(FP), CX
+	MOVQ d+8(FP), DI
+	MOVQ s+16(FP), SI
+	MOVQ lanes+24(FP), DX
+	MOVL thrm1+32(FP), AX
+	VPBROADCASTD AX, Z14
+	VBROADCASTSS keep+36(FP), Z13
+	SHRQ $5, CX
+	JZ dropout512_done
+dropout512_loop:
+	VPMOVZXWD (DX), Z0
+	VPMOVZXWD 32(DX), Z1
+	VPCMPGTD Z14, Z0, K1
+	VPCMPGTD Z14, Z1, K2
+	VMOVAPS.Z Z13, K1, Z2
+	VMOVAPS.Z Z13, K2, Z3
+	VMULPS (SI), Z2, Z2
+	VMULPS 64(SI), Z3, Z3
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, 64(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	ADDQ $64, DX
+	DECQ CX
+	JNZ dropout512_loop
+dropout512_done:
+	VZEROUPPER
+	RET
