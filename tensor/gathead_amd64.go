@@ -21,17 +21,19 @@ func headKernels() bool { return hasAVX2 && ks().name != "generic" }
 // spmmRowAVX2 sets o[0:8m] += w[e*wstep]·x[idx[e]*ldx:][:8m] for e < n in
 // order (ldx and wstep in bytes), and the same for the values after them
 // in the lanes of tail (when not nil) that are negative, prefetching the
-// row idx[e+4] while e+4 < lim.
+// row idx[e+4] while e+4 < lim; then, when scale is not nil, multiplies
+// the row by *scale.
 //
 //go:noescape
-func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32)
+func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32, scale *float32)
 
 // prefetch asks for the cache line at p.
 //
 //go:noescape
 func prefetch(p *float32)
 
-// spmmRow16AVX2 is spmmRowAVX2 for m = 2, the output row in registers.
+// spmmRow16AVX2 is spmmRowAVX2 for m = 2 (no tail), the output row in
+// registers.
 //
 //go:noescape
-func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, scale *float32)

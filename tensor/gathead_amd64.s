@@ -73,14 +73,16 @@ headDot_done:
 	VZEROUPPER
 	RET
 
-// func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32)
+// func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32, scale *float32)
 // o[0:8m] += w[e*wstep] * x[idx[e]*ldx : +8m] for e < n, in order (ldx and
 // wstep in bytes; wstep 0 repeats w[0]), and, when tail is not nil, the
 // same for the up to 7 values after them whose lanes of the 8 int32s at
 // tail are negative (VMASKMOVPS: masked-off lanes are neither read nor
 // written); each edge prefetches the row of idx[e+4] (its 8m values, and
-// the tail's) while e+4 < lim (the indices readable from idx).
-TEXT ·spmmRowAVX2(SB), NOSPLIT, $0-80
+// the tail's) while e+4 < lim (the indices readable from idx). Then, when
+// scale is not nil and n > 0, the row is multiplied by *scale (a mean's
+// 1/n).
+TEXT ·spmmRowAVX2(SB), NOSPLIT, $0-88
 	MOVQ n+0(FP), CX
 	MOVQ m+8(FP), R8
 	MOVQ x+16(FP), SI
@@ -141,6 +143,26 @@ spmm_next:
 	DECQ R13
 	DECQ CX
 	JNZ spmm_edge
+	MOVQ scale+80(FP), AX
+	TESTQ AX, AX
+	JZ spmm_done
+	VBROADCASTSS (AX), Y0
+	MOVQ DI, BX
+	MOVQ R8, DX
+	TESTQ DX, DX
+	JZ spmm_scale_tail
+spmm_scale_vec:
+	VMULPS (BX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	ADDQ $32, BX
+	DECQ DX
+	JNZ spmm_scale_vec
+spmm_scale_tail:
+	TESTQ R14, R14
+	JZ spmm_done
+	VMASKMOVPS (BX), Y5, Y1
+	VMULPS Y1, Y0, Y1
+	VMASKMOVPS Y1, Y5, (BX)
 spmm_done:
 	VZEROUPPER
 	RET
@@ -151,11 +173,11 @@ TEXT ·prefetch(SB), NOSPLIT, $0-8
 	PREFETCHT0 (AX)
 	RET
 
-// func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int)
+// func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, scale *float32)
 // spmmRowAVX2 for rows of 16 values (m = 2), the output row held in two
 // registers across the edges: the same fused multiply-adds in the same
 // order, without a store and reload per edge.
-TEXT ·spmmRow16AVX2(SB), NOSPLIT, $0-64
+TEXT ·spmmRow16AVX2(SB), NOSPLIT, $0-72
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 	MOVQ ldx+16(FP), R9
@@ -185,6 +207,13 @@ spmm16_row:
 	DECQ R13
 	DECQ CX
 	JNZ spmm16_edge
+	MOVQ scale+64(FP), AX
+	TESTQ AX, AX
+	JZ spmm16_store
+	VBROADCASTSS (AX), Y0
+	VMULPS Y1, Y0, Y1
+	VMULPS Y2, Y0, Y2
+spmm16_store:
 	VMOVUPS Y1, (DI)
 	VMOVUPS Y2, 32(DI)
 spmm16_done:

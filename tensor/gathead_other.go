@@ -8,12 +8,12 @@ func headDotAVX2(n, m int, x, y, out, pf *float32) { panic("tensor: no head kern
 
 func headKernels() bool { return false }
 
-func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32) {
+func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32, scale *float32) {
 	panic("tensor: no row kernels")
 }
 
 func prefetch(p *float32) {}
 
-func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int) {
+func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, scale *float32) {
 	panic("tensor: no row kernels")
 }

@@ -265,13 +265,7 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 				if mode == Weighted {
 					w = g.Weights[e0:e1]
 				}
-				spmmRow(o, x, g.Indices[e0:], int(e1-e0), w)
-				if mode == Mean && e1 > e0 {
-					inv := 1 / float32(e1-e0)
-					for j := range o {
-						o[j] *= inv
-					}
-				}
+				spmmRow(o, x, g.Indices[e0:], int(e1-e0), w, mode == Mean)
 			}
 		})
 	}
@@ -357,7 +351,7 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from in
 				if tw != nil {
 					w = tw[q0:q1]
 				}
-				spmmRow(o, dy, t.Dst[q0:], int(q1-q0), w)
+				spmmRow(o, dy, t.Dst[q0:], int(q1-q0), w, false)
 			}
 		})
 	}

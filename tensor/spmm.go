@@ -25,11 +25,17 @@ var tailMasks = func() (m [8][8]int32) {
 	return m
 }()
 
-// spmmRow adds Σ_{e<n} w[e]·x[idx[e]] to o (w nil: weight 1). idx may run
-// past n: the rest are the indices read next, prefetched ahead.
-func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32) {
+// spmmRow adds Σ_{e<n} w[e]·x[idx[e]] to o (w nil: weight 1), then, with
+// mean and n > 0, multiplies o by 1/n. idx may run past n: the rest are
+// the indices read next, prefetched ahead.
+func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32, mean bool) {
 	if n == 0 {
 		return
+	}
+	var scale *float32
+	if mean {
+		inv := 1 / float32(n)
+		scale = &inv
 	}
 	_, _ = idx[n-1], o[x.Cols-1]
 	one := float32(1)
@@ -39,14 +45,14 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32) {
 		wp, step = &w[0], 4
 	}
 	if x.Cols == 16 {
-		spmmRow16AVX2(n, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx))
+		spmmRow16AVX2(n, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx), scale)
 		return
 	}
 	var tail *int32
 	if r := x.Cols % 8; r != 0 {
 		tail = &tailMasks[r][0]
 	}
-	spmmRowAVX2(n, x.Cols/8, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx), tail)
+	spmmRowAVX2(n, x.Cols/8, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx), tail, scale)
 }
 
 // transposedWeights returns the weight of every edge of g in the order of
