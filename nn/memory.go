@@ -65,12 +65,17 @@ func (p *planner) dropout(x pv, prob float64) pv {
 }
 
 // dense plans a fused Dense op (autograd.Tape.Dense) with rows×cols
-// output: the output, its gradient and, with a ReLU whose backward makes
-// a matrix (reluGrad; not when it is folded into the weight gradients,
-// tensor.ReLUGradFused), the gradient before the activation.
-func (p *planner) dense(rows, cols int, reluGrad bool) pv {
+// output: the output, its gradient and, with a ReLU, in training, either
+// the gradient before the activation (a matrix its backward makes) or,
+// where that is folded into the weight gradients (fused,
+// tensor.ReLUGradFused), the bits of the ReLU's mask.
+func (p *planner) dense(rows, cols int, relu, fused bool) pv {
 	o := p.out(rows, cols, true)
-	if p.train && reluGrad {
+	switch {
+	case !p.train || !relu:
+	case fused:
+		p.alloc(1, (rows*tensor.PositiveStride(cols)+3)/4)
+	default:
 		p.alloc(rows, cols)
 	}
 	return o

@@ -74,10 +74,10 @@ func planAggregateDense(p *planner, s BlockShape, x pv, in, out int, relu bool, 
 	if aggregateFirst(s, in, out) {
 		p.aggregate(x, s.Dst)
 		fused := !x.grad && tensor.ReLUGradFused(s.Dst, out, slices.Repeat([]int{in}, terms)) // no matrix for the ReLU's gradient
-		return p.dense(s.Dst, out, relu && !fused)
+		return p.dense(s.Dst, out, relu, fused)
 	}
 	p.aggregate(p.linear(x, out), s.Dst)
-	return p.dense(s.Dst, out, relu)
+	return p.dense(s.Dst, out, relu, false)
 }
 
 // indexBytes: SAGE aggregates over the block's own edges; backward needs

@@ -88,3 +88,67 @@ func dropoutVec512(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 		dropoutVec(d[n:len(s)], s[n:], lanes[n:], thr, keep)
 	}
 }
+
+// positiveAVX2 sets dst[i] to the bits of seg[8i:8i+8] > 0 (bit k for
+// element 8i+k; NaN: not) for i < n/8 (n a multiple of 8).
+//
+//go:noescape
+func positiveAVX2(n int, dst *uint8, seg *float32)
+
+// positiveVec is positiveGeneric with AVX2 for the whole bytes.
+func positiveVec(dst []uint8, seg []float32) {
+	n := len(seg) &^ 7
+	if n > 0 {
+		_ = dst[n/8-1]
+		positiveAVX2(n, &dst[0], &seg[0])
+	}
+	if n < len(seg) {
+		positiveGeneric(dst[n/8:], seg[n:])
+	}
+}
+
+// reluMaskBitsAVX2 sets o[i] = g[i]*scale where bit i%8 of bits[i/8] is
+// set, +0 elsewhere, for i < n (a multiple of 8).
+//
+//go:noescape
+func reluMaskBitsAVX2(n int, o, dy *float32, bits *uint8, scale float32)
+
+// reluMaskBitsVec is reluMaskBitsGeneric with AVX2 for the bulk.
+func reluMaskBitsVec(o, g []float32, bits []uint8, scale float32) {
+	n := len(o) &^ 7
+	if n > 0 {
+		_, _ = g[n-1], bits[n/8-1]
+		reluMaskBitsAVX2(n, &o[0], &g[0], &bits[0], scale)
+	}
+	if n < len(o) {
+		reluMaskBitsGeneric(o[n:], g[n:], bits[n/8:], scale)
+	}
+}
+
+// reluMaskBitsPackAVX2 is reluMaskBitsPackGeneric for nr a multiple of 8
+// (pointers to the first elements; ld, bstride, nr and stride as there).
+//
+//go:noescape
+func reluMaskBitsPackAVX2(dst, dy *float32, bits *uint8, ld, bstride, rows, panels, nr, stride int, scale float32, db *float32)
+
+// reluMaskBitsPackVec is reluMaskBitsPackGeneric in AVX2 (nr a multiple
+// of 8).
+func reluMaskBitsPackVec(dst, g []float32, bits []uint8, ld, bstride, rows, panels, nr, stride int, scale float32, db []float32) {
+	if rows <= 0 || panels <= 0 {
+		return
+	}
+	if nr%8 != 0 {
+		reluMaskBitsPackGeneric(dst, g, bits, ld, bstride, rows, panels, nr, stride, scale, db)
+		return
+	}
+	// Bounds, checked once here because the assembly does not.
+	_ = g[(rows-1)*ld+panels*nr-1]
+	_ = bits[(rows-1)*bstride+(panels*nr+7)/8-1]
+	_ = dst[(panels-1)*stride+rows*nr-1]
+	var dp *float32
+	if db != nil {
+		_ = db[panels*nr-1]
+		dp = &db[0]
+	}
+	reluMaskBitsPackAVX2(&dst[0], &g[0], &bits[0], ld, bstride, rows, panels, nr, stride, scale, dp)
+}

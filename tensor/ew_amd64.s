@@ -143,3 +143,134 @@ dropout512_loop:
 dropout512_done:
 	VZEROUPPER
 	RET
+
+// func positiveAVX2(n int, dst *uint8, seg *float32)
+// dst[i] = the sign bits of seg[8i:8i+8] > 0 (ordered compare: NaN is not
+// > 0), bit k for element 8i+k, for i < n/8.
+TEXT ·positiveAVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ dst+8(FP), DI
+	MOVQ seg+16(FP), SI
+	VXORPS Y15, Y15, Y15
+	SHRQ $3, CX
+	JZ positive_done
+positive_loop:
+	VMOVUPS (SI), Y0
+	VCMPPS $14, Y15, Y0, Y1
+	VMOVMSKPS Y1, AX
+	MOVB AX, (DI)
+	ADDQ $32, SI
+	INCQ DI
+	DECQ CX
+	JNZ positive_loop
+positive_done:
+	VZEROUPPER
+	RET
+
+// bitSelect is the dwords 1, 2, 4, ..., 128: lane k tests bit k of a byte.
+DATA bitSelect<>+0(SB)/4, $1
+DATA bitSelect<>+4(SB)/4, $2
+DATA bitSelect<>+8(SB)/4, $4
+DATA bitSelect<>+12(SB)/4, $8
+DATA bitSelect<>+16(SB)/4, $16
+DATA bitSelect<>+20(SB)/4, $32
+DATA bitSelect<>+24(SB)/4, $64
+DATA bitSelect<>+28(SB)/4, $128
+GLOBL bitSelect<>(SB), RODATA|NOPTR, $32
+
+// func reluMaskBitsAVX2(n int, o, dy *float32, bits *uint8, scale float32)
+// o[i] = dy[i]*scale where bit i%8 of bits[i/8] is set, +0 elsewhere
+// (the product ANDed with the lane's mask, as reluMaskAVX2 does), for
+// i < n&^7.
+TEXT ·reluMaskBitsAVX2(SB), NOSPLIT, $0-36
+	MOVQ n+0(FP), CX
+	MOVQ o+8(FP), DI
+	MOVQ dy+16(FP), SI
+	MOVQ bits+24(FP), DX
+	VBROADCASTSS scale+32(FP), Y14
+	VMOVDQU bitSelect<>(SB), Y13
+	SHRQ $3, CX
+	JZ reluMaskBits_done
+reluMaskBits_loop:
+	VPBROADCASTB (DX), Y0
+	VPAND Y13, Y0, Y0
+	VPCMPEQD Y13, Y0, Y0
+	VMULPS (SI), Y14, Y1
+	VANDPS Y1, Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	INCQ DX
+	DECQ CX
+	JNZ reluMaskBits_loop
+reluMaskBits_done:
+	VZEROUPPER
+	RET
+
+// func reluMaskBitsPackAVX2(dst, dy *float32, bits *uint8, ld, bstride, rows, panels, nr, stride int, scale float32, db *float32)
+// For each panel q < panels, each vector of eight columns c of it and each
+// row r < rows, in that order: v = dy*scale where the bit of (r, q*nr+c)
+// is set (bits[r*bstride + (q*nr+c)/8], bit k for column +k), +0
+// elsewhere, for dy at r*ld + q*nr + c (floats); v is stored to dst at
+// q*stride + r*nr + c (floats) and, when db is not nil, added to db at
+// q*nr + c, row after row (each db value gets its rows in row order).
+TEXT ·reluMaskBitsPackAVX2(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), DI
+	MOVQ dy+8(FP), SI
+	MOVQ bits+16(FP), DX
+	MOVQ ld+24(FP), R8
+	SHLQ $2, R8
+	MOVQ panels+48(FP), R10
+	MOVQ nr+56(FP), R11
+	SHLQ $2, R11
+	MOVQ stride+64(FP), R12
+	SHLQ $2, R12
+	VBROADCASTSS scale+72(FP), Y14
+	MOVQ db+80(FP), R13
+	VMOVDQU bitSelect<>(SB), Y13
+	XORQ R15, R15 // the vector's byte offset in dy's and db's rows
+	MOVQ rows+40(FP), R9
+	TESTQ R9, R9
+	JLE rmbp_done
+	TESTQ R10, R10
+	JLE rmbp_done
+rmbp_panel:
+	XORQ R14, R14 // the vector's byte offset in the panel's rows
+rmbp_vec:
+	LEAQ (SI)(R15*1), AX
+	LEAQ (DI)(R14*1), CX
+	MOVQ R15, BX
+	SHRQ $5, BX // the vector's byte of bits: its first column / 8
+	ADDQ DX, BX
+	MOVQ rows+40(FP), R9
+	VXORPS Y4, Y4, Y4
+	TESTQ R13, R13
+	JZ rmbp_row
+	VMOVUPS (R13)(R15*1), Y4
+rmbp_row:
+	VPBROADCASTB (BX), Y0
+	VPAND Y13, Y0, Y0
+	VPCMPEQD Y13, Y0, Y0
+	VMULPS (AX), Y14, Y1
+	VANDPS Y1, Y0, Y1
+	VMOVUPS Y1, (CX)
+	VADDPS Y1, Y4, Y4
+	ADDQ R8, AX
+	ADDQ R11, CX
+	ADDQ bstride+32(FP), BX
+	DECQ R9
+	JNZ rmbp_row
+	TESTQ R13, R13
+	JZ rmbp_next
+	VMOVUPS Y4, (R13)(R15*1)
+rmbp_next:
+	ADDQ $32, R15
+	ADDQ $32, R14
+	CMPQ R14, R11
+	JLT rmbp_vec
+	ADDQ R12, DI
+	DECQ R10
+	JNZ rmbp_panel
+rmbp_done:
+	VZEROUPPER
+	RET

@@ -166,6 +166,56 @@ func reluMaskGeneric(o, g, y []float32, scale float32) {
 	}
 }
 
+// reluMaskBitsGeneric sets o = g*scale where bit j%8 of bits[j/8] is set
+// and +0 elsewhere (the product masked, as reluMaskGeneric masks it).
+func reluMaskBitsGeneric(o, g []float32, bits []uint8, scale float32) {
+	g = g[:len(o)]
+	for j := range o {
+		keep := -uint32(bits[j/8] >> (j % 8) & 1)
+		o[j] = math.Float32frombits(math.Float32bits(g[j]*scale) & keep)
+	}
+}
+
+// reluMaskBitsPackGeneric packs rows rows of g*scale masked by bits (as
+// reluMaskBitsGeneric masks them; g rows ld floats apart, bits rows
+// bstride bytes apart, column j's bit j%8 of byte j/8) into panels whole
+// column panels of nr floats, panel q at dst[q*stride:] with row r at
+// r*nr, and adds each row to db (when not nil) in row order: the masked
+// output gradient of a weight gradient's B, packed (gemmJob.packB), with
+// its column sums, in one pass.
+func reluMaskBitsPackGeneric(dst, g []float32, bits []uint8, ld, bstride, rows, panels, nr, stride int, scale float32, db []float32) {
+	for r := 0; r < rows; r++ {
+		for q := 0; q < panels; q++ {
+			o := dst[q*stride+r*nr:][:nr]
+			for c := range o {
+				j := q*nr + c
+				keep := -uint32(bits[r*bstride+j/8] >> (j % 8) & 1)
+				o[c] = math.Float32frombits(math.Float32bits(g[r*ld+j]*scale) & keep)
+			}
+			if db != nil {
+				d := db[q*nr:][:nr]
+				for c, v := range o {
+					d[c] += v
+				}
+			}
+		}
+	}
+}
+
+// positiveGeneric sets bit i%8 of dst[i/8] where seg[i] > 0 (not NaN, not
+// zero of either sign) and clears it elsewhere, writing whole bytes.
+func positiveGeneric(dst []uint8, seg []float32) {
+	for i := 0; i < len(seg); i += 8 {
+		var b uint8
+		for k, v := range seg[i:min(i+8, len(seg))] {
+			if v > 0 {
+				b |= 1 << k
+			}
+		}
+		dst[i/8] = b
+	}
+}
+
 // biasReLUGeneric sets seg = act(seg + bias) (bias nil: no bias).
 func biasReLUGeneric(seg, bias []float32, relu bool) {
 	switch {

@@ -611,3 +611,175 @@ func BenchmarkPackABlock(b *testing.B) {
 		putBuf(j.ap)
 	}
 }
+
+// TestPositiveBits checks the ReLU-mask bits end to end in every kernel
+// set, on one thread and several: the bits a product's epilogue writes
+// (Epilogue.Positive, with bias, ReLU and dropout; through GemmNTMulti's
+// one product over the depth and through GemmEpilogue) are those of C > 0,
+// and GemmTNMultiReLUBits reading them gives bitwise GemmTNMultiReLU's
+// weight and bias gradients, which read C itself.
+func TestPositiveBits(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		defer SetThreads(Threads())
+		compared := 0
+		defer func() {
+			if compared == 0 {
+				t.Error("no case took the shared product that reads the bits")
+			}
+		}()
+		for _, threads := range []int{1, 3} {
+			SetThreads(threads)
+			for _, tc := range []struct{ k, m int }{{3000, 256}, {2100, 200}, {1500, 100}} {
+				r := rand.New(rand.NewPCG(uint64(tc.k), 9))
+				x0, x1 := randMatrix(r, tc.k, 100), randMatrix(r, tc.k, 100)
+				w0, w1 := randMatrix(r, tc.m, 100), randMatrix(r, tc.m, 100)
+				keys := make([]int32, tc.k)
+				for i := range keys {
+					keys[i] = int32(r.IntN(1 << 20))
+				}
+				st := PositiveStride(tc.m)
+				for _, multi := range []bool{true, false} {
+					y := New(tc.k, tc.m)
+					bits := make([]uint8, tc.k*st)
+					for i := range bits {
+						bits[i] = 0xa5 // stale: every byte must be written
+					}
+					ep := Epilogue{Bias: randMatrix(r, 1, tc.m).Data, ReLU: true, Dropout: RowDropout{P: 0.5, Seed: 3, Keys: keys}, Positive: bits}
+					var err error
+					if multi {
+						err = GemmNTMulti([]Matrix{x0, x1}, []Matrix{w0, w1}, 0, y, ep)
+					} else {
+						err = GemmEpilogue(NoTrans, Trans, 1, x0, w0, 0, y, ep)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := 0; i < tc.k; i++ {
+						for j := 0; j < tc.m; j++ {
+							got := bits[i*st+j/8]>>(j%8)&1 == 1
+							if got != (y.At(i, j) > 0) {
+								t.Fatalf("threads %d, %+v, multi %v: bit (%d, %d) = %v for C %v", threads, tc, multi, i, j, got, y.At(i, j))
+							}
+						}
+						if pad := tc.m % 8; pad != 0 && bits[i*st+st-1]>>pad != 0 {
+							t.Fatalf("threads %d, %+v: row %d's padding bits set", threads, tc, i)
+						}
+					}
+					if !multi || !ReLUGradFused(tc.k, tc.m, []int{100, 100}) {
+						continue
+					}
+					compared++
+					dy := randMatrix(r, tc.k, tc.m)
+					want := []Matrix{randMatrix(r, tc.m, 100), randMatrix(r, tc.m, 100)}
+					got := []Matrix{want[0].Clone(), want[1].Clone()}
+					dbWant := randMatrix(r, 1, tc.m).Data
+					dbGot := append([]float32(nil), dbWant...)
+					if err := GemmTNMultiReLU(dy, y, 2, []Matrix{x0, x1}, 1, want, dbWant); err != nil {
+						t.Fatal(err)
+					}
+					if err := GemmTNMultiReLUBits(dy, bits, 2, []Matrix{x0, x1}, 1, got, dbGot); err != nil {
+						t.Fatal(err)
+					}
+					for i := range got {
+						bitwise(t, fmt.Sprintf("threads %d, %+v: dW[%d]", threads, tc, i), got[i], want[i])
+					}
+					bitwise(t, fmt.Sprintf("threads %d, %+v: dbias", threads, tc), Matrix{Rows: 1, Cols: tc.m, Data: dbGot}, Matrix{Rows: 1, Cols: tc.m, Data: dbWant})
+				}
+			}
+		}
+	})
+	if err := GemmTNMultiReLUBits(New(300, 256), make([]uint8, 300*32), 1, []Matrix{New(300, 100), New(300, 100)}, 0, []Matrix{New(256, 100), New(256, 100)}, nil); err == nil {
+		t.Fatal("GemmTNMultiReLUBits on products that do not share dY's packing: no error")
+	}
+	if err := GemmTNMultiReLUBits(New(3000, 256), make([]uint8, 10), 1, []Matrix{New(3000, 100), New(3000, 100)}, 0, []Matrix{New(256, 100), New(256, 100)}, nil); !errors.Is(err, ErrShape) {
+		t.Fatalf("too few bits: %v, want ErrShape", err)
+	}
+}
+
+// TestMaskBitsKernels checks every kernel set's positive and reluMaskBits
+// against their definitions on lengths with and without a tail, with NaN,
+// zeros of both signs, infinities and subnormals: reluMaskBits of the bits
+// of y is bitwise reluMask of y.
+func TestMaskBitsKernels(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(10, 10))
+		special := []float32{float32(math.NaN()), 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40, -1e-40}
+		for _, n := range []int{0, 1, 7, 8, 9, 33, 100, 256} {
+			y, g := make([]float32, n), make([]float32, n)
+			for i := range y {
+				y[i], g[i] = rng.Float32()-0.5, rng.Float32()-0.5
+				if i%5 == 0 {
+					y[i] = special[(i/5)%len(special)]
+				}
+				if i%7 == 3 {
+					g[i] = special[(i/7)%len(special)]
+				}
+			}
+			bits := make([]uint8, (n+7)/8)
+			for i := range bits {
+				bits[i] = 0xff
+			}
+			ks().positive(bits, y)
+			for i, v := range y {
+				if got := bits[i/8]>>(i%8)&1 == 1; got != (v > 0) {
+					t.Fatalf("n %d: positive bit %d = %v for %v", n, i, got, v)
+				}
+			}
+			if n%8 != 0 && bits[n/8]>>(n%8) != 0 {
+				t.Fatalf("n %d: bits past the end set: %08b", n, bits[n/8])
+			}
+			o, want := make([]float32, n), make([]float32, n)
+			ks().reluMaskBits(o, g, bits, 1.5)
+			ks().reluMask(want, g, y, 1.5)
+			for i := range o {
+				if math.Float32bits(o[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n %d: reluMaskBits [%d] = %v, reluMask %v (y %v, g %v)", n, i, o[i], want[i], y[i], g[i])
+				}
+			}
+		}
+	})
+}
+
+// TestReLUMaskBitsPack checks every kernel set's masked packing from bits
+// against reluMaskBits row by row: the packed panels bitwise, and db as
+// the rows added one after another with axpy (bitwise: 1·x is exact),
+// with and without db, for panel widths of 8, 16 and 32 columns.
+func TestReLUMaskBitsPack(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 11))
+		for _, tc := range []struct{ rows, panels, nr, extra int }{{1, 1, 8, 0}, {8, 8, 32, 3}, {5, 3, 16, 9}, {8, 2, 32, 17}} {
+			ld := tc.panels*tc.nr + tc.extra
+			bstride := PositiveStride(ld) + 2
+			g := randMatrix(r, tc.rows, ld).Data
+			bits := make([]uint8, tc.rows*bstride)
+			for i := range bits {
+				bits[i] = uint8(r.Uint32())
+			}
+			stride := tc.rows*tc.nr + 5
+			for _, withDB := range []bool{false, true} {
+				dst := make([]float32, (tc.panels-1)*stride+tc.rows*tc.nr)
+				want := make([]float32, len(dst))
+				var db, wantDB []float32
+				if withDB {
+					db = randMatrix(r, 1, tc.panels*tc.nr).Data
+					wantDB = append([]float32(nil), db...)
+				}
+				ks().reluMaskBitsPack(dst, g, bits, ld, bstride, tc.rows, tc.panels, tc.nr, stride, 1.25, db)
+				row := make([]float32, tc.panels*tc.nr)
+				for i := 0; i < tc.rows; i++ {
+					ks().reluMaskBits(row, g[i*ld:], bits[i*bstride:], 1.25)
+					for q := 0; q < tc.panels; q++ {
+						copy(want[q*stride+i*tc.nr:][:tc.nr], row[q*tc.nr:])
+					}
+					if withDB {
+						ks().axpy(1, row, wantDB)
+					}
+				}
+				bitwise(t, fmt.Sprintf("%+v db %v: packed", tc, withDB), Matrix{Rows: 1, Cols: len(dst), Data: dst}, Matrix{Rows: 1, Cols: len(want), Data: want})
+				if withDB {
+					bitwise(t, fmt.Sprintf("%+v: db", tc), Matrix{Rows: 1, Cols: len(db), Data: db}, Matrix{Rows: 1, Cols: len(wantDB), Data: wantDB})
+				}
+			}
+		}
+	})
+}

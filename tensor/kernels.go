@@ -76,6 +76,15 @@ type kernelSet struct {
 	// reluMask sets o = g*scale where y > 0 and 0 elsewhere (ReLU
 	// backward; scale is a fused dropout's keep factor, or 1).
 	reluMask func(o, g, y []float32, scale float32)
+	// reluMaskBits is reluMask with the mask given as bits (bit i%8 of
+	// bits[i/8] set where y[i] > 0).
+	reluMaskBits func(o, g []float32, bits []uint8, scale float32)
+	// reluMaskBitsPack masks rows of B by bits and packs them into whole
+	// column panels, adding them to db (see reluMaskBitsPackGeneric).
+	reluMaskBitsPack func(dst, g []float32, bits []uint8, ld, bstride, rows, panels, nr, stride int, scale float32, db []float32)
+	// positive sets bit i%8 of dst[i/8] where seg[i] > 0 and clears it
+	// elsewhere, writing whole bytes (bits past seg cleared).
+	positive func(dst []uint8, seg []float32)
 	// dropout sets d = s ⊙ factor for the dropout factors of lanes
 	// (drawn 16-bit lanes, one per element: kept, scaled by keep, where
 	// lanes[i] >= thr; s must not be nil).
@@ -106,6 +115,7 @@ func init() {
 		axpy: axpyGeneric, dot: dotGeneric,
 		axpyPF:   func(alpha float32, x, y, _ []float32) { axpyGeneric(alpha, x, y) },
 		biasReLU: biasReLUGeneric, reluMask: reluMaskGeneric, dropout: dropoutGeneric,
+		reluMaskBits: reluMaskBitsGeneric, reluMaskBitsPack: reluMaskBitsPackGeneric, positive: positiveGeneric,
 	})
 	registerArchKernels()
 	// GRAPHMILL_KERNEL=generic (or avx2, avx512) overrides the choice.

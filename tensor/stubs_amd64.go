@@ -48,6 +48,7 @@ func registerArchKernels() {
 			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pfBytes: avx2PF},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
+			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
 		})
 	}
 	if hasAVX512 {
@@ -56,6 +57,7 @@ func registerArchKernels() {
 			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF},
 			axpy:   axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec512,
+			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
 		})
 	}
 }

@@ -54,6 +54,7 @@ import (
 	"fmt"
 
 	"github.com/graphmill/graphmill/tensor"
+	"unsafe"
 )
 
 // Var is a value in the computation: a matrix, and, if it requires a
@@ -318,6 +319,17 @@ func (t *Tape) BackwardFrom(out *Var, seed tensor.Matrix) error {
 
 // get returns an op's output or scratch matrix (contents arbitrary).
 func (t *Tape) get(rows, cols int) tensor.Matrix { return t.Workspace.Get(rows, cols) }
+
+// bytes returns n bytes of scratch memory (contents arbitrary), from the
+// tape's workspace like its matrices: a float32 matrix's storage seen as
+// bytes.
+func (t *Tape) bytes(n int) []uint8 {
+	m := t.get(1, (n+3)/4)
+	if len(m.Data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint8)(unsafe.Pointer(&m.Data[0])), n)
+}
 
 // zeroed returns an op's zeroed output or scratch matrix.
 func (t *Tape) zeroed(rows, cols int) tensor.Matrix { return t.Workspace.Zeroed(rows, cols) }
