@@ -49,7 +49,8 @@
 // Uniform sampling without replacement (the default) runs each hop as one
 // loop that reads the new destinations' neighbour ranges, draws, and
 // loads the sampled sources, prefetching the ranges 16 destinations ahead
-// and the neighbour lists 8 ahead (internal/prefetch), so the cache
+// and the neighbour lists 8 ahead (twice as far in hops of few draws;
+// internal/prefetch), so the cache
 // misses overlap the draws' arithmetic instead of alternating with it:
 // 12-26 % more edges per CPU-second than separate passes. Floyd's draws
 // for a node of degree at most 64 keep the chosen set in one register

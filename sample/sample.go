@@ -624,7 +624,11 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 		}
 		prefetch.Spans32(ind, sp[2*a:2*b])
 	}
-	const D, G = prefetchAhead, prefetchGroup
+	const G = prefetchGroup
+	D := prefetchAhead
+	if k <= fewDraws {
+		D = 2 * prefetchAhead
+	}
 	// Config.Prefetch: the chunk starting at i, and the look-ahead below
 	// (ranges 2D+G nodes ahead), before they are read.
 	fetched := 0
@@ -710,10 +714,19 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 // the lines arrive while the draws compute; prefetched in long bursts, the
 // bursts stall the core as soon as its miss buffers are full (measured:
 // 3 lines per item and 30 ns of arithmetic, 58 ns per item a few at a
-// time, 128 ns in bursts of 32, 225 ns with no prefetch).
+// time, 128 ns in bursts of 32, 225 ns with no prefetch). A hop of at
+// most fewDraws draws a destination prefetches twice as far ahead: its
+// destinations take too little time each for 8 of them to cover a load
+// on AMD EPYC Zen 5, whose loads from an 839 MiB graph take 359 ns. 10M
+// nodes, [15,10,5] (its last hop draws 5): 0.58-0.61 of the read ceiling
+// with every hop 8 ahead (four runs), 0.63-0.64 12 ahead, 0.64-0.72 16
+// ahead; --quick 0.65-0.74 and 0.76-0.86. [25,10] lost up to a third in
+// some --quick runs with its hops 16 ahead, so its hops (10 and 25 draws)
+// stay at 8.
 const (
 	prefetchAhead = 8
 	prefetchGroup = 4
+	fewDraws      = 8
 )
 
 // growEdges makes hb's edge arrays (Indices, EdgeIDs) at least n long,
