@@ -137,10 +137,6 @@ func reluMaskBitsPackVec(dst, g []float32, bits []uint8, ld, bstride, rows, pane
 	if rows <= 0 || panels <= 0 {
 		return
 	}
-	if nr%8 != 0 {
-		reluMaskBitsPackGeneric(dst, g, bits, ld, bstride, rows, panels, nr, stride, scale, db)
-		return
-	}
 	// Bounds, checked once here because the assembly does not.
 	_ = g[(rows-1)*ld+panels*nr-1]
 	_ = bits[(rows-1)*bstride+(panels*nr+7)/8-1]

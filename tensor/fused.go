@@ -179,24 +179,17 @@ func reluMaskBitsGeneric(o, g []float32, bits []uint8, scale float32) {
 // reluMaskBitsPackGeneric packs rows rows of g*scale masked by bits (as
 // reluMaskBitsGeneric masks them; g rows ld floats apart, bits rows
 // bstride bytes apart, column j's bit j%8 of byte j/8) into panels whole
-// column panels of nr floats, panel q at dst[q*stride:] with row r at
-// r*nr, and adds each row to db (when not nil) in row order: the masked
-// output gradient of a weight gradient's B, packed (gemmJob.packB), with
-// its column sums, in one pass.
+// column panels of nr floats (a multiple of 8), panel q at dst[q*stride:]
+// with row r at r*nr, and adds each row to db (when not nil) in row
+// order: the masked output gradient of a weight gradient's B, packed
+// (gemmJob.packBBits), with its column sums, in one pass.
 func reluMaskBitsPackGeneric(dst, g []float32, bits []uint8, ld, bstride, rows, panels, nr, stride int, scale float32, db []float32) {
 	for r := 0; r < rows; r++ {
 		for q := 0; q < panels; q++ {
 			o := dst[q*stride+r*nr:][:nr]
-			for c := range o {
-				j := q*nr + c
-				keep := -uint32(bits[r*bstride+j/8] >> (j % 8) & 1)
-				o[c] = math.Float32frombits(math.Float32bits(g[r*ld+j]*scale) & keep)
-			}
+			reluMaskBitsGeneric(o, g[r*ld+q*nr:], bits[r*bstride+q*nr/8:], scale)
 			if db != nil {
-				d := db[q*nr:][:nr]
-				for c, v := range o {
-					d[c] += v
-				}
+				axpyGeneric(1, o, db[q*nr:][:nr])
 			}
 		}
 	}

@@ -97,12 +97,8 @@ func positiveInEpilogue() bool {
 }
 
 // positiveAfter runs product with ep's Positive taken out, then writes
-// the bits from C, when the epilogue cannot write them itself; otherwise
-// it runs product with ep as it is.
+// the bits from C: for kernels whose epilogue cannot write them itself.
 func positiveAfter(ep Epilogue, c Matrix, product func(Epilogue) error) error {
-	if ep.Positive == nil || positiveInEpilogue() {
-		return product(ep)
-	}
 	pos := ep.Positive
 	ep.Positive = nil
 	if err := product(ep); err != nil {
@@ -187,13 +183,14 @@ func GemmEpilogue(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix,
 	if err := ep.check(c.Rows, c.Cols); err != nil {
 		return err
 	}
-	return positiveAfter(ep, c, func(ep Epilogue) error {
-		var e *Epilogue
-		if !ep.none() {
-			e = &ep
-		}
-		return gemmThreads(Threads(), tA, tB, alpha, a, b, beta, c, e)
-	})
+	if ep.Positive != nil && !positiveInEpilogue() {
+		return positiveAfter(ep, c, func(ep Epilogue) error { return GemmEpilogue(tA, tB, alpha, a, b, beta, c, ep) })
+	}
+	var e *Epilogue
+	if !ep.none() {
+		e = &ep
+	}
+	return gemmThreads(Threads(), tA, tB, alpha, a, b, beta, c, e)
 }
 
 // GemmThreads is Gemm with an explicit number of goroutines (threads <= 0
@@ -1121,29 +1118,34 @@ func (j *gemmJob) packB(dst []float32, jc, nb, pc, kb int) {
 		if full*nr < nb {
 			clear(dst[full*kb*nr : (full+1)*kb*nr]) // the partial panel's padding
 		}
+		// Columns [from, nb) are packed below: all of them, or, with the
+		// mask's bits, the partial panel left by packBBits.
+		from := 0
 		if j.mask.bits != nil && jc%8 == 0 && nr%8 == 0 {
-			j.packBBits(dst, jc, nb, pc, kb)
-			return
+			j.packBBits(dst, jc, full, pc, kb)
+			if from = full * nr; from == nb {
+				return
+			}
 		}
 		var masked []float32
 		if !j.mask.none() {
-			masked = getBuf(nb)
+			masked = getBuf(nb - from)
 			defer putBuf(masked)
 		}
 		// packGroup rows at a time (see packABlock), one when masked.
 		for p := 0; p < kb; {
 			g, lds := min(packGroup, kb-p), j.ldb
-			src := j.b[(pc+p)*j.ldb+jc:]
+			src := j.b[(pc+p)*j.ldb+jc+from:]
 			if masked != nil {
-				g, lds = 1, nb
-				j.mask.apply(masked, src[:nb], pc+p, j.ldb, jc, j.maskScale)
+				g, lds = 1, nb-from
+				j.mask.apply(masked, src[:nb-from], pc+p, j.ldb, jc+from, j.maskScale)
 				if j.db != nil {
-					ks().axpy(1, masked, j.db[jc:jc+nb]) // += , bitwise (1·x is exact)
+					ks().axpy(1, masked, j.db[jc+from:jc+nb]) // += , bitwise (1·x is exact)
 				}
 				src = masked
 			}
-			packTiles(dst[p*nr:], src, lds, nr, g, full, kb*nr)
-			packTail(dst, full*kb*nr+p*nr, src, lds, nr, g, full*nr, nb)
+			packTiles(dst[from/nr*kb*nr+p*nr:], src, lds, nr, g, full-from/nr, kb*nr)
+			packTail(dst, full*kb*nr+p*nr, src, lds, nr, g, full*nr-from, nb-from)
 			p += g
 		}
 		return
@@ -1165,36 +1167,23 @@ func (j *gemmJob) packB(dst []float32, jc, nb, pc, kb int) {
 	}
 }
 
-// packBBits is packB of scale·B ⊙ the mask's bits (B not transposed; jc
-// a multiple of 8), adding its column sums to db (when not nil) as it
-// goes: the whole panels packGroup rows at a time, mask, sums and packing
-// in one pass (reluMaskBitsPack), a last partial panel row by row. (Row
-// by row, three passes and calls a row, the masked packing of a GraphSAGE
-// first layer's output gradient took 4.6 % of the training step's CPU
-// time beside the plain packing's: AMD EPYC Zen 5.)
-func (j *gemmJob) packBBits(dst []float32, jc, nb, pc, kb int) {
+// packBBits packs the first panels whole column panels of scale·B ⊙ the
+// mask's bits (B not transposed; jc a multiple of 8), adding their column
+// sums to db (when not nil) as it goes: packGroup rows at a time, mask,
+// sums and packing in one pass (reluMaskBitsPack). (Row by row, three
+// passes and calls a row, the masked packing of a GraphSAGE first layer's
+// output gradient took 4.6 % of the training step's CPU time beside the
+// plain packing's: AMD EPYC Zen 5.)
+func (j *gemmJob) packBBits(dst []float32, jc, panels, pc, kb int) {
 	nr := j.mk.nr
-	full := nb / nr
-	var db, dbTail []float32
+	var db []float32
 	if j.db != nil {
-		db, dbTail = j.db[jc:jc+full*nr], j.db[jc+full*nr:jc+nb]
+		db = j.db[jc : jc+panels*nr]
 	}
 	m := j.mask
 	for p := 0; p < kb; p += packGroup {
-		g := min(packGroup, kb-p)
 		row := pc + p
-		ks().reluMaskBitsPack(dst[p*nr:], j.b[row*j.ldb+jc:], m.bits[row*m.stride+jc/8:], j.ldb, m.stride, g, full, nr, kb*nr, j.maskScale, db)
-	}
-	w := nb - full*nr
-	if w == 0 {
-		return
-	}
-	for p := 0; p < kb; p++ {
-		o := dst[full*kb*nr+p*nr:][:w]
-		m.apply(o, j.b[(pc+p)*j.ldb+jc+full*nr:][:w], pc+p, j.ldb, jc+full*nr, j.maskScale)
-		if dbTail != nil {
-			ks().axpy(1, o, dbTail) // += , bitwise (1·x is exact)
-		}
+		ks().reluMaskBitsPack(dst[p*nr:], j.b[row*j.ldb+jc:], m.bits[row*m.stride+jc/8:], j.ldb, m.stride, min(packGroup, kb-p), panels, nr, kb*nr, j.maskScale, db)
 	}
 }
 
@@ -1411,7 +1400,7 @@ func (j *gemmJob) packPartsGroup(dst []float32, ic, mb, d, p, g, stride int) {
 		i := ic + t*mr
 		rows := min(mr, ic+mb-i)
 		if rows == mr {
-			if pt, li := j.partAt(i); li+mr <= pt.cols {
+			if pt, li, _ := j.partAt(i); li+mr <= pt.cols {
 				run := min((pt.cols-li)/mr, (ic+mb-i)/mr)
 				packTiles(dst[t*stride+p*mr:], pt.a[d*pt.ld+li:], pt.ld, mr, g, run, stride)
 				t += run
@@ -1426,15 +1415,15 @@ func (j *gemmJob) packPartsGroup(dst []float32, ic, mb, d, p, g, stride int) {
 }
 
 // partAt returns the part holding op(A) row i and i's column within it
-// (i must be within the parts).
-func (j *gemmJob) partAt(i int) (aPart, int) {
+// (ok false past the parts).
+func (j *gemmJob) partAt(i int) (pt aPart, col int, ok bool) {
 	for _, pt := range j.parts {
 		if i < pt.cols {
-			return pt, i
+			return pt, i, true
 		}
 		i -= pt.cols
 	}
-	panic("tensor: row outside the parts")
+	return aPart{}, 0, false
 }
 
 // packTilesGeneric copies, for t < tiles and q < rows, the w floats at
@@ -1478,16 +1467,11 @@ func (j *gemmJob) allocTiles(kcMax int) {
 // part that holds them, with the part's leading dimension as the depth
 // stride; nil where the rows span two parts.
 func (j *gemmJob) partTile(i, pc int) ([]float32, int) {
-	for _, pt := range j.parts {
-		if i < pt.cols {
-			if i+j.mk.mr > pt.cols {
-				return nil, 0
-			}
-			return pt.a[pc*pt.ld+i:], pt.ld
-		}
-		i -= pt.cols
+	pt, li, ok := j.partAt(i)
+	if !ok || li+j.mk.mr > pt.cols {
+		return nil, 0
 	}
-	return nil, 0
+	return pt.a[pc*pt.ld+li:], pt.ld
 }
 
 // block multiplies rows [ic, ic+mb) × depths [pc, pc+kb) of op(A) by the
