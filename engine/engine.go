@@ -153,6 +153,11 @@ type Step struct {
 	// input dropout then works in place on them instead of writing a new
 	// matrix.
 	Overwrite bool
+	// InputDropped says that the batch's feature rows carry layer 0's
+	// input dropout already (nn.Model.InputDropout, node-keyed, drawn with
+	// rng.Derive(Seed, 0)): applied by the loader as it gathered them, while
+	// they were in cache. A micro-batched step keeps them for every piece.
+	InputDropped bool
 }
 
 // Result is what a step computed.
@@ -181,6 +186,17 @@ func (e *Engine) Train(ctx context.Context, mb *batch.MiniBatch, st Step) (Resul
 	v, err := e.prepare(mb, st.LabelledOnly)
 	if err != nil {
 		return Result{}, err
+	}
+	if st.InputDropped {
+		switch {
+		case !v.carried:
+			return Result{}, errors.New("engine: the step says the batch's features carry the input dropout, but it carries no features")
+		case !e.cfg.NodeDropout:
+			return Result{}, errors.New("engine: features dropped ahead need node-keyed dropout (Config.NodeDropout)")
+		case e.m.InputDropout() == 0:
+			return Result{}, errors.New("engine: the step says the batch's features carry the input dropout, but the model applies none to its input")
+		}
+		v.dropped = true
 	}
 	for i, b := range v.blocks {
 		if i == len(e.ts) {
@@ -235,6 +251,8 @@ type view struct {
 	labelledOnly bool
 	// overwrite says the step may overwrite x (Step.Overwrite, unsplit).
 	overwrite bool
+	// dropped says x carries layer 0's input dropout (Step.InputDropped).
+	dropped bool
 }
 
 func (e *Engine) splitter(m *nn.Model, mark *[]int32) *splitter {
@@ -421,7 +439,7 @@ func (e *Engine) forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v 
 			in.SparseDense = si.dense
 		}
 	}
-	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed)
+	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed, v.dropped && train)
 	return logits, hidden, nil
 }
 

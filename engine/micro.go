@@ -302,7 +302,7 @@ func (s *splitter) sub(v *view, p []int32) (*view, error) {
 	for i, d := range p {
 		mb.Labels[i] = v.labels[d]
 	}
-	w := &view{mb: mb, ids: ids, labels: mb.Labels, carried: v.carried}
+	w := &view{mb: mb, ids: ids, labels: mb.Labels, carried: v.carried, dropped: v.dropped}
 	if v.carried {
 		w.x = gatherRows(v.x, mc.rows)
 		mb.Features = batch.Rows{DType: batch.Float32, Rows: w.x.Rows, Dim: w.x.Cols, F32: w.x.Data}

@@ -416,3 +416,47 @@ func TestStepOnDecodedFrame(t *testing.T) {
 		})
 	}
 }
+
+// TestInputDroppedChecks: a step told that its batch's features carry the
+// input dropout is refused where that cannot hold.
+func TestInputDroppedChecks(t *testing.T) {
+	d := cora(t)
+	st, err := feature.Open(d, feature.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := sample.New(d.Graph, sample.Config{Fanouts: []int{5, 5}})
+	bare, _ := s.Sample(d.Train[:8], 1)
+	carried, _ := s.Sample(d.Train[:8], 1)
+	ids, _ := carried.Local()
+	x, err := Gather(context.Background(), st, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carried.Features = batch.Rows{DType: batch.Float32, Rows: x.Rows, Dim: x.Cols, F32: x.Data}
+	carried.Labels = make([]int32, len(carried.Seeds))
+	model := func(p float64) *nn.Model {
+		m, err := nn.NewModel(nn.Config{Kind: nn.SAGE, In: d.Meta.FeatureDim, Out: d.Meta.NumClasses, Hidden: 8, Layers: 2, Dropout: p}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name string
+		p    float64
+		cfg  Config
+		mb   *batch.MiniBatch
+		ok   bool
+	}{
+		{"features carried", 0.5, Config{NodeDropout: true}, carried, true},
+		{"features not carried", 0.5, Config{NodeDropout: true, Features: st}, bare, false},
+		{"dropout keyed by position", 0.5, Config{}, carried, false},
+		{"no input dropout", 0, Config{NodeDropout: true}, carried, false},
+	} {
+		_, err := New(model(tc.p), &gradRecorder{}, tc.cfg).Train(context.Background(), tc.mb, Step{InputDropped: true})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err %v", tc.name, err)
+		}
+	}
+}

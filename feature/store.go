@@ -277,7 +277,7 @@ func (s *Store) NormalizeRows(ctx context.Context) (bool, error) {
 				ids[i] = int32(a + i)
 			}
 			x := buf[:(b-a)*s.dim]
-			if err := s.gather(ids[:b-a], x, true); err != nil {
+			if err := s.gather(ids[:b-a], x, true, nil); err != nil {
 				errs[w] = err
 				return
 			}
@@ -379,6 +379,19 @@ const parallelBytes = 256 << 10
 // out is the feature row of node ids[i]. It returns an error, and leaves out
 // partly written, if an id is out of range or ctx is done.
 func (s *Store) Gather(ctx context.Context, ids []int32, out []float32) error {
+	return s.GatherEach(ctx, ids, out, nil)
+}
+
+// eachBytes is the size of the ranges of rows GatherEach hands to done:
+// a part of L1, so that done's work on them finds them there.
+const eachBytes = 16 << 10
+
+// GatherEach is Gather that calls done(lo, hi), when not nil, as soon as
+// rows [lo, hi) of out are written, a few KiB of rows at a time, so that
+// work on them (a layer's input dropout) finds them in cache. Every row
+// is in exactly one range; done may be called from several goroutines at
+// once.
+func (s *Store) GatherEach(ctx context.Context, ids []int32, out []float32, done func(lo, hi int)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -387,19 +400,27 @@ func (s *Store) Gather(ctx context.Context, ids []int32, out []float32) error {
 	}
 	k := min(s.workers, max(1, len(ids)*s.dim*4/parallelBytes))
 	if k <= 1 {
-		return s.gather(ids, out, false)
+		return s.gather(ids, out, false, done)
 	}
 	errs := make([]error, k)
 	par.For(k, len(ids), func(w, lo, hi int) {
-		errs[w] = s.gather(ids[lo:hi], out[lo*s.dim:hi*s.dim], false)
+		var each func(a, b int)
+		if done != nil {
+			each = func(a, b int) { done(lo+a, lo+b) }
+		}
+		errs[w] = s.gather(ids[lo:hi], out[lo*s.dim:hi*s.dim], false, each)
 	})
 	return errors.Join(errs...)
 }
 
-// gather is the sequential Gather; raw leaves rows unscaled and the cache
-// statistics untouched.
-func (s *Store) gather(ids []int32, out []float32, raw bool) error {
+// gather is the sequential GatherEach; raw leaves rows unscaled and the
+// cache statistics untouched.
+func (s *Store) gather(ids []int32, out []float32, raw bool, done func(lo, hi int)) error {
 	dim, n := s.dim, uint32(s.n)
+	step := len(ids)
+	if done != nil {
+		step = max(1, eachBytes/(4*dim))
+	}
 	if src, ok := s.Float32Rows(); ok && s.slot == nil {
 		// The common case (float32 rows, no cache, no scaling) in a loop
 		// of nothing but the bound check, the copy and, every few rows,
@@ -408,33 +429,47 @@ func (s *Store) gather(ids []int32, out []float32, raw bool) error {
 		// the general loop's per-row dispatch cost a fifth of the
 		// gather's rate.
 		pf := s.prefetcher(ids)
-		for i, v := range ids {
+		for lo := 0; lo < len(ids); lo += step {
+			hi := min(len(ids), lo+step)
+			for i, v := range ids[lo:hi] {
+				i += lo
+				if i == pf.next {
+					pf.advance(i)
+				}
+				if uint32(v) >= n {
+					return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
+				}
+				copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
+			}
+			if done != nil {
+				done(lo, hi)
+			}
+		}
+		return nil
+	}
+	var hits int
+	pf := s.prefetcher(ids)
+	for lo := 0; lo < len(ids); lo += step {
+		hi := min(len(ids), lo+step)
+		for i, v := range ids[lo:hi] {
+			i += lo
 			if i == pf.next {
 				pf.advance(i)
 			}
 			if uint32(v) >= n {
 				return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
 			}
-			copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
+			row, hit := s.row(v)
+			if hit {
+				hits++
+			}
+			decodeRow(out[i*dim:(i+1)*dim], row, s.dtype)
+			if s.scale != nil && !raw {
+				scaleRow(out[i*dim:(i+1)*dim], s.scale[v])
+			}
 		}
-		return nil
-	}
-	var hits int
-	pf := s.prefetcher(ids)
-	for i, v := range ids {
-		if i == pf.next {
-			pf.advance(i)
-		}
-		if uint32(v) >= n {
-			return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
-		}
-		row, hit := s.row(v)
-		if hit {
-			hits++
-		}
-		decodeRow(out[i*dim:(i+1)*dim], row, s.dtype)
-		if s.scale != nil && !raw {
-			scaleRow(out[i*dim:(i+1)*dim], s.scale[v])
+		if done != nil {
+			done(lo, hi)
 		}
 	}
 	if s.slot != nil && !raw {

@@ -302,3 +302,66 @@ func TestHotOrderMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherEach checks that GatherEach writes what Gather does and hands
+// every row to done exactly once, after it is written, in ranges of a few
+// KiB, on one goroutine or several.
+func TestGatherEach(t *testing.T) {
+	const n, dim = 5000, 37
+	x := randomRows(n, dim, 4)
+	r := rng.New(5)
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32((i * 7) % n)
+	}
+	for _, count := range []int{0, 1, 300, 20000} {
+		ids := make([]int32, count)
+		for i := range ids {
+			ids[i] = int32(r.IntN(n))
+		}
+		for _, dtype := range []DType{Float32, Float16} {
+			data, want := encode(x, dtype)
+			for _, opts := range []Options{{}, {InMemory: true, Workers: 3}, {CacheBytes: 40 * dim * 4, CacheOrder: order, Workers: 2}} {
+				t.Run(fmt.Sprintf("%d/%v/workers=%d/cache=%d", count, dtype, opts.Workers, opts.CacheBytes), func(t *testing.T) {
+					st, err := New(data, dtype, n, dim, opts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer st.Close()
+					out := make([]float32, len(ids)*dim)
+					seen := make([]int, len(ids))
+					var mu sync.Mutex
+					var bad error
+					err = st.GatherEach(context.Background(), ids, out, func(lo, hi int) {
+						mu.Lock()
+						defer mu.Unlock()
+						if lo < 0 || hi > len(ids) || lo >= hi || (hi-lo)*dim*4 > 2*eachBytes {
+							bad = fmt.Errorf("range [%d, %d) of %d rows", lo, hi, len(ids))
+							return
+						}
+						for i := lo; i < hi; i++ {
+							seen[i]++
+							if !slices.Equal(out[i*dim:(i+1)*dim], want[int(ids[i])*dim:int(ids[i]+1)*dim]) {
+								bad = fmt.Errorf("row %d handed out before it was written", i)
+							}
+						}
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if bad != nil {
+						t.Fatal(bad)
+					}
+					for i, c := range seen {
+						if c != 1 {
+							t.Fatalf("row %d handed out %d times", i, c)
+						}
+					}
+					if err := st.GatherEach(context.Background(), []int32{0, n}, make([]float32, 2*dim), func(int, int) {}); err == nil {
+						t.Fatal("an id out of range was gathered")
+					}
+				})
+			}
+		}
+	}
+}

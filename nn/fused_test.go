@@ -166,7 +166,7 @@ func TestFusedNextDropout(t *testing.T) {
 				if !fused {
 					below = make([]tensor.Matrix, layers) // empty: nothing stacked, no fusion
 				}
-				lg, _ := m.ForwardStacked(tp, blocks, tp.Const(x), below, true, 3)
+				lg, _ := m.ForwardStacked(tp, blocks, tp.Const(x), below, true, 3, false)
 				l := tp.CrossEntropy(lg, labels)
 				if err := tp.Backward(l); err != nil {
 					t.Fatal(err)

@@ -227,7 +227,7 @@ func (m *Model) forwardLayer(tp *autograd.Tape, l int, b *Block, x, h0 *autograd
 	}
 	if m.spec.Teleport {
 		if l == 0 {
-			if train {
+			if train && !dropped {
 				x = b.Dropout(tp, x, m.Config.Dropout, rng.Derive(seed, 0))
 			}
 			return m.Layers[0].Forward(tp, b, x, train, rng.Derive(seed, 1))
@@ -301,8 +301,22 @@ func (m *Model) fusesReLU(l int) bool {
 // first); a single block is reused by every layer (full-graph training).
 // It returns the logits of the last block's destination nodes.
 func (m *Model) Forward(tp *autograd.Tape, blocks []*Block, x *autograd.Var, train bool, seed uint64) *autograd.Var {
-	logits, _ := m.ForwardStacked(tp, blocks, x, nil, train, seed)
+	logits, _ := m.ForwardStacked(tp, blocks, x, nil, train, seed, false)
 	return logits
+}
+
+// InputDropout returns the probability of the dropout layer 0 applies to
+// its input in training, which a caller may apply ahead instead (see
+// ForwardStacked's inputDropped): row i of the input dropped as
+// Block.Dropout does, keyed by blocks[0]'s dropKeys when it asks for
+// node-keyed dropout, with the seed rng.Derive(seed, 0) for the step's
+// seed. It is 0 when layer 0 applies none, or the layers draw their own
+// (Spec.LayerDropout).
+func (m *Model) InputDropout() float64 {
+	if m.spec.LayerDropout {
+		return 0
+	}
+	return m.Config.Dropout
 }
 
 // ForwardStacked is Forward where layer l >= 1 reads layer l-1's output
@@ -311,12 +325,13 @@ func (m *Model) Forward(tp *autograd.Tape, blocks []*Block, x *autograd.Var, tra
 // of a batch's halo (below may be nil). It also returns every hidden
 // layer's output; with below nil, in training, a hidden output may carry
 // the next layer's node-keyed input dropout already (fused into the layer
-// that computes it, see nextDropout).
-func (m *Model) ForwardStacked(tp *autograd.Tape, blocks []*Block, x *autograd.Var, below []tensor.Matrix, train bool, seed uint64) (*autograd.Var, []*autograd.Var) {
+// that computes it, see nextDropout). inputDropped says that x carries
+// layer 0's input dropout already (InputDropout), applied by the caller.
+func (m *Model) ForwardStacked(tp *autograd.Tape, blocks []*Block, x *autograd.Var, below []tensor.Matrix, train bool, seed uint64, inputDropped bool) (*autograd.Var, []*autograd.Var) {
 	h := x
 	var h0 *autograd.Var // layer 0's output (APPNP's teleport term)
 	var hidden []*autograd.Var
-	dropped := false // h carries layer l's input dropout already
+	dropped := inputDropped // h carries layer l's input dropout already
 	for l := range m.Layers {
 		b := blocks[0]
 		if len(blocks) > 1 {

@@ -21,6 +21,13 @@ type Fetcher interface {
 	Gather(ctx context.Context, ids []int32, out []float32) error
 }
 
+// EachFetcher is a Fetcher that hands out a gather's rows as it writes
+// them (satisfied by *feature.Store): done(lo, hi) once rows [lo, hi) of
+// out are written, possibly from several goroutines at once.
+type EachFetcher interface {
+	GatherEach(ctx context.Context, ids []int32, out []float32, done func(lo, hi int)) error
+}
+
 // Planner is a Fetcher that reads better knowing the input rows of the
 // batches ahead (feature.Disk's superbatch cache, as Ginex's): the gather
 // stage hands it the next SampledConfig.Superbatch batches' rows before
@@ -52,6 +59,13 @@ type SampledConfig struct {
 	// deterministic, so the sample stage gets the same rows again) and
 	// plans them (0: no planning).
 	Superbatch int
+	// Rows, when set, is applied in place to every batch's gathered
+	// feature rows: ids are the nodes of rows (Dim values each) and mb
+	// the batch they belong to (its Epoch and Seq set). With an
+	// EachFetcher it is applied a few KiB of rows at a time as they are
+	// written, while they are in cache, and may run on several goroutines
+	// at once; otherwise once over the batch's rows after the gather.
+	Rows func(mb *batch.MiniBatch, ids []int32, rows []float32)
 	// Shard and Shards split every batch for data-parallel training: the
 	// epoch is cut into global batches of BatchSize×Shards seeds (the same
 	// on every rank), and shard Shard takes its even share of each, so the
@@ -169,8 +183,18 @@ func (l *Sampled) gather(ctx context.Context, i int, mb *batch.MiniBatch) error 
 		}
 	}
 	if f := l.f; f != nil {
-		out := mb.Features.SetF32(len(ids), f.Dim())
-		if err := f.Gather(ctx, ids, out); err != nil {
+		dim := f.Dim()
+		out := mb.Features.SetF32(len(ids), dim)
+		hook := l.cfg.Rows
+		if ef, ok := f.(EachFetcher); ok && hook != nil {
+			err = ef.GatherEach(ctx, ids, out, func(lo, hi int) { hook(mb, ids[lo:hi], out[lo*dim:hi*dim]) })
+		} else {
+			err = f.Gather(ctx, ids, out)
+			if err == nil && hook != nil {
+				hook(mb, ids, out)
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -7,9 +7,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/feature"
@@ -247,5 +249,68 @@ func TestBadConfig(t *testing.T) {
 				t.Fatalf("error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// plainFetcher hides a Store's GatherEach: a Fetcher that hands out no
+// rows as it writes them.
+type plainFetcher struct{ st *feature.Store }
+
+func (f plainFetcher) Dim() int { return f.st.Dim() }
+func (f plainFetcher) Gather(ctx context.Context, ids []int32, out []float32) error {
+	return f.st.Gather(ctx, ids, out)
+}
+
+// TestRowsHook checks that SampledConfig.Rows sees every gathered row of
+// every batch once, with its node and batch, in pieces of a few KiB from
+// an EachFetcher and whole from another, and that what it writes is what
+// the batch carries.
+func TestRowsHook(t *testing.T) {
+	d, s, st := setup(t)
+	for _, f := range []Fetcher{st, plainFetcher{st}} {
+		_, each := f.(EachFetcher)
+		var mu sync.Mutex
+		calls := map[uint64]int{}
+		rows := map[uint64]int{}
+		dim := st.Dim()
+		hook := func(mb *batch.MiniBatch, ids []int32, x []float32) {
+			if len(x) != len(ids)*dim || mb.Epoch != 2 {
+				t.Errorf("hook given %d values for %d ids, epoch %d", len(x), len(ids), mb.Epoch)
+				return
+			}
+			for i, v := range ids {
+				x[i*dim] = float32(v)*1000 + float32(mb.Seq) // marks row i: its node and batch
+			}
+			mu.Lock()
+			calls[mb.Seq]++
+			rows[mb.Seq] += len(ids)
+			mu.Unlock()
+		}
+		l, err := NewSampled(s, f, d.Labels, d.Train, SampledConfig{BatchSize: 64, SampleWorkers: 2, Rows: hook})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := l.Epoch(context.Background(), 2)
+		n := 0
+		for it.Next() {
+			b := it.Batch()
+			ids, _ := b.Local()
+			for i, v := range ids {
+				if got := b.Features.F32[i*dim]; got != float32(v)*1000+float32(b.Seq) {
+					t.Fatalf("each=%v: batch %d row %d (node %d) not marked by the hook: %v", each, b.Seq, i, v, got)
+				}
+			}
+			mu.Lock()
+			if rows[b.Seq] != len(ids) || (!each && calls[b.Seq] != 1) || (each && len(ids)*dim*4 > 64<<10 && calls[b.Seq] < 2) {
+				t.Fatalf("each=%v: batch %d: %d calls over %d rows, for %d rows", each, b.Seq, calls[b.Seq], rows[b.Seq], len(ids))
+			}
+			mu.Unlock()
+			b.Release()
+			n++
+		}
+		it.Close()
+		if err := it.Err(); err != nil || n != l.NumBatches() {
+			t.Fatalf("%d batches, err %v", n, err)
+		}
 	}
 }

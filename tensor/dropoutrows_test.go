@@ -87,9 +87,17 @@ func testDropoutRowsKernel(t *testing.T) {
 		} else if err := DropoutRows(dst, mask, x, tc.p, 42, keys); err != nil {
 			t.Fatal(err)
 		}
+		// RowDropout.Apply: the same, in place on the calling goroutine.
+		applied := x.Clone()
+		if err := (RowDropout{P: tc.p, Seed: 42, Keys: keys}).Apply(applied); err != nil {
+			t.Fatal(err)
+		}
 		for i := range want.Data {
 			if math.Float32bits(dst.Data[i]) != math.Float32bits(want.Data[i]) {
 				t.Fatalf("%+v: element %d = %v, plain loop %v", tc, i, dst.Data[i], want.Data[i])
+			}
+			if math.Float32bits(applied.Data[i]) != math.Float32bits(want.Data[i]) {
+				t.Fatalf("%+v: RowDropout.Apply element %d = %v, plain loop %v", tc, i, applied.Data[i], want.Data[i])
 			}
 			if tc.withMask && math.Float32bits(mask.Data[i]) != math.Float32bits(wantMask.Data[i]) {
 				t.Fatalf("%+v: mask element %d = %v, plain loop %v", tc, i, mask.Data[i], wantMask.Data[i])
@@ -116,5 +124,26 @@ func BenchmarkDropoutRows(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestRowDropoutApplyErrors(t *testing.T) {
+	x := New(3, 4)
+	for _, d := range []RowDropout{
+		{P: 1, Keys: []int32{1, 2, 3}},
+		{P: -0.1, Keys: []int32{1, 2, 3}},
+		{P: math.NaN(), Keys: []int32{1, 2, 3}},
+		{P: 0.5, Keys: []int32{1, 2}},
+	} {
+		if err := d.Apply(x); err == nil {
+			t.Errorf("%+v accepted", d)
+		}
+	}
+	if err := (RowDropout{P: 0.5, Keys: []int32{1, 2, 3}}).Apply(Matrix{Rows: 3, Cols: 4, Data: make([]float32, 11)}); err == nil {
+		t.Error("a matrix short of values accepted")
+	}
+	y := Matrix{Rows: 3, Cols: 4, Data: []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}
+	if err := (RowDropout{Keys: []int32{1, 2, 3}}).Apply(y); err != nil || y.Data[11] != 12 {
+		t.Errorf("P 0: %v, %v", err, y.Data)
 	}
 }

@@ -274,46 +274,70 @@ func DropoutRows(dst, mask, x Matrix, p float64, seed uint64, keys []int32) erro
 	if len(keys) != x.Rows {
 		return fmt.Errorf("tensor: DropoutRows: %d keys for %d rows", len(keys), x.Rows)
 	}
+	c := x.Cols
+	return timedRows(len(x.Data), x.Rows, max(1, dropoutChunk/max(1, c)), func(lo, hi int) {
+		dropoutRowRange(dst, mask, x, noMask, p, seed, keys, lo, hi)
+	})
+}
+
+// Apply drops x's rows in place, row i keyed by d.Keys[i], exactly as
+// DropoutRows(x, Matrix{}, x, d.P, d.Seed, d.Keys) does, but on the
+// calling goroutine and outside the kernel statistics: for work beside a
+// step, such as a loader applying a layer's input dropout to rows it has
+// just gathered, while they are in cache.
+func (d RowDropout) Apply(x Matrix) error {
+	if !(d.P >= 0 && d.P < 1) {
+		return fmt.Errorf("tensor: RowDropout: probability %v not in [0, 1)", d.P)
+	}
+	if len(d.Keys) != x.Rows || len(x.Data) != x.Rows*x.Cols {
+		return fmt.Errorf("tensor: RowDropout: %d keys for a %dx%d matrix of %d values", len(d.Keys), x.Rows, x.Cols, len(x.Data))
+	}
+	if d.P > 0 {
+		dropoutRowRange(x, x, x, true, d.P, d.Seed, d.Keys, 0, x.Rows)
+	}
+	return nil
+}
+
+// dropoutRowRange is DropoutRows of rows [lo, hi).
+func dropoutRowRange(dst, mask, x Matrix, noMask bool, p float64, seed uint64, keys []int32, lo, hi int) {
 	thr, factors := dropoutParams(p)
 	keep := factors[1]
 	c := x.Cols
-	return timedRows(len(x.Data), x.Rows, max(1, dropoutChunk/max(1, c)), func(lo, hi int) {
-		// Rows are drawn a block at a time: each row's stream writes its
-		// lanes into one buffer, back to back, and one vectorised pass
-		// applies the block's lanes to its rows (contiguous in x), so a
-		// narrow row costs a seed and its draws, not a kernel call. A row
-		// wider than the buffer is drawn and applied in parts.
-		lp := getLanes()
-		defer putLanes(lp)
-		buf := *lp
-		var r rng.Rand
-		apply := func(e0 int, lanes []uint16) {
-			e1 := e0 + len(lanes)
-			ks().dropout(dst.Data[e0:e1], x.Data[e0:e1], lanes, thr, keep)
-			if !noMask {
-				dropoutGeneric(mask.Data[e0:e1], nil, lanes, thr, keep)
-			}
+	// Rows are drawn a block at a time: each row's stream writes its
+	// lanes into one buffer, back to back, and one vectorised pass
+	// applies the block's lanes to its rows (contiguous in x), so a
+	// narrow row costs a seed and its draws, not a kernel call. A row
+	// wider than the buffer is drawn and applied in parts.
+	lp := getLanes()
+	defer putLanes(lp)
+	buf := *lp
+	var r rng.Rand
+	apply := func(e0 int, lanes []uint16) {
+		e1 := e0 + len(lanes)
+		ks().dropout(dst.Data[e0:e1], x.Data[e0:e1], lanes, thr, keep)
+		if !noMask {
+			dropoutGeneric(mask.Data[e0:e1], nil, lanes, thr, keep)
 		}
-		for i := lo; i < hi; {
-			if c > len(buf) {
-				r.Seed(rowSeed(seed, keys[i]))
-				for off := 0; off < c; off += len(buf) {
-					lanes := buf[:min(len(buf), c-off)]
-					r.Lanes16(lanes)
-					apply(i*c+off, lanes)
-				}
-				i++
-				continue
+	}
+	for i := lo; i < hi; {
+		if c > len(buf) {
+			r.Seed(rowSeed(seed, keys[i]))
+			for off := 0; off < c; off += len(buf) {
+				lanes := buf[:min(len(buf), c-off)]
+				r.Lanes16(lanes)
+				apply(i*c+off, lanes)
 			}
-			j := min(hi, i+len(buf)/c)
-			for k := i; k < j; k++ {
-				r.Seed(rowSeed(seed, keys[k]))
-				r.Lanes16(buf[(k-i)*c : (k-i+1)*c])
-			}
-			apply(i*c, buf[:(j-i)*c])
-			i = j
+			i++
+			continue
 		}
-	})
+		j := min(hi, i+len(buf)/c)
+		for k := i; k < j; k++ {
+			r.Seed(rowSeed(seed, keys[k]))
+			r.Lanes16(buf[(k-i)*c : (k-i+1)*c])
+		}
+		apply(i*c, buf[:(j-i)*c])
+		i = j
+	}
 }
 
 // rowSeed is the seed of the dropout stream of the row keyed by key.

@@ -309,7 +309,7 @@ func (s *gasStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	correct, total := 0, 0
 	start := time.Now()
 	ps, err := s.run(ctx, epoch, groups, func(i int, mb *batch.MiniBatch) ([]tensor.Matrix, error) {
-		out, err := r.trainStep(ctx, s.e, mb, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), uint64(i)), Epoch: epoch, Index: i})
+		out, err := r.trainStep(ctx, s.e, mb, engine.Step{Seed: stepSeed(r.cfg.Seed, epoch, uint64(i)), Epoch: epoch, Index: i})
 		if err != nil {
 			return nil, err
 		}

@@ -2,13 +2,15 @@ package train
 
 import (
 	"context"
-	"github.com/graphmill/graphmill/engine"
-	"github.com/graphmill/graphmill/pipeline"
 	"time"
 
+	"github.com/graphmill/graphmill/batch"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/sample"
+	"github.com/graphmill/graphmill/tensor"
 )
 
 // sampledStepper trains on neighbour-sampled minibatches delivered by the
@@ -20,6 +22,60 @@ type sampledStepper struct {
 	opt nn.Optimizer
 	ld  BatchSource
 	e   *engine.Engine
+	// dropped says the loader applies layer 0's input dropout to the rows
+	// it gathers (inputDropout).
+	dropped bool
+}
+
+// dropAhead says whether the sampled pipeline applies the model's input
+// dropout as it gathers (inputDropout); tests turn it off to compare.
+var dropAhead = true
+
+// inputDropout returns the pipeline's Rows hook that applies layer 0's
+// input dropout to the rows the loader gathers, while they are in cache,
+// instead of in a pass of the step over the whole input (which reads it
+// back from memory): the same node-keyed factors the step would draw
+// (nn.Model.InputDropout, keyed by the nodes' OrigIDs as the engine's
+// blocks are, seeded from the batch's step seed). Nil when the model
+// applies none.
+func (r *Runner) inputDropout(m *nn.Model) func(mb *batch.MiniBatch, ids []int32, rows []float32) {
+	p := m.InputDropout()
+	if p == 0 || !dropAhead || r.cfg.Mode != Sampled {
+		return nil
+	}
+	seed, orig := r.cfg.Seed, r.ds.OrigIDs
+	return func(mb *batch.MiniBatch, ids []int32, rows []float32) {
+		if len(ids) == 0 {
+			return
+		}
+		d := tensor.RowDropout{P: p, Seed: rng.Derive(stepSeed(seed, int(mb.Epoch), mb.Seq), 0), Keys: ids}
+		x := tensor.Matrix{Rows: len(ids), Cols: len(rows) / len(ids), Data: rows}
+		if orig != nil {
+			dropOrig(d, orig, x)
+			return
+		}
+		_ = d.Apply(x) // the shape and probability are right by construction
+	}
+}
+
+// dropOrig is d.Apply(x) with x's rows keyed by the original ids of the
+// nodes d.Keys names.
+func dropOrig(d tensor.RowDropout, orig []int32, x tensor.Matrix) {
+	ids := d.Keys
+	var kb [256]int32
+	for lo := 0; lo < len(ids); lo += len(kb) {
+		hi := min(len(ids), lo+len(kb))
+		d.Keys = kb[:hi-lo]
+		for i, v := range ids[lo:hi] {
+			d.Keys[i] = orig[v]
+		}
+		_ = d.Apply(tensor.Matrix{Rows: hi - lo, Cols: x.Cols, Data: x.Data[lo*x.Cols : hi*x.Cols]})
+	}
+}
+
+// stepSeed is the seed of training step seq of epoch (engine.Step.Seed).
+func stepSeed(seed uint64, epoch int, seq uint64) uint64 {
+	return rng.Derive(rng.Derive(seed, uint64(epoch)), seq)
 }
 
 func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (Stepper, error) {
@@ -40,7 +96,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (Stepper, error) 
 	}
 	lc := pipeline.SampledConfig{
 		BatchSize: cfg.BatchSize, Shuffle: true, Seed: LoaderSeed(cfg),
-		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch,
+		SampleWorkers: cfg.Workers, Prefetch: cfg.Prefetch, Rows: r.inputDropout(m),
 	}
 	if cfg.MaxMemoryBytes > 0 {
 		// Under a memory bound every batch held ahead costs its gathered
@@ -63,7 +119,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (Stepper, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, e: r.engine(m, opt)}, nil
+	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, e: r.engine(m, opt), dropped: lc.Rows != nil}, nil
 }
 
 func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
@@ -87,7 +143,7 @@ func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, erro
 		b := it.Batch()
 		t := time.Now()
 		// Overwrite: the batch is released right after the step.
-		out, err := r.trainStep(ctx, s.e, b, engine.Step{Seed: rng.Derive(rng.Derive(r.cfg.Seed, uint64(epoch)), b.Seq), Epoch: epoch, Index: int(b.Seq), Overwrite: true})
+		out, err := r.trainStep(ctx, s.e, b, engine.Step{Seed: stepSeed(r.cfg.Seed, epoch, b.Seq), Epoch: epoch, Index: int(b.Seq), Overwrite: true, InputDropped: s.dropped})
 		b.Release()
 		if err != nil {
 			return st, err
