@@ -148,3 +148,51 @@ func reluMaskBitsPackVec(dst, g []float32, bits []uint8, ld, bstride, rows, pane
 	}
 	reluMaskBitsPackAVX2(&dst[0], &g[0], &bits[0], ld, bstride, rows, panels, nr, stride, scale, dp)
 }
+
+// epilogueAVX2 sets, for i < n&^7, seg[i] = max(0, seg[i]+bias[i])
+// (keeping a NaN) × (lanes[i] > thrm1 ? keep : 0) and, with pos not nil,
+// the bits of seg[i] > 0 into pos (bit k of byte i/8 for element
+// 8(i/8)+k): the kernel set's epilogue in one pass.
+//
+//go:noescape
+func epilogueAVX2(n int, seg, bias *float32, lanes *uint16, thrm1 int32, keep float32, pos *uint8)
+
+// epilogueAVX512 is epilogueAVX2 for i < n&^15, sixteen elements a vector.
+//
+//go:noescape
+func epilogueAVX512(n int, seg, bias *float32, lanes *uint16, thrm1 int32, keep float32, pos *uint8)
+
+// epilogueVec is epilogueGeneric with AVX2 for the bulk (whole groups of
+// eight elements), the rest by the kernel set's passes.
+func epilogueVec(seg, bias []float32, lanes []uint16, thr uint64, keep float32, pos []uint8) {
+	epilogueBulk(epilogueAVX2, 8, seg, bias, lanes, thr, keep, pos)
+}
+
+// epilogueVec512 is epilogueVec with sixteen elements a vector.
+func epilogueVec512(seg, bias []float32, lanes []uint16, thr uint64, keep float32, pos []uint8) {
+	epilogueBulk(epilogueAVX512, 16, seg, bias, lanes, thr, keep, pos)
+}
+
+// epilogueBulk runs kernel on the first len(seg) rounded down to a
+// multiple of w elements and epilogueGeneric's passes, vectorised, on the
+// rest (which starts at a whole byte of pos: w is a multiple of 8).
+func epilogueBulk(kernel func(int, *float32, *float32, *uint16, int32, float32, *uint8), w int, seg, bias []float32, lanes []uint16, thr uint64, keep float32, pos []uint8) {
+	n := len(seg) / w * w
+	if n > 0 {
+		_, _ = bias[n-1], lanes[n-1]
+		var p *uint8
+		if pos != nil {
+			_ = pos[n/8-1]
+			p = &pos[0]
+		}
+		kernel(n, &seg[0], &bias[0], &lanes[0], int32(thr)-1, keep, p)
+	}
+	if n < len(seg) {
+		rest := seg[n:]
+		biasReLUVec(rest, bias[n:len(seg)], true)
+		dropoutVec(rest, rest, lanes[n:], thr, keep)
+		if pos != nil {
+			positiveVec(pos[n/8:], rest)
+		}
+	}
+}

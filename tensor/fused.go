@@ -209,6 +209,15 @@ func positiveGeneric(dst []uint8, seg []float32) {
 	}
 }
 
+// epilogueGeneric is the kernel set's epilogue as the passes it fuses.
+func epilogueGeneric(seg, bias []float32, lanes []uint16, thr uint64, keep float32, pos []uint8) {
+	biasReLUGeneric(seg, bias, true)
+	dropoutGeneric(seg, seg, lanes, thr, keep)
+	if pos != nil {
+		positiveGeneric(pos, seg)
+	}
+}
+
 // biasReLUGeneric sets seg = act(seg + bias) (bias nil: no bias).
 func biasReLUGeneric(seg, bias []float32, relu bool) {
 	switch {

@@ -68,7 +68,9 @@ type Epilogue struct {
 	// bytes, instead of C itself.
 	Positive []uint8
 
-	posStride int // bytes a row of Positive (check sets it)
+	posStride int     // bytes a row of Positive (check sets it)
+	thr       uint64  // Dropout's 16-bit threshold (check sets it)
+	keep      float32 // Dropout's factor of a kept element (check sets it)
 }
 
 // PositiveStride is the bytes a row of an Epilogue's Positive bits take
@@ -124,6 +126,9 @@ func (e *Epilogue) check(rows, cols int) error {
 		if len(d.Keys) != rows {
 			return fmt.Errorf("%w: gemm epilogue: %d dropout keys for %d rows", ErrShape, len(d.Keys), rows)
 		}
+		var f [2]float32
+		e.thr, f = dropoutParams(d.P)
+		e.keep = f[1]
 	}
 	e.posStride = PositiveStride(cols)
 	if e.Positive != nil && len(e.Positive) < rows*e.posStride {
@@ -148,7 +153,23 @@ func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 	if e.Bias != nil {
 		b = e.Bias[col : col+len(seg)]
 	}
-	ks().biasReLU(seg, b, e.ReLU)
+	k := ks()
+	if k.epilogue != nil && b != nil && e.ReLU && e.Dropout.P != 0 && col%4+len(seg) <= len(*lanes) {
+		// A training layer's epilogue in one pass over seg: the row's
+		// dropout lanes drawn first.
+		var r rng.Rand
+		r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
+		r.Skip(uint64(col / 4))
+		ln := (*lanes)[:col%4+len(seg)]
+		r.Lanes16(ln)
+		var pos []uint8
+		if e.Positive != nil {
+			pos = e.Positive[row*e.posStride+col/8:]
+		}
+		k.epilogue(seg, b, ln[col%4:], e.thr, e.keep, pos)
+		return
+	}
+	k.biasReLU(seg, b, e.ReLU)
 	if e.Dropout.P != 0 {
 		e.dropout(seg, row, col, lanes)
 	}
@@ -162,7 +183,6 @@ func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 func (e *Epilogue) dropout(seg []float32, row, col int, lanes *[]uint16) {
 	// The row's stream from column col: skip the draws of the columns
 	// before it (four lanes each), then the lanes of col's own draw.
-	thr, factors := dropoutParams(e.Dropout.P)
 	var r rng.Rand
 	r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
 	r.Skip(uint64(col / 4))
@@ -172,7 +192,7 @@ func (e *Epilogue) dropout(seg []float32, row, col int, lanes *[]uint16) {
 		lanes := buf[:min(len(buf), lead+len(seg)-off)]
 		r.Lanes16(lanes)
 		n := len(lanes) - lead
-		ks().dropout(seg[off:off+n], seg[off:off+n], lanes[lead:], thr, factors[1])
+		ks().dropout(seg[off:off+n], seg[off:off+n], lanes[lead:], e.thr, e.keep)
 		off, lead = off+n, 0
 	}
 }

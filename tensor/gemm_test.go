@@ -273,6 +273,9 @@ func TestGemmEpilogue(t *testing.T) {
 									if err := GemmThreads(th, tA, tB, 1, a, b, beta, want); err != nil {
 										t.Fatal(err)
 									}
+									if err := ep.check(want.Rows, want.Cols); err != nil {
+										t.Fatal(err)
+									}
 									for i := 0; i < want.Rows; i++ {
 										ep.apply(want.Row(i), i, 0, ep.scratch())
 									}
@@ -528,7 +531,20 @@ func TestEpilogueDropout(t *testing.T) {
 			for i := range keys {
 				keys[i] = int32(r.IntN(1000))
 			}
+			// Infinities and a NaN: a dropped infinity gives NaN (0·∞),
+			// and NaN is not positive.
+			c.Data[1], c.Data[len(c.Data)/2], c.Data[len(c.Data)-1] = float32(math.Inf(1)), float32(math.NaN()), float32(math.Inf(-1))
 			ep := Epilogue{Bias: randMatrix(r, 1, tc.cols).Data, ReLU: true, Dropout: RowDropout{P: 0.3, Seed: 11, Keys: keys}}
+			bytes := true // the cuts fall on whole bytes of the positive bits
+			for _, x := range tc.cuts {
+				bytes = bytes && x%8 == 0
+			}
+			if bytes {
+				ep.Positive = make([]uint8, tc.rows*PositiveStride(tc.cols))
+			}
+			if err := ep.check(tc.rows, tc.cols); err != nil {
+				t.Fatal(err)
+			}
 			want := c.Clone()
 			for i := 0; i < want.Rows; i++ {
 				biasReLUGeneric(want.Row(i), ep.Bias, true)
@@ -547,6 +563,16 @@ func TestEpilogueDropout(t *testing.T) {
 			for e := range want.Data {
 				if math.Float32bits(got.Data[e]) != math.Float32bits(want.Data[e]) {
 					t.Fatalf("%+v: element %d = %v, DropoutRows after bias and ReLU %v", tc, e, got.Data[e], want.Data[e])
+				}
+			}
+			if ep.Positive != nil {
+				st := PositiveStride(tc.cols)
+				wantBits := make([]uint8, st)
+				for i := 0; i < tc.rows; i++ {
+					positiveGeneric(wantBits, want.Row(i))
+					if !slices.Equal(ep.Positive[i*st:(i+1)*st], wantBits) {
+						t.Fatalf("%+v: row %d's positive bits %x, want %x", tc, i, ep.Positive[i*st:(i+1)*st], wantBits)
+					}
 				}
 			}
 		}

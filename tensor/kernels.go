@@ -73,6 +73,11 @@ type kernelSet struct {
 	// biasReLU sets seg = act(seg + bias) (bias may be nil; act is ReLU
 	// when relu): the GEMM epilogue.
 	biasReLU func(seg, bias []float32, relu bool)
+	// epilogue, when not nil, is biasReLU(seg, bias, true), dropout(seg,
+	// seg, lanes, thr, keep) and, when pos is not nil, positive(pos, seg)
+	// in one pass over seg (bias and lanes as long as seg): a training
+	// layer's GEMM epilogue (epilogueGeneric).
+	epilogue func(seg, bias []float32, lanes []uint16, thr uint64, keep float32, pos []uint8)
 	// reluMask sets o = g*scale where y > 0 and 0 elsewhere (ReLU
 	// backward; scale is a fused dropout's keep factor, or 1).
 	reluMask func(o, g, y []float32, scale float32)
@@ -114,7 +119,7 @@ func init() {
 		wide: &microKernel{mr: 4, nr: 4, fn: gemmKernelGeneric},
 		axpy: axpyGeneric, dot: dotGeneric,
 		axpyPF:   func(alpha float32, x, y, _ []float32) { axpyGeneric(alpha, x, y) },
-		biasReLU: biasReLUGeneric, reluMask: reluMaskGeneric, dropout: dropoutGeneric,
+		biasReLU: biasReLUGeneric, epilogue: epilogueGeneric, reluMask: reluMaskGeneric, dropout: dropoutGeneric,
 		reluMaskBits: reluMaskBitsGeneric, reluMaskBitsPack: reluMaskBitsPackGeneric, positive: positiveGeneric,
 	})
 	registerArchKernels()

@@ -47,7 +47,7 @@ func registerArchKernels() {
 		registerKernels("avx2", &kernelSet{
 			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pfBytes: avx2PF},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
-			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec,
+			biasReLU: biasReLUVec, epilogue: epilogueVec, reluMask: reluMaskVec, dropout: dropoutVec,
 			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
 		})
 	}
@@ -56,7 +56,7 @@ func registerArchKernels() {
 			wide:   &microKernel{mr: 12, nr: 32, fn: sgemmAVX512x12x32Fn, rows: avx512WideRows, pfBytes: avx512WidePF},
 			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF},
 			axpy:   axpyVec, axpyPF: axpyPFVec, dot: dotVec,
-			biasReLU: biasReLUVec, reluMask: reluMaskVec, dropout: dropoutVec512,
+			biasReLU: biasReLUVec, epilogue: epilogueVec512, reluMask: reluMaskVec, dropout: dropoutVec512,
 			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
 		})
 	}
