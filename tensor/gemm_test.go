@@ -777,6 +777,7 @@ func TestReLUMaskBitsPack(t *testing.T) {
 			ld := tc.panels*tc.nr + tc.extra
 			bstride := PositiveStride(ld) + 2
 			g := randMatrix(r, tc.rows, ld).Data
+			g[len(g)/2], g[len(g)-1] = float32(math.NaN()), float32(math.Inf(-1)) // masked: +0; kept: scaled
 			bits := make([]uint8, tc.rows*bstride)
 			for i := range bits {
 				bits[i] = uint8(r.Uint32())

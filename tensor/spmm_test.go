@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
@@ -109,7 +110,7 @@ func aggregateGradRef(dx Matrix, g *CSR, dy Matrix, mode Reduce, axpy func(float
 func bitwise(t *testing.T, what string, got, want Matrix) {
 	t.Helper()
 	for i, v := range want.Data {
-		if got.Data[i] != v {
+		if math.Float32bits(got.Data[i]) != math.Float32bits(v) {
 			t.Fatalf("%s: element %d is %v, want %v (bitwise)", what, i, got.Data[i], v)
 		}
 	}
