@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -310,7 +311,7 @@ func addTransposed(c Matrix, t []float32, beta float32, ep *Epilogue) {
 // (on several threads, where both split the depth, as they do for deep
 // products); otherwise they agree to float32 rounding.
 func GemmTNMulti(alpha float32, g Matrix, xs []Matrix, beta float32, cs []Matrix) error {
-	return gemmTNMulti(alpha, g, reluMaskOf{}, 0, xs, beta, cs, nil)
+	return gemmTNMulti(alpha, g, reluMaskOf{}, 0, xs, beta, cs, nil, nil)
 }
 
 // GemmTNMultiReLU is GemmTNMulti(1, G, xs, beta, cs) of the gradient
@@ -329,7 +330,7 @@ func GemmTNMultiReLU(dy, y Matrix, scale float32, xs []Matrix, beta float32, cs 
 	if dbias != nil && len(dbias) != dy.Cols {
 		return fmt.Errorf("%w: GemmTNMultiReLU: bias gradient has %d values for %d columns", ErrShape, len(dbias), dy.Cols)
 	}
-	return gemmTNMulti(1, dy, reluMaskOf{y: y.Data}, scale, xs, beta, cs, dbias)
+	return gemmTNMulti(1, dy, reluMaskOf{y: y.Data}, scale, xs, beta, cs, dbias, nil)
 }
 
 // GemmTNMultiReLUBits is GemmTNMultiReLU with the ReLU's mask given as
@@ -338,23 +339,40 @@ func GemmTNMultiReLU(dy, y Matrix, scale float32, xs []Matrix, beta float32, cs 
 // of Y's bytes. The products must share one packing of dy
 // (ReLUGradFused of dy's shape and the inputs' widths).
 func GemmTNMultiReLUBits(dy Matrix, positive []uint8, scale float32, xs []Matrix, beta float32, cs []Matrix, dbias []float32) error {
+	return gemmTNMultiReLUBits("GemmTNMultiReLUBits", dy, positive, scale, xs, beta, cs, dbias, nil)
+}
+
+// GemmTNMultiReLUBitsRows is GemmTNMultiReLUBits where dy's rows are
+// written by rows(lo, hi), which the product calls for each block of rows
+// just before it reads them (each row once; blocks on several goroutines
+// at once): a gradient made a block at a time while it is in cache
+// (AggregateGradRowsFunc) instead of through memory whole. Every row of
+// dy is written by the time it returns.
+func GemmTNMultiReLUBitsRows(dy Matrix, positive []uint8, scale float32, xs []Matrix, beta float32, cs []Matrix, dbias []float32, rows func(lo, hi int)) error {
+	if rows == nil {
+		return errors.New("tensor: GemmTNMultiReLUBitsRows: no rows function")
+	}
+	return gemmTNMultiReLUBits("GemmTNMultiReLUBitsRows", dy, positive, scale, xs, beta, cs, dbias, rows)
+}
+
+func gemmTNMultiReLUBits(op string, dy Matrix, positive []uint8, scale float32, xs []Matrix, beta float32, cs []Matrix, dbias []float32, rows func(lo, hi int)) error {
 	if err := dy.Validate(); err != nil {
 		return fmt.Errorf("gemm: operand dY: %w", err)
 	}
 	if st := PositiveStride(dy.Cols); len(positive) < dy.Rows*st {
-		return fmt.Errorf("%w: GemmTNMultiReLUBits: %d bytes of bits for dY %d×%d", ErrShape, len(positive), dy.Rows, dy.Cols)
+		return fmt.Errorf("%w: %s: %d bytes of bits for dY %d×%d", ErrShape, op, len(positive), dy.Rows, dy.Cols)
 	}
 	if dbias != nil && len(dbias) != dy.Cols {
-		return fmt.Errorf("%w: GemmTNMultiReLUBits: bias gradient has %d values for %d columns", ErrShape, len(dbias), dy.Cols)
+		return fmt.Errorf("%w: %s: bias gradient has %d values for %d columns", ErrShape, op, len(dbias), dy.Cols)
 	}
 	widths := make([]int, len(xs))
 	for i, x := range xs {
 		widths[i] = x.Cols
 	}
 	if !ReLUGradFused(dy.Rows, dy.Cols, widths) {
-		return fmt.Errorf("tensor: GemmTNMultiReLUBits: products of dY %d×%d and inputs %v do not share dY's packing (ReLUGradFused)", dy.Rows, dy.Cols, widths)
+		return fmt.Errorf("tensor: %s: products of dY %d×%d and inputs %v do not share dY's packing (ReLUGradFused)", op, dy.Rows, dy.Cols, widths)
 	}
-	return gemmTNMulti(1, dy, reluMaskOf{bits: positive, stride: PositiveStride(dy.Cols)}, scale, xs, beta, cs, dbias)
+	return gemmTNMulti(1, dy, reluMaskOf{bits: positive, stride: PositiveStride(dy.Cols)}, scale, xs, beta, cs, dbias, rows)
 }
 
 // reluMaskOf is where a weight gradient's output gradient G gets its ReLU
@@ -412,7 +430,7 @@ func sharesG(rows, cols, w int) bool {
 
 // gemmTNMulti is GemmTNMulti of G, or, with mask (Y's values, laid out as
 // G), of scale·G ⊙ 1[mask > 0] with its column sums added to dbias.
-func gemmTNMulti(alpha float32, g Matrix, mask reluMaskOf, scale float32, xs []Matrix, beta float32, cs []Matrix, dbias []float32) error {
+func gemmTNMulti(alpha float32, g Matrix, mask reluMaskOf, scale float32, xs []Matrix, beta float32, cs []Matrix, dbias []float32, rows func(lo, hi int)) error {
 	if len(xs) != len(cs) {
 		return fmt.Errorf("%w: GemmTNMulti: %d inputs for %d outputs", ErrShape, len(xs), len(cs))
 	}
@@ -444,6 +462,9 @@ func gemmTNMulti(alpha float32, g Matrix, mask reluMaskOf, scale float32, xs []M
 		total += x.Cols
 	}
 	if !shared {
+		if rows != nil {
+			rows(0, g.Rows)
+		}
 		if mask.y != nil { // G first, then the products
 			gz := Matrix{Rows: g.Rows, Cols: g.Cols, Data: getBuf(len(g.Data))}
 			defer putBuf(gz.Data)
@@ -468,7 +489,7 @@ func gemmTNMulti(alpha float32, g Matrix, mask reluMaskOf, scale float32, xs []M
 	defer putBuf(t)
 	j := newGemmJob(Trans, NoTrans, alpha, xs[0], g, 0, Matrix{Rows: total, Cols: m, Data: t}, nil)
 	j.m = total
-	j.mask, j.maskScale, j.db = mask, scale, dbias
+	j.mask, j.maskScale, j.db, j.rows = mask, scale, dbias, rows
 	j.a, j.parts = nil, make([]aPart, len(xs))
 	for i, x := range xs {
 		j.parts[i] = aPart{a: x.Data, ld: x.Cols, cols: x.Cols}
@@ -765,6 +786,7 @@ func (j *gemmJob) runParallel(threads int) error {
 				if !j.mask.none() {
 					s.mask = j.mask.fromRow(lo, j.ldb)
 				}
+				s.k0 = j.k0 + lo
 				if dbs != nil {
 					dbs[ch] = getBuf(j.n)
 					clear(dbs[ch])
@@ -872,6 +894,13 @@ type gemmJob struct {
 	mask      reluMaskOf
 	maskScale float32
 	db        []float32
+	// rows, when not nil, writes B's rows [lo, hi) of the whole product
+	// (B not transposed, a depth split only): packB calls it for the rows
+	// it is about to read that it has not had written yet (produced, of
+	// this job's depths, which start at depth k0 of the whole product).
+	rows     func(lo, hi int)
+	k0       int
+	produced int
 	// ah is what the packing after the current block reads, which the
 	// micro-kernels prefetch meanwhile (nil spans: nothing).
 	ah ahead
@@ -1133,6 +1162,10 @@ func (j *gemmJob) scale() {
 // dst[q*kb*nr + p*nr + jj], zero padded to nr columns.
 func (j *gemmJob) packB(dst []float32, jc, nb, pc, kb int) {
 	nr := j.mk.nr
+	if j.rows != nil && pc+kb > j.produced {
+		j.rows(j.k0+max(pc, j.produced), j.k0+pc+kb)
+		j.produced = pc + kb
+	}
 	if !j.transB {
 		// Row by row, so op(B) is read sequentially.
 		full := nb / nr

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 )
 
@@ -710,6 +711,38 @@ func TestPositiveBits(t *testing.T) {
 						bitwise(t, fmt.Sprintf("threads %d, %+v: dW[%d]", threads, tc, i), got[i], want[i])
 					}
 					bitwise(t, fmt.Sprintf("threads %d, %+v: dbias", threads, tc), Matrix{Rows: 1, Cols: tc.m, Data: dbGot}, Matrix{Rows: 1, Cols: tc.m, Data: dbWant})
+					// The same with dY's rows written as the product asks for
+					// them: each once, before it reads them.
+					made := New(tc.k, tc.m)
+					for i := range made.Data {
+						made.Data[i] = float32(math.NaN()) // stale
+					}
+					times := make([]atomic.Int32, tc.k)
+					got = []Matrix{want[0].Clone(), want[1].Clone()}
+					dbRows := append([]float32(nil), dbWant...)
+					dbTwice := append([]float32(nil), dbWant...)
+					wantTwice := []Matrix{want[0].Clone(), want[1].Clone()}
+					if err := GemmTNMultiReLUBits(dy, bits, 2, []Matrix{x0, x1}, 1, wantTwice, dbTwice); err != nil {
+						t.Fatal(err)
+					}
+					err = GemmTNMultiReLUBitsRows(made, bits, 2, []Matrix{x0, x1}, 1, got, dbRows, func(lo, hi int) {
+						for i := lo; i < hi; i++ {
+							times[i].Add(1)
+							copy(made.Row(i), dy.Row(i))
+						}
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := range times {
+						if n := times[i].Load(); n != 1 {
+							t.Fatalf("threads %d, %+v: row %d of dY written %d times", threads, tc, i, n)
+						}
+					}
+					for i := range got {
+						bitwise(t, fmt.Sprintf("threads %d, %+v: rows: dW[%d]", threads, tc, i), got[i], wantTwice[i])
+					}
+					bitwise(t, fmt.Sprintf("threads %d, %+v: rows: dbias", threads, tc), Matrix{Rows: 1, Cols: tc.m, Data: dbRows}, Matrix{Rows: 1, Cols: tc.m, Data: dbTwice})
 				}
 			}
 		}

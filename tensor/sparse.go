@@ -325,11 +325,41 @@ func AggregateGradSetFrom(dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) e
 // aggregateGrad adds the gradient to rows s < from of dx and sets the
 // others.
 func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) error {
-	if err := checkAgg(op, g, dx, dy, mode); err != nil {
+	rows, err := aggregateGradRows(op, dx, g, dy, mode, from)
+	if err != nil {
 		return err
 	}
 	if t0 := statStart(); t0 != 0 {
 		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(dy.Cols))
+	}
+	return parallelFor(g.NumSrc, 64, rows)
+}
+
+// AggregateGradRowsFunc returns a function that does AggregateGradSetFrom's
+// work for rows [lo, hi) of dx only, on the calling goroutine: for a
+// consumer that takes dx a block of rows at a time while they are in
+// cache (GemmTNMultiReLUBitsRows), instead of dx going through memory
+// whole. Calls on disjoint ranges may run at once; the kernel statistics
+// count their values as aggregated, their time as their caller's.
+func AggregateGradRowsFunc(dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) (func(lo, hi int), error) {
+	rows, err := aggregateGradRows("AggregateGradRows", dx, g, dy, mode, from)
+	if err != nil {
+		return nil, err
+	}
+	t := g.T()
+	return func(lo, hi int) {
+		if statsOn.Load() {
+			aggElems.Add(int64(t.Indptr[hi]-t.Indptr[lo]) * int64(dy.Cols))
+		}
+		rows(lo, hi)
+	}, nil
+}
+
+// aggregateGradRows checks the operands of aggregateGrad and returns its
+// work on rows [lo, hi) (the transpose and its weights built first).
+func aggregateGradRows(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) (func(lo, hi int), error) {
+	if err := checkAgg(op, g, dx, dy, mode); err != nil {
+		return nil, err
 	}
 	t := g.T()
 	if rowKernel(dy.Cols) {
@@ -337,10 +367,10 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from in
 		if mode != Sum {
 			var err error
 			if tw, err = g.transposedWeights(t, mode); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		return parallelFor(g.NumSrc, 64, func(lo, hi int) {
+		return func(lo, hi int) {
 			for s := lo; s < hi; s++ {
 				o := dx.Row(s)
 				if s >= from {
@@ -353,11 +383,11 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from in
 				}
 				spmmRow(o, dy, t.Dst[q0:], int(q1-q0), w, false)
 			}
-		})
+		}, nil
 	}
 	axpy := ks().axpyPF
 	nq := int64(len(t.Dst))
-	return parallelFor(g.NumSrc, 64, func(lo, hi int) {
+	return func(lo, hi int) {
 		for s := lo; s < hi; s++ {
 			o := dx.Row(s)
 			if s >= from {
@@ -369,7 +399,7 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from in
 				axpy(g.edgeWeight(mode, d, t.Edge[q]), dy.Row(d), o, pf)
 			}
 		}
-	})
+	}, nil
 }
 
 // GATAggregate is the attention aggregation of GAT with the given number of

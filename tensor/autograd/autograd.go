@@ -87,9 +87,17 @@ type Var struct {
 	// not clearing them up front saves a pass over most of the matrix
 	// (11 MB a step of GraphSAGE's [25,10] minibatches).
 	partial int
-	owned   bool              // a constant the tape's ops may overwrite (ConstOwned)
-	op      bool              // the output of an op (not a leaf)
-	ws      *tensor.Workspace // where an op output's gradient is allocated (nil: tensor.New)
+	// deferred, when not nil, is a contribution to Grad not made yet, the
+	// last before the backward of v's op: that op takes it a block of rows
+	// at a time as it reads them (takesRows), while they are in cache;
+	// anything else settles it first. (GraphSAGE's first layer: the output
+	// gradient its weight gradients pack, 10 MB a step, gathered by the
+	// next layer's aggregation, no longer goes through memory between.)
+	deferred  *deferredGrad
+	takesRows bool              // v's op's backward takes a deferred gradient's rows
+	owned     bool              // a constant the tape's ops may overwrite (ConstOwned)
+	op        bool              // the output of an op (not a leaf)
+	ws        *tensor.Workspace // where an op output's gradient is allocated (nil: tensor.New)
 }
 
 // NewParam returns a trainable parameter holding value: it requires a
@@ -121,9 +129,21 @@ func (v *Var) grad() tensor.Matrix {
 	return v.Grad
 }
 
-// settle clears the rows of a partial gradient that no contribution wrote
-// (see Var.partial).
+// deferredGrad is a gradient contribution not made yet (Var.deferred):
+// rows makes rows [lo, hi) of it (each once, in any order, blocks on
+// several goroutines at once), all the whole.
+type deferredGrad struct {
+	rows func(lo, hi int)
+	all  func() error
+}
+
+// settle makes a deferred contribution and clears the rows of a partial
+// gradient that no contribution wrote (see Var.partial).
 func (v *Var) settle() {
+	if d := v.deferred; d != nil {
+		v.deferred = nil
+		must("deferred gradient of "+v.Name, d.all())
+	}
 	if v.partial > 0 {
 		clear(v.Grad.Data[(v.partial-1)*v.Grad.Cols:])
 		v.partial = 0
@@ -300,7 +320,9 @@ func (t *Tape) BackwardFrom(out *Var, seed tensor.Matrix) error {
 			}
 			continue // does not contribute to out
 		}
-		n.out.settle()
+		if n.out.deferred == nil || !n.out.takesRows || t.CheckFinite {
+			n.out.settle()
+		}
 		if t.CheckFinite {
 			if err := tensor.CheckFinite("gradient of "+n.name, n.out.Grad); err != nil {
 				return err

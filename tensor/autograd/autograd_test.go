@@ -501,3 +501,75 @@ func TestDropoutRowsGradient(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferredAggregateGrad: GraphSAGE's two layers, the first a fused
+// ReLU Dense whose output the second aggregates: the aggregation's
+// gradient made a block of rows at a time as the first layer's weight
+// gradients read it (Var.deferred) gives bitwise the gradients of making
+// it whole first, with dropout or not, with a second contribution to the
+// first layer's output after it, and with CheckFinite (which settles it).
+func TestDeferredAggregateGrad(t *testing.T) {
+	const src, dst, in, hid, out = 1500, 300, 100, 256, 7
+	rng := rand.New(rand.NewPCG(4, 4))
+	indptr := make([]int64, dst+1)
+	var idx []int32
+	for d := 0; d < dst; d++ {
+		for range 1 + rng.IntN(12) {
+			idx = append(idx, int32(rng.IntN(src)))
+		}
+		indptr[d+1] = int64(len(idx))
+	}
+	a, h := randM(rng, src, in), randM(rng, src, in)
+	w1a, w1b, b1 := randM(rng, hid, in), randM(rng, hid, in), randM(rng, 1, hid)
+	w2a, w2b, b2 := randM(rng, out, hid), randM(rng, out, hid), randM(rng, 1, out)
+	proj := randM(rng, out, 3)
+	keys := make([]int32, src)
+	for i := range keys {
+		keys[i] = int32(i * 3)
+	}
+	for _, p := range []float64{0, 0.5} {
+		for _, extra := range []bool{false, true} {
+			for _, check := range []bool{false, true} {
+				grads := func(deferred bool) [][]float32 {
+					deferGrads = deferred
+					defer func() { deferGrads = true }()
+					g := &tensor.CSR{Indptr: indptr, Indices: idx, NumSrc: src}
+					params := []*Var{NewParam("w1a", w1a.Clone()), NewParam("w1b", w1b.Clone()), NewParam("b1", b1.Clone()),
+						NewParam("w2a", w2a.Clone()), NewParam("w2b", w2b.Clone()), NewParam("b2", b2.Clone())}
+					tp := NewTape()
+					tp.CheckFinite = check
+					drop := tensor.RowDropout{}
+					if p > 0 {
+						drop = tensor.RowDropout{P: p, Seed: 5, Keys: keys}
+					}
+					y1 := tp.DenseDropout(src, []Term{{X: tp.Const(a), W: params[0]}, {X: tp.Const(h), W: params[1]}}, params[2], ActReLU, drop)
+					if !y1.takesRows {
+						t.Fatal("the first layer does not take a deferred gradient")
+					}
+					agg := tp.Aggregate(g, y1, tensor.Mean)
+					z := tp.Dense(dst, []Term{{X: y1, W: params[3]}, {X: agg, W: params[4]}}, params[5], NoActivation)
+					loss := tp.Sum(tp.MatMul(z, tp.Const(proj)))
+					if extra { // a contribution to y1's gradient after the aggregation's
+						loss = tp.Add(loss, tp.Sum(tp.MatMul(tp.Rows(y1, 0, 5), tp.Const(randM(rand.New(rand.NewPCG(2, 2)), hid, 1)))))
+					}
+					if err := tp.Backward(loss); err != nil {
+						t.Fatal(err)
+					}
+					var out [][]float32
+					for _, q := range params {
+						out = append(out, q.Grad.Data)
+					}
+					return out
+				}
+				on, off := grads(true), grads(false)
+				for k := range on {
+					for i, w := range off[k] {
+						if math.Float32bits(on[k][i]) != math.Float32bits(w) {
+							t.Fatalf("dropout %v, extra %v, check %v: gradient %d element %d: deferred %v, whole %v", p, extra, check, k, i, on[k][i], w)
+						}
+					}
+				}
+			}
+		}
+	}
+}

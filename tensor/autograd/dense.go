@@ -151,7 +151,8 @@ func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop
 		inputs = append(inputs, b)
 	}
 	terms = append([]Term(nil), terms...)
-	return t.record("Dense", out, func(g tensor.Matrix) error {
+	var v *Var
+	v = t.record("Dense", out, func(g tensor.Matrix) error {
 		var db []float32
 		if b != nil && b.requiresGrad {
 			db = b.grad().Data
@@ -176,6 +177,10 @@ func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop
 			// Only the weights and the bias need gz (a first layer, whose
 			// inputs are features): the ReLU's backward is done as the
 			// products pack it, and gz is never stored.
+			if d := v.deferred; d != nil { // g's last contribution, made as the products read it
+				v.deferred = nil
+				return tensor.GemmTNMultiReLUBitsRows(g, ep.Positive, keep, xs, 1, dws, db, d.rows)
+			}
 			return tensor.GemmTNMultiReLUBits(g, ep.Positive, keep, xs, 1, dws, db)
 		}
 		gz := g
@@ -216,6 +221,8 @@ func (t *Tape) DenseDropout(rows int, terms []Term, b *Var, act Activation, drop
 		}
 		return nil
 	}, inputs...)
+	v.takesRows = fused
+	return v
 }
 
 // reluGradFused reports whether Dense's backward folds the ReLU's backward

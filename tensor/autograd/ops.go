@@ -30,16 +30,28 @@ func intoRows(v *Var, f func(dv tensor.Matrix, from int) error) error {
 	if !v.requiresGrad {
 		return nil
 	}
-	if v.hasGrad() && v.partial > 0 {
+	dv, from := v.rowsTarget()
+	return f(dv, from)
+}
+
+// deferGrads says whether Aggregate's backward leaves its gradient to an
+// op that takes it a block of rows at a time (Var.deferred); tests turn it
+// off to compare.
+var deferGrads = true
+
+// rowsTarget returns the gradient an intoRows f writes and the row from
+// which it sets rather than adds.
+func (v *Var) rowsTarget() (tensor.Matrix, int) {
+	if v.hasGrad() && v.partial > 0 && v.deferred == nil {
 		from := v.partial - 1
 		v.partial = 0
-		return f(v.Grad, from)
+		return v.Grad, from
 	}
 	dv, acc := v.gradSet()
 	if acc {
-		return f(dv, dv.Rows)
+		return dv, dv.Rows
 	}
-	return f(dv, 0)
+	return dv, 0
 }
 
 // addOrCopy sets dst = src, or adds src to dst with acc.
@@ -450,6 +462,17 @@ func (t *Tape) Aggregate(g *tensor.CSR, x *Var, mode tensor.Reduce) *Var {
 		g.T() // build the transpose now, on the tape's goroutine
 	}
 	return t.record(name, out, func(gy tensor.Matrix) error {
+		if deferGrads && x.takesRows && x.requiresGrad && x.deferred == nil {
+			// Left for x's op to make a block of rows at a time as it
+			// reads them (Var.deferred).
+			dx, from := x.rowsTarget()
+			rows, err := tensor.AggregateGradRowsFunc(dx, g, gy, mode, from)
+			if err != nil {
+				return err
+			}
+			x.deferred = &deferredGrad{rows: rows, all: func() error { return tensor.AggregateGradSetFrom(dx, g, gy, mode, from) }}
+			return nil
+		}
 		return intoRows(x, func(dx tensor.Matrix, from int) error {
 			return tensor.AggregateGradSetFrom(dx, g, gy, mode, from)
 		})
