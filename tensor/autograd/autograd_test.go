@@ -506,8 +506,10 @@ func TestDropoutRowsGradient(t *testing.T) {
 // ReLU Dense whose output the second aggregates: the aggregation's
 // gradient made a block of rows at a time as the first layer's weight
 // gradients read it (Var.deferred) gives bitwise the gradients of making
-// it whole first, with dropout or not, with a second contribution to the
-// first layer's output after it, and with CheckFinite (which settles it).
+// it whole first, with dropout or not, with another use of the first
+// layer's output whose backward runs before the aggregation's or after
+// it (which settles the deferred gradient first), and with CheckFinite
+// (which settles it too).
 func TestDeferredAggregateGrad(t *testing.T) {
 	const src, dst, in, hid, out = 1500, 300, 100, 256, 7
 	rng := rand.New(rand.NewPCG(4, 4))
@@ -528,7 +530,7 @@ func TestDeferredAggregateGrad(t *testing.T) {
 		keys[i] = int32(i * 3)
 	}
 	for _, p := range []float64{0, 0.5} {
-		for _, extra := range []bool{false, true} {
+		for _, extra := range []string{"none", "before", "after"} {
 			for _, check := range []bool{false, true} {
 				grads := func(deferred bool) [][]float32 {
 					deferGrads = deferred
@@ -546,11 +548,21 @@ func TestDeferredAggregateGrad(t *testing.T) {
 					if !y1.takesRows {
 						t.Fatal("the first layer does not take a deferred gradient")
 					}
+					other := func() *Var { // another use of y1
+						return tp.Sum(tp.MatMul(tp.Rows(y1, 0, 5), tp.Const(randM(rand.New(rand.NewPCG(2, 2)), hid, 1))))
+					}
+					var o *Var
+					if extra == "after" { // recorded first: its backward runs after the aggregation's
+						o = other()
+					}
 					agg := tp.Aggregate(g, y1, tensor.Mean)
 					z := tp.Dense(dst, []Term{{X: y1, W: params[3]}, {X: agg, W: params[4]}}, params[5], NoActivation)
 					loss := tp.Sum(tp.MatMul(z, tp.Const(proj)))
-					if extra { // a contribution to y1's gradient after the aggregation's
-						loss = tp.Add(loss, tp.Sum(tp.MatMul(tp.Rows(y1, 0, 5), tp.Const(randM(rand.New(rand.NewPCG(2, 2)), hid, 1)))))
+					if extra == "before" {
+						o = other()
+					}
+					if o != nil {
+						loss = tp.Add(loss, o)
 					}
 					if err := tp.Backward(loss); err != nil {
 						t.Fatal(err)
@@ -565,7 +577,7 @@ func TestDeferredAggregateGrad(t *testing.T) {
 				for k := range on {
 					for i, w := range off[k] {
 						if math.Float32bits(on[k][i]) != math.Float32bits(w) {
-							t.Fatalf("dropout %v, extra %v, check %v: gradient %d element %d: deferred %v, whole %v", p, extra, check, k, i, on[k][i], w)
+							t.Fatalf("dropout %v, other use %s, check %v: gradient %d element %d: deferred %v, whole %v", p, extra, check, k, i, on[k][i], w)
 						}
 					}
 				}
