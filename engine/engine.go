@@ -156,7 +156,9 @@ type Step struct {
 	// InputDropped says that the batch's feature rows carry layer 0's
 	// input dropout already (nn.Model.InputDropout, node-keyed, drawn with
 	// rng.Derive(Seed, 0)): applied by the loader as it gathered them, while
-	// they were in cache. A micro-batched step keeps them for every piece.
+	// they were in cache. A micro-batched step keeps them for every piece,
+	// where it would draw each piece's from the piece's seed, so a caller
+	// whose steps may split (a memory bound) should not drop ahead.
 	InputDropped bool
 }
 

@@ -163,7 +163,7 @@ func epilogueAVX2(n int, seg, bias *float32, lanes *uint16, thrm1 int32, keep fl
 func epilogueAVX512(n int, seg, bias *float32, lanes *uint16, thrm1 int32, keep float32, pos *uint8)
 
 // epilogueVec is epilogueGeneric with AVX2 for the bulk (whole groups of
-// eight elements), the rest by the kernel set's passes.
+// eight elements), the rest by the AVX2 passes it fuses.
 func epilogueVec(seg, bias []float32, lanes []uint16, thr uint64, keep float32, pos []uint8) {
 	epilogueBulk(epilogueAVX2, 8, seg, bias, lanes, thr, keep, pos)
 }

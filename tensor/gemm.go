@@ -689,9 +689,10 @@ func (j *gemmJob) runParallel(threads int) error {
 	if j.k >= 128*nt && j.terms == nil {
 		costK = 2 * nt * j.m * j.n
 	}
-	if !j.mask.none() {
-		// A masked B's column sums (db) are made as it is packed: split
-		// the depth only, so each element is packed once, by one chunk.
+	if !j.mask.none() || j.rows != nil {
+		// A masked B's column sums (db) are made as it is packed, and B's
+		// rows written as they are packed (rows): split the depth only,
+		// so each element is packed, and each row written, once.
 		costM, costN = invalid, invalid
 	}
 	// Choose the split, then cut it into more chunks than workers and let
@@ -907,7 +908,8 @@ type gemmJob struct {
 	// tileAh is the row tile of an A read in place aheadTiles on from
 	// the current one, with row tiles outer (see setTileAhead).
 	tileAh ahead
-	tiles  []tile // block's row tiles
+	tiles  []tile  // block's row tiles
+	tilesP *[]tile // where tiles came from (tilePool)
 }
 
 // tile is one row tile of a block: its first row i and rows mw, where its
@@ -1515,20 +1517,20 @@ func (j *gemmJob) allocTiles(kcMax int) {
 	}
 	j.ap = getBuf(n * j.mk.mr * kcMax)
 	j.apRows = make([]int, 0, n)
-	tp := tilePool.Get().(*[]tile)
-	if need := (blockMC + j.mk.mr - 1) / j.mk.mr; cap(*tp) < need {
-		*tp = make([]tile, 0, need)
+	j.tilesP = tilePool.Get().(*[]tile)
+	if need := (blockMC + j.mk.mr - 1) / j.mk.mr; cap(*j.tilesP) < need {
+		*j.tilesP = make([]tile, 0, need)
 	}
-	j.tiles = (*tp)[:0]
+	j.tiles = (*j.tilesP)[:0]
 }
 
 // freeTiles returns the buffers allocTiles took.
 func (j *gemmJob) freeTiles() {
 	putBuf(j.ap)
-	t := j.tiles[:cap(j.tiles)]
-	clear(t) // drop the tiles' references to the operands
-	tilePool.Put(&t)
-	j.ap, j.tiles = nil, nil
+	clear(j.tiles[:cap(j.tiles)]) // drop the tiles' references to the operands
+	*j.tilesP = j.tiles[:0]
+	tilePool.Put(j.tilesP)
+	j.ap, j.tiles, j.tilesP = nil, nil, nil
 }
 
 // tilePool holds blocks' row-tile lists (gemmJob.tiles), so that each

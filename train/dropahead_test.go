@@ -12,7 +12,9 @@ import (
 // applies as it gathers (inputDropout) trains exactly as the step's own:
 // the same histories and the same weights, bit for bit, for models whose
 // layer 0 drops its input (GCN-JK's layers draw their own and are left
-// alone), with node ids and with original ids as the dropout keys.
+// alone), with node ids and with original ids as the dropout keys; under
+// a memory bound (steps may split into micro-batches, each drawing its
+// own) the loader leaves it to the step.
 func TestDropAheadMatchesStep(t *testing.T) {
 	d := cora(t)
 	perm := make([]int32, d.Graph.NumNodes)
@@ -42,6 +44,13 @@ func TestDropAheadMatchesStep(t *testing.T) {
 				}
 				if want := kind != nn.GCNJK; (r.inputDropout(m) != nil) != want {
 					t.Fatalf("drops ahead: %v, want %v", !want, want)
+				}
+				bounded := cfg
+				bounded.MaxMemoryBytes = 4 << 20 // steps may split: no dropping ahead
+				if rb, err := NewRunner(&dd, bounded, Hooks{}, withTestParts); err != nil {
+					t.Fatal(err)
+				} else if rb.inputDropout(m) != nil {
+					t.Fatal("drops ahead under a memory bound")
 				}
 				ahead := run(t, &dd, cfg)
 				dropAhead = false

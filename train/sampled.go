@@ -37,10 +37,12 @@ var dropAhead = true
 // back from memory): the same node-keyed factors the step would draw
 // (nn.Model.InputDropout, keyed by the nodes' OrigIDs as the engine's
 // blocks are, seeded from the batch's step seed). Nil when the model
-// applies none.
+// applies none, and under a memory bound: a step split into micro-batches
+// draws each piece's dropout from the piece's own seed, which rows
+// dropped ahead for the whole batch would not match.
 func (r *Runner) inputDropout(m *nn.Model) func(mb *batch.MiniBatch, ids []int32, rows []float32) {
 	p := m.InputDropout()
-	if p == 0 || !dropAhead || r.cfg.Mode != Sampled {
+	if p == 0 || !dropAhead || r.cfg.Mode != Sampled || r.cfg.MaxMemoryBytes > 0 {
 		return nil
 	}
 	seed, orig := r.cfg.Seed, r.ds.OrigIDs
