@@ -441,7 +441,7 @@ func (e *Engine) forward(ctx context.Context, tp *autograd.Tape, m *nn.Model, v 
 			in.SparseDense = si.dense
 		}
 	}
-	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed, v.dropped && train)
+	logits, hidden := m.ForwardStacked(tp, v.blocks, in, v.halo, train, seed, v.dropped)
 	return logits, hidden, nil
 }
 

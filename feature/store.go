@@ -414,59 +414,28 @@ func (s *Store) GatherEach(ctx context.Context, ids []int32, out []float32, done
 }
 
 // gather is the sequential GatherEach; raw leaves rows unscaled and the
-// cache statistics untouched.
+// cache statistics untouched. Rows go out to done in ranges of step.
 func (s *Store) gather(ids []int32, out []float32, raw bool, done func(lo, hi int)) error {
-	dim, n := s.dim, uint32(s.n)
 	step := len(ids)
 	if done != nil {
-		step = max(1, eachBytes/(4*dim))
+		step = max(1, eachBytes/(4*s.dim))
 	}
-	if src, ok := s.Float32Rows(); ok && s.slot == nil {
-		// The common case (float32 rows, no cache, no scaling) in a loop
-		// of nothing but the bound check, the copy and, every few rows,
-		// a prefetch of the rows a few KiB ahead (so that their misses,
-		// and on a file mapping their TLB misses, overlap the copies):
-		// the general loop's per-row dispatch cost a fifth of the
-		// gather's rate.
-		pf := s.prefetcher(ids)
-		for lo := 0; lo < len(ids); lo += step {
-			hi := min(len(ids), lo+step)
-			for i, v := range ids[lo:hi] {
-				i += lo
-				if i == pf.next {
-					pf.advance(i)
-				}
-				if uint32(v) >= n {
-					return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
-				}
-				copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
-			}
-			if done != nil {
-				done(lo, hi)
-			}
-		}
-		return nil
-	}
-	var hits int
+	src, fast := s.Float32Rows()
+	fast = fast && s.slot == nil
 	pf := s.prefetcher(ids)
+	hits := 0
 	for lo := 0; lo < len(ids); lo += step {
 		hi := min(len(ids), lo+step)
-		for i, v := range ids[lo:hi] {
-			i += lo
-			if i == pf.next {
-				pf.advance(i)
-			}
-			if uint32(v) >= n {
-				return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
-			}
-			row, hit := s.row(v)
-			if hit {
-				hits++
-			}
-			decodeRow(out[i*dim:(i+1)*dim], row, s.dtype)
-			if s.scale != nil && !raw {
-				scaleRow(out[i*dim:(i+1)*dim], s.scale[v])
-			}
+		var err error
+		if fast {
+			err = s.copyRows(src, ids, out, lo, hi, &pf)
+		} else {
+			var h int
+			h, err = s.decodeRows(ids, out, lo, hi, raw, &pf)
+			hits += h
+		}
+		if err != nil {
+			return err
 		}
 		if done != nil {
 			done(lo, hi)
@@ -477,6 +446,58 @@ func (s *Store) gather(ids []int32, out []float32, raw bool, done func(lo, hi in
 		s.misses.Add(int64(len(ids) - hits))
 	}
 	return nil
+}
+
+// copyRows is gather's common case, rows [lo, hi) of float32 rows src
+// with no cache and no scaling: a loop of nothing but the bound check,
+// the copy and, every few rows, a prefetch of the rows a few KiB ahead
+// (so that their misses, and on a file mapping their TLB misses, overlap
+// the copies). The general loop's per-row dispatch cost a fifth of the
+// gather's rate.
+func (s *Store) copyRows(src []float32, ids []int32, out []float32, lo, hi int, pf *rowPrefetcher) error {
+	dim, n := s.dim, uint32(s.n)
+	for i, v := range ids[lo:hi] {
+		i += lo
+		if i == pf.next {
+			pf.advance(i)
+		}
+		if uint32(v) >= n {
+			return s.badID(v, i)
+		}
+		copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
+	}
+	return nil
+}
+
+// decodeRows is gather's general case for rows [lo, hi): from the cache
+// or the table, decoded to float32 and scaled (unless raw). It returns
+// how many came from the cache.
+func (s *Store) decodeRows(ids []int32, out []float32, lo, hi int, raw bool, pf *rowPrefetcher) (int, error) {
+	dim, n := s.dim, uint32(s.n)
+	hits := 0
+	for i, v := range ids[lo:hi] {
+		i += lo
+		if i == pf.next {
+			pf.advance(i)
+		}
+		if uint32(v) >= n {
+			return hits, s.badID(v, i)
+		}
+		row, hit := s.row(v)
+		if hit {
+			hits++
+		}
+		decodeRow(out[i*dim:(i+1)*dim], row, s.dtype)
+		if s.scale != nil && !raw {
+			scaleRow(out[i*dim:(i+1)*dim], s.scale[v])
+		}
+	}
+	return hits, nil
+}
+
+// badID is the error of a gather's id v at position i out of range.
+func (s *Store) badID(v int32, i int) error {
+	return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
 }
 
 // rowPrefetcher prefetches the stored rows of a gather's ids a few KiB

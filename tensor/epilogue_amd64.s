@@ -2,30 +2,6 @@
 
 #include "textflag.h"
 
-// EPI_AVX2 sets the eight values at DI to max(0, v + bias at SI) (keeping
-// a NaN) times keep (Y13) where their lanes at DX are above thrm1 (Y14),
-// else times 0, leaving them in Y0 (Y15: zero).
-#define EPI_AVX2 \
-	VMOVUPS (DI), Y0; \
-	VADDPS (SI), Y0, Y0; \
-	VMAXPS Y0, Y15, Y0; \
-	VPMOVZXWD (DX), Y1; \
-	VPCMPGTD Y14, Y1, Y1; \
-	VANDPS Y13, Y1, Y1; \
-	VMULPS Y0, Y1, Y0; \
-	VMOVUPS Y0, (DI)
-
-// EPI_AVX512 is EPI_AVX2 for sixteen values (in Z0; Z13-Z15 as Y13-Y15).
-#define EPI_AVX512 \
-	VMOVUPS (DI), Z0; \
-	VADDPS (SI), Z0, Z0; \
-	VMAXPS Z0, Z15, Z0; \
-	VPMOVZXWD (DX), Z1; \
-	VPCMPGTD Z14, Z1, K1; \
-	VMOVAPS.Z Z13, K1, Z2; \
-	VMULPS Z0, Z2, Z0; \
-	VMOVUPS Z0, (DI)
-
 // func epilogueAVX2(n int, seg, bias *float32, lanes *uint16, thrm1 int32, keep float32, pos *uint8)
 // For i < n&^7: seg[i] = max(0, seg[i]+bias[i]) (keeping a NaN) times
 // (lanes[i] > thrm1 ? keep : 0); then, with pos not nil, the bits of
@@ -43,27 +19,27 @@ TEXT ·epilogueAVX2(SB), NOSPLIT, $0-48
 	VXORPS Y15, Y15, Y15
 	SHRQ $3, CX
 	JZ epi2_done
-	TESTQ R8, R8
-	JZ epi2_nopos
-epi2_pos:
-	EPI_AVX2
+epi2_loop:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMAXPS Y0, Y15, Y0
+	VPMOVZXWD (DX), Y1
+	VPCMPGTD Y14, Y1, Y1
+	VANDPS Y13, Y1, Y1
+	VMULPS Y0, Y1, Y0
+	VMOVUPS Y0, (DI)
+	TESTQ R8, R8 // the same way every time: predicted
+	JZ epi2_next
 	VCMPPS $14, Y15, Y0, Y2
 	VMOVMSKPS Y2, AX
 	MOVB AX, (R8)
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $16, DX
 	INCQ R8
-	DECQ CX
-	JNZ epi2_pos
-	JMP epi2_done
-epi2_nopos:
-	EPI_AVX2
+epi2_next:
 	ADDQ $32, DI
 	ADDQ $32, SI
 	ADDQ $16, DX
 	DECQ CX
-	JNZ epi2_nopos
+	JNZ epi2_loop
 epi2_done:
 	VZEROUPPER
 	RET
@@ -83,26 +59,26 @@ TEXT ·epilogueAVX512(SB), NOSPLIT, $0-48
 	VPXORD Z15, Z15, Z15
 	SHRQ $4, CX
 	JZ epi512_done
-	TESTQ R8, R8
-	JZ epi512_nopos
-epi512_pos:
-	EPI_AVX512
+epi512_loop:
+	VMOVUPS (DI), Z0
+	VADDPS (SI), Z0, Z0
+	VMAXPS Z0, Z15, Z0
+	VPMOVZXWD (DX), Z1
+	VPCMPGTD Z14, Z1, K1
+	VMOVAPS.Z Z13, K1, Z2
+	VMULPS Z0, Z2, Z0
+	VMOVUPS Z0, (DI)
+	TESTQ R8, R8 // the same way every time: predicted
+	JZ epi512_next
 	VCMPPS $14, Z15, Z0, K2
 	KMOVW K2, (R8)
-	ADDQ $64, DI
-	ADDQ $64, SI
-	ADDQ $32, DX
 	ADDQ $2, R8
-	DECQ CX
-	JNZ epi512_pos
-	JMP epi512_done
-epi512_nopos:
-	EPI_AVX512
+epi512_next:
 	ADDQ $64, DI
 	ADDQ $64, SI
 	ADDQ $32, DX
 	DECQ CX
-	JNZ epi512_nopos
+	JNZ epi512_loop
 epi512_done:
 	VZEROUPPER
 	RET

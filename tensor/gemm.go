@@ -158,9 +158,7 @@ func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 	if k.epilogue != nil && b != nil && e.ReLU && e.Dropout.P != 0 && col%4+len(seg) <= len(*lanes) {
 		// A training layer's epilogue in one pass over seg: the row's
 		// dropout lanes drawn first.
-		var r rng.Rand
-		r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
-		r.Skip(uint64(col / 4))
+		r := e.rowStream(row, col)
 		ln := (*lanes)[:col%4+len(seg)]
 		r.Lanes16(ln)
 		var pos []uint8
@@ -182,11 +180,7 @@ func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 // dropout multiplies seg, the part of row row of C from column col, by the
 // row's dropout factors from that column on.
 func (e *Epilogue) dropout(seg []float32, row, col int, lanes *[]uint16) {
-	// The row's stream from column col: skip the draws of the columns
-	// before it (four lanes each), then the lanes of col's own draw.
-	var r rng.Rand
-	r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
-	r.Skip(uint64(col / 4))
+	r := e.rowStream(row, col)
 	buf := *lanes
 	lead := col % 4
 	for off := 0; off < len(seg); {
@@ -196,6 +190,16 @@ func (e *Epilogue) dropout(seg []float32, row, col int, lanes *[]uint16) {
 		ks().dropout(seg[off:off+n], seg[off:off+n], lanes[lead:], e.thr, e.keep)
 		off, lead = off+n, 0
 	}
+}
+
+// rowStream returns row row's dropout stream at the draw of column col:
+// the draws of the columns before it skipped (four lanes each), so its
+// next col%4 lanes are those of the columns before col in that draw.
+func (e *Epilogue) rowStream(row, col int) rng.Rand {
+	var r rng.Rand
+	r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
+	r.Skip(uint64(col / 4))
+	return r
 }
 
 // GemmEpilogue is Gemm followed by ep on every element of C (bias add then
@@ -461,10 +465,7 @@ func gemmTNMulti(alpha float32, g Matrix, mask reluMaskOf, scale float32, xs []M
 		shared = shared && sharesG(g.Rows, g.Cols, x.Cols)
 		total += x.Cols
 	}
-	if !shared {
-		if rows != nil {
-			rows(0, g.Rows)
-		}
+	if !shared { // rows is nil here: gemmTNMultiReLUBits checked ReLUGradFused
 		if mask.y != nil { // G first, then the products
 			gz := Matrix{Rows: g.Rows, Cols: g.Cols, Data: getBuf(len(g.Data))}
 			defer putBuf(gz.Data)

@@ -325,7 +325,7 @@ func AggregateGradSetFrom(dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) e
 // aggregateGrad adds the gradient to rows s < from of dx and sets the
 // others.
 func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) error {
-	rows, err := aggregateGradRows(op, dx, g, dy, mode, from)
+	rows, _, err := aggregateGradRows(op, dx, g, dy, mode, from)
 	if err != nil {
 		return err
 	}
@@ -342,11 +342,10 @@ func aggregateGrad(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from in
 // whole. Calls on disjoint ranges may run at once; the kernel statistics
 // count their values as aggregated, their time as their caller's.
 func AggregateGradRowsFunc(dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) (func(lo, hi int), error) {
-	rows, err := aggregateGradRows("AggregateGradRows", dx, g, dy, mode, from)
+	rows, t, err := aggregateGradRows("AggregateGradRows", dx, g, dy, mode, from)
 	if err != nil {
 		return nil, err
 	}
-	t := g.T()
 	return func(lo, hi int) {
 		if statsOn.Load() {
 			aggElems.Add(int64(t.Indptr[hi]-t.Indptr[lo]) * int64(dy.Cols))
@@ -356,10 +355,11 @@ func AggregateGradRowsFunc(dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) 
 }
 
 // aggregateGradRows checks the operands of aggregateGrad and returns its
-// work on rows [lo, hi) (the transpose and its weights built first).
-func aggregateGradRows(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) (func(lo, hi int), error) {
+// work on rows [lo, hi), and g's transpose it gathers over (built first,
+// with its weights).
+func aggregateGradRows(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, from int) (func(lo, hi int), *Transposed, error) {
 	if err := checkAgg(op, g, dx, dy, mode); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t := g.T()
 	if rowKernel(dy.Cols) {
@@ -367,7 +367,7 @@ func aggregateGradRows(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, fro
 		if mode != Sum {
 			var err error
 			if tw, err = g.transposedWeights(t, mode); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		return func(lo, hi int) {
@@ -383,7 +383,7 @@ func aggregateGradRows(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, fro
 				}
 				spmmRow(o, dy, t.Dst[q0:], int(q1-q0), w, false)
 			}
-		}, nil
+		}, t, nil
 	}
 	axpy := ks().axpyPF
 	nq := int64(len(t.Dst))
@@ -399,7 +399,7 @@ func aggregateGradRows(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, fro
 				axpy(g.edgeWeight(mode, d, t.Edge[q]), dy.Row(d), o, pf)
 			}
 		}
-	}, nil
+	}, t, nil
 }
 
 // GATAggregate is the attention aggregation of GAT with the given number of
