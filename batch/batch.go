@@ -37,6 +37,7 @@ import (
 	"unsafe"
 
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/hugemem"
 )
 
 // DType is the element type of an array in a MiniBatch and on the wire.
@@ -107,7 +108,7 @@ func (r *Rows) Empty() bool { return r.Dim == 0 }
 func (r *Rows) SetF32(rows, dim int) []float32 {
 	n := rows * dim
 	if cap(r.F32) < n {
-		r.F32 = make([]float32, n, n+n/4)
+		r.F32 = hugemem.Make[float32](n, n+n/4)
 	}
 	r.DType, r.Rows, r.Dim, r.F32 = Float32, rows, dim, r.F32[:n]
 	r.Bits = r.Bits[:0]
@@ -119,7 +120,7 @@ func (r *Rows) SetF32(rows, dim int) []float32 {
 func (r *Rows) SetHalf(t DType, rows, dim int) []uint16 {
 	n := rows * dim
 	if cap(r.Bits) < n {
-		r.Bits = make([]uint16, n, n+n/4)
+		r.Bits = hugemem.Make[uint16](n, n+n/4)
 	}
 	r.DType, r.Rows, r.Dim, r.Bits = t, rows, dim, r.Bits[:n]
 	r.F32 = r.F32[:0]
@@ -297,7 +298,7 @@ func (mb *MiniBatch) SetEdgeIndex() error {
 	L, e := len(mb.Blocks), mb.NumEdges()
 	ei := mb.eiStore
 	if cap(ei) < 2*e || mb.borrowed {
-		ei = make([]int64, 2*e, 2*e+2*e/4)
+		ei = hugemem.Make[int64](2*e, 2*e+2*e/4)
 	}
 	ei = ei[:2*e]
 	src, dst := ei[:e], ei[e:]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/prefetch"
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -461,7 +462,7 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 // grow returns s resliced to length n, reallocating if needed.
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]T, n, n+n/4)
+		return hugemem.Make[T](n, n+n/4)
 	}
 	return s[:n]
 }
@@ -734,12 +735,12 @@ const (
 func growEdges(hb *graph.Block, e, n int) {
 	n = max(n, min(cap(hb.Indices), cap(hb.EdgeIDs)))
 	if cap(hb.Indices) < n {
-		t := make([]int32, n, n+n/4)
+		t := hugemem.Make[int32](n, n+n/4)
 		copy(t, hb.Indices[:e])
 		hb.Indices = t
 	}
 	if cap(hb.EdgeIDs) < n {
-		t := make([]int64, n, n+n/4)
+		t := hugemem.Make[int64](n, n+n/4)
 		copy(t, hb.EdgeIDs[:e])
 		hb.EdgeIDs = t
 	}

@@ -1,6 +1,10 @@
 package trainbench
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/graphmill/graphmill/train"
+)
 
 func TestMedianCeilings(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,5 +22,23 @@ func TestMedianCeilings(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWarmupEpochs(t *testing.T) {
+	for _, tc := range []struct {
+		batches, buffers, want int
+	}{
+		{10, 12, 2}, // quick: ten batches cannot fill twelve buffers
+		{10, 10, 1},
+		{100, 12, 1}, // full
+		{3, 12, 4},
+		{10, 0, 1},  // no loader (full-graph): one
+		{0, 12, 1},  // no batches: one
+		{10, 21, 3}, // a buffer past two epochs' batches
+	} {
+		if got := warmupEpochs(train.EpochStats{Batches: tc.batches, Buffers: tc.buffers}); got != tc.want {
+			t.Errorf("%d batches, %d buffers: %d warm-up epochs, want %d", tc.batches, tc.buffers, got, tc.want)
+		}
 	}
 }

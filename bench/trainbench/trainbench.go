@@ -60,18 +60,19 @@ type Options struct {
 // Quick and Full are the standard sizes (Full: 1M nodes, 20M edges, 100
 // features, the graph PyG's published CPU numbers were measured on).
 var (
-	Quick = Options{Nodes: 100_000, Edges: 2_000_000, FeatureDim: 100, TrainFrac: 0.1, Epochs: 4, Hidden: 256, Fanouts: []int{25, 10}, BatchSize: 1024, Dropout: train.Defaults(nn.SAGE).Model.Dropout}
+	Quick = Options{Nodes: 100_000, Edges: 2_000_000, FeatureDim: 100, TrainFrac: 0.1, Epochs: 5, Hidden: 256, Fanouts: []int{25, 10}, BatchSize: 1024, Dropout: train.Defaults(nn.SAGE).Model.Dropout}
 	Full  = Options{Nodes: 1_000_000, Edges: 20_000_000, FeatureDim: 100, TrainFrac: 0.1, Epochs: 2, Hidden: 256, Fanouts: []int{25, 10}, BatchSize: 1024, Dropout: train.Defaults(nn.SAGE).Model.Dropout}
 )
 
 // Report is the benchmark's result. Times are per epoch, from the
-// steady-state epochs (every epoch after the first, which warms up
-// buffers, workspaces and page tables; the first too when only one ran):
-// their mean with one or two, the one of median CPU time with three or
-// more. Quick's ten batches an epoch leave some of the pipeline's batch
+// steady-state epochs (those after the warm-up, warmupEpochs, which fills
+// buffers, workspaces and page tables; the last when no more ran): their
+// mean with one or two, the one of median CPU time with three or more.
+// Quick's ten batches an epoch leave some of the pipeline's twelve batch
 // buffers unused in the first epoch: one first filled in the second
 // faults in its pages there (28 MB), and a third of two-epoch quick runs
-// measured that epoch 1.2x as long in CPU time (AMD EPYC Zen 5).
+// measured that epoch 1.2x as long in CPU time (AMD EPYC Zen 5); so quick
+// warms up for two epochs.
 type Report struct {
 	// KernelEfficiency is (GEMM flops ÷ GEMM ceiling + aggregated values ÷
 	// aggregation ceiling + gathered rows ÷ gather ceiling) ÷ epoch time:
@@ -96,15 +97,17 @@ type Report struct {
 	// Ceilings are the rates measured in this run.
 	Ceilings Ceilings `json:"ceilings"`
 
-	Nodes          int     `json:"nodes"`
-	Edges          int64   `json:"edges"`
-	FeatureDim     int     `json:"feature_dim"`
-	Seeds          int     `json:"seeds_per_epoch"`
-	BatchSize      int     `json:"batch_size"`
-	Fanouts        []int   `json:"fanouts"`
-	Hidden         int     `json:"hidden"`
-	Dropout        float64 `json:"dropout"`
-	Epochs         int     `json:"epochs"`
+	Nodes      int     `json:"nodes"`
+	Edges      int64   `json:"edges"`
+	FeatureDim int     `json:"feature_dim"`
+	Seeds      int     `json:"seeds_per_epoch"`
+	BatchSize  int     `json:"batch_size"`
+	Fanouts    []int   `json:"fanouts"`
+	Hidden     int     `json:"hidden"`
+	Dropout    float64 `json:"dropout"`
+	Epochs     int     `json:"epochs"`
+	// WarmupEpochs is how many of them warmed up (warmupEpochs).
+	WarmupEpochs   int     `json:"warmup_epochs"`
 	Threads        int     `json:"threads"`
 	Kernel         string  `json:"kernel"`
 	EpochSeconds   float64 `json:"epoch_seconds"`
@@ -217,12 +220,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		start  probe
 		steady []epochDelta
 		all    []epochDelta
+		warmup = 1
 	)
 	hooks := train.Hooks{
 		EpochStart: func(int, int) { start = read() },
 		Epoch: func(st train.EpochStats) {
 			all = append(all, epochDelta{st, read().sub(start)})
-			if st.Epoch > 0 {
+			if st.Epoch == 0 {
+				warmup = warmupEpochs(st)
+			}
+			if st.Epoch >= warmup {
 				steady = append(steady, all[len(all)-1])
 			}
 			if o.Epoch != nil {
@@ -246,7 +253,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("trainbench: no epoch ran")
 	}
 	if len(steady) == 0 {
-		steady = all
+		// Too few epochs for the warm-up: the last one, or the only one.
+		warmup = len(all) - 1
+		steady = all[warmup:]
 	}
 	if len(steady) >= 3 {
 		byCPU := slices.Clone(steady)
@@ -278,11 +287,27 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	ceil = medianCeilings(readings)
 	rep := &Report{
 		Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Seeds: len(d.Train), BatchSize: o.BatchSize,
-		Fanouts: o.Fanouts, Hidden: o.Hidden, Dropout: o.Dropout, Epochs: s.Epochs, Threads: tensor.Threads(), Kernel: tensor.Kernel(),
+		Fanouts: o.Fanouts, Hidden: o.Hidden, Dropout: o.Dropout, Epochs: s.Epochs, WarmupEpochs: warmup, Threads: tensor.Threads(), Kernel: tensor.Kernel(),
 		Ceilings: ceil,
 	}
 	rep.summarise(steady)
 	return rep, nil
+}
+
+// warmupEpochs returns how many epochs warm up, from the first epoch's
+// statistics: enough to pass as many batches as the loader keeps buffers
+// (at least one epoch). Each buffer's arrays are allocated and their
+// pages faulted in the first time a batch is prepared in it, and an epoch
+// of fewer batches than buffers leaves some for the next (quick: ten
+// batches, twelve buffers). Measured with one warm-up epoch (AMD EPYC Zen
+// 5, 12-epoch runs): epochs 1-3 took 294, 294 and 279 ms of CPU time,
+// the others 260-270; the second allocated 2.7 MB and faulted in 700-900
+// more pages than any later one.
+func warmupEpochs(first train.EpochStats) int {
+	if first.Batches <= 0 {
+		return 1
+	}
+	return max(1, (first.Buffers+first.Batches-1)/first.Batches)
 }
 
 // epochDelta is one epoch's statistics with the runtime's and kernels'

@@ -11,3 +11,6 @@ func AllocLazy[T any](n int) ([]T, func()) { return Alloc[T](n) }
 
 // Populate does nothing: the memory is the Go heap's, already zeroed.
 func Populate[T any](s []T, workers int) {}
+
+// Make is make([]T, n, c): no transparent huge pages to advise here.
+func Make[T any](n, c int) []T { return make([]T, n, c) }

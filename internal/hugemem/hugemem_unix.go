@@ -8,6 +8,8 @@
 package hugemem
 
 import (
+	"math"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -79,4 +81,36 @@ func populate(m []byte, workers int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// hugePage is the size of a transparent huge page on x86-64 (and arm64
+// with 4 KiB base pages).
+const hugePage = 2 << 20
+
+// Make returns make([]T, n, c) with the whole huge pages of its first n
+// elements advised for transparent huge pages (MADV_HUGEPAGE on the Go
+// heap's memory, which the garbage collector manages as usual): for large
+// buffers that are allocated once, filled and then reused, such as a
+// loader's minibatch arrays, whose pages then fault in 2 MiB at a time on
+// first touch instead of 4 KiB. On these VMs a fresh page's first touch
+// costs about 14 µs: a 26 MB buffer written page by page took 114 ms, 14
+// ms in huge pages, and the first epoch of 'bench train --quick' took a
+// third less CPU time. Only the first n elements are advised, so no page
+// beyond what the caller fills is made resident. Under a Go memory limit
+// (debug.SetMemoryLimit, a memory-bounded run) it advises nothing: a
+// freed buffer's range keeps the advice, and khugepaged may fill back in
+// pages the scavenger returned to the system.
+func Make[T any](n, c int) []T {
+	s := make([]T, n, c)
+	var z T
+	size := uintptr(n) * unsafe.Sizeof(z)
+	if size < 2*hugePage || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		return s
+	}
+	base := unsafe.Pointer(unsafe.SliceData(s))
+	p := uintptr(base)
+	lo := (p + hugePage - 1) &^ (hugePage - 1)
+	hi := (p + size) &^ (hugePage - 1)
+	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo), unix.MADV_HUGEPAGE)
+	return s
 }
