@@ -1,6 +1,10 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/graphmill/graphmill/internal/hugemem"
+)
 
 // Workspace is a step-scoped arena of matrices: the activations,
 // gradients and scratch of one training step are carved from one reused
@@ -21,7 +25,12 @@ import "fmt"
 // next Reset replaces slab and chunks by one slab with room for the
 // whole step plus a quarter (batches vary in size), so after the first steps (or after Reserve
 // with the memory planner's figure) a steady-state step allocates
-// nothing. Matrices are aligned to 64 bytes. A Workspace is used by one
+// nothing. The slab is in transparent huge pages (hugemem.Make): the
+// aggregations' random reads of a layer's rows then miss the TLB less:
+// bench train --quick took a median 4 % less CPU time an epoch (less in
+// 6 of 7 alternated pairs of runs), its aggregation 4-11 % less in all 7
+// (AMD EPYC Zen 5).
+// Matrices are aligned to 64 bytes. A Workspace is used by one
 // goroutine at a time. Every Get counts in Allocated, as New does, so the
 // memory planner's tests see the same figures either way.
 type Workspace struct {
@@ -59,9 +68,12 @@ func (w *Workspace) Reserve(elems int) {
 		w.peak = max(w.peak, elems)
 		return
 	}
-	w.slab = make([]float32, roundUp(elems, 1<<14))
+	w.slab = slab(roundUp(elems, 1<<14))
 	w.grows++
 }
+
+// slab allocates a workspace slab of n values.
+func slab(n int) []float32 { return hugemem.Make[float32](n, n) }
 
 func roundUp(n, to int) int { return (n + to - 1) / to * to }
 
@@ -122,7 +134,7 @@ func (w *Workspace) Reset() {
 	if len(w.extra) > 0 || w.peak > len(w.slab) {
 		w.extra = nil
 		w.slab = nil // let the collector take the old memory before the new slab is made
-		w.slab = make([]float32, roundUp(w.peak+w.peak/4, 1<<14))
+		w.slab = slab(roundUp(w.peak+w.peak/4, 1<<14))
 		w.grows++
 	}
 	w.off, w.used = 0, 0
