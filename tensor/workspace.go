@@ -27,9 +27,9 @@ import (
 // with the memory planner's figure) a steady-state step allocates
 // nothing. The slab is in transparent huge pages (hugemem.Make): the
 // aggregations' random reads of a layer's rows then miss the TLB less:
-// bench train --quick took a median 4 % less CPU time an epoch (less in
-// 6 of 7 alternated pairs of runs), its aggregation 4-11 % less in all 7
-// (AMD EPYC Zen 5).
+// bench train --quick took a median 4 % less CPU time an epoch over 13
+// alternated pairs of 16-epoch runs (less in 11), its aggregation less in
+// 12 (AMD EPYC Zen 5).
 // Matrices are aligned to 64 bytes. A Workspace is used by one
 // goroutine at a time. Every Get counts in Allocated, as New does, so the
 // memory planner's tests see the same figures either way.
