@@ -341,12 +341,12 @@ func weightedDegrees(l *level, ar *arena.Arena) []int64 {
 // fork returns a bisector of the same level and balance (sharing its
 // targets and limits, read-only) with its own sides and part weights,
 // and its degree arrays from sc: one try of several.
-func (b *bisector) fork(sc *scratch) *bisector {
+func (b *bisector) fork(sc *scratch) bisector {
 	f := *b
 	f.side = arena.Make[int8](sc.ar, b.l.n)
 	f.ext, f.in = sc.degreeBufs(b.l.n)
 	f.pw = [2][]int64{arena.Make[int64](sc.ar, b.ncon), arena.Make[int64](sc.ar, b.ncon)}
-	return &f
+	return f
 }
 
 // fm runs Fiduccia-Mattheyses passes with balance, keeping the best
@@ -543,14 +543,18 @@ func components(l *level, ncon int, ar *arena.Arena) ([]int32, []int64) {
 	for i := range comp {
 		comp[i] = -1
 	}
-	var weights []int64
-	var stack []int32
+	// Every vertex is pushed once, and a component's weights are at most
+	// the vertices': both arrays from ar too (on a graph of many small
+	// components, CiteSeer's 438, growing them from the Go heap faulted in
+	// fresh pages on every partitioning from a cold heap).
+	weights := arena.Make[int64](ar, ncon*l.n)
+	stack := arena.Make[int32](ar, l.n)[:0]
 	nc := int32(0)
 	for s := 0; s < l.n; s++ {
 		if comp[s] >= 0 {
 			continue
 		}
-		w := make([]int64, ncon)
+		w := weights[int(nc)*ncon : int(nc+1)*ncon]
 		comp[s] = nc
 		stack = append(stack[:0], int32(s))
 		for len(stack) > 0 {
@@ -566,10 +570,9 @@ func components(l *level, ncon int, ar *arena.Arena) ([]int32, []int64) {
 				}
 			}
 		}
-		weights = append(weights, w...)
 		nc++
 	}
-	return comp, weights
+	return comp, weights[:int(nc)*ncon]
 }
 
 // bisectCore is bisect without the filler logic, trying tries random
