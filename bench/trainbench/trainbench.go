@@ -300,9 +300,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // pages faulted in the first time a batch is prepared in it, and an epoch
 // of fewer batches than buffers leaves some for the next (quick: ten
 // batches, twelve buffers). Measured with one warm-up epoch (AMD EPYC Zen
-// 5, 12-epoch runs): epochs 1-3 took 294, 294 and 279 ms of CPU time,
-// the others 260-270; the second allocated 2.7 MB and faulted in 700-900
-// more pages than any later one.
+// 5, a 12-epoch run): epochs 1-3 took 294, 294 and 279 ms of CPU time,
+// the later ones 260-270; in other runs epoch 2 allocated 2.7 MB and
+// faulted in 700-900 more pages than any later epoch.
 func warmupEpochs(first train.EpochStats) int {
 	if first.Batches <= 0 {
 		return 1
