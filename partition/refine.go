@@ -41,6 +41,18 @@ type refiner struct {
 	r       *rng.Rand
 	workers int
 	ar      *arena.Arena // where its arrays come from (nil: the Go heap)
+	// gb holds greedyBatch's lists from one call to the next (a refiner
+	// runs it on every level, and from a cold heap growing them afresh
+	// each time faulted in new pages).
+	gb struct {
+		res     [][]uint64
+		seen    [][]int32
+		conns   [][]int64
+		touched [][]int32
+		all     []uint64
+		list    []int32
+		moved   []int32
+	}
 }
 
 func newRefiner(k, ncon int, tot []int64, imb float64, r *rng.Rand, workers int, ar *arena.Arena) *refiner {
@@ -716,11 +728,22 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 	bounds := l.workRanges(4096)
 	nch := len(bounds) - 1
 	workers := min(l.workers(rf.workers), nch)
-	conns := perWorker(workers, rf.k)
-	res := make([][]cand, nch)
-	seen := make([][]int32, nch) // per chunk: the vertices that passed the filter
-	var all []cand
-	var list, moved []int32 // the vertices a later round looks at; the round's moves
+	gb := &rf.gb
+	if len(gb.conns) < workers || len(gb.conns) > 0 && len(gb.conns[0]) != rf.k {
+		gb.conns = perWorker(workers, rf.k)
+	}
+	conns := gb.conns
+	for len(gb.touched) < workers {
+		gb.touched = append(gb.touched, nil)
+	}
+	for len(gb.res) < nch {
+		gb.res, gb.seen = append(gb.res, nil), append(gb.seen, nil)
+	}
+	res := gb.res[:nch]
+	seen := gb.seen[:nch] // per chunk: the vertices that passed the filter
+	all := gb.all[:0]
+	list, moved := gb.list[:0], gb.moved[:0] // the vertices a later round looks at; the round's moves
+	defer func() { gb.all, gb.list, gb.moved = all, list, moved }()
 	visited := rf.visited[:l.n]
 	// A vertex looked at whose every other part has less of its edges
 	// than its own (no move of gain >= 0, whatever the part weights) is
@@ -746,7 +769,8 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 		}
 		par.Run(min(workers, chunks), chunks, func(w, c int) {
 			conn := conns[w]
-			var touched []int32
+			touched := gb.touched[w]
+			defer func() { gb.touched[w] = touched }()
 			out, in := res[c][:0], seen[c][:0]
 			look := func(v int32) {
 				in = append(in, v)
