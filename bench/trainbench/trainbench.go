@@ -227,7 +227,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Epoch: func(st train.EpochStats) {
 			all = append(all, epochDelta{st, read().sub(start)})
 			if st.Epoch == 0 {
-				warmup = warmupEpochs(st)
+				// Three epochs left to measure where the run has them
+				// (a machine of many cores keeps many buffers).
+				warmup = min(warmupEpochs(st), max(1, o.Epochs-3))
 			}
 			if st.Epoch >= warmup {
 				steady = append(steady, all[len(all)-1])

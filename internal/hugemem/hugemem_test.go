@@ -41,6 +41,9 @@ func vmFlags(t *testing.T, a uintptr) []string {
 // of the part the caller fills, and nothing under a memory limit or for
 // a small slice.
 func TestMake(t *testing.T) {
+	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
+		t.Skip("no transparent huge pages on this kernel")
+	}
 	advised := func(s []float32) bool {
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
 		mid := (p + uintptr(len(s))*2) &^ (hugePage - 1) // a huge page inside the filled part
@@ -64,6 +67,16 @@ func TestMake(t *testing.T) {
 	}
 	if !advised(s) {
 		t.Error("a 12 MiB slice not advised for huge pages")
+	}
+	// At most HugeMaxRegion of one buffer: a page past it is not advised.
+	big := Make[byte](HugeMaxRegion+8*hugePage, HugeMaxRegion+8*hugePage)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(big)))
+	lo := (p + hugePage - 1) &^ (hugePage - 1)
+	if f := vmFlags(t, lo+HugeMaxRegion+2*hugePage); strings.Contains(" "+strings.Join(f, " ")+" ", " hg ") {
+		t.Error("advised past HugeMaxRegion")
+	}
+	if !strings.Contains(" "+strings.Join(vmFlags(t, lo), " ")+" ", " hg ") {
+		t.Error("a large buffer's first huge page not advised")
 	}
 	if small := Make[byte](100, 1<<20); len(small) != 100 || cap(small) != 1<<20 {
 		t.Fatalf("small: len %d cap %d", len(small), cap(small))
