@@ -729,7 +729,7 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 	nch := len(bounds) - 1
 	workers := min(l.workers(rf.workers), nch)
 	gb := &rf.gb
-	if len(gb.conns) < workers || len(gb.conns) > 0 && len(gb.conns[0]) != rf.k {
+	if len(gb.conns) < workers {
 		gb.conns = perWorker(workers, rf.k)
 	}
 	conns := gb.conns
@@ -743,7 +743,6 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 	seen := gb.seen[:nch] // per chunk: the vertices that passed the filter
 	all := gb.all[:0]
 	list, moved := gb.list[:0], gb.moved[:0] // the vertices a later round looks at; the round's moves
-	defer func() { gb.all, gb.list, gb.moved = all, list, moved }()
 	visited := rf.visited[:l.n]
 	// A vertex looked at whose every other part has less of its edges
 	// than its own (no move of gain >= 0, whatever the part weights) is
@@ -770,7 +769,6 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 		par.Run(min(workers, chunks), chunks, func(w, c int) {
 			conn := conns[w]
 			touched := gb.touched[w]
-			defer func() { gb.touched[w] = touched }()
 			out, in := res[c][:0], seen[c][:0]
 			look := func(v int32) {
 				in = append(in, v)
@@ -801,7 +799,7 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 					}
 				}
 			}
-			res[c], seen[c] = out, in
+			res[c], seen[c], gb.touched[w] = out, in, touched
 		})
 		all = all[:0]
 		for _, r := range res[:chunks] {
@@ -862,5 +860,6 @@ func (rf *refiner) greedyBatch(passes int) int64 {
 			visited[v] = false
 		}
 	}
+	gb.all, gb.list, gb.moved = all, list, moved
 	return total
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/graphmill/graphmill/internal/arena"
 )
 
 // vmFlags returns the VmFlags of the mapping holding address a.
@@ -68,12 +70,12 @@ func TestMake(t *testing.T) {
 	if !advised(s) {
 		t.Error("a 12 MiB slice not advised for huge pages")
 	}
-	// At most HugeMaxRegion of one buffer: a page past it is not advised.
-	big := Make[byte](HugeMaxRegion+8*hugePage, HugeMaxRegion+8*hugePage)
+	// At most arena.HugeMaxRegion of one buffer: a page past it is not advised.
+	big := Make[byte](arena.HugeMaxRegion+8*hugePage, arena.HugeMaxRegion+8*hugePage)
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(big)))
 	lo := (p + hugePage - 1) &^ (hugePage - 1)
-	if f := vmFlags(t, lo+HugeMaxRegion+2*hugePage); strings.Contains(" "+strings.Join(f, " ")+" ", " hg ") {
-		t.Error("advised past HugeMaxRegion")
+	if f := vmFlags(t, lo+arena.HugeMaxRegion+2*hugePage); strings.Contains(" "+strings.Join(f, " ")+" ", " hg ") {
+		t.Error("advised past arena.HugeMaxRegion")
 	}
 	if !strings.Contains(" "+strings.Join(vmFlags(t, lo), " ")+" ", " hg ") {
 		t.Error("a large buffer's first huge page not advised")

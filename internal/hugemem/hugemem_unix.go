@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/graphmill/graphmill/internal/arena"
 )
 
 // Alloc returns a zeroed slice of n elements, every page already
@@ -87,9 +89,6 @@ func populate(m []byte, workers int) {
 // with 4 KiB base pages).
 const hugePage = 2 << 20
 
-// HugeMaxRegion is the most of one buffer that Make advises for huge pages.
-const HugeMaxRegion = 64 << 20
-
 // Make returns make([]T, n, c) with the whole huge pages of its first n
 // elements advised for transparent huge pages (MADV_HUGEPAGE on the Go
 // heap's memory, which the garbage collector manages as usual): for large
@@ -100,7 +99,7 @@ const HugeMaxRegion = 64 << 20
 // ms in huge pages, and the first epoch of 'bench train --quick' took a
 // third less CPU time. Only the first n elements are advised, so no page
 // beyond what the caller fills is made resident, and at most the first
-// HugeMaxRegion bytes of it (the kernel compacts memory synchronously to
+// arena.HugeMaxRegion bytes of it (the kernel compacts memory synchronously to
 // fault in an advised huge page, which stalled in some runs of a 193 MB
 // arena, internal/arena). Under a Go memory limit (debug.SetMemoryLimit,
 // a memory-bounded run) it advises nothing: a freed buffer's range keeps
@@ -118,7 +117,7 @@ func Make[T any](n, c int) []T {
 	base := unsafe.Pointer(unsafe.SliceData(s))
 	p := uintptr(base)
 	lo := (p + hugePage - 1) &^ (hugePage - 1)
-	hi := min((p+size)&^(hugePage-1), lo+HugeMaxRegion)
+	hi := min((p+size)&^(hugePage-1), lo+arena.HugeMaxRegion)
 	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo), unix.MADV_HUGEPAGE)
 	return s
 }

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package sample
-
-func adviseHuge([]uint64) {}
