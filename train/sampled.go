@@ -162,7 +162,7 @@ func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, erro
 	ls := it.Stats()
 	st.Loss = lossSum / float64(max(total, 1))
 	st.TrainAcc = float64(correct) / float64(max(total, 1))
-	st.SampleSeconds = ls.Stage("sample").Seconds()
+	st.SampleSeconds, st.SampleCPUSeconds = ls.Stage("sample").Seconds(), ls.StageCPU("sample").Seconds()
 	st.GatherSeconds, st.GatherCPUSeconds = ls.Stage("gather").Seconds(), ls.StageCPU("gather").Seconds()
 	st.WaitSeconds = ls.Wait.Seconds()
 	st.GatheredRows = ls.Rows

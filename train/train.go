@@ -46,6 +46,9 @@ type EpochStats struct {
 	// thread's: without the time it waited for a core).
 	GatheredRows     int64   `json:"gathered_rows,omitempty"`
 	GatherCPUSeconds float64 `json:"gather_cpu_seconds,omitempty"`
+	// SampleCPUSeconds is the sampling's CPU time (its threads', as for
+	// GatherCPUSeconds; sampled training).
+	SampleCPUSeconds float64 `json:"sample_cpu_seconds,omitempty"`
 	EvalSeconds      float64 `json:"eval_seconds,omitempty"`
 	// SamplerFailovers counts the sampler services lost during the epoch
 	// whose batches went to the others (training from sampler services).

@@ -45,7 +45,7 @@ func run(t *testing.T, d *dataset.Dataset, cfg Config) *Result {
 func stripTimes(res *Result) []EpochStats {
 	out := make([]EpochStats, len(res.History))
 	for i, h := range res.History {
-		h.Seconds, h.SampleSeconds, h.GatherSeconds, h.GatherCPUSeconds, h.ComputeSeconds, h.WaitSeconds, h.EvalSeconds = 0, 0, 0, 0, 0, 0, 0
+		h.Seconds, h.SampleSeconds, h.SampleCPUSeconds, h.GatherSeconds, h.GatherCPUSeconds, h.ComputeSeconds, h.WaitSeconds, h.EvalSeconds = 0, 0, 0, 0, 0, 0, 0, 0
 		h.PeakHeapBytes, h.PeakRSSBytes = 0, 0
 		h.Buffers = 0 // how the pipeline ran: sized from measured times
 		out[i] = h

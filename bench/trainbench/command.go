@@ -77,6 +77,10 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			fmt.Fprintf(w, "  kernel efficiency %.2f (CPU time; %.2f in wall time): GEMM, aggregation and gather at the ceilings measured in this run (%.0f GFLOP/s, %s values/s, %s rows/s) would take %s of the epoch's %s CPU\n",
 				rep.KernelEfficiency, rep.KernelEfficiencyWall, rep.Ceilings.GEMMGFlops, units.Count(rep.Ceilings.AggregateValuesPerSec), units.Count(rep.Ceilings.GatherRowsPerSec),
 				units.Duration(cli.Seconds(st.IdealSeconds)), units.Duration(cli.Seconds(rep.CPUSecondsPerEpoch)))
+			if rep.KernelEfficiencyStep > 0 {
+				fmt.Fprintf(w, "  of which the step alone %.2f (GEMM and aggregation at the ceilings over the epoch's CPU less the loader's %s: sampling %s, gathering %s)\n",
+					rep.KernelEfficiencyStep, units.Duration(cli.Seconds(rep.LoaderCPUSeconds)), units.Duration(cli.Seconds(st.SampleCPUSeconds)), units.Duration(cli.Seconds(st.GatherCPUSeconds)))
+			}
 			return nil
 		},
 	}

@@ -1,8 +1,11 @@
 package trainbench
 
 import (
+	"math"
 	"testing"
+	"time"
 
+	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/train"
 )
 
@@ -40,5 +43,37 @@ func TestWarmupEpochs(t *testing.T) {
 		if got := warmupEpochs(train.EpochStats{Batches: tc.batches, Buffers: tc.buffers}); got != tc.want {
 			t.Errorf("%d batches, %d buffers: %d warm-up epochs, want %d", tc.batches, tc.buffers, got, tc.want)
 		}
+	}
+}
+
+// TestSummariseSplit checks the split of the kernel efficiency between
+// the step and its loader: GEMM and aggregation at their ceilings over
+// the epoch's CPU less the loader's sampling and gathering.
+func TestSummariseSplit(t *testing.T) {
+	ceil := Ceilings{GEMMGFlops: 2, GEMMGFlopsPerCPU: 1, AggregateValuesPerSec: 2e9, AggregateValuesPerCPU: 1e9, GatherRowsPerSec: 2e6, GatherRowsPerCPU: 1e6}
+	for _, tc := range []struct {
+		name                         string
+		sampleCPU, gatherCPU         float64
+		wantLoader, wantStep, wantKE float64
+	}{
+		// 0.6 s of GEMM, 0.2 s of aggregation and 0.1 s of gathering at
+		// the ceilings, over 1.5 s of CPU of which the loader took 0.5.
+		{"loader half sampling", 0.25, 0.25, 0.5, 0.8, 0.6},
+		{"no sampling time", 0, 0.5, 0.5, 0.8, 0.6},
+		// Without the loader's CPU time (no clock) no split is made.
+		{"no gather clock", 0.3, 0, 0.3, 0, 0.6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := &Report{Ceilings: ceil}
+			e := epochDelta{st: train.EpochStats{Seconds: 1, GatheredRows: 100_000, SampleCPUSeconds: tc.sampleCPU, GatherCPUSeconds: tc.gatherCPU}}
+			e.p.cpu = 1500 * time.Millisecond
+			e.p.kernels = tensor.KernelStats{GEMMFlops: 600_000_000, AggregateElems: 200_000_000}
+			rep.summarise([]epochDelta{e})
+			near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+			if !near(rep.LoaderCPUSeconds, tc.wantLoader) || !near(rep.KernelEfficiencyStep, tc.wantStep) || !near(rep.KernelEfficiency, tc.wantKE) {
+				t.Errorf("loader %v, step %v, kernel efficiency %v; want %v, %v, %v",
+					rep.LoaderCPUSeconds, rep.KernelEfficiencyStep, rep.KernelEfficiency, tc.wantLoader, tc.wantStep, tc.wantKE)
+			}
+		})
 	}
 }

@@ -83,6 +83,16 @@ type Report struct {
 	// KernelEfficiencyWall is the same in wall time: ceilings in work per
 	// wall second with the training's threads, over the epoch's wall time.
 	KernelEfficiencyWall float64 `json:"kernel_efficiency_wall"`
+	// KernelEfficiencyStep splits KernelEfficiency between the training
+	// step and its loader: GEMM and aggregation at their ceilings over the
+	// epoch's CPU time less the loader's (LoaderCPUSeconds). The loader's
+	// own work is the gather, at Step.GatherRatio of its ceiling, and
+	// sampling, which the ideal charges nothing.
+	KernelEfficiencyStep float64 `json:"kernel_efficiency_step"`
+	// LoaderCPUSeconds is the loader's CPU time per epoch: sampling
+	// (Step.SampleCPUSeconds) and gathering (Step.GatherCPUSeconds), on
+	// their own goroutines beside the step.
+	LoaderCPUSeconds float64 `json:"loader_cpu_seconds"`
 	// CPUSecondsPerEpoch is the process's CPU time per steady-state epoch.
 	CPUSecondsPerEpoch float64 `json:"cpu_seconds_per_epoch"`
 	// AllocBytesPerStep is the Go heap allocated per step in the steady
@@ -139,6 +149,8 @@ type StepSplit struct {
 	GatherSeconds    float64 `json:"gather_seconds"`
 	GatherCPUSeconds float64 `json:"gather_cpu_seconds"`
 	GatheredRows     int64   `json:"gathered_rows"`
+	// SampleCPUSeconds is the loader's sampling CPU time (its threads').
+	SampleCPUSeconds float64 `json:"sample_cpu_seconds"`
 	// GatherRatio is the gather's rows per CPU-second inside training over
 	// the one-goroutine random-row ceiling's (CPU time, as for the kernel
 	// efficiency: the gather's own work, which is what a fresh buffer or
@@ -322,7 +334,7 @@ type epochDelta struct {
 // summarise fills the averages over the steady-state epochs.
 func (rep *Report) summarise(steady []epochDelta) {
 	var p probe
-	var secs, sample, gather, gatherCPU, compute, wait float64
+	var secs, sample, sampleCPU, gather, gatherCPU, compute, wait float64
 	var batches, rows int64
 	for _, e := range steady {
 		p = p.add(e.p)
@@ -330,6 +342,7 @@ func (rep *Report) summarise(steady []epochDelta) {
 		sample += e.st.SampleSeconds
 		gather += e.st.GatherSeconds
 		gatherCPU += e.st.GatherCPUSeconds
+		sampleCPU += e.st.SampleCPUSeconds
 		compute += e.st.ComputeSeconds
 		wait += e.st.WaitSeconds
 		batches += int64(e.st.Batches)
@@ -347,8 +360,9 @@ func (rep *Report) summarise(steady []epochDelta) {
 		GEMMSeconds: k.GEMM.Seconds() / n, AggregateSeconds: k.Aggregate.Seconds() / n, ElementwiseSeconds: k.Elementwise.Seconds() / n,
 		AggregateValues: int64(float64(k.AggregateElems) / n),
 		GatherSeconds:   gather / n, GatherCPUSeconds: gatherCPU / n, GatheredRows: int64(float64(rows) / n),
-		AllocBytes: int64(float64(p.allocBytes) / n),
-		GCSeconds:  p.gcCPU / n, GCCycles: int64(float64(p.gcCycles) / n),
+		SampleCPUSeconds: sampleCPU / n,
+		AllocBytes:       int64(float64(p.allocBytes) / n),
+		GCSeconds:        p.gcCPU / n, GCCycles: int64(float64(p.gcCycles) / n),
 	}
 	if k.GEMM > 0 {
 		sp.GEMMGFlops = float64(k.GEMMFlops) / k.GEMM.Seconds() / 1e9
@@ -381,6 +395,11 @@ func (rep *Report) summarise(steady []epochDelta) {
 	rep.KernelEfficiency = rep.KernelEfficiencyWall // where the CPU clock is not available
 	if rep.CPUSecondsPerEpoch > 0 && sp.IdealSeconds > 0 {
 		rep.KernelEfficiency = sp.IdealSeconds / rep.CPUSecondsPerEpoch
+	}
+	rep.LoaderCPUSeconds = sp.SampleCPUSeconds + sp.GatherCPUSeconds
+	if step := rep.CPUSecondsPerEpoch - rep.LoaderCPUSeconds; step > 0 && sp.IdealSeconds > 0 && sp.GatherCPUSeconds > 0 {
+		gatherIdeal := float64(sp.GatheredRows) / c.GatherRowsPerCPU
+		rep.KernelEfficiencyStep = (sp.IdealSeconds - gatherIdeal) / step
 	}
 	if batches > 0 {
 		rep.AllocBytesPerStep = float64(p.allocBytes) / float64(batches)
