@@ -125,7 +125,7 @@ func (m *idMap) relabel(idx []int32, nodes []int32) []int32 {
 	// pc[p], ec[p] now hold the ends of partition p. The probes write
 	// nodes[nn] for every id (new or not), so nodes needs room for all.
 	nn := len(nodes)
-	nodes = slices.Grow(nodes, len(idx))
+	nodes = room(nodes, len(idx))
 	nodes = nodes[:cap(nodes)]
 	// A single small partition gets a table sized to it (clearing the
 	// fixed one would cost more than relabelling a small minibatch).

@@ -214,3 +214,30 @@ func TestDenseRelabelBadID(t *testing.T) {
 		t.Fatalf("a batch that does not reach node 7: %v", err)
 	}
 }
+
+// TestRoom checks room: contents and length kept, room for n more, a
+// quarter to spare when it grows, and the same array when it need not.
+func TestRoom(t *testing.T) {
+	for _, tc := range []struct{ len, cap, n int }{{0, 0, 0}, {0, 0, 10}, {3, 4, 1}, {3, 4, 2}, {1000, 1000, 5000}} {
+		s := make([]int32, tc.len, tc.cap)
+		for i := range s {
+			s[i] = int32(i + 7)
+		}
+		got := room(s, tc.n)
+		if len(got) != tc.len || cap(got)-len(got) < tc.n {
+			t.Fatalf("%+v: len %d cap %d", tc, len(got), cap(got))
+		}
+		for i := range got {
+			if got[i] != int32(i+7) {
+				t.Fatalf("%+v: element %d lost", tc, i)
+			}
+		}
+		same := tc.cap > 0 && cap(got) > 0 && &got[:1][0] == &s[:1][0]
+		if fits := tc.cap-tc.len >= tc.n; fits != same && tc.cap > 0 {
+			t.Errorf("%+v: reallocated %v, room was there %v", tc, !same, fits)
+		}
+		if !same && cap(got) < (tc.len+tc.n)*5/4 {
+			t.Errorf("%+v: grown to %d, want a quarter to spare over %d", tc, cap(got), tc.len+tc.n)
+		}
+	}
+}

@@ -97,7 +97,7 @@ func relabel(dense *bool, dm *denseMap, hm *idMap, idx, nodes []int32) ([]int32,
 	if !*dense {
 		return hm.relabel(idx, nodes), nil
 	}
-	nodes = slices.Grow(nodes, len(idx))
+	nodes = room(nodes, len(idx))
 	nodes, bad, ok := dm.relabel(idx, nodes)
 	if !ok {
 		return nodes, fmt.Errorf("sample: neighbour id %d is not a node id in [0, %d)", bad, len(dm.tab))
@@ -457,6 +457,23 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 	}
 	mb.SetInputs(nodes, len(seeds))
 	return nil
+}
+
+// room returns s, its length kept, with room for n more elements: where
+// it lacks it, a copy with a quarter more than that (hugemem.Make). A
+// minibatch's node list grows by a hop's sampled sources at each hop, and
+// each of a pipeline's minibatches now and then sees a larger one than
+// before: with capacity to spare they stop growing within a few epochs,
+// instead of each reallocating, and faulting in fresh pages (1-2 MB
+// each), epoch after epoch (slices.Grow's append policy).
+func room[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	need := len(s) + n
+	t := hugemem.Make[T](len(s), need+need/4)
+	copy(t, s)
+	return t
 }
 
 // grow returns s resliced to length n, reallocating if needed.
