@@ -78,7 +78,7 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 				rep.KernelEfficiency, rep.KernelEfficiencyWall, rep.Ceilings.GEMMGFlops, units.Count(rep.Ceilings.AggregateValuesPerSec), units.Count(rep.Ceilings.GatherRowsPerSec),
 				units.Duration(cli.Seconds(st.IdealSeconds)), units.Duration(cli.Seconds(rep.CPUSecondsPerEpoch)))
 			if rep.KernelEfficiencyStep > 0 {
-				fmt.Fprintf(w, "  of which the step alone %.2f (GEMM and aggregation at the ceilings over the epoch's CPU less the loader's %s: sampling %s, gathering %s)\n",
+				fmt.Fprintf(w, "  the step alone %.2f: GEMM and aggregation at the ceilings over the epoch's CPU less the loader's %s (sampling %s; gathering %s, the input's dropout included)\n",
 					rep.KernelEfficiencyStep, units.Duration(cli.Seconds(rep.LoaderCPUSeconds)), units.Duration(cli.Seconds(st.SampleCPUSeconds)), units.Duration(cli.Seconds(st.GatherCPUSeconds)))
 			}
 			return nil

@@ -90,8 +90,9 @@ type Report struct {
 	// sampling, which the ideal charges nothing.
 	KernelEfficiencyStep float64 `json:"kernel_efficiency_step"`
 	// LoaderCPUSeconds is the loader's CPU time per epoch: sampling
-	// (Step.SampleCPUSeconds) and gathering (Step.GatherCPUSeconds), on
-	// their own goroutines beside the step.
+	// (Step.SampleCPUSeconds) and gathering (Step.GatherCPUSeconds, with
+	// the input's dropout applied as rows are gathered), on their own
+	// goroutines beside the step.
 	LoaderCPUSeconds float64 `json:"loader_cpu_seconds"`
 	// CPUSecondsPerEpoch is the process's CPU time per steady-state epoch.
 	CPUSecondsPerEpoch float64 `json:"cpu_seconds_per_epoch"`
