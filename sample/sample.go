@@ -460,12 +460,13 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 }
 
 // room returns s, its length kept, with room for n more elements: where
-// it lacks it, a copy with a quarter more than that (hugemem.Make). A
-// minibatch's node list grows by a hop's sampled sources at each hop, and
-// each of a pipeline's minibatches now and then sees a larger one than
-// before: with capacity to spare they stop growing within a few epochs,
-// instead of each reallocating, and faulting in fresh pages (1-2 MB
-// each), epoch after epoch (slices.Grow's append policy).
+// it lacks it, a copy with a quarter more than that (hugemem.Make). The
+// buffers it grows (a minibatch's node list, a hop's edge arrays) are
+// reused by minibatches of varying size, and each of a pipeline's
+// minibatches now and then sees a larger one than before: with capacity
+// to spare they stop growing within a few epochs, instead of each
+// reallocating, and faulting in fresh pages (1-2 MB each), epoch after
+// epoch (slices.Grow's append policy did for the node lists).
 func room[T any](s []T, n int) []T {
 	if cap(s)-len(s) >= n {
 		return s
@@ -751,17 +752,8 @@ const (
 // or as long as their capacities, keeping their first e entries.
 func growEdges(hb *graph.Block, e, n int) {
 	n = max(n, min(cap(hb.Indices), cap(hb.EdgeIDs)))
-	if cap(hb.Indices) < n {
-		t := hugemem.Make[int32](n, n+n/4)
-		copy(t, hb.Indices[:e])
-		hb.Indices = t
-	}
-	if cap(hb.EdgeIDs) < n {
-		t := hugemem.Make[int64](n, n+n/4)
-		copy(t, hb.EdgeIDs[:e])
-		hb.EdgeIDs = t
-	}
-	hb.Indices, hb.EdgeIDs = hb.Indices[:n], hb.EdgeIDs[:n]
+	hb.Indices = room(hb.Indices[:e], n-e)[:n]
+	hb.EdgeIDs = room(hb.EdgeIDs[:e], n-e)[:n]
 }
 
 // nodeKey returns the seed of node v's draws under the hop key hk.
