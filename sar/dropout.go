@@ -2,7 +2,6 @@ package sar
 
 import (
 	"math"
-	"math/bits"
 
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
@@ -14,39 +13,39 @@ import (
 // alone, and it is exactly the factor tensor.Dropout draws for that element
 // of the whole graph's matrix in one process (its masks come from wyrand
 // streams of 2^14 elements, and wyrand can be entered at any position).
+// Its lanes are tensor.DropoutLaneWidth(p) bits wide, as tensor draws them.
 // So a rank that holds rows of some nodes draws the masks the single
 // process draws for the same nodes, and N ranks train as one process does.
 
-const (
-	dropChunk = 1 << 14 // tensor's dropoutChunk
-	wyInc     = 0xa0761d6478bd642f
-	wyMul     = 0xe7037ed1a0b428db
-)
+const dropChunk = 1 << 14 // tensor's dropoutChunk
 
 // dropFactors fills mask (len(rows)*cols) with the dropout factors of the
 // rows whose global ids are rows, for probability p and seed.
 func dropFactors[T int32 | int64](mask []float32, rows []T, cols int, p float64, seed uint64) {
 	thr := uint64(math.Round(p * 65536))
-	factors := [2]float32{0, float32(1 / (1 - p))}
+	dropped, kept := tensor.DropoutFactors(p)
+	factors := [2]float32{dropped, kept}
+	w := tensor.DropoutLaneWidth(p)
+	per := int64(64 / w) // lanes a draw
 	par.For(par.Workers(0), len(rows), func(_, lo, hi int) {
 		lastCh := int64(-1)
-		var base uint64
+		var base rng.Rand
 		for i := lo; i < hi; i++ {
 			m := mask[i*cols : (i+1)*cols]
 			idx := int64(rows[i]) * int64(cols)
 			for c := 0; c < cols; {
 				ch := idx / dropChunk
 				if ch != lastCh {
-					base, lastCh = rng.Mix(rng.Derive(seed, uint64(ch))), ch
+					base.Seed(rng.Derive(seed, uint64(ch)))
+					lastCh = ch
 				}
 				j := idx % dropChunk
-				// Draw j/4 of the chunk's stream; lanes j%4.. of it.
-				s := base + uint64(j/4+1)*wyInc
-				hi, lo := bits.Mul64(s, s^wyMul)
-				b := (hi ^ lo) >> (16 * uint(j&3))
-				for lane := int(j & 3); lane < 4 && c < cols; lane++ {
-					k := 1 ^ ((b&0xffff - thr) >> 63)
-					b >>= 16
+				// Draw j/per of the chunk's stream; lanes j%per.. of it.
+				r := base
+				r.Skip(uint64(j / per))
+				v := r.Uint64()
+				for lane := j % per; lane < per && c < cols; lane++ {
+					k := 1 ^ ((rng.Lane(v, int(lane), w) - thr) >> 63)
 					m[c] = factors[k&1]
 					c++
 					idx++

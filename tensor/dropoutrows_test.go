@@ -9,7 +9,8 @@ import (
 )
 
 // dropoutRowsRef is DropoutRows written plainly: per row a stream seeded
-// by its key, four 16-bit lanes per draw, lowest first.
+// by its key, four 16-bit lanes per draw, lowest first, or for p = 1/2
+// one bit per element, 64 per draw (the bit set: kept).
 func dropoutRowsRef(dst, mask, x Matrix, p float64, seed uint64, keys []int32) {
 	thr := uint64(math.Round(p * 65536))
 	factors := [2]float32{0, float32(1 / (1 - p))}
@@ -19,11 +20,20 @@ func dropoutRowsRef(dst, mask, x Matrix, p float64, seed uint64, keys []int32) {
 		r.Seed(seed ^ uint64(uint32(keys[i]))*0x9e3779b97f4a7c15)
 		var bits uint64
 		for j := 0; j < c; j++ {
-			if j&3 == 0 {
-				bits = r.Uint64()
+			var f float32
+			if p == 0.5 {
+				if j%64 == 0 {
+					bits = r.Uint64()
+				}
+				f = factors[bits&1]
+				bits >>= 1
+			} else {
+				if j&3 == 0 {
+					bits = r.Uint64()
+				}
+				f = factors[(1^((bits&0xffff-thr)>>63))&1]
+				bits >>= 16
 			}
-			f := factors[(1^((bits&0xffff-thr)>>63))&1]
-			bits >>= 16
 			if mask.Data != nil {
 				mask.Data[i*c+j] = f
 			}

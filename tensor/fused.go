@@ -122,7 +122,7 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 	if !(p >= 0 && p < 1) {
 		return fmt.Errorf("tensor: DropoutGrad: probability %v not in [0, 1)", p)
 	}
-	thr, factors := dropoutParams(p)
+	dc := newDropCode(p)
 	n := len(dy.Data)
 	chunks := (n + dropoutChunk - 1) / dropoutChunk
 	return timedRows(n, chunks, 4, func(lo, hi int) {
@@ -131,17 +131,16 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 			i0, i1 := ch*dropoutChunk, min((ch+1)*dropoutChunk, n)
 			d, g := dx.Data[i0:i1], dy.Data[i0:i1]
 			if !acc {
-				dropoutStream(d, g, r, thr, factors[1])
+				dropoutStream(d, g, r, dc)
 				continue
 			}
-			var bits uint64
+			per := dc.per()
+			var v uint64
 			for i := range g {
-				if i&3 == 0 {
-					bits = r.Uint64()
+				if i%per == 0 {
+					v = r.Uint64()
 				}
-				k := 1 ^ ((bits&0xffff - thr) >> 63)
-				bits >>= 16
-				d[i] += g[i] * factors[k&1]
+				d[i] += g[i] * dc.factor(v, i%per)
 			}
 		}
 	})

@@ -88,7 +88,7 @@ func GATForward(out, el, er Matrix, alpha, keep []float32, g *CSR, h, aSrc, aDst
 	}); err != nil {
 		return err
 	}
-	thr, factors := dropoutParams(p)
+	dc := newDropCode(p)
 	ne := int64(len(g.Indices))
 	drawKeys := keys != nil && p > 0
 	H := int64(heads)
@@ -110,7 +110,7 @@ func GATForward(out, el, er Matrix, alpha, keep []float32, g *CSR, h, aSrc, aDst
 			}
 			if drawKeys {
 				r.Seed(seed ^ uint64(uint32(keys[d]))*0x9e3779b97f4a7c15)
-				segmentFactors(keep[e0*H:e1*H], &r, thr, factors)
+				segmentFactors(keep[e0*H:e1*H], &r, dc)
 			}
 			erd := er.Data[d*heads : (d+1)*heads]
 			for k := range m {
@@ -158,17 +158,16 @@ func GATForward(out, el, er Matrix, alpha, keep []float32, g *CSR, h, aSrc, aDst
 }
 
 // segmentFactors fills ms with the dropout factors the stream r draws
-// (four 16-bit lanes per draw): one segment of DropoutMaskSegments, and
-// the attention dropout drawn inside the GAT kernels.
-func segmentFactors(ms []float32, r *rng.Rand, thr uint64, factors [2]float32) {
-	var bits uint64
+// (dc's lanes): one segment of DropoutMaskSegments, and the attention
+// dropout drawn inside the GAT kernels.
+func segmentFactors(ms []float32, r *rng.Rand, dc dropCode) {
+	per := dc.per()
+	var v uint64
 	for j := range ms {
-		if j&3 == 0 {
-			bits = r.Uint64()
+		if j%per == 0 {
+			v = r.Uint64()
 		}
-		k := 1 ^ ((bits&0xffff - thr) >> 63)
-		bits >>= 16
-		ms[j] = factors[k&1]
+		ms[j] = dc.factor(v, j%per)
 	}
 }
 

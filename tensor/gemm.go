@@ -69,9 +69,8 @@ type Epilogue struct {
 	// bytes, instead of C itself.
 	Positive []uint8
 
-	posStride int     // bytes a row of Positive (check sets it)
-	thr       uint64  // Dropout's 16-bit threshold (check sets it)
-	keep      float32 // Dropout's factor of a kept element (check sets it)
+	posStride int      // bytes a row of Positive (check sets it)
+	dc        dropCode // Dropout's lanes and factors (check sets it)
 }
 
 // PositiveStride is the bytes a row of an Epilogue's Positive bits take
@@ -127,9 +126,7 @@ func (e *Epilogue) check(rows, cols int) error {
 		if len(d.Keys) != rows {
 			return fmt.Errorf("%w: gemm epilogue: %d dropout keys for %d rows", ErrShape, len(d.Keys), rows)
 		}
-		var f [2]float32
-		e.thr, f = dropoutParams(d.P)
-		e.keep = f[1]
+		e.dc = newDropCode(d.P)
 	}
 	e.posStride = PositiveStride(cols)
 	if e.Positive != nil && len(e.Positive) < rows*e.posStride {
@@ -155,17 +152,18 @@ func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 		b = e.Bias[col : col+len(seg)]
 	}
 	k := ks()
-	if k.epilogue != nil && b != nil && e.ReLU && e.Dropout.P != 0 && col%4+len(seg) <= len(*lanes) {
+	if k.epilogue != nil && b != nil && e.ReLU && e.Dropout.P != 0 && col%e.dc.per()+len(seg) <= len(*lanes) {
 		// A training layer's epilogue in one pass over seg: the row's
 		// dropout lanes drawn first.
+		lead := col % e.dc.per()
 		r := e.rowStream(row, col)
-		ln := (*lanes)[:col%4+len(seg)]
-		r.Lanes16(ln)
+		ln := (*lanes)[:lead+len(seg)]
+		r.Lanes(ln, e.dc.width)
 		var pos []uint8
 		if e.Positive != nil {
 			pos = e.Positive[row*e.posStride+col/8:]
 		}
-		k.epilogue(seg, b, ln[col%4:], e.thr, e.keep, pos)
+		k.epilogue(seg, b, ln[lead:], e.dc.thr, e.dc.factors[1], pos)
 		return
 	}
 	k.biasReLU(seg, b, e.ReLU)
@@ -182,23 +180,25 @@ func (e *Epilogue) apply(seg []float32, row, col int, lanes *[]uint16) {
 func (e *Epilogue) dropout(seg []float32, row, col int, lanes *[]uint16) {
 	r := e.rowStream(row, col)
 	buf := *lanes
-	lead := col % 4
+	lead := col % e.dc.per()
 	for off := 0; off < len(seg); {
+		// After the first part, each starts on a draw: the buffer holds
+		// whole draws.
 		lanes := buf[:min(len(buf), lead+len(seg)-off)]
-		r.Lanes16(lanes)
+		r.Lanes(lanes, e.dc.width)
 		n := len(lanes) - lead
-		ks().dropout(seg[off:off+n], seg[off:off+n], lanes[lead:], e.thr, e.keep)
+		ks().dropout(seg[off:off+n], seg[off:off+n], lanes[lead:], e.dc.thr, e.dc.factors[1])
 		off, lead = off+n, 0
 	}
 }
 
 // rowStream returns row row's dropout stream at the draw of column col:
-// the draws of the columns before it skipped (four lanes each), so its
-// next col%4 lanes are those of the columns before col in that draw.
+// the draws of the columns before it skipped (per lanes each), so its
+// next col%per lanes are those of the columns before col in that draw.
 func (e *Epilogue) rowStream(row, col int) rng.Rand {
 	var r rng.Rand
 	r.Seed(rowSeed(e.Dropout.Seed, e.Dropout.Keys[row]))
-	r.Skip(uint64(col / 4))
+	r.Skip(uint64(col / e.dc.per()))
 	return r
 }
 

@@ -258,7 +258,8 @@ func TestGemmEpilogue(t *testing.T) {
 							for i := range keys {
 								keys[i] = int32(rng.IntN(1 << 20))
 							}
-							drop := RowDropout{P: 0.5, Seed: uint64(combo), Keys: keys}
+							// p = 1/2 takes one-bit lanes, 0.3 16-bit ones.
+							drop := RowDropout{P: []float64{0.5, 0.3}[combo/8%2], Seed: uint64(combo), Keys: keys}
 							for _, ep := range []Epilogue{{ReLU: true}, {Bias: make([]float32, tc.n)}, {Bias: make([]float32, tc.n), ReLU: true}, {Bias: make([]float32, tc.n), ReLU: true, Dropout: drop}}[combo%4 : combo%4+1] {
 								for _, th := range []int{1 + combo/4%2} {
 									if ep.Bias != nil {
@@ -519,14 +520,16 @@ func TestGemmNTMulti(t *testing.T) {
 // TestEpilogueDropout checks the epilogue's row dropout against
 // DropoutRows after a separate bias and ReLU, applied to whole rows and to
 // rows cut into segments at columns that are and are not multiples of a
-// draw's four lanes.
+// draw's lanes (four 16-bit ones, or 64 bits at p = 1/2).
 func TestEpilogueDropout(t *testing.T) {
 	forEachKernel(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(5, 5))
 		for _, tc := range []struct {
 			rows, cols int
 			cuts       []int
-		}{{9, 256, nil}, {5, 100, []int{32, 64}}, {7, 1100, []int{5, 13, 600}}, {3, 3, []int{1}}} {
+			p          float64
+		}{{9, 256, nil, 0.3}, {5, 100, []int{32, 64}, 0.3}, {7, 1100, []int{5, 13, 600}, 0.3}, {3, 3, []int{1}, 0.3},
+			{9, 256, nil, 0.5}, {5, 100, []int{32, 64}, 0.5}, {7, 1100, []int{5, 13, 600, 640}, 0.5}, {3, 3, []int{1}, 0.5}} {
 			c := randMatrix(r, tc.rows, tc.cols)
 			keys := make([]int32, tc.rows)
 			for i := range keys {
@@ -535,7 +538,7 @@ func TestEpilogueDropout(t *testing.T) {
 			// Infinities and a NaN: a dropped infinity gives NaN (0·∞),
 			// and NaN is not positive.
 			c.Data[1], c.Data[len(c.Data)/2], c.Data[len(c.Data)-1] = float32(math.Inf(1)), float32(math.NaN()), float32(math.Inf(-1))
-			ep := Epilogue{Bias: randMatrix(r, 1, tc.cols).Data, ReLU: true, Dropout: RowDropout{P: 0.3, Seed: 11, Keys: keys}}
+			ep := Epilogue{Bias: randMatrix(r, 1, tc.cols).Data, ReLU: true, Dropout: RowDropout{P: tc.p, Seed: 11, Keys: keys}}
 			bytes := true // the cuts fall on whole bytes of the positive bits
 			for _, x := range tc.cuts {
 				bytes = bytes && x%8 == 0
@@ -550,7 +553,7 @@ func TestEpilogueDropout(t *testing.T) {
 			for i := 0; i < want.Rows; i++ {
 				biasReLUGeneric(want.Row(i), ep.Bias, true)
 			}
-			if err := DropoutRows(want, Matrix{}, want, 0.3, 11, keys); err != nil {
+			if err := DropoutRows(want, Matrix{}, want, tc.p, 11, keys); err != nil {
 				t.Fatal(err)
 			}
 			got := c.Clone()

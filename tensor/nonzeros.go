@@ -61,9 +61,10 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 	if keys != nil && len(keys) != rows {
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: %d keys for %d rows", len(keys), rows)
 	}
-	thr, factors := dropoutParams(p)
+	dc := newDropCode(p)
+	per := dc.per()
 	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights)), same: cmp.Or(c.same, c)}
-	// The lane of element (i, j) is lane o%4 of draw o/4 of its stream (a
+	// The lane of element (i, j) is lane o%per of draw o/per of its stream (a
 	// row's, or a chunk's of the flat matrix), o its offset there. The
 	// entries come in increasing offset within a stream, so the stream is
 	// seeded once and skipped forward (its state is a counter).
@@ -86,13 +87,11 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 				}
 				stream, drawn = st, 0
 			}
-			if d := o / 4; d >= drawn {
+			if d := o / per; d >= drawn {
 				r.Skip(uint64(d - drawn))
 				v, drawn = r.Uint64(), d+1
 			}
-			lane := (v >> (16 * uint(o%4))) & 0xffff
-			k := 1 ^ ((lane - thr) >> 63) // 1: keep
-			out.Weights[e] = c.Weights[e] * factors[k&1]
+			out.Weights[e] = c.Weights[e] * dc.factor(v, o%per)
 		}
 	}
 	return out, nil

@@ -238,7 +238,8 @@ const dropoutChunk = 1 << 14
 // by 1/(1-p) (inverted dropout), writing the result to dst and the applied
 // factors (0 or 1/(1-p)) to mask, which the backward pass multiplies by.
 // The same seed gives the same mask. p must be in [0, 1); it is applied
-// with 16-bit resolution (each 64-bit draw decides four elements). Pass
+// with 16-bit resolution (each 64-bit draw decides four elements), except
+// p = 1/2, which one bit decides exactly (a draw decides 64). Pass
 // the zero Matrix as mask when no backward pass needs it (e.g. dropout on
 // input features).
 func Dropout(dst, mask, x Matrix, p float64, seed uint64) error {
@@ -300,8 +301,8 @@ func (d RowDropout) Apply(x Matrix) error {
 
 // dropoutRowRange is DropoutRows of rows [lo, hi).
 func dropoutRowRange(dst, mask, x Matrix, noMask bool, p float64, seed uint64, keys []int32, lo, hi int) {
-	thr, factors := dropoutParams(p)
-	keep := factors[1]
+	dc := newDropCode(p)
+	thr, keep := dc.thr, dc.factors[1]
 	c := x.Cols
 	// Rows are drawn a block at a time: each row's stream writes its
 	// lanes into one buffer, back to back, and one vectorised pass
@@ -324,7 +325,7 @@ func dropoutRowRange(dst, mask, x Matrix, noMask bool, p float64, seed uint64, k
 			r.Seed(rowSeed(seed, keys[i]))
 			for off := 0; off < c; off += len(buf) {
 				lanes := buf[:min(len(buf), c-off)]
-				r.Lanes16(lanes)
+				r.Lanes(lanes, dc.width)
 				apply(i*c+off, lanes)
 			}
 			i++
@@ -333,7 +334,7 @@ func dropoutRowRange(dst, mask, x Matrix, noMask bool, p float64, seed uint64, k
 		j := min(hi, i+len(buf)/c)
 		for k := i; k < j; k++ {
 			r.Seed(rowSeed(seed, keys[k]))
-			r.Lanes16(buf[(k-i)*c : (k-i+1)*c])
+			r.Lanes(buf[(k-i)*c:(k-i+1)*c], dc.width)
 		}
 		apply(i*c, buf[:(j-i)*c])
 		i = j
@@ -363,13 +364,12 @@ func DropoutMaskSegments(mask Matrix, p float64, seed uint64, offsets []int64, k
 			return fmt.Errorf("tensor: DropoutMaskSegments: offsets decrease at %d", i)
 		}
 	}
-	thr := uint64(math.Round(p * 65536))
-	factors := [2]float32{0, float32(1 / (1 - p))}
+	dc := newDropCode(p)
 	return parallelFor(len(keys), 256, func(lo, hi int) {
 		var r rng.Rand
 		for i := lo; i < hi; i++ {
 			r.Seed(rowSeed(seed, keys[i]))
-			segmentFactors(mask.Data[offsets[i]:offsets[i+1]], &r, thr, factors)
+			segmentFactors(mask.Data[offsets[i]:offsets[i+1]], &r, dc)
 		}
 	})
 }
@@ -390,9 +390,10 @@ func DropoutMask(mask Matrix, p float64, seed uint64) error {
 // Dropout runs over every input feature each step, so it must be cheap:
 // a concrete wyrand stream per chunk (math/rand/v2 through its interface
 // made it the most expensive op of a GCN epoch), four 16-bit lanes per
-// draw, a branch-free keep/drop choice, and chunks in parallel.
+// draw (64 one-bit lanes at p = 1/2: dropCode), a branch-free keep/drop
+// choice, and chunks in parallel.
 func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) error {
-	thr, factors := dropoutParams(p)
+	dc := newDropCode(p)
 	n := len(x)
 	if x == nil {
 		n = len(mask)
@@ -407,18 +408,16 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 				ms = mask[i0:i1]
 			}
 			if ms == nil && x != nil {
-				dropoutStream(dst[i0:i1], x[i0:i1], r, thr, factors[1])
+				dropoutStream(dst[i0:i1], x[i0:i1], r, dc)
 				continue
 			}
-			var bits uint64
+			per := dc.per()
+			var v uint64
 			for i := 0; i < i1-i0; i++ {
-				if i&3 == 0 {
-					bits = r.Uint64()
+				if i%per == 0 {
+					v = r.Uint64()
 				}
-				// 1 when the 16-bit lane is >= thr (keep), 0 when below.
-				k := 1 ^ ((bits&0xffff - thr) >> 63)
-				bits >>= 16
-				f := factors[k&1]
+				f := dc.factor(v, i%per)
 				if ms != nil {
 					ms[i] = f
 				}
@@ -452,16 +451,16 @@ func putLanes(b *[]uint16) {
 }
 
 // dropoutStream sets d = s ⊙ factor for the factors the stream r draws
-// (one 16-bit lane per element, four per draw, lowest first): the lanes
-// are drawn a buffer at a time and applied by the kernel set's dropout.
-func dropoutStream(d, s []float32, r *rng.Rand, thr uint64, keep float32) {
+// (one lane of dc's width per element, lowest first): the lanes are drawn
+// a buffer at a time and applied by the kernel set's dropout.
+func dropoutStream(d, s []float32, r *rng.Rand, dc dropCode) {
 	lp := getLanes()
 	defer putLanes(lp)
 	buf := *lp
 	for off := 0; off < len(s); off += len(buf) {
 		lanes := buf[:min(len(buf), len(s)-off)]
-		r.Lanes16(lanes)
-		ks().dropout(d[off:off+len(lanes)], s[off:off+len(lanes)], lanes, thr, keep)
+		r.Lanes(lanes, dc.width)
+		ks().dropout(d[off:off+len(lanes)], s[off:off+len(lanes)], lanes, dc.thr, dc.factors[1])
 	}
 }
 
@@ -484,14 +483,44 @@ func dropoutGeneric(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 // DropoutFactors returns the factors Dropout multiplies a dropped and a
 // kept element by for probability p: 0 and float32(1/(1-p)).
 func DropoutFactors(p float64) (dropped, kept float32) {
-	_, f := dropoutParams(p)
+	f := newDropCode(p).factors
 	return f[0], f[1]
 }
 
-// dropoutParams returns the 16-bit drop threshold and the factors of a
-// dropped and a kept element for probability p.
-func dropoutParams(p float64) (uint64, [2]float32) {
-	return uint64(math.Round(p * 65536)), [2]float32{0, float32(1 / (1 - p))}
+// DropoutLaneWidth returns the bits of its stream each element's dropout
+// choice takes for probability p (rng.Lanes' width): 1 for p = 1/2,
+// which one bit decides exactly, 16 for every other p (16-bit
+// resolution).
+func DropoutLaneWidth(p float64) uint { return newDropCode(p).width }
+
+// dropCode is how a dropout of probability p turns the draws of its
+// streams into choices: each element takes the next lane of width bits
+// (rng.Lanes, lowest first), widened to 16 bits; it is dropped where the
+// lane is below thr = round(p·65536) and kept, scaled by 1/(1-p),
+// elsewhere. One bit decides p = 1/2 (every model's default) exactly, so
+// such a dropout takes a sixteenth of the draws that 16-bit lanes take,
+// and the draws were most of its cost.
+type dropCode struct {
+	thr     uint64
+	factors [2]float32 // a dropped element's and a kept one's
+	width   uint
+}
+
+func newDropCode(p float64) dropCode {
+	dc := dropCode{thr: uint64(math.Round(p * 65536)), factors: [2]float32{0, float32(1 / (1 - p))}, width: 16}
+	if p == 0.5 {
+		dc.width = 1
+	}
+	return dc
+}
+
+// per is the number of lanes a draw holds.
+func (dc dropCode) per() int { return 64 / int(dc.width) }
+
+// factor returns the factor of the element of lane i of the draw v.
+func (dc dropCode) factor(v uint64, i int) float32 {
+	k := 1 ^ ((rng.Lane(v, i, dc.width) - dc.thr) >> 63) // 1: keep
+	return dc.factors[k&1]
 }
 
 // LogSoftmax sets each row of dst to the log-softmax of the row of x:

@@ -8,12 +8,19 @@ import "golang.org/x/sys/cpu"
 // 64x64->128-bit products, which Go's compiler does not vectorize; in
 // vector registers they take four 32x32-bit multiplies per lane.
 var (
-	hasAVX2   = cpu.X86.HasAVX2
-	hasAVX512 = cpu.X86.HasAVX512F
+	hasAVX2     = cpu.X86.HasAVX2
+	hasAVX512   = cpu.X86.HasAVX512F
+	hasAVX512BW = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 )
 
 //go:noescape
 func lanes16AVX2(dst *uint16, draws int, s uint64)
+
+//go:noescape
+func lanes1AVX2(dst *uint16, n int, s uint64)
+
+//go:noescape
+func lanes1AVX512(dst *uint16, n int, s uint64)
 
 //go:noescape
 func lanes16AVX512(dst *uint16, draws int, s uint64)
@@ -33,4 +40,24 @@ func lanesFast(dst []uint16, s uint64) int {
 		return d
 	}
 	return 0
+}
+
+// bitsFast writes the one-bit lanes (Lanes with width 1) of the stream
+// at state s to the whole of dst, widened to 16 bits, and returns how
+// many draws it took (0, and nothing written, without AVX2). A draw is 64
+// lanes: AVX-512 widens 32 bits at a time from a mask register
+// (VPMOVM2W), AVX2 16 at a time by comparing a broadcast of them with
+// each lane's bit.
+func bitsFast(dst []uint16, s uint64) int {
+	switch {
+	case len(dst) == 0:
+		return 0
+	case hasAVX512BW:
+		lanes1AVX512(&dst[0], len(dst), s)
+	case hasAVX2:
+		lanes1AVX2(&dst[0], len(dst), s)
+	default:
+		return 0
+	}
+	return (len(dst) + 63) / 64
 }

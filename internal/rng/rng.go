@@ -57,6 +57,39 @@ func (r *Rand) Lanes16(dst []uint16) {
 	r.state = s
 }
 
+// Lanes fills dst with the next len(dst) lanes of width bits (16 or 1)
+// of the stream, widened to 16 bits with their bits on top (Lane): with
+// width 16 it is Lanes16; with width 1, lane i is 0x8000 where bit i%64
+// of draw i/64 is set and 0 where it is clear, and a trailing partial
+// draw is consumed whole. A dropout of probability 1/2 needs only one
+// bit an element, a sixteenth of the draws of 16-bit lanes. On amd64
+// with AVX-512 (BW) or AVX2, whole draws are widened by vector kernels.
+func (r *Rand) Lanes(dst []uint16, width uint) {
+	if width != 1 {
+		r.Lanes16(dst)
+		return
+	}
+	if d := bitsFast(dst, r.state); d > 0 {
+		r.Skip(uint64(d))
+		return
+	}
+	for i := 0; i < len(dst); i += 64 {
+		v := r.Uint64()
+		seg := dst[i:min(i+64, len(dst))]
+		for j := range seg {
+			seg[j] = uint16(v << 15) // bit 0 on top
+			v >>= 1
+		}
+	}
+}
+
+// Lane returns lane i (0 <= i < 64/width) of width bits of the draw v
+// (the lowest lanes first), widened to 16 bits as Lanes widens it: its
+// width bits on top of the 16. Width 16 gives the 16-bit lane itself.
+func Lane(v uint64, i int, width uint) uint64 {
+	return v >> (uint(i) * width) << (64 - width) >> 48
+}
+
 // IntN returns a uniform int in [0, n) for n > 0 (Lemire's multiply-shift,
 // with the rejection step that makes it exactly uniform).
 func (r *Rand) IntN(n int) int {

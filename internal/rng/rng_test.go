@@ -87,6 +87,37 @@ func TestLanes16(t *testing.T) {
 	}
 }
 
+// TestLanes checks Lanes against the draws it splits: with width 1, bit
+// i%64 of draw i/64 as 0x8000 or 0, the stream continued after a partial
+// draw; with width 16, Lanes16's lanes. Lane agrees with both.
+func TestLanes(t *testing.T) {
+	for _, w := range []uint{1, 16} {
+		per := 64 / int(w)
+		for _, n := range []int{0, 1, 63, 64, 65, 100, 128, 1000} {
+			a, b := New(uint64(n)+3), New(uint64(n)+3)
+			got := make([]uint16, n)
+			a.Lanes(got, w)
+			for i := 0; i < n; i += per {
+				v := b.Uint64()
+				for j := i; j < min(i+per, n); j++ {
+					var want uint16
+					if w == 1 {
+						want = uint16(v>>(j-i)&1) << 15
+					} else {
+						want = uint16(v >> (16 * (j - i)))
+					}
+					if got[j] != want || Lane(v, j-i, w) != uint64(want) {
+						t.Fatalf("width %d, n=%d: lane %d = %#x, Lane gives %#x, draw gives %#x", w, n, j, got[j], Lane(v, j-i, w), want)
+					}
+				}
+			}
+			if a.Uint64() != b.Uint64() {
+				t.Fatalf("width %d, n=%d: stream not continued after Lanes", w, n)
+			}
+		}
+	}
+}
+
 // TestSkip checks that Skip(n) lands where n draws would.
 func TestSkip(t *testing.T) {
 	for _, n := range []uint64{0, 1, 7, 1000} {
