@@ -157,3 +157,51 @@ func TestRowDropoutApplyErrors(t *testing.T) {
 		t.Errorf("P 0: %v, %v", err, y.Data)
 	}
 }
+
+// TestDropoutBitsKernel checks each kernel set's dropoutBits against
+// dropoutBitsGeneric, bitwise: every width of a row's last partial step
+// (1 to 15 elements), whole steps and words, in place and not, with
+// infinities (a dropped one gives NaN) and negative values (a dropped
+// one gives -0).
+func TestDropoutBitsKernel(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		k := ks().dropoutBits
+		if k == nil {
+			t.Skip("no dropoutBits kernel: the lanes path applies p = 1/2")
+		}
+		r := rng.New(8)
+		for _, cols := range []int{1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 130, 255} {
+			for _, inPlace := range []bool{false, true} {
+				const rows = 5
+				w := (cols + 63) / 64
+				s := make([]float32, rows*cols)
+				for i := range s {
+					s[i] = float32(r.Uint64()%2001)/1000 - 1
+				}
+				s[0], s[len(s)-1] = float32(math.Inf(1)), float32(math.Inf(-1))
+				bits := make([]uint64, rows*w)
+				for i := range bits {
+					bits[i] = r.Uint64()
+				}
+				want := make([]float32, len(s))
+				dropoutBitsGeneric(want, s, rows, cols, bits, 2)
+				got := make([]float32, len(s)+1) // one guard value after the end
+				got[len(s)] = 7
+				if inPlace {
+					copy(got, s)
+					k(got[:len(s)], got[:len(s)], rows, cols, bits, 2)
+				} else {
+					k(got[:len(s)], s, rows, cols, bits, 2)
+				}
+				if got[len(s)] != 7 {
+					t.Fatalf("cols %d: wrote past the end", cols)
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("cols %d, in place %v: element %d = %v, generic %v", cols, inPlace, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

@@ -89,6 +89,22 @@ func dropoutVec512(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 	}
 }
 
+// dropoutBitsAVX512 is dropoutBitsGeneric: sixteen elements a step, the
+// step's factors chosen by sixteen bits loaded straight into a mask
+// register, a row's last partial step under a mask.
+//
+//go:noescape
+func dropoutBitsAVX512(d, s *float32, rows, cols int, bits *uint64, keep float32)
+
+// dropoutBitsVec512 is dropoutBitsGeneric with AVX-512.
+func dropoutBitsVec512(d, s []float32, rows, cols int, bits []uint64, keep float32) {
+	if rows <= 0 || cols <= 0 {
+		return
+	}
+	_, _, _ = d[rows*cols-1], s[rows*cols-1], bits[rows*((cols+63)/64)-1]
+	dropoutBitsAVX512(&d[0], &s[0], rows, cols, &bits[0], keep)
+}
+
 // positiveAVX2 sets dst[i] to the bits of seg[8i:8i+8] > 0 (bit k for
 // element 8i+k; NaN: not) for i < n/8 (n a multiple of 8).
 //

@@ -274,3 +274,95 @@ rmbp_next:
 rmbp_done:
 	VZEROUPPER
 	RET
+
+// func dropoutBitsAVX512(d, s *float32, rows, cols int, bits *uint64, keep float32)
+// d = s * factor for rows rows of cols values, the factor keep where the
+// element's bit is set and +0 where it is clear (a multiply, as the lanes
+// kernels do: 0 times an infinity is NaN); row i's bits start at word
+// i*ceil(cols/64) of bits. Sixteen elements a step, their bits loaded
+// straight into K1; a row's last cols%16 in parts of 8, 4, 2 and 1 with
+// plain loads and stores (VL masks on registers only): a masked store
+// whose 64 bytes reach into the next row would stall that row's first
+// load (in place, d = s) until it commits, which cost more than the
+// whole row.
+TEXT ·dropoutBitsAVX512(SB), NOSPLIT, $0-44
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ cols+24(FP), R9
+	MOVQ bits+32(FP), DX
+	VBROADCASTSS keep+40(FP), Z13
+	// R10: the bytes of a row's bits; R11: its whole steps; R12: the
+	// elements after them.
+	MOVQ R9, R10
+	ADDQ $63, R10
+	SHRQ $6, R10
+	SHLQ $3, R10
+	MOVQ R9, R11
+	SHRQ $4, R11
+	MOVQ R9, R12
+	ANDQ $15, R12
+	TESTQ R8, R8
+	JZ dropbits_done
+dropbits_row:
+	XORQ BX, BX
+	MOVQ R11, CX
+	TESTQ CX, CX
+	JZ dropbits_tail
+dropbits_step:
+	KMOVW (DX)(BX*2), K1
+	VMOVAPS.Z Z13, K1, Z0
+	VMULPS (SI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	INCQ BX
+	DECQ CX
+	JNZ dropbits_step
+dropbits_tail:
+	TESTQ R12, R12
+	JZ dropbits_next
+	KMOVW (DX)(BX*2), K1
+	TESTQ $8, R12
+	JZ dropbits_4
+	VMOVAPS.Z Y13, K1, Y0
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	KSHIFTRW $8, K1, K1
+	ADDQ $32, SI
+	ADDQ $32, DI
+dropbits_4:
+	TESTQ $4, R12
+	JZ dropbits_2
+	VMOVAPS.Z X13, K1, X0
+	VMULPS (SI), X0, X0
+	VMOVUPS X0, (DI)
+	KSHIFTRW $4, K1, K1
+	ADDQ $16, SI
+	ADDQ $16, DI
+dropbits_2:
+	TESTQ $2, R12
+	JZ dropbits_1
+	VMOVAPS.Z X13, K1, X0
+	VMOVSD (SI), X1
+	VMULPS X1, X0, X0
+	VMOVSD X0, (DI)
+	KSHIFTRW $2, K1, K1
+	ADDQ $8, SI
+	ADDQ $8, DI
+dropbits_1:
+	TESTQ $1, R12
+	JZ dropbits_next
+	VMOVAPS.Z X13, K1, X0
+	VMOVSS (SI), X1
+	VMULSS X1, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DI
+dropbits_next:
+	ADDQ R10, DX
+	DECQ R8
+	JNZ dropbits_row
+dropbits_done:
+	VZEROUPPER
+	RET

@@ -94,6 +94,12 @@ type kernelSet struct {
 	// (drawn 16-bit lanes, one per element: kept, scaled by keep, where
 	// lanes[i] >= thr; s must not be nil).
 	dropout func(d, s []float32, lanes []uint16, thr uint64, keep float32)
+	// dropoutBits, when not nil, sets d = s ⊙ factor for rows rows of cols
+	// values (back to back in d and s), the factor of element j of row i
+	// keep where bit j%64 of bits[i·w + j/64] is set and 0 where it is
+	// clear, w = ⌈cols/64⌉: a dropout at p = 1/2 applied straight from
+	// its draws (dropoutBitsGeneric).
+	dropoutBits func(d, s []float32, rows, cols int, bits []uint64, keep float32)
 }
 
 var (
@@ -119,7 +125,7 @@ func init() {
 		wide: &microKernel{mr: 4, nr: 4, fn: gemmKernelGeneric},
 		axpy: axpyGeneric, dot: dotGeneric,
 		axpyPF:   func(alpha float32, x, y, _ []float32) { axpyGeneric(alpha, x, y) },
-		biasReLU: biasReLUGeneric, epilogue: epilogueGeneric, reluMask: reluMaskGeneric, dropout: dropoutGeneric,
+		biasReLU: biasReLUGeneric, epilogue: epilogueGeneric, reluMask: reluMaskGeneric, dropout: dropoutGeneric, dropoutBits: dropoutBitsGeneric,
 		reluMaskBits: reluMaskBitsGeneric, reluMaskBitsPack: reluMaskBitsPackGeneric, positive: positiveGeneric,
 	})
 	registerArchKernels()
