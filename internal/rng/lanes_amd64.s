@@ -268,7 +268,10 @@ tail1b:
 	ADDQ $64, DI
 	SUBQ $32, CX
 part1b:
-	// CX < 32 lanes left: stored under the mask of CX ones.
+	// CX < 32 lanes left: stored under the mask of CX ones (none: no
+	// store, which would hold up a load of the bytes it spans).
+	TESTQ CX, CX
+	JZ   done1b
 	MOVL $1, R10
 	SHLL CX, R10
 	DECL R10
