@@ -96,13 +96,33 @@ func dropoutVec512(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 //go:noescape
 func dropoutBitsAVX512(d, s *float32, rows, cols int, bits *uint64, keep float32)
 
-// dropoutBitsVec512 is dropoutBitsGeneric with AVX-512.
+// dropoutBitsAVX2 is dropoutBitsAVX512 with AVX2, eight elements a step.
+//
+//go:noescape
+func dropoutBitsAVX2(d, s *float32, rows, cols int, bits *uint64, keep float32)
+
+// dropoutBitsVec512 is dropoutBitsGeneric with AVX-512, dropoutBitsVec
+// with AVX2.
 func dropoutBitsVec512(d, s []float32, rows, cols int, bits []uint64, keep float32) {
+	if dropoutBitsCheck(d, s, rows, cols, bits) {
+		dropoutBitsAVX512(&d[0], &s[0], rows, cols, &bits[0], keep)
+	}
+}
+
+func dropoutBitsVec(d, s []float32, rows, cols int, bits []uint64, keep float32) {
+	if dropoutBitsCheck(d, s, rows, cols, bits) {
+		dropoutBitsAVX2(&d[0], &s[0], rows, cols, &bits[0], keep)
+	}
+}
+
+// dropoutBitsCheck reports whether there is work, and panics (an index
+// out of range) where d, s or bits is too short for it.
+func dropoutBitsCheck(d, s []float32, rows, cols int, bits []uint64) bool {
 	if rows <= 0 || cols <= 0 {
-		return
+		return false
 	}
 	_, _, _ = d[rows*cols-1], s[rows*cols-1], bits[rows*((cols+63)/64)-1]
-	dropoutBitsAVX512(&d[0], &s[0], rows, cols, &bits[0], keep)
+	return true
 }
 
 // positiveAVX2 sets dst[i] to the bits of seg[8i:8i+8] > 0 (bit k for

@@ -366,3 +366,97 @@ dropbits_next:
 dropbits_done:
 	VZEROUPPER
 	RET
+
+// dropBitsPat holds 1, 2, 4, ..., 128 in the dwords of a YMM register:
+// the bit of each of eight elements in a byte of dropout bits.
+DATA dropBitsPat<>+0(SB)/8, $0x0000000200000001
+DATA dropBitsPat<>+8(SB)/8, $0x0000000800000004
+DATA dropBitsPat<>+16(SB)/8, $0x0000002000000010
+DATA dropBitsPat<>+24(SB)/8, $0x0000008000000040
+GLOBL dropBitsPat<>(SB), RODATA|NOPTR, $32
+
+// DROPBITS8 leaves in Y0 the factors of eight elements whose bits are
+// the low byte of AX: keep (Y13) where set, +0 where clear. In: Y12
+// (dropBitsPat).
+#define DROPBITS8 \
+	VMOVD AX, X0; \
+	VPBROADCASTD X0, Y0; \
+	VPAND Y12, Y0, Y0; \
+	VPCMPEQD Y12, Y0, Y0; \
+	VANDPS Y13, Y0, Y0
+
+// func dropoutBitsAVX2(d, s *float32, rows, cols int, bits *uint64, keep float32)
+// dropoutBitsAVX512 with AVX2: eight elements a step, their factors from
+// a byte of bits broadcast and compared with each element's bit; a row's
+// last cols%8 in parts of 4, 2 and 1.
+TEXT ·dropoutBitsAVX2(SB), NOSPLIT, $0-44
+	MOVQ d+0(FP), DI
+	MOVQ s+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ cols+24(FP), R9
+	MOVQ bits+32(FP), DX
+	VBROADCASTSS keep+40(FP), Y13
+	VMOVDQU dropBitsPat<>(SB), Y12
+	// R10: the bytes of a row's bits; R11: its whole steps; R12: the
+	// elements after them.
+	MOVQ R9, R10
+	ADDQ $63, R10
+	SHRQ $6, R10
+	SHLQ $3, R10
+	MOVQ R9, R11
+	SHRQ $3, R11
+	MOVQ R9, R12
+	ANDQ $7, R12
+	TESTQ R8, R8
+	JZ dropbits2_done
+dropbits2_row:
+	XORQ BX, BX
+	MOVQ R11, CX
+	TESTQ CX, CX
+	JZ dropbits2_tail
+dropbits2_step:
+	MOVBLZX (DX)(BX*1), AX
+	DROPBITS8
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	INCQ BX
+	DECQ CX
+	JNZ dropbits2_step
+dropbits2_tail:
+	TESTQ R12, R12
+	JZ dropbits2_next
+	MOVBLZX (DX)(BX*1), AX
+	DROPBITS8
+	TESTQ $4, R12
+	JZ dropbits2_2
+	VMULPS (SI), X0, X1
+	VMOVUPS X1, (DI)
+	VEXTRACTF128 $1, Y0, X0
+	ADDQ $16, SI
+	ADDQ $16, DI
+dropbits2_2:
+	TESTQ $2, R12
+	JZ dropbits2_1
+	VMOVSD (SI), X1
+	VMULPS X1, X0, X1
+	VMOVSD X1, (DI)
+	VPSRLDQ $8, X0, X0
+	ADDQ $8, SI
+	ADDQ $8, DI
+dropbits2_1:
+	TESTQ $1, R12
+	JZ dropbits2_next
+	VMOVSS (SI), X1
+	VMULSS X1, X0, X1
+	VMOVSS X1, (DI)
+	ADDQ $4, SI
+	ADDQ $4, DI
+dropbits2_next:
+	ADDQ R10, DX
+	DECQ R8
+	JNZ dropbits2_row
+dropbits2_done:
+	VZEROUPPER
+	RET

@@ -47,7 +47,7 @@ func registerArchKernels() {
 		registerKernels("avx2", &kernelSet{
 			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pfBytes: avx2PF},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
-			biasReLU: biasReLUVec, epilogue: epilogueVec, reluMask: reluMaskVec, dropout: dropoutVec,
+			biasReLU: biasReLUVec, epilogue: epilogueVec, reluMask: reluMaskVec, dropout: dropoutVec, dropoutBits: dropoutBitsVec,
 			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
 		})
 	}
