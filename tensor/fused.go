@@ -134,13 +134,16 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 				dropoutStream(d, g, r, dc)
 				continue
 			}
-			per := dc.per()
+			m, lm, thr, w := dc.walk()
+			fs := dc.factors
 			var v uint64
 			for i := range g {
-				if i%per == 0 {
+				if i&m == 0 {
 					v = r.Uint64()
 				}
-				d[i] += g[i] * dc.factor(v, i%per)
+				k := 1 ^ ((v&lm - thr) >> 63) // 1: keep
+				v >>= w
+				d[i] += g[i] * fs[k&1]
 			}
 		}
 	})

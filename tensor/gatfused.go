@@ -161,13 +161,16 @@ func GATForward(out, el, er Matrix, alpha, keep []float32, g *CSR, h, aSrc, aDst
 // (dc's lanes): one segment of DropoutMaskSegments, and the attention
 // dropout drawn inside the GAT kernels.
 func segmentFactors(ms []float32, r *rng.Rand, dc dropCode) {
-	per := dc.per()
+	m, lm, thr, w := dc.walk()
+	fs := dc.factors
 	var v uint64
 	for j := range ms {
-		if j%per == 0 {
+		if j&m == 0 {
 			v = r.Uint64()
 		}
-		ms[j] = dc.factor(v, j%per)
+		k := 1 ^ ((v&lm - thr) >> 63) // 1: keep
+		v >>= w
+		ms[j] = fs[k&1]
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -62,15 +63,17 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: %d keys for %d rows", len(keys), rows)
 	}
 	dc := newDropCode(p)
-	per := dc.per()
+	m, lm, thr, w := dc.walk()
+	sh := uint(bits.TrailingZeros(uint(m + 1))) // o>>sh: o's draw
 	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights)), same: cmp.Or(c.same, c)}
-	// The lane of element (i, j) is lane o%per of draw o/per of its stream (a
+	// The lane of element (i, j) is lane o&m of draw o>>sh of its stream (a
 	// row's, or a chunk's of the flat matrix), o its offset there. The
-	// entries come in increasing offset within a stream, so the stream is
-	// seeded once and skipped forward (its state is a counter).
-	var r rng.Rand
-	stream, drawn := -1, 0 // the current stream, and the draws taken of it
-	var v uint64           // draw drawn-1
+	// stream's state is a counter, so each entry's draw is taken straight
+	// from the stream's start, skipped forward: no branch on whether the
+	// entry shares the previous one's draw, which at p = 1/2 (64 lanes a
+	// draw) it does about half the time, unpredictably.
+	var base rng.Rand // the current stream, at its start
+	stream := -1
 	for i := 0; i < rows; i++ {
 		for e := c.Indptr[i]; e < c.Indptr[i+1]; e++ {
 			o, st := int(c.Indices[e]), i
@@ -81,17 +84,17 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 			}
 			if st != stream {
 				if keys != nil {
-					r.Seed(rowSeed(seed, keys[i]))
+					base.Seed(rowSeed(seed, keys[i]))
 				} else {
-					r.Seed(rng.Derive(seed, uint64(st)))
+					base.Seed(rng.Derive(seed, uint64(st)))
 				}
-				stream, drawn = st, 0
+				stream = st
 			}
-			if d := o / per; d >= drawn {
-				r.Skip(uint64(d - drawn))
-				v, drawn = r.Uint64(), d+1
-			}
-			out.Weights[e] = c.Weights[e] * dc.factor(v, o%per)
+			r := base
+			r.Skip(uint64(o >> sh))
+			v := r.Uint64()
+			k := 1 ^ ((v>>(uint(o&m)*w&63)&lm - thr) >> 63) // 1: keep
+			out.Weights[e] = c.Weights[e] * dc.factors[k&1]
 		}
 	}
 	return out, nil

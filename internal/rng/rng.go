@@ -6,7 +6,10 @@
 // its own, seeded with Derive so results do not depend on the worker count.
 package rng
 
-import "math/bits"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // Rand is a wyrand generator. The zero value is a valid generator.
 type Rand struct{ state uint64 }
@@ -65,9 +68,13 @@ func (r *Rand) Lanes16(dst []uint16) {
 // bit an element, a sixteenth of the draws of 16-bit lanes. On amd64
 // with AVX-512 (BW) or AVX2, whole draws are widened by vector kernels.
 func (r *Rand) Lanes(dst []uint16, width uint) {
-	if width != 1 {
+	switch width {
+	case 16:
 		r.Lanes16(dst)
 		return
+	case 1:
+	default:
+		panic(fmt.Sprintf("rng: Lanes of width %d (1 or 16)", width))
 	}
 	if d := bitsFast(dst, r.state); d > 0 {
 		r.Skip(uint64(d))
