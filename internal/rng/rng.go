@@ -94,7 +94,9 @@ func (r *Rand) Lanes(dst []uint16, width uint) {
 // (the lowest lanes first), widened to 16 bits as Lanes widens it: its
 // width bits on top of the 16. Width 16 gives the 16-bit lane itself.
 func Lane(v uint64, i int, width uint) uint64 {
-	return v >> (uint(i) * width) << (64 - width) >> 48
+	// The counts masked (they are below 64 anyway), so that Go adds no
+	// check for larger ones.
+	return v >> (uint(i) * width & 63) << ((64 - width) & 63) >> 48
 }
 
 // IntN returns a uniform int in [0, n) for n > 0 (Lemire's multiply-shift,
