@@ -556,9 +556,9 @@ func DropoutLaneWidth(p float64) uint { return newDropCode(p).width }
 // streams into choices: each element takes the next lane of width bits
 // (rng.Lanes, lowest first), widened to 16 bits; it is dropped where the
 // lane is below thr = round(p·65536) and kept, scaled by 1/(1-p),
-// elsewhere. One bit decides p = 1/2 (every model's default) exactly, so
-// such a dropout takes a sixteenth of the draws that 16-bit lanes take,
-// and the draws were most of its cost.
+// elsewhere. One bit decides p = 1/2 (the default of most models: not
+// GAT's or GCNII's 0.6) exactly, so such a dropout takes a sixteenth of
+// the draws that 16-bit lanes take, and the draws were most of its cost.
 type dropCode struct {
 	thr     uint64
 	factors [2]float32 // a dropped element's and a kept one's
