@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/graphmill/graphmill/internal/rng"
 )
@@ -63,11 +62,11 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: %d keys for %d rows", len(keys), rows)
 	}
 	dc := newDropCode(p)
-	m, lm, thr, w := dc.walk()
-	sh := uint(bits.TrailingZeros(uint(m + 1))) // o>>sh: o's draw
+	_, lm, thr, w := dc.walk()
 	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights)), same: cmp.Or(c.same, c)}
-	// The lane of element (i, j) is lane o&m of draw o>>sh of its stream (a
-	// row's, or a chunk's of the flat matrix), o its offset there. The
+	// The lane of element (i, j) starts at bit o·w of its stream (a row's,
+	// or a chunk's of the flat matrix), o its offset there and w the lane
+	// width: bit o·w%64 of draw o·w/64. The
 	// stream's state is a counter, so each entry's draw is taken straight
 	// from the stream's start, skipped forward: no branch on whether the
 	// entry shares the previous one's draw, which at p = 1/2 (64 lanes a
@@ -90,10 +89,11 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 				}
 				stream = st
 			}
+			bit := uint(o) * w
 			r := base
-			r.Skip(uint64(o >> sh))
+			r.Skip(uint64(bit >> 6))
 			v := r.Uint64()
-			k := 1 ^ ((v>>(uint(o&m)*w&63)&lm - thr) >> 63) // 1: keep
+			k := 1 ^ ((v>>(bit&63)&lm - thr) >> 63) // 1: keep
 			out.Weights[e] = c.Weights[e] * dc.factors[k&1]
 		}
 	}

@@ -371,8 +371,9 @@ func dropoutBitRows(dst, x Matrix, keep float32, seed uint64, keys []int32, lo, 
 		j := min(hi, i+len(buf)/w)
 		for k := i; k < j; k++ {
 			r.Seed(rowSeed(seed, keys[k]))
-			for t := range buf[(k-i)*w : (k-i+1)*w] {
-				buf[(k-i)*w+t] = r.Uint64()
+			row := buf[(k-i)*w : (k-i+1)*w]
+			for t := range row {
+				row[t] = r.Uint64()
 			}
 		}
 		ks().dropoutBits(dst.Data[i*c:j*c], x.Data[i*c:j*c], j-i, c, buf[:(j-i)*w], keep)

@@ -102,34 +102,31 @@ done5:
 	RET
 
 // lanesBit holds, in the low byte of each 16-bit lane j of a YMM
-// register, the bit 1 << (j%8); lanesByteK (K = 0..3) the shuffle that
-// puts byte 2K + j/8 of a draw in that low byte (and zero in the high
-// byte): lanes 16K..16K+15 of the draw.
+// register, the bit 1 << (j%8); lanesByte, at offset 32K (K = 0..3), the
+// shuffle that puts byte 2K + j/8 of a draw in that low byte (and zero in
+// the high byte): lanes 16K..16K+15 of the draw.
 DATA lanesBit<>+0(SB)/8, $0x0008000400020001
 DATA lanesBit<>+8(SB)/8, $0x0080004000200010
 DATA lanesBit<>+16(SB)/8, $0x0008000400020001
 DATA lanesBit<>+24(SB)/8, $0x0080004000200010
 GLOBL lanesBit<>(SB), RODATA|NOPTR, $32
-DATA lanesByte0<>+0(SB)/8, $0x8000800080008000
-DATA lanesByte0<>+8(SB)/8, $0x8000800080008000
-DATA lanesByte0<>+16(SB)/8, $0x8001800180018001
-DATA lanesByte0<>+24(SB)/8, $0x8001800180018001
-GLOBL lanesByte0<>(SB), RODATA|NOPTR, $32
-DATA lanesByte1<>+0(SB)/8, $0x8002800280028002
-DATA lanesByte1<>+8(SB)/8, $0x8002800280028002
-DATA lanesByte1<>+16(SB)/8, $0x8003800380038003
-DATA lanesByte1<>+24(SB)/8, $0x8003800380038003
-GLOBL lanesByte1<>(SB), RODATA|NOPTR, $32
-DATA lanesByte2<>+0(SB)/8, $0x8004800480048004
-DATA lanesByte2<>+8(SB)/8, $0x8004800480048004
-DATA lanesByte2<>+16(SB)/8, $0x8005800580058005
-DATA lanesByte2<>+24(SB)/8, $0x8005800580058005
-GLOBL lanesByte2<>(SB), RODATA|NOPTR, $32
-DATA lanesByte3<>+0(SB)/8, $0x8006800680068006
-DATA lanesByte3<>+8(SB)/8, $0x8006800680068006
-DATA lanesByte3<>+16(SB)/8, $0x8007800780078007
-DATA lanesByte3<>+24(SB)/8, $0x8007800780078007
-GLOBL lanesByte3<>(SB), RODATA|NOPTR, $32
+DATA lanesByte<>+0(SB)/8, $0x8000800080008000
+DATA lanesByte<>+8(SB)/8, $0x8000800080008000
+DATA lanesByte<>+16(SB)/8, $0x8001800180018001
+DATA lanesByte<>+24(SB)/8, $0x8001800180018001
+DATA lanesByte<>+32(SB)/8, $0x8002800280028002
+DATA lanesByte<>+40(SB)/8, $0x8002800280028002
+DATA lanesByte<>+48(SB)/8, $0x8003800380038003
+DATA lanesByte<>+56(SB)/8, $0x8003800380038003
+DATA lanesByte<>+64(SB)/8, $0x8004800480048004
+DATA lanesByte<>+72(SB)/8, $0x8004800480048004
+DATA lanesByte<>+80(SB)/8, $0x8005800580058005
+DATA lanesByte<>+88(SB)/8, $0x8005800580058005
+DATA lanesByte<>+96(SB)/8, $0x8006800680068006
+DATA lanesByte<>+104(SB)/8, $0x8006800680068006
+DATA lanesByte<>+112(SB)/8, $0x8007800780078007
+DATA lanesByte<>+120(SB)/8, $0x8007800780078007
+GLOBL lanesByte<>(SB), RODATA|NOPTR, $128
 
 // WYDRAW advances the state S by C and leaves the draw hi ^ lo of
 // S * (S ^ D) in AX. Clobbers DX.
@@ -142,14 +139,14 @@ GLOBL lanesByte3<>(SB), RODATA|NOPTR, $32
 	XORQ DX, AX
 
 // BITS16AVX2 widens 16 bits of the draw broadcast in Y0, those the
-// shuffle SHUF picks, to 16 lanes at OFF(DI): 0x8000 where the bit is set
+// shuffle SHUF picks, to 16 lanes at DST: 0x8000 where the bit is set
 // and 0 where it is clear. In: Y5 (lanesBit). Clobbers Y1.
-#define BITS16AVX2(SHUF, OFF) \
+#define BITS16AVX2(SHUF, DST) \
 	VPSHUFB SHUF, Y0, Y1; \
 	VPAND Y5, Y1, Y1; \
 	VPCMPEQW Y5, Y1, Y1; \
 	VPSLLW $15, Y1, Y1; \
-	VMOVDQU Y1, OFF(DI)
+	VMOVDQU Y1, DST
 
 // func lanes1AVX2(dst *uint16, n int, s uint64)
 // Writes the next n one-bit lanes of the stream at state s to dst, 64 a
@@ -162,20 +159,20 @@ TEXT ·lanes1AVX2(SB), NOSPLIT, $32-24
 	MOVQ $0xa0761d6478bd642f, R8
 	MOVQ $0xe7037ed1a0b428db, R9
 	VMOVDQU lanesBit<>(SB), Y5
-	VMOVDQU lanesByte0<>(SB), Y6
-	VMOVDQU lanesByte1<>(SB), Y7
-	VMOVDQU lanesByte2<>(SB), Y8
-	VMOVDQU lanesByte3<>(SB), Y9
+	VMOVDQU lanesByte<>+0(SB), Y6
+	VMOVDQU lanesByte<>+32(SB), Y7
+	VMOVDQU lanesByte<>+64(SB), Y8
+	VMOVDQU lanesByte<>+96(SB), Y9
 	CMPQ CX, $64
 	JB   tail1a
 loop1a:
 	WYDRAW(BX, R8, R9)
 	MOVQ AX, X0
 	VPBROADCASTQ X0, Y0
-	BITS16AVX2(Y6, 0)
-	BITS16AVX2(Y7, 32)
-	BITS16AVX2(Y8, 64)
-	BITS16AVX2(Y9, 96)
+	BITS16AVX2(Y6, 0(DI))
+	BITS16AVX2(Y7, 32(DI))
+	BITS16AVX2(Y8, 64(DI))
+	BITS16AVX2(Y9, 96(DI))
 	ADDQ $128, DI
 	SUBQ $64, CX
 	CMPQ CX, $64
@@ -183,38 +180,26 @@ loop1a:
 tail1a:
 	TESTQ CX, CX
 	JZ   done1a
-	// The last draw: whole groups of 16 lanes, then the rest through the
-	// frame.
+	// The last draw (CX < 64 lanes): whole groups of 16 lanes, each with
+	// the next shuffle of lanesByte (R11), then the rest widened into the
+	// frame and copied a lane at a time.
 	WYDRAW(BX, R8, R9)
 	MOVQ AX, X0
 	VPBROADCASTQ X0, Y0
-	VMOVDQU Y6, Y10
+	LEAQ lanesByte<>(SB), R11
+group1a:
+	VMOVDQU (R11), Y10
 	CMPQ CX, $16
 	JB   part1a
-	BITS16AVX2(Y6, 0)
-	VMOVDQU Y7, Y10
+	BITS16AVX2(Y10, 0(DI))
+	ADDQ $32, R11
 	ADDQ $32, DI
 	SUBQ $16, CX
-	CMPQ CX, $16
-	JB   part1a
-	BITS16AVX2(Y7, 0)
-	VMOVDQU Y8, Y10
-	ADDQ $32, DI
-	SUBQ $16, CX
-	CMPQ CX, $16
-	JB   part1a
-	BITS16AVX2(Y8, 0)
-	VMOVDQU Y9, Y10
-	ADDQ $32, DI
-	SUBQ $16, CX
+	JMP  group1a
 part1a:
 	TESTQ CX, CX
 	JZ   done1a
-	VPSHUFB Y10, Y0, Y1
-	VPAND Y5, Y1, Y1
-	VPCMPEQW Y5, Y1, Y1
-	VPSLLW $15, Y1, Y1
-	VMOVDQU Y1, 0(SP)
+	BITS16AVX2(Y10, 0(SP))
 	XORQ SI, SI
 copy1a:
 	MOVW (SP)(SI*2), AX

@@ -68,12 +68,11 @@ func (r *Rand) Lanes16(dst []uint16) {
 // bit an element, a sixteenth of the draws of 16-bit lanes. On amd64
 // with AVX-512 (BW) or AVX2, whole draws are widened by vector kernels.
 func (r *Rand) Lanes(dst []uint16, width uint) {
-	switch width {
-	case 16:
+	if width == 16 {
 		r.Lanes16(dst)
 		return
-	case 1:
-	default:
+	}
+	if width != 1 {
 		panic(fmt.Sprintf("rng: Lanes of width %d (1 or 16)", width))
 	}
 	if d := bitsFast(dst, r.state); d > 0 {
