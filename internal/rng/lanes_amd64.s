@@ -211,6 +211,19 @@ done1a:
 	VZEROUPPER
 	RET
 
+// DRAW64AVX512 takes the next draw of the stream (state BX, constants R8
+// and R9) and widens its 64 bits to lanes 0-31 in Z0 and 32-63 in Z1,
+// 0x8000 where the bit is set and 0 where it is clear, from the mask
+// registers K1 and K2 (AVX-512BW). Clobbers AX, DX.
+#define DRAW64AVX512 \
+	WYDRAW(BX, R8, R9); \
+	KMOVQ AX, K1; \
+	KSHIFTRQ $32, K1, K2; \
+	VPMOVM2W K1, Z0; \
+	VPMOVM2W K2, Z1; \
+	VPSLLW $15, Z0, Z0; \
+	VPSLLW $15, Z1, Z1
+
 // func lanes1AVX512(dst *uint16, n int, s uint64)
 // As lanes1AVX2, 32 lanes at a time from a mask register (AVX-512BW), a
 // last partial group stored under a mask.
@@ -223,13 +236,7 @@ TEXT ·lanes1AVX512(SB), NOSPLIT, $0-24
 	CMPQ CX, $64
 	JB   tail1b
 loop1b:
-	WYDRAW(BX, R8, R9)
-	KMOVQ AX, K1
-	KSHIFTRQ $32, K1, K2
-	VPMOVM2W K1, Z0
-	VPMOVM2W K2, Z1
-	VPSLLW $15, Z0, Z0
-	VPSLLW $15, Z1, Z1
+	DRAW64AVX512
 	VMOVDQU16 Z0, (DI)
 	VMOVDQU16 Z1, 64(DI)
 	ADDQ $128, DI
@@ -239,13 +246,7 @@ loop1b:
 tail1b:
 	TESTQ CX, CX
 	JZ   done1b
-	WYDRAW(BX, R8, R9)
-	KMOVQ AX, K1
-	KSHIFTRQ $32, K1, K2
-	VPMOVM2W K1, Z0
-	VPMOVM2W K2, Z1
-	VPSLLW $15, Z0, Z0
-	VPSLLW $15, Z1, Z1
+	DRAW64AVX512
 	CMPQ CX, $32
 	JB   part1b
 	VMOVDQU16 Z0, (DI)
