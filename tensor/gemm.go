@@ -654,6 +654,33 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 	return j
 }
 
+// minWorkerMACs is the fewest multiply-adds that runParallel gives a
+// worker: a smaller product runs on fewer threads, down to one. Such a
+// product reads a megabyte or two for a fraction of a millisecond of
+// arithmetic, and a second thread mostly adds its wake-up and a second
+// stream of cache misses. The products of GraphSAGE's output layer (256
+// hidden, 16 classes, 1024 seeds: 4-8M multiply-adds, 0.1-0.35 ms each)
+// took as long on one thread as on two inside the training step, which
+// took 1-2 % less CPU time (paired epochs); alone, with the operands in
+// memory, one thread was 1.1-1.5× faster, and with them in cache two gained
+// at most 1.35× (AMD EPYC Zen 5). (A variable so that tests can lower it
+// and reach the parallel splits with small products.)
+var minWorkerMACs = 1 << 23
+
+// workers returns how many workers runParallel runs the product on, at
+// most threads.
+func (j *gemmJob) workers(threads int) int {
+	tiles, panels := (j.m+j.mk.mr-1)/j.mk.mr, (j.n+j.mk.nr-1)/j.mk.nr
+	k := j.k
+	if j.terms != nil { // every term's depth
+		k = 0
+		for _, t := range j.terms {
+			k += t.k
+		}
+	}
+	return max(1, min(threads, max(tiles, panels, j.k/128), j.m*j.n*k/minWorkerMACs))
+}
+
 // runParallel splits the product into independent sub-products, one per
 // worker, each run by the serial blocked algorithm with its own packing
 // buffers, so workers never wait for each other (no barriers between
@@ -669,7 +696,7 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 func (j *gemmJob) runParallel(threads int) error {
 	mr, nr := j.mk.mr, j.mk.nr
 	tiles, panels := (j.m+mr-1)/mr, (j.n+nr-1)/nr
-	nt := max(1, min(threads, max(tiles, panels, j.k/128)))
+	nt := j.workers(threads)
 	if nt == 1 {
 		return j.run()
 	}
@@ -1096,9 +1123,9 @@ func (j *gemmJob) run() error {
 					// next row block's first (B is packed already).
 					mb, kb := min(blockMC, j.m-ic), min(j.kc, j.k-pc)
 					if pc+j.kc < j.k {
-						j.setAhead(mb, npad, kb, j.aSource(ic, pc+j.kc), aheadSpan{})
+						j.setAhead(mb, npad, kb, aheadSpan{}, j.aSource(ic, pc+j.kc))
 					} else {
-						j.setAhead(mb, npad, kb, j.aSource(ic+blockMC, 0), aheadSpan{})
+						j.setAhead(mb, npad, kb, aheadSpan{}, j.aSource(ic+blockMC, 0))
 					}
 					j.block(bp[pc*npad:], ic, mb, jc, nb, pc, kb)
 				}
@@ -1116,7 +1143,7 @@ func (j *gemmJob) run() error {
 				// row block at the next depth.
 				mb := min(blockMC, j.m-ic)
 				if ic+blockMC < j.m {
-					j.setAhead(mb, npad, kb, j.aSource(ic+blockMC, pc), aheadSpan{})
+					j.setAhead(mb, npad, kb, aheadSpan{}, j.aSource(ic+blockMC, pc))
 				} else if np := pc + j.kc; np < j.k {
 					j.setAhead(mb, npad, kb, j.bSource(jc, nb, np), j.aSource(0, np))
 				} else {
@@ -1296,7 +1323,7 @@ func (j *gemmJob) packsA() bool {
 // kernelFn's pf), so that packing copies from L2 rather than from memory
 // and the misses overlap the arithmetic. Its rows are walked in order.
 type ahead struct {
-	spans       [2]aheadSpan
+	spans       [4]aheadSpan
 	s, row, col int // where the next chunk starts (floats within the row)
 	left        int // floats still to hand out
 }
@@ -1310,7 +1337,7 @@ type aheadSpan struct {
 // prefetches reports whether the kernels prefetch the next packing's
 // source: they can, and A and B are plain matrices.
 func (j *gemmJob) prefetches() bool {
-	return j.mk.pfBytes > 0 && j.terms == nil && j.parts == nil
+	return j.mk.pfBytes > 0 && j.terms == nil
 }
 
 // setAhead points the kernel calls of the block of rows mb, columns nb
@@ -1319,8 +1346,8 @@ func (j *gemmJob) prefetches() bool {
 // blocks together outgrow it, the prefetches would evict the operands the
 // kernels are reading (16384x602x256 Xᵀ·dY, a 640 KiB working set, ran
 // 2-6 % slower prefetching the whole next 640 KiB).
-func (j *gemmJob) setAhead(mb, nb, kb int, a, b aheadSpan) {
-	j.ah = ahead{spans: [2]aheadSpan{a.flat(), b.flat()}, left: l2Budget/4 - kb*(mb+nb)}
+func (j *gemmJob) setAhead(mb, nb, kb int, b aheadSpan, a aheadSpans) {
+	j.ah = ahead{spans: [4]aheadSpan{b.flat(), a[0].flat(), a[1].flat(), a[2].flat()}, left: l2Budget/4 - kb*(mb+nb)}
 }
 
 // flat returns sp as one long row where its rows are contiguous.
@@ -1381,22 +1408,41 @@ func (ah *ahead) walk(chunk int) []float32 {
 // aSource is the storage of rows [ic, ic+mc) × depths [pc, pc+kc) of
 // op(A), which packABlock reads, or the first panel's kernels where A is
 // read in place (nothing if ic is past the end).
-func (j *gemmJob) aSource(ic, pc int) aheadSpan {
+func (j *gemmJob) aSource(ic, pc int) aheadSpans {
+	var sp aheadSpans
 	if !j.prefetches() || ic >= j.m {
-		return aheadSpan{}
+		return sp
 	}
 	mb, kb := min(blockMC, j.m-ic), min(j.kc, j.k-pc)
-	if j.transA { // op(A)'s depth p is storage row p (csA apart)
-		return aheadSpan{data: j.a[pc*j.csA+ic:], ld: j.csA, rows: kb, cols: mb}
+	switch {
+	case j.parts != nil: // storage row p of each part the rows lie in
+		n := 0
+		for i := ic; i < ic+mb && n < len(sp); n++ {
+			pt, c, ok := j.partAt(i)
+			if !ok {
+				break
+			}
+			w := min(ic+mb-i, pt.cols-c)
+			sp[n] = aheadSpan{data: pt.a[pc*pt.ld+c:], ld: pt.ld, rows: kb, cols: w}
+			i += w
+		}
+	case j.transA: // op(A)'s depth p is storage row p (csA apart)
+		sp[0] = aheadSpan{data: j.a[pc*j.csA+ic:], ld: j.csA, rows: kb, cols: mb}
+	default:
+		sp[0] = aheadSpan{data: j.a[ic*j.rsA+pc:], ld: j.rsA, rows: mb, cols: kb}
 	}
-	return aheadSpan{data: j.a[ic*j.rsA+pc:], ld: j.rsA, rows: mb, cols: kb}
+	return sp
 }
+
+// aheadSpans is aSource's spans: one, or one per part of an op(A) in
+// parts that the rows span (empty ones unused).
+type aheadSpans [3]aheadSpan
 
 // bSource is what packB reads for columns [jc, jc+nb) × depths [pc,
 // pc+kc) of op(B).
 func (j *gemmJob) bSource(jc, nb, pc int) aheadSpan {
-	if !j.prefetches() {
-		return aheadSpan{}
+	if !j.prefetches() || j.rows != nil && pc >= j.produced {
+		return aheadSpan{} // (rows not written yet)
 	}
 	kb := min(j.kc, j.k-pc)
 	if j.transB {

@@ -74,7 +74,57 @@ func shapeOf(op Op, rows, cols int) (int, int) {
 	return rows, cols
 }
 
+// splitSmall lets the test's products, however small, run on several
+// workers (minWorkerMACs 1), so that the parallel splits are checked.
+func splitSmall(t *testing.T) {
+	old := minWorkerMACs
+	minWorkerMACs = 1
+	t.Cleanup(func() { minWorkerMACs = old })
+}
+
+// TestGemmWorkers checks how many workers products get: no more than
+// their share of multiply-adds (minWorkerMACs each), their tiles, panels
+// and depth allow.
+func TestGemmWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		tA, tB      Op
+		m, n        int
+		ks          []int // depths of the terms (one: a plain product)
+		threads     int
+		wantWorkers int
+	}{
+		{"layer forward", NoTrans, Trans, 11000, 256, []int{100, 100}, 2, 2},
+		{"layer forward, 8 threads", NoTrans, Trans, 11000, 256, []int{100, 100}, 8, 8},
+		{"output layer forward", NoTrans, Trans, 1024, 16, []int{256, 256}, 2, 1},
+		{"output layer input gradient", NoTrans, NoTrans, 1024, 256, []int{16}, 2, 1},
+		{"output layer weight gradient", Trans, NoTrans, 16, 256, []int{1024}, 2, 1},
+		{"two workers' share", NoTrans, NoTrans, 1024, 256, []int{64}, 8, 2},
+		{"one thread", NoTrans, NoTrans, 4096, 4096, []int{4096}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mat := func(op Op, r, c int) Matrix {
+				if op == Trans {
+					r, c = c, r
+				}
+				return New(r, c)
+			}
+			c := New(tc.m, tc.n)
+			j := newGemmJob(tc.tA, tc.tB, 1, mat(tc.tA, tc.m, tc.ks[0]), mat(tc.tB, tc.ks[0], tc.n), 0, c, nil)
+			if len(tc.ks) > 1 {
+				for _, k := range tc.ks {
+					j.terms = append(j.terms, depthTerm{k: k})
+				}
+			}
+			if got := j.workers(tc.threads); got != tc.wantWorkers {
+				t.Fatalf("%d×%d, depths %v, %d threads: %d workers, want %d", tc.m, tc.n, tc.ks, tc.threads, got, tc.wantWorkers)
+			}
+		})
+	}
+}
+
 func TestGemmMatchesNaive(t *testing.T) {
+	splitSmall(t)
 	cases := []struct{ m, n, k int }{
 		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
 		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
@@ -123,6 +173,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 // TestGemmDepthBlocked repeats some products with whole-depth packing of B
 // turned off, so the one-depth-block-at-a-time loop is checked too.
 func TestGemmDepthBlocked(t *testing.T) {
+	splitSmall(t)
 	defer func(v int) { fullDepthLimit = v }(fullDepthLimit)
 	fullDepthLimit = 0
 	forEachKernel(t, func(t *testing.T) {
@@ -204,6 +255,7 @@ func TestAxpyDot(t *testing.T) {
 // TestGemmConcurrentCallers runs products from several goroutines at once
 // (sharing the worker pool and the buffer pools) and checks every result.
 func TestGemmConcurrentCallers(t *testing.T) {
+	splitSmall(t)
 	rng := rand.New(rand.NewPCG(9, 9))
 	a, b := randMatrix(rng, 130, 70), randMatrix(rng, 70, 90)
 	want := naiveGemm(NoTrans, NoTrans, 1, a, b, 0, New(130, 90))
@@ -238,6 +290,7 @@ func TestGemmConcurrentCallers(t *testing.T) {
 // row gives, on every path of the product: rows, columns and depth split, the
 // swapped product for few rows, whole-depth and depth-blocked packing.
 func TestGemmEpilogue(t *testing.T) {
+	splitSmall(t)
 	defer func(v int) { fullDepthLimit = v }(fullDepthLimit)
 	forEachKernel(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(9, 9))
@@ -315,6 +368,7 @@ func TestGemmEpilogue(t *testing.T) {
 // rounds alpha·sum + C once instead of twice), close otherwise, for shapes that take the shared path (deep, narrow) and shapes that do
 // not, on one thread and on several, in every kernel set.
 func TestGemmTNMulti(t *testing.T) {
+	splitSmall(t)
 	forEachKernel(t, func(t *testing.T) {
 		defer SetThreads(Threads())
 		for _, threads := range []int{1, 3} {
@@ -368,6 +422,7 @@ func TestGemmTNMulti(t *testing.T) {
 // thread and on several, in every kernel set. A mask that kept one more
 // element than the two passes did would change a weight gradient.
 func TestGemmTNMultiReLU(t *testing.T) {
+	splitSmall(t)
 	forEachKernel(t, func(t *testing.T) {
 		defer SetThreads(Threads())
 		for _, threads := range []int{1, 3} {
@@ -454,6 +509,7 @@ func TestGemmTNMultiErrors(t *testing.T) {
 // the epilogue), for shapes that take the one-pass path and shapes that
 // fall back, on one thread and on several, in every kernel set.
 func TestGemmNTMulti(t *testing.T) {
+	splitSmall(t)
 	forEachKernel(t, func(t *testing.T) {
 		defer SetThreads(Threads())
 		for _, threads := range []int{1, 3} {
@@ -522,6 +578,7 @@ func TestGemmNTMulti(t *testing.T) {
 // rows cut into segments at columns that are and are not multiples of a
 // draw's lanes (four 16-bit ones, or 64 bits at p = 1/2).
 func TestEpilogueDropout(t *testing.T) {
+	splitSmall(t)
 	forEachKernel(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(5, 5))
 		for _, tc := range []struct {
@@ -649,6 +706,7 @@ func BenchmarkPackABlock(b *testing.B) {
 // and GemmTNMultiReLUBits reading them gives bitwise GemmTNMultiReLU's
 // weight and bias gradients, which read C itself.
 func TestPositiveBits(t *testing.T) {
+	splitSmall(t)
 	forEachKernel(t, func(t *testing.T) {
 		defer SetThreads(Threads())
 		compared := 0

@@ -182,7 +182,7 @@ func TestAheadCovers(t *testing.T) {
 		{"second only", aheadSpan{}, aheadSpan{data: buf[100:], ld: 7, rows: 9, cols: 3}, 8},
 	} {
 		j := &gemmJob{}
-		j.setAhead(0, 0, 0, tc.a, tc.b)
+		j.setAhead(0, 0, 0, tc.a, aheadSpans{tc.b})
 		covered := make([]bool, len(buf))
 		calls := 0
 		for pf := j.ah.next(tc.chunk); pf != nil; pf = j.ah.next(tc.chunk) {
@@ -241,13 +241,55 @@ func TestAheadCovers(t *testing.T) {
 	// A block whose packed operands leave room for 100 floats in L2 gets
 	// two chunks of 64.
 	j := &gemmJob{}
-	j.setAhead(1, 1, l2Budget/8-50, aheadSpan{data: buf, ld: 10, rows: 1000, cols: 10}, aheadSpan{})
+	j.setAhead(1, 1, l2Budget/8-50, aheadSpan{data: buf, ld: 10, rows: 1000, cols: 10}, aheadSpans{})
 	n := 0
 	for j.ah.next(64) != nil {
 		n++
 	}
 	if n != 2 {
 		t.Fatalf("L2 room for 100 floats: %d chunks of 64, want 2", n)
+	}
+}
+
+// TestASourceParts checks what the kernels prefetch for the next packing
+// of an op(A) in parts (GemmTNMulti's inputs): each part's storage rows
+// of the next depth block, over the columns the row block takes from it,
+// and nothing past the last row.
+func TestASourceParts(t *testing.T) {
+	x0, x1 := make([]float32, 40*30), make([]float32, 40*50)
+	j := &gemmJob{m: 80, k: 40, kc: 16, transA: true, mk: &microKernel{mr: 6, pfBytes: 8},
+		parts: []aPart{{a: x0, ld: 30, cols: 30}, {a: x1, ld: 50, cols: 50}}}
+	for _, tc := range []struct{ ic, pc int }{{0, 0}, {0, 16}, {20, 32}, {35, 8}} {
+		j.setAhead(0, 0, 0, aheadSpan{}, j.aSource(tc.ic, tc.pc))
+		covered := map[*float32]bool{}
+		for pf := j.ah.next(4); pf != nil; pf = j.ah.next(4) {
+			for i := range min(4, len(pf)) {
+				covered[&pf[i]] = true
+			}
+		}
+		kb := min(j.kc, j.k-tc.pc)
+		want := 0
+		for i := tc.ic; i < j.m; i++ { // op(A) row i, blockMC > m
+			x, ld, c := x0, 30, i
+			if i >= 30 {
+				x, ld, c = x1, 50, i-30
+			}
+			for p := tc.pc; p < tc.pc+kb; p++ {
+				if !covered[&x[p*ld+c]] {
+					t.Fatalf("ic %d pc %d: op(A) row %d depth %d not prefetched", tc.ic, tc.pc, i, p)
+				}
+				want++
+			}
+		}
+		// A chunk may run up to 3 floats past the end of a span's row.
+		if len(covered) > want+3*2*kb {
+			t.Fatalf("ic %d pc %d: %d floats prefetched for %d wanted", tc.ic, tc.pc, len(covered), want)
+		}
+	}
+	for _, sp := range j.aSource(80, 0) {
+		if sp.rows != 0 {
+			t.Fatalf("past the last row: %+v", sp)
+		}
 	}
 }
 
