@@ -25,7 +25,7 @@ func Command() *cobra.Command {
 		Use:   "train",
 		Short: "Measure sampled GraphSAGE training throughput (seeds/s) and its time split",
 		Long: `Train GraphSAGE (2 layers, hidden 256, fanouts 25,10, batch 1024) on a synthetic power-law
-graph of 1M nodes, 20M edges and 100 features (--quick: 100k nodes, 2M edges, 5 epochs) and report seconds
+graph of 1M nodes, 20M edges and 100 features (--quick: 100k nodes, 2M edges, 9 epochs) and report seconds
 per epoch, seeds per second, and the epoch split into sampling and gathering (done by the loader's
 goroutines, overlapping compute), compute and waiting. The target is waiting < 5% of the epoch.
 Steady-state epochs (after the warm-up: enough epochs to pass as many batches as the loader has
@@ -84,10 +84,10 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&quick, "quick", false, "small graph (100k nodes), five epochs (the first two warm up; the median of the others is reported): finishes in under 30 seconds")
+	c.Flags().BoolVar(&quick, "quick", false, "small graph (100k nodes), nine epochs (the first two warm up; the median of the other seven is reported): finishes in under 30 seconds")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the synthetic dataset")
-	c.Flags().IntVar(&epochs, "epochs", 2, "epochs to run, the warm-up (one or more, see above) included when there are more (quick: 5)")
+	c.Flags().IntVar(&epochs, "epochs", 2, "epochs to run, the warm-up (one or more, see above) included when there are more (quick: 9)")
 	c.Flags().IntVar(&batch, "batch", 1024, "seeds per minibatch")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (0 = all cores)")
 	c.Flags().IntVar(&workers, "workers", 0, "sampling goroutines (0 = all cores)")
