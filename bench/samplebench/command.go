@@ -109,7 +109,7 @@ table shows the best of all measurements.`,
 				cfg.BatchSize = batch
 			}
 			if f.Changed("batches") {
-				cfg.Batches = batches
+				cfg.Batches, cfg.SampleBatches = batches, 0
 			}
 			if f.Changed("ceiling-time") {
 				cfg.CeilingTime = ceilingTime
@@ -165,7 +165,7 @@ table shows the best of all measurements.`,
 	f.StringArrayVar(&fanouts, "fanouts", []string{"25,10", "15,10,5"}, "fanout list per hop from the seeds, e.g. 25,10 (-1 = all neighbours); repeat the flag for several")
 	f.IntSliceVar(&workers, "workers", []int{1, 2}, "worker counts to measure, comma-separated")
 	f.IntVar(&batch, "batch-size", 1024, "seeds per minibatch")
-	f.IntVar(&batches, "batches", 100, "minibatches a worker per measurement (20 with --quick)")
+	f.IntVar(&batches, "batches", 100, "minibatches a worker per measurement (20 with --quick, 40 for its sampling measurements)")
 	f.StringVar(&cache, "feature-cache", "", `hot feature cache budget, e.g. 2GiB or 0.1G (default: 10% of the features)`)
 	f.DurationVar(&ceilingTime, "ceiling-time", 300*time.Millisecond, "duration of each ceiling measurement (100ms with --quick)")
 	f.DurationVar(&consumer, "consumer-time", 5*time.Millisecond, "simulated training step per batch in the loader measurement")
