@@ -144,11 +144,16 @@ func (r *Rand) FloydMask(d, k int) uint64 {
 				hi, lo = bits.Mul64(h^l, un)
 			}
 		}
-		t := uint(hi) & 63
-		if mask>>t&1 != 0 {
-			t = uint(j) & 63
+		// The value's bit and j's are made off the mask's dependency
+		// chain, which is then a test, a conditional move and an or a
+		// draw (testing mask>>t and then shifting t in, with the shift's
+		// range check, made it eight instructions long: 1.3-1.5x the
+		// time, AMD EPYC Zen 5).
+		bit := uint64(1) << (hi & 63)
+		if mask&bit != 0 {
+			bit = uint64(1) << (uint(j) & 63)
 		}
-		mask |= 1 << t
+		mask |= bit
 	}
 	r.state = s
 	return mask
