@@ -1335,7 +1335,7 @@ type aheadSpan struct {
 }
 
 // prefetches reports whether the kernels prefetch the next packing's
-// source: they can, and A and B are plain matrices.
+// source: they can, and the product is not a sum of products (terms).
 func (j *gemmJob) prefetches() bool {
 	return j.mk.pfBytes > 0 && j.terms == nil
 }
@@ -1435,14 +1435,14 @@ func (j *gemmJob) aSource(ic, pc int) aheadSpans {
 }
 
 // aheadSpans is aSource's spans: one, or one per part of an op(A) in
-// parts that the rows span (empty ones unused).
+// parts that the rows span (the first three; empty ones unused).
 type aheadSpans [3]aheadSpan
 
 // bSource is what packB reads for columns [jc, jc+nb) × depths [pc,
 // pc+kc) of op(B).
 func (j *gemmJob) bSource(jc, nb, pc int) aheadSpan {
-	if !j.prefetches() || j.rows != nil && pc >= j.produced {
-		return aheadSpan{} // (rows not written yet)
+	if !j.prefetches() || j.rows != nil {
+		return aheadSpan{} // (rows is writing B's rows as they are packed)
 	}
 	kb := min(j.kc, j.k-pc)
 	if j.transB {
