@@ -660,7 +660,7 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 // arithmetic, and a second thread mostly adds its wake-up and a second
 // stream of cache misses. The products of GraphSAGE's output layer (256
 // hidden, 16 classes, 1024 seeds: 4-8M multiply-adds, 0.1-0.35 ms each)
-// took as long on one thread as on two inside the training step, which
+// took about as long on one thread as on two inside the training step, which
 // took 1-2 % less CPU time (paired epochs); alone, with the operands in
 // memory, one thread was 1.1-1.5× faster, and with them in cache two gained
 // at most 1.35× (AMD EPYC Zen 5). (A variable so that tests can lower it
