@@ -141,9 +141,9 @@ func DropoutGrad(dx, dy Matrix, p float64, seed uint64, acc bool) error {
 				if i&m == 0 {
 					v = r.Uint64()
 				}
-				k := 1 ^ ((v&lm - thr) >> 63) // 1: keep
+				k := kept(v&lm, thr)
 				v >>= w
-				d[i] += g[i] * fs[k&1]
+				d[i] += g[i] * fs[k]
 			}
 		}
 	})

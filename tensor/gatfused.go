@@ -168,9 +168,9 @@ func segmentFactors(ms []float32, r *rng.Rand, dc dropCode) {
 		if j&m == 0 {
 			v = r.Uint64()
 		}
-		k := 1 ^ ((v&lm - thr) >> 63) // 1: keep
+		k := kept(v&lm, thr)
 		v >>= w
-		ms[j] = fs[k&1]
+		ms[j] = fs[k]
 	}
 }
 

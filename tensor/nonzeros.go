@@ -93,8 +93,7 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 			r := base
 			r.Skip(uint64(bit >> 6))
 			v := r.Uint64()
-			k := 1 ^ ((v>>(bit&63)&lm - thr) >> 63) // 1: keep
-			out.Weights[e] = c.Weights[e] * dc.factors[k&1]
+			out.Weights[e] = c.Weights[e] * dc.factors[kept(v>>(bit&63)&lm, thr)]
 		}
 	}
 	return out, nil

@@ -475,9 +475,9 @@ func drawDropout(dst, mask, x []float32, noMask bool, p float64, seed uint64) er
 				if i&m == 0 {
 					v = r.Uint64()
 				}
-				k := 1 ^ ((v&lm - thr) >> 63) // 1: keep
+				k := kept(v&lm, thr)
 				v >>= w
-				f := fs[k&1]
+				f := fs[k]
 				if ms != nil {
 					ms[i] = f
 				}
@@ -531,8 +531,7 @@ func dropoutGeneric(d, s []float32, lanes []uint16, thr uint64, keep float32) {
 	kb := uint64(math.Float32bits(keep))
 	lanes = lanes[:len(d)]
 	for i, l := range lanes {
-		k := 1 ^ ((uint64(l) - thr) >> 63) // 1: keep
-		f := math.Float32frombits(uint32(kb & -k))
+		f := math.Float32frombits(uint32(kb & -kept(uint64(l), thr)))
 		if s != nil {
 			f *= s[i]
 		}
@@ -577,6 +576,11 @@ func newDropCode(p float64) dropCode {
 // per is the number of lanes a draw holds, a power of two: element i of
 // a stream is lane i&(per-1) of its draw i/per.
 func (dc dropCode) per() int { return 64 / int(dc.width) }
+
+// kept returns 1 where a lane (of at most 63 bits) is at or above thr,
+// the element kept, and 0 below, dropped, without a branch: the index of
+// its factor in dropCode.factors.
+func kept(lane, thr uint64) uint64 { return (1 ^ (lane-thr)>>63) & 1 }
 
 // walk returns what a scalar loop through a stream keeps in registers:
 // the mask m of a lane's index in its draw (a new draw where i&m == 0),
