@@ -143,17 +143,26 @@ func TestSteadyStateAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func() {
+	run := func(step time.Duration) {
 		it := p.Epoch(context.Background(), 0, 30)
 		for it.Next() {
+			time.Sleep(step)
 			it.Batch().Release()
 		}
 		it.Close()
 	}
-	run()
+	// The free list hands out the most recently released buffer first, so
+	// a fast consumer may leave a spare untouched for an epoch. Warm up
+	// with a slow one, which the loader runs ahead of with every buffer.
+	run(time.Millisecond)
+	for i, mb := range p.pool {
+		if cap(mb.Features.F32) < 201*64 {
+			t.Fatalf("buffer %d of %d was not used in the warm-up epoch", i, len(p.pool))
+		}
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	run()
+	run(0)
 	runtime.ReadMemStats(&after)
 	// 30 batches of 201x64 float32 rows would be 1.5 MB if allocated afresh;
 	// the epoch's goroutines and channels take a few KiB.
