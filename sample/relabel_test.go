@@ -215,6 +215,105 @@ func TestDenseRelabelBadID(t *testing.T) {
 	}
 }
 
+// TestDenseRelabelVector checks the vector kernel of denseMap.relabel
+// against its scalar loop, state for state: the same local ids, new nodes,
+// array entries and, for an id outside the array, the same stop (both
+// relabel exactly the ids before it). The ids repeat within a vector and
+// across vectors, earlier hops' nodes are seen, and the array holds
+// entries of earlier generations.
+func TestDenseRelabelVector(t *testing.T) {
+	if !hasRelabel16 {
+		t.Skip("no AVX-512F/CD: the scalar loop alone runs here")
+	}
+	defer func(v bool) { useRelabel16 = v }(useRelabel16)
+	r := rng.New(9)
+	for _, tc := range []struct {
+		space, prev, n int
+		bad            int // position of an id outside the array, or -1
+		badID          int32
+	}{
+		{40, 5, 16, -1, 0},
+		{40, 5, 17, -1, 0},
+		{40, 10, 1000, -1, 0},
+		{1000, 100, 15, -1, 0},
+		{1000, 100, 4096, -1, 0},
+		{1 << 20, 5000, 50000, -1, 0},
+		{1 << 20, 0, 333, -1, 0},
+		{100, 20, 64, 0, 100},
+		{100, 20, 64, 21, -1},
+		{100, 20, 64, 47, 1 << 30},
+		{100, 20, 70, 66, 100},
+		{1000, 50, 5000, 4000, -5},
+	} {
+		t.Run(fmt.Sprintf("space=%d/prev=%d/n=%d/bad=%d", tc.space, tc.prev, tc.n, tc.bad), func(t *testing.T) {
+			prev := make([]int32, 0, tc.prev)
+			in := map[int32]bool{}
+			for len(prev) < tc.prev {
+				if u := int32(r.IntN(tc.space)); !in[u] {
+					in[u] = true
+					prev = append(prev, u)
+				}
+			}
+			src := make([]int32, tc.n)
+			for i := range src {
+				switch i % 4 {
+				case 0:
+					src[i] = int32(r.IntN(tc.space))
+				case 1: // a repeat within the vector
+					src[i] = src[i-1]
+				case 2:
+					if len(prev) > 0 {
+						src[i] = prev[r.IntN(len(prev))]
+					}
+				default:
+					src[i] = int32(r.IntN(min(tc.space, 64)))
+				}
+			}
+			if tc.bad >= 0 {
+				src[tc.bad] = tc.badID
+			}
+			type result struct {
+				idx, nodes []int32
+				tab        []uint32
+				bad        int32
+				ok         bool
+			}
+			run := func(vec bool) result {
+				useRelabel16 = vec
+				var d denseMap
+				for range 3 { // entries of earlier generations
+					d.begin(tc.space)
+					d.insertSeeds(prev)
+					old := slices.Clone(src[:tc.n/2])
+					for i, u := range old {
+						if uint(u) >= uint(tc.space) {
+							old[i] = 0
+						}
+					}
+					d.relabel(old, make([]int32, len(prev), len(prev)+len(old)))
+				}
+				d.begin(tc.space)
+				d.insertSeeds(prev)
+				idx := slices.Clone(src)
+				nodes := make([]int32, len(prev), len(prev)+len(idx))
+				copy(nodes, prev)
+				nodes, bad, ok := d.relabel(idx, nodes)
+				return result{idx, nodes, d.tab, bad, ok}
+			}
+			want, got := run(false), run(true)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("vector kernel and scalar loop differ: ok %v/%v, bad %d/%d, %d/%d nodes", got.ok, want.ok, got.bad, want.bad, len(got.nodes), len(want.nodes))
+			}
+			if want.ok != (tc.bad < 0) {
+				t.Fatalf("ok = %v with the bad id at %d", want.ok, tc.bad)
+			}
+			if want.ok {
+				checkRelabel(t, prev, src, want.idx, want.nodes)
+			}
+		})
+	}
+}
+
 // TestRoom checks room: contents and length kept, room for n more, a
 // quarter to spare when it grows, and the same array when it need not.
 func TestRoom(t *testing.T) {
