@@ -57,10 +57,11 @@
 // (rng.FloydMask).
 //
 // Relabelling global ids to local positions takes one of two maps. On a
-// graph of at most DenseRelabelNodes nodes (4M) it is a generation-stamped
-// array of 4 bytes per node, allocated once per concurrent call, whose
-// entries are prefetched 32 ids ahead and updated without an
-// unpredictable branch; new nodes are numbered in first-seen order. On a
+// graph of at most DenseRelabelNodes nodes (4M; DenseRelabelNodesVector,
+// 16M, where AVX-512 F and CD relabel sixteen ids at a time) it is a
+// generation-stamped array of 4 bytes per node, allocated once per
+// concurrent call, whose entries are prefetched ahead and updated without
+// an unpredictable branch; new nodes are numbered in first-seen order. On a
 // larger graph it is a radix-partitioned hash map: a hop's ids are
 // distributed by hash into partitions of about 2,000, each relabelled with
 // a small table (64 KiB) that stays in the core's cache, so memory per

@@ -314,6 +314,34 @@ func TestDenseRelabelVector(t *testing.T) {
 	}
 }
 
+// TestAutoDense checks RelabelAuto's choice of the dense array: up to
+// DenseRelabelNodes nodes relabelled one id at a time, up to
+// DenseRelabelNodesVector with the vector kernel.
+func TestAutoDense(t *testing.T) {
+	defer func(v bool) { useRelabel16 = v }(useRelabel16)
+	for _, tc := range []struct {
+		nodes     int
+		vec, want bool
+	}{
+		{0, false, false}, {0, true, false},
+		{1, false, true}, {1, true, true},
+		{DenseRelabelNodes, false, true}, {DenseRelabelNodes + 1, false, false},
+		{DenseRelabelNodes + 1, true, true}, {DenseRelabelNodesVector, true, true},
+		{DenseRelabelNodesVector + 1, true, false},
+	} {
+		useRelabel16 = tc.vec
+		if got := AutoDense(tc.nodes); got != tc.want {
+			t.Errorf("AutoDense(%d) with the vector kernel %v = %v, want %v", tc.nodes, tc.vec, got, tc.want)
+		}
+		if got := useDense(RelabelAuto, tc.nodes); got != tc.want {
+			t.Errorf("useDense(auto, %d) with the vector kernel %v = %v, want %v", tc.nodes, tc.vec, got, tc.want)
+		}
+		if !useDense(RelabelDense, tc.nodes) || useDense(RelabelHash, tc.nodes) {
+			t.Errorf("%d nodes: the forced modes are not kept", tc.nodes)
+		}
+	}
+}
+
 // TestRoom checks room: contents and length kept, room for n more, a
 // quarter to spare when it grows, and the same array when it need not.
 func TestRoom(t *testing.T) {

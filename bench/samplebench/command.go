@@ -192,7 +192,7 @@ func printSampleReport(w io.Writer, rep *Report) {
 			for _, l := range d.LoadLatency {
 				fmt.Fprintf(tw, " %s %.0f ns", units.Bytes(l.Bytes), l.Ns)
 			}
-			if d.Nodes <= sample.DenseRelabelNodes {
+			if sample.AutoDense(d.Nodes) {
 				fmt.Fprintf(tw, " (relabelling array %s)", units.Bytes(4*int64(d.Nodes)))
 			}
 			fmt.Fprintln(tw)
