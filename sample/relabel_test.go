@@ -314,6 +314,54 @@ func TestDenseRelabelVector(t *testing.T) {
 	}
 }
 
+// FuzzDenseRelabel compares denseMap.relabel's vector kernel with its
+// scalar loop on ids made of the input bytes (a 64-node id space, so that
+// ids repeat; bytes from 250 on give ids outside it, some negative).
+func FuzzDenseRelabel(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 1, 2, 3, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 63, 62, 1, 2}, uint8(3))
+	f.Add([]byte{5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 255, 21}, uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, nprev uint8) {
+		if !hasRelabel16 {
+			t.Skip("no AVX-512F/CD")
+		}
+		defer func(v bool) { useRelabel16 = v }(useRelabel16)
+		const space = 64
+		prev := make([]int32, 0, int(nprev)%space)
+		for u := int32(0); len(prev) < cap(prev); u += 7 {
+			prev = append(prev, u%space)
+		}
+		slices.Sort(prev)
+		prev = slices.Compact(prev)
+		src := make([]int32, len(b))
+		for i, v := range b {
+			switch {
+			case v >= 253:
+				src[i] = -int32(v)
+			case v >= 250:
+				src[i] = space + int32(v)
+			default:
+				src[i] = int32(v) % space
+			}
+		}
+		run := func(vec bool) ([]int32, []int32, []uint32, int32, bool) {
+			useRelabel16 = vec
+			var d denseMap
+			d.begin(space)
+			d.insertSeeds(prev)
+			idx := slices.Clone(src)
+			nodes := make([]int32, len(prev), len(prev)+len(idx))
+			copy(nodes, prev)
+			nodes, bad, ok := d.relabel(idx, nodes)
+			return idx, nodes, d.tab, bad, ok
+		}
+		i1, n1, t1, b1, ok1 := run(false)
+		i2, n2, t2, b2, ok2 := run(true)
+		if ok1 != ok2 || b1 != b2 || !slices.Equal(i1, i2) || !slices.Equal(n1, n2) || !slices.Equal(t1, t2) {
+			t.Fatalf("vector kernel and scalar loop differ on %v (prev %v): ok %v/%v bad %d/%d", src, prev, ok2, ok1, b2, b1)
+		}
+	})
+}
+
 // TestAutoDense checks RelabelAuto's choice of the dense array: up to
 // DenseRelabelNodes nodes relabelled one id at a time, up to
 // DenseRelabelNodesVector with the vector kernel.
