@@ -32,6 +32,13 @@ func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep in
 //go:noescape
 func prefetch(p *float32)
 
+// spmmRowAVX512 is spmmRowAVX2 for rows of up to 16 vectors of 16 (m <=
+// 16) and a tail in the lanes of the bits of tail, the output row in
+// registers, prefetching the row idx[e+8] while e+8 < lim.
+//
+//go:noescape
+func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail int, scale *float32)
+
 // spmmRow16AVX2 is spmmRowAVX2 for m = 2 (no tail), the output row in
 // registers.
 //

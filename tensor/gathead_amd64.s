@@ -219,3 +219,265 @@ spmm16_store:
 spmm16_done:
 	VZEROUPPER
 	RET
+
+// func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail int, scale *float32)
+// spmmRowAVX2 for rows of up to 16 vectors of 16 values (m <= 16) and a
+// tail of up to 15 whose lanes are tail's set bits (masked loads fault on
+// no masked-off lane): the output row is held in Z0-Z15 and Z16 across the
+// edges (the same fused multiply-adds in the same order, without a store
+// and reload of the row per edge), and each edge prefetches the row of
+// idx[e+8] while e+8 < lim.
+TEXT ·spmmRowAVX512(SB), NOSPLIT, $0-88
+	MOVQ n+0(FP), CX
+	MOVQ m+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ ldx+24(FP), R9
+	MOVQ idx+32(FP), R10
+	MOVQ w+40(FP), R11
+	MOVQ wstep+48(FP), R12
+	MOVQ o+56(FP), DI
+	MOVQ lim+64(FP), R13
+	MOVQ tail+72(FP), R14
+	KMOVW R14, K1
+	MOVQ R8, R15
+	SHLQ $6, R15 // the tail's byte offset
+	TESTQ CX, CX
+	JLE spmm512_done
+	CMPQ R8, $1
+	JLT spmm512_load_tail
+	VMOVUPS 0(DI), Z0
+	CMPQ R8, $2
+	JLT spmm512_load_tail
+	VMOVUPS 64(DI), Z1
+	CMPQ R8, $3
+	JLT spmm512_load_tail
+	VMOVUPS 128(DI), Z2
+	CMPQ R8, $4
+	JLT spmm512_load_tail
+	VMOVUPS 192(DI), Z3
+	CMPQ R8, $5
+	JLT spmm512_load_tail
+	VMOVUPS 256(DI), Z4
+	CMPQ R8, $6
+	JLT spmm512_load_tail
+	VMOVUPS 320(DI), Z5
+	CMPQ R8, $7
+	JLT spmm512_load_tail
+	VMOVUPS 384(DI), Z6
+	CMPQ R8, $8
+	JLT spmm512_load_tail
+	VMOVUPS 448(DI), Z7
+	CMPQ R8, $9
+	JLT spmm512_load_tail
+	VMOVUPS 512(DI), Z8
+	CMPQ R8, $10
+	JLT spmm512_load_tail
+	VMOVUPS 576(DI), Z9
+	CMPQ R8, $11
+	JLT spmm512_load_tail
+	VMOVUPS 640(DI), Z10
+	CMPQ R8, $12
+	JLT spmm512_load_tail
+	VMOVUPS 704(DI), Z11
+	CMPQ R8, $13
+	JLT spmm512_load_tail
+	VMOVUPS 768(DI), Z12
+	CMPQ R8, $14
+	JLT spmm512_load_tail
+	VMOVUPS 832(DI), Z13
+	CMPQ R8, $15
+	JLT spmm512_load_tail
+	VMOVUPS 896(DI), Z14
+	CMPQ R8, $16
+	JLT spmm512_load_tail
+	VMOVUPS 960(DI), Z15
+spmm512_load_tail:
+	TESTQ R14, R14
+	JZ spmm512_edge
+	VMOVUPS.Z (DI)(R15*1), K1, Z16
+spmm512_edge:
+	VBROADCASTSS (R11), Z17
+	ADDQ R12, R11
+	CMPQ R13, $8
+	JLE spmm512_row
+	MOVLQSX 32(R10), AX
+	IMULQ R9, AX
+	ADDQ SI, AX
+	MOVQ R8, DX
+	INCQ DX
+spmm512_pf:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	DECQ DX
+	JGE spmm512_pf
+spmm512_row:
+	MOVLQSX (R10), AX
+	IMULQ R9, AX
+	ADDQ SI, AX
+	CMPQ R8, $1
+	JLT spmm512_row_tail
+	VFMADD231PS 0(AX), Z17, Z0
+	CMPQ R8, $2
+	JLT spmm512_row_tail
+	VFMADD231PS 64(AX), Z17, Z1
+	CMPQ R8, $3
+	JLT spmm512_row_tail
+	VFMADD231PS 128(AX), Z17, Z2
+	CMPQ R8, $4
+	JLT spmm512_row_tail
+	VFMADD231PS 192(AX), Z17, Z3
+	CMPQ R8, $5
+	JLT spmm512_row_tail
+	VFMADD231PS 256(AX), Z17, Z4
+	CMPQ R8, $6
+	JLT spmm512_row_tail
+	VFMADD231PS 320(AX), Z17, Z5
+	CMPQ R8, $7
+	JLT spmm512_row_tail
+	VFMADD231PS 384(AX), Z17, Z6
+	CMPQ R8, $8
+	JLT spmm512_row_tail
+	VFMADD231PS 448(AX), Z17, Z7
+	CMPQ R8, $9
+	JLT spmm512_row_tail
+	VFMADD231PS 512(AX), Z17, Z8
+	CMPQ R8, $10
+	JLT spmm512_row_tail
+	VFMADD231PS 576(AX), Z17, Z9
+	CMPQ R8, $11
+	JLT spmm512_row_tail
+	VFMADD231PS 640(AX), Z17, Z10
+	CMPQ R8, $12
+	JLT spmm512_row_tail
+	VFMADD231PS 704(AX), Z17, Z11
+	CMPQ R8, $13
+	JLT spmm512_row_tail
+	VFMADD231PS 768(AX), Z17, Z12
+	CMPQ R8, $14
+	JLT spmm512_row_tail
+	VFMADD231PS 832(AX), Z17, Z13
+	CMPQ R8, $15
+	JLT spmm512_row_tail
+	VFMADD231PS 896(AX), Z17, Z14
+	CMPQ R8, $16
+	JLT spmm512_row_tail
+	VFMADD231PS 960(AX), Z17, Z15
+spmm512_row_tail:
+	TESTQ R14, R14
+	JZ spmm512_next
+	VFMADD231PS (AX)(R15*1), Z17, K1, Z16
+spmm512_next:
+	ADDQ $4, R10
+	DECQ R13
+	DECQ CX
+	JNZ spmm512_edge
+	MOVQ scale+80(FP), AX
+	TESTQ AX, AX
+	JZ spmm512_store
+	VBROADCASTSS (AX), Z17
+	CMPQ R8, $1
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z0, Z0
+	CMPQ R8, $2
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z1, Z1
+	CMPQ R8, $3
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z2, Z2
+	CMPQ R8, $4
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z3, Z3
+	CMPQ R8, $5
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z4, Z4
+	CMPQ R8, $6
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z5, Z5
+	CMPQ R8, $7
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z6, Z6
+	CMPQ R8, $8
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z7, Z7
+	CMPQ R8, $9
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z8, Z8
+	CMPQ R8, $10
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z9, Z9
+	CMPQ R8, $11
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z10, Z10
+	CMPQ R8, $12
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z11, Z11
+	CMPQ R8, $13
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z12, Z12
+	CMPQ R8, $14
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z13, Z13
+	CMPQ R8, $15
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z14, Z14
+	CMPQ R8, $16
+	JLT spmm512_scale_tail
+	VMULPS Z17, Z15, Z15
+spmm512_scale_tail:
+	VMULPS Z17, Z16, Z16
+spmm512_store:
+	CMPQ R8, $1
+	JLT spmm512_store_tail
+	VMOVUPS Z0, 0(DI)
+	CMPQ R8, $2
+	JLT spmm512_store_tail
+	VMOVUPS Z1, 64(DI)
+	CMPQ R8, $3
+	JLT spmm512_store_tail
+	VMOVUPS Z2, 128(DI)
+	CMPQ R8, $4
+	JLT spmm512_store_tail
+	VMOVUPS Z3, 192(DI)
+	CMPQ R8, $5
+	JLT spmm512_store_tail
+	VMOVUPS Z4, 256(DI)
+	CMPQ R8, $6
+	JLT spmm512_store_tail
+	VMOVUPS Z5, 320(DI)
+	CMPQ R8, $7
+	JLT spmm512_store_tail
+	VMOVUPS Z6, 384(DI)
+	CMPQ R8, $8
+	JLT spmm512_store_tail
+	VMOVUPS Z7, 448(DI)
+	CMPQ R8, $9
+	JLT spmm512_store_tail
+	VMOVUPS Z8, 512(DI)
+	CMPQ R8, $10
+	JLT spmm512_store_tail
+	VMOVUPS Z9, 576(DI)
+	CMPQ R8, $11
+	JLT spmm512_store_tail
+	VMOVUPS Z10, 640(DI)
+	CMPQ R8, $12
+	JLT spmm512_store_tail
+	VMOVUPS Z11, 704(DI)
+	CMPQ R8, $13
+	JLT spmm512_store_tail
+	VMOVUPS Z12, 768(DI)
+	CMPQ R8, $14
+	JLT spmm512_store_tail
+	VMOVUPS Z13, 832(DI)
+	CMPQ R8, $15
+	JLT spmm512_store_tail
+	VMOVUPS Z14, 896(DI)
+	CMPQ R8, $16
+	JLT spmm512_store_tail
+	VMOVUPS Z15, 960(DI)
+spmm512_store_tail:
+	TESTQ R14, R14
+	JZ spmm512_done
+	VMOVUPS Z16, K1, (DI)(R15*1)
+spmm512_done:
+	VZEROUPPER
+	RET

@@ -17,3 +17,7 @@ func prefetch(p *float32) {}
 func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, scale *float32) {
 	panic("tensor: no row kernels")
 }
+
+func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail int, scale *float32) {
+	panic("tensor: no row kernels")
+}

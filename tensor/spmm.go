@@ -15,6 +15,10 @@ package tensor
 // rowKernel reports whether the row kernel handles rows of cols columns.
 func rowKernel(cols int) bool { return cols > 0 && headKernels() }
 
+// spmm512Cols is the widest part of a row the AVX-512 row kernel holds in
+// registers (16 of 16); wider rows take a pass over the edges per part.
+const spmm512Cols = 256
+
 // tailMasks[r] selects the first r lanes of a vector of eight.
 var tailMasks = func() (m [8][8]int32) {
 	for r := range m {
@@ -43,6 +47,14 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32, mean bool) 
 	if w != nil {
 		_ = w[n-1]
 		wp, step = &w[0], 4
+	}
+	if ks().name == "avx512" {
+		// The row in registers, 256 columns at a time.
+		for c := 0; c < x.Cols; c += spmm512Cols {
+			w := min(spmm512Cols, x.Cols-c)
+			spmmRowAVX512(n, w/16, &x.Data[c], x.Cols*4, &idx[0], wp, step, &o[c], len(idx), 1<<(w%16)-1, scale)
+		}
+		return
 	}
 	if x.Cols == 16 {
 		spmmRow16AVX2(n, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx), scale)

@@ -27,7 +27,19 @@ func TestAggregateRowKernelBitwise(t *testing.T) {
 			y[i] = fma32(alpha, x[i], y[i])
 		}
 	}
-	for _, cols := range []int{8, 16, 24, 64, 3, 12, 100} {
+	forEachKernel(t, func(t *testing.T) {
+		if !headKernels() {
+			t.Skip("the portable kernels have no row kernel")
+		}
+		aggregateRowKernelBitwise(t, axpy)
+	})
+}
+
+// aggregateRowKernelBitwise is TestAggregateRowKernelBitwise with the
+// current kernel set: widths of a vector or several, with a tail or only
+// one, and (AVX-512) past the 256 columns its row kernel holds at once.
+func aggregateRowKernelBitwise(t *testing.T, axpy func(alpha float32, x, y []float32)) {
+	for _, cols := range []int{8, 16, 24, 64, 3, 12, 100, 31, 256, 257, 300, 517} {
 		for _, threads := range []int{1, 2} {
 			t.Run(fmt.Sprintf("cols%d_threads%d", cols, threads), func(t *testing.T) {
 				SetThreads(threads)
