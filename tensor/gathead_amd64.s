@@ -241,6 +241,11 @@ TEXT ·spmmRowAVX512(SB), NOSPLIT, $0-88
 	KMOVW R14, K1
 	MOVQ R8, R15
 	SHLQ $6, R15 // the tail's byte offset
+	MOVQ R8, BX  // a row's lines to prefetch, less one: m, one more with a tail
+	TESTQ R14, R14
+	JZ spmm512_lines
+	INCQ BX
+spmm512_lines:
 	TESTQ CX, CX
 	JLE spmm512_done
 	CMPQ R8, $1
@@ -303,8 +308,7 @@ spmm512_edge:
 	MOVLQSX 32(R10), AX
 	IMULQ R9, AX
 	ADDQ SI, AX
-	MOVQ R8, DX
-	INCQ DX
+	MOVQ BX, DX
 spmm512_pf:
 	PREFETCHT0 (AX)
 	ADDQ $64, AX
