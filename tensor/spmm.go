@@ -4,7 +4,8 @@ package tensor
 // per source) walks its edges, adding each weighted source row to the
 // output row with a fused multiply-add per element in edge order, exactly
 // as one axpy per edge does (so results are bitwise those of the per-edge
-// loop), and prefetches the row four edges ahead (across rows: the
+// loop), and prefetches the row four edges ahead (eight with AVX-512,
+// whose kernel holds the output row in registers; across rows: the
 // indices after the current row's are read ahead too). Rows whose width
 // is not a multiple of 8 end in a masked vector, also a fused
 // multiply-add per element (where axpy's scalar tail rounds the product
@@ -59,8 +60,8 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32, mean bool) 
 		// width; 0.51x on rows of 7, 0.82x of 32, 0.75x of 64, 0.63x of
 		// 100 in cache.)
 		for c := 0; c < x.Cols; c += spmm512Cols {
-			w := min(spmm512Cols, x.Cols-c)
-			spmmRowAVX512(n, w/16, &x.Data[c], x.Cols*4, &idx[0], wp, step, &o[c], len(idx), 1<<(w%16)-1, scale)
+			part := min(spmm512Cols, x.Cols-c)
+			spmmRowAVX512(n, part/16, &x.Data[c], x.Cols*4, &idx[0], wp, step, &o[c], len(idx), 1<<(part%16)-1, scale)
 		}
 		return
 	}
