@@ -2,13 +2,13 @@
 
 package nn
 
-import "golang.org/x/sys/cpu"
+import "github.com/graphmill/graphmill/internal/isa"
 
 // Adam's step in assembly: the compiled loop (a float64 square root and a
 // division an element) took 1 % of a GraphSAGE training step's CPU time
 // (AMD EPYC Zen 5); eight elements at a time it is bitwise the same.
 
-var hasAVX2 = cpu.X86.HasAVX2
+var hasAVX2 = isa.HasAVX2
 
 // adamAVX2 is adamGeneric for the first n elements (n a multiple of 8).
 //

@@ -58,7 +58,8 @@
 //
 // Relabelling global ids to local positions takes one of two maps. On a
 // graph of at most DenseRelabelNodes nodes (4M; DenseRelabelNodesVector,
-// 16M, where AVX-512 F and CD relabel sixteen ids at a time) it is a
+// 16M, where AVX-512 F and CD relabel sixteen ids at a time, or AVX2
+// eight; GRAPHMILL_KERNEL=avx2 or generic narrows the choice) it is a
 // generation-stamped array of 4 bytes per node, allocated once per
 // concurrent call, whose entries are prefetched ahead and updated without
 // an unpredictable branch; new nodes are numbered in first-seen order. On a

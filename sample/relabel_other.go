@@ -2,8 +2,8 @@
 
 package sample
 
-// hasRelabel16 is false: there is no vector relabelling kernel here.
-const hasRelabel16 = false
+// relabelWidths is empty: there is no vector relabelling kernel here.
+var relabelWidths []int
 
 // relabelVec relabels nothing: denseMap.relabel's loop does it all.
 func relabelVec(tab []uint32, idx, nodes []int32, nn int, gen uint32) (int, int) { return nn, 0 }

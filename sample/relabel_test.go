@@ -224,12 +224,13 @@ type relabelState struct {
 	ok         bool
 }
 
-// denseRelabelState relabels src with prev as the earlier nodes, the vector
-// kernel on or off, after gens minibatches that relabelled the first half
-// of src (their entries of earlier generations left in the array).
-func denseRelabelState(vec bool, space, gens int, prev, src []int32) relabelState {
-	defer func(v bool) { useRelabel16 = v }(useRelabel16)
-	useRelabel16 = vec
+// denseRelabelState relabels src with prev as the earlier nodes, with the
+// vector kernel of width lanes (0: the scalar loop alone), after gens
+// minibatches that relabelled the first half of src (their entries of
+// earlier generations left in the array).
+func denseRelabelState(width, space, gens int, prev, src []int32) relabelState {
+	defer func(w int) { relabelWidth = w }(relabelWidth)
+	relabelWidth = width
 	var d denseMap
 	for range gens {
 		d.begin(space)
@@ -251,15 +252,15 @@ func denseRelabelState(vec bool, space, gens int, prev, src []int32) relabelStat
 	return relabelState{idx, nodes, d.tab, bad, ok}
 }
 
-// TestDenseRelabelVector checks the vector kernel of denseMap.relabel
-// against its scalar loop, state for state: the same local ids, new nodes,
+// TestDenseRelabelVector checks each vector kernel of denseMap.relabel
+// this CPU has against its scalar loop, state for state: the same local ids, new nodes,
 // array entries and, for an id outside the array, the same stop (both
 // relabel exactly the ids before it). The ids repeat within a vector and
 // across vectors, earlier hops' nodes are seen, and the array holds
 // entries of earlier generations.
 func TestDenseRelabelVector(t *testing.T) {
-	if !hasRelabel16 {
-		t.Skip("no AVX-512F/CD: the scalar loop alone runs here")
+	if len(relabelWidths) == 0 {
+		t.Skip("no AVX2 or AVX-512F/CD: the scalar loop alone runs here")
 	}
 	r := rng.New(9)
 	for _, tc := range []struct {
@@ -307,9 +308,12 @@ func TestDenseRelabelVector(t *testing.T) {
 			if tc.bad >= 0 {
 				src[tc.bad] = tc.badID
 			}
-			want, got := denseRelabelState(false, tc.space, 3, prev, src), denseRelabelState(true, tc.space, 3, prev, src)
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("vector kernel and scalar loop differ: ok %v/%v, bad %d/%d, %d/%d nodes", got.ok, want.ok, got.bad, want.bad, len(got.nodes), len(want.nodes))
+			want := denseRelabelState(0, tc.space, 3, prev, src)
+			for _, w := range relabelWidths {
+				got := denseRelabelState(w, tc.space, 3, prev, src)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%d-lane kernel and scalar loop differ: ok %v/%v, bad %d/%d, %d/%d nodes", w, got.ok, want.ok, got.bad, want.bad, len(got.nodes), len(want.nodes))
+				}
 			}
 			if want.ok != (tc.bad < 0) {
 				t.Fatalf("ok = %v with the bad id at %d", want.ok, tc.bad)
@@ -328,8 +332,8 @@ func FuzzDenseRelabel(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 1, 2, 3, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 63, 62, 1, 2}, uint8(3))
 	f.Add([]byte{5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 255, 21}, uint8(0))
 	f.Fuzz(func(t *testing.T, b []byte, nprev uint8) {
-		if !hasRelabel16 {
-			t.Skip("no AVX-512F/CD")
+		if len(relabelWidths) == 0 {
+			t.Skip("no vector kernel")
 		}
 		const space = 64
 		prev := make([]int32, 0, int(nprev)%space)
@@ -349,9 +353,12 @@ func FuzzDenseRelabel(f *testing.F) {
 				src[i] = int32(v) % space
 			}
 		}
-		want, got := denseRelabelState(false, space, 0, prev, src), denseRelabelState(true, space, 0, prev, src)
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("vector kernel and scalar loop differ on %v (prev %v): ok %v/%v bad %d/%d", src, prev, got.ok, want.ok, got.bad, want.bad)
+		want := denseRelabelState(0, space, 0, prev, src)
+		for _, w := range relabelWidths {
+			got := denseRelabelState(w, space, 0, prev, src)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%d-lane kernel and scalar loop differ on %v (prev %v): ok %v/%v bad %d/%d", w, src, prev, got.ok, want.ok, got.bad, want.bad)
+			}
 		}
 	})
 }
@@ -360,23 +367,24 @@ func FuzzDenseRelabel(f *testing.F) {
 // DenseRelabelNodes nodes relabelled one id at a time, up to
 // DenseRelabelNodesVector with the vector kernel.
 func TestAutoDense(t *testing.T) {
-	defer func(v bool) { useRelabel16 = v }(useRelabel16)
+	defer func(w int) { relabelWidth = w }(relabelWidth)
 	for _, tc := range []struct {
-		nodes     int
-		vec, want bool
+		nodes, width int
+		want         bool
 	}{
-		{0, false, false}, {0, true, false},
-		{1, false, true}, {1, true, true},
-		{DenseRelabelNodes, false, true}, {DenseRelabelNodes + 1, false, false},
-		{DenseRelabelNodes + 1, true, true}, {DenseRelabelNodesVector, true, true},
-		{DenseRelabelNodesVector + 1, true, false},
+		{0, 0, false}, {0, 16, false},
+		{1, 0, true}, {1, 8, true}, {1, 16, true},
+		{DenseRelabelNodes, 0, true}, {DenseRelabelNodes + 1, 0, false},
+		{DenseRelabelNodes + 1, 8, true}, {DenseRelabelNodesVector + 1, 8, false},
+		{DenseRelabelNodes + 1, 16, true}, {DenseRelabelNodesVector, 16, true},
+		{DenseRelabelNodesVector + 1, 16, false},
 	} {
-		useRelabel16 = tc.vec
+		relabelWidth = tc.width
 		if got := AutoDense(tc.nodes); got != tc.want {
-			t.Errorf("AutoDense(%d) with the vector kernel %v = %v, want %v", tc.nodes, tc.vec, got, tc.want)
+			t.Errorf("AutoDense(%d) with the %d-lane kernel = %v, want %v", tc.nodes, tc.width, got, tc.want)
 		}
 		if got := useDense(RelabelAuto, tc.nodes); got != tc.want {
-			t.Errorf("useDense(auto, %d) with the vector kernel %v = %v, want %v", tc.nodes, tc.vec, got, tc.want)
+			t.Errorf("useDense(auto, %d) with the %d-lane kernel = %v, want %v", tc.nodes, tc.width, got, tc.want)
 		}
 		if !useDense(RelabelDense, tc.nodes) || useDense(RelabelHash, tc.nodes) {
 			t.Errorf("%d nodes: the forced modes are not kept", tc.nodes)

@@ -44,8 +44,8 @@ const (
 // time: 16 MiB per concurrent sampling call.
 const DenseRelabelNodes = 1 << 22
 
-// DenseRelabelNodesVector is that bound where the vector kernel runs
-// (AVX-512 F and CD): 64 MiB per concurrent sampling call. Measured (AMD
+// DenseRelabelNodesVector is that bound where a vector kernel runs
+// (AVX-512 F and CD, or AVX2): 64 MiB per concurrent sampling call. Measured (AMD
 // EPYC Zen 5, one core, ids shaped like a [15,10,5] last hop, paired
 // against the hash map): the array took 0.53x the hash map's time on a 4M
 // id space, 0.77x on 10M, 1.27x on 32M; on the 10M-node synthetic graph's
@@ -56,7 +56,7 @@ const DenseRelabelNodesVector = 1 << 24
 // graph of numNodes nodes with the dense array on this machine.
 func AutoDense(numNodes int) bool {
 	bound := DenseRelabelNodes
-	if useRelabel16 {
+	if relabelWidth > 0 {
 		bound = DenseRelabelNodesVector
 	}
 	return numNodes > 0 && numNodes <= bound

@@ -29,7 +29,8 @@
 // ("generic") is always available and is used on other architectures and
 // with the noasm build tag. Kernels lists the sets, SetKernel selects one
 // (the tests run every case under each), and the environment variable
-// GRAPHMILL_KERNEL=generic|avx2|avx512 selects one at start-up.
+// GRAPHMILL_KERNEL=generic|avx2|avx512 selects one at start-up (and caps
+// the other packages' assembly at the same level: internal/isa).
 // The default build uses no cgo.
 //
 // # Elementwise, row-wise and losses

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/graphmill/graphmill/internal/isa"
 )
 
 // Why hand-written kernels: Go does not auto-vectorize, and no pure-Go
@@ -129,8 +131,9 @@ func init() {
 		reluMaskBits: reluMaskBitsGeneric, reluMaskBitsPack: reluMaskBitsPackGeneric, positive: positiveGeneric,
 	})
 	registerArchKernels()
-	// GRAPHMILL_KERNEL=generic (or avx2, avx512) overrides the choice.
-	if name := os.Getenv("GRAPHMILL_KERNEL"); name != "" {
+	// GRAPHMILL_KERNEL=generic (or avx2, avx512) overrides the choice; it
+	// also caps the other packages' kernels (internal/isa).
+	if name := isa.Requested; name != "" {
 		if err := SetKernel(name); err != nil {
 			fmt.Fprintln(os.Stderr, "graphmill:", err, "- keeping", Kernel())
 		}

@@ -2,11 +2,11 @@
 
 package half
 
-import "golang.org/x/sys/cpu"
+import "github.com/graphmill/graphmill/internal/isa"
 
 var (
-	hasF16C = cpu.X86.HasAVX && cpu.X86.HasF16C
-	hasAVX2 = cpu.X86.HasAVX2
+	hasF16C = isa.HasF16C
+	hasAVX2 = isa.HasAVX2
 )
 
 //go:noescape

@@ -2,15 +2,15 @@
 
 package rng
 
-import "golang.org/x/sys/cpu"
+import "github.com/graphmill/graphmill/internal/isa"
 
 // The vector lanes kernels: written in assembly because the draws are
 // 64x64->128-bit products, which Go's compiler does not vectorize; in
 // vector registers they take four 32x32-bit multiplies per lane.
 var (
-	hasAVX2     = cpu.X86.HasAVX2
-	hasAVX512   = cpu.X86.HasAVX512F
-	hasAVX512BW = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
+	hasAVX2     = isa.HasAVX2
+	hasAVX512   = isa.HasAVX512F
+	hasAVX512BW = isa.HasAVX512BW
 )
 
 //go:noescape

@@ -1,0 +1,84 @@
+// Package isa reports which x86 vector instruction sets graphmill's
+// assembly kernels may use: those the CPU has (golang.org/x/sys/cpu),
+// capped by the environment variable GRAPHMILL_KERNEL.
+//
+// GRAPHMILL_KERNEL=generic runs every package's pure-Go code,
+// GRAPHMILL_KERNEL=avx2 every package's AVX2 kernels and none of the
+// AVX-512 ones, so one AVX-512 machine can measure and test what an
+// AVX2-only machine would run (the sampler's relabelling, the random
+// number lanes, half-precision decoding, Adam, tensor's kernel set).
+// GRAPHMILL_KERNEL=avx512 or unset uses all the CPU has.
+package isa
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Env is the environment variable that caps the instruction sets.
+const Env = "GRAPHMILL_KERNEL"
+
+// Level is an instruction-set level: Generic < AVX2 < AVX512.
+type Level int
+
+// The levels, lowest first.
+const (
+	Generic Level = iota
+	AVX2
+	AVX512
+)
+
+func (l Level) String() string {
+	switch l {
+	case Generic:
+		return "generic"
+	case AVX2:
+		return "avx2"
+	case AVX512:
+		return "avx512"
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
+
+// ParseLevel parses a level's name (as Level.String writes it).
+func ParseLevel(name string) (Level, error) {
+	for l := Generic; l <= AVX512; l++ {
+		if strings.EqualFold(name, l.String()) {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("isa: unknown kernel level %q (want generic, avx2 or avx512)", name)
+}
+
+// Requested is GRAPHMILL_KERNEL's value ("" when unset).
+var Requested = os.Getenv(Env)
+
+// Cap is the highest level the kernels may use: AVX512 unless
+// GRAPHMILL_KERNEL names a lower one. An unknown name leaves it at AVX512
+// (tensor reports the error when it reads the same variable).
+var Cap = capFrom(Requested)
+
+func capFrom(name string) Level {
+	if name == "" {
+		return AVX512
+	}
+	l, err := ParseLevel(name)
+	if err != nil {
+		return AVX512
+	}
+	return l
+}
+
+// The instruction sets usable under Cap. AVX2 includes FMA; each AVX512*
+// includes AVX512F.
+var (
+	HasAVX2     = Cap >= AVX2 && cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	HasF16C     = Cap >= AVX2 && cpu.X86.HasAVX && cpu.X86.HasF16C
+	HasAVX512F  = Cap >= AVX512 && cpu.X86.HasAVX512F
+	HasAVX512BW = HasAVX512F && cpu.X86.HasAVX512BW
+	HasAVX512CD = HasAVX512F && cpu.X86.HasAVX512CD
+	HasAVX512DQ = HasAVX512F && cpu.X86.HasAVX512DQ
+)
