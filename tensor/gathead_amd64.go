@@ -19,10 +19,10 @@ func headDotAVX2(n, m int, x, y, out, pf *float32)
 func headKernels() bool { return hasAVX2 && ks().name != "generic" }
 
 // spmmRowAVX2 sets o[0:8m] += w[e*wstep]·x[idx[e]*ldx:][:8m] for e < n in
-// order (ldx and wstep in bytes), and the same for the values after them
-// in the lanes of tail (when not nil) that are negative, prefetching the
-// row idx[e+4] while e+4 < lim; then, when scale is not nil, multiplies
-// the row by *scale.
+// order (ldx and wstep in bytes, m <= 12), and the same for the values
+// after them in the lanes of tail (when not nil) that are negative, the
+// row in registers, prefetching the row idx[e+8] while e+8 < lim; then,
+// when scale is not nil, multiplies the row by *scale.
 //
 //go:noescape
 func spmmRowAVX2(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail *int32, scale *float32)
