@@ -45,11 +45,12 @@ const (
 const DenseRelabelNodes = 1 << 22
 
 // DenseRelabelNodesVector is that bound where a vector kernel runs
-// (AVX-512 F and CD, or AVX2): 64 MiB per concurrent sampling call. Measured (AMD
-// EPYC Zen 5, one core, ids shaped like a [15,10,5] last hop, paired
-// against the hash map): the array took 0.53x the hash map's time on a 4M
-// id space, 0.77x on 10M, 1.27x on 32M; on the 10M-node synthetic graph's
-// real last hops, 4.7 against 7.7-8.1 ns an edge.
+// (AVX-512 F and CD, or AVX2): 64 MiB per concurrent sampling call.
+// Measured (AMD EPYC Zen 5, one core, ids shaped like a [15,10,5] last
+// hop, paired against the hash map): the array took 0.53x the hash map's
+// time on a 4M id space, 0.77x on 10M, 1.27x on 32M with sixteen lanes
+// (on the 10M-node synthetic graph's real last hops, 4.7 against 7.7-8.1
+// ns an edge); with eight, 0.58x on 10M and 0.71x on 16M.
 const DenseRelabelNodesVector = 1 << 24
 
 // AutoDense reports whether RelabelAuto relabels the minibatches of a
