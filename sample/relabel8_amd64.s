@@ -9,9 +9,10 @@
 // relabelVec. AVX2 has no conflict detection, compress or scatter, so per
 // vector: load the entries (eight scalar loads: VPGATHERDD took 1.05x the
 // time here and is microcoded slowly on Intel cores patched for Gather
-// Data Sampling); find each lane's first occurrence among the
-// lanes (compare the ids with themselves rotated by 1..7 lanes: the
-// largest rotation that matches names the earliest lane); number the
+// Data Sampling); where new ids repeat within the vector, find each
+// lane's first occurrence among the lanes (compare the ids with
+// themselves rotated by 1..7 lanes: the largest rotation that matches
+// names the earliest lane); number the
 // first occurrences of new ids in lane order (a table of nibble-packed
 // ranks by the mask of new lanes); give every lane its first occurrence's
 // local id (VPERMD); write every lane's entry back, gen<<24 | local id,
@@ -107,8 +108,29 @@ noprefetch:
 	MOVL (SI)(R11*4), R11
 	VPINSRD $3, R11, X2, X2
 	VINSERTI128 $1, X2, Y1, Y1 // e = tab[u]
+	VPSRLD $24, Y1, Y7
+	VPCMPEQD Y14, Y7, Y7          // seen: e's generation is gen
+	// Repeats among the new lanes are rare: test for any (the new ids
+	// compared with themselves rotated by 1..4 lanes, which covers every
+	// pair of lanes; seen lanes replaced by distinct negative ids) and
+	// find first occurrences only where there is one.
+	VPBLENDVB Y7, 2592(R10), Y0, Y4
+	VMOVDQA Y4, Y5
+	VPERMD Y5, Y11, Y5
+	VPCMPEQD Y4, Y5, Y6
+	VPERMD Y5, Y11, Y5
+	VPCMPEQD Y4, Y5, Y3
+	VPOR Y3, Y6, Y6
+	VPERMD Y5, Y11, Y5
+	VPCMPEQD Y4, Y5, Y3
+	VPOR Y3, Y6, Y6
+	VPERMD Y5, Y11, Y5
+	VPCMPEQD Y4, Y5, Y3
+	VPOR Y3, Y6, Y6
+	VMOVDQA Y12, Y3               // every lane its own first occurrence
+	VPTEST Y6, Y6
+	JZ firsts
 	// first occurrence: lane j-s for the largest s in 1..7 with u[j-s] == u[j]
-	VMOVDQA Y12, Y3
 	VMOVDQA Y0, Y4
 	VPERMD Y4, Y11, Y4
 	VPCMPEQD Y0, Y4, Y5
@@ -138,9 +160,8 @@ noprefetch:
 	VPCMPEQD Y0, Y4, Y5
 	VPAND 2240(R10), Y5, Y5
 	VPBLENDVB Y5, 2464(R10), Y3, Y3
+firsts:
 	VPCMPEQD Y12, Y3, Y6          // first occurrences
-	VPSRLD $24, Y1, Y7
-	VPCMPEQD Y14, Y7, Y7          // seen: e's generation is gen
 	VPANDN Y6, Y7, Y6             // new: first occurrences not seen
 	VMOVMSKPS Y6, AX
 	MOVL (R10)(AX*4), R12         // ranks among the new lanes, by nibble

@@ -22,6 +22,7 @@ func TestRelabel8TablesLayout(t *testing.T) {
 		{"iota", unsafe.Offsetof(r.iota), 2496},
 		{"rot", unsafe.Offsetof(r.rot), 2528},
 		{"shifts", unsafe.Offsetof(r.shifts), 2560},
+		{"sentinel", unsafe.Offsetof(r.sentinel), 2592},
 	} {
 		if c.got != c.want {
 			t.Errorf("relabel8Tables.%s at %d, the assembly reads it at %d", c.name, c.got, c.want)
