@@ -18,9 +18,6 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// Env is the environment variable that caps the instruction sets.
-const Env = "GRAPHMILL_KERNEL"
-
 // Level is an instruction-set level: Generic < AVX2 < AVX512.
 type Level int
 
@@ -43,8 +40,8 @@ func (l Level) String() string {
 	return fmt.Sprintf("Level(%d)", int(l))
 }
 
-// ParseLevel parses a level's name (as Level.String writes it).
-func ParseLevel(name string) (Level, error) {
+// parseLevel parses a level's name (as Level.String writes it).
+func parseLevel(name string) (Level, error) {
 	for l := Generic; l <= AVX512; l++ {
 		if strings.EqualFold(name, l.String()) {
 			return l, nil
@@ -54,31 +51,30 @@ func ParseLevel(name string) (Level, error) {
 }
 
 // Requested is GRAPHMILL_KERNEL's value ("" when unset).
-var Requested = os.Getenv(Env)
+var Requested = os.Getenv("GRAPHMILL_KERNEL")
 
-// Cap is the highest level the kernels may use: AVX512 unless
+// levelCap is the highest level the kernels may use: AVX512 unless
 // GRAPHMILL_KERNEL names a lower one. An unknown name leaves it at AVX512
 // (tensor reports the error when it reads the same variable).
-var Cap = capFrom(Requested)
+var levelCap = capFrom(Requested)
 
 func capFrom(name string) Level {
 	if name == "" {
 		return AVX512
 	}
-	l, err := ParseLevel(name)
+	l, err := parseLevel(name)
 	if err != nil {
 		return AVX512
 	}
 	return l
 }
 
-// The instruction sets usable under Cap. AVX2 includes FMA; each AVX512*
-// includes AVX512F.
+// The instruction sets usable under the cap. AVX2 includes FMA; each
+// AVX512* includes AVX512F.
 var (
-	HasAVX2     = Cap >= AVX2 && cpu.X86.HasAVX2 && cpu.X86.HasFMA
-	HasF16C     = Cap >= AVX2 && cpu.X86.HasAVX && cpu.X86.HasF16C
-	HasAVX512F  = Cap >= AVX512 && cpu.X86.HasAVX512F
+	HasAVX2     = levelCap >= AVX2 && cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	HasF16C     = levelCap >= AVX2 && cpu.X86.HasAVX && cpu.X86.HasF16C
+	HasAVX512F  = levelCap >= AVX512 && cpu.X86.HasAVX512F
 	HasAVX512BW = HasAVX512F && cpu.X86.HasAVX512BW
 	HasAVX512CD = HasAVX512F && cpu.X86.HasAVX512CD
-	HasAVX512DQ = HasAVX512F && cpu.X86.HasAVX512DQ
 )
