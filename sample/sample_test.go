@@ -730,7 +730,8 @@ func seeds32(mb *batch.MiniBatch) []int32 {
 // prefetching pass) draws exactly the minibatches of the separate passes
 // (spans, then draw with pick), on a skewed graph (degrees up to ~1000,
 // so every draw path: all neighbours, the register Floyd, the bitset
-// Floyd) and on Cora, with both relabellings and with edge ids.
+// Floyd) and on Cora, with both relabellings and with edge ids, with and
+// without the fused loop's prefetches.
 func TestFusedMatchesGeneric(t *testing.T) {
 	g, _, _ := randomGraph(t, 3000, 2, graph.BuildOptions{})
 	withIDs := *g
@@ -758,12 +759,16 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				}
 				generic, _ := New(gg.g, cfg)
 				generic.generic = true
+				// The fused loop with and without its prefetches (a
+				// graph's size decides which it takes).
+				other, _ := New(gg.g, cfg)
+				other.prefetch = !fused.prefetch
 				all := make([]int32, gg.g.NumNodes)
 				for i := range all {
 					all[i] = int32(i)
 				}
 				batches, _ := Batches(all, 200, true, 3, false)
-				a, b := &batch.MiniBatch{}, &batch.MiniBatch{}
+				a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 5)] {
 					if err := fused.SampleInto(a, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -771,17 +776,22 @@ func TestFusedMatchesGeneric(t *testing.T) {
 					if err := generic.SampleInto(b, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
 					}
+					if err := other.SampleInto(c, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
 					if gg.g.EdgeIDs == nil { // checkMiniBatch takes edge ids for positions
 						checkMiniBatch(t, gg.g, cfg, seeds, a)
 					}
-					if !slices.Equal(a.InputNodes, b.InputNodes) {
-						t.Fatalf("batch %d: input nodes differ", i)
-					}
-					for l := range b.Blocks {
-						x, y := a.Blocks[l], b.Blocks[l]
-						if x.NumDst != y.NumDst || x.NumSrc != y.NumSrc || !slices.Equal(x.Indptr, y.Indptr) ||
-							!slices.Equal(x.Indices, y.Indices) || !slices.Equal(x.EdgeIDs, y.EdgeIDs) {
-							t.Fatalf("batch %d block %d differs", i, l)
+					for _, f := range []*batch.MiniBatch{a, c} {
+						if !slices.Equal(f.InputNodes, b.InputNodes) {
+							t.Fatalf("batch %d: input nodes differ", i)
+						}
+						for l := range b.Blocks {
+							x, y := f.Blocks[l], b.Blocks[l]
+							if x.NumDst != y.NumDst || x.NumSrc != y.NumSrc || !slices.Equal(x.Indptr, y.Indptr) ||
+								!slices.Equal(x.Indices, y.Indices) || !slices.Equal(x.EdgeIDs, y.EdgeIDs) {
+								t.Fatalf("batch %d block %d differs", i, l)
+							}
 						}
 					}
 				}
