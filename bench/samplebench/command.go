@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -129,9 +130,14 @@ table shows the best of all measurements.`,
 			}
 			cfg.SynthDir = dataDir
 			cfg.Step = cli.Step
-			var bar *cli.Bar
-			var barWhat string
+			var (
+				barMu   sync.Mutex // the sampling workers report at once
+				bar     *cli.Bar
+				barWhat string
+			)
 			cfg.Progress = func(what string, done, total int) {
+				barMu.Lock()
+				defer barMu.Unlock()
 				if what != barWhat {
 					if bar != nil {
 						bar.Finish()

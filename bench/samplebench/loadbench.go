@@ -76,7 +76,8 @@ type Config struct {
 	CompareDense bool
 	// Step runs a long step with progress reporting (nil: just run it).
 	Step func(what string, fn func() error) error
-	// Progress, if set, is called as minibatches complete.
+	// Progress, if set, is called as minibatches complete, from the
+	// sampling workers' goroutines (several at once).
 	Progress func(what string, done, total int)
 }
 
