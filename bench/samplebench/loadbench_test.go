@@ -3,13 +3,16 @@ package samplebench
 import (
 	"context"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestRunCora runs a small benchmark on the embedded Cora dataset and
 // checks that every ratio is the measured rate over the ceiling measured
-// beside it, and that the ceilings table holds at least that ceiling.
+// beside it, that the ceilings table holds at least that ceiling, and that
+// the report notes that the graph stays in cache.
 func TestRunCora(t *testing.T) {
 	cfg := Config{
 		Datasets: []string{"cora"}, Fanouts: [][]int{{10, 5}}, BatchSize: 256, Workers: []int{1, 2},
@@ -56,6 +59,10 @@ func TestRunCora(t *testing.T) {
 		if len(s.Hops) != 2 || !close(hopEdges, s.EdgesPerBatch) || s.DrawNs <= 0 || s.RelabelNs <= 0 {
 			t.Errorf("sampling %+v: split over %d hops of %v edges a batch, want 2 of %v", s, len(s.Hops), hopEdges, s.EdgesPerBatch)
 		}
+	}
+	// Cora's 64 KB graph is held in cache, which the report says.
+	if !slices.ContainsFunc(d.Notes, func(n string) bool { return strings.Contains(n, "stays in cache") }) {
+		t.Errorf("notes %q: none says the graph stays in cache", d.Notes)
 	}
 	if len(d.Gather) == 0 {
 		t.Fatal("no gather results")
