@@ -121,9 +121,9 @@ func (p *planner) gat(h pv, s BlockShape, heads int, prob float64) pv {
 }
 
 func (p *planner) loss(logits pv) {
-	p.same(logits)    // log-softmax
-	p.out(1, 1, true) // NLL
-	p.alloc(1, 1)     // Backward's seed
+	p.alloc(1, logits.rows) // the rows' log-sum-exps
+	p.out(1, 1, true)       // the cross-entropy
+	p.alloc(1, 1)           // Backward's seed
 }
 
 // planLayer plans ForwardLayerH0 of layer l on a block of shape s: the

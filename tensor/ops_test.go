@@ -73,6 +73,76 @@ func TestLogSoftmaxNLL(t *testing.T) {
 	}
 }
 
+// TestCrossEntropyMatchesLogSoftmaxNLL checks the fused cross-entropy
+// against NLLLoss of LogSoftmax and their gradients (NLLLossGrad, then
+// LogSoftmaxGrad), bitwise, with every row, some rows and no row
+// labelled, on one and two threads, into a gradient holding values.
+func TestCrossEntropyMatchesLogSoftmaxNLL(t *testing.T) {
+	defer SetThreads(Threads())
+	rng := rand.New(rand.NewPCG(4, 5))
+	for _, c := range []struct {
+		rows, cols int
+		labelled   float64 // share of the rows with a label
+	}{{1, 1, 1}, {300, 7, 1}, {2708, 7, 0.05}, {517, 47, 0.5}, {40, 3, 0}} {
+		x := randMatrix(rng, c.rows, c.cols)
+		for i := range x.Data {
+			x.Data[i] *= 8 // logits far apart too
+		}
+		labels := make([]int32, c.rows)
+		for i := range labels {
+			labels[i] = -1
+			if rng.Float64() < c.labelled {
+				labels[i] = int32(rng.IntN(c.cols))
+			}
+		}
+		base := randMatrix(rng, c.rows, c.cols) // what the gradients are added to
+		for _, th := range []int{1, 2} {
+			SetThreads(th)
+			logp := New(c.rows, c.cols)
+			if err := LogSoftmax(logp, x); err != nil {
+				t.Fatal(err)
+			}
+			want, wantN, err := NLLLoss(logp, labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dlogp, wantDx := New(c.rows, c.cols), base.Clone()
+			if err := errors.Join(NLLLossGrad(dlogp, labels, wantN, 0.7), LogSoftmaxGrad(wantDx, logp, dlogp)); err != nil {
+				t.Fatal(err)
+			}
+			lse := make([]float32, c.rows)
+			got, gotN, err := CrossEntropy(x, labels, lse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dx := base.Clone()
+			if err := CrossEntropyGrad(dx, x, labels, lse, gotN, 0.7); err != nil {
+				t.Fatal(err)
+			}
+			if math.Float32bits(got) != math.Float32bits(want) || gotN != wantN {
+				t.Fatalf("%+v, %d threads: loss %v over %d rows, want %v over %d", c, th, got, gotN, want, wantN)
+			}
+			for i := range dx.Data {
+				if math.Float32bits(dx.Data[i]) != math.Float32bits(wantDx.Data[i]) {
+					t.Fatalf("%+v, %d threads: gradient %d is %v, want %v", c, th, i, dx.Data[i], wantDx.Data[i])
+				}
+			}
+		}
+	}
+	x := New(2, 3)
+	for _, bad := range []struct {
+		labels []int32
+		lse    int
+	}{{[]int32{0, 3}, 2}, {[]int32{0}, 2}, {[]int32{0, 1}, 1}} {
+		if _, _, err := CrossEntropy(x, bad.labels, make([]float32, bad.lse)); !errors.Is(err, ErrShape) {
+			t.Errorf("labels %v, %d log-sum-exps: %v, want ErrShape", bad.labels, bad.lse, err)
+		}
+	}
+	if _, _, err := CrossEntropy(New(2, 0), []int32{-1, -1}, make([]float32, 2)); !errors.Is(err, ErrEmpty) {
+		t.Errorf("no columns: %v", err)
+	}
+}
+
 func TestBCEWithLogitsStable(t *testing.T) {
 	x, _ := FromSlice(1, 4, []float32{0, 100, -100, 2})
 	tg, _ := FromSlice(1, 4, []float32{1, 1, 0, 0})
