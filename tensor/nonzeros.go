@@ -137,10 +137,12 @@ func SetNonZeros(dst Matrix, c *CSR) error {
 	if dst.Rows != c.NumDst() || dst.Cols != c.NumSrc {
 		return fmt.Errorf("%w: SetNonZeros: %d×%d for a %d×%d sparse matrix", ErrShape, dst.Rows, dst.Cols, c.NumDst(), c.NumSrc)
 	}
+	indptr, ind, w := c.Indptr, c.Indices, c.Weights // (not reloaded through c after each store)
 	for i := 0; i < dst.Rows; i++ {
 		row := dst.Data[i*dst.Cols : (i+1)*dst.Cols]
-		for e := c.Indptr[i]; e < c.Indptr[i+1]; e++ {
-			row[c.Indices[e]] = c.Weights[e]
+		lo, hi := indptr[i], indptr[i+1]
+		for e, j := range ind[lo:hi] {
+			row[j] = w[lo+int64(e)]
 		}
 	}
 	return nil

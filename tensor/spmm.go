@@ -95,9 +95,20 @@ func (g *CSR) transposedWeights(t *Transposed, mode Reduce) ([]float32, error) {
 		return t.w, nil
 	}
 	t.w = resize(t.w, len(t.Dst))
-	if err := parallelFor(len(t.Dst), 1<<14, func(lo, hi int) {
+	// The slices in locals, and weights copied in a loop of their own: a
+	// loop through t and g reloaded their fields after every store (Cora's
+	// dropped-out features, 49k entries: 2.4 ns an entry).
+	tw, dst, edge := t.w, t.Dst, t.Edge
+	if err := parallelFor(len(dst), 1<<14, func(lo, hi int) {
+		if mode == Weighted {
+			gw := g.Weights
+			for q, e := range edge[lo:hi] {
+				tw[lo+q] = gw[e]
+			}
+			return
+		}
 		for q := lo; q < hi; q++ {
-			t.w[q] = g.edgeWeight(mode, int(t.Dst[q]), t.Edge[q])
+			tw[q] = g.edgeWeight(mode, int(dst[q]), edge[q])
 		}
 	}); err != nil {
 		return nil, err
