@@ -11,7 +11,9 @@ import (
 // instantStepper's epochs take no time.
 type instantStepper struct{}
 
-func (instantStepper) Epoch(context.Context, int) (EpochStats, error) { return EpochStats{Batches: 1}, nil }
+func (instantStepper) Epoch(context.Context, int) (EpochStats, error) {
+	return EpochStats{Batches: 1}, nil
+}
 func (instantStepper) Evaluate(context.Context, *nn.Model) (Evaluation, error) {
 	return Evaluation{}, nil
 }
