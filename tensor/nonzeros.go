@@ -54,6 +54,16 @@ func (c *CSR) Density() float64 {
 // transpose (CSR.T) once c has made one: the backward of a product with
 // the output transposes it every step.
 func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error) {
+	return DropoutNonZerosInto(c, p, seed, keys, make([]float32, len(c.Weights)), nil)
+}
+
+// DropoutNonZerosInto is DropoutNonZeros with the output's weights written
+// to weights (len(c.Weights) values) and, when tweights is not nil (as
+// long), its transpose's weights (built by the backward's products) kept
+// in tweights: storage a caller reuses from step to step (a tape's
+// workspace) instead of two fresh arrays a call (GCN on Cora: 460 KB an
+// epoch).
+func DropoutNonZerosInto(c *CSR, p float64, seed uint64, keys []int32, weights, tweights []float32) (*CSR, error) {
 	if !(p >= 0 && p < 1) {
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: probability %v not in [0, 1)", p)
 	}
@@ -61,9 +71,12 @@ func DropoutNonZeros(c *CSR, p float64, seed uint64, keys []int32) (*CSR, error)
 	if keys != nil && len(keys) != rows {
 		return nil, fmt.Errorf("tensor: DropoutNonZeros: %d keys for %d rows", len(keys), rows)
 	}
+	if len(weights) != len(c.Weights) || (tweights != nil && len(tweights) != len(c.Weights)) {
+		return nil, fmt.Errorf("%w: DropoutNonZeros: storage for %d and %d weights, want %d", ErrShape, len(weights), len(tweights), len(c.Weights))
+	}
 	dc := newDropCode(p)
 	_, lm, thr, w := dc.walk()
-	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: make([]float32, len(c.Weights)), same: cmp.Or(c.same, c)}
+	out := &CSR{Indptr: c.Indptr, Indices: c.Indices, NumSrc: c.NumSrc, Weights: weights, same: cmp.Or(c.same, c), tw: tweights}
 	// The lane of element (i, j) starts at bit o·w of its stream (a row's,
 	// or a chunk's of the flat matrix), o its offset there and w the lane
 	// width: bit o·w%64 of draw o·w/64. The

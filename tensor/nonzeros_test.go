@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -51,7 +52,20 @@ func TestDropoutNonZerosMatchesDropout(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := DropoutNonZeros(c, p, 42, k)
+				// At p = 1/2 into given storage (NaN first: every entry must be
+				// written), whose second half takes the transpose's weights.
+				var d *CSR
+				var tw []float32
+				if p == 0.5 {
+					buf := make([]float32, 2*len(c.Weights))
+					for i := range buf {
+						buf[i] = float32(math.NaN())
+					}
+					tw = buf[len(c.Weights):]
+					d, err = DropoutNonZerosInto(c, p, 42, k, buf[:len(c.Weights)], tw)
+				} else {
+					d, err = DropoutNonZeros(c, p, 42, k)
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,12 +99,24 @@ func TestDropoutNonZerosMatchesDropout(t *testing.T) {
 				if d.T() == fresh.T() || &d.T().Dst[0] != &c.T().Dst[0] {
 					t.Fatal("the dropout output's transpose is not c's structure with weights of its own")
 				}
+				if tw != nil && &d.T().w[0] != &tw[0] {
+					t.Fatal("the transpose's weights are not in the storage given")
+				}
 				for i := range gf.Data {
 					if math.Float32bits(gs.Data[i]) != math.Float32bits(gf.Data[i]) {
 						t.Fatalf("%dx%d p=%v keyed=%v: gradient element %d is %v through the shared transpose, %v through a fresh one", sh.rows, sh.cols, p, k != nil, i, gs.Data[i], gf.Data[i])
 					}
 				}
 			}
+		}
+	}
+}
+
+func TestDropoutNonZerosIntoBadStorage(t *testing.T) {
+	c := NonZeros(Matrix{Rows: 1, Cols: 3, Data: []float32{1, 0, 2}})
+	for _, st := range []struct{ w, tw []float32 }{{make([]float32, 1), nil}, {make([]float32, 2), make([]float32, 3)}} {
+		if _, err := DropoutNonZerosInto(c, 0.5, 1, nil, st.w, st.tw); !errors.Is(err, ErrShape) {
+			t.Errorf("storage for %d and %d weights of 2: %v, want ErrShape", len(st.w), len(st.tw), err)
 		}
 	}
 }

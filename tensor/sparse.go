@@ -29,8 +29,10 @@ type CSR struct {
 	t *Transposed
 	// same, when set, is a CSR with the same Indptr and Indices (made by
 	// DropoutNonZeros): T shares its transpose's arrays, with weights of
-	// its own, instead of transposing again.
+	// its own (in tw's storage when set: DropoutNonZerosInto), instead
+	// of transposing again.
 	same *CSR
+	tw   []float32
 }
 
 // Transposed is a CSR compressed over sources: the out-edges of source s are
@@ -92,7 +94,7 @@ func (g *CSR) T() *Transposed {
 	}
 	if g.same != nil {
 		st := g.same.T()
-		g.t = &Transposed{Indptr: st.Indptr, Dst: st.Dst, Edge: st.Edge}
+		g.t = &Transposed{Indptr: st.Indptr, Dst: st.Dst, Edge: st.Edge, w: g.tw[:0]}
 		return g.t
 	}
 	t := g.TScratch

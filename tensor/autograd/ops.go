@@ -308,7 +308,9 @@ func (t *Tape) sparseDropout(x *Var, p float64, seed uint64, keys []int32) *Var 
 	if x.Sparse == nil || x.requiresGrad || t.noGrad || p == 0 {
 		return nil
 	}
-	c, err := tensor.DropoutNonZeros(x.Sparse, p, seed, keys)
+	// The output's weights and its transpose's, in the workspace.
+	nnz := len(x.Sparse.Weights)
+	c, err := tensor.DropoutNonZerosInto(x.Sparse, p, seed, keys, t.get(1, nnz).Data, t.get(1, nnz).Data)
 	must("Dropout", err)
 	// An owned x is overwritten in place; it is zero outside its
 	// nonzeros, as SparseDense is, so only the entries need writing.
