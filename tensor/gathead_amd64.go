@@ -39,6 +39,14 @@ func prefetch(p *float32)
 //go:noescape
 func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail int, scale *float32)
 
+// spmmRows16AVX2 sets rows of 16 values, each to its edges' weighted sum
+// of rows of x, from zero, in one call (see gathead_amd64.s): spmmRow16AVX2
+// on rows [lo, hi) of a CSR without a Go call, a clear and slicing per
+// row, which cost more than the kernel on Cora's rows of a few edges.
+//
+//go:noescape
+func spmmRows16AVX2(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int)
+
 // spmmRow16AVX2 is spmmRowAVX2 for m = 2 (no tail), the output row in
 // registers.
 //

@@ -616,3 +616,69 @@ spmm2r_store_tail:
 spmm2r_done:
 	VZEROUPPER
 	RET
+
+// func spmmRows16AVX2(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int)
+// For each row r < rows, with its edges e in [indptr[r], indptr[r+1]):
+// o[r*ldo:][:16] = Σ_e w[e*wstep]·x[idx[e]*ldx:][:16] in order of e, the
+// row in registers from zero (ldx, ldo and wstep in bytes), times 1/n (n
+// its edges, none: no scaling) when mean != 0; each edge prefetches the
+// row of idx[e+4] while e+4 < lim. The fused multiply-adds are
+// spmmRow16AVX2's on a row of zeros: the results are bitwise its own.
+TEXT ·spmmRows16AVX2(SB), NOSPLIT, $0-88
+	MOVQ rows+0(FP), BX
+	MOVQ indptr+8(FP), R8
+	MOVQ idx+16(FP), R10
+	MOVQ w+24(FP), R11
+	MOVQ wstep+32(FP), R12
+	MOVQ x+40(FP), SI
+	MOVQ ldx+48(FP), R9
+	MOVQ o+56(FP), DI
+	MOVQ ldo+64(FP), R14
+	MOVQ lim+72(FP), R13
+	MOVQ mean+80(FP), DX
+	TESTQ BX, BX
+	JLE rows16_done
+rows16_row:
+	MOVQ (R8), CX
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	CMPQ CX, 8(R8)
+	JGE rows16_store
+rows16_edge:
+	MOVQ CX, AX
+	IMULQ R12, AX
+	VBROADCASTSS (R11)(AX*1), Y0
+	LEAQ 4(CX), AX
+	CMPQ AX, R13
+	JGE rows16_fma
+	MOVLQSX (R10)(AX*4), AX
+	IMULQ R9, AX
+	PREFETCHT0 (SI)(AX*1)
+rows16_fma:
+	MOVLQSX (R10)(CX*4), AX
+	IMULQ R9, AX
+	VFMADD231PS (SI)(AX*1), Y0, Y1
+	VFMADD231PS 32(SI)(AX*1), Y0, Y2
+	INCQ CX
+	CMPQ CX, 8(R8)
+	JLT rows16_edge
+	TESTQ DX, DX
+	JZ rows16_store
+	SUBQ (R8), CX
+	CVTSQ2SS CX, X3
+	MOVL $0x3f800000, AX
+	MOVL AX, X0
+	DIVSS X3, X0
+	VBROADCASTSS X0, Y0
+	VMULPS Y1, Y0, Y1
+	VMULPS Y2, Y0, Y2
+rows16_store:
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ R14, DI
+	ADDQ $8, R8
+	DECQ BX
+	JNZ rows16_row
+rows16_done:
+	VZEROUPPER
+	RET
