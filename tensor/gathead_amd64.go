@@ -47,6 +47,12 @@ func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep 
 //go:noescape
 func spmmRows16AVX2(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int)
 
+// spmmRowsAVX512 is spmmRows16AVX2 for rows of fewer than 16 values, the
+// lanes of mask (AVX-512).
+//
+//go:noescape
+func spmmRowsAVX512(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int, mask int)
+
 // spmmRow16AVX2 is spmmRowAVX2 for m = 2 (no tail), the output row in
 // registers.
 //

@@ -682,3 +682,66 @@ rows16_store:
 rows16_done:
 	VZEROUPPER
 	RET
+
+// func spmmRowsAVX512(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int, mask int)
+// spmmRows16AVX2 for rows of fewer than 16 values, the lanes of mask (a
+// row of the output in Z1, masked loads and stores: no fault on a masked-off
+// lane): spmmRowAVX512's fused multiply-adds for a row of zero full
+// vectors and that tail, bitwise its results; each edge prefetches the
+// row of idx[e+8] while e+8 < lim.
+TEXT ·spmmRowsAVX512(SB), NOSPLIT, $0-96
+	MOVQ rows+0(FP), BX
+	MOVQ indptr+8(FP), R8
+	MOVQ idx+16(FP), R10
+	MOVQ w+24(FP), R11
+	MOVQ wstep+32(FP), R12
+	MOVQ x+40(FP), SI
+	MOVQ ldx+48(FP), R9
+	MOVQ o+56(FP), DI
+	MOVQ ldo+64(FP), R14
+	MOVQ lim+72(FP), R13
+	MOVQ mean+80(FP), DX
+	MOVQ mask+88(FP), AX
+	KMOVW AX, K1
+	TESTQ BX, BX
+	JLE rowsm_done
+rowsm_row:
+	MOVQ (R8), CX
+	VPXORD Z1, Z1, Z1
+	CMPQ CX, 8(R8)
+	JGE rowsm_store
+rowsm_edge:
+	MOVQ CX, AX
+	IMULQ R12, AX
+	VBROADCASTSS (R11)(AX*1), Z0
+	LEAQ 8(CX), AX
+	CMPQ AX, R13
+	JGE rowsm_fma
+	MOVLQSX (R10)(AX*4), AX
+	IMULQ R9, AX
+	PREFETCHT0 (SI)(AX*1)
+rowsm_fma:
+	MOVLQSX (R10)(CX*4), AX
+	IMULQ R9, AX
+	VFMADD231PS (SI)(AX*1), Z0, K1, Z1
+	INCQ CX
+	CMPQ CX, 8(R8)
+	JLT rowsm_edge
+	TESTQ DX, DX
+	JZ rowsm_store
+	SUBQ (R8), CX
+	CVTSQ2SS CX, X3
+	MOVL $0x3f800000, AX
+	MOVL AX, X2
+	DIVSS X3, X2
+	VBROADCASTSS X2, Z0
+	VMULPS Z0, Z1, Z1
+rowsm_store:
+	VMOVUPS Z1, K1, (DI)
+	ADDQ R14, DI
+	ADDQ $8, R8
+	DECQ BX
+	JNZ rowsm_row
+rowsm_done:
+	VZEROUPPER
+	RET

@@ -25,3 +25,7 @@ func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep 
 func spmmRows16AVX2(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int) {
 	panic("tensor: no row kernels")
 }
+
+func spmmRowsAVX512(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int, mask int) {
+	panic("tensor: no row kernels")
+}

@@ -258,13 +258,13 @@ func Aggregate(out Matrix, g *CSR, x Matrix, mode Reduce) error {
 		defer statEnd(t0, &aggNs, &aggElems, int64(len(g.Indices))*int64(x.Cols))
 	}
 	if rowKernel(x.Cols) {
-		if x.Cols == 16 {
+		if rowsKernel(x.Cols) {
 			var w []float32
 			if mode == Weighted {
 				w = g.Weights
 			}
 			return parallelFor(g.NumDst(), 64, func(lo, hi int) {
-				spmmRows16(out, lo, hi, g.Indptr, g.Indices, w, x, mode == Mean)
+				spmmRows(out, lo, hi, g.Indptr, g.Indices, w, x, mode == Mean)
 			})
 		}
 		return parallelFor(g.NumDst(), 64, func(lo, hi int) {
@@ -381,10 +381,11 @@ func aggregateGradRows(op string, dx Matrix, g *CSR, dy Matrix, mode Reduce, fro
 				return nil, nil, err
 			}
 		}
+		rows := rowsKernel(dy.Cols)
 		return func(lo, hi int) {
-			if dy.Cols == 16 && hi > from {
+			if rows && hi > from {
 				// The rows set (not added to) in one kernel call.
-				spmmRows16(dx, max(lo, from), hi, t.Indptr, t.Dst, tw, dy, false)
+				spmmRows(dx, max(lo, from), hi, t.Indptr, t.Dst, tw, dy, false)
 				hi = max(lo, from)
 			}
 			for s := lo; s < hi; s++ {

@@ -87,13 +87,20 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32, mean bool) 
 	}
 }
 
-// spmmRows16 sets rows [lo, hi) of o (16 columns) to what clearing each
-// and spmmRow(o.Row(d), x, idx[indptr[d]:], n, w[indptr[d]:indptr[d+1]]
-// (nil: unweighted), mean) give, bitwise, in one kernel call: on rows of
-// a few edges (Cora's) the per-row call, clear and slicing took longer
-// than the kernel (15 ns a row in all, in cache). indptr[hi] must be at
-// most len(idx) (and len(w) when w is not nil).
-func spmmRows16(o Matrix, lo, hi int, indptr []int64, idx []int32, w []float32, x Matrix, mean bool) {
+// rowsKernel reports whether spmmRows takes rows of cols values: 16 with
+// AVX2 (a row in two registers), fewer with AVX-512 (one, masked).
+func rowsKernel(cols int) bool {
+	return cols == 16 || cols > 0 && cols < 16 && ks().name == "avx512"
+}
+
+// spmmRows sets rows [lo, hi) of o (cols values, rowsKernel(cols)) to what
+// clearing each and spmmRow(o.Row(d), x, idx[indptr[d]:], n,
+// w[indptr[d]:indptr[d+1]] (nil: unweighted), mean) give, bitwise, in one
+// kernel call: on rows of a few edges (Cora's) the per-row call, clear and
+// slicing took longer than the kernel (rows of 16: 15 ns a row in all, in
+// cache). indptr[hi] must be at most len(idx) (and len(w) when w is not
+// nil).
+func spmmRows(o Matrix, lo, hi int, indptr []int64, idx []int32, w []float32, x Matrix, mean bool) {
 	if hi <= lo {
 		return
 	}
@@ -114,7 +121,11 @@ func spmmRows16(o Matrix, lo, hi int, indptr []int64, idx []int32, w []float32, 
 	if mean {
 		m = 1
 	}
-	spmmRows16AVX2(hi-lo, &indptr[lo], &idx[0], wp, step, &x.Data[0], x.Cols*4, &o.Data[lo*o.Cols], o.Cols*4, len(idx), m)
+	if x.Cols == 16 {
+		spmmRows16AVX2(hi-lo, &indptr[lo], &idx[0], wp, step, &x.Data[0], x.Cols*4, &o.Data[lo*o.Cols], o.Cols*4, len(idx), m)
+		return
+	}
+	spmmRowsAVX512(hi-lo, &indptr[lo], &idx[0], wp, step, &x.Data[0], x.Cols*4, &o.Data[lo*o.Cols], o.Cols*4, len(idx), m, 1<<x.Cols-1)
 }
 
 // transposedWeights returns the weight of every edge of g in the order of
