@@ -645,15 +645,22 @@ func NLLLoss(logp Matrix, labels []int32) (loss float32, count int, err error) {
 	if len(labels) != logp.Rows {
 		return 0, 0, fmt.Errorf("%w: NLLLoss: %d labels for %d rows", ErrShape, len(labels), logp.Rows)
 	}
+	return meanNLL("NLLLoss", labels, logp.Cols, func(i, y int) float32 { return logp.At(i, y) })
+}
+
+// meanNLL returns -mean_i logp(i, labels[i]) over the rows whose label is
+// >= 0, summed in row order, and their count, or an error naming op at
+// the first label not below cols.
+func meanNLL(op string, labels []int32, cols int, logp func(i, y int) float32) (loss float32, count int, err error) {
 	var sum float64
 	for i, y := range labels {
 		if y < 0 {
 			continue
 		}
-		if int(y) >= logp.Cols {
-			return 0, 0, fmt.Errorf("%w: NLLLoss: label %d of row %d not below %d classes", ErrShape, y, i, logp.Cols)
+		if int(y) >= cols {
+			return 0, 0, fmt.Errorf("%w: %s: label %d of row %d not below %d classes", ErrShape, op, y, i, cols)
 		}
-		sum -= float64(logp.At(i, int(y)))
+		sum -= float64(logp(i, int(y)))
 		count++
 	}
 	if count == 0 {
@@ -695,11 +702,6 @@ func CrossEntropy(x Matrix, labels []int32, lse []float32) (loss float32, count 
 	if x.Cols == 0 && x.Rows > 0 {
 		return 0, 0, fmt.Errorf("%w: CrossEntropy of rows with no columns", ErrEmpty)
 	}
-	for i, y := range labels {
-		if int(y) >= x.Cols {
-			return 0, 0, fmt.Errorf("%w: CrossEntropy: label %d of row %d not below %d classes", ErrShape, y, i, x.Cols)
-		}
-	}
 	if err := timedRows(len(x.Data), x.Rows, 128, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if labels[i] >= 0 {
@@ -709,17 +711,7 @@ func CrossEntropy(x Matrix, labels []int32, lse []float32) (loss float32, count 
 	}); err != nil {
 		return 0, 0, err
 	}
-	var sum float64
-	for i, y := range labels {
-		if y >= 0 {
-			sum -= float64(x.At(i, int(y)) - lse[i])
-			count++
-		}
-	}
-	if count == 0 {
-		return 0, 0, nil
-	}
-	return float32(sum / float64(count)), count, nil
+	return meanNLL("CrossEntropy", labels, x.Cols, func(i, y int) float32 { return x.At(i, y) - lse[i] })
 }
 
 // logSumExp returns log Σ exp(s[j]), as LogSoftmax computes it.

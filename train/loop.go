@@ -120,9 +120,9 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 	// The resident-set mark is reset before an epoch and read after it,
 	// through /proc (about 80 µs): over epochs shorter than peakEvery
 	// (full-graph Cora's take 2-3 ms) once per peakEvery instead, an
-	// epoch in between reporting the mark last read.
+	// epoch in between reporting the mark last read. since is when the
+	// mark was last reset, zero once it has been read.
 	var peak int64
-	reset := true
 	var since time.Time
 	for epoch := 0; epoch < cfg.Epochs; epoch++ {
 		if err := ctx.Err(); err != nil {
@@ -131,9 +131,9 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		lr := cfg.LR(epoch)
 		l.Optimizer.SetLR(lr)
 		t0 := time.Now()
-		if reset {
+		if since.IsZero() {
 			memstat.ResetPeak()
-			since, reset = t0, false
+			since = t0
 		}
 		st, err := step.Epoch(ctx, epoch)
 		if err != nil {
@@ -143,7 +143,7 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 			st.PeakHeapBytes = memstat.HeapInUse()
 		}
 		if time.Since(since) >= peakEvery || epoch == cfg.Epochs-1 || peak == 0 {
-			peak, reset = memstat.Peak(), true
+			peak, since = memstat.Peak(), time.Time{}
 		}
 		st.PeakRSSBytes = peak
 		res.Summary.PeakHeapBytes = max(res.Summary.PeakHeapBytes, st.PeakHeapBytes)
@@ -205,5 +205,5 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 }
 
 // peakEvery is the least time between two readings of the resident-set
-// high-water mark (see run's loop).
+// high-water mark (see Loop.Run).
 const peakEvery = 50 * time.Millisecond
