@@ -32,6 +32,11 @@ type microKernel struct {
 	// pfBytes is how many bytes of pf every kernel of the tile prefetches
 	// a depth (0: none).
 	pfBytes int
+	// ahead, where not nil, computes a full tile of an A whose rows are
+	// contiguous (rsA 1: a transposed A read in place) like fn, and also
+	// prefetches a depth at a time the A of a row tile further on, which
+	// the hardware prefetchers do not follow (see gemmJob.block).
+	ahead kernelFn
 }
 
 // kernelFn is a micro-kernel: C[0:rows, 0:nr] (+)= alpha * A·B over k

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -38,6 +39,54 @@ func TestRowKernels(t *testing.T) {
 						for _, acc := range []bool{false, true} {
 							desc := fmt.Sprintf("%s %dx%d rows %d k %d strided %v acc %v", name, mk.mr, mk.nr, r, k, strided, acc)
 							checkRowKernel(t, rng, desc, fn, r, mk.mr, mk.nr, k, strided, acc)
+							tested++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d cases", tested)
+}
+
+// TestAheadKernels checks every full-tile kernel that prefetches the row
+// tile ahead (microKernel.ahead) against a float64 reference, with A's rows
+// contiguous as it is used (a transposed A read in place, row tiles side by
+// side) and packed, and that its sums are bitwise the plain kernel's.
+func TestAheadKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	tested := 0
+	for _, name := range Kernels() {
+		ks := kernelSets[name]
+		for _, mk := range []*microKernel{ks.wide, ks.narrow} {
+			if mk == nil || mk.ahead == nil {
+				continue
+			}
+			const ldc = 3*32 + 8
+			for _, k := range []int{0, 1, 5, 32, 257} {
+				for _, cs := range []int{mk.mr, 3*mk.mr + 5} {
+					for _, acc := range []bool{false, true} {
+						for _, run := range []tileRun{oneTile, {n: 3, da: mk.mr, dc: mk.mr * ldc}} {
+							desc := fmt.Sprintf("%s %dx%d ahead k %d cs %d acc %v run %d", name, mk.mr, mk.nr, k, cs, acc, run.n)
+							checkRun(t, rng, desc, mk.ahead, mk.mr, mk.mr, mk.nr, k, 1, cs, ldc, run, acc)
+							a := make([]float32, 2*mk.mr+max(k, 1)*cs)
+							b := make([]float32, max(k, 1)*mk.nr)
+							for i := range a {
+								a[i] = float32(rng.NormFloat64())
+							}
+							for i := range b {
+								b[i] = float32(rng.NormFloat64())
+							}
+							c1 := make([]float32, 3*mk.mr*ldc)
+							for i := range c1 {
+								c1[i] = float32(rng.NormFloat64())
+							}
+							c2 := slices.Clone(c1)
+							mk.fn(k, a, 1, cs, b, c1, ldc, 0.75, acc, nil, oneTile)
+							mk.ahead(k, a, 1, cs, b, c2, ldc, 0.75, acc, nil, oneTile)
+							if !slices.Equal(c1, c2) {
+								t.Fatalf("%s: not bitwise the plain kernel's", desc)
+							}
 							tested++
 						}
 					}

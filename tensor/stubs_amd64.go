@@ -54,7 +54,7 @@ func registerArchKernels() {
 	if hasAVX512 {
 		registerKernels("avx512", &kernelSet{
 			wide:   &microKernel{mr: 12, nr: 32, fn: sgemmAVX512x12x32Fn, rows: avx512WideRows, pfBytes: avx512WidePF},
-			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF},
+			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF, ahead: avx512NarrowAhead},
 			axpy:   axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, epilogue: epilogueVec512, reluMask: reluMaskVec, dropout: dropoutVec512, dropoutBits: dropoutBitsVec512,
 			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,

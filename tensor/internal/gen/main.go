@@ -32,6 +32,12 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // tiles saves the caller's loop and a call per tile, which were a third
 // of a shallow product's time (Cora's dY·Wᵀ, depth 16).
 //
+// With aheadBytes > 0 (only for an A whose rows are contiguous, rsA 1) it
+// also prefetches into L1, a depth at a time, the lines at aheadBytes and
+// aheadBytes+64 on from row 0's element: the A of the row tile that far on
+// in a transposed A read in place, whose rows (X's columns) the hardware
+// prefetchers do not follow. Tiles mr·4 bytes apart, these lines cover them.
+//
 // With pfStep > 0 it also prefetches into L2 (PREFETCHT1) the bytes
 // [pf, pf + n*k*pfStep), one line every 64/pfStep depths: what the caller
 // packs next, so that the packing reads it from L2 instead of memory while
@@ -45,7 +51,7 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // rows then has fewer independent sums than the FMA latency could hide (8
 // are needed at 2 FMAs a cycle and 4 cycles): splitting each sum over
 // alternate depths would hide it but change the rounding.
-func gemm(name string, mr, nr int, wide bool, pfStep int) {
+func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int) {
 	reg := "Y"
 	vl := 8
 	if wide {
@@ -109,6 +115,10 @@ func gemm(name string, mr, nr int, wide bool, pfStep int) {
 	p("TESTQ CX, CX")
 	p("JEQ %s_done", name)
 	label(name + "_loop")
+	if aheadBytes > 0 {
+		p("PREFETCHT0 %d(SI)", aheadBytes)
+		p("PREFETCHT0 %d(SI)", aheadBytes+64)
+	}
 	if pfStep > 0 {
 		p("PREFETCHT1 (R12)")
 		p("ADDQ $%d, R12", pfStep)
@@ -323,6 +333,11 @@ type tile struct {
 	// pfStep is the bytes prefetched a depth (see gemm); 24 rows leave
 	// no register for it.
 	pfStep int
+	// ahead, if not 0, adds a full-tile kernel prefix+"x"+mr+"x"+nr+"Ahead"
+	// (Go name set+"Ahead") for an A whose rows are contiguous (rsA 1, a
+	// transposed A read in place) that prefetches, a depth at a time, the
+	// A of the row tile ahead tiles on (see gemm's aheadBytes).
+	ahead int
 }
 
 var tiles = []tile{
@@ -330,9 +345,18 @@ var tiles = []tile{
 	// (into scratch when it has more): AVX-512 every second or fourth
 	// count, less code for about the same time. (5 of 6 rows on AVX2 took
 	// as long as 6 on Zen 4.)
-	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8},
-	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32},
-	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0},
+	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 0},
+	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0},
+	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2},
+}
+
+// stub writes the Go declaration of kernel n and its kernelFn, which
+// calls it directly rather than through a func value (a 6×16 call is about
+// 0.5 µs of work).
+func stub(w *bytes.Buffer, n string) {
+	fmt.Fprintf(w, "\n//go:noescape\nfunc %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)\n", n)
+	fmt.Fprintf(w, "\nfunc %sFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {\n", n)
+	fmt.Fprintf(w, "\t%s(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)\n}\n", n)
 }
 
 func name(t tile, r int) string { return fmt.Sprintf("%sx%dx%d", t.prefix, r, t.nr) }
@@ -346,13 +370,18 @@ func main() {
 	for _, t := range tiles {
 		for _, r := range append([]int{t.mr}, t.rows...) {
 			n := name(t, r)
-			gemm(n, r, t.nr, t.wide, t.pfStep)
-			fmt.Fprintf(&stubs, "\n//go:noescape\nfunc %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)\n", n)
-			// Its kernelFn, calling it directly rather than through a
-			// func value (a 6×16 call is about 0.5 µs of work).
-			fmt.Fprintf(&stubs, "\nfunc %sFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {\n", n)
-			fmt.Fprintf(&stubs, "\t%s(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)\n}\n", n)
+			gemm(n, r, t.nr, t.wide, t.pfStep, 0)
+			stub(&stubs, n)
 		}
+	}
+	for _, t := range tiles {
+		if t.ahead == 0 {
+			continue
+		}
+		n := name(t, t.mr) + "Ahead"
+		gemm(n, t.mr, t.nr, t.wide, t.pfStep, t.ahead*t.mr*4)
+		stub(&stubs, n)
+		fmt.Fprintf(&stubs, "\n// %sAhead computes a full %d×%d tile of an A whose rows are contiguous,\n// prefetching the A of the row tile %d on.\nvar %sAhead kernelFn = %sFn\n", t.set, t.mr, t.nr, t.ahead, t.set, n)
 	}
 	for _, t := range tiles {
 		fmt.Fprintf(&stubs, "\n// %sPF is the bytes a depth the %d×%d kernels prefetch.\nconst %sPF = %d\n", t.set, t.mr, t.nr, t.set, t.pfStep)
