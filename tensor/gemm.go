@@ -586,14 +586,16 @@ func GemmNTMulti(xs, ws []Matrix, beta float32, c Matrix, ep Epilogue) error {
 // 256 outputs × 100 inputs over 13.8k nodes, run 1.06× faster swapped one
 // by one and 1.12× as GemmTNMulti's one shared product.)
 //
-// Not when the narrow micro-kernel covers the output in one full panel
-// (n == its nr): computed directly, A is then read once, in place, and C
-// written without an edge tile, which measured 2.6× faster than swapping
-// (GCN's hidden 16 on Cora's 1433 features: 68 → 175 GFLOP/s). With a
-// partial panel (n < nr) the edge tile costs more, and swapping wins.
+// Not when a micro-kernel that prefetches its A ahead (microKernel.ahead)
+// covers the output in one full panel (n == its nr): computed directly, A
+// is then read once, in place, and C written without an edge tile, which
+// measured 2.6× faster than swapping with AVX-512's narrow kernel (GCN's
+// hidden 16 on Cora's 1433 features: 68 → 175 GFLOP/s), and with AVX2's
+// 6×16 kernel 73-75 GFLOP/s against 52 (Intel Xeon). With a partial panel
+// (n < nr) the edge tile costs more, and swapping wins.
 func deepNarrowGrad(tA, tB Op, m, n, k int) bool {
 	set := ks()
-	if set.narrow != nil && n == set.narrow.nr {
+	if mk := set.forCols(n); n == mk.nr && mk.ahead != nil {
 		return false
 	}
 	nr := set.wide.nr
@@ -625,11 +627,7 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 	if tB == Trans {
 		n = b.Rows
 	}
-	set := ks()
-	mk := set.wide
-	if set.narrow != nil && n <= set.narrow.nr {
-		mk = set.narrow
-	}
+	mk := ks().forCols(n)
 	j := &gemmJob{
 		m: m, n: n, k: k,
 		a: a.Data, rsA: rsA, csA: csA,
@@ -651,18 +649,26 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 		// One column panel: a run of row tiles a kernel call, each tile
 		// prefetching the A of the one aheadTiles on (mk.ahead), which
 		// leaves no stream to the hardware prefetchers, so that deeper
-		// blocks (C read and written half as often) cost no misses. Cora's
-		// Xᵀ·dY (1433×16 over 2708, 15.5 MB of A) at one thread: 62-71
-		// GFLOP/s before, 99-105 at 32 deep and 94-98 at 24 (two tiles
-		// ahead; one ahead 82-86; Intel Xeon, AVX-512).
+		// blocks (C read and written less often) cost no misses: aheadMACs
+		// multiply-adds an element of a tile's rows a call. Cora's Xᵀ·dY
+		// (1433×16 over 2708, 15.5 MB of A) at one thread, Intel Xeon:
+		// AVX-512 (24 rows) 62-71 GFLOP/s before, 99-105 at 32 deep, 94-98
+		// at 24, 100-106 at 48 (two tiles ahead; one ahead 82-86); AVX2 (6
+		// rows, formerly swapped, see deepNarrowGrad: 52 GFLOP/s) 44-46 at
+		// 16 deep, 61 at 32, 71-72 at 64, 73-75 at 128, 68-69 at 256.
 		if n <= mk.nr && mk.ahead != nil {
-			j.ahead, kc = true, 32
+			j.ahead, kc = true, aheadMACs/mk.mr
 		}
 	}
 	// Split k into equal blocks rather than leaving a thin last one.
 	j.kc = (k + (k+kc-1)/kc - 1) / ((k + kc - 1) / kc)
 	return j
 }
+
+// aheadMACs is the depth of a block times the rows of a tile where the
+// tiles prefetch their A ahead (gemmJob.ahead): 32 deep with AVX-512's
+// 24-row narrow tiles, 128 with AVX2's 6 rows.
+const aheadMACs = 768
 
 // minWorkerMACs is the fewest multiply-adds that runParallel gives a
 // worker: a smaller product runs on fewer threads, down to one. Such a

@@ -39,6 +39,15 @@ type microKernel struct {
 	ahead kernelFn
 }
 
+// forCols returns the micro-kernel that computes a product with n
+// columns: the narrow one where there is one and n fits it, else the wide.
+func (set *kernelSet) forCols(n int) *microKernel {
+	if set.narrow != nil && n <= set.narrow.nr {
+		return set.narrow
+	}
+	return set.wide
+}
+
 // kernelFn is a micro-kernel: C[0:rows, 0:nr] (+)= alpha * A·B over k
 // depths, A read at a[r*rsA + p*csA], B packed as k rows of nr floats,
 // C's rows ldc apart; acc false overwrites C without reading it. It does

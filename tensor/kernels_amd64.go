@@ -127,6 +127,17 @@ func sgemmAVX512x20x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc i
 }
 
 //go:noescape
+func sgemmAVX2x6x16Ahead(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+
+func sgemmAVX2x6x16AheadFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
+	sgemmAVX2x6x16Ahead(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)
+}
+
+// avx2Ahead computes a full 6×16 tile of an A whose rows are contiguous,
+// prefetching the A of the row tile 2 on.
+var avx2Ahead kernelFn = sgemmAVX2x6x16AheadFn
+
+//go:noescape
 func sgemmAVX512x24x16Ahead(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 
 func sgemmAVX512x24x16AheadFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {

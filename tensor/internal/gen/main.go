@@ -33,10 +33,11 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // of a shallow product's time (Cora's dY·Wᵀ, depth 16).
 //
 // With aheadBytes > 0 (only for an A whose rows are contiguous, rsA 1) it
-// also prefetches into L1, a depth at a time, the lines at aheadBytes and
-// aheadBytes+64 on from row 0's element: the A of the row tile that far on
-// in a transposed A read in place, whose rows (X's columns) the hardware
-// prefetchers do not follow. Tiles mr·4 bytes apart, these lines cover them.
+// also prefetches into L1, a depth at a time, a line every 64 of the mr·4
+// bytes from aheadBytes on past row 0's element: the A of the row tile that
+// far on in a transposed A read in place, whose rows (X's columns) the
+// hardware prefetchers do not follow. With tiles mr·4 bytes apart, the
+// tiles' prefetches together cover every line.
 //
 // With pfStep > 0 it also prefetches into L2 (PREFETCHT1) the bytes
 // [pf, pf + n*k*pfStep), one line every 64/pfStep depths: what the caller
@@ -115,9 +116,8 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int) {
 	p("TESTQ CX, CX")
 	p("JEQ %s_done", name)
 	label(name + "_loop")
-	if aheadBytes > 0 {
-		p("PREFETCHT0 %d(SI)", aheadBytes)
-		p("PREFETCHT0 %d(SI)", aheadBytes+64)
+	for off := 0; off < mr*4 && aheadBytes > 0; off += 64 {
+		p("PREFETCHT0 %d(SI)", aheadBytes+off)
 	}
 	if pfStep > 0 {
 		p("PREFETCHT1 (R12)")
@@ -345,7 +345,7 @@ var tiles = []tile{
 	// (into scratch when it has more): AVX-512 every second or fourth
 	// count, less code for about the same time. (5 of 6 rows on AVX2 took
 	// as long as 6 on Zen 4.)
-	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 0},
+	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 2},
 	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0},
 	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2},
 }
