@@ -60,7 +60,7 @@ TEXT ·lanes16AVX2(SB), NOSPLIT, $0-24
 	MOVQ s+16(FP), AX
 	SHRQ $2, CX
 	JZ   done2
-	MOVQ AX, X0
+	VMOVQ AX, X0
 	VPBROADCASTQ X0, Y0
 	VPADDQ lanesOffs<>(SB), Y0, Y0
 	VPBROADCASTQ lanesInc4<>(SB), Y1
@@ -167,7 +167,7 @@ TEXT ·lanes1AVX2(SB), NOSPLIT, $32-24
 	JB   tail1a
 loop1a:
 	WYDRAW(BX, R8, R9)
-	MOVQ AX, X0
+	VMOVQ AX, X0
 	VPBROADCASTQ X0, Y0
 	BITS16AVX2(Y6, 0(DI))
 	BITS16AVX2(Y7, 32(DI))
@@ -184,7 +184,7 @@ tail1a:
 	// the next shuffle of lanesByte (R11), then the rest widened into the
 	// frame and copied a lane at a time.
 	WYDRAW(BX, R8, R9)
-	MOVQ AX, X0
+	VMOVQ AX, X0
 	VPBROADCASTQ X0, Y0
 	LEAQ lanesByte<>(SB), R11
 group1a:
