@@ -13,6 +13,9 @@ import (
 var (
 	// wideReg is a 256- or 512-bit vector register operand.
 	wideReg = regexp.MustCompile(`\b[YZ]([0-9]|[12][0-9]|3[01])\b`)
+	// lowWide is a 256- or 512-bit register whose upper half SSE code
+	// shares (VZEROUPPER clears those of these only).
+	lowWide = regexp.MustCompile(`\b[YZ]([0-9]|1[0-5])\b`)
 	// xmmReg is a 128-bit vector register operand.
 	xmmReg = regexp.MustCompile(`\bX([0-9]|[12][0-9]|3[01])\b`)
 	// macroCall is a line that starts with a macro's name (an identifier
@@ -29,7 +32,9 @@ type asmFunc struct {
 
 // TestNoLegacySSEAmidAVX checks every assembly function of the module that
 // uses 256- or 512-bit registers for a legacy (non-VEX) SSE instruction on
-// an XMM register before its VZEROUPPER. On Intel Xeons that instruction
+// an XMM register before its VZEROUPPER, and for a return without one (in
+// the order of the text, which is the order the code runs in but for its
+// loops). On Intel Xeons that instruction
 // costs a transition of the vector state whenever the upper halves are
 // dirty, on every pass of a loop: a MOVQ from a general register into X0 in
 // the AVX2 dropout-bit kernel (rng.lanes1AVX2) made it 49 times slower
@@ -70,14 +75,19 @@ func TestNoLegacySSEAmidAVX(t *testing.T) {
 			continue
 		}
 		wide++
-		cleared := false
+		cleared, dirty := false, false
 		for _, l := range f.lines {
 			op := strings.Fields(l)[0]
 			switch {
 			case op == "VZEROUPPER":
-				cleared = true
+				cleared, dirty = true, false
+			case op == "RET" && dirty:
+				t.Errorf("%s: %s returns without VZEROUPPER after using the upper halves of Y0-Y15/Z0-Z15 (Go's own code is SSE)", filepath.Base(f.file), f.name)
 			case !cleared && !strings.HasPrefix(op, "V") && xmmReg.MatchString(l):
 				t.Errorf("%s: %s uses 256/512-bit registers and a legacy SSE instruction before VZEROUPPER: %q (use its VEX form)", filepath.Base(f.file), f.name, l)
+			}
+			if lowWide.MatchString(l) {
+				dirty = true
 			}
 		}
 	}
