@@ -1688,11 +1688,17 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 		switch {
 		case p >= 0:
 			tl.a, tl.da = j.ap[p*mr*kb:], mr*kb
+			if j.mk.packed != nil {
+				tl.fn = j.mk.packed
+			}
 		case j.parts != nil:
 			tl.a, tl.cs = j.partTile(i, pc)
 		default:
 			tl.a = j.a[i*j.rsA+pc*j.csA:]
 			tl.rs, tl.cs, tl.da = j.rsA, j.csA, mr*j.rsA
+			if j.csA == 1 && j.mk.cs1 != nil {
+				tl.fn = j.mk.cs1
+			}
 		}
 		if j.ahead && p < 0 {
 			tl.fn = j.mk.ahead // in place: rows contiguous (rs 1)

@@ -37,6 +37,11 @@ type microKernel struct {
 	// prefetches a depth at a time the A of a row tile further on, which
 	// the hardware prefetchers do not follow (see gemmJob.block).
 	ahead kernelFn
+	// cs1 and packed, where not nil, compute a full tile like fn for an
+	// A read in place untransposed (csA 1) and for a packed A (rsA 1,
+	// csA mr), a few depths a pass with the addresses as displacements:
+	// the same sums with fewer pointer and loop instructions.
+	cs1, packed kernelFn
 }
 
 // forCols returns the micro-kernel that computes a product with n

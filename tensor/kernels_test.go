@@ -49,27 +49,44 @@ func TestRowKernels(t *testing.T) {
 	t.Logf("%d cases", tested)
 }
 
-// TestAheadKernels checks every full-tile kernel that prefetches the row
-// tile ahead (microKernel.ahead) against a float64 reference, with A's rows
-// contiguous as it is used (a transposed A read in place, row tiles side by
-// side) and packed, and that its sums are bitwise the plain kernel's.
-func TestAheadKernels(t *testing.T) {
+// TestLayoutKernels checks every full-tile kernel for a known layout of A
+// (microKernel.ahead, cs1, packed) against a float64 reference, in that
+// layout (ahead: rows contiguous, as a transposed A read in place and as
+// packed; cs1: depths contiguous, rows apart; packed) with runs of row tiles
+// as block makes them, and that its sums are bitwise the plain kernel's.
+func TestLayoutKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tested := 0
 	for _, name := range Kernels() {
 		ks := kernelSets[name]
 		for _, mk := range []*microKernel{ks.wide, ks.narrow} {
-			if mk == nil || mk.ahead == nil {
+			if mk == nil {
 				continue
 			}
 			const ldc = 3*32 + 8
-			for _, k := range []int{0, 1, 5, 32, 257} {
-				for _, cs := range []int{mk.mr, 3*mk.mr + 5} {
+			for _, k := range []int{0, 1, 3, 4, 5, 8, 32, 257} {
+				type layout struct {
+					name   string
+					fn     kernelFn
+					rs, cs int
+					da     int // the next row tile's A
+				}
+				var ls []layout
+				if mk.ahead != nil {
+					ls = append(ls, layout{"ahead", mk.ahead, 1, mk.mr, mk.mr}, layout{"ahead", mk.ahead, 1, 3*mk.mr + 5, mk.mr})
+				}
+				if mk.cs1 != nil {
+					ls = append(ls, layout{"cs1", mk.cs1, k + 3, 1, mk.mr * (k + 3)})
+				}
+				if mk.packed != nil {
+					ls = append(ls, layout{"packed", mk.packed, 1, mk.mr, mk.mr * max(k, 1)})
+				}
+				for _, l := range ls {
 					for _, acc := range []bool{false, true} {
-						for _, run := range []tileRun{oneTile, {n: 3, da: mk.mr, dc: mk.mr * ldc}} {
-							desc := fmt.Sprintf("%s %dx%d ahead k %d cs %d acc %v run %d", name, mk.mr, mk.nr, k, cs, acc, run.n)
-							checkRun(t, rng, desc, mk.ahead, mk.mr, mk.mr, mk.nr, k, 1, cs, ldc, run, acc)
-							a := make([]float32, 2*mk.mr+max(k, 1)*cs)
+						for _, run := range []tileRun{oneTile, {n: 3, da: l.da, dc: mk.mr * ldc}} {
+							desc := fmt.Sprintf("%s %dx%d %s k %d rs %d cs %d acc %v run %d", name, mk.mr, mk.nr, l.name, k, l.rs, l.cs, acc, run.n)
+							checkRun(t, rng, desc, l.fn, mk.mr, mk.mr, mk.nr, k, l.rs, l.cs, ldc, run, acc)
+							a := make([]float32, (mk.mr-1)*l.rs+max(k, 1)*l.cs+2*mk.mr)
 							b := make([]float32, max(k, 1)*mk.nr)
 							for i := range a {
 								a[i] = float32(rng.NormFloat64())
@@ -82,8 +99,8 @@ func TestAheadKernels(t *testing.T) {
 								c1[i] = float32(rng.NormFloat64())
 							}
 							c2 := slices.Clone(c1)
-							mk.fn(k, a, 1, cs, b, c1, ldc, 0.75, acc, nil, oneTile)
-							mk.ahead(k, a, 1, cs, b, c2, ldc, 0.75, acc, nil, oneTile)
+							mk.fn(k, a, l.rs, l.cs, b, c1, ldc, 0.75, acc, nil, oneTile)
+							l.fn(k, a, l.rs, l.cs, b, c2, ldc, 0.75, acc, nil, oneTile)
 							if !slices.Equal(c1, c2) {
 								t.Fatalf("%s: not bitwise the plain kernel's", desc)
 							}

@@ -52,7 +52,7 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // rows then has fewer independent sums than the FMA latency could hide (8
 // are needed at 2 FMAs a cycle and 4 cycles): splitting each sum over
 // alternate depths would hide it but change the rounding.
-func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int) {
+func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLayout) {
 	reg := "Y"
 	vl := 8
 	if wide {
@@ -113,40 +113,78 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int) {
 	for i := 0; i < nacc; i++ {
 		p("VXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
 	}
+	// at is the operand at displacement off from base ("(base)" at 0).
+	at := func(off int, base string) string {
+		if off == 0 {
+			return "(" + base + ")"
+		}
+		return fmt.Sprintf("%d(%s)", off, base)
+	}
+	// depth emits the work of depth d of the loop's pass: with a fixed
+	// layout every address is a displacement from the pass's pointers.
+	depth := func(d int) {
+		for off := 0; off < mr*4 && aheadBytes > 0; off += 64 {
+			p("PREFETCHT0 %d(SI)", aheadBytes+off+d*layout.depthBytes(mr))
+		}
+		if pfStep > 0 {
+			p("PREFETCHT1 %s", at(d*pfStep, "R12"))
+		}
+		for v := 0; v < nv; v++ {
+			p("VMOVUPS %d(DI), %s%d", d*nr*4+v*vl*4, reg, bregs+v)
+		}
+		for r := 0; r < mr; r++ {
+			var addr string
+			if layout == packedA {
+				addr = at(4*r+d*mr*4, "SI")
+			} else {
+				addr = at(d*layout.depthBytes(mr), ptrs[r/3]) + [3]string{"", "(R8*1)", "(R8*2)"}[r%3]
+			}
+			b := bc[r%2]
+			p("VBROADCASTSS %s, %s", addr, b)
+			for v := 0; v < nv; v++ {
+				p("VFMADD231PS %s%d, %s, %s%d", reg, bregs+v, b, reg, r*nv+v)
+			}
+		}
+	}
+	// next moves the pointers on by n depths.
+	next := func(n int) {
+		for g := 0; g < ngroups; g++ {
+			if layout == anyA {
+				p("ADDQ R9, %s", ptrs[g])
+			} else {
+				p("ADDQ $%d, %s", n*layout.depthBytes(mr), ptrs[g])
+			}
+			if layout == packedA {
+				break // one pointer
+			}
+		}
+		p("ADDQ $%d, DI", n*nr*4)
+		if pfStep > 0 {
+			p("ADDQ $%d, R12", n*pfStep)
+		}
+	}
 	p("TESTQ CX, CX")
 	p("JEQ %s_done", name)
+	if layout != anyA {
+		// Passes of unroll depths, then one depth a pass: the same sums
+		// in the same order as the general kernel, with a fifth of its
+		// pointer and loop instructions.
+		p("CMPQ CX, $%d", unroll)
+		p("JB %s_loop", name)
+		label(name + "_loopU")
+		for d := 0; d < unroll; d++ {
+			depth(d)
+		}
+		next(unroll)
+		p("SUBQ $%d, CX", unroll)
+		p("CMPQ CX, $%d", unroll)
+		p("JAE %s_loopU", name)
+		p("TESTQ CX, CX")
+		p("JEQ %s_done", name)
+	}
 	label(name + "_loop")
-	for off := 0; off < mr*4 && aheadBytes > 0; off += 64 {
-		p("PREFETCHT0 %d(SI)", aheadBytes+off)
-	}
-	if pfStep > 0 {
-		p("PREFETCHT1 (R12)")
-		p("ADDQ $%d, R12", pfStep)
-	}
-	for v := 0; v < nv; v++ {
-		p("VMOVUPS %d(DI), %s%d", v*vl*4, reg, bregs+v)
-	}
-	for r := 0; r < mr; r++ {
-		g := r / 3
-		var addr string
-		switch r % 3 {
-		case 0:
-			addr = fmt.Sprintf("(%s)", ptrs[g])
-		case 1:
-			addr = fmt.Sprintf("(%s)(R8*1)", ptrs[g])
-		case 2:
-			addr = fmt.Sprintf("(%s)(R8*2)", ptrs[g])
-		}
-		b := bc[r%2]
-		p("VBROADCASTSS %s, %s", addr, b)
-		for v := 0; v < nv; v++ {
-			p("VFMADD231PS %s%d, %s, %s%d", reg, bregs+v, b, reg, r*nv+v)
-		}
-	}
-	for g := 0; g < ngroups; g++ {
-		p("ADDQ R9, %s", ptrs[g])
-	}
-	p("ADDQ $%d, DI", nr*4)
+	depth(0)
+	next(1)
 	p("DECQ CX")
 	p("JNE %s_loop", name)
 	label(name + "_done")
@@ -322,6 +360,30 @@ func dot(name string) {
 	p("RET")
 }
 
+// aLayout is what a kernel knows of where A's elements lie.
+type aLayout int
+
+const (
+	anyA    aLayout = iota // rows rsA and depths csA apart, both given at run time
+	cs1A                   // depths contiguous (csA 1: A read in place, untransposed)
+	packedA                // rows contiguous and depths mr apart (rsA 1, csA mr: packed)
+)
+
+// depthBytes is how far apart in bytes a row's consecutive depths lie
+// (0 for anyA: not known when generating).
+func (l aLayout) depthBytes(mr int) int {
+	switch l {
+	case cs1A:
+		return 4
+	case packedA:
+		return 4 * mr
+	}
+	return 0
+}
+
+// unroll is how many depths a pass of a fixed-layout kernel computes.
+const unroll = 4
+
 // tile is one register tile of a kernel set: the full mr×nr kernel and the
 // kernels for the first r rows of a tile, for each r in rows.
 type tile struct {
@@ -338,6 +400,10 @@ type tile struct {
 	// transposed A read in place) that prefetches, a depth at a time, the
 	// A of the row tile ahead tiles on (see gemm's aheadBytes).
 	ahead int
+	// layouts, if set, adds full-tile kernels for A read in place
+	// untransposed (prefix+...+"Cs1", Go name set+"Cs1") and for A packed
+	// (..."Packed", set+"Packed"), which compute unroll depths a pass.
+	layouts bool
 }
 
 var tiles = []tile{
@@ -345,9 +411,9 @@ var tiles = []tile{
 	// (into scratch when it has more): AVX-512 every second or fourth
 	// count, less code for about the same time. (5 of 6 rows on AVX2 took
 	// as long as 6 on Zen 4.)
-	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 2},
-	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0},
-	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2},
+	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 2, true},
+	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0, false},
+	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2, false},
 }
 
 // stub writes the Go declaration of kernel n and its kernelFn, which
@@ -370,7 +436,7 @@ func main() {
 	for _, t := range tiles {
 		for _, r := range append([]int{t.mr}, t.rows...) {
 			n := name(t, r)
-			gemm(n, r, t.nr, t.wide, t.pfStep, 0)
+			gemm(n, r, t.nr, t.wide, t.pfStep, 0, anyA)
 			stub(&stubs, n)
 		}
 	}
@@ -379,9 +445,23 @@ func main() {
 			continue
 		}
 		n := name(t, t.mr) + "Ahead"
-		gemm(n, t.mr, t.nr, t.wide, t.pfStep, t.ahead*t.mr*4)
+		gemm(n, t.mr, t.nr, t.wide, t.pfStep, t.ahead*t.mr*4, anyA)
 		stub(&stubs, n)
 		fmt.Fprintf(&stubs, "\n// %sAhead computes a full %d×%d tile of an A whose rows are contiguous,\n// prefetching the A of the row tile %d on.\nvar %sAhead kernelFn = %sFn\n", t.set, t.mr, t.nr, t.ahead, t.set, n)
+	}
+	for _, t := range tiles {
+		if !t.layouts {
+			continue
+		}
+		for _, l := range []struct {
+			suffix, what string
+			layout       aLayout
+		}{{"Cs1", "read in place untransposed (csA 1)", cs1A}, {"Packed", "packed (rsA 1, csA mr)", packedA}} {
+			n := name(t, t.mr) + l.suffix
+			gemm(n, t.mr, t.nr, t.wide, t.pfStep, 0, l.layout)
+			stub(&stubs, n)
+			fmt.Fprintf(&stubs, "\n// %s%s computes a full %d×%d tile of an A %s,\n// %d depths a pass.\nvar %s%s kernelFn = %sFn\n", t.set, l.suffix, t.mr, t.nr, l.what, unroll, t.set, l.suffix, n)
+		}
 	}
 	for _, t := range tiles {
 		fmt.Fprintf(&stubs, "\n// %sPF is the bytes a depth the %d×%d kernels prefetch.\nconst %sPF = %d\n", t.set, t.mr, t.nr, t.set, t.pfStep)
