@@ -138,17 +138,6 @@ func sgemmAVX2x6x16AheadFn(k int, a []float32, rsA, csA int, b, c []float32, ldc
 var avx2Ahead kernelFn = sgemmAVX2x6x16AheadFn
 
 //go:noescape
-func sgemmAVX512x24x16Ahead(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
-
-func sgemmAVX512x24x16AheadFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
-	sgemmAVX512x24x16Ahead(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)
-}
-
-// avx512NarrowAhead computes a full 24×16 tile of an A whose rows are contiguous,
-// prefetching the A of the row tile 2 on.
-var avx512NarrowAhead kernelFn = sgemmAVX512x24x16AheadFn
-
-//go:noescape
 func sgemmAVX2x6x16Cs1(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 
 func sgemmAVX2x6x16Cs1Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
@@ -169,6 +158,17 @@ func sgemmAVX2x6x16PackedFn(k int, a []float32, rsA, csA int, b, c []float32, ld
 // avx2Packed computes a full 6×16 tile of an A packed (rsA 1, csA mr),
 // 4 depths a pass.
 var avx2Packed kernelFn = sgemmAVX2x6x16PackedFn
+
+//go:noescape
+func sgemmAVX512x24x16Ahead(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+
+func sgemmAVX512x24x16AheadFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
+	sgemmAVX512x24x16Ahead(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)
+}
+
+// avx512NarrowAhead computes a full 24×16 tile of an A whose rows are contiguous,
+// prefetching the A of the row tile 2 on.
+var avx512NarrowAhead kernelFn = sgemmAVX512x24x16AheadFn
 
 // avx2PF is the bytes a depth the 6×16 kernels prefetch.
 const avx2PF = 8

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -59,8 +60,8 @@ func TestNoLegacySSEAmidAVX(t *testing.T) {
 		if d.IsDir() || !strings.HasSuffix(path, ".s") {
 			return nil
 		}
-		fs, err := parseAsm(path)
-		funcs = append(funcs, fs...)
+		found, err := parseAsm(path)
+		funcs = append(funcs, found...)
 		return err
 	})
 	if err != nil {
@@ -71,7 +72,7 @@ func TestNoLegacySSEAmidAVX(t *testing.T) {
 	}
 	wide := 0
 	for _, f := range funcs {
-		if !slicesAny(f.lines, wideReg.MatchString) {
+		if !slices.ContainsFunc(f.lines, wideReg.MatchString) {
 			continue
 		}
 		wide++
@@ -104,15 +105,6 @@ func expand(lines []string, stmt string, macros map[string][]string, depth int) 
 		}
 	}
 	return lines
-}
-
-func slicesAny(ls []string, f func(string) bool) bool {
-	for _, l := range ls {
-		if f(l) {
-			return true
-		}
-	}
-	return false
 }
 
 // parseAsm returns the TEXT functions of the Go assembly file at path,

@@ -148,14 +148,15 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	}
 	// next moves the pointers on by n depths.
 	next := func(n int) {
-		for g := 0; g < ngroups; g++ {
+		groups := ngroups
+		if layout == packedA {
+			groups = 1 // one pointer: every row is a displacement from it
+		}
+		for _, ptr := range ptrs[:groups] {
 			if layout == anyA {
-				p("ADDQ R9, %s", ptrs[g])
+				p("ADDQ R9, %s", ptr)
 			} else {
-				p("ADDQ $%d, %s", n*layout.depthBytes(mr), ptrs[g])
-			}
-			if layout == packedA {
-				break // one pointer
+				p("ADDQ $%d, %s", n*layout.depthBytes(mr), ptr)
 			}
 		}
 		p("ADDQ $%d, DI", n*nr*4)
@@ -425,6 +426,27 @@ func stub(w *bytes.Buffer, n string) {
 	fmt.Fprintf(w, "\t%s(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)\n}\n", n)
 }
 
+// variant is a full-tile kernel of a tile beside its general one.
+type variant struct {
+	suffix, doc string // name suffix; what A is, for the Go comment
+	aheadBytes  int
+	layout      aLayout
+}
+
+// variants returns the full-tile variants t asks for (ahead, layouts).
+func (t tile) variants() []variant {
+	var vs []variant
+	if t.ahead > 0 {
+		vs = append(vs, variant{"Ahead", fmt.Sprintf("whose rows are contiguous,\n// prefetching the A of the row tile %d on", t.ahead), t.ahead * t.mr * 4, anyA})
+	}
+	if t.layouts {
+		vs = append(vs,
+			variant{"Cs1", fmt.Sprintf("read in place untransposed (csA 1),\n// %d depths a pass", unroll), 0, cs1A},
+			variant{"Packed", fmt.Sprintf("packed (rsA 1, csA mr),\n// %d depths a pass", unroll), 0, packedA})
+	}
+	return vs
+}
+
 func name(t tile, r int) string { return fmt.Sprintf("%sx%dx%d", t.prefix, r, t.nr) }
 
 func main() {
@@ -441,26 +463,11 @@ func main() {
 		}
 	}
 	for _, t := range tiles {
-		if t.ahead == 0 {
-			continue
-		}
-		n := name(t, t.mr) + "Ahead"
-		gemm(n, t.mr, t.nr, t.wide, t.pfStep, t.ahead*t.mr*4, anyA)
-		stub(&stubs, n)
-		fmt.Fprintf(&stubs, "\n// %sAhead computes a full %d×%d tile of an A whose rows are contiguous,\n// prefetching the A of the row tile %d on.\nvar %sAhead kernelFn = %sFn\n", t.set, t.mr, t.nr, t.ahead, t.set, n)
-	}
-	for _, t := range tiles {
-		if !t.layouts {
-			continue
-		}
-		for _, l := range []struct {
-			suffix, what string
-			layout       aLayout
-		}{{"Cs1", "read in place untransposed (csA 1)", cs1A}, {"Packed", "packed (rsA 1, csA mr)", packedA}} {
-			n := name(t, t.mr) + l.suffix
-			gemm(n, t.mr, t.nr, t.wide, t.pfStep, 0, l.layout)
+		for _, v := range t.variants() {
+			n := name(t, t.mr) + v.suffix
+			gemm(n, t.mr, t.nr, t.wide, t.pfStep, v.aheadBytes, v.layout)
 			stub(&stubs, n)
-			fmt.Fprintf(&stubs, "\n// %s%s computes a full %d×%d tile of an A %s,\n// %d depths a pass.\nvar %s%s kernelFn = %sFn\n", t.set, l.suffix, t.mr, t.nr, l.what, unroll, t.set, l.suffix, n)
+			fmt.Fprintf(&stubs, "\n// %s%s computes a full %d×%d tile of an A %s.\nvar %s%s kernelFn = %sFn\n", t.set, v.suffix, t.mr, t.nr, v.doc, t.set, v.suffix, n)
 		}
 	}
 	for _, t := range tiles {
