@@ -69,15 +69,16 @@ type Assembler struct {
 	// unknown). Set it before Begin.
 	NumNodes int
 
-	hash   idMap
-	dm     denseMap
-	dense  bool // relabelling with dm (see relabel)
-	mb     *batch.MiniBatch
-	nodes  []int32
-	hops   int
-	h      int
-	numDst []int
-	nseeds int
+	hash    idMap
+	dm      denseMap
+	dense   bool // relabelling with dm (see relabel)
+	buckets bucketScratch
+	mb      *batch.MiniBatch
+	nodes   []int32
+	hops    int
+	h       int
+	numDst  []int
+	nseeds  int
 }
 
 // Begin starts assembling a minibatch for seeds (distinct ids) with hops
@@ -132,7 +133,7 @@ func (a *Assembler) AddHop(counts []int32, srcs []int32) error {
 	hb.Indices = append(hb.Indices[:0], srcs...)
 	hb.EdgeIDs, hb.Weights = nil, nil
 	a.numDst = append(a.numDst, nd)
-	nodes, err := relabel(&a.dense, &a.dm, &a.hash, hb.Indices, a.nodes)
+	nodes, err := relabel(&a.dense, &a.dm, &a.hash, &a.buckets, hb.Indices, a.nodes, a.h+1 < a.hops, nil)
 	a.nodes = nodes
 	if err != nil {
 		a.mb = nil // the minibatch is unusable: Finish refuses it

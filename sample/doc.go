@@ -75,4 +75,10 @@
 // (RelabelHash, RelabelDense); the default is RelabelAuto. Both give the
 // same minibatch up to the numbering of its nodes, and an Assembler told
 // the graph's node count numbers them as the Sampler does.
+//
+// At every hop but the last, the new nodes are numbered by buckets of
+// 1024 ids, in increasing order (first-seen or partition order within a
+// bucket: order.go): the next hop then reads the graph from low ids to
+// high instead of at random, which took a [15,10,5] minibatch on a
+// 1M-node graph 0.80 of the time (Xeon with AMX).
 package sample

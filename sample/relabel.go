@@ -281,7 +281,8 @@ func (m *idMap) hasDuplicate(ids []int32) (int32, bool) {
 // (denseMaxLocal): a minibatch that could pass that relabels with the hash
 // map instead (see Sampler.relabel).
 //
-// New nodes are numbered in first-seen (edge) order. The loop has no
+// New nodes are numbered in first-seen (edge) order (relabelBuckets, for
+// the hops a later hop draws for, takes the ids by bucket). The loop has no
 // unpredictable branch (new or not is chosen without one) and prefetches
 // the entries of the ids denseAhead ahead, so the misses of an array
 // larger than the core's caches overlap instead of stalling it one at a

@@ -120,7 +120,8 @@ func TestHasDuplicate(t *testing.T) {
 // map mid-minibatch (its bound lowered), and checks every mode gives the
 // same minibatch up to the numbering of the nodes: the same seeds first,
 // the same input nodes, and every block the same edges between the same
-// global ids. The dense array numbers new nodes in first-seen order.
+// global ids. New nodes are numbered bucket by bucket at every hop but
+// the last, and the dense array numbers them in first-seen order besides.
 func TestRelabelModesAgree(t *testing.T) {
 	g, _, _ := randomGraph(t, 5000, 12, graph.BuildOptions{})
 	type edge struct{ dst, src int32 }
@@ -177,23 +178,47 @@ func TestRelabelModesAgree(t *testing.T) {
 			if !slices.Equal(ids, wantIDs) || !reflect.DeepEqual(blocks, wantBlocks) {
 				t.Fatalf("%v %s: not the hash map's minibatch up to numbering", fan, mode)
 			}
-			if mode == "dense" {
-				// First-seen order: each new node's first edge comes after
-				// every earlier new node's (edges in block order, last hop's
-				// block last).
-				seen := map[int32]bool{}
-				next := len(seeds)
-				for h := len(mb.Blocks) - 1; h >= 0; h-- {
-					for _, x := range mb.Blocks[h].Indices {
-						if int(x) >= len(seeds) && !seen[x] {
-							if int(x) != next {
-								t.Fatalf("%v: node %d first seen where node %d is new", fan, x, next)
-							}
-							seen[x] = true
-							next++
-						}
-					}
-				}
+			checkNewNodeOrder(t, mb, g.NumNodes, mode == "dense")
+		}
+	}
+}
+
+// checkNewNodeOrder checks the numbering of each hop's new nodes: by
+// bucket of ids for every hop but the last (order.go), and with
+// firstSeen (the dense array), in first-seen order within a bucket, and
+// in first-seen order at the last hop.
+func checkNewNodeOrder(t *testing.T, mb *batch.MiniBatch, numNodes int, firstSeen bool) {
+	t.Helper()
+	L := len(mb.Blocks)
+	for h := 0; h < L; h++ {
+		b := &mb.Blocks[L-1-h]
+		lo, hi := b.NumDst, len(mb.InputNodes)
+		if h+1 < L {
+			hi = mb.Blocks[L-2-h].NumDst
+		}
+		shift := bucketShift(numNodes - 1)
+		for l := lo + 1; l < hi && h+1 < L; l++ {
+			if mb.InputNodes[l]>>shift < mb.InputNodes[l-1]>>shift {
+				t.Fatalf("hop %d: new node %d (id %d) after id %d, a later bucket", h, l, mb.InputNodes[l], mb.InputNodes[l-1])
+			}
+		}
+		if !firstSeen {
+			continue
+		}
+		var want []int64 // the hop's new nodes in first-seen order
+		seen := map[int32]bool{}
+		for _, x := range b.Indices {
+			if int(x) >= lo && !seen[x] {
+				seen[x] = true
+				want = append(want, mb.InputNodes[x])
+			}
+		}
+		if h+1 < L {
+			slices.SortStableFunc(want, func(a, c int64) int { return cmp.Compare(a>>shift, c>>shift) })
+		}
+		for i, v := range want {
+			if mb.InputNodes[lo+i] != v {
+				t.Fatalf("hop %d: new node %d is id %d, want %d", h, lo+i, mb.InputNodes[lo+i], v)
 			}
 		}
 	}

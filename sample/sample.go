@@ -28,13 +28,15 @@ const (
 	RelabelAuto Relabel = iota
 	// RelabelHash uses a radix-partitioned hash map sized to the
 	// minibatch: memory per concurrent call grows with the minibatch, not
-	// with the graph. New nodes are numbered by hash partition.
+	// with the graph. New nodes are numbered by hash partition (by
+	// bucket of ids first at every hop but the last: order.go).
 	RelabelHash
 	// RelabelDense uses a generation-stamped array with one 4-byte entry
 	// per graph node, allocated once per concurrent call, with its
 	// entries prefetched ahead: faster than the hash map while the array
 	// is within a few times the last-level cache, slower beyond. New nodes
-	// are numbered in first-seen order. A minibatch that could reach
+	// are numbered in first-seen order (by bucket of ids first at every
+	// hop but the last: order.go). A minibatch that could reach
 	// 1<<24 nodes takes the hash map from the hop that could.
 	RelabelDense
 )
@@ -109,17 +111,30 @@ func beginRelabel(r Relabel, numNodes int, dm *denseMap, hm *idMap, seeds []int3
 // *dense holds and the minibatch stays under its bound, else with the
 // hash map (which takes over for the rest of the minibatch: it reads the
 // nodes so far, the array does not need to), appending the new nodes to
-// nodes (grown as needed). It fails on an id outside the dense array's id
-// space.
-func relabel(dense *bool, dm *denseMap, hm *idMap, idx, nodes []int32) ([]int32, error) {
+// nodes (grown as needed). With ordered (a later hop draws for the new
+// nodes) they are numbered bucket by bucket (order.go; buckets of their
+// key ids where key is not nil). It fails on an id outside the dense
+// array's id space.
+func relabel(dense *bool, dm *denseMap, hm *idMap, bs *bucketScratch, idx, nodes []int32, ordered bool, key []int32) ([]int32, error) {
 	if *dense && len(nodes)+len(idx) >= denseSwitch {
 		*dense = false
 	}
 	if !*dense {
-		return hm.relabel(idx, nodes), nil
+		first := len(nodes)
+		nodes = hm.relabel(idx, nodes)
+		if ordered {
+			bs.renumber(nodes, first, idx, key)
+		}
+		return nodes, nil
 	}
 	nodes = room(nodes, len(idx))
-	nodes, bad, ok := dm.relabel(idx, nodes)
+	var bad int32
+	ok := true
+	if ordered {
+		nodes, bad, ok = dm.relabelBuckets(bs, idx, nodes, key)
+	} else {
+		nodes, bad, ok = dm.relabel(idx, nodes)
+	}
 	if !ok {
 		return nodes, fmt.Errorf("sample: neighbour id %d is not a node id in [0, %d)", bad, len(dm.tab))
 	}
@@ -364,6 +379,8 @@ type scratch struct {
 	wtmp  []float32 // weights of a non-contiguous candidate list
 	excl  []int64   // sorted excluded CSC positions
 	cand  []int64   // candidate positions of a node with exclusions
+
+	buckets bucketScratch // relabelling in id-bucket order
 }
 
 // noCandidates is the non-nil empty candidate list of a node whose every
@@ -456,7 +473,7 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		if s.timing != nil {
 			t1 = time.Now()
 		}
-		if nodes, err = relabel(&dense, &sc.dense, &sc.hash, hb.Indices, nodes); err != nil {
+		if nodes, err = relabel(&dense, &sc.dense, &sc.hash, &sc.buckets, hb.Indices, nodes, h+1 < L, s.cfg.KeyIDs); err != nil {
 			mb.Reset()
 			return err
 		}
