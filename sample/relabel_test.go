@@ -228,15 +228,20 @@ func checkNewNodeOrder(t *testing.T, mb *batch.MiniBatch, numNodes int, firstSee
 // outside it gives an error with the dense array, not a panic.
 func TestDenseRelabelBadID(t *testing.T) {
 	g := &graph.CSC{NumNodes: 3, Indptr: []int64{0, 2, 3, 3}, Indices: []int32{1, 7, 0}}
-	s, err := New(g, Config{Fanouts: []int{-1}, Relabel: RelabelDense})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Sample([]int32{0}, 1); err == nil {
-		t.Fatal("neighbour 7 of a 3-node graph: no error")
-	}
-	if _, err := s.Sample([]int32{1}, 1); err != nil {
-		t.Fatalf("a batch that does not reach node 7: %v", err)
+	// One hop relabels in edge order, two take the first hop's ids by
+	// bucket (relabelBuckets).
+	// Node 0's in-neighbours are 1 and 7, node 1's 0, node 2 has none.
+	for _, fan := range [][]int{{-1}, {-1, -1}} {
+		s, err := New(g, Config{Fanouts: fan, Relabel: RelabelDense})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Sample([]int32{0}, 1); err == nil {
+			t.Fatalf("%v: neighbour 7 of a 3-node graph: no error", fan)
+		}
+		if _, err := s.Sample([]int32{int32(len(fan))}, 1); err != nil {
+			t.Fatalf("%v: a batch that does not reach node 7: %v", fan, err)
+		}
 	}
 }
 
