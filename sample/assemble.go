@@ -36,8 +36,8 @@ func (s *Sampler) Neighbors(dst []int32, key uint64, hop, k int, counts []int32,
 	if len(dst) == 0 {
 		return out, nil
 	}
-	sc := s.pool.Get().(*scratch)
-	defer s.pool.Put(sc)
+	sc := s.pool.get()
+	defer s.pool.put(sc)
 	sc.excl = sc.excl[:0]
 	bound := s.spans(sc, dst, 0, k)
 	hb := graph.Block{Indptr: make([]int64, len(dst)+1), Indices: make([]int32, bound), EdgeIDs: make([]int64, bound)}
