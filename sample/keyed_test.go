@@ -93,7 +93,8 @@ func TestKeyedDraws(t *testing.T) {
 // TestKeyIDs relabels a graph by a permutation, keeping every in-neighbour
 // list in the original order, and checks that with Config.KeyIDs set to the
 // original ids the relabelled graph draws exactly the original's
-// neighbours (what a part of a partitioned graph relies on).
+// neighbours (what a part of a partitioned graph relies on) and numbers
+// the minibatch's nodes as the original does.
 func TestKeyIDs(t *testing.T) {
 	g, _, _ := randomGraph(t, 2000, 6, graph.BuildOptions{})
 	n := g.NumNodes
@@ -140,6 +141,13 @@ func TestKeyIDs(t *testing.T) {
 		drawsOf(t, b, func(v int32) int32 { return orig[v] }, seen, fmt.Sprintf("%+v relabelled", cfg))
 		if len(a.InputNodes) != len(b.InputNodes) {
 			t.Fatalf("%+v: %d input nodes, relabelled %d", cfg, len(a.InputNodes), len(b.InputNodes))
+		}
+		// Numbered alike: the dense array's first-seen order, and buckets
+		// of the key ids (order.go), not of the relabelled graph's ids.
+		for i, v := range b.InputNodes {
+			if int64(orig[v]) != a.InputNodes[i] {
+				t.Fatalf("%+v: input node %d is %d (originally %d), want %d", cfg, i, v, orig[v], a.InputNodes[i])
+			}
 		}
 	}
 	if _, err := New(g, Config{Fanouts: []int{2}, KeyIDs: orig[:5]}); err == nil {
