@@ -17,11 +17,14 @@ import "math/bits"
 // alternated with the first-seen numbering): on the 1M-node, 20M-edge
 // synthetic graph (--quick) the last hop drew its 446k edges in 7.5-8.1
 // ns an edge against 12.3-13.3, the middle hop's relabelling rose from
-// 2.8 to 7.1-7.3 ns an edge, and the minibatch took 0.80 of the time:
-// 0.91-0.95 of the read ceiling with one worker, 0.86-0.88 with two
-// (0.75-0.77 and 0.66 before). On the 10M-node, 200M-edge graph 0.57-0.60
-// against 0.47-0.53 (one worker). Buckets of 256 ids did as well as 1024,
-// of 2048 a little worse, of 4096 markedly worse (0.73-0.81). Taking the
+// 2.8 to 6.3-7.3 ns an edge, and the minibatch took 0.80 of the time:
+// 0.86-0.96 of the read ceiling with one worker, 0.82-0.91 with two
+// (0.70-0.77 and 0.63-0.66 before). On the 10M-node, 200M-edge graph
+// [15,10,5] 0.61-0.72 against 0.47-0.53 (one worker), [25,10] 0.72-0.87
+// against 0.63-0.69. Buckets of 256 ids did as well as 1024 on the
+// 1M-node graph, of 2048 a little worse, of 4096 markedly worse
+// (0.73-0.81); on the 10M-node graph 4096 did as well as 1024, with a
+// cheaper sort (hence at most 4096 buckets). Taking the
 // last hop's sources by bucket too (its new nodes are not drawn for) cost
 // more than it saved: drawing and relabelling it took 12.1 against 8.6
 // ns an edge on the 1M-node graph.
