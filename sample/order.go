@@ -41,7 +41,7 @@ func bucketShift(maxID int) uint {
 // bucketScratch is the working memory of the bucket ordering.
 type bucketScratch struct {
 	start, cur []int32 // per bucket: first position, cursor
-	keys       []int32 // ids in bucket order (then their local ids)
+	keys       []int32 // relabelBuckets: ids in bucket order, then their local ids; renumber: each new node's new local id
 	moved      []int32 // renumber: the new nodes in bucket order
 	keyed      []int32 // the key ids of the ids (with key ids)
 }
@@ -144,7 +144,7 @@ func (bs *bucketScratch) renumber(nodes []int32, first int, idx, key []int32) {
 	shift := bucketShift(int(top))
 	nb := int(top)>>shift + 1
 	bs.counts(kb, shift, nb)
-	// keys[i]: the new local id of added[i]; moved: added, reordered.
+	// perm[i]: the new local id of added[i]; moved: added, reordered.
 	bs.keys = grow(bs.keys, len(added))
 	bs.moved = grow(bs.moved, len(added))
 	cur, perm, moved := bs.cur, bs.keys, bs.moved

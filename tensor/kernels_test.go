@@ -13,6 +13,27 @@ import (
 	"time"
 )
 
+// microKernels lists every micro-kernel (wide and narrow) of every kernel
+// set on this CPU, with its set's name.
+func microKernels() []namedKernel {
+	var out []namedKernel
+	for _, name := range Kernels() {
+		ks := kernelSets[name]
+		for _, mk := range []*microKernel{ks.wide, ks.narrow} {
+			if mk != nil {
+				out = append(out, namedKernel{name, mk})
+			}
+		}
+	}
+	return out
+}
+
+// namedKernel is a micro-kernel and the name of its kernel set.
+type namedKernel struct {
+	name string
+	mk   *microKernel
+}
+
 // TestRowKernels checks every partial-tile kernel (microKernel.rows) of
 // every kernel set on this CPU against a float64 reference: each depth
 // remainder of their multi-step loops (k mod 4), strided A as packing
@@ -21,26 +42,21 @@ import (
 func TestRowKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	tested := 0
-	for _, name := range Kernels() {
-		ks := kernelSets[name]
-		for _, mk := range []*microKernel{ks.wide, ks.narrow} {
-			if mk == nil {
+	for _, km := range microKernels() {
+		name, mk := km.name, km.mk
+		for r, fn := range mk.rows {
+			if fn == nil {
 				continue
 			}
-			for r, fn := range mk.rows {
-				if fn == nil {
-					continue
-				}
-				if got, gr := mk.forRows(r); gr != r || got == nil {
-					t.Fatalf("%s %dx%d: forRows(%d) gives %d rows", name, mk.mr, mk.nr, r, gr)
-				}
-				for _, k := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 256, 257} {
-					for _, strided := range []bool{false, true} {
-						for _, acc := range []bool{false, true} {
-							desc := fmt.Sprintf("%s %dx%d rows %d k %d strided %v acc %v", name, mk.mr, mk.nr, r, k, strided, acc)
-							checkRowKernel(t, rng, desc, fn, r, mk.mr, mk.nr, k, strided, acc)
-							tested++
-						}
+			if got, gr := mk.forRows(r); gr != r || got == nil {
+				t.Fatalf("%s %dx%d: forRows(%d) gives %d rows", name, mk.mr, mk.nr, r, gr)
+			}
+			for _, k := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 256, 257} {
+				for _, strided := range []bool{false, true} {
+					for _, acc := range []bool{false, true} {
+						desc := fmt.Sprintf("%s %dx%d rows %d k %d strided %v acc %v", name, mk.mr, mk.nr, r, k, strided, acc)
+						checkRowKernel(t, rng, desc, fn, r, mk.mr, mk.nr, k, strided, acc)
+						tested++
 					}
 				}
 			}
@@ -57,55 +73,41 @@ func TestRowKernels(t *testing.T) {
 func TestLayoutKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tested := 0
-	for _, name := range Kernels() {
-		ks := kernelSets[name]
-		for _, mk := range []*microKernel{ks.wide, ks.narrow} {
-			if mk == nil {
-				continue
+	for _, km := range microKernels() {
+		name, mk := km.name, km.mk
+		const ldc = 3*32 + 8
+		for _, k := range []int{0, 1, 3, 4, 5, 8, 32, 257} {
+			type layout struct {
+				name   string
+				fn     kernelFn
+				rs, cs int
+				da     int // the next row tile's A
 			}
-			const ldc = 3*32 + 8
-			for _, k := range []int{0, 1, 3, 4, 5, 8, 32, 257} {
-				type layout struct {
-					name   string
-					fn     kernelFn
-					rs, cs int
-					da     int // the next row tile's A
-				}
-				var ls []layout
-				if mk.ahead != nil {
-					ls = append(ls, layout{"ahead", mk.ahead, 1, mk.mr, mk.mr}, layout{"ahead", mk.ahead, 1, 3*mk.mr + 5, mk.mr})
-				}
-				if mk.cs1 != nil {
-					ls = append(ls, layout{"cs1", mk.cs1, k + 3, 1, mk.mr * (k + 3)})
-				}
-				if mk.packed != nil {
-					ls = append(ls, layout{"packed", mk.packed, 1, mk.mr, mk.mr * max(k, 1)})
-				}
-				for _, l := range ls {
-					for _, acc := range []bool{false, true} {
-						for _, run := range []tileRun{oneTile, {n: 3, da: l.da, dc: mk.mr * ldc}} {
-							desc := fmt.Sprintf("%s %dx%d %s k %d rs %d cs %d acc %v run %d", name, mk.mr, mk.nr, l.name, k, l.rs, l.cs, acc, run.n)
-							checkRun(t, rng, desc, l.fn, mk.mr, mk.mr, mk.nr, k, l.rs, l.cs, ldc, run, acc)
-							a := make([]float32, (mk.mr-1)*l.rs+max(k, 1)*l.cs+2*mk.mr)
-							b := make([]float32, max(k, 1)*mk.nr)
-							for i := range a {
-								a[i] = float32(rng.NormFloat64())
-							}
-							for i := range b {
-								b[i] = float32(rng.NormFloat64())
-							}
-							c1 := make([]float32, 3*mk.mr*ldc)
-							for i := range c1 {
-								c1[i] = float32(rng.NormFloat64())
-							}
-							c2 := slices.Clone(c1)
-							mk.fn(k, a, l.rs, l.cs, b, c1, ldc, 0.75, acc, nil, oneTile)
-							l.fn(k, a, l.rs, l.cs, b, c2, ldc, 0.75, acc, nil, oneTile)
-							if !slices.Equal(c1, c2) {
-								t.Fatalf("%s: not bitwise the plain kernel's", desc)
-							}
-							tested++
+			var ls []layout
+			if mk.ahead != nil {
+				ls = append(ls, layout{"ahead", mk.ahead, 1, mk.mr, mk.mr}, layout{"ahead", mk.ahead, 1, 3*mk.mr + 5, mk.mr})
+			}
+			if mk.cs1 != nil {
+				ls = append(ls, layout{"cs1", mk.cs1, k + 3, 1, mk.mr * (k + 3)})
+			}
+			if mk.packed != nil {
+				ls = append(ls, layout{"packed", mk.packed, 1, mk.mr, mk.mr * max(k, 1)})
+			}
+			for _, l := range ls {
+				for _, acc := range []bool{false, true} {
+					for _, run := range []tileRun{oneTile, {n: 3, da: l.da, dc: mk.mr * ldc}} {
+						desc := fmt.Sprintf("%s %dx%d %s k %d rs %d cs %d acc %v run %d", name, mk.mr, mk.nr, l.name, k, l.rs, l.cs, acc, run.n)
+						checkRun(t, rng, desc, l.fn, mk.mr, mk.mr, mk.nr, k, l.rs, l.cs, ldc, run, acc)
+						a := randMatrix(rng, 1, (mk.mr-1)*l.rs+max(k, 1)*l.cs+2*mk.mr).Data
+						b := randMatrix(rng, 1, max(k, 1)*mk.nr).Data
+						c1 := randMatrix(rng, 1, 3*mk.mr*ldc).Data
+						c2 := slices.Clone(c1)
+						mk.fn(k, a, l.rs, l.cs, b, c1, ldc, 0.75, acc, nil, oneTile)
+						l.fn(k, a, l.rs, l.cs, b, c2, ldc, 0.75, acc, nil, oneTile)
+						if !slices.Equal(c1, c2) {
+							t.Fatalf("%s: not bitwise the plain kernel's", desc)
 						}
+						tested++
 					}
 				}
 			}
@@ -138,14 +140,8 @@ func checkRowKernel(t *testing.T, rng *rand.Rand, desc string, fn kernelFn, rows
 func checkRun(t *testing.T, rng *rand.Rand, desc string, fn kernelFn, rows, mr, nr, k, rs, cs, ldc int, run tileRun, acc bool) {
 	t.Helper()
 	last := run.n - 1
-	a := make([]float32, last*run.da+max(1, (mr-1)*rs+max(k, 1)*cs+mr))
-	for i := range a {
-		a[i] = float32(rng.NormFloat64())
-	}
-	b := make([]float32, last*run.db+max(1, k*nr))
-	for i := range b {
-		b[i] = float32(rng.NormFloat64())
-	}
+	a := randMatrix(rng, 1, last*run.da+max(1, (mr-1)*rs+max(k, 1)*cs+mr)).Data
+	b := randMatrix(rng, 1, last*run.db+max(1, k*nr)).Data
 	const guard = float32(12345)
 	c := make([]float32, last*run.dc+(mr+1)*ldc)
 	for i := range c {
@@ -192,41 +188,36 @@ func checkRun(t *testing.T, rng *rand.Rand, desc string, fn kernelFn, rows, mr, 
 // the cost relative to its full tile (a partial tile ran the full kernel
 // before it had its own).
 func BenchmarkMicroKernels(b *testing.B) {
-	for _, name := range Kernels() {
-		ks := kernelSets[name]
-		for _, mk := range []*microKernel{ks.wide, ks.narrow} {
-			if mk == nil {
-				continue
+	for _, km := range microKernels() {
+		name, mk := km.name, km.mk
+		const k = 256
+		a, bp, c := make([]float32, mk.mr*k), make([]float32, mk.nr*k), make([]float32, mk.mr*mk.nr)
+		run := func(fn kernelFn, n int) time.Duration {
+			t0 := time.Now()
+			for i := 0; i < n; i++ {
+				fn(k, a, 1, mk.mr, bp, c, mk.nr, 1, true, nil, oneTile)
 			}
-			const k = 256
-			a, bp, c := make([]float32, mk.mr*k), make([]float32, mk.nr*k), make([]float32, mk.mr*mk.nr)
-			run := func(fn kernelFn, n int) time.Duration {
-				t0 := time.Now()
-				for i := 0; i < n; i++ {
-					fn(k, a, 1, mk.mr, bp, c, mk.nr, 1, true, nil, oneTile)
+			return time.Since(t0)
+		}
+		for r := 1; r <= mk.mr; r++ {
+			fn := mk.fn
+			if r < mk.mr {
+				if r >= len(mk.rows) || mk.rows[r] == nil {
+					continue
 				}
-				return time.Since(t0)
+				fn = mk.rows[r]
 			}
-			for r := 1; r <= mk.mr; r++ {
-				fn := mk.fn
-				if r < mk.mr {
-					if r >= len(mk.rows) || mk.rows[r] == nil {
-						continue
-					}
-					fn = mk.rows[r]
-				}
-				b.Run(fmt.Sprintf("%s/%dx%d/rows=%d", name, mk.mr, mk.nr, r), func(b *testing.B) {
-					// The full kernel before and after, so both see the
-					// same clock.
-					full := run(mk.fn, b.N)
-					b.ResetTimer()
-					part := run(fn, b.N)
-					b.StopTimer()
-					full += run(mk.fn, b.N)
-					b.ReportMetric(float64(part.Nanoseconds())/float64(b.N)/k, "ns/depth")
-					b.ReportMetric(2*float64(part)/float64(full), "of_full")
-				})
-			}
+			b.Run(fmt.Sprintf("%s/%dx%d/rows=%d", name, mk.mr, mk.nr, r), func(b *testing.B) {
+				// The full kernel before and after, so both see the
+				// same clock.
+				full := run(mk.fn, b.N)
+				b.ResetTimer()
+				part := run(fn, b.N)
+				b.StopTimer()
+				full += run(mk.fn, b.N)
+				b.ReportMetric(float64(part.Nanoseconds())/float64(b.N)/k, "ns/depth")
+				b.ReportMetric(2*float64(part)/float64(full), "of_full")
+			})
 		}
 	}
 }
