@@ -96,6 +96,7 @@ func TestKeyedDraws(t *testing.T) {
 // neighbours (what a part of a partitioned graph relies on) and numbers
 // the minibatch's nodes as the original does.
 func TestKeyIDs(t *testing.T) {
+	orderSmall(t) // number by buckets of the key ids, not in edge order
 	g, _, _ := randomGraph(t, 2000, 6, graph.BuildOptions{})
 	n := g.NumNodes
 	perm := make([]int32, n) // original -> new

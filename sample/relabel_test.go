@@ -146,41 +146,56 @@ func TestRelabelModesAgree(t *testing.T) {
 		return append(seeds, ids...), blocks
 	}
 	seeds := []int32{4999, 3, 17, 2500, 1024, 77, 4000, 12}
-	for _, fan := range [][]int{{10, 5}, {15, 10, 5}, {-1, 3}} {
-		var wantIDs []int32
-		var wantBlocks [][]edge
-		for _, mode := range []string{"hash", "dense", "auto", "switch"} {
-			cfg := Config{Fanouts: fan}
-			switch mode {
-			case "hash":
-				cfg.Relabel = RelabelHash
-			case "dense", "switch":
-				cfg.Relabel = RelabelDense
+	// The graph's 5000 ids are one bucket (relabelled in edge order)
+	// unless small graphs are ordered too.
+	for _, ordered := range []bool{false, true} {
+		if ordered {
+			orderSmall(t)
+		}
+		for _, fan := range [][]int{{10, 5}, {15, 10, 5}, {-1, 3}} {
+			var wantIDs []int32
+			var wantBlocks [][]edge
+			for _, mode := range []string{"hash", "dense", "auto", "switch"} {
+				cfg := Config{Fanouts: fan}
+				switch mode {
+				case "hash":
+					cfg.Relabel = RelabelHash
+				case "dense", "switch":
+					cfg.Relabel = RelabelDense
+				}
+				if mode == "switch" {
+					denseSwitch = 300
+				}
+				s, err := New(g, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mb, err := s.Sample(seeds, 9)
+				denseSwitch = denseMaxLocal
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkMiniBatch(t, g, cfg, seeds, mb)
+				ids, blocks := canon(mb)
+				if mode == "hash" {
+					wantIDs, wantBlocks = ids, blocks
+					continue
+				}
+				if !slices.Equal(ids, wantIDs) || !reflect.DeepEqual(blocks, wantBlocks) {
+					t.Fatalf("%v %s: not the hash map's minibatch up to numbering", fan, mode)
+				}
+				checkNewNodeOrder(t, mb, g.NumNodes, mode == "dense")
 			}
-			if mode == "switch" {
-				denseSwitch = 300
-			}
-			s, err := New(g, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mb, err := s.Sample(seeds, 9)
-			denseSwitch = denseMaxLocal
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkMiniBatch(t, g, cfg, seeds, mb)
-			ids, blocks := canon(mb)
-			if mode == "hash" {
-				wantIDs, wantBlocks = ids, blocks
-				continue
-			}
-			if !slices.Equal(ids, wantIDs) || !reflect.DeepEqual(blocks, wantBlocks) {
-				t.Fatalf("%v %s: not the hash map's minibatch up to numbering", fan, mode)
-			}
-			checkNewNodeOrder(t, mb, g.NumNodes, mode == "dense")
 		}
 	}
+}
+
+// orderSmall makes the sampler order the new nodes of graphs below
+// 1<<orderMinBits ids too, until the test ends.
+func orderSmall(t *testing.T) {
+	b := orderMinBits
+	t.Cleanup(func() { orderMinBits = b })
+	orderMinBits = 0
 }
 
 // checkNewNodeOrder checks the numbering of each hop's new nodes: by
@@ -229,9 +244,12 @@ func checkNewNodeOrder(t *testing.T, mb *batch.MiniBatch, numNodes int, firstSee
 func TestDenseRelabelBadID(t *testing.T) {
 	g := &graph.CSC{NumNodes: 3, Indptr: []int64{0, 2, 3, 3}, Indices: []int32{1, 7, 0}}
 	// One hop relabels in edge order, two take the first hop's ids by
-	// bucket (relabelBuckets).
+	// bucket (relabelBuckets) once small graphs are ordered.
 	// Node 0's in-neighbours are 1 and 7, node 1's 0, node 2 has none.
-	for _, fan := range [][]int{{-1}, {-1, -1}} {
+	for i, fan := range [][]int{{-1}, {-1, -1}, {-1, -1}} {
+		if i == 2 {
+			orderSmall(t)
+		}
 		s, err := New(g, Config{Fanouts: fan, Relabel: RelabelDense})
 		if err != nil {
 			t.Fatal(err)
