@@ -8,28 +8,21 @@ import (
 	"github.com/graphmill/graphmill/internal/isa"
 )
 
-// takeAllSlack is the room takeAll needs past the last edge: takeAll16
-// stores whole vectors of sixteen.
-const takeAllSlack = 16
+// takeAllSlack is the room takeAll needs past the last edge: takeAll8
+// stores whole vectors of eight.
+const takeAllSlack = 8
 
 // takeAllWidths lists the kernels of takeAll this CPU can run, widest
-// first (0: takeAllGo): 16 (takeAll16, AVX-512F) and 8 (takeAll8, AVX2).
+// first (0: takeAllGo): 8 (takeAll8, AVX2).
 var takeAllWidths = func() []int {
-	var w []int
-	if isa.HasAVX512F {
-		w = append(w, 16)
-	}
 	if isa.HasAVX2 {
-		w = append(w, 8)
+		return []int{8, 0}
 	}
-	return append(w, 0)
+	return []int{0}
 }()
 
 //go:noescape
 func takeAll8(ind *int32, sp *int64, nd int, k int, out *int32, pos *int64, ip *int64, todo *int32) (nt int)
-
-//go:noescape
-func takeAll16(ind *int32, sp *int64, nd int, k int, out *int32, pos *int64, ip *int64, todo *int32) (nt int)
 
 // takeAll writes every destination's offset into ip (ip[i+1] - ip[i] =
 // min(degree, k), its range being sp[2i], sp[2i+1]) and copies the
@@ -44,14 +37,10 @@ func takeAll16(ind *int32, sp *int64, nd int, k int, out *int32, pos *int64, ip 
 // node on average): the vector kernel copies without it.
 func takeAll(ind []int32, sp []int64, k int, out []int32, pos []int64, ip []int64, todo []int32) int {
 	nd := len(sp) / 2
-	if takeAllWidth > 0 && nd > 0 && len(ind) > 0 {
+	if takeAllWidth == 8 && nd > 0 && len(ind) > 0 {
 		_ = ip[nd]
 		_ = todo[nd-1]
-		f := takeAll16
-		if takeAllWidth == 8 {
-			f = takeAll8
-		}
-		return f(unsafe.SliceData(ind), unsafe.SliceData(sp), nd, k, unsafe.SliceData(out), unsafe.SliceData(pos), unsafe.SliceData(ip), unsafe.SliceData(todo))
+		return takeAll8(unsafe.SliceData(ind), unsafe.SliceData(sp), nd, k, unsafe.SliceData(out), unsafe.SliceData(pos), unsafe.SliceData(ip), unsafe.SliceData(todo))
 	}
 	return takeAllGo(ind, sp, k, out, pos, ip, todo)
 }

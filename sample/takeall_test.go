@@ -10,7 +10,7 @@ import (
 // TestTakeAllKernels checks every takeAll kernel the CPU has against
 // takeAllGo: offsets, the copied lists and positions (the lanes of the
 // destinations in todo are theirs to overwrite, so not compared), todo,
-// on lists of 0 to 70 neighbours (either side of 16, 32 and k) at every
+// on lists of 0 to 70 neighbours (either side of 8, 16 and k) at every
 // position in the neighbour array, including its last.
 func TestTakeAllKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
