@@ -225,6 +225,10 @@ type Sampler struct {
 	// prefetch: the graph's offsets and neighbour lists are larger than
 	// cachedGraphBytes, so drawFused prefetches their lines ahead.
 	prefetch bool
+	// cached: they are not, and every neighbour id is a node id (takeAll's
+	// assembly reads the offsets of the ids without bounds checks), so
+	// drawCached draws.
+	cached bool
 
 	timing []hopTiming // per hop, with Config.Timing
 }
@@ -267,6 +271,7 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	}
 	cfg.Fanouts = slices.Clone(cfg.Fanouts)
 	s := &Sampler{g: g, cfg: cfg, prefetch: int64(len(g.Indptr))*8+int64(len(g.Indices))*4 > cachedGraphBytes}
+	s.cached = !s.prefetch && !slices.ContainsFunc(g.Indices, func(u int32) bool { return uint32(u) >= uint32(g.NumNodes) })
 	if cfg.Timing {
 		s.timing = make([]hopTiming, len(cfg.Fanouts))
 	}
@@ -473,8 +478,8 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 			t0 = time.Now()
 		}
 		switch {
-		case fused && !s.prefetch && s.cfg.Prefetch == nil:
-			e = s.drawCached(sc, nodes[first:nd], spanned, hopKey(seed, h), k, &sub)
+		case fused && s.cached && s.cfg.Prefetch == nil:
+			e = s.drawCached(sc, nodes[first:nd], hopKey(seed, h), k, &sub)
 		case fused:
 			// The ranges are read while drawing: drawFused grows the
 			// edge arrays as it goes.
@@ -790,29 +795,57 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 }
 
 // drawCached draws what drawFused does, for a graph held in cache (no
-// prefetches) and no Config.Prefetch, in passes: the ranges (spans), then
-// every destination's offsets and the lists of those that take all their
-// neighbours (takeAll, without a branch on a short list's length), then
-// the draws of the others. With its lines in cache, a destination's cost
-// is its branches, not its loads, and drawFused's one loop mispredicted
-// on every short list's length.
-func (s *Sampler) drawCached(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block) int {
-	bound := s.spans(sc, dst, done, k)
-	growEdges(hb, 0, bound+takeAllSlack)
+// prefetches) and no Config.Prefetch, in passes: every destination's
+// range and offset and the lists of those that take all their neighbours
+// (takeAll, without a branch on a short list's length), then the draws of
+// the others. With its lines in cache, a destination's cost is its
+// branches, not its loads, and drawFused's one loop mispredicted on every
+// short list's length. The destinations are distinct nodes, so a hop
+// draws at most as many edges as the graph has.
+func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block) int {
+	nd := len(dst)
+	ind := s.g.Indices
+	growEdges(hb, 0, min(nd*k, len(ind))+takeAllSlack)
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
-	sc.todo = grow(sc.todo, len(dst))
-	sp, ind := sc.spans, s.g.Indices
-	nt := takeAll(ind, sp, k, out, pos, ip, sc.todo)
+	sc.todo = grow(sc.todo, nd)
+	sc.spans = grow(sc.spans, 2*nd)
+	sp := sc.spans
+	nt := takeAll(ind, s.g.Indptr, dst, k, sp, out, pos, ip, sc.todo)
 	var rr rng.Rand
 	r := &rr
 	for _, i := range sc.todo[:nt] {
 		lo, hi := sp[2*i], sp[2*i+1]
-		d := int(hi - lo)
 		e := ip[i]
 		r.Seed(s.nodeKey(hk, dst[i]))
-		s.drawSome(sc, r, lo, d, k, out[e:], pos[e:])
+		s.drawSome(sc, r, lo, int(hi-lo), k, out[e:], pos[e:])
 	}
-	return int(ip[len(dst)])
+	return int(ip[nd])
+}
+
+// takeAllGo is takeAll in Go.
+func takeAllGo(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out []int32, pos, ip []int64, todo []int32) int {
+	e, nt := int64(0), 0
+	ip[0] = 0
+	for i, v := range dst {
+		lo, hi := indptr[v], indptr[v+1]
+		sp[2*i], sp[2*i+1] = lo, hi
+		if d := hi - lo; d <= int64(k) {
+			o := out[e : e+d]
+			p := pos[e : e+d]
+			src := ind[lo:hi]
+			for j := range o {
+				o[j] = src[j]
+				p[j] = lo + int64(j)
+			}
+			e += d
+		} else {
+			todo[nt] = int32(i)
+			nt++
+			e += int64(k)
+		}
+		ip[i+1] = e
+	}
+	return nt
 }
 
 // takeMask writes the len(out) neighbours of src (a list starting at CSC
@@ -844,31 +877,6 @@ func (s *Sampler) drawSome(sc *scratch, r *rng.Rand, lo int64, d, k int, out []i
 		pos[q] = lo + t
 	}
 	return c
-}
-
-// takeAllGo is takeAll in Go.
-func takeAllGo(ind []int32, sp []int64, k int, out []int32, pos []int64, ip []int64, todo []int32) int {
-	e, nt := int64(0), 0
-	ip[0] = 0
-	for i := 0; i < len(sp)/2; i++ {
-		lo, hi := sp[2*i], sp[2*i+1]
-		if d := hi - lo; d <= int64(k) {
-			o := out[e : e+d]
-			p := pos[e : e+d]
-			src := ind[lo:hi]
-			for j := range o {
-				o[j] = src[j]
-				p[j] = lo + int64(j)
-			}
-			e += d
-		} else {
-			todo[nt] = int32(i)
-			nt++
-			e += int64(k)
-		}
-		ip[i+1] = e
-	}
-	return nt
 }
 
 // The sampler prefetches the neighbour lists of the destinations

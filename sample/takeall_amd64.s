@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func takeAll8(ind *int32, sp *int64, nd int, k int, out *int32, pos *int64, ip *int64, todo *int32) (nt int)
+// func takeAll8(ind *int32, indptr *int64, dst *int32, nd int, k int, sp *int64, out *int32, pos *int64, ip *int64, todo *int32) (nt int)
 //
-// takeAll with AVX2: per destination, its offset, and eight lanes of its
+// takeAll with AVX2: per destination, its range, its offset, and eight lanes of its
 // list copied without a branch on its length (a masked load of min(degree,
 // 8) ids, VPMASKMOVD, which does not read the lanes masked off; a whole
 // vector stored to out and two to pos, which takeAllSlack allows; the next
@@ -16,15 +16,15 @@
 // long on Cora (AMD EPYC Zen 5, paired rounds), its 3.9 neighbours a node
 // fitting eight lanes and its 64-byte stores splitting more cache lines;
 // 0.96-0.98 as long on graphs of 10 and 20 neighbours a node.
-TEXT ·takeAll8(SB), NOSPLIT, $0-72
+TEXT ·takeAll8(SB), NOSPLIT, $0-88
 	MOVQ ind+0(FP), SI
-	MOVQ sp+8(FP), DI
-	MOVQ nd+16(FP), CX
-	MOVQ k+24(FP), DX
-	MOVQ out+32(FP), R8
-	MOVQ pos+40(FP), R9
-	MOVQ ip+48(FP), R10
-	MOVQ todo+56(FP), R11
+	MOVQ indptr+8(FP), CX
+	MOVQ dst+16(FP), DX
+	MOVQ sp+40(FP), DI
+	MOVQ out+48(FP), R8
+	MOVQ pos+56(FP), R9
+	MOVQ ip+64(FP), R10
+	MOVQ todo+72(FP), R11
 	MOVQ $·iota16(SB), AX
 	VMOVDQU (AX), Y13             // 0, 1, ..., 7 (int32)
 	VPMOVZXDQ X13, Y14            // 0, ..., 3 (int64)
@@ -36,15 +36,18 @@ TEXT ·takeAll8(SB), NOSPLIT, $0-72
 	XORQ BX, BX                   // e
 	XORQ R12, R12                 // nt
 	MOVQ BX, (R10)                // ip[0] = 0
-	TESTQ CX, CX
-	JZ done8
+	CMPQ BX, nd+24(FP)
+	JEQ done8
 loop8:
-	MOVQ (DI), R13                // lo
-	MOVQ 8(DI), R14
+	MOVLQSX (DX)(AX*4), R13       // v = dst[i]
+	MOVQ 8(CX)(R13*8), R14        // hi
+	MOVQ (CX)(R13*8), R13         // lo
+	MOVQ R13, (DI)
+	MOVQ R14, 8(DI)
 	SUBQ R13, R14                 // d
 	MOVL AX, (R11)(R12*4)         // todo[nt] = i, kept where d > k
 	XORL R15, R15
-	CMPQ R14, DX
+	CMPQ R14, k+32(FP)
 	SETGT R15
 	ADDQ R15, R12
 	VMOVQ R14, X0
@@ -61,23 +64,23 @@ loop8:
 	CMPQ R14, $8
 	JGT long8
 next8:
-	CMPQ R14, DX                  // e += min(d, k)
-	CMOVQGT DX, R14
+	CMPQ R14, k+32(FP)            // e += min(d, k)
+	CMOVQGT k+32(FP), R14
 	ADDQ R14, BX
 	INCQ AX
 	MOVQ BX, (R10)(AX*8)          // ip[i+1]
 	ADDQ $16, DI
-	CMPQ AX, CX
+	CMPQ AX, nd+24(FP)
 	JB loop8
 done8:
-	MOVQ R12, nt+64(FP)
+	MOVQ R12, nt+80(FP)
 	VZEROUPPER
 	RET
 long8:
 	// The rest of a list of more than eight and at most k neighbours,
 	// eight lanes a step (R15: lanes done; R13 and BX advance with it and
 	// BX is put back after).
-	CMPQ R14, DX
+	CMPQ R14, k+32(FP)
 	JGT next8
 	MOVQ $8, R15
 	VMOVQ R15, X6

@@ -8,7 +8,7 @@ const takeAllSlack = 0
 // takeAllWidths lists takeAll's kernels: takeAllGo alone.
 var takeAllWidths = []int{0}
 
-// takeAll is takeAllGo (see the amd64 version).
-func takeAll(ind []int32, sp []int64, k int, out []int32, pos []int64, ip []int64, todo []int32) int {
-	return takeAllGo(ind, sp, k, out, pos, ip, todo)
+// takeAll is takeAllGo (see the amd64 version for what it does).
+func takeAll(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out []int32, pos, ip []int64, todo []int32) int {
+	return takeAllGo(ind, indptr, dst, k, sp, out, pos, ip, todo)
 }
