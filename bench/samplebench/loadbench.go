@@ -162,7 +162,8 @@ type SampleResult struct {
 	Fanouts string `json:"fanouts"`
 	Workers int    `json:"workers"`
 	Relabel string `json:"relabel"`
-	// Batches is the minibatches sampled: Config.Batches a worker.
+	// Batches is the minibatches sampled: Config.SampleBatches (or
+	// Batches) a worker, more where its rounds take less than minRound.
 	Batches int `json:"batches"`
 	// EdgesPerBatch is the mean number of sampled edges per minibatch.
 	EdgesPerBatch float64 `json:"edges_per_batch"`
@@ -626,13 +627,13 @@ func (e *env) sampleCounts(fan []int, relabel sample.Relabel) error {
 		total += n * w
 	}
 	arith := make([]membench.Result, len(ws))
-	res, ceil, err := paired(n, ws, func(j, k, i int) (int64, error) {
+	res, ceil, items, err := paired(n, ws, func(j, k, i int) (int64, error) {
 		mb := mbs[j][k]
 		if err := ss[j].SampleInto(mb, e.batch(i), rng.Derive(e.cfg.Seed, uint64(i))); err != nil {
 			return 0, err
 		}
 		if e.cfg.Progress != nil {
-			e.cfg.Progress(what, int(done.Add(1)), total)
+			e.cfg.Progress(what, min(int(done.Add(1)), total), total)
 		}
 		return int64(mb.NumEdges()), nil
 	}, func(j int, d time.Duration) membench.Result {
@@ -646,15 +647,16 @@ func (e *env) sampleCounts(fan []int, relabel sample.Relabel) error {
 	base := slices.Index(ws, slices.Min(ws))
 	for j, w := range ws {
 		e.noteCeiling(w, ceilReads, ceil[j])
+		nb := int(items[j])
 		r := SampleResult{
-			Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: n * w,
-			EdgesPerBatch: float64(res[j].Ops) / float64(n*w),
+			Fanouts: sample.FormatFanouts(fan), Workers: w, Relabel: relabel.String(), Batches: nb,
+			EdgesPerBatch: float64(res[j].Ops) / float64(nb),
 			EdgesPerSec:   res[j].CPUPerSec, EdgesPerSecWall: res[j].PerSec,
-			MsPerBatch: res[j].Elapsed.Seconds() * 1000 / float64(n*w),
+			MsPerBatch: res[j].Elapsed.Seconds() * 1000 / float64(nb),
 			Ceiling:    ceil[j].CPUPerSec,
 			Ratio:      res[j].CPUPerSec / ceil[j].CPUPerSec,
 		}
-		r.DrawNs, r.RelabelNs, r.Hops = split(ss[j].Timing(), n*w)
+		r.DrawNs, r.RelabelNs, r.Hops = split(ss[j].Timing(), nb)
 		if w > ws[base] {
 			r.Scaling = res[j].CPUPerSec / res[base].CPUPerSec
 			r.ReadScaling = ceil[j].CPUPerSec / ceil[base].CPUPerSec
@@ -772,7 +774,7 @@ func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membenc
 			outs[j][k] = o
 		}
 	}
-	res, ceil, err = paired(len(ids), ws, func(j, k, i int) (int64, error) {
+	res, ceil, _, err = paired(len(ids), ws, func(j, k, i int) (int64, error) {
 		b := ids[i%len(ids)]
 		if err := st.Gather(context.Background(), b, outs[j][k][:len(b)*dim]); err != nil {
 			return 0, err
@@ -797,26 +799,35 @@ func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membenc
 // rounds of four items in all had given two workers half as many warm
 // items as one, and [25,10]'s scaling read 1.65-1.96 (median 1.72) where
 // the sampler's own benchmark, without the ceilings, gave 1.83-1.85.
+// A round whose share of the items takes less than minRound goes on with
+// more items (numbered past every share) until it has run that long.
 // item(j, k, i) does item i on worker k of count ws[j] and returns its
 // operation count, ceiling(j, d) measures count ws[j]'s ceiling for d;
-// the first error stops its worker and is returned. The results are one
-// per count.
-func paired(n int, ws []int, item func(j, k, i int) (int64, error), ceiling func(j int, d time.Duration) membench.Result) (res, ceil []membench.Result, err error) {
+// the first error stops its worker and is returned. The results, and the
+// items done, are one per count.
+func paired(n int, ws []int, item func(j, k, i int) (int64, error), ceiling func(j int, d time.Duration) membench.Result) (res, ceil []membench.Result, items []int64, err error) {
 	rounds := min(max(n/4, 1), 10)
 	var firstErr atomic.Value
 	works := make([]func(int) membench.Result, len(ws))
 	ceils := make([]func(time.Duration) membench.Result, len(ws))
+	items = make([]int64, len(ws))
 	for j, w := range ws {
 		works[j] = func(round int) membench.Result {
-			var next atomic.Int64
+			var next, extra, done atomic.Int64
 			next.Store(int64(round * n * w / rounds))
 			end := int64((round + 1) * n * w / rounds)
-			return membench.Work(w, func(k int) int64 {
+			start := time.Now()
+			r := membench.Work(w, func(k int) int64 {
 				var ops int64
 				for {
 					i := next.Add(1) - 1
 					if i >= end {
-						return ops
+						if time.Since(start) >= minRound {
+							return ops
+						}
+						// Items past the round's share, numbered
+						// apart from every round's share.
+						i = int64(round+1)<<32 + extra.Add(1) - 1
 					}
 					o, err := item(j, k, int(i))
 					if err != nil {
@@ -824,15 +835,29 @@ func paired(n int, ws []int, item func(j, k, i int) (int64, error), ceiling func
 						return ops
 					}
 					ops += o
+					done.Add(1)
 				}
 			})
+			items[j] += done.Load()
+			return r
 		}
 		ceils[j] = func(d time.Duration) membench.Result { return ceiling(j, d) }
 	}
 	res, ceil = membench.PairedSet(rounds, works, ceils)
 	err, _ = firstErr.Load().(error)
-	return res, ceil, err
+	return res, ceil, items, err
 }
+
+// minRound is the least time a round of paired's items runs, its share of
+// the items done, as the ceiling after it runs at least 5 ms
+// (membench.PairedSet). On a graph held in cache (Cora: 12.3k edges, 30
+// µs a [25,10] minibatch on AMD EPYC Zen 5) a round of four minibatches
+// took 0.16 ms, the cold first of them (the ceiling's array of at least
+// 4 MiB had evicted the sampler's lines) cost 5-9 ns an edge against 2.0-2.2
+// for the others, and [25,10] read 0.46-0.52 of the read ceiling; with
+// rounds of 5 ms, 0.7-0.8. A graph in memory takes about 2 ms a
+// minibatch, and its four already run longer.
+const minRound = 5 * time.Millisecond
 
 // cache compares the admission policies: hit rates on held-out batches,
 // and the gather rate through the mapping with the degree-ordered cache.
