@@ -764,12 +764,12 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 				ranges(i+D, min(i+D+G, nd))
 			}
 		}
-		if e+k > len(out) {
-			growEdges(hb, e, max(2*len(out), e+k))
-			out, pos = hb.Indices, hb.EdgeIDs
-		}
 		lo, hi := sp[2*i], sp[2*i+1]
 		d := int(hi - lo)
+		if c := min(d, k); e+c > len(out) {
+			growEdges(hb, e, max(2*len(out), e+c))
+			out, pos = hb.Indices, hb.EdgeIDs
+		}
 		if d <= k {
 			o := out[e : e+d]
 			p := pos[e : e+d]
@@ -805,7 +805,11 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block) int {
 	nd := len(dst)
 	ind := s.g.Indices
-	growEdges(hb, 0, min(nd*k, len(ind))+takeAllSlack)
+	bound := len(ind)
+	if k <= bound && nd*k < bound { // k <= bound < 2^31: no overflow
+		bound = nd * k
+	}
+	growEdges(hb, 0, bound+takeAllSlack)
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	sc.todo = grow(sc.todo, nd)
 	sc.spans = grow(sc.spans, 2*nd)
