@@ -748,7 +748,7 @@ func TestFusedMatchesGeneric(t *testing.T) {
 			{Fanouts: []int{25, 10}},
 			{Fanouts: []int{15, 10, 5}},
 			{Fanouts: []int{3, 70}},
-			{Fanouts: []int{500}}, // edge arrays grown while drawing
+			{Fanouts: []int{500}},        // edge arrays grown while drawing
 			{Fanouts: []int{1 << 40, 2}}, // more than any degree: all neighbours
 			{Fanouts: []int{1, 1, 1, 1}},
 			{Fanouts: []int{10, 5}, Relabel: RelabelDense},
