@@ -54,7 +54,11 @@
 // misses overlap the draws' arithmetic instead of alternating with it:
 // 12-26 % more edges per CPU-second than separate passes. On a graph
 // whose offsets and neighbour lists fit in 2 MiB (Cora, CiteSeer,
-// PubMed), which stays in cache, it skips the prefetches. Floyd's draws
+// PubMed), which stays in cache, a hop runs in passes instead: one kernel
+// reads every range and copies the lists of the destinations that keep
+// all their neighbours, eight ids at a time without a branch on a list's
+// length (AVX2), then the others draw (half the time a Cora minibatch
+// took in the one loop). Floyd's draws
 // for a node of degree at most 64 keep the chosen set in one register
 // (rng.FloydMask).
 //
