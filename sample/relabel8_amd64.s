@@ -110,6 +110,9 @@ noprefetch:
 	VINSERTI128 $1, X2, Y1, Y1 // e = tab[u]
 	VPSRLD $24, Y1, Y7
 	VPCMPEQD Y14, Y7, Y7          // seen: e's generation is gen
+	VMOVMSKPS Y7, AX
+	CMPL AX, $0xff
+	JEQ allseen
 	// Repeats among the new lanes are rare: test for any (the new ids
 	// compared with themselves rotated by 1..4 lanes, which covers every
 	// pair of lanes; seen lanes replaced by distinct negative ids) and
@@ -211,6 +214,7 @@ firsts:
 	VPERMD Y0, Y6, Y6             // the new ids in lane order
 	VMOVDQU Y6, (R8)(R9*4)
 	ADDQ AX, R9
+next:
 	ADDQ $8, DX
 	CMPQ DX, CX
 	JB loop
@@ -219,3 +223,9 @@ done:
 	MOVQ DX, done+72(FP)
 	VZEROUPPER
 	RET
+allseen:
+	// Every lane seen: its local id is its entry's, and nothing is
+	// written to the array or the nodes.
+	VPAND Y13, Y1, Y5
+	VMOVDQU Y5, (DI)(DX*4)
+	JMP next

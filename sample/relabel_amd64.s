@@ -87,6 +87,8 @@ noprefetch:
 	VPGATHERDD (SI)(Z0*4), K2, Z1 // e = tab[u]
 	VPSRLD $24, Z1, Z2
 	VPCMPEQD Z21, Z2, K3          // seen: e's generation is gen
+	KORTESTW K3, K3
+	JCS allseen
 	VPCONFLICTD Z0, Z3            // earlier lanes with the same id
 	VPTESTNMD Z3, Z3, K4          // first occurrences
 	KANDNW K4, K3, K5             // new: first occurrences not seen
@@ -112,6 +114,7 @@ noprefetch:
 	VPORD Z22, Z6, Z9
 	KXNORW K7, K7, K7
 	VPSCATTERDD Z9, K7, (SI)(Z0*4)
+next:
 	ADDQ $16, DX
 	CMPQ DX, CX
 	JB loop
@@ -120,6 +123,12 @@ done:
 	MOVQ DX, done+64(FP)
 	VZEROUPPER
 	RET
+allseen:
+	// Every lane seen: its local id is its entry's, and nothing is
+	// written to the array or the nodes.
+	VPANDD Z23, Z1, Z6
+	VMOVDQU32 Z6, (DI)(DX*4)
+	JMP next
 
 DATA ·iota16+0(SB)/4, $0
 DATA ·iota16+4(SB)/4, $1
