@@ -771,13 +771,7 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 			out, pos = hb.Indices, hb.EdgeIDs
 		}
 		if d <= k {
-			o := out[e : e+d]
-			p := pos[e : e+d]
-			src := ind[lo:hi]
-			for j := range o {
-				o[j] = src[j]
-				p[j] = lo + int64(j)
-			}
+			takeList(out[e:e+d], pos[e:e+d], ind[lo:hi], lo)
 			e += d
 			ip[i+1] = int64(e)
 			continue
@@ -834,13 +828,7 @@ func takeAllGo(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out 
 		lo, hi := indptr[v], indptr[v+1]
 		sp[2*i], sp[2*i+1] = lo, hi
 		if d := hi - lo; d <= int64(k) {
-			o := out[e : e+d]
-			p := pos[e : e+d]
-			src := ind[lo:hi]
-			for j := range o {
-				o[j] = src[j]
-				p[j] = lo + int64(j)
-			}
+			takeList(out[e:e+d], pos[e:e+d], ind[lo:hi], lo)
 			e += d
 		} else {
 			todo[nt] = int32(i)
@@ -850,6 +838,16 @@ func takeAllGo(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out 
 		ip[i+1] = e
 	}
 	return nt
+}
+
+// takeList writes a whole list, src, starting at CSC position lo, to out
+// and its positions to pos.
+func takeList(out []int32, pos []int64, src []int32, lo int64) {
+	pos, src = pos[:len(out)], src[:len(out)]
+	for j := range out {
+		out[j] = src[j]
+		pos[j] = lo + int64(j)
+	}
 }
 
 // takeMask writes the len(out) neighbours of src (a list starting at CSC
