@@ -84,3 +84,62 @@ func TestTakeAllKernels(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTakeAll compares every takeAll kernel with takeAllGo on a graph
+// whose degrees come from the input, destinations from it too, and a
+// fanout from 1 to 32.
+func FuzzTakeAll(f *testing.F) {
+	f.Add([]byte{3, 0, 9, 17, 1, 8, 40, 2}, []byte{0, 1, 2, 3, 4, 5, 6, 7}, uint8(8))
+	f.Add([]byte{70, 0, 0, 16}, []byte{3, 2, 0}, uint8(16))
+	f.Fuzz(func(t *testing.T, degrees, dsts []byte, k8 uint8) {
+		if len(degrees) == 0 || len(degrees) > 256 {
+			return
+		}
+		n := len(degrees)
+		indptr := make([]int64, n+1)
+		for v, d := range degrees {
+			indptr[v+1] = indptr[v] + int64(d%80)
+		}
+		ind := make([]int32, indptr[n])
+		for i := range ind {
+			ind[i] = int32((i * 7) % n)
+		}
+		k := 1 + int(k8)%32
+		seen := make([]bool, n)
+		var dst []int32
+		for _, b := range dsts {
+			if v := int(b) % n; !seen[v] { // a hop's destinations are distinct
+				seen[v] = true
+				dst = append(dst, int32(v))
+			}
+		}
+		nd := len(dst)
+		bound := 0
+		for _, v := range dst {
+			bound += min(int(indptr[v+1]-indptr[v]), k)
+		}
+		run := func(w int) ([]int64, []int32, []int64, []int64, []int32) {
+			defer func(w int) { takeAllWidth = w }(takeAllWidth)
+			takeAllWidth = w
+			sp := make([]int64, 2*nd)
+			out := make([]int32, bound+takeAllSlack)
+			pos := make([]int64, bound+takeAllSlack)
+			ip := make([]int64, nd+1)
+			todo := make([]int32, nd)
+			nt := takeAll(ind, indptr, dst, k, sp, out, pos, ip, todo)
+			for i := range todo[:nt] { // the drawn destinations' lanes are not the kernel's
+				a, b := ip[todo[i]], ip[todo[i]+1]
+				clear(out[a:b])
+				clear(pos[a:b])
+			}
+			return sp, out[:bound], pos[:bound], ip, todo[:nt]
+		}
+		wsp, wo, wp, wip, wtodo := run(0)
+		for _, w := range takeAllWidths {
+			sp, out, pos, ip, todo := run(w)
+			if !slices.Equal(sp, wsp) || !slices.Equal(out, wo) || !slices.Equal(pos, wp) || !slices.Equal(ip, wip) || !slices.Equal(todo, wtodo) {
+				t.Fatalf("width %d differs from the Go loop (k %d, dst %v)", w, k, dst)
+			}
+		}
+	})
+}
