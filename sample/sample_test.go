@@ -731,7 +731,9 @@ func seeds32(mb *batch.MiniBatch) []int32 {
 // (spans, then draw with pick), on a skewed graph (degrees up to ~1000,
 // so every draw path: all neighbours, the register Floyd, the bitset
 // Floyd) and on Cora, with both relabellings and with edge ids, with and
-// without the fused loop's prefetches.
+// without the fused loop's prefetches; and so do the passes (drawCached),
+// with and without their prefetches, alone or hop by hop with the fused
+// loop.
 func TestFusedMatchesGeneric(t *testing.T) {
 	g, _, _ := randomGraph(t, 3000, 2, graph.BuildOptions{})
 	withIDs := *g
@@ -760,16 +762,26 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				}
 				generic, _ := New(gg.g, cfg)
 				generic.generic = true
-				// The fused loop with and without its prefetches (a
-				// graph's size decides which it takes).
+				// The passes with the second pass's prefetches, and the
+				// fused loop with and without its prefetches (a graph's
+				// size and mean degree decide which it takes).
 				other, _ := New(gg.g, cfg)
 				other.prefetch = !fused.prefetch
+				loop, _ := New(gg.g, cfg)
+				loop.cached, loop.midCached = false, false
+				loopPF, _ := New(gg.g, cfg)
+				loopPF.cached, loopPF.midCached, loopPF.prefetch = false, false, true
+				// A graph a few times L2's size: hops in passes or fused
+				// by their fanout against the mean degree.
+				mid, _ := New(gg.g, cfg)
+				mid.cached, mid.midCached, mid.prefetch = false, true, true
 				all := make([]int32, gg.g.NumNodes)
 				for i := range all {
 					all[i] = int32(i)
 				}
 				batches, _ := Batches(all, 200, true, 3, false)
 				a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
+				d, f2, m := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 5)] {
 					if err := fused.SampleInto(a, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -780,10 +792,19 @@ func TestFusedMatchesGeneric(t *testing.T) {
 					if err := other.SampleInto(c, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
 					}
+					if err := loop.SampleInto(d, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
+					if err := loopPF.SampleInto(f2, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
+					if err := mid.SampleInto(m, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
 					if gg.g.EdgeIDs == nil { // checkMiniBatch takes edge ids for positions
 						checkMiniBatch(t, gg.g, cfg, seeds, a)
 					}
-					for _, f := range []*batch.MiniBatch{a, c} {
+					for _, f := range []*batch.MiniBatch{a, c, d, f2, m} {
 						if !slices.Equal(f.InputNodes, b.InputNodes) {
 							t.Fatalf("batch %d: input nodes differ", i)
 						}
