@@ -58,7 +58,8 @@
 // reads every range and copies the lists of the destinations that keep
 // all their neighbours, eight ids at a time without a branch on a list's
 // length (AVX2), then the others draw (half the time a Cora minibatch
-// took in the one loop). Floyd's draws
+// took in the one loop). A graph of up to 16 MiB draws so the hops whose
+// fanout is at least half its mean degree. Floyd's draws
 // for a node of degree at most 64 keep the chosen set in one register
 // (rng.FloydMask).
 //
