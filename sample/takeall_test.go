@@ -35,23 +35,9 @@ func TestTakeAllKernels(t *testing.T) {
 					if nd > 0 {
 						dst[nd-1] = 999
 					}
-					bound := 0
-					for _, v := range dst {
-						bound += min(int(indptr[v+1]-indptr[v]), k)
-					}
-					run := func(w int) ([]int64, []int32, []int64, []int64, []int32) {
-						defer func(w int) { takeAllWidth = w }(takeAllWidth)
-						takeAllWidth = w
-						sp := make([]int64, 2*nd)
-						out := make([]int32, bound+takeAllSlack)
-						pos := make([]int64, bound+takeAllSlack)
-						ip := make([]int64, nd+1)
-						todo := make([]int32, nd)
-						nt := takeAll(ind, indptr, dst, k, sp, out, pos, ip, todo)
-						return sp, out[:bound], pos[:bound], ip, todo[:nt]
-					}
-					wsp, wo, wp, wip, wtodo := run(0)
-					sp, out, pos, ip, todo := run(width)
+					wsp, wo, wp, wip, wtodo := runTakeAll(0, ind, indptr, dst, k)
+					sp, out, pos, ip, todo := runTakeAll(width, ind, indptr, dst, k)
+					bound := len(out)
 					if !slices.Equal(sp, wsp) || !slices.Equal(ip, wip) || !slices.Equal(todo, wtodo) {
 						t.Fatalf("ranges, offsets or todo differ: %v %v %v, want %v %v %v", sp, ip, todo, wsp, wip, wtodo)
 					}
@@ -113,33 +99,36 @@ func FuzzTakeAll(f *testing.F) {
 				dst = append(dst, int32(v))
 			}
 		}
-		nd := len(dst)
-		bound := 0
-		for _, v := range dst {
-			bound += min(int(indptr[v+1]-indptr[v]), k)
-		}
-		run := func(w int) ([]int64, []int32, []int64, []int64, []int32) {
-			defer func(w int) { takeAllWidth = w }(takeAllWidth)
-			takeAllWidth = w
-			sp := make([]int64, 2*nd)
-			out := make([]int32, bound+takeAllSlack)
-			pos := make([]int64, bound+takeAllSlack)
-			ip := make([]int64, nd+1)
-			todo := make([]int32, nd)
-			nt := takeAll(ind, indptr, dst, k, sp, out, pos, ip, todo)
-			for i := range todo[:nt] { // the drawn destinations' lanes are not the kernel's
-				a, b := ip[todo[i]], ip[todo[i]+1]
-				clear(out[a:b])
-				clear(pos[a:b])
-			}
-			return sp, out[:bound], pos[:bound], ip, todo[:nt]
-		}
-		wsp, wo, wp, wip, wtodo := run(0)
+		wsp, wo, wp, wip, wtodo := runTakeAll(0, ind, indptr, dst, k)
 		for _, w := range takeAllWidths {
-			sp, out, pos, ip, todo := run(w)
+			sp, out, pos, ip, todo := runTakeAll(w, ind, indptr, dst, k)
 			if !slices.Equal(sp, wsp) || !slices.Equal(out, wo) || !slices.Equal(pos, wp) || !slices.Equal(ip, wip) || !slices.Equal(todo, wtodo) {
 				t.Fatalf("width %d differs from the Go loop (k %d, dst %v)", w, k, dst)
 			}
 		}
 	})
+}
+
+// runTakeAll runs takeAll with the kernel of width lanes on dst and
+// returns the ranges, the edges (those of the destinations in todo, the
+// draws' to write, cleared) and positions, the offsets and todo.
+func runTakeAll(width int, ind []int32, indptr []int64, dst []int32, k int) (sp []int64, out []int32, pos, ip []int64, todo []int32) {
+	defer func(w int) { takeAllWidth = w }(takeAllWidth)
+	takeAllWidth = width
+	nd := len(dst)
+	bound := 0
+	for _, v := range dst {
+		bound += min(int(indptr[v+1]-indptr[v]), k)
+	}
+	sp = make([]int64, 2*nd)
+	out = make([]int32, bound+takeAllSlack)
+	pos = make([]int64, bound+takeAllSlack)
+	ip = make([]int64, nd+1)
+	todo = make([]int32, nd)
+	nt := takeAll(ind, indptr, dst, k, sp, out, pos, ip, todo)
+	for _, i := range todo[:nt] {
+		clear(out[ip[i]:ip[i+1]])
+		clear(pos[ip[i]:ip[i+1]])
+	}
+	return sp, out[:bound], pos[:bound], ip, todo[:nt]
 }
