@@ -223,16 +223,13 @@ type Sampler struct {
 
 	generic bool // tests: never take the fused loop (drawFused)
 	// prefetch: the graph's offsets and neighbour lists are larger than
-	// cachedGraphBytes, so drawFused prefetches their lines ahead.
+	// cachedGraphBytes, so drawFused prefetches their lines ahead, and
+	// drawCached those of its draws.
 	prefetch bool
-	// cached: they are not, and every neighbour id is a node id (takeAll's
-	// assembly reads the offsets of the ids without bounds checks), so
-	// drawCached draws.
-	cached bool
-	// midCached: they take at most midCacheBytes and every neighbour id is
-	// a node id; drawCached draws the hops of fanout at least half the
-	// mean degree (passes).
-	midCached bool
+	// passOK: they take at most midCacheBytes and the graph is valid
+	// (takeAll's assembly reads offsets and lists without bounds checks),
+	// so hops may be drawn in passes (Sampler.passes).
+	passOK bool
 
 	timing []hopTiming // per hop, with Config.Timing
 }
@@ -274,10 +271,9 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 		return nil, fmt.Errorf("sample: %d key ids for %d nodes", len(cfg.KeyIDs), g.NumNodes)
 	}
 	cfg.Fanouts = slices.Clone(cfg.Fanouts)
-	s := &Sampler{g: g, cfg: cfg, prefetch: int64(len(g.Indptr))*8+int64(len(g.Indices))*4 > cachedGraphBytes}
-	if bytes := int64(len(g.Indptr))*8 + int64(len(g.Indices))*4; bytes <= midCacheBytes && !slices.ContainsFunc(g.Indices, func(u int32) bool { return uint32(u) >= uint32(g.NumNodes) }) {
-		s.cached, s.midCached = !s.prefetch, s.prefetch
-	}
+	bytes := int64(len(g.Indptr))*8 + int64(len(g.Indices))*4
+	s := &Sampler{g: g, cfg: cfg, prefetch: bytes > cachedGraphBytes}
+	s.passOK = bytes <= midCacheBytes && g.Validate() == nil
 	if cfg.Timing {
 		s.timing = make([]hopTiming, len(cfg.Fanouts))
 	}
@@ -794,14 +790,14 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 	return e
 }
 
-// drawCached draws what drawFused does, for a graph held in cache (no
-// prefetches) and no Config.Prefetch, in passes: every destination's
-// range and offset and the lists of those that take all their neighbours
-// (takeAll, without a branch on a short list's length), then the draws of
-// the others. With its lines in cache, a destination's cost is its
-// branches, not its loads, and drawFused's one loop mispredicted on every
-// short list's length. The destinations are distinct nodes, so a hop
-// draws at most as many edges as the graph has.
+// drawCached draws what drawFused does, in passes (see Sampler.passes
+// for when): every destination's range and offset and the lists of those
+// that take all their neighbours (takeAll, without a branch on a short
+// list's length), then the draws of the others, prefetching their lists
+// where the graph is larger than the cache. With its lines in cache, a
+// destination's cost is its branches, not its loads, and drawFused's one
+// loop mispredicted on every short list's length. The destinations are
+// distinct nodes, so a hop draws at most as many edges as the graph has.
 func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block) int {
 	nd := len(dst)
 	ind := s.g.Indices
@@ -832,20 +828,23 @@ func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *gra
 }
 
 // passes reports whether a hop of fanout k > 0 (uniform, without
-// replacement or exclusions) is drawn in passes (drawCached): on a graph
-// held in cache, and on one a few times the size of L2 whose mean degree
-// is at most twice the fanout, where most destinations take all their
-// neighbours. Passes over a graph of 4.4-14 MB (AMD EPYC Zen 5, paired,
+// replacement or exclusions, no Config.Prefetch) is drawn in passes
+// (drawCached): on a graph held in cache, and on one of at most
+// midCacheBytes whose mean degree is at most twice the fanout, where most
+// destinations take all their neighbours. Passes over a graph of 4.4-14 MB (AMD EPYC Zen 5, paired,
 // minibatches of [25,10] and [15,10,5]) took 0.51-0.55 of the fused
 // loop's time at 5 edges a node (200k nodes), 0.78-0.86 at 5 (500k nodes)
 // and 0.88-0.93 for [25,10] at 20; 1.10-1.20 for [15,10,5] at 20, whose
 // last hop (5 draws) now stays fused.
 func (s *Sampler) passes(k int) bool {
-	if s.cfg.Prefetch != nil {
+	if s.cfg.Prefetch != nil || !s.passOK {
 		return false
 	}
-	return s.cached || s.midCached && 2*int64(k)*int64(s.g.NumNodes) >= int64(len(s.g.Indices))
+	return !s.prefetch || 2*int64(k)*int64(s.g.NumNodes) >= int64(len(s.g.Indices))
 }
+
+// takeAllWidth is the kernel takeAll uses (takeAllWidths; tests change it).
+var takeAllWidth = takeAllWidths[0]
 
 // takeAllGo is takeAll in Go.
 func takeAllGo(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out []int32, pos, ip []int64, todo []int32) int {
@@ -1159,6 +1158,3 @@ func (sc *scratch) candidates(lo, hi int64) []int64 {
 	}
 	return c
 }
-
-// takeAllWidth is the kernel takeAll uses (takeAllWidths; tests change it).
-var takeAllWidth = takeAllWidths[0]

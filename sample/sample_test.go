@@ -762,26 +762,23 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				}
 				generic, _ := New(gg.g, cfg)
 				generic.generic = true
-				// The passes with the second pass's prefetches, and the
-				// fused loop with and without its prefetches (a graph's
-				// size and mean degree decide which it takes).
+				// As a graph larger than the cache: hops in passes (with
+				// the draws' prefetches) or fused by their fanout against
+				// the mean degree; and the fused loop alone, with and
+				// without its prefetches.
 				other, _ := New(gg.g, cfg)
 				other.prefetch = !fused.prefetch
 				loop, _ := New(gg.g, cfg)
-				loop.cached, loop.midCached = false, false
+				loop.passOK = false
 				loopPF, _ := New(gg.g, cfg)
-				loopPF.cached, loopPF.midCached, loopPF.prefetch = false, false, true
-				// A graph a few times L2's size: hops in passes or fused
-				// by their fanout against the mean degree.
-				mid, _ := New(gg.g, cfg)
-				mid.cached, mid.midCached, mid.prefetch = false, true, true
+				loopPF.passOK, loopPF.prefetch = false, true
 				all := make([]int32, gg.g.NumNodes)
 				for i := range all {
 					all[i] = int32(i)
 				}
 				batches, _ := Batches(all, 200, true, 3, false)
 				a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
-				d, f2, m := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
+				d, f2 := &batch.MiniBatch{}, &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 5)] {
 					if err := fused.SampleInto(a, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -798,13 +795,10 @@ func TestFusedMatchesGeneric(t *testing.T) {
 					if err := loopPF.SampleInto(f2, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
 					}
-					if err := mid.SampleInto(m, seeds, uint64(i)); err != nil {
-						t.Fatal(err)
-					}
 					if gg.g.EdgeIDs == nil { // checkMiniBatch takes edge ids for positions
 						checkMiniBatch(t, gg.g, cfg, seeds, a)
 					}
-					for _, f := range []*batch.MiniBatch{a, c, d, f2, m} {
+					for _, f := range []*batch.MiniBatch{a, c, d, f2} {
 						if !slices.Equal(f.InputNodes, b.InputNodes) {
 							t.Fatalf("batch %d: input nodes differ", i)
 						}
