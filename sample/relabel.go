@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"slices"
 
 	"github.com/graphmill/graphmill/internal/prefetch"
@@ -321,10 +322,16 @@ const (
 // denseMaxLocal, lowered by tests.
 var denseSwitch = denseMaxLocal
 
-// begin starts a minibatch over numNodes nodes.
+// begin starts a minibatch over numNodes nodes. The array is read at
+// random, so it takes huge pages (hugemem.Make) where it is large enough:
+// in 4 KiB pages, the 40 MB array of a 10M-node graph missed the TLB on
+// most lookups. Measured (Xeon with AMX, 'bench sample', 10M nodes,
+// [15,10,5], alternated): the last hop relabelled at 7.8 and 9.3 ns an
+// edge against 9.0 and 10.6, the middle hop at 9.9 and 11.1 against 11.4
+// and 12.5; the minibatch took 0.92-0.94 of the time.
 func (m *denseMap) begin(numNodes int) {
 	if len(m.tab) != numNodes {
-		m.tab = make([]uint32, numNodes)
+		m.tab = hugemem.Make[uint32](numNodes, numNodes)
 		m.gen = 0
 	}
 	m.gen++

@@ -482,6 +482,8 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		switch {
 		case fused && s.passes(k):
 			e = s.drawCached(sc, nodes[first:nd], hopKey(seed, h), k, &sub)
+		case fused && s.prefetch && k <= fewDraws && s.cfg.Prefetch == nil:
+			e = s.drawAhead(sc, nodes[first:nd], spanned, hopKey(seed, h), k, &sub)
 		case fused:
 			// The ranges are read while drawing: drawFused grows the
 			// edge arrays as it goes.
@@ -790,6 +792,107 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 	return e
 }
 
+// drawAhead draws what drawFused does, for a hop of at most fewDraws
+// draws a destination on a graph larger than the cache (the last hop of
+// fanouts like [15,10,5]): in a pipeline of three stages, the ranges of
+// the destinations 2D ahead are prefetched; those of the destinations D
+// ahead are read and their draws made, and only the lines of the drawn
+// entries prefetched (the draws are kept as masks of list offsets, or,
+// from a list of over 64, as positions already in pos); the current
+// destination's sources are then loaded. drawFused prefetches the first
+// eight lines of every list before drawing: 2.0 lines a destination
+// where the draws take 1.7 on the 10M-node synthetic graph's last hop,
+// and none of the entries past them that a long list's draws take.
+// Measured (Xeon with AMX, one core, 10M nodes and 200M edges in huge
+// pages, [15,10,5], rounds alternated in one process, five runs): the
+// last hop drew at 0.93-0.98 of drawFused's time and the minibatch took
+// 0.95-0.98; on the 1M-node graph (mostly in the host's cache) 1.00. A
+// first form, which kept every draw's position, took 1.07-1.10 times
+// drawFused's time on the middle hop (10 draws, lists mostly taken
+// whole): hops of more draws stay in drawFused.
+func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block) int {
+	nd := len(dst)
+	if cap(sc.spans) < 2*nd {
+		sc.spans = slices.Grow(sc.spans[:2*done], 2*(nd-done)+nd/2)
+	}
+	sp := sc.spans[:2*nd]
+	sc.spans = sp
+	indptr, ind := s.g.Indptr, s.g.Indices
+	growEdges(hb, 0, nd*k) // k <= fewDraws: no growing while drawing
+	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
+	const (
+		G = prefetchGroup
+		D = prefetchAhead
+		R = 64 // the ring of masks: at least D+G, a multiple of G
+	)
+	var ring [R]uint64
+	var rr rng.Rand
+	r := &rr
+	ip[0] = 0
+	e := 0
+	// draw reads the ranges of dst[a:b] (a%G == 0, b-a <= G) where the
+	// previous hop did not, draws them and prefetches the drawn entries.
+	draw := func(a, b int) {
+		for j := a; j < b; j++ {
+			if j >= done {
+				v := dst[j]
+				hi := indptr[v+1]
+				lo := indptr[v]
+				sp[2*j+1] = hi
+				sp[2*j] = lo
+			}
+			lo, hi := sp[2*j], sp[2*j+1]
+			d := int(hi - lo)
+			c := min(d, k)
+			var m uint64
+			switch {
+			case d <= k:
+				m = 1<<d - 1 // every neighbour (d <= k <= fewDraws)
+			case d <= 64:
+				r.Seed(s.nodeKey(hk, dst[j]))
+				m = r.FloydMask(d, k)
+			default:
+				r.Seed(s.nodeKey(hk, dst[j]))
+				c = s.pick(sc, r, d, k, nil, pos[e:])
+				for q := e; q < e+c; q++ {
+					pos[q] += lo
+				}
+				prefetch.At32(ind, pos[e:e+c])
+			}
+			ring[j%R] = m
+			e += c
+			ip[j+1] = int64(e)
+		}
+		prefetch.Masks32(ind, sp[2*a:2*b], ring[a%R:a%R+b-a])
+	}
+	if b := min(2*D, nd); done < b {
+		prefetch.Rows64(indptr, dst[done:b])
+	}
+	for a := 0; a < min(D, nd); a += G {
+		draw(a, min(a+G, nd))
+	}
+	for i := range nd {
+		if i%G == 0 {
+			if a, b := max(i+2*D, done), min(i+2*D+G, nd); a < b {
+				prefetch.Rows64(indptr, dst[a:b])
+			}
+			if a := i + D; a < nd {
+				draw(a, min(a+G, nd))
+			}
+		}
+		lo, hi := sp[2*i], sp[2*i+1]
+		p, q := ip[i], ip[i+1]
+		if hi-lo <= 64 {
+			takeMask(ring[i%R], ind[lo:hi], lo, out[p:q], pos[p:q])
+			continue
+		}
+		for x := p; x < q; x++ {
+			out[x] = ind[pos[x]]
+		}
+	}
+	return e
+}
+
 // drawCached draws what drawFused does, in passes (see Sampler.passes
 // for when): every destination's range and offset and the lists of those
 // that take all their neighbours (takeAll, without a branch on a short
@@ -913,15 +1016,18 @@ func (s *Sampler) drawSome(sc *scratch, r *rng.Rand, lo int64, d, k int, out []i
 // the lines arrive while the draws compute; prefetched in long bursts, the
 // bursts stall the core as soon as its miss buffers are full (measured:
 // 3 lines per item and 30 ns of arithmetic, 58 ns per item a few at a
-// time, 128 ns in bursts of 32, 225 ns with no prefetch). A hop of at
-// most fewDraws draws a destination prefetches twice as far ahead: its
-// destinations take too little time each for 8 of them to cover a load
-// on AMD EPYC Zen 5, whose loads from an 839 MiB graph take 359 ns. 10M
-// nodes, [15,10,5] (its last hop draws 5): 0.58-0.61 of the read ceiling
-// with every hop 8 ahead (four runs), 0.63-0.64 12 ahead, 0.64-0.72 16
-// ahead; --quick 0.65-0.74 and 0.76-0.86. [25,10] lost up to a third in
-// some --quick runs with its hops 16 ahead, so its hops (10 and 25 draws)
-// stay at 8.
+// time, 128 ns in bursts of 32, 225 ns with no prefetch). In drawFused
+// a hop of at most fewDraws draws a destination prefetches twice as far
+// ahead: its destinations take too little time each for 8 of them to
+// cover a load on AMD EPYC Zen 5, whose loads from an 839 MiB graph take
+// 359 ns. 10M nodes, [15,10,5] (its last hop draws 5): 0.58-0.61 of the
+// read ceiling with every hop 8 ahead (four runs), 0.63-0.64 12 ahead,
+// 0.64-0.72 16 ahead; --quick 0.65-0.74 and 0.76-0.86. [25,10] lost up
+// to a third in some --quick runs with its hops 16 ahead, so its hops (10
+// and 25 draws) stay at 8. Such a hop now takes drawAhead (but with
+// Config.Prefetch), whose draws are made D ahead of the loads and whose
+// ranges 2D ahead: on the Xeon with AMX its last hop drew as fast with
+// D = 8 as with 12, and 3-5 % slower with 16.
 //
 // A graph whose offsets and neighbour lists take at most cachedGraphBytes
 // stays in the caches, and drawFused skips the prefetches, which then only

@@ -765,20 +765,26 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				// As a graph larger than the cache: hops in passes (with
 				// the draws' prefetches) or fused by their fanout against
 				// the mean degree; and the fused loop alone, with and
-				// without its prefetches.
+				// without its prefetches (hops of few draws then drawn
+				// ahead, drawAhead), and with them and Config.Prefetch
+				// (drawFused for every hop).
 				other, _ := New(gg.g, cfg)
 				other.prefetch = !fused.prefetch
 				loop, _ := New(gg.g, cfg)
 				loop.passOK = false
 				loopPF, _ := New(gg.g, cfg)
 				loopPF.passOK, loopPF.prefetch = false, true
+				withFetch := cfg
+				withFetch.Prefetch = func([]int32) {}
+				loopFetch, _ := New(gg.g, withFetch)
+				loopFetch.passOK, loopFetch.prefetch = false, true
 				all := make([]int32, gg.g.NumNodes)
 				for i := range all {
 					all[i] = int32(i)
 				}
 				batches, _ := Batches(all, 200, true, 3, false)
 				a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
-				d, f2 := &batch.MiniBatch{}, &batch.MiniBatch{}
+				d, f2, f3 := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 5)] {
 					if err := fused.SampleInto(a, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -795,10 +801,13 @@ func TestFusedMatchesGeneric(t *testing.T) {
 					if err := loopPF.SampleInto(f2, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
 					}
+					if err := loopFetch.SampleInto(f3, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
 					if gg.g.EdgeIDs == nil { // checkMiniBatch takes edge ids for positions
 						checkMiniBatch(t, gg.g, cfg, seeds, a)
 					}
-					for _, f := range []*batch.MiniBatch{a, c, d, f2} {
+					for _, f := range []*batch.MiniBatch{a, c, d, f2, f3} {
 						if !slices.Equal(f.InputNodes, b.InputNodes) {
 							t.Fatalf("batch %d: input nodes differ", i)
 						}

@@ -72,3 +72,25 @@ func Bytes(b []byte) {
 	}
 	rowsBytes(&b[0], len(b), &zeroID[0], 1)
 }
+
+// At32 prefetches the line of base[pos[j]] for every j: the sampled
+// entries of a CSC's neighbour lists, given their positions. Positions
+// are not checked (a prefetch never faults).
+func At32(base []int32, pos []int64) {
+	if len(base) == 0 || len(pos) == 0 {
+		return
+	}
+	at32(&base[0], &pos[0], len(pos))
+}
+
+// Masks32 prefetches, for every j, the lines of base[offs[2j]+t] for each
+// set bit t of masks[j]: the entries a draw took from the neighbour list
+// starting at offs[2j] (lo at even positions of offs, as for Spans32).
+// Positions are not checked (a prefetch never faults).
+func Masks32(base []int32, offs []int64, masks []uint64) {
+	n := min(len(offs)/2, len(masks))
+	if len(base) == 0 || n == 0 {
+		return
+	}
+	masks32(&base[0], &offs[0], &masks[0], n)
+}

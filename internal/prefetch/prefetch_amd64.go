@@ -13,3 +13,9 @@ func rows32(base *uint32, ids *int32, n int)
 
 //go:noescape
 func rowsBytes(base *byte, rowBytes int, ids *int32, n int)
+
+//go:noescape
+func at32(base *int32, pos *int64, n int)
+
+//go:noescape
+func masks32(base *int32, offs *int64, masks *uint64, n int)

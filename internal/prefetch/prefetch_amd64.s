@@ -120,3 +120,49 @@ row:
 	JNZ row
 done:
 	RET
+
+// func at32(base *int32, pos *int64, n int)
+// PREFETCHT0 base + 4*pos[j] for j < n.
+TEXT ·at32(SB), NOSPLIT, $0-24
+	MOVQ base+0(FP), SI
+	MOVQ pos+8(FP), DI
+	MOVQ n+16(FP), CX
+	TESTQ CX, CX
+	JLE done
+loop:
+	MOVQ (DI), AX
+	PREFETCHT0 (SI)(AX*4)
+	ADDQ $8, DI
+	DECQ CX
+	JNZ loop
+done:
+	RET
+
+// func masks32(base *int32, offs *int64, masks *uint64, n int)
+// For j < n, PREFETCHT0 base[offs[2j]+t] for every set bit t of masks[j].
+TEXT ·masks32(SB), NOSPLIT, $0-32
+	MOVQ base+0(FP), SI
+	MOVQ offs+8(FP), DI
+	MOVQ masks+16(FP), R9
+	MOVQ n+24(FP), CX
+	TESTQ CX, CX
+	JLE done
+item:
+	MOVQ (DI), AX
+	LEAQ (SI)(AX*4), AX          // first entry
+	MOVQ (R9), BX
+	TESTQ BX, BX
+	JZ next
+bit:
+	BSFQ BX, DX
+	PREFETCHT0 (AX)(DX*4)
+	LEAQ -1(BX), DX
+	ANDQ DX, BX
+	JNZ bit
+next:
+	ADDQ $16, DI
+	ADDQ $8, R9
+	DECQ CX
+	JNZ item
+done:
+	RET

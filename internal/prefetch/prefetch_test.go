@@ -23,6 +23,15 @@ func TestBounds(t *testing.T) {
 	Rows32(nil, []int32{1})
 	Rows64(nil, []int32{1})
 	Rows64(indptr, nil)
+	At32(base, []int64{0, 999, 500})
+	At32(base, nil)
+	At32(nil, []int64{1})
+	// Masks32 reads only as many masks as there are pairs, and the other
+	// way round.
+	Masks32(base, []int64{0, 0, 936, 1000, 3, 5}, []uint64{0, 1<<63 | 1, 3, 1 << 62})
+	Masks32(base, []int64{0, 1000, 5, 6}, []uint64{^uint64(0)})
+	Masks32(base, []int64{3}, []uint64{1})
+	Masks32(nil, []int64{0, 1}, []uint64{1})
 }
 
 func work(n int) int64 {
