@@ -323,15 +323,16 @@ const (
 var denseSwitch = denseMaxLocal
 
 // begin starts a minibatch over numNodes nodes. The array is read at
-// random, so it takes huge pages (hugemem.Make) where it is large enough:
-// in 4 KiB pages, the 40 MB array of a 10M-node graph missed the TLB on
-// most lookups. Measured (Xeon with AMX, 'bench sample', 10M nodes,
-// [15,10,5], alternated): the last hop relabelled at 7.8 and 9.3 ns an
-// edge against 9.0 and 10.6, the middle hop at 9.9 and 11.1 against 11.4
-// and 12.5; the minibatch took 0.92-0.94 of the time.
+// random, so it is in huge pages where it can be (hugemem.Table): in 4
+// KiB pages the 40 MB array of a 10M-node graph missed the TLB on most
+// lookups. Measured (Xeon with AMX, 'bench sample', 10M nodes, alternated
+// with 4 KiB pages): the last hop of [15,10,5] relabelled at 7.8 and 9.3
+// ns an edge against 9.0 and 10.6, its middle hop at 9.9 and 11.1 against
+// 11.4 and 12.5, and the minibatch took 0.92-0.94 of the time; [25,10]
+// relabelled at 8.0 against 8.9 and 9.1.
 func (m *denseMap) begin(numNodes int) {
 	if len(m.tab) != numNodes {
-		m.tab = hugemem.Make[uint32](numNodes, numNodes)
+		m.tab = hugemem.Table[uint32](numNodes)
 		m.gen = 0
 	}
 	m.gen++

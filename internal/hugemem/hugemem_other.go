@@ -14,3 +14,6 @@ func Populate[T any](s []T, workers int) {}
 
 // Make is make([]T, n, c): no transparent huge pages to advise here.
 func Make[T any](n, c int) []T { return make([]T, n, c) }
+
+// Table is make([]T, n): no transparent huge pages here.
+func Table[T any](n int) []T { return make([]T, n) }

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/graphmill/graphmill/internal/arena"
 )
@@ -82,5 +85,67 @@ func TestMake(t *testing.T) {
 	}
 	if small := Make[byte](100, 1<<20); len(small) != 100 || cap(small) != 1<<20 {
 		t.Fatalf("small: len %d cap %d", len(small), cap(small))
+	}
+}
+
+// anonHuge returns the AnonHugePages of the mapping that holds a, in bytes.
+func anonHuge(t *testing.T, a uintptr) int {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") {
+			in = lo <= a && a < hi
+			continue
+		}
+		var kb int
+		if n, _ := fmt.Sscanf(line, "AnonHugePages: %d kB", &kb); in && n == 1 {
+			return kb << 10
+		}
+	}
+	t.Fatalf("no mapping holds %#x", a)
+	return 0
+}
+
+// TestTable: a table is zeroed and, on memory the heap had already
+// faulted in 4 KiB pages (a freed buffer's, written through), in huge
+// pages.
+func TestTable(t *testing.T) {
+	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
+		t.Skip("no transparent huge pages on this kernel")
+	}
+	probe, free := Alloc[byte](2 * hugePage) // faulted in: a collapse of nothing fails
+	defer free()
+	if err := unix.Madvise(probe, unix.MADV_COLLAPSE); err == unix.EINVAL {
+		t.Skip("no MADV_COLLAPSE (Linux 6.1+)")
+	}
+	const n = 3 << 20 // 12 MiB of uint32
+	for range 4 {     // freed buffers written in 4 KiB pages for the heap to hand back
+		b := make([]uint32, n)
+		for i := range b {
+			b[i] = 1
+		}
+		runtime.KeepAlive(b)
+		runtime.GC()
+	}
+	s := Table[uint32](n)
+	if len(s) != n {
+		t.Fatalf("len %d, want %d", len(s), n)
+	}
+	for i, v := range s {
+		if v != 0 {
+			t.Fatalf("s[%d] = %d, want 0", i, v)
+		}
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	mid := (p + 2*n) &^ (hugePage - 1)
+	if got := anonHuge(t, mid); got < hugePage {
+		t.Errorf("the table's mapping holds %d bytes of huge pages, want at least one page", got)
 	}
 }

@@ -121,3 +121,29 @@ func Make[T any](n, c int) []T {
 	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo), unix.MADV_HUGEPAGE)
 	return s
 }
+
+// Table returns make([]T, n) for an array read at random for as long as
+// its owner lives (a lookup table such as the sampler's relabelling
+// array), in huge pages where it can: Make's advice, then a synchronous
+// collapse of its pages into huge ones (MADV_COLLAPSE, Linux 6.1+; older
+// kernels keep the advice alone). The advice only takes effect on pages
+// not yet faulted in: memory the Go heap recycles from a freed buffer
+// keeps the 4 KiB pages it had, and a table there misses the TLB on most
+// lookups (a sampler made after another was dropped did). Fresh memory
+// has nothing to collapse (the call fails, harmlessly) and takes huge
+// pages as they fault in. A collapse of 40 MB costs a few milliseconds,
+// once.
+func Table[T any](n int) []T {
+	s := Make[T](n, n)
+	var z T
+	size := uintptr(n) * unsafe.Sizeof(z)
+	if size < 2*hugePage || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		return s
+	}
+	base := unsafe.Pointer(unsafe.SliceData(s))
+	p := uintptr(base)
+	lo := (p + hugePage - 1) &^ (hugePage - 1)
+	hi := min((p+size)&^(hugePage-1), lo+arena.HugeMaxRegion)
+	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo), unix.MADV_COLLAPSE)
+	return s
+}
