@@ -804,9 +804,10 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 // where the draws take 1.7 on the 10M-node synthetic graph's last hop,
 // and none of the entries past them that a long list's draws take.
 // Measured (Xeon with AMX, one core, 10M nodes and 200M edges in huge
-// pages, [15,10,5], rounds alternated in one process, five runs): the
-// last hop drew at 0.93-0.98 of drawFused's time and the minibatch took
-// 0.95-0.98; on the 1M-node graph (mostly in the host's cache) 1.00. A
+// pages, [15,10,5], rounds alternated in one process, seven runs 8 or
+// 12 ahead): the last hop drew at 0.93-0.98 of drawFused's time and the
+// minibatch took 0.95-0.98; on the 1M-node graph (mostly in the host's
+// cache) 0.99-1.00. A
 // first form, which kept every draw's position, took 1.07-1.10 times
 // drawFused's time on the middle hop (10 draws, lists mostly taken
 // whole): hops of more draws stay in drawFused.
@@ -822,7 +823,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	const (
 		G = prefetchGroup
-		D = prefetchAhead
+		D = drawAheadBy
 		R = 64 // the ring of masks: at least D+G, a multiple of G
 	)
 	var ring [R]uint64
@@ -1025,9 +1026,11 @@ func (s *Sampler) drawSome(sc *scratch, r *rng.Rand, lo int64, d, k int, out []i
 // 0.64-0.72 16 ahead; --quick 0.65-0.74 and 0.76-0.86. [25,10] lost up
 // to a third in some --quick runs with its hops 16 ahead, so its hops (10
 // and 25 draws) stay at 8. Such a hop now takes drawAhead (but with
-// Config.Prefetch), whose draws are made D ahead of the loads and whose
-// ranges 2D ahead: on the Xeon with AMX its last hop drew as fast with
-// D = 8 as with 12, and 3-5 % slower with 16.
+// Config.Prefetch), whose draws are made drawAheadBy destinations ahead
+// of the loads and whose ranges twice as far: on the Xeon with AMX its
+// last hop drew as fast 8 ahead as 12 (paired, the minibatch 0.94-0.98
+// and 0.95-0.98 of drawFused's time), and 3-5 % slower 16 ahead; 12
+// leaves room for longer loads (Zen 5's).
 //
 // A graph whose offsets and neighbour lists take at most cachedGraphBytes
 // stays in the caches, and drawFused skips the prefetches, which then only
@@ -1048,6 +1051,7 @@ const (
 	prefetchAhead    = 8
 	prefetchGroup    = 4
 	fewDraws         = 8
+	drawAheadBy      = 12
 )
 
 // growEdges makes hb's edge arrays (Indices, EdgeIDs) at least n long,
