@@ -574,11 +574,7 @@ func grow[T any](s []T, n int) []T {
 // of dst[:done] are already in sc.spans from the previous hop (every hop's
 // destinations extend the previous one's).
 func (s *Sampler) spans(sc *scratch, dst []int32, done, k int) int {
-	if cap(sc.spans) < 2*len(dst) {
-		sc.spans = slices.Grow(sc.spans[:2*done], 2*(len(dst)-done)+len(dst)/2)
-	}
-	sp := sc.spans[:2*len(dst)]
-	sc.spans = sp
+	sp := sc.spansFor(len(dst), done)
 	indptr := s.g.Indptr
 	if s.cfg.Prefetch != nil {
 		for i := 0; i < len(dst); i += PrefetchChunk {
@@ -703,11 +699,7 @@ func (s *Sampler) draw(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Blo
 // room for len(dst)+1 offsets).
 func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block) int {
 	nd := len(dst)
-	if cap(sc.spans) < 2*nd {
-		sc.spans = slices.Grow(sc.spans[:2*done], 2*(nd-done)+nd/2)
-	}
-	sp := sc.spans[:2*nd]
-	sc.spans = sp
+	sp := sc.spansFor(nd, done)
 	indptr, ind := s.g.Indptr, s.g.Indices
 	// The edge arrays start at their capacity or at 16 edges a
 	// destination, and double when a destination's k edges do not fit (an
@@ -792,6 +784,16 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 	return e
 }
 
+// spansFor returns sc.spans sized for the ranges of nd destinations,
+// keeping those of the first done (the previous hop's destinations).
+func (sc *scratch) spansFor(nd, done int) []int64 {
+	if cap(sc.spans) < 2*nd {
+		sc.spans = slices.Grow(sc.spans[:2*done], 2*(nd-done)+nd/2)
+	}
+	sc.spans = sc.spans[:2*nd]
+	return sc.spans
+}
+
 // drawAhead draws what drawFused does, for a hop of at most fewDraws
 // draws a destination on a graph larger than the cache (the last hop of
 // fanouts like [15,10,5]): in a pipeline of three stages, the ranges of
@@ -813,11 +815,7 @@ func (s *Sampler) drawFused(sc *scratch, dst []int32, done int, hk uint64, k int
 // whole): hops of more draws stay in drawFused.
 func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block) int {
 	nd := len(dst)
-	if cap(sc.spans) < 2*nd {
-		sc.spans = slices.Grow(sc.spans[:2*done], 2*(nd-done)+nd/2)
-	}
-	sp := sc.spans[:2*nd]
-	sc.spans = sp
+	sp := sc.spansFor(nd, done)
 	indptr, ind := s.g.Indptr, s.g.Indices
 	growEdges(hb, 0, nd*k) // k <= fewDraws: no growing while drawing
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr

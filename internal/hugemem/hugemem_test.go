@@ -18,8 +18,9 @@ import (
 	"github.com/graphmill/graphmill/internal/arena"
 )
 
-// vmFlags returns the VmFlags of the mapping holding address a.
-func vmFlags(t *testing.T, a uintptr) []string {
+// smapsField returns the value of the field name (such as "VmFlags:")
+// of the mapping holding address a in /proc/self/smaps.
+func smapsField(t *testing.T, a uintptr, name string) string {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		t.Skipf("no smaps: %v", err)
@@ -34,17 +35,29 @@ func vmFlags(t *testing.T, a uintptr) []string {
 			in = lo <= a && a < hi
 			continue
 		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
+		if in && strings.HasPrefix(line, name) {
+			return strings.TrimPrefix(line, name)
 		}
 	}
 	t.Fatalf("no mapping holds %#x", a)
-	return nil
+	return ""
 }
 
-// TestMake checks Make's slice, and that it advises the whole huge pages
-// of the part the caller fills, and nothing under a memory limit or for
-// a small slice.
+// vmFlags returns the VmFlags of the mapping holding address a.
+func vmFlags(t *testing.T, a uintptr) []string {
+	return strings.Fields(smapsField(t, a, "VmFlags:"))
+}
+
+// anonHuge returns the AnonHugePages of the mapping holding address a,
+// in bytes.
+func anonHuge(t *testing.T, a uintptr) int {
+	var kb int
+	if _, err := fmt.Sscanf(smapsField(t, a, "AnonHugePages:"), "%d kB", &kb); err != nil {
+		t.Fatal(err)
+	}
+	return kb << 10
+}
+
 func TestMake(t *testing.T) {
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
 		t.Skip("no transparent huge pages on this kernel")
@@ -86,31 +99,6 @@ func TestMake(t *testing.T) {
 	if small := Make[byte](100, 1<<20); len(small) != 100 || cap(small) != 1<<20 {
 		t.Fatalf("small: len %d cap %d", len(small), cap(small))
 	}
-}
-
-// anonHuge returns the AnonHugePages of the mapping that holds a, in bytes.
-func anonHuge(t *testing.T, a uintptr) int {
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no smaps: %v", err)
-	}
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		var lo, hi uintptr
-		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") {
-			in = lo <= a && a < hi
-			continue
-		}
-		var kb int
-		if n, _ := fmt.Sscanf(line, "AnonHugePages: %d kB", &kb); in && n == 1 {
-			return kb << 10
-		}
-	}
-	t.Fatalf("no mapping holds %#x", a)
-	return 0
 }
 
 // TestTable: a table is zeroed and, on memory the heap had already

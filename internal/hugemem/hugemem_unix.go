@@ -109,17 +109,26 @@ const hugePage = 2 << 20
 // advised bytes of buffers since freed.
 func Make[T any](n, c int) []T {
 	s := make([]T, n, c)
+	if r := hugeRange(s); r != nil {
+		_ = unix.Madvise(r, unix.MADV_HUGEPAGE)
+	}
+	return s
+}
+
+// hugeRange returns the whole huge pages of s, at most
+// arena.HugeMaxRegion bytes of them (see Make), or nil where s spans
+// less than two or a Go memory limit is set.
+func hugeRange[T any](s []T) []byte {
 	var z T
-	size := uintptr(n) * unsafe.Sizeof(z)
+	size := uintptr(len(s)) * unsafe.Sizeof(z)
 	if size < 2*hugePage || debug.SetMemoryLimit(-1) != math.MaxInt64 {
-		return s
+		return nil
 	}
 	base := unsafe.Pointer(unsafe.SliceData(s))
 	p := uintptr(base)
 	lo := (p + hugePage - 1) &^ (hugePage - 1)
 	hi := min((p+size)&^(hugePage-1), lo+arena.HugeMaxRegion)
-	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo), unix.MADV_HUGEPAGE)
-	return s
+	return unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo)
 }
 
 // Table returns make([]T, n) for an array read at random for as long as
@@ -135,15 +144,8 @@ func Make[T any](n, c int) []T {
 // once.
 func Table[T any](n int) []T {
 	s := Make[T](n, n)
-	var z T
-	size := uintptr(n) * unsafe.Sizeof(z)
-	if size < 2*hugePage || debug.SetMemoryLimit(-1) != math.MaxInt64 {
-		return s
+	if r := hugeRange(s); r != nil {
+		_ = unix.Madvise(r, unix.MADV_COLLAPSE)
 	}
-	base := unsafe.Pointer(unsafe.SliceData(s))
-	p := uintptr(base)
-	lo := (p + hugePage - 1) &^ (hugePage - 1)
-	hi := min((p+size)&^(hugePage-1), lo+arena.HugeMaxRegion)
-	_ = unix.Madvise(unsafe.Slice((*byte)(unsafe.Add(base, lo-p)), hi-lo), unix.MADV_COLLAPSE)
 	return s
 }
