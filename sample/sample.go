@@ -821,9 +821,11 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	const (
 		G = prefetchGroup
-		D = drawAheadBy
-		R = 64 // the ring of masks: at least D+G, a multiple of G
+		D = drawAheadBy // a multiple of G: draw's groups start at multiples of G
+		R = 64          // the ring of masks: at least D+G, a multiple of G
 	)
+	// Both conditions at compile time: a negative constant is no uint.
+	const _, _ uint = -(D%G + R%G), R - D - G
 	var ring [R]uint64
 	var rr rng.Rand
 	r := &rr
