@@ -1,9 +1,9 @@
 package sample
 
 import (
-	"github.com/graphmill/graphmill/internal/hugemem"
 	"slices"
 
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/prefetch"
 )
 
