@@ -809,10 +809,9 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // pages, [15,10,5], rounds alternated in one process, seven runs 8 or
 // 12 ahead): the last hop drew at 0.93-0.98 of drawFused's time and the
 // minibatch took 0.95-0.98; on the 1M-node graph (mostly in the host's
-// cache) 0.99-1.00. A
-// first form, which kept every draw's position, took 1.07-1.10 times
-// drawFused's time on the middle hop (10 draws, lists mostly taken
-// whole): hops of more draws stay in drawFused.
+// cache) 0.99-1.00. A first form, which kept every draw's position, took
+// 1.07-1.10 times drawFused's time on the middle hop (10 draws, lists
+// mostly taken whole): hops of more draws stay in drawFused.
 func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block) int {
 	nd := len(dst)
 	sp := sc.spansFor(nd, done)

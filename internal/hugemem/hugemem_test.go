@@ -58,6 +58,9 @@ func anonHuge(t *testing.T, a uintptr) int {
 	return kb << 10
 }
 
+// TestMake checks Make's slice, and that it advises the whole huge pages
+// of the part the caller fills, and nothing under a memory limit or for
+// a small slice.
 func TestMake(t *testing.T) {
 	if b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(b), "[never]") {
 		t.Skip("no transparent huge pages on this kernel")

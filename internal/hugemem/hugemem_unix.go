@@ -117,7 +117,7 @@ func Make[T any](n, c int) []T {
 
 // hugeRange returns the whole huge pages of s, at most
 // arena.HugeMaxRegion bytes of them (see Make), or nil where s spans
-// less than two or a Go memory limit is set.
+// less than two huge pages or a Go memory limit is set.
 func hugeRange[T any](s []T) []byte {
 	var z T
 	size := uintptr(len(s)) * unsafe.Sizeof(z)
