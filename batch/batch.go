@@ -373,7 +373,7 @@ func (mb *MiniBatch) SetInputs(local []int32, numSeeds int) {
 		mb.InputNodes = make([]int64, len(local), len(local)+len(local)/4)
 	}
 	mb.InputNodes = mb.InputNodes[:len(local)]
-	widen(mb.InputNodes, local)
+	widenStream(mb.InputNodes, local)
 	mb.local = local
 	mb.localOK = true
 	mb.Seeds = mb.InputNodes[:numSeeds]
@@ -555,6 +555,10 @@ func overlaps[T any](a, b []T) bool {
 	pb := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return pa >= pb && pa < pb+uintptr(cap(b))*sz
 }
+
+// streamMin is the fewest ids widenStream writes with streaming stores:
+// 512 KiB of int64s.
+const streamMin = 1 << 16
 
 // widen sets d[i] = s[i] (len(d) == len(s)), eight at a time: the copy is
 // bound by memory bandwidth, and the unrolled loop gets close to it (about
