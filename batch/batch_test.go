@@ -215,6 +215,31 @@ func TestDecodeAliasesOrCopies(t *testing.T) {
 	}
 }
 
+// TestSetInputsSizes: SetInputs widens small and large id arrays (the
+// large ones with streaming stores) into InputNodes, its seeds first,
+// and keeps them as Local.
+func TestSetInputsSizes(t *testing.T) {
+	mb := &MiniBatch{}
+	for _, n := range []int{1, 9, streamMin - 1, streamMin, streamMin + 5, 3 * streamMin} {
+		local := mb.LocalBuffer()
+		for i := range n {
+			local = append(local, int32(i*7919%(4*n)))
+		}
+		mb.SetInputs(local, min(n, 3))
+		if len(mb.InputNodes) != n || len(mb.Seeds) != min(n, 3) {
+			t.Fatalf("n=%d: %d input nodes, %d seeds", n, len(mb.InputNodes), len(mb.Seeds))
+		}
+		for i, v := range local {
+			if mb.InputNodes[i] != int64(v) {
+				t.Fatalf("n=%d: InputNodes[%d] = %d, want %d", n, i, mb.InputNodes[i], v)
+			}
+		}
+		if got, err := mb.Local(); err != nil || !slices.Equal(got, local) {
+			t.Fatalf("n=%d: Local differs (%v)", n, err)
+		}
+	}
+}
+
 func TestSetEdgeIndex(t *testing.T) {
 	mb := frontier()
 	// hop 0: (2,0) (3,0) (0,1); hop 1: (4,2) (5,2) (6,3)

@@ -1059,3 +1059,47 @@ func TestTiming(t *testing.T) {
 		}
 	}
 }
+
+// TestPosStream: positions staged through posStream, streamed or not,
+// land in their array as written, whatever the array's alignment and the
+// runs' lengths (0 to fewDraws), and nothing is written past the last.
+func TestPosStream(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		for shift := range 8 {
+			t.Run(fmt.Sprintf("on=%v/shift=%d", on, shift), func(t *testing.T) {
+				const n = 3000
+				buf := make([]int64, n+16)
+				for i := range buf {
+					buf[i] = -1
+				}
+				dst := buf[shift : shift+n]
+				var ps posStream
+				ps.begin(dst, on)
+				p, run := int64(0), 0
+				for {
+					q := min(p+int64(run%(fewDraws+1)), n-5)
+					w := ps.stage(p, q)
+					for x := range w {
+						w[x] = (p + int64(x)) * 3
+					}
+					ps.wrote(q)
+					p = q
+					run = (run*7 + 3) % 1000003
+					if q == n-5 {
+						break
+					}
+				}
+				ps.finish(p)
+				for i := range buf {
+					want := int64(-1)
+					if i >= shift && i < shift+n-5 {
+						want = int64(i-shift) * 3
+					}
+					if buf[i] != want {
+						t.Fatalf("buf[%d] = %d, want %d", i, buf[i], want)
+					}
+				}
+			})
+		}
+	}
+}
