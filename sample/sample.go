@@ -231,6 +231,10 @@ type Sampler struct {
 	// (takeAll's assembly reads offsets and lists without bounds checks),
 	// so hops may be drawn in passes (Sampler.passes).
 	passOK bool
+	// streamPos: they take more than streamGraphBytes and nothing reads
+	// the sampled edges' positions right after a hop (no edge weights or
+	// ids to look up by them), so drawAhead streams them (posStream).
+	streamPos bool
 
 	timing []hopTiming // per hop, with Config.Timing
 }
@@ -275,6 +279,7 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	bytes := int64(len(g.Indptr))*8 + int64(len(g.Indices))*4
 	s := &Sampler{g: g, cfg: cfg, prefetch: bytes > cachedGraphBytes}
 	s.passOK = bytes <= midCacheBytes && g.Validate() == nil
+	s.streamPos = bytes > streamGraphBytes && g.Weights == nil && g.EdgeIDs == nil
 	if cfg.Timing {
 		s.timing = make([]hopTiming, len(cfg.Fanouts))
 	}
@@ -890,7 +895,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 		draw(a, min(a+G, nd))
 	}
 	var ps posStream
-	ps.begin(pos, s.g.Weights == nil && s.g.EdgeIDs == nil)
+	ps.begin(pos, s.streamPos)
 	for i := range nd {
 		if i%G == 0 {
 			if a, b := max(i+2*D, done), min(i+2*D+G, nd); a < b {
@@ -919,16 +924,18 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 
 // posStream stages a hop's edge positions (the block's EdgeIDs) in a
 // small buffer and writes them to their array a chunk of whole cache
-// lines at a time with streaming stores (internal/stream), where nothing
-// reads them right after the hop (the graph has no edge weights or ids to
-// look up by them). With ordinary stores, each new line of the array
-// (every 1.6 destinations of a hop of 5 draws) was first read for
-// ownership, holding a line-fill buffer that the list reads were waiting
-// for, for a memory round trip. Measured (Xeon with AMX, one core, the
-// 10M-node synthetic graph in huge pages, [15,10,5], alternated in one
-// process with ordinary stores): the last hop drew at 13.1 and 12.7 ns an
-// edge against 13.5 and 13.1, and the minibatch took 0.972-0.984 of the
-// time.
+// lines at a time with streaming stores (internal/stream), on a graph far
+// larger than the cache (Sampler.streamPos). With ordinary stores, each
+// new line of the array (every 1.6 destinations of a hop of 5 draws) was
+// first read for ownership, holding a line-fill buffer that the list
+// reads were waiting for, for a memory round trip. Measured (Xeon with
+// AMX, one core, synthetic graphs in huge pages, [15,10,5], alternated in
+// one process with ordinary stores): on the 10M-node graph (880 MB) the
+// last hop drew at 13.1 and 12.7 ns an edge against 13.5 and 13.1, and
+// the minibatch took 0.972-0.984 of the time; but on the 1M-node graph
+// (88 MB, mostly in the host's cache, where the array's lines were still
+// in cache from the previous minibatch) 6.9 against 6.0 ns, the minibatch
+// 1.07 times as long: hence streamGraphBytes.
 type posStream struct {
 	on         bool
 	dst        []int64
@@ -1128,10 +1135,14 @@ func (s *Sampler) drawSome(sc *scratch, r *rng.Rand, lo int64, d, k int, out []i
 // prefetches: on Zen 5 a minibatch took 0.46-0.55 of drawFused's time on
 // Cora, 0.59-0.69 on a 40k-node graph of 10 edges a node, 0.77-0.99 on a
 // 20k-node one of 20 (paired rounds, [25,10] and [15,10,5]; the copies
-// in Go instead of takeAll8 0.63-0.72 on Cora).
+// in Go instead of takeAll8 0.63-0.72 on Cora). A graph of over
+// streamGraphBytes is far larger than the cache, and its last hops'
+// positions are written with streaming stores (posStream): measured to
+// pay on 880 MB and to cost on 88 MB.
 const (
 	cachedGraphBytes = 2 << 20
 	midCacheBytes    = 16 << 20
+	streamGraphBytes = 256 << 20
 	passAhead        = 8
 	prefetchAhead    = 8
 	prefetchGroup    = 4

@@ -766,7 +766,8 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				// the draws' prefetches) or fused by their fanout against
 				// the mean degree; and the fused loop alone, with and
 				// without its prefetches (hops of few draws then drawn
-				// ahead, drawAhead), and with them and Config.Prefetch
+				// ahead, drawAhead, their positions streamed where New
+				// would on a large graph), and with them and Config.Prefetch
 				// (drawFused for every hop).
 				other, _ := New(gg.g, cfg)
 				other.prefetch = !fused.prefetch
@@ -774,6 +775,7 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				loop.passOK = false
 				loopPF, _ := New(gg.g, cfg)
 				loopPF.passOK, loopPF.prefetch = false, true
+				loopPF.streamPos = gg.g.Weights == nil && gg.g.EdgeIDs == nil // as on a graph far larger than the cache
 				withFetch := cfg
 				withFetch.Prefetch = func([]int32) {}
 				loopFetch, _ := New(gg.g, withFetch)
