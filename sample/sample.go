@@ -1136,9 +1136,9 @@ func (s *Sampler) drawSome(sc *scratch, r *rng.Rand, lo int64, d, k int, out []i
 // Cora, 0.59-0.69 on a 40k-node graph of 10 edges a node, 0.77-0.99 on a
 // 20k-node one of 20 (paired rounds, [25,10] and [15,10,5]; the copies
 // in Go instead of takeAll8 0.63-0.72 on Cora). A graph of over
-// streamGraphBytes is far larger than the cache, and its last hops'
-// positions are written with streaming stores (posStream): measured to
-// pay on 880 MB and to cost on 88 MB.
+// streamGraphBytes is far larger than the cache, and the positions its
+// hops of few draws sample (drawAhead) are written with streaming stores
+// (posStream): measured to pay on 880 MB and to cost on 88 MB.
 const (
 	cachedGraphBytes = 2 << 20
 	midCacheBytes    = 16 << 20
