@@ -22,31 +22,33 @@ const Line = 8
 // Copy sets d[i] = s[i] for i < len(s) (len(d) >= len(s)).
 func Copy(d, s []int64) {
 	d = d[:len(s)]
-	i := Head(d)
-	if !ok || len(s)-i < Line {
-		copy(d, s)
-		return
-	}
+	i, j := lines(d)
 	copy(d[:i], s[:i])
-	n := (len(s) - i) &^ (Line - 1)
-	copyNT(&d[i], &s[i], n)
-	i += n
-	copy(d[i:], s[i:])
+	if j > i {
+		copyNT(&d[i], &s[i], j-i)
+	}
+	copy(d[j:], s[j:])
 }
 
 // Widen sets d[i] = int64(s[i]) for i < len(s) (len(d) >= len(s)).
 func Widen(d []int64, s []int32) {
 	d = d[:len(s)]
-	i := Head(d)
-	if !ok || len(s)-i < Line {
-		widen(d, s)
-		return
-	}
+	i, j := lines(d)
 	widen(d[:i], s[:i])
-	n := (len(s) - i) &^ (Line - 1)
-	widenNT(&d[i], &s[i], n)
-	i += n
-	widen(d[i:], s[i:])
+	if j > i {
+		widenNT(&d[i], &s[i], j-i)
+	}
+	widen(d[j:], s[j:])
+}
+
+// lines returns the part d[i:j] of d that whole cache lines hold, which
+// the streaming kernels write (i == j where they do not run).
+func lines(d []int64) (i, j int) {
+	i = Head(d)
+	if !ok || len(d)-i < Line {
+		return 0, 0
+	}
+	return i, i + (len(d)-i)&^(Line-1)
 }
 
 // Enabled reports whether Copy and Widen stream (amd64 with AVX2, unless
