@@ -374,7 +374,7 @@ func (mb *MiniBatch) SetInputs(local []int32, numSeeds int) {
 		mb.InputNodes = make([]int64, len(local), len(local)+len(local)/4)
 	}
 	mb.InputNodes = mb.InputNodes[:len(local)]
-	if len(local) >= streamMin {
+	if len(local) >= streamMin && stream.Enabled() {
 		stream.Widen(mb.InputNodes, local)
 		stream.Fence()
 	} else {
@@ -563,7 +563,8 @@ func overlaps[T any](a, b []T) bool {
 }
 
 // streamMin is the fewest input nodes SetInputs widens with streaming
-// stores (stream.Widen; 512 KiB of int64s): a minibatch's input nodes are
+// stores (stream.Widen, where the CPU has them: elsewhere widen's unrolled
+// loop is the faster; 512 KiB of int64s): a minibatch's input nodes are
 // read when its features are gathered, usually minibatches later, and a
 // large array of them would only push out of the cache the lines that
 // the sampler reads again. Measured (Xeon with AMX, stream's
