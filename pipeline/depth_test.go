@@ -46,25 +46,30 @@ func TestDepthFor(t *testing.T) {
 // batch (40 ms, four steps of 10 ms) and fast otherwise: with MaxBuffers
 // the epoch grows its buffers so that batches prepared ahead cover the slow
 // ones, and never beyond MaxBuffers; a uniformly fast stage keeps two.
+// The uniform stage does not sleep at all: a 1 ms sleep took over a
+// step's 10 ms often enough on a loaded machine (CI compiling beside it)
+// to read as slow batches, which rightly grows the buffers.
 func TestDepthGrows(t *testing.T) {
 	for _, c := range []struct {
 		name           string
-		slow           time.Duration
+		fast, slow     time.Duration
 		max, min, most int
 	}{
-		{"spiky", 40 * time.Millisecond, 4, 4, 4},
-		{"spiky, more allowed", 40 * time.Millisecond, 16, 4, 6},
-		{"uniform", time.Millisecond, 8, 2, 2},
+		{"spiky", time.Millisecond, 40 * time.Millisecond, 4, 4, 4},
+		{"spiky, more allowed", time.Millisecond, 40 * time.Millisecond, 16, 4, 6},
+		{"uniform", 0, 0, 8, 2, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, err := New(Config{Buffers: 2, Prefetch: 1, MaxBuffers: c.max, Stages: []Stage{
 				{Name: "sample", Workers: 1, Run: fill},
 				{Name: "read", Run: func(ctx context.Context, i int, mb *batch.MiniBatch) error {
-					d := time.Millisecond
+					d := c.fast
 					if i%8 == 0 {
 						d = c.slow
 					}
-					time.Sleep(d)
+					if d > 0 {
+						time.Sleep(d)
+					}
 					return nil
 				}},
 			}})
