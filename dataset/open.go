@@ -38,6 +38,7 @@ type Dataset struct {
 
 	arrays          []*npy.Array
 	indptr, indices *npy.Array // the graph's mappings (AdviseGraphRandom)
+	weights         *npy.Array // the edge weights' mapping, or nil (GraphInMemory)
 	inv             *inverse   // of OrigIDs (FromOriginal)
 }
 
@@ -167,6 +168,7 @@ func Open(dir string) (_ *Dataset, err error) {
 		return nil, err
 	}
 	if a := arrays[ArrayEdgeWeight]; a != nil {
+		d.weights = a
 		d.Graph.Weights, _ = npy.View[float32](a)
 	}
 	if a := arrays[ArrayFeatures]; a != nil {

@@ -94,7 +94,7 @@ func (r *Runner) openDisk(ctx context.Context) error {
 		avail /= int64(p.Size()) // a share per rank, as autoCacheBytes
 	}
 	if avail > 0 {
-		r.goLimit = max(memstat.GoRuntime()+avail-d.CacheStats().Bytes-r.ds.Graph.Bytes(), 64<<20)
+		r.goLimit = max(memstat.GoRuntime()+avail-d.CacheStats().Bytes-r.g.Bytes(), 64<<20)
 	}
 	r.cacheBudget = budget
 	r.openTime = time.Since(start)
@@ -148,7 +148,33 @@ func (r *Runner) graphOnDisk() bool {
 	case "no":
 		return false
 	}
-	return r.startAvail > 0 && r.ds.Graph.Bytes() > r.startAvail/2
+	return r.startAvail > 0 && r.g.Bytes() > r.startAvail/2
+}
+
+// graphInMemory says whether the graph is read from a copy in huge-page
+// memory (Config.GraphInMemory); auto copies it in sampled and GAS modes
+// (full-graph training reads the lists in order, where 4 KiB pages cost
+// little) when it is not on disk, no memory bound is set, the features
+// are not read from disk (memory is scarce there, and the mapping's
+// pages can be reclaimed under pressure where a copy's cannot) and one
+// copy per rank takes at most half the memory available now, after the
+// features took theirs.
+func (r *Runner) graphInMemory() bool {
+	switch r.cfg.GraphInMemory {
+	case "yes":
+		return true
+	case "no":
+		return false
+	}
+	if r.cfg.Mode == Full || r.graphOnDisk() || r.cfg.MaxMemoryBytes > 0 || r.disk != nil {
+		return false
+	}
+	ranks := int64(1)
+	if r.cfg.Parallel != nil {
+		ranks = int64(max(r.cfg.Parallel.Size(), 1))
+	}
+	avail := memstat.Available()
+	return avail > 0 && r.g.Bytes()*ranks <= avail/2
 }
 
 // superbatch is the number of batches the disk cache plans ahead (0:
@@ -163,7 +189,7 @@ func (r *Runner) superbatch() int {
 // cacheOrder ranks the nodes for the feature cache, hottest first
 // (Config.CachePolicy; fromDisk picks the default).
 func (r *Runner) cacheOrder(ctx context.Context, fromDisk bool) ([]int32, error) {
-	degree := feature.DegreeOrder(r.ds.Graph)
+	degree := feature.DegreeOrder(r.g)
 	policy := r.cfg.CachePolicy
 	if policy == "" && fromDisk {
 		policy = "presample"
@@ -175,7 +201,7 @@ func (r *Runner) cacheOrder(ctx context.Context, fromDisk bool) ([]int32, error)
 	r.cachePolicy = "presample"
 	// One epoch's batches, sampled with a key no training epoch uses.
 	key := rng.Derive(LoaderSeed(r.cfg), 0x9e5)
-	s, err := sample.New(r.ds.Graph, r.sampleConfig(r.cfg.Fanouts))
+	s, err := sample.New(r.g, r.sampleConfig(r.cfg.Fanouts))
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +234,7 @@ func (r *Runner) autoCacheBytes() int64 {
 	// The graph's pages: a cgroup's usage already counts those read so
 	// far; MemAvailable counts them as free to take. Without a cgroup,
 	// a thirty-second more is left to the kernel.
-	graph := r.ds.Graph.Bytes()
+	graph := r.g.Bytes()
 	if cgroup {
 		graph = max(0, graph-memstat.File())
 	} else {
@@ -249,7 +275,7 @@ func (r *Runner) sampleBatchBytes() int64 {
 	if cfg.Mode != Sampled || len(cfg.Fanouts) == 0 {
 		return int64(cfg.EvalBatchSize) * dim * 4 * 4
 	}
-	s, err := sample.New(r.ds.Graph, r.sampleConfig(r.cfg.Fanouts))
+	s, err := sample.New(r.g, r.sampleConfig(r.cfg.Fanouts))
 	if err != nil {
 		return 0
 	}

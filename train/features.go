@@ -169,6 +169,11 @@ func (r *Runner) Close() error {
 		r.graphIO.Close()
 		r.graphIO = nil
 	}
+	if r.freeGraph != nil {
+		r.g = r.ds.Graph
+		r.freeGraph()
+		r.freeGraph = nil
+	}
 	return nil
 }
 

@@ -44,7 +44,7 @@ type gasStepper struct {
 
 func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (Stepper, error) {
 	cfg := r.cfg
-	g := r.ds.Graph
+	g := r.g
 	if cfg.Parts > g.NumNodes {
 		return nil, fmt.Errorf("gas: %d parts for %d nodes", cfg.Parts, g.NumNodes)
 	}
@@ -113,7 +113,7 @@ func (s *gasStepper) Close() {
 // memory for one batch, not for a layer of all nodes.
 func (s *gasStepper) fill(ctx context.Context, m *nn.Model) error {
 	cfg := s.r.cfg
-	return inferLayers(ctx, m, s.r.ds.Graph, cfg.EvalBatchSize, cfg.MaxMemoryBytes, len(m.Layers)-1, &historyIO{x: s.r.feat, hist: s.hist})
+	return inferLayers(ctx, m, s.r.g, cfg.EvalBatchSize, cfg.MaxMemoryBytes, len(m.Layers)-1, &historyIO{x: s.r.feat, hist: s.hist})
 }
 
 // historyIO is layer-wise inference over GAS's histories: layer l's input
@@ -190,7 +190,7 @@ func (s *gasStepper) groups(epoch int) [][]int32 {
 // and the seeds' training labels.
 func (s *gasStepper) build(_ context.Context, i int, mb *batch.MiniBatch) error {
 	nodes := s.cur[i]
-	neighbourhood(s.r.ds.Graph, nodes, s.pos, mb, len(s.m.Layers))
+	neighbourhood(s.r.g, nodes, s.pos, mb, len(s.m.Layers))
 	mb.Labels = mb.Labels[:0]
 	for _, v := range nodes {
 		mb.Labels = append(mb.Labels, s.masked[v])

@@ -112,6 +112,11 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 	// interrupted returns the result so far when err is the context's
 	// cancellation, and err alone otherwise.
 	interrupted := func(err error) (*Result, error) {
+		if pending != nil {
+			// An overlapped evaluation still reads the runner's graph and
+			// features, which the caller frees once this returns.
+			<-pending.done
+		}
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, epochs, cerr)
 		}

@@ -92,7 +92,7 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (Stepper, error) 
 	if r.batches != nil {
 		return &sampledStepper{r: r, m: m, opt: opt, ld: r.batches, e: r.engine(m, opt)}, nil
 	}
-	s, err := sample.New(r.ds.Graph, r.sampleConfig(cfg.Fanouts))
+	s, err := sample.New(r.g, r.sampleConfig(cfg.Fanouts))
 	if err != nil {
 		return nil, err
 	}

@@ -62,7 +62,7 @@ func LoaderSeed(cfg Config) uint64 { return rng.Derive(cfg.Seed, 0x5a3) }
 // draws).
 func (r *Runner) sampledEval(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	var ev Evaluation
-	s, err := sample.New(r.ds.Graph, r.sampleConfig(r.cfg.EvalFanouts))
+	s, err := sample.New(r.g, r.sampleConfig(r.cfg.EvalFanouts))
 	if err != nil {
 		return ev, err
 	}

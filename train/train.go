@@ -131,6 +131,10 @@ type Summary struct {
 	// GraphOnDisk says whether the graph was read as a graph on disk,
 	// with random-access advice (Config.GraphOnDisk).
 	GraphOnDisk bool `json:"graph_on_disk,omitempty"`
+	// GraphInMemoryBytes is the size of the huge-page copy the graph was
+	// read from (Config.GraphInMemory); 0 when it was read through its
+	// file mappings.
+	GraphInMemoryBytes int64 `json:"graph_in_memory_bytes,omitempty"`
 	// GraphReads and GraphReadBytes count the reads in flight that read
 	// a graph on disk's pages ahead of sampling (dataset.GraphReader).
 	GraphReads     int64  `json:"graph_reads,omitempty"`
@@ -194,6 +198,10 @@ type Runner struct {
 	inMemory int64                // the bytes of owned's in-memory copy of the features (Config.FeaturesInMemory), or 0
 	disk     *feature.Disk        // the features read from disk (openDisk), closed by Close
 	graphIO  *dataset.GraphReader // a graph on disk's reads in flight (graphOnDisk), closed by Close
+	// g is the graph every mode reads: ds.Graph, or its copy in memory
+	// (Config.GraphInMemory), freed by Close with freeGraph.
+	g         *graph.CSC
+	freeGraph func()
 	// batchBytes is estimateBatchBytes' estimate, made once.
 	batchBytes int64
 	// cacheBudget is the disk cache's budget (given or chosen), setupCtx
@@ -267,7 +275,7 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 		return nil, fmt.Errorf("model %s aggregates by edge weights, and dataset %s has none (import one with them: an edge list with a third column, or an npz adjacency with weights)", cfg.Model.Kind, m.Name)
 	}
 	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
-	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now(), startAvail: memstat.Available()}
+	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now(), startAvail: memstat.Available(), g: ds.Graph}
 	if cfg.MaxMemoryBytes == 0 {
 		r.ws = tensor.NewWorkspace(0)
 	}
@@ -294,11 +302,14 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 		r.Close()
 		return nil, err
 	}
+	if r.graphInMemory() {
+		r.g, r.freeGraph = ds.GraphInMemory()
+	}
 	if r.degOverride != nil {
 		r.deg = r.degOverride
 		return r, nil
 	}
-	deg := ds.Graph.InDegrees()
+	deg := r.g.InDegrees()
 	r.deg = make([]float32, len(deg))
 	for i, d := range deg {
 		r.deg[i] = float32(d)
@@ -370,7 +381,7 @@ func (r *Runner) score(logits tensor.Matrix) Evaluation {
 
 // Predict returns the model's logits for every node.
 func (r *Runner) Predict(ctx context.Context, m *nn.Model) (tensor.Matrix, error) {
-	return Infer(ctx, m, r.ds.Graph, r.inferSource(), r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
+	return Infer(ctx, m, r.g, r.inferSource(), r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
 }
 
 // evalJob is an evaluation of one epoch's weights, possibly running in the
@@ -446,6 +457,9 @@ func (p *peakStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) 
 func (r *Runner) finalizeSummary(s *Summary) {
 	s.FirstBatchSeconds = r.firstBatch.Seconds()
 	s.GraphOnDisk = r.graphOnDisk()
+	if r.freeGraph != nil {
+		s.GraphInMemoryBytes = r.g.Bytes()
+	}
 	if r.graphIO != nil {
 		st := r.graphIO.Stats()
 		s.GraphReads, s.GraphReadBytes = st.Reads, st.Bytes
@@ -506,7 +520,7 @@ type fullStepper struct {
 }
 
 func (r *Runner) fullStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (Stepper, error) {
-	g := r.ds.Graph
+	g := r.g
 	whole := &batch.MiniBatch{}
 	ids := make([]int32, g.NumNodes)
 	for i := range ids {

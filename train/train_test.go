@@ -251,6 +251,49 @@ func TestFeaturesInMemory(t *testing.T) {
 	}
 }
 
+// TestGraphInMemory: when each setting of Config.GraphInMemory copies the
+// graph (the summary's copy size), and that sampled and GAS runs draw the
+// same minibatches from the copy as from the mapping: their histories are
+// bitwise the same.
+func TestGraphInMemory(t *testing.T) {
+	d := cora(t)
+	copyBytes := d.Graph.Bytes()
+	mapped := map[Mode]*Result{}
+	for _, c := range []struct {
+		name  string
+		mod   func(*Config)
+		inMem bool
+	}{
+		{"no", func(c *Config) { c.GraphInMemory = "no" }, false},
+		{"auto", func(c *Config) {}, true},
+		{"yes", func(c *Config) { c.GraphInMemory = "yes" }, true},
+		{"gas no", func(c *Config) { c.Mode, c.GraphInMemory = GAS, "no" }, false},
+		{"gas auto", func(c *Config) { c.Mode = GAS }, true},
+		{"auto under a memory bound", func(c *Config) { c.MaxMemoryBytes = 64 << 20 }, false},
+		{"auto with features from disk", func(c *Config) { c.FeaturesInMemory = FeaturesDisk }, false},
+		{"auto with the graph on disk", func(c *Config) { c.GraphOnDisk = "yes" }, false},
+		{"auto full graph", func(c *Config) { c.Mode = Full }, false},
+		{"yes full graph", func(c *Config) { c.Mode, c.GraphInMemory = Full, "yes" }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Defaults(nn.SAGE)
+			cfg.Mode, cfg.Fanouts, cfg.BatchSize = Sampled, []int{5, 5}, 256
+			cfg.Parts, cfg.PartsPerBatch = 8, 2
+			cfg.Epochs, cfg.Threads, cfg.Workers, cfg.Seed, cfg.Model.Seed = 2, 1, 1, 5, 5
+			c.mod(&cfg)
+			res := run(t, d, cfg)
+			if got := res.Summary.GraphInMemoryBytes; (got > 0) != c.inMem || c.inMem && got != copyBytes {
+				t.Fatalf("graph in memory: %d bytes, want in memory %v (%d bytes)", got, c.inMem, copyBytes)
+			}
+			if cfg.GraphInMemory == "no" {
+				mapped[cfg.Mode] = res
+			} else if want := mapped[cfg.Mode]; c.inMem && want != nil && !reflect.DeepEqual(stripTimes(res), stripTimes(want)) {
+				t.Fatalf("in memory and mapped, different histories:\n%+v\n%+v", stripTimes(res), stripTimes(want))
+			}
+		})
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	d := cora(t)
 	cases := []struct {
@@ -265,6 +308,8 @@ func TestBadInput(t *testing.T) {
 		{"mode", func(c *Config) { c.Mode = "x" }, "unknown mode"},
 		{"features in memory", func(c *Config) { c.FeaturesInMemory = "maybe" }, `features in memory "maybe": want auto, yes, no or mapped`},
 		{"in memory and cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesMemory, 1<<20 }, "a feature cache sits in front of the mapped feature file"},
+		{"graph in memory", func(c *Config) { c.GraphInMemory = "maybe" }, `graph in memory "maybe": want auto, yes or no`},
+		{"graph in memory and on disk", func(c *Config) { c.GraphInMemory, c.GraphOnDisk = "yes", "yes" }, "either read from disk (graph on disk yes) or copied into memory"},
 	}
 	for _, c := range cases {
 		cfg := Defaults(nn.GCN)

@@ -427,13 +427,9 @@ func runDataset(ctx context.Context, cfg Config, name string) (*DatasetReport, e
 // load copies the graph and float32 features into huge-page memory, the
 // way a trainer that has the RAM would hold them.
 func (e *env) load() error {
-	g := e.d.Graph
-	indptr, f1 := hugemem.Alloc[int64](len(g.Indptr))
-	indices, f2 := hugemem.Alloc[int32](len(g.Indices))
-	e.frees = append(e.frees, f1, f2)
-	parCopy(indptr, g.Indptr)
-	parCopy(indices, g.Indices)
-	e.g = &graph.CSC{NumNodes: g.NumNodes, Indptr: indptr, Indices: indices}
+	g, free := e.d.GraphInMemory()
+	e.frees = append(e.frees, free)
+	e.g = &graph.CSC{NumNodes: g.NumNodes, Indptr: g.Indptr, Indices: g.Indices}
 	if e.d.FeatureArray != nil {
 		st, err := feature.Open(e.d, feature.Options{})
 		if err != nil {
@@ -477,13 +473,6 @@ func (e *env) load() error {
 	})
 	e.readArr = arr
 	return nil
-}
-
-func parCopy[T any](dst, src []T) {
-	const chunk = 1 << 20
-	par.For(par.Workers(0), (len(src)+chunk-1)/chunk, func(_, lo, hi int) {
-		copy(dst[lo*chunk:min(hi*chunk, len(src))], src[lo*chunk:min(hi*chunk, len(src))])
-	})
 }
 
 // makeBatches picks the seeds (the training split, or all nodes when it
