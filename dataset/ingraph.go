@@ -3,6 +3,7 @@ package dataset
 import (
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/hugemem"
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/npy"
 )
@@ -29,6 +30,15 @@ func (d *Dataset) GraphInMemory() (*graph.CSC, func()) {
 		}
 	}
 	return &graph.CSC{NumNodes: g.NumNodes, Indptr: indptr, Indices: indices, Weights: weights, EdgeIDs: g.EdgeIDs}, func() { f1(); f2(); f3() }
+}
+
+// GraphFitsInMemory says whether copies copies of the graph (one per rank
+// of a data-parallel run on this machine) take at most half the memory
+// available now (cgroup-aware; false where that is unknown): the rule by
+// which callers choose GraphInMemory on their own.
+func (d *Dataset) GraphFitsInMemory(copies int) bool {
+	avail := memstat.Available()
+	return avail > 0 && d.Graph.Bytes()*int64(max(copies, 1)) <= avail/2
 }
 
 // copyHuge copies src into huge-page memory, in parallel (each worker

@@ -23,6 +23,10 @@ type ServeSpec struct {
 	// Listen or Insecure allows).
 	Security *dist.Security
 	Insecure bool
+	// GraphInMemory says whether the service samples from a copy of the
+	// graph in huge-page memory: "yes", "no", or "auto" ("" too) when it
+	// takes at most half the available memory.
+	GraphInMemory string
 	// Workers is the minibatches each stream prepares at once.
 	Workers int
 	// Version is what the service reports as its program's version.
@@ -41,6 +45,9 @@ func Serve(ctx context.Context, s ServeSpec) error {
 	if err != nil {
 		return err
 	}
+	if g := s.GraphInMemory; g != "" && g != "auto" && g != "yes" && g != "no" {
+		return fmt.Errorf("graph in memory %q: want auto, yes or no", g)
+	}
 	if (sec == nil || len(sec.Secret) == 0) && !loop && !s.Insecure {
 		return fmt.Errorf("--listen %s is not a loopback address and no shared secret is set: set %s (or --dist-token-file) so that trainers authenticate, or pass --insecure to serve anyone who can connect", s.Listen, dist.TokenEnv)
 	}
@@ -53,7 +60,8 @@ func Serve(ctx context.Context, s ServeSpec) error {
 	if logf == nil {
 		logf = func(m string) { fmt.Fprintln(os.Stderr, "graphmill sampler:", m) }
 	}
-	srv, err := samplersvc.NewServer(samplersvc.ServerConfig{Dataset: ds, Version: s.Version, Workers: s.Workers, Log: logf})
+	inMem := s.GraphInMemory == "yes" || s.GraphInMemory != "no" && ds.GraphFitsInMemory(1)
+	srv, err := samplersvc.NewServer(samplersvc.ServerConfig{Dataset: ds, Version: s.Version, Workers: s.Workers, Log: logf, GraphInMemory: inMem})
 	if err != nil {
 		return err
 	}

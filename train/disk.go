@@ -169,12 +169,11 @@ func (r *Runner) graphInMemory() bool {
 	if r.cfg.Mode == Full || r.graphOnDisk() || r.cfg.MaxMemoryBytes > 0 || r.disk != nil {
 		return false
 	}
-	ranks := int64(1)
+	ranks := 1
 	if r.cfg.Parallel != nil {
-		ranks = int64(max(r.cfg.Parallel.Size(), 1))
+		ranks = r.cfg.Parallel.Size()
 	}
-	avail := memstat.Available()
-	return avail > 0 && r.g.Bytes()*ranks <= avail/2
+	return r.ds.GraphFitsInMemory(ranks)
 }
 
 // superbatch is the number of batches the disk cache plans ahead (0:

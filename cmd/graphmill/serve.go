@@ -26,6 +26,7 @@ func newServeSamplerCmd() *cobra.Command {
 		tlsCert, tlsKey, tlsCA    string
 		insecureListen            bool
 		workers                   int
+		graphInMemory             string
 	)
 	c := &cobra.Command{
 		Use:   "sampler",
@@ -51,7 +52,7 @@ until SIGINT or SIGTERM.`,
   graphmill train --dataset data/products --model sage --sampler host1:7070,host2:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServeSampler(cmd.Context(), cmd.OutOrStdout(), dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA, insecureListen, workers)
+			return runServeSampler(cmd.Context(), cmd.OutOrStdout(), dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA, insecureListen, workers, graphInMemory)
 		},
 	}
 	fl := c.Flags()
@@ -63,14 +64,15 @@ until SIGINT or SIGTERM.`,
 	fl.StringVar(&tlsCA, "tls-ca", "", "CA (PEM) the trainers' certificates must chain to")
 	fl.BoolVar(&insecureListen, "insecure", false, "allow a non-loopback --listen without a shared secret (anyone who can connect gets minibatches)")
 	fl.IntVar(&workers, "workers", 2, "minibatches each stream prepares at once")
+	fl.StringVar(&graphInMemory, "graph-in-memory", "auto", "sample from a copy of the graph in huge-page memory made at start (yes), or through its file mapping (no); auto copies it when it takes at most half the available memory")
 	return c
 }
 
-func runServeSampler(ctx context.Context, out io.Writer, dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA string, insecureListen bool, workers int) error {
+func runServeSampler(ctx context.Context, out io.Writer, dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA string, insecureListen bool, workers int, graphInMemory string) error {
 	sec, err := job.LoadSecurity(tokenFile, tlsCert, tlsKey, tlsCA)
 	if err != nil {
 		return err
 	}
-	return job.Serve(ctx, job.ServeSpec{Dataset: dsName, Listen: listen, Security: sec, Insecure: insecureListen, Workers: workers,
+	return job.Serve(ctx, job.ServeSpec{Dataset: dsName, Listen: listen, Security: sec, Insecure: insecureListen, Workers: workers, GraphInMemory: graphInMemory,
 		Version: strings.SplitN(versionString(), "\n", 2)[0], Out: out})
 }

@@ -47,6 +47,10 @@ type ServerConfig struct {
 	Dataset *dataset.Dataset
 	// Version is reported by Info.
 	Version string
+	// GraphInMemory samples from a copy of the graph in huge-page memory
+	// (dataset.GraphInMemory, made by NewServer and freed by Close)
+	// instead of its file mappings.
+	GraphInMemory bool
 	// Workers is the number of batches a stream prepares at once (0: 2).
 	Workers int
 	// Heartbeat is the interval of heartbeats while a stream has nothing
@@ -64,6 +68,8 @@ type Server struct {
 	cfg   ServerConfig
 	fp    uint64
 	feats [2]feature.Source // raw, normalised (opened on first use)
+	g     *graph.CSC        // the graph sampled: the dataset's, or its copy (GraphInMemory)
+	free  func()            // frees the copy
 	fmu   sync.Mutex
 
 	segs    segments     // clients' shared segments between streams
@@ -86,10 +92,16 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = func(string) {}
 	}
-	return &Server{cfg: cfg, fp: Fingerprint(cfg.Dataset.Graph)}, nil
+	s := &Server{cfg: cfg, fp: Fingerprint(cfg.Dataset.Graph), g: cfg.Dataset.Graph, free: func() {}}
+	if cfg.GraphInMemory {
+		s.g, s.free = cfg.Dataset.GraphInMemory()
+	}
+	return s, nil
 }
 
-// Close releases the feature stores the server opened.
+// Close releases the feature stores the server opened and its copy of
+// the graph. The server's streams must have ended (the gRPC server
+// stopped).
 func (s *Server) Close() {
 	s.segs.close()
 	s.fmu.Lock()
@@ -100,6 +112,8 @@ func (s *Server) Close() {
 		}
 		s.feats[i] = nil
 	}
+	s.free()
+	s.free = func() {}
 }
 
 // Active returns the number of open streams, and the bytes of prepared
@@ -135,7 +149,9 @@ func Fingerprint(g *graph.CSC) uint64 {
 // message size limits, and authentication as the distributed runtime's
 // (sec.Secret checked on every call, sec.TLS as mutual TLS); sec nil
 // means no authentication (the caller restricts the listener to
-// loopback).
+// loopback). Stopping the server waits for its streams' handlers to
+// return (grpc.WaitForHandlers), so that Server.Close, after it, frees
+// nothing a stream still reads.
 func ServerOptions(sec *dist.Security, log func(string)) ([]grpc.ServerOption, error) {
 	if log == nil {
 		log = func(string) {}
@@ -144,7 +160,7 @@ func ServerOptions(sec *dist.Security, log func(string)) ([]grpc.ServerOption, e
 	// gRPC's 64 KiB defaults cap a stream far below the link's rate.
 	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(MaxFrameBytes),
 		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
-		grpc.WriteBufferSize(bufferBytes), grpc.ReadBufferSize(bufferBytes)}
+		grpc.WriteBufferSize(bufferBytes), grpc.ReadBufferSize(bufferBytes), grpc.WaitForHandlers(true)}
 	if sec == nil {
 		return opts, nil
 	}
@@ -276,7 +292,7 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 	}
 	// A packed dataset's draws are keyed by original id, so that it serves
 	// the original dataset's batches (renumbered).
-	smp, err := sample.New(d.Graph, sample.Config{Fanouts: fan, Frontier: req.Frontier, Replace: req.Replace, KeyIDs: d.OrigIDs})
+	smp, err := sample.New(s.g, sample.Config{Fanouts: fan, Frontier: req.Frontier, Replace: req.Replace, KeyIDs: d.OrigIDs})
 	if err != nil {
 		return nil, err
 	}

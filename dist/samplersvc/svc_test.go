@@ -46,7 +46,10 @@ type service struct {
 
 func startService(t *testing.T, d *dataset.Dataset, sec *dist.Security, wrap func(*Server) pb.SamplerServer) *service {
 	t.Helper()
-	s, err := NewServer(ServerConfig{Dataset: d, Heartbeat: 100 * time.Millisecond})
+	// The graph copied into memory, as graphmill serve does where it fits:
+	// every test comparing with local sampling (from d.Graph, the
+	// mapping) checks the copy too.
+	s, err := NewServer(ServerConfig{Dataset: d, Heartbeat: 100 * time.Millisecond, GraphInMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
