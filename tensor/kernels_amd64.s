@@ -8,9 +8,9 @@
 TEXT ·sgemmAVX2x6x16(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x6x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -177,9 +177,9 @@ sgemmAVX2x6x16_next:
 TEXT ·sgemmAVX2x1x16(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x1x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	MOVQ c+40(FP), CX
 	ORQ R10, CX
@@ -248,9 +248,9 @@ sgemmAVX2x1x16_next:
 TEXT ·sgemmAVX2x2x16(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x2x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -338,9 +338,9 @@ sgemmAVX2x2x16_next:
 TEXT ·sgemmAVX2x3x16(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x3x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -447,9 +447,9 @@ sgemmAVX2x3x16_next:
 TEXT ·sgemmAVX2x4x16(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x4x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -578,9 +578,9 @@ sgemmAVX2x4x16_next:
 TEXT ·sgemmAVX512x12x32(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX512x12x32_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	PREFETCHT0 64(DX)
 	ADDQ R10, DX
@@ -879,9 +879,9 @@ sgemmAVX512x12x32_next:
 TEXT ·sgemmAVX512x2x32(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX512x2x32_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	PREFETCHT0 64(DX)
 	ADDQ R10, DX
@@ -971,9 +971,9 @@ sgemmAVX512x2x32_next:
 TEXT ·sgemmAVX512x4x32(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX512x4x32_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	PREFETCHT0 64(DX)
 	ADDQ R10, DX
@@ -1106,9 +1106,9 @@ sgemmAVX512x4x32_next:
 TEXT ·sgemmAVX512x6x32(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX512x6x32_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	PREFETCHT0 64(DX)
 	ADDQ R10, DX
@@ -1281,9 +1281,9 @@ sgemmAVX512x6x32_next:
 TEXT ·sgemmAVX512x8x32(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX512x8x32_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	PREFETCHT0 64(DX)
 	ADDQ R10, DX
@@ -1499,9 +1499,9 @@ sgemmAVX512x8x32_next:
 TEXT ·sgemmAVX512x10x32(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX512x10x32_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	PREFETCHT0 64(DX)
 	ADDQ R10, DX
@@ -1759,9 +1759,9 @@ sgemmAVX512x10x32_next:
 // func sgemmAVX512x24x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 TEXT ·sgemmAVX512x24x16(SB), NOSPLIT, $0-112
 sgemmAVX512x24x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -2140,9 +2140,9 @@ sgemmAVX512x24x16_next:
 // func sgemmAVX512x4x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 TEXT ·sgemmAVX512x4x16(SB), NOSPLIT, $0-112
 sgemmAVX512x4x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -2243,9 +2243,9 @@ sgemmAVX512x4x16_next:
 // func sgemmAVX512x8x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 TEXT ·sgemmAVX512x8x16(SB), NOSPLIT, $0-112
 sgemmAVX512x8x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -2401,9 +2401,9 @@ sgemmAVX512x8x16_next:
 // func sgemmAVX512x12x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 TEXT ·sgemmAVX512x12x16(SB), NOSPLIT, $0-112
 sgemmAVX512x12x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -2614,9 +2614,9 @@ sgemmAVX512x12x16_next:
 // func sgemmAVX512x16x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 TEXT ·sgemmAVX512x16x16(SB), NOSPLIT, $0-112
 sgemmAVX512x16x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -2885,9 +2885,9 @@ sgemmAVX512x16x16_next:
 // func sgemmAVX512x20x16(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 TEXT ·sgemmAVX512x20x16(SB), NOSPLIT, $0-112
 sgemmAVX512x20x16_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -3212,9 +3212,9 @@ sgemmAVX512x20x16_next:
 TEXT ·sgemmAVX2x6x16Ahead(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x6x16Ahead_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -3382,9 +3382,9 @@ sgemmAVX2x6x16Ahead_next:
 TEXT ·sgemmAVX2x6x16Cs1(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x6x16Cs1_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -3647,9 +3647,9 @@ sgemmAVX2x6x16Cs1_next:
 TEXT ·sgemmAVX2x6x16Packed(SB), NOSPLIT, $0-112
 	MOVQ pf+72(FP), R12
 sgemmAVX2x6x16Packed_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)
@@ -3909,9 +3909,9 @@ sgemmAVX2x6x16Packed_next:
 // func sgemmAVX512x24x16Ahead(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 TEXT ·sgemmAVX512x24x16Ahead(SB), NOSPLIT, $0-112
 sgemmAVX512x24x16Ahead_tile:
-	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R10
 	SHLQ $2, R10
+	MOVQ c+40(FP), DX
 	PREFETCHT0 0(DX)
 	ADDQ R10, DX
 	PREFETCHT0 0(DX)

@@ -87,17 +87,26 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	// misses (C is written once per depth block, usually from memory)
 	// overlap the arithmetic instead of stalling the stores at the end.
 	// DX and R10 are free here: the row pointers below are set after.
-	p("MOVQ c+40(FP), DX")
 	p("MOVQ ldc+48(FP), R10")
 	p("SHLQ $2, R10")
-	for r := 0; r < mr; r++ {
-		for off := 0; off < nr*4; off += 64 {
-			p("PREFETCHT0 %d(DX)", off)
-		}
-		if r != mr-1 {
-			p("ADDQ R10, DX")
+	// cRows emits prefetches of the lines at offs of each of the tile's
+	// rows of C.
+	cRows := func(offs ...int) {
+		p("MOVQ c+40(FP), DX")
+		for r := 0; r < mr; r++ {
+			for _, off := range offs {
+				p("PREFETCHT0 %d(DX)", off)
+			}
+			if r != mr-1 {
+				p("ADDQ R10, DX")
+			}
 		}
 	}
+	var lines []int
+	for off := 0; off < nr*4; off += 64 {
+		lines = append(lines, off)
+	}
+	cRows(lines...)
 	// A row of the tile that does not start on a line boundary (C's
 	// stride not a multiple of 16 floats, as in dY·Wᵀ with 602 outputs)
 	// ends in one line more: prefetch each row's last line too. Without
@@ -108,13 +117,7 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	p("ORQ R10, CX")
 	p("TESTQ $63, CX")
 	p("JEQ %s_cpf", name)
-	p("MOVQ c+40(FP), DX")
-	for r := 0; r < mr; r++ {
-		p("PREFETCHT0 %d(DX)", nr*4-4)
-		if r != mr-1 {
-			p("ADDQ R10, DX")
-		}
-	}
+	cRows(nr*4 - 4)
 	label(name + "_cpf")
 	p("MOVQ k+0(FP), CX")
 	p("MOVQ a+8(FP), SI")
