@@ -295,6 +295,54 @@ func TestAheadCovers(t *testing.T) {
 			t.Fatalf("tile ahead past the last row prefetches")
 		}
 	}
+	// A sum of products (runTerms): each block prefetches the next block's
+	// A, across depth blocks (the 300-deep term has two), terms and row
+	// blocks, and the last prefetches nothing.
+	const m = 2*blockMC + 100
+	var xs []Matrix
+	for _, k := range []int{100, 300, 40} {
+		xs = append(xs, New(m, k))
+	}
+	jt := newGemmJob(NoTrans, Trans, 1, xs[0], New(8, 100), 0, New(m, 8), nil)
+	mk := *jt.mk
+	mk.pfBytes = max(mk.pfBytes, 8)
+	jt.mk = &mk
+	for _, x := range xs {
+		tj := newGemmJob(NoTrans, Trans, 1, x, New(8, x.Cols), 0, New(m, 8), nil)
+		jt.terms = append(jt.terms, depthTerm{a: tj.a, rsA: tj.rsA, b: tj.b, ldb: tj.ldb, k: tj.k, kc: tj.kc})
+	}
+	type blk struct{ q, ic, pc, kb int }
+	var order []blk // runTerms' order
+	for ic := 0; ic < m; ic += blockMC {
+		for q, tm := range jt.terms {
+			for pc := 0; pc < tm.k; pc += tm.kc {
+				order = append(order, blk{q, ic, pc, min(tm.kc, tm.k-pc)})
+			}
+		}
+	}
+	if len(order) != 3*4 {
+		t.Fatalf("runTerms' blocks: %d, want 12 (the 300-deep term in two)", len(order))
+	}
+	for i, b := range order {
+		jt.use(b.q)
+		sp := jt.termAhead(b.q, b.ic, b.pc)
+		if &jt.a[0] != &xs[b.q].Data[0] || jt.k != xs[b.q].Cols {
+			t.Fatalf("block %d: termAhead left term %d's operands changed", i, b.q)
+		}
+		if i == len(order)-1 {
+			if sp[0].rows != 0 {
+				t.Fatalf("the last block prefetches %+v", sp[0])
+			}
+			continue
+		}
+		nx := order[i+1]
+		x := xs[nx.q]
+		want := aheadSpan{data: x.Data[nx.ic*x.Cols+nx.pc:], ld: x.Cols, rows: min(blockMC, m-nx.ic), cols: nx.kb}
+		if got := sp[0]; &got.data[0] != &want.data[0] || got.ld != want.ld || got.rows != want.rows || got.cols != want.cols || sp[1].rows != 0 {
+			t.Fatalf("block %d (term %d, rows %d, depth %d): prefetches %d×%d (ld %d), want term %d's rows %d, depth %d: %d×%d",
+				i, b.q, b.ic, b.pc, got.rows, got.cols, got.ld, nx.q, nx.ic, nx.pc, want.rows, want.cols)
+		}
+	}
 	// A block whose packed operands leave room for 100 floats in L2 gets
 	// two chunks of 64.
 	j := &gemmJob{}
