@@ -511,8 +511,9 @@ func (s *Store) badID(v int32, i int) error {
 // a batch's feature matrix is large (21 MB for 53k rows of 100 features)
 // and was last written a few steps ago, so its lines are no longer in
 // cache, and each copy's stores waited for them. `bench train --quick`
-// (Intel Xeon, AVX-512), ten alternated pairs: the gather's CPU 53-55 ->
-// 45-47 ms an epoch, the epoch's 306-315 -> 293-302 ms; the full run (a
+// (Intel Xeon, AVX-512), four alternated pairs: the gather's CPU 53-55 ->
+// 45-47 ms an epoch, the epoch's 306-315 -> 293-302 ms (six more pairs,
+// the change toggled in one binary, agree); the full run (a
 // 400 MB table, its rows from memory) and `graphmill train` on a 1M-node
 // graph unchanged. After the stored rows: prefetched before them, the
 // gather gained half as much. (Unlike streaming stores, see
