@@ -16,10 +16,10 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/graphmill/graphmill/internal/hugemem"
-
 	"github.com/graphmill/graphmill/internal/half"
+	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/par"
+	"github.com/graphmill/graphmill/internal/prefetch"
 )
 
 // Options configures a Store.
@@ -39,6 +39,7 @@ type Store struct {
 	half    bool
 	f32     []float32
 	f16     []uint16
+	tab     []byte // the table's bytes (f32 or f16)
 	mapping []byte
 	path    string
 	free    func() // unmaps an in-memory table
@@ -81,6 +82,7 @@ func New(n, dim int, opts Options) (*Store, error) {
 		buf, s.free = hugemem.Alloc[byte](size)
 	}
 	if size > 0 {
+		s.tab = buf[:size]
 		if s.half {
 			s.f16 = unsafe.Slice((*uint16)(unsafe.Pointer(&buf[0])), n*dim)
 		} else {
@@ -141,14 +143,14 @@ func (s *Store) Pull(ids []int32, out []float32) error {
 	}
 	d := s.dim
 	s.parallel(len(ids), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+		s.walk(ids, lo, hi, out, func(i int) {
 			v := int(ids[i])
 			if s.half {
 				half.DecodeF16(out[i*d:(i+1)*d], s.f16[v*d:(v+1)*d])
 			} else {
 				copy(out[i*d:(i+1)*d], s.f32[v*d:(v+1)*d])
 			}
-		}
+		})
 	})
 	return nil
 }
@@ -160,16 +162,49 @@ func (s *Store) Push(ids []int32, rows []float32) error {
 	}
 	d := s.dim
 	s.parallel(len(ids), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+		s.walk(ids, lo, hi, nil, func(i int) {
 			v := int(ids[i])
 			if s.half {
 				half.EncodeF16(s.f16[v*d:(v+1)*d], rows[i*d:(i+1)*d])
 			} else {
 				copy(s.f32[v*d:(v+1)*d], rows[i*d:(i+1)*d])
 			}
-		}
+		})
 	})
 	return nil
+}
+
+// walk runs fn(i) for i in [lo, hi), prefetching the table rows of ids a
+// few KiB ahead (prefetch.RowsAhead), a group at a time, and after them
+// the same rows of out, which Pull writes in order (its lines were not in
+// cache either, and each row's stores waited for them; Push's input, read
+// in order, the hardware prefetchers find). The rows of a batch are
+// random, so without it each row's copy waited for memory.
+// BenchmarkPullPush, one worker, rows of 256 (Intel Xeon, two runs
+// alternated, GB/s of float32 rows): float32 table (1 GiB) push 4.18-4.24
+// -> 4.92-5.46, pull unchanged (4.36 -> 4.31-4.38); float16 (512 MiB)
+// pull 6.64 -> 7.96-8.12, push 1.59-1.60 -> 2.45-2.52.
+func (s *Store) walk(ids []int32, lo, hi int, out []float32, fn func(i int)) {
+	rowB := len(s.tab) / max(s.n, 1)
+	ahead, group := prefetch.RowsAhead(rowB)
+	fetch := func(a, b int) {
+		prefetch.Rows(s.tab, rowB, ids[a:b])
+		if out != nil {
+			o := out[a*s.dim : b*s.dim]
+			prefetch.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(o))), 4*len(o)))
+		}
+	}
+	fetch(lo, min(lo+ahead, hi))
+	next := lo
+	for i := lo; i < hi; i++ {
+		if i == next {
+			next += group
+			if a := i + ahead; a < hi {
+				fetch(a, min(a+group, hi))
+			}
+		}
+		fn(i)
+	}
 }
 
 // parallel splits n rows over the workers when the copy is large enough

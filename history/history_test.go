@@ -88,3 +88,48 @@ func TestConcurrentPullPushDisjoint(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkPullPush moves the rows of GAS batches (16k random nodes of a
+// 1M-node table, 256 wide: 1 GiB float32, 512 MiB float16; 32 batches in
+// turn, so that their rows are not in cache) through Pull and Push on
+// one worker.
+func BenchmarkPullPush(b *testing.B) {
+	const n, dim, batch, batches = 1 << 20, 256, 16 << 10, 32
+	ids := make([]int32, batch*batches)
+	x := uint64(1)
+	for i := range ids {
+		x = x*6364136223846793005 + 1442695040888963407
+		ids[i] = int32(x >> 44) // [0, 1<<20)
+	}
+	rows := make([]float32, batch*dim)
+	for _, half := range []bool{false, true} {
+		s, err := New(n, dim, Options{Half: half, Workers: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for q := 0; q < batches; q++ { // fault the table's pages in
+			if err := s.Push(ids[q*batch:(q+1)*batch], rows); err != nil {
+				b.Fatal(err)
+			}
+		}
+		name := map[bool]string{false: "f32", true: "f16"}[half]
+		for _, op := range []string{"pull", "push"} {
+			b.Run(name+"-"+op, func(b *testing.B) {
+				b.SetBytes(int64(batch * dim * 4))
+				for i := range b.N {
+					q := ids[i%batches*batch:][:batch]
+					var err error
+					if op == "pull" {
+						err = s.Pull(q, rows)
+					} else {
+						err = s.Push(q, rows)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		s.Close()
+	}
+}
