@@ -522,7 +522,7 @@ func (s *Store) badID(v int32, i int) error {
 type rowPrefetcher struct {
 	s                  *Store
 	ids                []int32
-	out                []byte // the gather's output rows, s.dim floats each
+	out                []float32 // the gather's output rows, s.dim floats each
 	ahead, group, next int
 }
 
@@ -530,10 +530,7 @@ type rowPrefetcher struct {
 // calls advance(i) when it reaches row i == next.
 func (s *Store) prefetcher(ids []int32, out []float32) rowPrefetcher {
 	ahead, group := prefetch.RowsAhead(s.rowB)
-	p := rowPrefetcher{s: s, ids: ids, ahead: ahead, group: group}
-	if len(out) > 0 {
-		p.out = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), 4*len(out))
-	}
+	p := rowPrefetcher{s: s, ids: ids, out: out, ahead: ahead, group: group}
 	if s.slot != nil {
 		prefetch.Rows(slotBytes(s.slot), 4, ids[:min(2*ahead, len(ids))])
 	}
@@ -570,8 +567,8 @@ func (p *rowPrefetcher) rows(lo, hi int) {
 			}
 		}
 	}
-	if ob := 4 * s.dim; hi*ob <= len(p.out) {
-		prefetch.Bytes(p.out[lo*ob : hi*ob])
+	if hi*s.dim <= len(p.out) {
+		prefetch.Floats(p.out[lo*s.dim : hi*s.dim])
 	}
 }
 

@@ -190,8 +190,7 @@ func (s *Store) walk(ids []int32, lo, hi int, out []float32, fn func(i int)) {
 	fetch := func(a, b int) {
 		prefetch.Rows(s.tab, rowB, ids[a:b])
 		if out != nil {
-			o := out[a*s.dim : b*s.dim]
-			prefetch.Bytes(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(o))), 4*len(o)))
+			prefetch.Floats(out[a*s.dim : b*s.dim])
 		}
 	}
 	fetch(lo, min(lo+ahead, hi))

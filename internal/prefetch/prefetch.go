@@ -11,6 +11,8 @@
 // Go (a few nanoseconds) is shared by many lines.
 package prefetch
 
+import "unsafe"
+
 // Spans32 prefetches the lines of base[lo:hi] for every pair (lo, hi) of
 // offs (lo at even positions), at most 8 lines from lo on: the neighbour
 // lists of a CSC's nodes given their ranges. Every range must be within
@@ -71,6 +73,15 @@ func Bytes(b []byte) {
 		return
 	}
 	rowsBytes(&b[0], len(b), &zeroID[0], 1)
+}
+
+// Floats prefetches every line of f: rows a loop is about to write, whose
+// stores would otherwise wait for their lines one by one.
+func Floats(f []float32) {
+	if len(f) == 0 {
+		return
+	}
+	Bytes(unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)))
 }
 
 // At32 prefetches the line of base[pos[j]] for every j: the sampled

@@ -32,6 +32,8 @@ func TestBounds(t *testing.T) {
 	Masks32(base, []int64{0, 1000, 5, 6}, []uint64{^uint64(0)})
 	Masks32(base, []int64{3}, []uint64{1})
 	Masks32(nil, []int64{0, 1}, []uint64{1})
+	Floats(make([]float32, 1000)[999:]) // the last element only
+	Floats(nil)
 }
 
 func work(n int) int64 {
