@@ -522,7 +522,7 @@ func (s *Store) badID(v int32, i int) error {
 type rowPrefetcher struct {
 	s                  *Store
 	ids                []int32
-	out                []float32 // the gather's output rows, s.dim floats each
+	out                []float32 // the gather's output: len(ids) rows of s.dim floats
 	ahead, group, next int
 }
 
@@ -567,9 +567,7 @@ func (p *rowPrefetcher) rows(lo, hi int) {
 			}
 		}
 	}
-	if hi*s.dim <= len(p.out) {
-		prefetch.Floats(p.out[lo*s.dim : hi*s.dim])
-	}
+	prefetch.Floats(p.out[lo*s.dim : hi*s.dim])
 }
 
 // slotBytes views the cache's slot table as bytes.

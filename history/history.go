@@ -52,11 +52,7 @@ func New(n, dim int, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("history: bad table shape %d × %d", n, dim)
 	}
 	s := &Store{n: n, dim: dim, half: opts.Half, workers: par.Workers(opts.Workers)}
-	elem := 4
-	if s.half {
-		elem = 2
-	}
-	size := n * dim * elem
+	size := n * s.rowBytes()
 	var buf []byte
 	if opts.Path != "" && size > 0 {
 		f, err := os.OpenFile(opts.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -99,11 +95,14 @@ func (s *Store) Rows() int { return s.n }
 func (s *Store) Dim() int { return s.dim }
 
 // Bytes returns the table's size in bytes.
-func (s *Store) Bytes() int64 {
+func (s *Store) Bytes() int64 { return int64(s.n) * int64(s.rowBytes()) }
+
+// rowBytes returns the size of a stored row.
+func (s *Store) rowBytes() int {
 	if s.half {
-		return int64(s.n) * int64(s.dim) * 2
+		return 2 * s.dim
 	}
-	return int64(s.n) * int64(s.dim) * 4
+	return 4 * s.dim
 }
 
 // Close releases the table (and removes its file, if any).
@@ -185,7 +184,7 @@ func (s *Store) Push(ids []int32, rows []float32) error {
 // -> 4.92-5.46, pull unchanged (4.36 -> 4.31-4.38); float16 (512 MiB)
 // pull 6.64 -> 7.96-8.12, push 1.59-1.60 -> 2.45-2.52.
 func (s *Store) walk(ids []int32, lo, hi int, out []float32, fn func(i int)) {
-	rowB := len(s.tab) / max(s.n, 1)
+	rowB := s.rowBytes()
 	ahead, group := prefetch.RowsAhead(rowB)
 	fetch := func(a, b int) {
 		prefetch.Rows(s.tab, rowB, ids[a:b])
