@@ -3,6 +3,7 @@ module github.com/graphmill/graphmill
 go 1.26.8
 
 require (
+	github.com/klauspost/cpuid/v2 v2.4.2
 	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/rng"
 )
 
@@ -1104,10 +1105,32 @@ func (j *gemmJob) aRow(p, i0, n int) []float32 {
 // (A variable so that tests can turn it off.)
 var fullDepthLimit = 1 << 18
 
-// l2Budget is the bytes of A block and B depth block that block keeps in
-// L2 with column panels outer (L2 is 1 MiB per core on the AVX-512
-// machines here, 512 KiB-2 MiB elsewhere; the other lines in use need room).
+// l2Budget is the bytes of L2 that the kernels of a block share between
+// its packed operands and what they prefetch ahead (setAhead). (L2 is 1-2
+// MiB per core on the machines it was measured best on; on AMD Zen 3's 512
+// KiB, prefetching less ahead was 4-12 % slower on the products that pack
+// A, Xᵀ·dY, which then pack from memory.)
 const l2Budget = 768 << 10
+
+// panelsBudget is the most bytes of A block and B depth block that block
+// runs with column panels outer, reading the A block again from L2 for
+// every panel: three quarters of this CPU's L2 (the other lines in use
+// need room), at most l2Budget, which was measured best on 1-2 MiB L2s
+// (Intel Xeon, AMD Zen 4 and Zen 5), and l2Budget where the size is
+// unknown. On AMD Zen 3 (512 KiB) it is 384 KiB instead of 768, and the
+// products of GNN layers whose blocks overflow the L2 run rows outer:
+// paired rounds at one thread, 1.26× on dY·Wᵀ of 4096×256 by 256×128 (a
+// 393 KiB A block read in place, 128 KiB of B) and 1.03-1.05× on X·W of
+// 16384×602 by 602×256, the others within 0.96-1.02×.
+var panelsBudget = panelsBudgetFor(isa.L2Bytes)
+
+// panelsBudgetFor returns panelsBudget for an L2 of l2 bytes (0: unknown).
+func panelsBudgetFor(l2 int) int {
+	if l2 <= 0 {
+		return l2Budget
+	}
+	return min(l2Budget, l2/4*3)
+}
 
 // run computes the product serially (parallel callers give each worker its
 // own sub-product): the GotoBLAS/BLIS loop nest over column blocks (nc),
@@ -1676,13 +1699,14 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 	// B stays in L1 while the A block streams from L2 (BLIS order). For a
 	// shallow product (small k) the cost is writing C, so row tiles go
 	// outer and C is written a full row tile at a time. Row tiles go outer
-	// too when the A block and this depth block of B together outgrow L2:
+	// too when the A block and this depth block of B together outgrow L2
+	// (panelsBudget):
 	// the A block, read again for every panel, would come from L3, while
 	// an A tile stays in L1 across the panels and B streams from L2 in one
 	// sequential pass per tile (dY·Wᵀ of 16384×256 by 256×602 on AVX-512:
 	// 0.95× OpenBLAS panels outer, 1.02–1.04× rows outer; products whose
 	// blocks fit, such as 4096×256 by 256×128, stay faster panels outer).
-	rowsOuter := j.k <= 64 || j.stream || 4*kb*(mb+(nb+nr-1)/nr*nr) > l2Budget
+	rowsOuter := j.k <= 64 || j.stream || 4*kb*(mb+(nb+nr-1)/nr*nr) > panelsBudget
 	nPanels := (nb + nr - 1) / nr
 	if j.ahead { // one panel: the same loop, with runs of row tiles
 		rowsOuter = false

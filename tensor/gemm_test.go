@@ -170,33 +170,64 @@ func TestGemmMatchesNaive(t *testing.T) {
 	})
 }
 
-// TestGemmDepthBlocked repeats some products with whole-depth packing of B
-// turned off, so the one-depth-block-at-a-time loop is checked too.
-func TestGemmDepthBlocked(t *testing.T) {
+// TestGemmBlockings repeats some products under each blocking that the
+// machine's sizes may choose: whole-depth packing of B turned off, so the
+// one-depth-block-at-a-time loop is checked too, and both loop orders of
+// block (column panels outer, or row tiles outer as where L2 is small).
+func TestGemmBlockings(t *testing.T) {
 	splitSmall(t)
-	defer func(v int) { fullDepthLimit = v }(fullDepthLimit)
-	fullDepthLimit = 0
-	forEachKernel(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(5, 5))
-		for _, tc := range []struct{ m, n, k int }{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}} {
-			for _, tA := range []Op{NoTrans, Trans} {
-				for _, tB := range []Op{NoTrans, Trans} {
-					ar, ac := shapeOf(tA, tc.m, tc.k)
-					br, bc := shapeOf(tB, tc.k, tc.n)
-					a, b, c := randMatrix(rng, ar, ac), randMatrix(rng, br, bc), randMatrix(rng, tc.m, tc.n)
-					want := naiveGemm(tA, tB, 1.5, a, b, 0.5, c)
-					if err := GemmThreads(2, tA, tB, 1.5, a, b, 0.5, c); err != nil {
-						t.Fatal(err)
-					}
-					for i, w := range want {
-						if math.Abs(float64(c.Data[i])-w) > 1e-4*math.Sqrt(float64(tc.k))*4*(1+math.Abs(w)) {
-							t.Fatalf("%v %s%s: C[%d] = %v, want %v", tc, tA, tB, i, c.Data[i], w)
+	defer func(f, p int) { fullDepthLimit, panelsBudget = f, p }(fullDepthLimit, panelsBudget)
+	for _, bl := range []struct {
+		name             string
+		fullDepth, panel int
+	}{
+		{"depth blocks", 0, panelsBudget},
+		{"rows outer", fullDepthLimit, 1},
+		{"panels outer", fullDepthLimit, 1 << 40},
+		{"depth blocks, rows outer", 0, 1},
+	} {
+		fullDepthLimit, panelsBudget = bl.fullDepth, bl.panel
+		t.Run(bl.name, func(t *testing.T) {
+			forEachKernel(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(5, 5))
+				for _, tc := range []struct{ m, n, k int }{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}, {450, 100, 90}} {
+					for _, tA := range []Op{NoTrans, Trans} {
+						for _, tB := range []Op{NoTrans, Trans} {
+							ar, ac := shapeOf(tA, tc.m, tc.k)
+							br, bc := shapeOf(tB, tc.k, tc.n)
+							a, b, c := randMatrix(rng, ar, ac), randMatrix(rng, br, bc), randMatrix(rng, tc.m, tc.n)
+							want := naiveGemm(tA, tB, 1.5, a, b, 0.5, c)
+							if err := GemmThreads(2, tA, tB, 1.5, a, b, 0.5, c); err != nil {
+								t.Fatal(err)
+							}
+							for i, w := range want {
+								if math.Abs(float64(c.Data[i])-w) > 1e-4*math.Sqrt(float64(tc.k))*4*(1+math.Abs(w)) {
+									t.Fatalf("%v %s%s: C[%d] = %v, want %v", tc, tA, tB, i, c.Data[i], w)
+								}
+							}
 						}
 					}
 				}
-			}
+			})
+		})
+	}
+}
+
+// TestPanelsBudgetFor checks the budget for column panels outer against
+// the L2 sizes of the machines it was measured on.
+func TestPanelsBudgetFor(t *testing.T) {
+	for _, tc := range []struct{ l2, want int }{
+		{0, 768 << 10},         // unknown
+		{-1, 768 << 10},        // unknown
+		{256 << 10, 192 << 10}, // Intel client cores
+		{512 << 10, 384 << 10}, // AMD Zen 3
+		{1 << 20, 768 << 10},   // AMD Zen 4 and Zen 5
+		{2 << 20, 768 << 10},   // Intel Xeon (Sapphire Rapids and later)
+	} {
+		if got := panelsBudgetFor(tc.l2); got != tc.want {
+			t.Errorf("panelsBudgetFor(%d) = %d, want %d", tc.l2, got, tc.want)
 		}
-	})
+	}
 }
 
 func TestGemmErrors(t *testing.T) {

@@ -8,6 +8,9 @@
 // AVX2-only machine would run (the sampler's relabelling, the random
 // number lanes, half-precision decoding, Adam, tensor's kernel set).
 // GRAPHMILL_KERNEL=avx512 or unset uses all the CPU has.
+//
+// It also reports the size of the CPU's L2 cache (L2Bytes), which the
+// kernels' cache blocking adapts to.
 package isa
 
 import (
@@ -15,6 +18,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/klauspost/cpuid/v2"
 	"golang.org/x/sys/cpu"
 )
 
@@ -78,3 +82,8 @@ var (
 	HasAVX512BW = HasAVX512F && cpu.X86.HasAVX512BW
 	HasAVX512CD = HasAVX512F && cpu.X86.HasAVX512CD
 )
+
+// L2Bytes is the size of one core's L2 cache in bytes, as CPUID reports it
+// (github.com/klauspost/cpuid: golang.org/x/sys/cpu has no cache sizes),
+// or 0 where it is unknown.
+var L2Bytes = max(0, cpuid.CPU.Cache.L2)

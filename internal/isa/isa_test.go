@@ -1,6 +1,10 @@
 package isa
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -51,4 +55,29 @@ func TestFlagsWithinCPUAndCap(t *testing.T) {
 		}
 	}
 	t.Logf("cap %v: AVX2 %v, F16C %v, AVX-512 F %v BW %v CD %v", levelCap, HasAVX2, HasF16C, HasAVX512F, HasAVX512BW, HasAVX512CD)
+}
+
+// TestL2BytesMatchesSysfs checks the L2 size read from CPUID against the
+// one Linux reports for CPU 0 (skipped where either is unknown).
+func TestL2BytesMatchesSysfs(t *testing.T) {
+	if L2Bytes == 0 {
+		t.Skip("CPUID reports no L2 size")
+	}
+	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
+	for _, d := range dirs {
+		level, err1 := os.ReadFile(filepath.Join(d, "level"))
+		size, err2 := os.ReadFile(filepath.Join(d, "size"))
+		if err1 != nil || err2 != nil || strings.TrimSpace(string(level)) != "2" {
+			continue
+		}
+		kib, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(string(size)), "K"))
+		if err != nil {
+			t.Fatalf("%s/size: %q", d, size)
+		}
+		if L2Bytes != kib<<10 {
+			t.Fatalf("L2Bytes = %d, Linux reports %d KiB", L2Bytes, kib)
+		}
+		return
+	}
+	t.Skip("no L2 in /sys/devices/system/cpu/cpu0/cache")
 }
