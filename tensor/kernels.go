@@ -308,3 +308,40 @@ func gemmTileGeneric(k int, a []float32, rsA, csA int, b, c []float32, ldc int, 
 	r[2] += alpha * c32
 	r[3] += alpha * c33
 }
+
+// PeakProbe returns run, which computes peakCalls tiles of the current
+// kernel set's main micro-kernel (mr×nr, peakDepth deep) on each of threads
+// goroutines, each over its own operands, which stay in the L1 cache, and
+// the floating-point operations that one call of run performs. It is the
+// arithmetic ceiling that a product's speed is read against (bench gemm):
+// the same kernel with none of a product's loads from L2 or memory.
+func PeakProbe(threads int) (run func(), flops float64) {
+	mk := ks().wide
+	threads = max(1, threads)
+	type operands struct{ a, b, c []float32 }
+	ops := make([]operands, threads)
+	for i := range ops {
+		ops[i] = operands{make([]float32, mk.mr*peakDepth), make([]float32, mk.nr*peakDepth), make([]float32, mk.mr*mk.nr)}
+	}
+	tiles := func(o operands) {
+		for range peakCalls {
+			mk.fn(peakDepth, o.a, 1, mk.mr, o.b, o.c, mk.nr, 1, true, nil, oneTile)
+		}
+	}
+	run = func() {
+		var wg sync.WaitGroup
+		for _, o := range ops[1:] {
+			wg.Go(func() { tiles(o) })
+		}
+		tiles(ops[0])
+		wg.Wait()
+	}
+	return run, 2 * float64(threads*peakCalls*peakDepth*mk.mr*mk.nr)
+}
+
+// peakDepth and peakCalls size PeakProbe's work: about a millisecond a
+// thread at AVX2's peak.
+const (
+	peakDepth = 256
+	peakCalls = 2000
+)

@@ -431,3 +431,18 @@ func TestGeneratedKernelsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestPeakProbe checks PeakProbe's count of operations against its work,
+// with every kernel set, on one thread and on several.
+func TestPeakProbe(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		mk := ks().wide
+		for _, th := range []int{1, 3} {
+			run, flops := PeakProbe(th)
+			if want := 2 * float64(th*peakCalls*peakDepth*mk.mr*mk.nr); flops != want {
+				t.Errorf("%d threads: %g operations, want %g", th, flops, want)
+			}
+			run()
+		}
+	})
+}

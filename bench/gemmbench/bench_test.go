@@ -61,7 +61,7 @@ func TestRunGemmQuick(t *testing.T) {
 		t.Fatalf("%d results, want 4", len(rep.Results))
 	}
 	for _, r := range rep.Results {
-		if r.Ours <= 0 || r.Gonum <= 0 || r.RatioGonum <= 0 || r.MaxRelErr > 1e-5 {
+		if r.Ours <= 0 || r.Gonum <= 0 || r.RatioGonum <= 0 || r.Peak <= 0 || r.RatioPeak != r.Ours/r.Peak || r.MaxRelErr > 1e-5 {
 			t.Errorf("implausible result %+v", r)
 		}
 		if openblas.Available && (r.OpenBLAS <= 0 || r.RatioOpenBLAS <= 0) {

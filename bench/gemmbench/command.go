@@ -31,7 +31,9 @@ input gradient dY·Wᵀ.
 Peers are measured in the same run, interleaved shape by shape, with the same
 thread count: gonum's pure-Go blas32 (always, unless --no-gonum) and OpenBLAS
 (only in binaries built with "go build -tags openblas", which needs cgo and
-libopenblas-dev). Cores are shared, so read the ratios, not the absolute
+libopenblas-dev). The arithmetic ceiling is measured in the same blocks too:
+the kernel set's micro-kernel on operands in L1 cache, on as many threads
+("kernel peak"). Cores are shared, so read the ratios, not the absolute
 GFLOP/s. Speeds are the best of several repetitions; each result also carries
 the largest difference from the peer's product, relative to its largest value.`,
 		Args: cobra.NoArgs,
@@ -52,9 +54,9 @@ the largest difference from the peer's product, relative to its largest value.`,
 			}
 			fmt.Printf("kernel %s, GOMAXPROCS %d, OpenBLAS built in: %v\n", rep.Kernel, rep.GOMAXPROCS, rep.OpenBLAS)
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "shape\top\tthreads\tours GF/s\topenblas GF/s\tours/openblas\tgonum GF/s\tours/gonum\t")
+			fmt.Fprintln(tw, "shape\top\tthreads\tours GF/s\tkernel peak GF/s\tours/peak\topenblas GF/s\tours/openblas\tgonum GF/s\tours/gonum\t")
 			for _, r := range rep.Results {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", r.Name, r.Op, r.Threads, r.Ours,
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Name, r.Op, r.Threads, r.Ours, r.Peak, r.RatioPeak,
 					opt(r.OpenBLAS, "%.1f"), opt(r.RatioOpenBLAS, "%.2f"), opt(r.Gonum, "%.1f"), opt(r.RatioGonum, "%.1f"))
 			}
 			if err := tw.Flush(); err != nil {
