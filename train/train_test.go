@@ -404,9 +404,17 @@ func TestHalfHint(t *testing.T) {
 // written only with nn's public ops among them, in full, sampled and GAS
 // modes, and under a memory bound that splits its batches: each learns
 // (the training loss falls) and evaluates.
+//
+// Under the race detector it trains SAGE, GAT and GIN only: the other
+// kinds run the same loaders, pipelines and parallel kernels, and all of
+// them took 204 s of a 457 s race run of this package on a 2-vCPU AMD
+// EPYC (Zen 3); the test without -race still trains every kind.
 func TestEveryKindEveryMode(t *testing.T) {
 	d := cora(t)
 	for _, kind := range builtinKinds() {
+		if raceEnabled && kind != nn.SAGE && kind != nn.GAT && kind != nn.GIN {
+			continue
+		}
 		for _, mode := range []Mode{Full, Sampled, GAS} {
 			t.Run(fmt.Sprintf("%s/%s", kind, mode), func(t *testing.T) {
 				cfg := Defaults(kind)
@@ -429,6 +437,9 @@ func TestEveryKindEveryMode(t *testing.T) {
 		}
 	}
 }
+
+// raceEnabled is set by race_test.go under -race.
+var raceEnabled bool
 
 // builtinKinds is nn.Kinds without the kinds these tests register for
 // their own data ("test-" kinds).
