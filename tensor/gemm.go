@@ -1119,9 +1119,10 @@ const l2Budget = 768 << 10
 // (Intel Xeon, AMD Zen 4 and Zen 5), and l2Budget where the size is
 // unknown. On AMD Zen 3 (512 KiB) it is 384 KiB instead of 768, and the
 // products of GNN layers whose blocks overflow the L2 run rows outer:
-// paired rounds at one thread, 1.26× on dY·Wᵀ of 4096×256 by 256×128 (a
-// 393 KiB A block read in place, 128 KiB of B) and 1.03-1.05× on X·W of
-// 16384×602 by 602×256, the others within 0.96-1.02×.
+// paired rounds at one thread, 1.08-1.27× on dY·Wᵀ of 4096×256 by
+// 256×128 (a 393 KiB A block read in place, 128 KiB of B) and 1.03-1.10×
+// on X·W of 16384×602 by 602×256, the others within 0.96-1.04× (two
+// threads 0.99-1.08×).
 var panelsBudget = panelsBudgetFor(isa.L2Bytes)
 
 // panelsBudgetFor returns panelsBudget for an L2 of l2 bytes (0: unknown).
