@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/racedetect"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
@@ -251,9 +252,6 @@ func TestMicroBatchGradientsMatchUnsplit(t *testing.T) {
 	}
 }
 
-// raceEnabled is set by race_test.go under -race.
-var raceEnabled bool
-
 // TestMicroBatchBytesExact checks that the bytes the planner predicts for
 // a micro-batch are the matrices its step allocates (counted by
 // tensor.Allocated), apart from index arrays, which are not matrices.
@@ -262,7 +260,7 @@ var raceEnabled bool
 // allocations, the test run without -race checks it, and under -race it
 // took 161 of the package's 176 s on a 2-vCPU AMD EPYC (Zen 3).
 func TestMicroBatchBytesExact(t *testing.T) {
-	if raceEnabled {
+	if racedetect.Enabled {
 		t.Skip("allocation accounting, checked without -race")
 	}
 	for _, c := range microCases(t, 0.5) {

@@ -13,11 +13,9 @@ import (
 
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/racedetect"
 	"github.com/graphmill/graphmill/internal/rng"
 )
-
-// raceEnabled is set by race_test.go under -race.
-var raceEnabled bool
 
 // randomGraph builds a graph of n nodes whose in-degrees are skewed
 // (a few nodes of degree up to ~n/3, many of degree 0-5), with weights.
@@ -566,7 +564,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestSteadyStateDoesNotAllocate(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racedetect.Enabled {
 		t.Skip("allocation counting (sync.Pool drops items under -race)")
 	}
 	g, _, _ := randomGraph(t, 3000, 8, graph.BuildOptions{})

@@ -129,7 +129,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
 		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
 		{40, 900, 300},
-		{130, 640, 256},  // A block and B depth block past l2Budget: row tiles outer
+		{130, 640, 256},  // A block and B depth block past panelsBudget: row tiles outer
 		{140, 100, 1030}, // a deep, narrow weight gradient: computed swapped when A is transposed
 	}
 	forEachKernel(t, func(t *testing.T) {
@@ -142,32 +142,39 @@ func TestGemmMatchesNaive(t *testing.T) {
 							if tc.m*tc.n*tc.k > 5e6 && (abi > 1 || th == 3) {
 								continue // keep the naive reference affordable
 							}
-							name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", tc.m, tc.n, tc.k, tA, tB, th, ab[0], ab[1])
-							ar, ac := shapeOf(tA, tc.m, tc.k)
-							br, bc := shapeOf(tB, tc.k, tc.n)
-							a, b := randMatrix(rng, ar, ac), randMatrix(rng, br, bc)
-							c := randMatrix(rng, tc.m, tc.n)
-							if ab[1] == 0 {
-								for i := range c.Data {
-									c.Data[i] = float32(math.NaN()) // beta == 0 must ignore C
-								}
-							}
-							want := naiveGemm(tA, tB, ab[0], a, b, ab[1], c)
-							if err := GemmThreads(th, tA, tB, ab[0], a, b, ab[1], c); err != nil {
-								t.Fatalf("%s: %v", name, err)
-							}
-							tol := 1e-4 * math.Sqrt(float64(tc.k)) * 4
-							for i, w := range want {
-								if d := math.Abs(float64(c.Data[i]) - w); !(d <= tol*(1+math.Abs(w))) {
-									t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/tc.n, i%tc.n, c.Data[i], w)
-								}
-							}
+							checkGemm(t, rng, th, tA, tB, tc.m, tc.n, tc.k, ab[0], ab[1])
 						}
 					}
 				}
 			}
 		}
 	})
+}
+
+// checkGemm computes alpha·op(A)·op(B) + beta·C of random m×k and k×n
+// operands (C random too, or NaN where beta is 0, which must ignore it) on
+// threads workers and compares it with naiveGemm.
+func checkGemm(t *testing.T, rng *rand.Rand, threads int, tA, tB Op, m, n, k int, alpha, beta float32) {
+	t.Helper()
+	name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", m, n, k, tA, tB, threads, alpha, beta)
+	ar, ac := shapeOf(tA, m, k)
+	br, bc := shapeOf(tB, k, n)
+	a, b, c := randMatrix(rng, ar, ac), randMatrix(rng, br, bc), randMatrix(rng, m, n)
+	if beta == 0 {
+		for i := range c.Data {
+			c.Data[i] = float32(math.NaN())
+		}
+	}
+	want := naiveGemm(tA, tB, alpha, a, b, beta, c)
+	if err := GemmThreads(threads, tA, tB, alpha, a, b, beta, c); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	tol := 1e-4 * math.Sqrt(float64(k)) * 4
+	for i, w := range want {
+		if d := math.Abs(float64(c.Data[i]) - w); !(d <= tol*(1+math.Abs(w))) {
+			t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/n, i%n, c.Data[i], w)
+		}
+	}
 }
 
 // TestGemmBlockings repeats some products under each blocking that the
@@ -193,18 +200,7 @@ func TestGemmBlockings(t *testing.T) {
 				for _, tc := range []struct{ m, n, k int }{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}, {450, 100, 90}} {
 					for _, tA := range []Op{NoTrans, Trans} {
 						for _, tB := range []Op{NoTrans, Trans} {
-							ar, ac := shapeOf(tA, tc.m, tc.k)
-							br, bc := shapeOf(tB, tc.k, tc.n)
-							a, b, c := randMatrix(rng, ar, ac), randMatrix(rng, br, bc), randMatrix(rng, tc.m, tc.n)
-							want := naiveGemm(tA, tB, 1.5, a, b, 0.5, c)
-							if err := GemmThreads(2, tA, tB, 1.5, a, b, 0.5, c); err != nil {
-								t.Fatal(err)
-							}
-							for i, w := range want {
-								if math.Abs(float64(c.Data[i])-w) > 1e-4*math.Sqrt(float64(tc.k))*4*(1+math.Abs(w)) {
-									t.Fatalf("%v %s%s: C[%d] = %v, want %v", tc, tA, tB, i, c.Data[i], w)
-								}
-							}
+							checkGemm(t, rng, 2, tA, tB, tc.m, tc.n, tc.k, 1.5, 0.5)
 						}
 					}
 				}

@@ -329,12 +329,9 @@ func PeakProbe(threads int) (run func(), flops float64) {
 		}
 	}
 	run = func() {
-		var wg sync.WaitGroup
-		for _, o := range ops[1:] {
-			wg.Go(func() { tiles(o) })
+		if err := parallel(threads, func(w int) { tiles(ops[w]) }); err != nil {
+			panic(err) // a kernel's internal error
 		}
-		tiles(ops[0])
-		wg.Wait()
 	}
 	return run, 2 * float64(threads*peakCalls*peakDepth*mk.mr*mk.nr)
 }

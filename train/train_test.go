@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/racedetect"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
 )
@@ -412,7 +413,7 @@ func TestHalfHint(t *testing.T) {
 func TestEveryKindEveryMode(t *testing.T) {
 	d := cora(t)
 	for _, kind := range builtinKinds() {
-		if raceEnabled && kind != nn.SAGE && kind != nn.GAT && kind != nn.GIN {
+		if racedetect.Enabled && kind != nn.SAGE && kind != nn.GAT && kind != nn.GIN {
 			continue
 		}
 		for _, mode := range []Mode{Full, Sampled, GAS} {
@@ -437,9 +438,6 @@ func TestEveryKindEveryMode(t *testing.T) {
 		}
 	}
 }
-
-// raceEnabled is set by race_test.go under -race.
-var raceEnabled bool
 
 // builtinKinds is nn.Kinds without the kinds these tests register for
 // their own data ("test-" kinds).

@@ -149,8 +149,6 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 					err = e
 				}
 			}}
-			peak, peakFlops := tensor.PeakProbe(th)
-			impls = append(impls, peak)
 			if openblas.Available {
 				impls = append(impls, func() {
 					if e := openblas.Sgemm(th, s.TA == tensor.Trans, s.TB == tensor.Trans, s.M, s.N, s.K, 1, a.Data, a.Cols, b.Data, b.Cols, 0, cPeer.Data, cPeer.Cols); e != nil {
@@ -158,25 +156,27 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 					}
 				})
 			}
-			// Ours and OpenBLAS are timed in alternating blocks (ours, OpenBLAS,
-			// ours, ...), each a run of back-to-back calls as in training, so
+			peak, peakFlops := tensor.PeakProbe(th)
+			impls = append(impls, peak)
+			// Ours, OpenBLAS and the kernel peak are timed in alternating
+			// blocks (ours, OpenBLAS, peak, ours, ...), each a run of back-to-back calls as in training, so
 			// each keeps its threads warm in its own block. OpenBLAS's threads
 			// busy-wait for about 0.1 s after a multi-threaded call; after its
 			// block we wait for them to sleep, or our second worker would
 			// share a core with a spinning OpenBLAS thread.
 			cool := make([]time.Duration, len(impls))
 			if openblas.Available && th > 1 {
-				cool[2] = openblasSpin
+				cool[1] = openblasSpin
 			}
 			best := measureBlocks(impls, cool, minTime/time.Duration(blocks), blocks, blockReps)
 			if err != nil {
 				return nil, err
 			}
 			r.Ours = flops / best[0] / 1e9
-			r.Peak = peakFlops / best[1] / 1e9
+			r.Peak = peakFlops / best[len(best)-1] / 1e9
 			r.RatioPeak = r.Ours / r.Peak
 			if openblas.Available {
-				r.OpenBLAS = flops / best[2] / 1e9
+				r.OpenBLAS = flops / best[1] / 1e9
 				r.RatioOpenBLAS = r.Ours / r.OpenBLAS
 			}
 			if !cfg.NoGonum {

@@ -1,5 +1,0 @@
-//go:build race
-
-package sample
-
-func init() { raceEnabled = true }

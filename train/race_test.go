@@ -1,5 +1,0 @@
-//go:build race
-
-package train
-
-func init() { raceEnabled = true }
