@@ -179,21 +179,24 @@ func checkGemm(t *testing.T, rng *rand.Rand, threads int, tA, tB Op, m, n, k int
 
 // TestGemmBlockings repeats some products under each blocking that the
 // machine's sizes may choose: whole-depth packing of B turned off, so the
-// one-depth-block-at-a-time loop is checked too, and both loop orders of
-// block (column panels outer, or row tiles outer as where L2 is small).
+// one-depth-block-at-a-time loop is checked too, both loop orders of
+// block (column panels outer, or row tiles outer as where L2 is small),
+// and an A read in place in blocks of 256 deep where the kernel set
+// would read it whole (inPlaceKC).
 func TestGemmBlockings(t *testing.T) {
 	splitSmall(t)
-	defer func(f, p int) { fullDepthLimit, panelsBudget = f, p }(fullDepthLimit, panelsBudget)
+	defer func(f, p, k int) { fullDepthLimit, panelsBudget, inPlaceKC = f, p, k }(fullDepthLimit, panelsBudget, inPlaceKC)
 	for _, bl := range []struct {
-		name             string
-		fullDepth, panel int
+		name                      string
+		fullDepth, panel, inPlace int
 	}{
-		{"depth blocks", 0, panelsBudget},
-		{"rows outer", fullDepthLimit, 1},
-		{"panels outer", fullDepthLimit, 1 << 40},
-		{"depth blocks, rows outer", 0, 1},
+		{"depth blocks", 0, panelsBudget, 256},
+		{"rows outer", fullDepthLimit, 1, inPlaceKC},
+		{"panels outer", fullDepthLimit, 1 << 40, inPlaceKC},
+		{"depth blocks, rows outer", 0, 1, 256},
+		{"in-place depth blocks, panels outer", fullDepthLimit, 1 << 40, 256},
 	} {
-		fullDepthLimit, panelsBudget = bl.fullDepth, bl.panel
+		fullDepthLimit, panelsBudget, inPlaceKC = bl.fullDepth, bl.panel, bl.inPlace
 		t.Run(bl.name, func(t *testing.T) {
 			forEachKernel(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(5, 5))

@@ -299,6 +299,8 @@ func TestAheadCovers(t *testing.T) {
 	// A, across depth blocks (the 300-deep term has two), terms and row
 	// blocks, and the last prefetches nothing.
 	const m = 2*blockMC + 100
+	defer func(k int) { inPlaceKC = k }(inPlaceKC)
+	inPlaceKC = 256 // blocks of 256 deep whatever the kernel set
 	var xs []Matrix
 	for _, k := range []int{100, 300, 40} {
 		xs = append(xs, New(m, k))
