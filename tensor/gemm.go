@@ -682,11 +682,12 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 // AVX2): whole up to 4096 deep, where 256 suits the packed operands. C is
 // then read and written once instead of once a block, and each row of A
 // is one long sequential stream. Measured (AMD EPYC Zen 3, 512 KiB of L2
-// a core, paired rounds, one thread; two threads alike), speed against
-// 256: X·W of 16384×602 by 602×256 1.09-1.14×, Cora's 2708×1433 by
-// 1433×16 1.30-1.58×, CiteSeer's 3327×3703 by 3703×16 1.50×, 8192×2048 by
-// 2048×256 1.19×, 8192×1024 by 1024×128 1.03×, dY·Wᵀ of 8192×1024 by
-// 1024×512 1.07× (blocks of 768 and 1024 in between).
+// a core, paired rounds at one and two threads), speed against 256: X·W
+// of 16384×602 by 602×256 1.03-1.14×, Cora's 2708×1433 by 1433×16
+// 1.43-1.58×, CiteSeer's 3327×3703 by 3703×16 1.38-1.50×, 8192×2048 by
+// 2048×256 1.07-1.19×, 8192×1024 by 1024×128 1.03-1.06×, dY·Wᵀ of
+// 8192×1024 by 1024×512 1.07-1.08× (blocks of 768 and 1024 in between).
+// (A variable so that tests can cut such products into blocks.)
 var inPlaceKC = 4096
 
 // aheadMACs is the depth of a block times the rows of a tile where the
