@@ -636,9 +636,12 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 		c: c.Data, ldc: c.Cols,
 		alpha: alpha, beta: beta, mk: mk, ep: ep, transA: tA == Trans,
 	}
-	kc := 256 // measured best for both the 6×16 and the 12×32 tiles
+	kc := 256 // measured best for packed operands with both the 6×16 and the 12×32 tiles
 	if tA == NoTrans && mk.cs1 != nil {
-		kc = inPlaceKC
+		// Deeper, but B's packed depth block no larger than blocks of
+		// 256 make it for the widest C (256·blockNC floats, 4 MiB).
+		npad := (min(n, blockNC) + mk.nr - 1) / mk.nr * mk.nr
+		kc = max(kc, min(inPlaceKC, 256*blockNC/npad))
 	}
 	// The micro-kernel reads A in place through its strides where it is
 	// read once: untransposed, mr sequential streams. A transposed A read
@@ -679,7 +682,9 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 
 // inPlaceKC is the depth block of a product whose A is read in place,
 // untransposed, by a kernel set with a kernel for that (microKernel.cs1:
-// AVX2): whole up to 4096 deep, where 256 suits the packed operands. C is
+// AVX2): whole up to 4096 deep (less for C wider than 256 columns, so
+// that B's packing buffer stays within 4 MiB), where 256 suits the packed
+// operands. C is
 // then read and written once instead of once a block, and each row of A
 // is one long sequential stream. Measured (AMD EPYC Zen 3, 512 KiB of L2
 // a core, paired rounds at one and two threads), speed against 256: X·W

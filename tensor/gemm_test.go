@@ -212,6 +212,35 @@ func TestGemmBlockings(t *testing.T) {
 	}
 }
 
+// TestInPlaceDepthBlock checks the depth blocks of products whose A is
+// read in place: whole (up to inPlaceKC) where the kernel set has a kernel
+// for that, 256 elsewhere, and never a packed B depth block larger than
+// blocks of 256 make it for the widest C.
+func TestInPlaceDepthBlock(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			n, k  int
+			whole bool // one depth block where the kernel set reads A in place
+		}{
+			{16, 1433, true}, {256, 602, true}, {256, 4096, true}, {602, 602, true}, {512, 1024, true},
+			{16, 9000, false},   // deeper than inPlaceKC
+			{1024, 4096, false}, // B's block would be 16 MiB
+			{4096, 4096, false}, {20000, 300, false},
+		} {
+			a, b, c := Matrix{Rows: 6, Cols: tc.k}, Matrix{Rows: tc.k, Cols: tc.n}, Matrix{Rows: 6, Cols: tc.n}
+			j := newGemmJob(NoTrans, NoTrans, 1, a, b, 0, c, nil)
+			npad := (min(tc.n, blockNC) + j.mk.nr - 1) / j.mk.nr * j.mk.nr
+			if kc := min(j.kc, tc.k); kc > 256 && kc*npad > 256*blockNC {
+				t.Errorf("n %d, k %d: depth blocks of %d, a packed B block of %d floats", tc.n, tc.k, j.kc, kc*npad)
+			}
+			whole := tc.whole && j.mk.cs1 != nil
+			if got := j.kc >= tc.k; got != whole {
+				t.Errorf("n %d, k %d: depth blocks of %d, whole depth %v, want %v", tc.n, tc.k, j.kc, got, whole)
+			}
+		}
+	})
+}
+
 // TestPanelsBudgetFor checks the budget for column panels outer against
 // the L2 sizes of the machines it was measured on.
 func TestPanelsBudgetFor(t *testing.T) {
