@@ -639,9 +639,9 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 	kc := 256 // measured best for packed operands with both the 6×16 and the 12×32 tiles
 	if tA == NoTrans && mk.cs1 != nil {
 		// Deeper, but B's packed depth block no larger than blocks of
-		// 256 make it for the widest C (256·blockNC floats, 4 MiB).
+		// kc make it for the widest C (kc·blockNC floats, 4 MiB).
 		npad := (min(n, blockNC) + mk.nr - 1) / mk.nr * mk.nr
-		kc = max(kc, min(inPlaceKC, 256*blockNC/npad))
+		kc = max(kc, min(inPlaceKC, kc*blockNC/npad))
 	}
 	// The micro-kernel reads A in place through its strides where it is
 	// read once: untransposed, mr sequential streams. A transposed A read
@@ -684,9 +684,8 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 // untransposed, by a kernel set with a kernel for that (microKernel.cs1:
 // AVX2): whole up to 4096 deep (less for C wider than 256 columns, so
 // that B's packing buffer stays within 4 MiB), where 256 suits the packed
-// operands. C is
-// then read and written once instead of once a block, and each row of A
-// is one long sequential stream. Measured (AMD EPYC Zen 3, 512 KiB of L2
+// operands. C is then read and written once instead of once a block, and
+// each row of A is one long sequential stream. Measured (AMD EPYC Zen 3, 512 KiB of L2
 // a core, paired rounds at one and two threads), speed against 256: X·W
 // of 16384×602 by 602×256 1.03-1.14×, Cora's 2708×1433 by 1433×16
 // 1.43-1.58×, CiteSeer's 3327×3703 by 3703×16 1.38-1.50×, 8192×2048 by

@@ -159,11 +159,12 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 			peak, peakFlops := tensor.PeakProbe(th)
 			impls = append(impls, peak)
 			// Ours, OpenBLAS and the kernel peak are timed in alternating
-			// blocks (ours, OpenBLAS, peak, ours, ...), each a run of back-to-back calls as in training, so
-			// each keeps its threads warm in its own block. OpenBLAS's threads
-			// busy-wait for about 0.1 s after a multi-threaded call; after its
-			// block we wait for them to sleep, or our second worker would
-			// share a core with a spinning OpenBLAS thread.
+			// blocks (ours, OpenBLAS, peak, ours, ...), each a run of
+			// back-to-back calls as in training, so each keeps its threads
+			// warm in its own block. OpenBLAS's threads busy-wait for about
+			// 0.1 s after a multi-threaded call; after its block we wait
+			// for them to sleep, or our second worker would share a core
+			// with a spinning OpenBLAS thread.
 			cool := make([]time.Duration, len(impls))
 			if openblas.Available && th > 1 {
 				cool[1] = openblasSpin
