@@ -772,19 +772,23 @@ func (j *gemmJob) runParallel(threads int) error {
 	// workers take chunks as they come: on a busy machine a worker that
 	// starts late (its core is taken) takes fewer chunks instead of making
 	// the others wait for it.
-	var total, unit, factor int
+	var total, unit int
 	var kind byte
 	switch {
 	case costM == invalid && costN == invalid && costK == invalid:
 		return j.run()
 	case costN < costM && costN <= costK:
-		kind, total, unit, factor = 'n', j.n, nr, 2
+		kind, total, unit = 'n', j.n, nr
 	case costM <= costK:
-		kind, total, unit, factor = 'm', j.m, mr, 2
+		kind, total, unit = 'm', j.m, mr
 	default:
-		kind, total, unit, factor = 'k', j.k, 64, 4
+		kind, total, unit = 'k', j.k, 64
 	}
-	chunks := min((total+unit-1)/unit, factor*nt)
+	chunks := min((total+unit-1)/unit, 2*nt)
+	chunk := func(ch int) (int, int) { return split(total, unit, chunks, ch) }
+	if kind == 'k' {
+		chunk = func(ch int) (int, int) { return depthChunk(total, unit, nt, ch) }
+	}
 	var next atomic.Int64
 	// Depth split: one private partial product per chunk (not per
 	// worker), added to C in chunk order, so the result does not depend on
@@ -809,7 +813,7 @@ func (j *gemmJob) runParallel(threads int) error {
 			if ch >= chunks {
 				return
 			}
-			lo, hi := split(total, unit, chunks, ch)
+			lo, hi := chunk(ch)
 			if lo >= hi {
 				continue
 			}
@@ -913,6 +917,25 @@ func (j *gemmJob) runParallel(threads int) error {
 			}
 		}
 	})
+}
+
+// depthChunk returns chunk ch of runParallel's depth split over nt workers
+// in 2·nt chunks: the first nt share two thirds of the depth, the other
+// nt the rest, in multiples of unit (the last takes what is left). Each
+// chunk costs a private partial product to add to C and a first block of
+// B packed from memory (the kernels prefetch only within a chunk), so
+// fewer chunks are faster; the small ones at the end still let a worker
+// that started late, or lost its core, take less of the work. Measured
+// against 4·nt equal chunks (AMD EPYC Zen 3, two threads, paired rounds):
+// 1.05× on Xᵀ·dY of 4096×128 by 4096×256 and 1.08× on 4096×256 by
+// 4096×256, the other layer shapes within 0.99-1.02× (three quarters in
+// the big chunks measured the same).
+func depthChunk(total, unit, nt, ch int) (lo, hi int) {
+	units := (total + unit - 1) / unit
+	at := func(c int) int { // the depth before chunk c: weights 2 and 1
+		return min(units*(2*min(c, nt)+max(c-nt, 0))/(3*nt)*unit, total)
+	}
+	return at(ch), at(ch + 1)
 }
 
 // overlaps reports whether two slices share memory.
@@ -1121,7 +1144,11 @@ func (j *gemmJob) aRow(p, i0, n int) []float32 {
 // fullDepthLimit is the largest packed op(B) (k × nc floats, 1 MiB) packed
 // whole rather than one kc-deep block at a time. Then each block of C rows
 // stays in cache while all depth blocks are added to it, so C goes through
-// memory once instead of once per depth block.
+// memory once instead of once per depth block. (Only where C has more than
+// one block of rows: with one, the loops read C as often either way, and
+// packing B a block at a time lets the kernels prefetch the next block's
+// source; a two-thread depth split's chunks, each a private C of the
+// product's rows, gained 1-3 %.)
 // (A variable so that tests can turn it off.)
 var fullDepthLimit = 1 << 18
 
@@ -1163,7 +1190,7 @@ func (j *gemmJob) run() error {
 	mr, nr := j.mk.mr, j.mk.nr
 	ncMax := min(blockNC, (j.n+nr-1)/nr*nr)
 	kcMax := min(j.kc, j.k)
-	fullDepth := !j.stream && j.k*ncMax <= fullDepthLimit
+	fullDepth := !j.stream && j.k*ncMax <= fullDepthLimit && j.m > blockMC
 	bp := getBuf(ncMax * kcMax)
 	if fullDepth {
 		putBuf(bp)

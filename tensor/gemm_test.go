@@ -241,6 +241,33 @@ func TestInPlaceDepthBlock(t *testing.T) {
 	})
 }
 
+// TestDepthChunk checks the depth split's chunks: they tile the depth in
+// order, in multiples of the unit but the last, and the first nt take two
+// thirds of it (to a unit per chunk).
+func TestDepthChunk(t *testing.T) {
+	for _, tc := range []struct{ total, unit, nt int }{
+		{4096, 64, 2}, {2708, 64, 2}, {16384, 64, 2}, {256, 64, 2}, {300, 64, 2}, {4096, 64, 3}, {1000, 64, 4}, {64 * 7, 64, 2},
+	} {
+		at, big := 0, 0
+		for ch := range 2 * tc.nt {
+			lo, hi := depthChunk(tc.total, tc.unit, tc.nt, ch)
+			if lo != at || hi < lo || hi != tc.total && hi%tc.unit != 0 {
+				t.Fatalf("%+v: chunk %d is [%d, %d), want it from %d in units of %d", tc, ch, lo, hi, at, tc.unit)
+			}
+			if ch < tc.nt {
+				big = hi
+			}
+			at = hi
+		}
+		if at != tc.total {
+			t.Errorf("%+v: chunks end at %d", tc, at)
+		}
+		if want := 2 * tc.total / 3; big < want-tc.nt*tc.unit || big > want+tc.unit {
+			t.Errorf("%+v: big chunks take %d, want about %d", tc, big, want)
+		}
+	}
+}
+
 // TestPanelsBudgetFor checks the budget for column panels outer against
 // the L2 sizes of the machines it was measured on.
 func TestPanelsBudgetFor(t *testing.T) {
