@@ -787,6 +787,7 @@ func (j *gemmJob) runParallel(threads int) error {
 	chunks := min((total+unit-1)/unit, 2*nt)
 	chunk := func(ch int) (int, int) { return split(total, unit, chunks, ch) }
 	if kind == 'k' {
+		chunks = 2 * nt // depthChunk's (empty ones are skipped)
 		chunk = func(ch int) (int, int) { return depthChunk(total, unit, nt, ch) }
 	}
 	var next atomic.Int64
