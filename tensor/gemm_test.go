@@ -268,6 +268,42 @@ func TestDepthChunk(t *testing.T) {
 	}
 }
 
+// TestAheadNextRun checks that runs of prefetch chunks stay within a row
+// of their span, take as many chunks as fit (one at least), and hand out
+// the same addresses as chunk-at-a-time walks.
+func TestAheadNextRun(t *testing.T) {
+	data := make([]float32, 1000)
+	spans := [4]aheadSpan{{data: data, ld: 100, rows: 3, cols: 50}, {data: data[500:], ld: 40, rows: 2, cols: 40}}
+	const chunk = 16
+	var want []int // each chunk's offset in data, walking one at a time
+	one := ahead{spans: spans, left: 1 << 20}
+	for pf := one.next(chunk); pf != nil; pf = one.next(chunk) {
+		want = append(want, len(data)-len(pf))
+	}
+	for _, n := range []int{1, 2, 3, 5} {
+		ah := ahead{spans: spans, left: 1 << 20}
+		var got []int
+		for ah.left > 0 {
+			pf, m := ah.nextRun(chunk, n)
+			if pf == nil {
+				break
+			}
+			if m < 1 || m > n {
+				t.Fatalf("n %d: a run of %d", n, m)
+			}
+			at := len(data) - len(pf)
+			for r := range m {
+				got = append(got, at+r*chunk)
+			}
+		}
+		// Runs put a row's chunks in one piece: a row of 50 floats has
+		// three whole chunks, then a partial one that ends it.
+		if !slices.Equal(got, want) {
+			t.Errorf("n %d: chunks at %v, want %v", n, got, want)
+		}
+	}
+}
+
 // TestPanelsBudgetFor checks the budget for column panels outer against
 // the L2 sizes of the machines it was measured on.
 func TestPanelsBudgetFor(t *testing.T) {
