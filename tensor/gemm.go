@@ -685,12 +685,13 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 // AVX2): whole up to 4096 deep (less for C wider than 256 columns, so
 // that B's packing buffer stays within 4 MiB), where 256 suits the packed
 // operands. C is then read and written once instead of once a block, and
-// each row of A is one long sequential stream. Measured (AMD EPYC Zen 3, 512 KiB of L2
-// a core, paired rounds at one and two threads), speed against 256: X·W
-// of 16384×602 by 602×256 1.03-1.14×, Cora's 2708×1433 by 1433×16
-// 1.43-1.58×, CiteSeer's 3327×3703 by 3703×16 1.38-1.50×, 8192×2048 by
-// 2048×256 1.07-1.19×, 8192×1024 by 1024×128 1.03-1.06×, dY·Wᵀ of
-// 8192×1024 by 1024×512 1.07-1.08× (blocks of 768 and 1024 in between).
+// each row of A is one long sequential stream. Measured (AMD EPYC Zen 3,
+// 512 KiB of L2 a core, paired rounds at one and two threads), speed
+// against 256: X·W of 16384×602 by 602×256 1.03-1.14×, Cora's 2708×1433
+// by 1433×16 1.43-1.58×, CiteSeer's 3327×3703 by 3703×16 1.38-1.50×,
+// 8192×2048 by 2048×256 1.07-1.19×, 8192×1024 by 1024×128 1.03-1.06×,
+// dY·Wᵀ of 8192×1024 by 1024×512 1.07-1.08× (blocks of 768 and 1024 in
+// between).
 // (A variable so that tests can cut such products into blocks.)
 var inPlaceKC = 4096
 
@@ -1487,22 +1488,34 @@ func (ah *ahead) next(chunk int) []float32 {
 	if ah.left <= 0 {
 		return nil
 	}
-	return ah.walk(chunk)
+	pf, _ := ah.walk(chunk, 1)
+	return pf
 }
 
 // nextRun is next for a run of up to n tiles that one kernel call
-// computes, each prefetching chunk floats on from the one before: it
-// returns where the first starts and how many (m, at least 1) lie in the
-// current row, and moves past them. Call it only while left > 0 and with
-// chunk > 0.
+// computes, each prefetching chunk floats on from the one before: it also
+// returns how many of them (at least 1) lie in the current row, and moves
+// past them all.
 func (ah *ahead) nextRun(chunk, n int) ([]float32, int) {
+	if ah.left <= 0 {
+		return nil, 0
+	}
+	return ah.walk(chunk, n)
+}
+
+// walk is next's and nextRun's walk over the spans; it empties ah when
+// they run out.
+func (ah *ahead) walk(chunk, n int) ([]float32, int) {
 	for ah.s < len(ah.spans) {
 		sp := &ah.spans[ah.s]
 		if ah.row >= sp.rows {
 			ah.s, ah.row, ah.col = ah.s+1, 0, 0
 			continue
 		}
-		m := max(1, min(n, (sp.cols-ah.col)/chunk))
+		m := 1
+		if n > 1 {
+			m = max(1, min(n, (sp.cols-ah.col)/chunk))
+		}
 		ah.left -= m * chunk
 		pf := sp.data[ah.row*sp.ld+ah.col:]
 		if ah.col += m * chunk; ah.col >= sp.cols {
@@ -1512,25 +1525,6 @@ func (ah *ahead) nextRun(chunk, n int) ([]float32, int) {
 	}
 	ah.left = 0
 	return nil, 0
-}
-
-// walk is next's walk over the spans; it empties ah when they run out.
-func (ah *ahead) walk(chunk int) []float32 {
-	ah.left -= chunk
-	for ah.s < len(ah.spans) {
-		sp := &ah.spans[ah.s]
-		if ah.row >= sp.rows {
-			ah.s, ah.row, ah.col = ah.s+1, 0, 0
-			continue
-		}
-		pf := sp.data[ah.row*sp.ld+ah.col:]
-		if ah.col += chunk; ah.col >= sp.cols {
-			ah.row, ah.col = ah.row+1, 0
-		}
-		return pf
-	}
-	ah.left = 0
-	return nil
 }
 
 // aSource is the storage of rows [ic, ic+mc) × depths [pc, pc+kc) of
@@ -1862,14 +1856,13 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			if rowsOuter && in == 0 && !packA {
 				j.setTileAhead(i+aheadTiles*mr, pc, kb)
 			}
-			pf := j.tileAh.next(chunk)
-			pfn := 0
+			pf, pfn := j.tileAh.next(chunk), 0
 			if pf == nil {
-				if !rowsOuter && tl.run > 1 && nw == nr && tl.kr == mw && j.ah.left > 0 && chunk > 0 {
-					pf, pfn = j.ah.nextRun(chunk, tl.run)
-				} else {
-					pf = j.ah.next(chunk)
+				n := 1 // tiles this call may compute while prefetching
+				if !rowsOuter && tl.run > 1 && nw == nr && tl.kr == mw {
+					n = tl.run
 				}
+				pf, pfn = j.ah.nextRun(chunk, n)
 			}
 			// Once nothing is left to prefetch, one call computes the
 			// full tiles to come in line: with rows outer the tile's
