@@ -1022,6 +1022,9 @@ type tile struct {
 	// next to it, or in place), run how many full tiles from this one on
 	// lie so (0: this one is partial), which one kernel call computes.
 	da, run int
+	// pair, where not nil, computes this partial tile for two adjacent
+	// column panels at once (microKernel.pairs).
+	pair kernelFn
 }
 
 // aheadTiles is how many row tiles ahead setTileAhead fetches A.
@@ -1822,6 +1825,9 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 		}
 		if mw < mr {
 			tl.fn, tl.kr = j.mk.forRows(mw) // the last row tile: its rows only
+			if tl.kr == mw && mw < len(j.mk.pairs) {
+				tl.pair = j.mk.pairs[mw]
+			}
 		}
 		j.tiles = append(j.tiles, tl)
 	}
@@ -1856,6 +1862,15 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			if rowsOuter && in == 0 && !packA {
 				j.setTileAhead(i+aheadTiles*mr, pc, kb)
 			}
+			// A partial tile with a pair kernel waits on an even panel
+			// for the next, if full too, and computes both on it: a tile
+			// of 2 rows alone has 4 independent sums, too few to cover
+			// the FMAs' latency, a pair 8.
+			paired := !rowsOuter && tl.pair != nil && (q|1)*nr+nr <= nb
+			if paired && q%2 == 0 {
+				in++
+				continue
+			}
 			pf, pfn := j.tileAh.next(chunk), 0
 			if pf == nil {
 				n := 1 // tiles this call may compute while prefetching
@@ -1875,24 +1890,33 @@ func (j *gemmJob) block(bp []float32, ic, mb, jc, nb, pc, kb int) {
 			// 4096×128 by 128×256 1.013-1.028× at one and two threads
 			// (AMD EPYC Zen 3, paired rounds), the other layer shapes
 			// unchanged.
-			run := oneTile
+			fn, run := tl.fn, oneTile
 			switch {
+			case paired: // q is odd: the tile of panels q-1 and q
+				fn, q, jr, run = tl.pair, q-1, jr-nr, tileRun{n: 2, db: kb * nr, dc: nr}
 			case pfn > 1:
 				run = tileRun{n: pfn, da: tl.da, dc: mr * j.ldc}
 			case pf != nil || nw < nr:
 			case rowsOuter && tl.kr == mw:
 				run = tileRun{n: (nb - jr) / nr, db: kb * nr, dc: nr}
+				if tl.pair != nil && run.n > 1 {
+					fn, run.n = tl.pair, run.n&^1
+				}
 			case !rowsOuter && tl.run > 1:
 				run = tileRun{n: tl.run, da: tl.da, dc: mr * j.ldc}
 			}
-			in += run.n
+			if paired {
+				in++ // one row tile, of two panels
+			} else {
+				in += run.n
+			}
 			panels := 1 // B panels the call reads
 			if run.db > 0 {
 				panels = run.n
 			}
 			bpanel := bp[q*kb*nr : (q+panels)*kb*nr]
 			if tl.kr == mw && nw == nr {
-				tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf, run)
+				fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.c[i*j.ldc+jc+jr:], j.ldc, j.alpha, acc, pf, run)
 				continue
 			}
 			tl.fn(kb, tl.a, tl.rs, tl.cs, bpanel, j.tmp, nr, j.alpha, false, pf, oneTile)

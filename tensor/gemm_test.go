@@ -212,6 +212,72 @@ func TestGemmBlockings(t *testing.T) {
 	}
 }
 
+// TestGemmPairedEdge checks products whose last row tile is partial with a
+// pair kernel for its rows (microKernel.pairs): that block computes those
+// tiles two column panels a call, leaving an odd or narrow last panel to
+// the rows kernel, in both loop orders, and that C comes out bitwise as
+// without the pairs.
+func TestGemmPairedEdge(t *testing.T) {
+	defer func(p int) { panelsBudget = p }(panelsBudget)
+	for _, budget := range []int{1 << 40, 1} { // panels outer, rows outer
+		panelsBudget = budget
+		t.Run(fmt.Sprint("panelsBudget=", budget), testGemmPairedEdge)
+	}
+}
+
+func testGemmPairedEdge(t *testing.T) {
+	forEachKernel(t, func(t *testing.T) {
+		mk := ks().wide
+		if len(mk.pairs) == 0 {
+			t.Skip("no pair kernels")
+		}
+		saved := mk.pairs
+		defer func() { mk.pairs = saved }()
+		var calls atomic.Int64
+		counted := make([]kernelFn, len(saved))
+		for r, fn := range saved {
+			if fn != nil {
+				counted[r] = func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, run tileRun) {
+					calls.Add(1)
+					fn(k, a, rsA, csA, b, c, ldc, alpha, acc, pf, run)
+				}
+			}
+		}
+		rng := rand.New(rand.NewPCG(9, 9))
+		// Shapes that gemmThreads does not swap and block computes with
+		// panels outer: more than 4 panels (or not transposed), deeper
+		// than 64.
+		for _, tc := range []struct{ m, n, k int }{{2*mk.mr + 1, 5 * mk.nr, 300}, {2*mk.mr + 2, 5 * mk.nr, 70}, {128, 4*mk.nr + 8, 600}, {128, 256, 4096}} {
+			for _, tA := range []Op{NoTrans, Trans} {
+				ar, ac := shapeOf(tA, tc.m, tc.k)
+				a, b := randMatrix(rng, ar, ac), randMatrix(rng, tc.k, tc.n)
+				c0 := randMatrix(rng, tc.m, tc.n)
+				var got [2][]float32
+				for i, pairs := range [][]kernelFn{nil, counted} {
+					mk.pairs = pairs
+					c := Matrix{Rows: c0.Rows, Cols: c0.Cols, Data: slices.Clone(c0.Data)}
+					if err := GemmThreads(1, tA, NoTrans, 0.5, a, b, 0.25, c); err != nil {
+						t.Fatal(err)
+					}
+					got[i] = c.Data
+				}
+				if n := calls.Swap(0); n == 0 {
+					t.Fatalf("%v %dx%dx%d: no pair kernel called", tA, tc.m, tc.n, tc.k)
+				}
+				if !slices.Equal(got[0], got[1]) {
+					t.Fatalf("%v %dx%dx%d: not bitwise the same as without pairs", tA, tc.m, tc.n, tc.k)
+				}
+				tol := 4e-4 * math.Sqrt(float64(tc.k))
+				for i, w := range naiveGemm(tA, NoTrans, 0.5, a, b, 0.25, c0) {
+					if d := math.Abs(float64(got[1][i]) - w); !(d <= tol*(1+math.Abs(w))) {
+						t.Fatalf("%v %dx%dx%d: C[%d,%d] = %v, want %v", tA, tc.m, tc.n, tc.k, i/tc.n, i%tc.n, got[1][i], w)
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestInPlaceDepthBlock checks the depth blocks of products whose A is
 // read in place: whole (up to inPlaceKC) where the kernel set has a kernel
 // for that, 256 elsewhere, and never a packed B depth block larger than

@@ -29,6 +29,11 @@ type microKernel struct {
 	// one of 2 on AVX2, which takes 0.6 of a full tile's time on Zen 4;
 	// see BenchmarkMicroKernels).
 	rows []kernelFn
+	// pairs[r], where not nil, is rows[r] for two adjacent tiles at once
+	// (an even run of tiles, taken two at a time): the same sums with
+	// twice the independent sums, for tiles whose rows alone have too few
+	// to keep the FMAs busy.
+	pairs []kernelFn
 	// pfBytes is how many bytes of pf every kernel of the tile prefetches
 	// a depth (0: none).
 	pfBytes int

@@ -43,6 +43,26 @@ func sgemmAVX2x4x16Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int,
 }
 
 //go:noescape
+func sgemmAVX2x1x16Pair(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+
+func sgemmAVX2x1x16PairFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
+	if r.n%2 != 0 {
+		panic("tensor: a pair kernel's run has an odd number of tiles")
+	}
+	sgemmAVX2x1x16Pair(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)
+}
+
+//go:noescape
+func sgemmAVX2x2x16Pair(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+
+func sgemmAVX2x2x16PairFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
+	if r.n%2 != 0 {
+		panic("tensor: a pair kernel's run has an odd number of tiles")
+	}
+	sgemmAVX2x2x16Pair(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)
+}
+
+//go:noescape
 func sgemmAVX512x12x32(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
 
 func sgemmAVX512x12x32Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
@@ -179,6 +199,13 @@ var avx2Rows = []kernelFn{
 	2: sgemmAVX2x2x16Fn,
 	3: sgemmAVX2x3x16Fn,
 	4: sgemmAVX2x4x16Fn,
+}
+
+// avx2Pairs[r] computes the first r rows of two adjacent 6×16 tiles at once
+// (an even run of them: see gemm in internal/gen).
+var avx2Pairs = []kernelFn{
+	1: sgemmAVX2x1x16PairFn,
+	2: sgemmAVX2x2x16PairFn,
 }
 
 // avx512WidePF is the bytes a depth the 12×32 kernels prefetch.

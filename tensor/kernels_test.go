@@ -65,6 +65,49 @@ func TestRowKernels(t *testing.T) {
 	t.Logf("%d cases", tested)
 }
 
+// TestPairKernels checks every pair kernel (microKernel.pairs) against a
+// float64 reference over runs of 2 and 4 panels, with A packed and read in
+// place, and that its sums are bitwise its rows kernel's.
+func TestPairKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	tested := 0
+	for _, km := range microKernels() {
+		name, mk := km.name, km.mk
+		for r, fn := range mk.pairs {
+			if fn == nil {
+				continue
+			}
+			for _, k := range []int{0, 1, 2, 5, 256, 257} {
+				for _, strided := range []bool{false, true} {
+					rs, cs := 1, mk.mr
+					if strided {
+						rs, cs = k+3, 1
+					}
+					for _, acc := range []bool{false, true} {
+						for _, n := range []int{2, 4} {
+							const ldc = 4*32 + 8
+							run := tileRun{n: n, db: k * mk.nr, dc: mk.nr}
+							desc := fmt.Sprintf("%s %dx%d pair of rows %d k %d strided %v acc %v run %d", name, mk.mr, mk.nr, r, k, strided, acc, n)
+							checkRun(t, rng, desc, fn, r, mk.mr, mk.nr, k, rs, cs, ldc, run, acc)
+							a := randMatrix(rng, 1, (mk.mr-1)*rs+max(k, 1)*cs+mk.mr).Data
+							b := randMatrix(rng, 1, n*max(k, 1)*mk.nr).Data
+							c1 := randMatrix(rng, 1, (mk.mr+1)*ldc).Data
+							c2 := slices.Clone(c1)
+							mk.rows[r](k, a, rs, cs, b, c1, ldc, 0.75, acc, nil, run)
+							fn(k, a, rs, cs, b, c2, ldc, 0.75, acc, nil, run)
+							if !slices.Equal(c1, c2) {
+								t.Fatalf("%s: not bitwise the rows kernel's", desc)
+							}
+							tested++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d cases", tested)
+}
+
 // TestLayoutKernels checks every full-tile kernel for a known layout of A
 // (microKernel.ahead, cs1, packed) against a float64 reference, in that
 // layout (ahead: rows contiguous, as a transposed A read in place and as

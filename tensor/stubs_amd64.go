@@ -45,7 +45,7 @@ var (
 func registerArchKernels() {
 	if hasAVX2 {
 		registerKernels("avx2", &kernelSet{
-			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pfBytes: avx2PF, ahead: avx2Ahead, cs1: avx2Cs1, packed: avx2Packed},
+			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pairs: avx2Pairs, pfBytes: avx2PF, ahead: avx2Ahead, cs1: avx2Cs1, packed: avx2Packed},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, epilogue: epilogueVec, reluMask: reluMaskVec, dropout: dropoutVec, dropoutBits: dropoutBitsVec,
 			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,

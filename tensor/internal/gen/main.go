@@ -52,16 +52,36 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // rows then has fewer independent sums than the FMA latency could hide (8
 // are needed at 2 FMAs a cycle and 4 cycles): splitting each sum over
 // alternate depths would hide it but change the rounding.
-func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLayout) {
+//
+// With pair it computes the tiles two at a time, the second tile's B and C
+// db and dc floats on from the first's (n even): the same sums, with twice
+// the independent sums (a 2-row tile of two column panels has 8 on AVX2,
+// where one has 4). It prefetches pfStep bytes a depth for each pair. The
+// second tile's B has a pointer of its own: read as (DI)(R10*1), indexed,
+// a 2-row pair took 6 cycles a depth, as long as a full 6×16 tile's 12
+// FMAs, and about 4.3 with R13 (AMD EPYC Zen 3, panels in L1).
+func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLayout, pair bool) {
 	reg := "Y"
 	vl := 8
 	if wide {
 		reg = "Z"
 		vl = 16
 	}
-	nv := nr / vl // vectors per row
-	nacc := mr * nv
-	if regs := map[bool]int{false: 16, true: 32}[wide]; nacc+nv+2 > regs {
+	nv := nr / vl // vectors per row of a tile
+	nvt := nv     // vectors per row of the tiles computed at once
+	if pair {
+		nvt = 2 * nv
+	}
+	nacc := mr * nvt
+	// cAt is where vector v of a row's vectors lies from DX, the row's C:
+	// the second tile's (pair) R11 bytes on.
+	cAt := func(v int) string {
+		if v < nv {
+			return fmt.Sprintf("%d(DX)", v*vl*4)
+		}
+		return fmt.Sprintf("%d(DX)(R11*1)", (v-nv)*vl*4)
+	}
+	if regs := map[bool]int{false: 16, true: 32}[wide]; nacc+nvt+2 > regs {
 		panic(name + ": too many registers")
 	}
 	// Row-pointer registers: each covers three rows: (P), (P)(R8*1), (P)(R8*2).
@@ -71,7 +91,10 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 		panic("too many rows")
 	}
 	bregs := nacc // first B register
-	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nv), fmt.Sprintf("%s%d", reg, nacc+nv+1)}
+	bc := []string{fmt.Sprintf("%s%d", reg, nacc+nvt), fmt.Sprintf("%s%d", reg, nacc+nvt+1)}
+	if pair && ngroups > 3 {
+		panic(name + ": R11 or R13 is a row pointer") // they hold dc and B below
+	}
 	fmt.Fprintf(&out, "\n// func %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)\n", name)
 	fmt.Fprintf(&out, "TEXT ·%s(SB), NOSPLIT, $0-112\n", name)
 	// The prefetch pointer runs on from one tile to the next; a, b and c
@@ -92,13 +115,19 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	// cRows emits prefetches of the lines at offs of each of the tile's
 	// rows of C.
 	cRows := func(offs ...int) {
-		p("MOVQ c+40(FP), DX")
-		for r := 0; r < mr; r++ {
-			for _, off := range offs {
-				p("PREFETCHT0 %d(DX)", off)
+		for t := 0; t < 1+b2i(pair); t++ {
+			p("MOVQ c+40(FP), DX")
+			if t == 1 { // the second tile's C
+				p("MOVQ dc+104(FP), CX")
+				p("LEAQ (DX)(CX*4), DX")
 			}
-			if r != mr-1 {
-				p("ADDQ R10, DX")
+			for r := 0; r < mr; r++ {
+				for _, off := range offs {
+					p("PREFETCHT0 %d(DX)", off)
+				}
+				if r != mr-1 {
+					p("ADDQ R10, DX")
+				}
 			}
 		}
 	}
@@ -126,6 +155,10 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	p("MOVQ csA+24(FP), R9")
 	p("SHLQ $2, R9")
 	p("MOVQ b+32(FP), DI")
+	if pair { // the second tile's B is at R13
+		p("MOVQ db+96(FP), R13")
+		p("LEAQ (DI)(R13*4), R13")
+	}
 	for g := 1; g < ngroups; g++ {
 		// ptr[g] = ptr[g-1] + 3*rs
 		p("LEAQ (%s)(R8*2), %s", ptrs[g-1], ptrs[g])
@@ -150,8 +183,12 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 		if pfStep > 0 {
 			p("PREFETCHT1 %s", at(d*pfStep, "R12"))
 		}
-		for v := 0; v < nv; v++ {
-			p("VMOVUPS %d(DI), %s%d", d*nr*4+v*vl*4, reg, bregs+v)
+		for v := 0; v < nvt; v++ {
+			base := "DI"
+			if v >= nv {
+				base = "R13"
+			}
+			p("VMOVUPS %d(%s), %s%d", d*nr*4+(v%nv)*vl*4, base, reg, bregs+v)
 		}
 		for r := 0; r < mr; r++ {
 			var addr string
@@ -162,8 +199,8 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 			}
 			b := bc[r%2]
 			p("VBROADCASTSS %s, %s", addr, b)
-			for v := 0; v < nv; v++ {
-				p("VFMADD231PS %s%d, %s, %s%d", reg, bregs+v, b, reg, r*nv+v)
+			for v := 0; v < nvt; v++ {
+				p("VFMADD231PS %s%d, %s, %s%d", reg, bregs+v, b, reg, r*nvt+v)
 			}
 		}
 	}
@@ -181,6 +218,9 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 			}
 		}
 		p("ADDQ $%d, DI", n*nr*4)
+		if pair {
+			p("ADDQ $%d, R13", n*nr*4)
+		}
 		if pfStep > 0 {
 			p("ADDQ $%d, R12", n*pfStep)
 		}
@@ -214,13 +254,17 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	p("MOVQ ldc+48(FP), R10")
 	p("SHLQ $2, R10")
 	p("VBROADCASTSS alpha+56(FP), %s", bc[0])
+	if pair { // the second tile's C is (DX)(R11*1)
+		p("MOVQ dc+104(FP), R11")
+		p("SHLQ $2, R11")
+	}
 	p("MOVQ accumulate+64(FP), CX")
 	p("TESTQ CX, CX")
 	p("JEQ %s_store", name)
 	for r := 0; r < mr; r++ {
-		for v := 0; v < nv; v++ {
-			p("VFMADD213PS %d(DX), %s, %s%d", v*vl*4, bc[0], reg, r*nv+v)
-			p("VMOVUPS %s%d, %d(DX)", reg, r*nv+v, v*vl*4)
+		for v := 0; v < nvt; v++ {
+			p("VFMADD213PS %s, %s, %s%d", cAt(v), bc[0], reg, r*nvt+v)
+			p("VMOVUPS %s%d, %s", reg, r*nvt+v, cAt(v))
 		}
 		if r != mr-1 {
 			p("ADDQ R10, DX")
@@ -229,9 +273,9 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	p("JMP %s_next", name)
 	label(name + "_store")
 	for r := 0; r < mr; r++ {
-		for v := 0; v < nv; v++ {
-			p("VMULPS %s, %s%d, %s%d", bc[0], reg, r*nv+v, reg, r*nv+v)
-			p("VMOVUPS %s%d, %d(DX)", reg, r*nv+v, v*vl*4)
+		for v := 0; v < nvt; v++ {
+			p("VMULPS %s, %s%d, %s%d", bc[0], reg, r*nvt+v, reg, r*nvt+v)
+			p("VMOVUPS %s%d, %s", reg, r*nvt+v, cAt(v))
 		}
 		if r != mr-1 {
 			p("ADDQ R10, DX")
@@ -240,10 +284,14 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 	label(name + "_next")
 	for _, x := range [][2]string{{"da+88(FP)", "a+8(FP)"}, {"db+96(FP)", "b+32(FP)"}, {"dc+104(FP)", "c+40(FP)"}} {
 		p("MOVQ %s, CX", x[0])
-		p("SHLQ $2, CX")
+		p("SHLQ $%d, CX", 2+b2i(pair)) // past both tiles of a pair
 		p("ADDQ CX, %s", x[1])
 	}
-	p("DECQ n+80(FP)")
+	if pair {
+		p("SUBQ $2, n+80(FP)")
+	} else {
+		p("DECQ n+80(FP)")
+	}
 	p("JNE %s_tile", name)
 	p("VZEROUPPER")
 	p("RET")
@@ -426,6 +474,11 @@ type tile struct {
 	// untransposed (prefix+...+"Cs1", Go name set+"Cs1") and for A packed
 	// (..."Packed", set+"Packed"), which compute unroll depths a pass.
 	layouts bool
+	// pairs lists the row counts r of partial tiles that also get a kernel
+	// prefix+"x"+r+"x"+nr+"Pair" (Go: set+"Pairs"[r]) computing two
+	// adjacent column panels' tiles at once (see gemm's pair): those
+	// whose tile alone has fewer independent sums than the FMAs need.
+	pairs []int
 }
 
 var tiles = []tile{
@@ -433,17 +486,20 @@ var tiles = []tile{
 	// (into scratch when it has more): AVX-512 every second or fourth
 	// count, less code for about the same time. (5 of 6 rows on AVX2 took
 	// as long as 6 on Zen 4.)
-	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 2, true},
-	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0, false},
-	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2, false},
+	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 2, true, []int{1, 2}},
+	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0, false, nil},
+	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2, false, nil},
 }
 
 // stub writes the Go declaration of kernel n and its kernelFn, which
 // calls it directly rather than through a func value (a 6×16 call is about
 // 0.5 µs of work).
-func stub(w *bytes.Buffer, n string) {
+func stub(w *bytes.Buffer, n string, pair bool) {
 	fmt.Fprintf(w, "\n//go:noescape\nfunc %s(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)\n", n)
 	fmt.Fprintf(w, "\nfunc %sFn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {\n", n)
+	if pair {
+		w.WriteString("\tif r.n%2 != 0 {\n\t\tpanic(\"tensor: a pair kernel's run has an odd number of tiles\")\n\t}\n")
+	}
 	fmt.Fprintf(w, "\t%s(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)\n}\n", n)
 }
 
@@ -468,6 +524,13 @@ func (t tile) variants() []variant {
 	return vs
 }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func name(t tile, r int) string { return fmt.Sprintf("%sx%dx%d", t.prefix, r, t.nr) }
 
 func main() {
@@ -479,15 +542,20 @@ func main() {
 	for _, t := range tiles {
 		for _, r := range append([]int{t.mr}, t.rows...) {
 			n := name(t, r)
-			gemm(n, r, t.nr, t.wide, t.pfStep, 0, anyA)
-			stub(&stubs, n)
+			gemm(n, r, t.nr, t.wide, t.pfStep, 0, anyA, false)
+			stub(&stubs, n, false)
+		}
+		for _, r := range t.pairs {
+			n := name(t, r) + "Pair"
+			gemm(n, r, t.nr, t.wide, t.pfStep, 0, anyA, true)
+			stub(&stubs, n, true)
 		}
 	}
 	for _, t := range tiles {
 		for _, v := range t.variants() {
 			n := name(t, t.mr) + v.suffix
-			gemm(n, t.mr, t.nr, t.wide, t.pfStep, v.aheadBytes, v.layout)
-			stub(&stubs, n)
+			gemm(n, t.mr, t.nr, t.wide, t.pfStep, v.aheadBytes, v.layout, false)
+			stub(&stubs, n, false)
 			fmt.Fprintf(&stubs, "\n// %s%s computes a full %d×%d tile of an A %s.\nvar %s%s kernelFn = %sFn\n", t.set, v.suffix, t.mr, t.nr, v.doc, t.set, v.suffix, n)
 		}
 	}
@@ -498,6 +566,13 @@ func main() {
 			fmt.Fprintf(&stubs, "\n\t%d: %sFn,", r, name(t, r))
 		}
 		stubs.WriteString("\n}\n")
+		if len(t.pairs) > 0 {
+			fmt.Fprintf(&stubs, "\n// %sPairs[r] computes the first r rows of two adjacent %d×%d tiles at once\n// (an even run of them: see gemm in internal/gen).\nvar %sPairs = []kernelFn{", t.set, t.mr, t.nr, t.set)
+			for _, r := range t.pairs {
+				fmt.Fprintf(&stubs, "\n\t%d: %sPairFn,", r, name(t, r))
+			}
+			stubs.WriteString("\n}\n")
+		}
 	}
 	axpy("axpyAVX2")
 	axpyPF("axpyPFAVX2")
