@@ -86,17 +86,41 @@ func Go(task func()) {
 
 // Each runs fn(0), …, fn(k-1) at once, fn(0) on the calling goroutine and
 // the others as Go does, and waits for all of them.
+//
+// It waits spinning, as the workers do, for up to spinDelay before it
+// blocks. A caller that blocks at once lets its thread sleep; the worker
+// that finishes last then wakes it onto the worker's own processor (Go
+// runs a goroutine readied by another on the readier's P), and the
+// worker, yielding in its spin, waits on the global queue for the
+// sleeping thread to wake: after a region of 20 µs, the next region's
+// second worker started 20 µs late, against 0.6 µs with the spin (AMD
+// EPYC Zen 3 VM, 2 vCPUs, medians of 300), and 9-32 % of a
+// two-thread GEMM's tasks found the worker parked, 4-26 % with it.
+// Xᵀ·dY of 4096×128 by 4096×256 at two threads, 100 calls back to back:
+// 1.02-1.04× (medians of 12 alternated rounds); partitioning unchanged.
 func Each(k int, fn func(w int)) {
-	var wg sync.WaitGroup
-	wg.Add(max(k-1, 0))
+	if k <= 1 {
+		if k == 1 {
+			fn(0)
+		}
+		return
+	}
+	var left atomic.Int64
+	left.Store(int64(k - 1))
+	done := make(chan struct{})
 	for w := 1; w < k; w++ {
 		Go(func() {
-			defer wg.Done()
+			defer func() {
+				if left.Add(-1) == 0 {
+					close(done)
+				}
+			}()
 			fn(w)
 		})
 	}
-	if k > 0 {
-		fn(0)
+	fn(0)
+	for deadline := time.Now().Add(spinDelay); left.Load() > 0 && time.Now().Before(deadline); {
+		runtime.Gosched()
 	}
-	wg.Wait()
+	<-done
 }

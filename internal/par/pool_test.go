@@ -87,3 +87,33 @@ func TestEachRunsEveryWorkerOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestEachWaitsForSlowWorkers checks that Each returns only once every
+// worker is done, whether they finish within its spin or long after it
+// (when it blocks), and before or after the caller's own part.
+func TestEachWaitsForSlowWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		caller, other time.Duration
+	}{
+		{"others within the spin", 0, spinDelay / 4},
+		{"others past the spin", 0, 20 * spinDelay},
+		{"caller last", 20 * spinDelay, 0},
+		{"all quick", 0, 0},
+	} {
+		for range 20 {
+			var finished atomic.Int32
+			Each(3, func(w int) {
+				d := tc.other
+				if w == 0 {
+					d = tc.caller
+				}
+				time.Sleep(d)
+				finished.Add(1)
+			})
+			if n := finished.Load(); n != 3 {
+				t.Fatalf("%s: Each returned with %d of 3 workers done", tc.name, n)
+			}
+		}
+	}
+}
