@@ -23,6 +23,9 @@ const (
 	Trans
 )
 
+// opNames[tA][tB] names a product's ops, "NN" to "TT" (KernelStats.GEMMShapes).
+var opNames = [2][2]string{{"NN", "NT"}, {"TN", "TT"}}
+
 // String returns "N" or "T", the BLAS letters.
 func (o Op) String() string {
 	if o == Trans {
@@ -257,7 +260,7 @@ func gemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 		threads = Threads()
 	}
 	if t0 := statStart(); t0 != 0 {
-		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(n)*int64(k))
+		defer statEndGEMM(t0, opNames[tA][tB], m, n, k)
 	}
 	if m <= 128 && n >= 8*m || deepNarrowGrad(tA, tB, m, n, k) {
 		return gemmSwapped(threads, tA, tB, alpha, a, b, beta, c, ep)
@@ -484,7 +487,7 @@ func gemmTNMulti(alpha float32, g Matrix, mask reluMaskOf, scale float32, xs []M
 	}
 	m, k := g.Cols, g.Rows
 	if t0 := statStart(); t0 != 0 {
-		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(total)*int64(k))
+		defer statEndGEMM(t0, "TN+", total, m, k)
 	}
 	// Tᵀ = [X[0] X[1] ...]ᵀ·G: total × m, op(A) read from the parts.
 	t := getBuf(total * m)
@@ -562,7 +565,7 @@ func GemmNTMulti(xs, ws []Matrix, beta float32, c Matrix, ep Epilogue) error {
 		return nil
 	}
 	if t0 := statStart(); t0 != 0 {
-		defer statEnd(t0, &gemmNs, &gemmFlops, 2*int64(m)*int64(n)*int64(ktot))
+		defer statEndGEMM(t0, "NT+", m, n, ktot)
 	}
 	var e *Epilogue
 	if !ep.none() {

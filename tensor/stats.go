@@ -1,6 +1,8 @@
 package tensor
 
 import (
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -22,15 +24,55 @@ type KernelStats struct {
 	// bias, activations and their gradients, dropout, log-softmax.
 	Elementwise      time.Duration
 	ElementwiseElems int64
+	// GEMMShapes splits GEMM by the products' shapes, keyed by their
+	// class: the operands' ops ("NT+" and "TN+" for products whose A or
+	// B comes in parts, GemmNTMulti and GemmTNMulti) and m×n×k, a
+	// dimension of 1024 or more given as the power-of-two range it lies
+	// in ("8k-16k"), so that minibatches of varying size share a class.
+	// Nil when no product ran.
+	GEMMShapes map[string]GEMMClass
+}
+
+// GEMMClass is the products of one shape class: how many, their time
+// and their floating-point operations.
+type GEMMClass struct {
+	Calls int64
+	Time  time.Duration
+	Flops int64
 }
 
 // Sub returns s - o (the kernels' work between two readings).
 func (s KernelStats) Sub(o KernelStats) KernelStats {
-	return KernelStats{
-		GEMM: s.GEMM - o.GEMM, GEMMFlops: s.GEMMFlops - o.GEMMFlops,
-		Aggregate: s.Aggregate - o.Aggregate, AggregateElems: s.AggregateElems - o.AggregateElems,
-		Elementwise: s.Elementwise - o.Elementwise, ElementwiseElems: s.ElementwiseElems - o.ElementwiseElems,
+	return s.combine(o, -1)
+}
+
+// Add returns s + o (the work of two spans).
+func (s KernelStats) Add(o KernelStats) KernelStats {
+	return s.combine(o, 1)
+}
+
+// combine returns s + sign·o.
+func (s KernelStats) combine(o KernelStats, sign int64) KernelStats {
+	d := time.Duration(sign)
+	r := KernelStats{
+		GEMM: s.GEMM + d*o.GEMM, GEMMFlops: s.GEMMFlops + sign*o.GEMMFlops,
+		Aggregate: s.Aggregate + d*o.Aggregate, AggregateElems: s.AggregateElems + sign*o.AggregateElems,
+		Elementwise: s.Elementwise + d*o.Elementwise, ElementwiseElems: s.ElementwiseElems + sign*o.ElementwiseElems,
 	}
+	for _, m := range []map[string]GEMMClass{s.GEMMShapes, o.GEMMShapes} {
+		for k := range m {
+			a, b := s.GEMMShapes[k], o.GEMMShapes[k]
+			c := GEMMClass{Calls: a.Calls + sign*b.Calls, Time: a.Time + d*b.Time, Flops: a.Flops + sign*b.Flops}
+			if c.Calls == 0 {
+				continue
+			}
+			if r.GEMMShapes == nil {
+				r.GEMMShapes = map[string]GEMMClass{}
+			}
+			r.GEMMShapes[k] = c
+		}
+	}
+	return r
 }
 
 var (
@@ -46,11 +88,78 @@ func EnableKernelStats(on bool) { statsOn.Store(on) }
 
 // ReadKernelStats returns the totals so far.
 func ReadKernelStats() KernelStats {
-	return KernelStats{
+	k := KernelStats{
 		GEMM: time.Duration(gemmNs.Load()), GEMMFlops: gemmFlops.Load(),
 		Aggregate: time.Duration(aggNs.Load()), AggregateElems: aggElems.Load(),
 		Elementwise: time.Duration(eltNs.Load()), ElementwiseElems: eltElems.Load(),
 	}
+	gemmShapes.Lock()
+	defer gemmShapes.Unlock()
+	for key, c := range gemmShapes.m {
+		if k.GEMMShapes == nil {
+			k.GEMMShapes = make(map[string]GEMMClass, len(gemmShapes.m))
+		}
+		k.GEMMShapes[key.String()] = c
+	}
+	return k
+}
+
+// gemmShapes holds KernelStats.GEMMShapes, keyed without a string so
+// that timing a product allocates only for a class not seen before.
+var gemmShapes struct {
+	sync.Mutex
+	m map[gemmKey]GEMMClass
+}
+
+// gemmKey is a product's shape class: its ops and m×n×k, each dimension
+// of 1024 or more as minus the largest power of two at most it (dimClass).
+type gemmKey struct {
+	op      string
+	m, n, k int
+}
+
+// dimClass returns d below 1024, else minus the largest power of two at
+// most d.
+func dimClass(d int) int {
+	if d < 1024 {
+		return d
+	}
+	p := 1024
+	for p <= d/2 {
+		p *= 2
+	}
+	return -p
+}
+
+// String formats the class as "NT 8k-16k×256×200".
+func (g gemmKey) String() string {
+	dim := func(d int) string {
+		if d >= 0 {
+			return fmt.Sprint(d)
+		}
+		return fmt.Sprintf("%dk-%dk", -d/1024, -d/512)
+	}
+	return g.op + " " + dim(g.m) + "×" + dim(g.n) + "×" + dim(g.k)
+}
+
+// statEndGEMM ends the timing of a product of op (see gemmKey) and shape
+// m×n×k started at t0 (statStart), adding it to GEMM and its class.
+func statEndGEMM(t0 int64, op string, m, n, k int) {
+	if t0 == 0 {
+		return
+	}
+	ns := int64(time.Since(statsEpoch)) - t0
+	flops := 2 * int64(m) * int64(n) * int64(k)
+	gemmNs.Add(ns)
+	gemmFlops.Add(flops)
+	key := gemmKey{op, dimClass(m), dimClass(n), dimClass(k)}
+	gemmShapes.Lock()
+	defer gemmShapes.Unlock()
+	if gemmShapes.m == nil {
+		gemmShapes.m = map[gemmKey]GEMMClass{}
+	}
+	c := gemmShapes.m[key]
+	gemmShapes.m[key] = GEMMClass{Calls: c.Calls + 1, Time: c.Time + time.Duration(ns), Flops: c.Flops + flops}
 }
 
 // statStart returns the start of a timed kernel call (0 when timing is off).

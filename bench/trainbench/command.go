@@ -29,8 +29,8 @@ graph of 1M nodes, 20M edges and 100 features (--quick: 100k nodes, 2M edges, 9 
 per epoch, seeds per second, and the epoch split into sampling and gathering (done by the loader's
 goroutines, overlapping compute), compute and waiting. The target is waiting < 5% of the epoch.
 Steady-state epochs (after the warm-up: enough epochs to pass as many batches as the loader has
-buffers, at least one; with three or more, the one of median CPU time) are reported, with where they go: seconds in GEMM,
-aggregation and element-wise kernels, allocation and garbage collection, the heap allocated per
+buffers, at least one; with three or more, the one of median CPU time) are reported, with where they go: seconds in GEMM
+(and by the products' shapes: which fall short of the ceiling), aggregation and element-wise kernels, allocation and garbage collection, the heap allocated per
 step, the collector's CPU share, and the kernel efficiency: the CPU time the step's GEMM,
 aggregation and gather work would take at ceilings measured in the same run, over the epoch's.
 The synthetic dataset is generated once into --dir (default: the cache directory) and reused.`,
@@ -74,6 +74,14 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			fmt.Fprintf(w, "  kernels: GEMM %s (%.0f GFLOP/s), aggregation %s, element-wise %s, other compute %s; allocation %s (%s per step), GC %s CPU\n",
 				units.Duration(cli.Seconds(st.GEMMSeconds)), st.GEMMGFlops, units.Duration(cli.Seconds(st.AggregateSeconds)), units.Duration(cli.Seconds(st.ElementwiseSeconds)),
 				units.Duration(cli.Seconds(st.OtherSeconds)), units.Duration(cli.Seconds(st.AllocSeconds)), units.Bytes(int64(rep.AllocBytesPerStep)), units.Duration(cli.Seconds(st.GCSeconds)))
+			if len(st.GEMMShapes) > 0 {
+				sep := "  GEMM by shape (ops m×n×k, + for operands in parts):"
+				for _, g := range st.GEMMShapes[:min(4, len(st.GEMMShapes))] {
+					fmt.Fprintf(w, "%s %s %s (%.0f GFLOP/s)", sep, g.Shape, units.Duration(cli.Seconds(g.Seconds)), g.GFlops)
+					sep = ";"
+				}
+				fmt.Fprintln(w)
+			}
 			fmt.Fprintf(w, "  kernel efficiency %.2f (CPU time; %.2f in wall time): GEMM, aggregation and gather at the ceilings measured in this run (%.0f GFLOP/s, %s values/s, %s rows/s) would take %s of the epoch's %s CPU\n",
 				rep.KernelEfficiency, rep.KernelEfficiencyWall, rep.Ceilings.GEMMGFlops, units.Count(rep.Ceilings.AggregateValuesPerSec), units.Count(rep.Ceilings.GatherRowsPerSec),
 				units.Duration(cli.Seconds(st.IdealSeconds)), units.Duration(cli.Seconds(rep.CPUSecondsPerEpoch)))

@@ -77,3 +77,28 @@ func TestSummariseSplit(t *testing.T) {
 		})
 	}
 }
+
+// TestGEMMShapes: the step's products by shape class, per epoch, the
+// longest first, each at its own rate.
+func TestGEMMShapes(t *testing.T) {
+	k := tensor.KernelStats{GEMMShapes: map[string]tensor.GEMMClass{
+		"NT+ 8k-16k×256×200": {Calls: 20, Time: 40 * time.Millisecond, Flops: 8e9},
+		"TN+ 200×256×8k-16k": {Calls: 20, Time: 60 * time.Millisecond, Flops: 9e9},
+		"NN 1k-2k×16×512":    {Calls: 2, Time: 2 * time.Millisecond, Flops: 1e8},
+	}}
+	got := gemmShapes(k, 2)
+	want := []GEMMShape{
+		{Shape: "TN+ 200×256×8k-16k", Calls: 10, Seconds: 0.03, GFlops: 150},
+		{Shape: "NT+ 8k-16k×256×200", Calls: 10, Seconds: 0.02, GFlops: 200},
+		{Shape: "NN 1k-2k×16×512", Calls: 1, Seconds: 0.001, GFlops: 50},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d classes, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.Shape != w.Shape || g.Calls != w.Calls || math.Abs(g.Seconds-w.Seconds) > 1e-12 || math.Abs(g.GFlops-w.GFlops) > 1e-9 {
+			t.Errorf("class %d: %+v, want %+v", i, g, w)
+		}
+	}
+}

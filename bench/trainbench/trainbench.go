@@ -141,11 +141,15 @@ type Report struct {
 // of the kernel calls, on the training goroutine and its kernel threads),
 // with the work each did.
 type StepSplit struct {
-	GEMMSeconds        float64 `json:"gemm_seconds"`
-	GEMMGFlops         float64 `json:"gemm_gflops"`
-	AggregateSeconds   float64 `json:"aggregate_seconds"`
-	AggregateValues    int64   `json:"aggregate_values"`
-	ElementwiseSeconds float64 `json:"elementwise_seconds"`
+	GEMMSeconds float64 `json:"gemm_seconds"`
+	GEMMGFlops  float64 `json:"gemm_gflops"`
+	// GEMMShapes splits GEMMSeconds by the products' shape classes
+	// (tensor.KernelStats.GEMMShapes), the longest first: which products
+	// fall short of the GEMM ceiling.
+	GEMMShapes         []GEMMShape `json:"gemm_shapes"`
+	AggregateSeconds   float64     `json:"aggregate_seconds"`
+	AggregateValues    int64       `json:"aggregate_values"`
+	ElementwiseSeconds float64     `json:"elementwise_seconds"`
 	// OtherSeconds is compute time outside the timed kernels (tape
 	// bookkeeping, copies, the optimiser, loss, index work).
 	OtherSeconds float64 `json:"other_seconds"`
@@ -178,6 +182,34 @@ type StepSplit struct {
 	// IdealWallSeconds the wall time at the wall ceilings.
 	IdealSeconds     float64 `json:"ideal_cpu_seconds"`
 	IdealWallSeconds float64 `json:"ideal_wall_seconds"`
+}
+
+// GEMMShape is an epoch's products of one shape class.
+type GEMMShape struct {
+	// Shape is the class: ops and m×n×k ("NT+ 8k-16k×256×200": A and B
+	// in parts, m from 8192 to 16383).
+	Shape string `json:"shape"`
+	// Calls and Seconds are per epoch; GFlops is their rate.
+	Calls   float64 `json:"calls"`
+	Seconds float64 `json:"seconds"`
+	GFlops  float64 `json:"gflops"`
+}
+
+// gemmShapes returns the classes of k, averaged over n epochs, the
+// longest first.
+func gemmShapes(k tensor.KernelStats, n float64) []GEMMShape {
+	var out []GEMMShape
+	for name, c := range k.GEMMShapes {
+		g := GEMMShape{Shape: name, Calls: float64(c.Calls) / n, Seconds: c.Time.Seconds() / n}
+		if c.Time > 0 {
+			g.GFlops = float64(c.Flops) / c.Time.Seconds() / 1e9
+		}
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b GEMMShape) int {
+		return cmp.Or(cmp.Compare(b.Seconds, a.Seconds), cmp.Compare(a.Shape, b.Shape))
+	})
+	return out
 }
 
 // Ceilings are the machine rates measured in the run, with the kernel
@@ -373,6 +405,7 @@ func (rep *Report) summarise(steady []epochDelta) {
 	if k.GEMM > 0 {
 		sp.GEMMGFlops = float64(k.GEMMFlops) / k.GEMM.Seconds() / 1e9
 	}
+	sp.GEMMShapes = gemmShapes(k, n)
 	sp.OtherSeconds = max(0, rep.ComputeSeconds-sp.GEMMSeconds-sp.AggregateSeconds-sp.ElementwiseSeconds)
 	c := rep.Ceilings
 	if c.FreshBytesPerSec > 0 {
@@ -452,13 +485,7 @@ func (p probe) sub(o probe) probe {
 }
 
 func (p probe) add(o probe) probe {
-	k := p.kernels
-	ok := o.kernels
-	return probe{p.allocBytes + o.allocBytes, p.gcCycles + o.gcCycles, p.gcCPU + o.gcCPU, p.cpuTotal + o.cpuTotal, p.cpu + o.cpu, tensor.KernelStats{
-		GEMM: k.GEMM + ok.GEMM, GEMMFlops: k.GEMMFlops + ok.GEMMFlops,
-		Aggregate: k.Aggregate + ok.Aggregate, AggregateElems: k.AggregateElems + ok.AggregateElems,
-		Elementwise: k.Elementwise + ok.Elementwise, ElementwiseElems: k.ElementwiseElems + ok.ElementwiseElems,
-	}}
+	return probe{p.allocBytes + o.allocBytes, p.gcCycles + o.gcCycles, p.gcCPU + o.gcCPU, p.cpuTotal + o.cpuTotal, p.cpu + o.cpu, p.kernels.Add(o.kernels)}
 }
 
 // medianCeilings returns each rate's median over the readings that
