@@ -189,7 +189,11 @@ type GEMMShape struct {
 	// Shape is the class: ops and m×n×k ("NT+ 8k-16k×256×200": A and B
 	// in parts, m from 8192 to 16383).
 	Shape string `json:"shape"`
-	// Calls and Seconds are per epoch; GFlops is their rate.
+	// Calls and Seconds are per epoch; GFlops is their rate. A product's
+	// time includes the work fused into it: its epilogue (bias, ReLU,
+	// dropout), a gradient's mask, and rows of its operand made block by
+	// block (GraphSAGE's first weight gradient computes the aggregation's
+	// gradient rows as it reads them: tensor.GemmTNMultiReLUBitsRows).
 	Calls   float64 `json:"calls"`
 	Seconds float64 `json:"seconds"`
 	GFlops  float64 `json:"gflops"`
