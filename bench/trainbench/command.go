@@ -30,7 +30,8 @@ per epoch, seeds per second, and the epoch split into sampling and gathering (do
 goroutines, overlapping compute), compute and waiting. The target is waiting < 5% of the epoch.
 Steady-state epochs (after the warm-up: enough epochs to pass as many batches as the loader has
 buffers, at least one; with three or more, the one of median CPU time) are reported, with where they go: seconds in GEMM
-(and by the products' shapes: which fall short of the ceiling), aggregation and element-wise kernels, allocation and garbage collection, the heap allocated per
+(also by the products' shapes, to show which fall short of the ceiling), aggregation and
+element-wise kernels, allocation and garbage collection, the heap allocated per
 step, the collector's CPU share, and the kernel efficiency: the CPU time the step's GEMM,
 aggregation and gather work would take at ceilings measured in the same run, over the epoch's.
 The synthetic dataset is generated once into --dir (default: the cache directory) and reused.`,
