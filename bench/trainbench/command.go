@@ -2,6 +2,7 @@ package trainbench
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -75,14 +76,7 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			fmt.Fprintf(w, "  kernels: GEMM %s (%.0f GFLOP/s), aggregation %s, element-wise %s, other compute %s; allocation %s (%s per step), GC %s CPU\n",
 				units.Duration(cli.Seconds(st.GEMMSeconds)), st.GEMMGFlops, units.Duration(cli.Seconds(st.AggregateSeconds)), units.Duration(cli.Seconds(st.ElementwiseSeconds)),
 				units.Duration(cli.Seconds(st.OtherSeconds)), units.Duration(cli.Seconds(st.AllocSeconds)), units.Bytes(int64(rep.AllocBytesPerStep)), units.Duration(cli.Seconds(st.GCSeconds)))
-			if len(st.GEMMShapes) > 0 {
-				sep := "  GEMM by shape (ops m×n×k, + for operands in parts):"
-				for _, g := range st.GEMMShapes[:min(4, len(st.GEMMShapes))] {
-					fmt.Fprintf(w, "%s %s %s (%.0f GFLOP/s)", sep, g.Shape, units.Duration(cli.Seconds(g.Seconds)), g.GFlops)
-					sep = ";"
-				}
-				fmt.Fprintln(w)
-			}
+			printGEMMShapes(w, st.GEMMShapes)
 			fmt.Fprintf(w, "  kernel efficiency %.2f (CPU time; %.2f in wall time): GEMM, aggregation and gather at the ceilings measured in this run (%.0f GFLOP/s, %s values/s, %s rows/s) would take %s of the epoch's %s CPU\n",
 				rep.KernelEfficiency, rep.KernelEfficiencyWall, rep.Ceilings.GEMMGFlops, units.Count(rep.Ceilings.AggregateValuesPerSec), units.Count(rep.Ceilings.GatherRowsPerSec),
 				units.Duration(cli.Seconds(st.IdealSeconds)), units.Duration(cli.Seconds(rep.CPUSecondsPerEpoch)))
@@ -121,4 +115,18 @@ func prepareTrainBench(cmd *cobra.Command, o *Options, dir string, asJSON bool) 
 		}
 	}
 	return nil
+}
+
+// printGEMMShapes prints the longest four classes of an epoch's products
+// on one line (none: nothing).
+func printGEMMShapes(w io.Writer, shapes []GEMMShape) {
+	if len(shapes) == 0 {
+		return
+	}
+	sep := "  GEMM by shape (ops m×n×k, + for operands in parts):"
+	for _, g := range shapes[:min(4, len(shapes))] {
+		fmt.Fprintf(w, "%s %s %s (%.0f GFLOP/s)", sep, g.Shape, units.Duration(cli.Seconds(g.Seconds)), g.GFlops)
+		sep = ";"
+	}
+	fmt.Fprintln(w)
 }

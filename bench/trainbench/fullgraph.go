@@ -52,6 +52,9 @@ type GraphReport struct {
 	GEMMSeconds        float64 `json:"gemm_seconds"`
 	AggregateSeconds   float64 `json:"aggregate_seconds"`
 	ElementwiseSeconds float64 `json:"elementwise_seconds"`
+	// GEMMShapes splits GEMMSeconds by the products' shape classes, the
+	// longest first (as StepSplit.GEMMShapes).
+	GEMMShapes []GEMMShape `json:"gemm_shapes"`
 	// OverheadMsPerEpoch is the epoch's wall time outside those kernels
 	// (autograd's bookkeeping, the optimiser, allocation, scheduling): on a
 	// small graph, where kernels are short, what is left to win besides
@@ -147,6 +150,7 @@ func RunGraph(ctx context.Context, o GraphOptions) (*GraphReport, error) {
 	}
 	k := p.kernels
 	rep.GEMMSeconds, rep.AggregateSeconds, rep.ElementwiseSeconds = k.GEMM.Seconds()/n, k.Aggregate.Seconds()/n, k.Elementwise.Seconds()/n
+	rep.GEMMShapes = gemmShapes(k, n)
 	rep.OverheadMsPerEpoch = max(0, rep.MsPerEpoch-1000*(rep.GEMMSeconds+rep.AggregateSeconds+rep.ElementwiseSeconds))
 	if k.Aggregate > 0 {
 		rep.AggregateValuesPerSec = float64(k.AggregateElems) / k.Aggregate.Seconds()
