@@ -59,25 +59,30 @@ func (s KernelStats) combine(o KernelStats, sign int64) KernelStats {
 		Aggregate: s.Aggregate + d*o.Aggregate, AggregateElems: s.AggregateElems + sign*o.AggregateElems,
 		Elementwise: s.Elementwise + d*o.Elementwise, ElementwiseElems: s.ElementwiseElems + sign*o.ElementwiseElems,
 	}
-	for _, m := range []map[string]GEMMClass{s.GEMMShapes, o.GEMMShapes} {
-		for k := range m {
-			a, b := s.GEMMShapes[k], o.GEMMShapes[k]
-			c := GEMMClass{Calls: a.Calls + sign*b.Calls, Time: a.Time + d*b.Time, Flops: a.Flops + sign*b.Flops}
-			if c.Calls == 0 {
-				continue
-			}
+	fold := func(m map[string]GEMMClass, sign int64) {
+		for k, c := range m {
 			if r.GEMMShapes == nil {
 				r.GEMMShapes = map[string]GEMMClass{}
 			}
-			r.GEMMShapes[k] = c
+			a := r.GEMMShapes[k]
+			r.GEMMShapes[k] = GEMMClass{Calls: a.Calls + sign*c.Calls, Time: a.Time + time.Duration(sign)*c.Time, Flops: a.Flops + sign*c.Flops}
 		}
+	}
+	fold(s.GEMMShapes, 1)
+	fold(o.GEMMShapes, sign)
+	for k, c := range r.GEMMShapes {
+		if c.Calls == 0 {
+			delete(r.GEMMShapes, k)
+		}
+	}
+	if len(r.GEMMShapes) == 0 {
+		r.GEMMShapes = nil
 	}
 	return r
 }
 
 var (
 	statsOn                          atomic.Bool
-	gemmNs, gemmFlops                atomic.Int64
 	aggNs, aggElems, eltNs, eltElems atomic.Int64
 	statsEpoch                       = time.Now()
 )
@@ -89,7 +94,6 @@ func EnableKernelStats(on bool) { statsOn.Store(on) }
 // ReadKernelStats returns the totals so far.
 func ReadKernelStats() KernelStats {
 	k := KernelStats{
-		GEMM: time.Duration(gemmNs.Load()), GEMMFlops: gemmFlops.Load(),
 		Aggregate: time.Duration(aggNs.Load()), AggregateElems: aggElems.Load(),
 		Elementwise: time.Duration(eltNs.Load()), ElementwiseElems: eltElems.Load(),
 	}
@@ -100,6 +104,8 @@ func ReadKernelStats() KernelStats {
 			k.GEMMShapes = make(map[string]GEMMClass, len(gemmShapes.m))
 		}
 		k.GEMMShapes[key.String()] = c
+		k.GEMM += c.Time
+		k.GEMMFlops += c.Flops
 	}
 	return k
 }
@@ -143,15 +149,13 @@ func (g gemmKey) String() string {
 }
 
 // statEndGEMM ends the timing of a product of op (see gemmKey) and shape
-// m×n×k started at t0 (statStart), adding it to GEMM and its class.
+// m×n×k started at t0 (statStart), adding it to its class (GEMM and
+// GEMMFlops are the classes' sums).
 func statEndGEMM(t0 int64, op string, m, n, k int) {
 	if t0 == 0 {
 		return
 	}
-	ns := int64(time.Since(statsEpoch)) - t0
-	flops := 2 * int64(m) * int64(n) * int64(k)
-	gemmNs.Add(ns)
-	gemmFlops.Add(flops)
+	ns := time.Duration(int64(time.Since(statsEpoch)) - t0)
 	key := gemmKey{op, dimClass(m), dimClass(n), dimClass(k)}
 	gemmShapes.Lock()
 	defer gemmShapes.Unlock()
@@ -159,7 +163,7 @@ func statEndGEMM(t0 int64, op string, m, n, k int) {
 		gemmShapes.m = map[gemmKey]GEMMClass{}
 	}
 	c := gemmShapes.m[key]
-	gemmShapes.m[key] = GEMMClass{Calls: c.Calls + 1, Time: c.Time + time.Duration(ns), Flops: c.Flops + flops}
+	gemmShapes.m[key] = GEMMClass{Calls: c.Calls + 1, Time: c.Time + ns, Flops: c.Flops + 2*int64(m)*int64(n)*int64(k)}
 }
 
 // statStart returns the start of a timed kernel call (0 when timing is off).
