@@ -825,6 +825,22 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // reads were waiting for. Measured (same machine and graph, alternated
 // in one process): the last hop of [15,10,5] drew at 14.4 against 14.9
 // ns an edge, the minibatch 0.98 of the time.
+//
+// The draws are made drawGroup destinations at a time: their ranges
+// first, then their Floyd masks (side by side, rng.FloydMasks8, where it
+// has a vector kernel), then the prefetches of their drawn entries.
+// Groups of 4, each range read and drawn in turn, spent their time on
+// the prefetches' waits and on the draws in turn; in groups of 16 the
+// two overlap. Measured (AMD EPYC Zen 5, [15,10,5], rounds of 20
+// minibatches alternated in one process with groups of 4, 12 ahead): on
+// the 10M-node graph the last hop drew in 0.73-0.79 of the time with the
+// AVX-512 kernel (the minibatch 0.77-0.90) and 0.75-0.80 with the masks
+// drawn one at a time (GRAPHMILL_KERNEL=avx2); on the 1M-node graph
+// 0.86-0.89 and 1.00. Groups of 8 or 32, and 8, 24 or 32 ahead, did
+// about as well as 16 and 16 (0.70-0.84); with groups of 4 the kernel
+// made no difference. Lanes drawn by FloydMasks8 without its kernel (one
+// at a time, after the ranges) cost more than drawing them in the range
+// loop: 1.09 of the time on the 1M-node graph.
 func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block, keep bool) int {
 	nd := len(dst)
 	sp := sc.spans[:2*done]
@@ -835,7 +851,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	growEdges(hb, 0, nd*k) // k <= fewDraws: no growing while drawing
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	const (
-		G = prefetchGroup
+		G = drawGroup
 		D = drawAheadBy // a multiple of G: draw's groups start at multiples of G
 		R = 64          // the rings: at least D+G, a multiple of G
 	)
@@ -847,10 +863,13 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	r := &rr
 	ip[0] = 0
 	e := 0
+	vector := rng.FloydMasksVector()
 	// draw reads the ranges of dst[a:b] (a%G == 0, b-a <= G) where the
 	// previous hop did not (keeping them for the next hop, if any), draws
 	// them and prefetches the drawn entries.
 	draw := func(a, b int) {
+		var seeds, ds, ms [G]uint64
+		var floyd uint16 // lanes drawn by FloydMasks8
 		for j := a; j < b; j++ {
 			var lo, hi int64
 			if j < done {
@@ -865,6 +884,23 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 				}
 			}
 			span[2*(j%R)], span[2*(j%R)+1] = lo, hi
+			if d := hi - lo; d > int64(k) && d <= 64 {
+				if vector {
+					seeds[j-a], ds[j-a] = s.nodeKey(hk, dst[j]), uint64(d)
+					floyd |= 1 << (j - a)
+				} else {
+					r.Seed(s.nodeKey(hk, dst[j]))
+					ms[j-a] = r.FloydMask(int(d), k)
+				}
+			}
+		}
+		for c := 0; c < b-a; c += 8 {
+			if f := uint8(floyd >> c); f != 0 {
+				rng.FloydMasks8((*[8]uint64)(seeds[c:c+8]), (*[8]uint64)(ds[c:c+8]), k, f, (*[8]uint64)(ms[c:c+8]))
+			}
+		}
+		for j := a; j < b; j++ {
+			lo, hi := span[2*(j%R)], span[2*(j%R)+1]
 			d := int(hi - lo)
 			c := min(d, k)
 			var m uint64
@@ -872,8 +908,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 			case d <= k:
 				m = 1<<d - 1 // every neighbour (d <= k <= fewDraws)
 			case d <= 64:
-				r.Seed(s.nodeKey(hk, dst[j]))
-				m = r.FloydMask(d, k)
+				m = ms[j-a]
 			default:
 				r.Seed(s.nodeKey(hk, dst[j]))
 				c = s.pick(sc, r, d, k, nil, pos[e:])
@@ -1147,7 +1182,8 @@ const (
 	prefetchAhead    = 8
 	prefetchGroup    = 4
 	fewDraws         = 8
-	drawAheadBy      = 12
+	drawGroup        = 16 // a multiple of 8 (rng.FloydMasks8's lanes), at most 16
+	drawAheadBy      = 16
 )
 
 // growEdges makes hb's edge arrays (Indices, EdgeIDs) at least n long,

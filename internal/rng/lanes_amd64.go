@@ -61,3 +61,20 @@ func bitsFast(dst []uint16, s uint64) int {
 	}
 	return (len(dst) + 63) / 64
 }
+
+//go:noescape
+func floydMasks8AVX512(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
+
+// FloydMasksVector reports whether FloydMasks8 draws its lanes with a
+// vector kernel (AVX-512) rather than one at a time.
+func FloydMasksVector() bool { return hasAVX512 }
+
+// floydFast computes FloydMasks8's lanes with the AVX-512 kernel and
+// returns those to draw again one at a time (all of them without
+// AVX-512).
+func floydFast(seeds, ds *[8]uint64, k int, masks *[8]uint64) uint64 {
+	if !hasAVX512 {
+		return 0xff
+	}
+	return floydMasks8AVX512(seeds, ds, k, masks)
+}

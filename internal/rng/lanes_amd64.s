@@ -266,3 +266,92 @@ part1b:
 done1b:
 	VZEROUPPER
 	RET
+
+// MUL64C sets each 64-bit lane of X to X * c (mod 2^64) for the constant
+// c in the general register R (clobbered) from three 32x32-bit products:
+// lo32(x)·lo32(c) + (lo32(x)·hi32(c) + hi32(x)·lo32(c)) << 32.
+// Clobbers T0-T2.
+#define MUL64C(X, R, T0, T1, T2) \
+	VPBROADCASTQ R, T0; \
+	SHRQ $32, R; \
+	VPBROADCASTQ R, T1; \
+	VPSRLQ $32, X, T2; \
+	VPMULUDQ T1, X, T1; \
+	VPMULUDQ T0, T2, T2; \
+	VPMULUDQ T0, X, X; \
+	VPADDQ T2, T1, T1; \
+	VPSLLQ $32, T1, T1; \
+	VPADDQ T1, X, X
+
+// func floydMasks8AVX512(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
+// In each of eight lanes i: a Rand seeded with seeds[i] (Mix), then
+// FloydMask(ds[i], k) into masks[i], for k >= 1 and k <= ds[i] <= 64
+// (other lanes get unspecified masks). FloydMask's rejection step is left
+// out: redo has bit i set where a bounded draw's low product was below its
+// bound (a draw FloydMask may reject, with odds of about 2^-58), and such
+// lanes must be drawn again one at a time.
+TEXT ·floydMasks8AVX512(SB), NOSPLIT, $0-40
+	MOVQ seeds+0(FP), SI
+	MOVQ ds+8(FP), DI
+	MOVQ k+16(FP), CX
+	MOVQ masks+24(FP), R8
+	// s = Mix(seed): splitmix64's finaliser.
+	VMOVDQU64 (SI), Z0
+	MOVQ $0x9e3779b97f4a7c15, AX
+	VPBROADCASTQ AX, Z8
+	VPADDQ Z8, Z0, Z0
+	VPSRLQ $30, Z0, Z8
+	VPXORQ Z8, Z0, Z0
+	MOVQ $0xbf58476d1ce4e5b9, AX
+	MUL64C(Z0, AX, Z8, Z9, Z10)
+	VPSRLQ $27, Z0, Z8
+	VPXORQ Z8, Z0, Z0
+	MOVQ $0x94d049bb133111eb, AX
+	MUL64C(Z0, AX, Z8, Z9, Z10)
+	VPSRLQ $31, Z0, Z8
+	VPXORQ Z8, Z0, Z0
+	// Z2: j = d - k (the candidate's index), Z3: j + 1 (the bound), Z4:
+	// ones, Z1: the mask, K1: lanes to draw again.
+	VMOVDQU64 (DI), Z2
+	VPBROADCASTQ CX, Z9
+	VPSUBQ Z9, Z2, Z2
+	MOVQ $1, AX
+	VPBROADCASTQ AX, Z4
+	VPADDQ Z4, Z2, Z3
+	VPXORQ Z1, Z1, Z1
+	KXORW K1, K1, K1
+	MOVQ $0xa0761d6478bd642f, AX
+	VPBROADCASTQ AX, Z5
+	VPBROADCASTQ lanesD<>(SB), Z6
+	VPBROADCASTQ lanesM32<>(SB), Z7
+	TESTQ CX, CX
+	JLE  floydOut
+floydLoop:
+	// x = the next draw; (hi, lo) = x * (j+1), hi the candidate.
+	VPADDQ Z5, Z0, Z0
+	WYMIX(Z0, Z6, Z7, Z8, Z10, Z11, Z12, Z13, Z14, Z15, Z16, VPANDQ, VPORQ, VPXORQ)
+	VPSRLQ $32, Z8, Z9
+	VPMULUDQ Z3, Z8, Z10
+	VPMULUDQ Z3, Z9, Z11
+	VPSRLQ $32, Z10, Z12
+	VPADDQ Z12, Z11, Z12
+	VPSRLQ $32, Z12, Z13
+	VPSLLQ $32, Z11, Z14
+	VPADDQ Z14, Z10, Z14
+	VPCMPUQ $1, Z3, Z14, K2
+	KORW K2, K1, K1
+	// The candidate's bit, or j's where the candidate is taken.
+	VPSLLVQ Z13, Z4, Z15
+	VPTESTMQ Z1, Z15, K3
+	VPSLLVQ Z2, Z4, K3, Z15
+	VPORQ Z15, Z1, Z1
+	VPADDQ Z4, Z2, Z2
+	VPADDQ Z4, Z3, Z3
+	DECQ CX
+	JNZ  floydLoop
+floydOut:
+	VMOVDQU64 Z1, (R8)
+	KMOVW K1, AX
+	MOVQ AX, redo+32(FP)
+	VZEROUPPER
+	RET

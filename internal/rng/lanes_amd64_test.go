@@ -70,3 +70,75 @@ func BenchmarkLanes(b *testing.B) {
 		}
 	}
 }
+
+// TestFloydMasks8 checks FloydMasks8 against FloydMask lane by lane,
+// with the AVX-512 kernel (where the CPU has it) and without (every lane
+// drawn again one at a time), and the kernel alone on every lane, over
+// every fanout and degree the samplers give it, random seeds and partial
+// lane sets.
+func TestFloydMasks8(t *testing.T) {
+	avx512 := hasAVX512
+	defer func() { hasAVX512 = avx512 }()
+	for _, vec := range []bool{false, true} {
+		if vec && !avx512 {
+			t.Log("avx512: not on this machine")
+			continue
+		}
+		hasAVX512 = vec
+		var r Rand
+		r.Seed(42)
+		for k := 1; k <= 64; k++ {
+			for trial := 0; trial < 40; trial++ {
+				var seeds, ds, got, kern [8]uint64
+				lanes := uint8(r.Uint64())
+				if trial == 0 {
+					lanes = 0xff
+				}
+				for i := range 8 {
+					seeds[i] = r.Uint64()
+					ds[i] = uint64(k + int(r.Uint64()%uint64(65-k)))
+				}
+				FloydMasks8(&seeds, &ds, k, lanes, &got)
+				if vec {
+					if redo := floydMasks8AVX512(&seeds, &ds, k, &kern); redo != 0 {
+						t.Errorf("k %d: the kernel asks to redo lanes %08b", k, redo)
+					}
+				}
+				for i := range 8 {
+					var q Rand
+					q.Seed(seeds[i])
+					want := q.FloydMask(int(ds[i]), k)
+					if lanes>>i&1 != 0 && got[i] != want {
+						t.Fatalf("avx512 %v, k %d lane %d (d %d): FloydMasks8 %x, FloydMask %x", vec, k, i, ds[i], got[i], want)
+					}
+					if vec && kern[i] != want {
+						t.Fatalf("k %d lane %d (d %d): kernel %x, FloydMask %x", k, i, ds[i], kern[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkFloydMasks8: eight FloydMask(20, 5) lanes with their seeding,
+// side by side and one at a time.
+func BenchmarkFloydMasks8(b *testing.B) {
+	avx512 := hasAVX512
+	defer func() { hasAVX512 = avx512 }()
+	var seeds, ds, masks [8]uint64
+	for i := range 8 {
+		seeds[i], ds[i] = uint64(i)*0x9e3779b97f4a7c15, 20
+	}
+	for _, vec := range []bool{false, true} {
+		if vec && !avx512 {
+			continue
+		}
+		b.Run(fmt.Sprintf("vector=%v", vec), func(b *testing.B) {
+			hasAVX512 = vec
+			for i := 0; i < b.N; i++ {
+				seeds[i&7]++
+				FloydMasks8(&seeds, &ds, 5, 0xff, &masks)
+			}
+		})
+	}
+}
