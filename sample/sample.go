@@ -1156,8 +1156,9 @@ func (s *Sampler) drawSome(sc *scratch, r *rng.Rand, lo int64, d, k int, out []i
 // Config.Prefetch), whose draws are made drawAheadBy destinations ahead
 // of the loads and whose ranges twice as far: on the Xeon with AMX its
 // last hop drew as fast 8 ahead as 12 (paired, the minibatch 0.94-0.98
-// and 0.95-0.98 of drawFused's time), and 3-5 % slower 16 ahead; 12
-// leaves room for longer loads (Zen 5's).
+// and 0.95-0.98 of drawFused's time), and 3-5 % slower 16 ahead, in
+// groups of 4; in groups of 16 (drawGroup) 8, 16, 24 and 32 ahead did
+// about as well on Zen 5, and 16 leaves room for its longer loads.
 //
 // A graph whose offsets and neighbour lists take at most cachedGraphBytes
 // stays in the caches, and drawFused skips the prefetches, which then only
