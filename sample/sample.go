@@ -829,9 +829,9 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // The draws are made drawGroup destinations at a time: their ranges
 // first, then their Floyd masks (side by side, rng.FloydMasks8, where it
 // has a vector kernel), then the prefetches of their drawn entries.
-// Groups of 4, each range read and drawn in turn, spent their time on
-// the prefetches' waits and on the draws in turn; in groups of 16 the
-// two overlap. Measured (AMD EPYC Zen 5, [15,10,5], rounds of 20
+// In groups of 4, each range read and drawn in turn, the draws'
+// arithmetic added to the waits for memory instead of overlapping them
+// (one more FloydMask call a destination added its own 7 ns). Measured (AMD EPYC Zen 5, [15,10,5], rounds of 20
 // minibatches alternated in one process with groups of 4, 12 ahead): on
 // the 10M-node graph the last hop drew in 0.73-0.79 of the time with the
 // AVX-512 kernel (the minibatch 0.77-0.90) and 0.75-0.80 with the masks
@@ -855,8 +855,9 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 		D = drawAheadBy // a multiple of G: draw's groups start at multiples of G
 		R = 64          // the rings: at least D+G, a multiple of G
 	)
-	// Both conditions at compile time: a negative constant is no uint.
-	const _, _ uint = -(D%G + R%G), R - D - G
+	// The conditions at compile time (a negative constant is no uint),
+	// and G a multiple of 8 of at most 16 (draw's lanes).
+	const _, _, _ uint = -(D%G + R%G + G%8), R - D - G, 16 - G
 	var ring [R]uint64    // masks
 	var span [2 * R]int64 // ranges
 	var rr rng.Rand
