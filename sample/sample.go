@@ -860,6 +860,10 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	const _, _, _ uint = -(D%G + R%G + G%8), R - D - G, 16 - G
 	var ring [R]uint64    // masks
 	var span [2 * R]int64 // ranges
+	// A group's Floyd draws: the seeds and degrees FloydMasks8 reads, and
+	// the masks (draw reads only the lanes it set, so nothing is cleared
+	// between groups).
+	var seeds, ds, ms [G]uint64
 	var rr rng.Rand
 	r := &rr
 	ip[0] = 0
@@ -869,7 +873,6 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	// previous hop did not (keeping them for the next hop, if any), draws
 	// them and prefetches the drawn entries.
 	draw := func(a, b int) {
-		var seeds, ds, ms [G]uint64
 		var floyd uint16 // lanes drawn by FloydMasks8
 		for j := a; j < b; j++ {
 			var lo, hi int64
