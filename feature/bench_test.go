@@ -83,3 +83,87 @@ func BenchmarkGather(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGatherCached gathers 100k uniformly random rows on one
+// goroutine through a hot cache holding a tenth of the rows (chosen at
+// random; "nocache": none), from an in-memory float32 table: 1M rows of
+// 128 values, and 10M rows of 8 (a row a cache line, where the cache's
+// lookup weighs most). It reports rows per CPU-second, the ratio to
+// membench.RandomRows over the same table (no cache; paired: each gather
+// followed by the ceiling for as long) and the hit rate.
+func BenchmarkGatherCached(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		rows, dim int
+		cache     bool
+	}{{"1Mx128", benchRows, benchDim, true}, {"10Mx8", 10 << 20, 8, true}, {"10Mx8/nocache", 10 << 20, 8, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			table, ids := benchData()
+			if c.rows != benchRows {
+				table, ids = benchSmallRows(c.rows, c.dim)
+			}
+			opts := Options{Workers: 1}
+			if c.cache {
+				order := make([]int32, c.rows)
+				for i := range order {
+					order[i] = int32(i)
+				}
+				r := rng.New(3)
+				for i := len(order) - 1; i > 0; i-- {
+					j := r.IntN(i + 1)
+					order[i], order[j] = order[j], order[i]
+				}
+				opts.CacheBytes, opts.CacheOrder = int64(c.rows/10)*int64(4*c.dim), order
+			}
+			st, err := FromFloat32(table, c.rows, c.dim, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			out := make([]float32, len(ids)*c.dim)
+			_ = st.Gather(context.Background(), ids, out) // touch the output
+			st.ResetStats()
+			b.ResetTimer()
+			w, ceil := membench.Paired(b.N, func(int) membench.Result {
+				return membench.Work(1, func(int) int64 {
+					if err := st.Gather(context.Background(), ids, out); err != nil {
+						b.Error(err)
+					}
+					return int64(len(ids))
+				})
+			}, func(d time.Duration) membench.Result {
+				return membench.RandomRows(table, c.dim, benchBatch, 1, d)
+			})
+			b.ReportMetric(w.CPUPerSec/1e6, "Mrows/cpu-s")
+			b.ReportMetric(w.CPUPerSec/ceil.CPUPerSec, "x_ceiling")
+			b.ReportMetric(st.CacheStats().HitRate(), "hit_rate")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+var (
+	smallOnce  sync.Once
+	smallTable []float32
+	smallIDs   []int32
+)
+
+// benchSmallRows returns BenchmarkGatherCached's table of rows rows of dim
+// values (made once) and 100k random ids into it.
+func benchSmallRows(rows, dim int) ([]float32, []int32) {
+	smallOnce.Do(func() {
+		smallTable, _ = hugemem.Alloc[float32](rows * dim)
+		par.For(par.Workers(0), rows, func(_, lo, hi int) {
+			r := rng.New(uint64(lo))
+			for i := lo * dim; i < hi*dim; i++ {
+				smallTable[i] = r.Normalish()
+			}
+		})
+		r := rng.New(2)
+		smallIDs = make([]int32, benchBatch)
+		for i := range smallIDs {
+			smallIDs[i] = int32(r.IntN(rows))
+		}
+	})
+	return smallTable, smallIDs
+}

@@ -78,9 +78,10 @@ type Options struct {
 	InMemory bool
 	// CacheBytes is the hot-row cache budget in bytes (0 = no cache). The
 	// cache holds the first rows of CacheOrder, as many as fit, in the
-	// storage dtype, plus a node-to-slot map of 4 bytes per node that is
-	// not counted in the budget. A budget at least the size of all rows is
-	// clamped to them (CacheStats.Clamped says so).
+	// storage dtype, plus a map of which nodes are cached (a bitmap with
+	// counts, 0.14 bytes a node) that is not counted in the budget. A
+	// budget at least the size of all rows is clamped to them
+	// (CacheStats.Clamped says so).
 	CacheBytes int64
 	// CacheOrder lists nodes hottest first (see DegreeOrder and HotOrder);
 	// required when CacheBytes > 0.
@@ -98,7 +99,7 @@ type Store struct {
 	free   []func()
 
 	// Hot cache.
-	slot   []int32 // node -> slot, -1 if not cached; nil without cache
+	hot    *hotSet // the cached nodes and their slots; nil without cache
 	cache  []byte
 	cached int
 	clamp  bool
@@ -191,30 +192,30 @@ func Open(d *dataset.Dataset, opts Options) (*Store, error) {
 
 // buildCache copies the first rows of order into the cache table.
 func (s *Store) buildCache(budget int64, order []int32) error {
-	slot, k, clamp, err := cacheSlots(s.n, s.rowB, budget, order)
+	set, k, clamp, err := hotRows(s.n, s.rowB, budget, order)
 	if err != nil || k == 0 {
 		return err
 	}
-	s.slot, s.cached, s.clamp = slot, k, clamp
+	hot := newHotSet(set)
+	s.hot, s.cached, s.clamp = &hot, k, clamp
 	buf, free := hugemem.Alloc[byte](k * s.rowB)
 	s.free = append(s.free, free)
 	s.cache = buf
 	par.For(s.workers, s.n, func(_, lo, hi int) {
 		for v := lo; v < hi; v++ {
-			if sl := s.slot[v]; sl >= 0 {
-				copy(buf[int(sl)*s.rowB:int(sl+1)*s.rowB], s.data[v*s.rowB:(v+1)*s.rowB])
+			if sl, ok := hot.slot(int32(v)); ok {
+				copy(buf[sl*s.rowB:(sl+1)*s.rowB], s.data[v*s.rowB:(v+1)*s.rowB])
 			}
 		}
 	})
 	return nil
 }
 
-// cacheSlots picks the rows a cache of budget bytes holds, the first of
-// order (hottest first) that fit, rows of rowB bytes out of n: it returns
-// the node-to-slot map (-1: not cached; nil when nothing fits; slots in id
-// order), the number of cached rows, and whether the budget exceeded all
-// rows (clamped).
-func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, clamp bool, err error) {
+// hotRows picks the rows a cache of budget bytes holds, the first of order
+// (hottest first) that fit, rows of rowB bytes out of n: it returns them
+// as a bitmap (bit v%64 of set[v/64]; nil when nothing fits), their
+// number, and whether the budget exceeded all rows (clamped).
+func hotRows(n, rowB int, budget int64, order []int32) (set []uint64, k int, clamp bool, err error) {
 	if order == nil {
 		return nil, 0, false, errors.New("feature: a cache budget needs a CacheOrder (e.g. DegreeOrder)")
 	}
@@ -227,10 +228,7 @@ func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, 
 	if rows == 0 {
 		return nil, 0, clamp, nil
 	}
-	slot = make([]int32, n)
-	for i := range slot {
-		slot[i] = -1
-	}
+	set = make([]uint64, (n+63)/64)
 	for _, v := range order {
 		if k == int(rows) {
 			break
@@ -238,17 +236,28 @@ func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, 
 		if v < 0 || int(v) >= n {
 			return nil, 0, false, fmt.Errorf("feature: cache order holds %d, not a row in [0, %d)", v, n)
 		}
-		if slot[v] >= 0 {
+		if set[v/64]>>(v%64)&1 != 0 {
 			continue // repeated: keep the first
 		}
-		slot[v] = 0
+		set[v/64] |= 1 << (v % 64)
 		k++
 	}
-	// Slots in id order: the cache is laid out as the file is, so that a
-	// sequential pass fills it front to back.
+	return set, k, clamp, nil
+}
+
+// cacheSlots is hotRows as a node-to-slot map (-1: not cached), slots in
+// id order: the cache is laid out as the file is, so that a sequential
+// pass fills it front to back.
+func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, clamp bool, err error) {
+	set, k, clamp, err := hotRows(n, rowB, budget, order)
+	if set == nil {
+		return nil, 0, clamp, err
+	}
+	slot = make([]int32, n)
 	k = 0
-	for v, sl := range slot {
-		if sl == 0 {
+	for v := range slot {
+		slot[v] = -1
+		if set[v/64]>>(v%64)&1 != 0 {
 			slot[v] = int32(k)
 			k++
 		}
@@ -338,7 +347,7 @@ type CacheStats struct {
 	// Rows and Bytes are the cached rows and the bytes their table takes.
 	Rows  int
 	Bytes int64
-	// MapBytes is the size of the node-to-slot map.
+	// MapBytes is the size of the map of the cached nodes to their slots.
 	MapBytes int64
 	// Clamped reports that the budget exceeded the features and was
 	// clamped to them.
@@ -359,7 +368,7 @@ func (c CacheStats) HitRate() float64 {
 // CacheStats returns the cache's size and hit counts.
 func (s *Store) CacheStats() CacheStats {
 	return CacheStats{
-		Rows: s.cached, Bytes: int64(len(s.cache)), MapBytes: int64(len(s.slot)) * 4,
+		Rows: s.cached, Bytes: int64(len(s.cache)), MapBytes: s.hot.bytes(),
 		Clamped: s.clamp, Hits: s.hits.Load(), Misses: s.misses.Load(),
 	}
 }
@@ -421,19 +430,21 @@ func (s *Store) gather(ids []int32, out []float32, raw bool, done func(lo, hi in
 		step = max(1, eachBytes/(4*s.dim))
 	}
 	src, fast := s.Float32Rows()
-	fast = fast && s.slot == nil
 	pf := s.prefetcher(ids, out)
 	hits := 0
 	for lo := 0; lo < len(ids); lo += step {
 		hi := min(len(ids), lo+step)
+		var h int
 		var err error
-		if fast {
+		switch {
+		case fast && s.hot == nil:
 			err = s.copyRows(src, ids, out, lo, hi, &pf)
-		} else {
-			var h int
+		case fast:
+			h, err = s.copyRowsHot(src, ids, out, lo, hi, &pf)
+		default:
 			h, err = s.decodeRows(ids, out, lo, hi, raw, &pf)
-			hits += h
 		}
+		hits += h
 		if err != nil {
 			return err
 		}
@@ -441,7 +452,7 @@ func (s *Store) gather(ids []int32, out []float32, raw bool, done func(lo, hi in
 			done(lo, hi)
 		}
 	}
-	if s.slot != nil && !raw {
+	if s.hot != nil && !raw {
 		s.hits.Add(int64(hits))
 		s.misses.Add(int64(len(ids) - hits))
 	}
@@ -469,6 +480,32 @@ func (s *Store) copyRows(src []float32, ids []int32, out []float32, lo, hi int, 
 	return nil
 }
 
+// copyRowsHot is copyRows behind the hot cache (float32 rows, no
+// scaling): each row comes from the cache or from src as the cache's map
+// says, without decodeRows' per-row dispatch. It returns how many came
+// from the cache.
+func (s *Store) copyRowsHot(src []float32, ids []int32, out []float32, lo, hi int, pf *rowPrefetcher) (int, error) {
+	dim, n := s.dim, uint32(s.n)
+	cache := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s.cache))), len(s.cache)/4)
+	hits := 0
+	for i, v := range ids[lo:hi] {
+		i += lo
+		if i == pf.next {
+			pf.advance(i)
+		}
+		if uint32(v) >= n {
+			return hits, s.badID(v, i)
+		}
+		if sl := int(pf.slots[i%len(pf.slots)]); sl >= 0 {
+			copy(out[i*dim:(i+1)*dim], cache[sl*dim:(sl+1)*dim])
+			hits++
+		} else {
+			copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
+		}
+	}
+	return hits, nil
+}
+
 // decodeRows is gather's general case for rows [lo, hi): from the cache
 // or the table, decoded to float32 and scaled (unless raw). It returns
 // how many came from the cache.
@@ -483,7 +520,7 @@ func (s *Store) decodeRows(ids []int32, out []float32, lo, hi int, raw bool, pf 
 		if uint32(v) >= n {
 			return hits, s.badID(v, i)
 		}
-		row, hit := s.row(v)
+		row, hit := pf.row(i, v)
 		if hit {
 			hits++
 		}
@@ -504,8 +541,9 @@ func (s *Store) badID(v int32, i int) error {
 // ahead of the copy (prefetch.RowsAhead), a group at a time, so that
 // their misses (and a file mapping's TLB misses) overlap the copies: a
 // gather of random rows runs 1.4-2x faster so on these VMs. With a hot
-// cache, the ids' cache slots are prefetched twice as far ahead, and the
-// row is prefetched from the cache or the table as its slot says.
+// cache, the row is prefetched from the cache or the table as the cache's
+// map says (the map is small enough to be found in cache itself), and
+// its slot kept for the copy.
 //
 // The output rows the group will be written to are prefetched with them:
 // a batch's feature matrix is large (21 MB for 53k rows of 100 features)
@@ -524,6 +562,10 @@ type rowPrefetcher struct {
 	ids                []int32
 	out                []float32 // the gather's output: len(ids) rows of s.dim floats
 	ahead, group, next int
+	// slots holds, with a hot cache, the slot of row i at i%len(slots) (-1
+	// where not cached) from when it was prefetched (at most ahead+group
+	// rows before it is copied).
+	slots [32]int32
 }
 
 // prefetcher starts prefetching for a gather of ids into out: the loop
@@ -531,9 +573,6 @@ type rowPrefetcher struct {
 func (s *Store) prefetcher(ids []int32, out []float32) rowPrefetcher {
 	ahead, group := prefetch.RowsAhead(s.rowB)
 	p := rowPrefetcher{s: s, ids: ids, out: out, ahead: ahead, group: group}
-	if s.slot != nil {
-		prefetch.Rows(slotBytes(s.slot), 4, ids[:min(2*ahead, len(ids))])
-	}
 	p.rows(0, min(ahead, len(ids)))
 	return p
 }
@@ -542,11 +581,6 @@ func (s *Store) prefetcher(ids []int32, out []float32) rowPrefetcher {
 func (p *rowPrefetcher) advance(i int) {
 	p.next += p.group
 	ids := p.ids
-	if p.s.slot != nil {
-		if a := i + 2*p.ahead; a < len(ids) {
-			prefetch.Rows(slotBytes(p.s.slot), 4, ids[a:min(a+p.group, len(ids))])
-		}
-	}
 	if a := i + p.ahead; a < len(ids) {
 		p.rows(a, min(a+p.group, len(ids)))
 	}
@@ -557,30 +591,37 @@ func (p *rowPrefetcher) advance(i int) {
 func (p *rowPrefetcher) rows(lo, hi int) {
 	s := p.s
 	ids := p.ids[lo:hi]
-	if s.slot == nil {
+	if s.hot == nil {
 		prefetch.Rows(s.data, s.rowB, ids)
 	} else {
-		for _, v := range ids {
+		var miss, hit [16]int32 // hi-lo <= ahead <= 16
+		nm, nh := 0, 0
+		for j, v := range ids {
+			sl := int32(-1)
 			if uint32(v) < uint32(s.n) {
-				row, _ := s.row(v)
-				prefetch.Bytes(row)
+				if c, ok := s.hot.slot(v); ok {
+					sl, hit[nh] = int32(c), int32(c)
+					nh++
+				} else {
+					miss[nm] = v
+					nm++
+				}
 			}
+			p.slots[(lo+j)%len(p.slots)] = sl
 		}
+		prefetch.Rows(s.data, s.rowB, miss[:nm])
+		prefetch.Rows(s.cache, s.rowB, hit[:nh])
 	}
 	prefetch.Floats(p.out[lo*s.dim : hi*s.dim])
 }
 
-// slotBytes views the cache's slot table as bytes.
-func slotBytes(slot []int32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(slot))), 4*len(slot))
-}
-
-// row returns the stored bytes of row v (which must be in range) and
-// whether they come from the cache.
-func (s *Store) row(v int32) ([]byte, bool) {
-	if s.slot != nil {
-		if sl := s.slot[v]; sl >= 0 {
-			return s.cache[int(sl)*s.rowB : int(sl+1)*s.rowB], true
+// row returns the stored bytes of row i of the gather, node v (in range),
+// and whether they come from the cache.
+func (p *rowPrefetcher) row(i int, v int32) ([]byte, bool) {
+	s := p.s
+	if s.hot != nil {
+		if sl := int(p.slots[i%len(p.slots)]); sl >= 0 {
+			return s.cache[sl*s.rowB : (sl+1)*s.rowB], true
 		}
 	}
 	return s.data[int(v)*s.rowB : int(v+1)*s.rowB], false
