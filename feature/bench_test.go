@@ -21,21 +21,26 @@ var (
 const benchRows, benchDim, benchBatch = 1 << 20, 128, 100_000
 
 func benchData() ([]float32, []int32) {
-	benchOnce.Do(func() {
-		benchTable, _ = hugemem.Alloc[float32](benchRows * benchDim)
-		par.For(par.Workers(0), benchRows, func(_, lo, hi int) {
-			r := rng.New(uint64(lo))
-			for i := lo * benchDim; i < hi*benchDim; i++ {
-				benchTable[i] = r.Normalish()
-			}
-		})
-		r := rng.New(1)
-		benchIDs = make([]int32, benchBatch)
-		for i := range benchIDs {
-			benchIDs[i] = int32(r.IntN(benchRows))
+	benchOnce.Do(func() { benchTable, benchIDs = randomTable(benchRows, benchDim, 1) })
+	return benchTable, benchIDs
+}
+
+// randomTable returns a table of rows rows of dim random values in
+// huge-page memory and benchBatch random ids into it (seeded by seed).
+func randomTable(rows, dim int, seed uint64) ([]float32, []int32) {
+	table, _ := hugemem.Alloc[float32](rows * dim)
+	par.For(par.Workers(0), rows, func(_, lo, hi int) {
+		r := rng.New(uint64(lo))
+		for i := lo * dim; i < hi*dim; i++ {
+			table[i] = r.Normalish()
 		}
 	})
-	return benchTable, benchIDs
+	r := rng.New(seed)
+	ids := make([]int32, benchBatch)
+	for i := range ids {
+		ids[i] = int32(r.IntN(rows))
+	}
+	return table, ids
 }
 
 // BenchmarkGather gathers 100k uniformly random rows of 128 values from a
@@ -151,19 +156,6 @@ var (
 // benchSmallRows returns BenchmarkGatherCached's table of rows rows of dim
 // values (made once) and 100k random ids into it.
 func benchSmallRows(rows, dim int) ([]float32, []int32) {
-	smallOnce.Do(func() {
-		smallTable, _ = hugemem.Alloc[float32](rows * dim)
-		par.For(par.Workers(0), rows, func(_, lo, hi int) {
-			r := rng.New(uint64(lo))
-			for i := lo * dim; i < hi*dim; i++ {
-				smallTable[i] = r.Normalish()
-			}
-		})
-		r := rng.New(2)
-		smallIDs = make([]int32, benchBatch)
-		for i := range smallIDs {
-			smallIDs[i] = int32(r.IntN(rows))
-		}
-	})
+	smallOnce.Do(func() { smallTable, smallIDs = randomTable(rows, dim, 2) })
 	return smallTable, smallIDs
 }
