@@ -430,21 +430,19 @@ func (s *Store) gather(ids []int32, out []float32, raw bool, done func(lo, hi in
 		step = max(1, eachBytes/(4*s.dim))
 	}
 	src, fast := s.Float32Rows()
+	fast = fast && s.hot == nil
 	pf := s.prefetcher(ids, out)
 	hits := 0
 	for lo := 0; lo < len(ids); lo += step {
 		hi := min(len(ids), lo+step)
-		var h int
 		var err error
-		switch {
-		case fast && s.hot == nil:
+		if fast {
 			err = s.copyRows(src, ids, out, lo, hi, &pf)
-		case fast:
-			h, err = s.copyRowsHot(src, ids, out, lo, hi, &pf)
-		default:
+		} else {
+			var h int
 			h, err = s.decodeRows(ids, out, lo, hi, raw, &pf)
+			hits += h
 		}
-		hits += h
 		if err != nil {
 			return err
 		}
@@ -478,32 +476,6 @@ func (s *Store) copyRows(src []float32, ids []int32, out []float32, lo, hi int, 
 		copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
 	}
 	return nil
-}
-
-// copyRowsHot is copyRows behind the hot cache (float32 rows, no
-// scaling): each row comes from the cache or from src as the cache's map
-// says, without decodeRows' per-row dispatch. It returns how many came
-// from the cache.
-func (s *Store) copyRowsHot(src []float32, ids []int32, out []float32, lo, hi int, pf *rowPrefetcher) (int, error) {
-	dim, n := s.dim, uint32(s.n)
-	cache := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(s.cache))), len(s.cache)/4)
-	hits := 0
-	for i, v := range ids[lo:hi] {
-		i += lo
-		if i == pf.next {
-			pf.advance(i)
-		}
-		if uint32(v) >= n {
-			return hits, s.badID(v, i)
-		}
-		if sl := int(pf.slots[i%len(pf.slots)]); sl >= 0 {
-			copy(out[i*dim:(i+1)*dim], cache[sl*dim:(sl+1)*dim])
-			hits++
-		} else {
-			copy(out[i*dim:(i+1)*dim], src[int(v)*dim:int(v+1)*dim])
-		}
-	}
-	return hits, nil
 }
 
 // decodeRows is gather's general case for rows [lo, hi): from the cache
@@ -565,7 +537,7 @@ type rowPrefetcher struct {
 	// slots holds, with a hot cache, the slot of row i at i%len(slots) (-1
 	// where not cached) from when it was prefetched (at most ahead+group
 	// rows before it is copied).
-	slots [32]int32
+	slots [2 * prefetch.MaxRowsAhead]int32
 }
 
 // prefetcher starts prefetching for a gather of ids into out: the loop
@@ -594,7 +566,7 @@ func (p *rowPrefetcher) rows(lo, hi int) {
 	if s.hot == nil {
 		prefetch.Rows(s.data, s.rowB, ids)
 	} else {
-		var miss, hit [16]int32 // hi-lo <= ahead <= 16
+		var miss, hit [prefetch.MaxRowsAhead]int32 // hi-lo <= ahead
 		nm, nh := 0, 0
 		for j, v := range ids {
 			sl := int32(-1)

@@ -831,8 +831,9 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // has a vector kernel), then the prefetches of their drawn entries.
 // In groups of 4, each range read and drawn in turn, the draws'
 // arithmetic added to the waits for memory instead of overlapping them
-// (one more FloydMask call a destination added its own 7 ns). Measured (AMD EPYC Zen 5, [15,10,5], rounds of 20
-// minibatches alternated in one process with groups of 4, 12 ahead): on
+// (one more FloydMask call a destination added its own 7 ns). Measured
+// (AMD EPYC Zen 5, [15,10,5], rounds of 20 minibatches alternated in one
+// process with groups of 4, 12 ahead): on
 // the 10M-node graph the last hop drew in 0.73-0.79 of the time with the
 // AVX-512 kernel (the minibatch 0.77-0.90) and 0.75-0.80 with the masks
 // drawn one at a time (GRAPHMILL_KERNEL=avx2); on the 1M-node graph

@@ -58,11 +58,14 @@ func Rows(base []byte, rowBytes int, ids []int32) {
 // RowsAhead returns how many rows of rowBytes bytes a loop should have
 // prefetched ahead of the one it copies, and in groups of how many it
 // should prefetch them: about 4 KiB ahead (enough to cover a miss's
-// latency at the copy's rate), at least one row and at most 16.
+// latency at the copy's rate), at least one row and at most MaxRowsAhead.
 func RowsAhead(rowBytes int) (ahead, group int) {
-	ahead = min(max(4096/max(rowBytes, 1), 1), 16)
+	ahead = min(max(4096/max(rowBytes, 1), 1), MaxRowsAhead)
 	return ahead, max(ahead/2, 1)
 }
+
+// MaxRowsAhead is the most rows RowsAhead says to prefetch ahead.
+const MaxRowsAhead = 16
 
 // zeroID is the single row index of Bytes.
 var zeroID = [1]int32{0}
