@@ -640,7 +640,7 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 		alpha: alpha, beta: beta, mk: mk, ep: ep, transA: tA == Trans,
 	}
 	kc := 256 // measured best for packed operands with both the 6×16 and the 12×32 tiles
-	if tA == NoTrans && mk.cs1 != nil {
+	if tA == NoTrans && mk.wholeDepth {
 		// Deeper, but B's packed depth block no larger than blocks of
 		// kc make it for the widest C (kc·blockNC floats, 4 MiB).
 		npad := (min(n, blockNC) + mk.nr - 1) / mk.nr * mk.nr
@@ -684,8 +684,8 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 }
 
 // inPlaceKC is the depth block of a product whose A is read in place,
-// untransposed, by a kernel set with a kernel for that (microKernel.cs1:
-// AVX2): whole up to 4096 deep (less for C wider than 256 columns, so
+// untransposed, by a kernel set that takes such products whole
+// (microKernel.wholeDepth: AVX2): whole up to 4096 deep (less for C wider than 256 columns, so
 // that B's packing buffer stays within 4 MiB), where 256 suits the packed
 // operands. C is then read and written once instead of once a block, and
 // each row of A is one long sequential stream. Measured (AMD EPYC Zen 3,

@@ -279,8 +279,8 @@ func testGemmPairedEdge(t *testing.T) {
 }
 
 // TestInPlaceDepthBlock checks the depth blocks of products whose A is
-// read in place: whole (up to inPlaceKC) where the kernel set has a kernel
-// for that, 256 elsewhere, and never a packed B depth block larger than
+// read in place: whole (up to inPlaceKC) where the kernel set takes them
+// so (microKernel.wholeDepth), 256 elsewhere, and never a packed B depth block larger than
 // blocks of 256 make it for the widest C.
 func TestInPlaceDepthBlock(t *testing.T) {
 	forEachKernel(t, func(t *testing.T) {
@@ -299,7 +299,7 @@ func TestInPlaceDepthBlock(t *testing.T) {
 			if kc := min(j.kc, tc.k); kc > 256 && kc*npad > 256*blockNC {
 				t.Errorf("n %d, k %d: depth blocks of %d, a packed B block of %d floats", tc.n, tc.k, j.kc, kc*npad)
 			}
-			whole := tc.whole && j.mk.cs1 != nil
+			whole := tc.whole && j.mk.wholeDepth
 			if got := j.kc >= tc.k; got != whole {
 				t.Errorf("n %d, k %d: depth blocks of %d, whole depth %v, want %v", tc.n, tc.k, j.kc, got, whole)
 			}

@@ -45,8 +45,14 @@ type microKernel struct {
 	// cs1 and packed, where not nil, compute a full tile like fn for an
 	// A read in place untransposed (csA 1) and for a packed A (rsA 1,
 	// csA mr), a few depths a pass with the addresses as displacements:
-	// the same sums with fewer pointer and loop instructions.
+	// the same sums with fewer pointer and loop instructions (AVX-512's
+	// 24×16 cs1 also prefetches the row tile two on; see internal/gen).
 	cs1, packed kernelFn
+	// wholeDepth says that a product whose A is read in place
+	// untransposed takes its whole depth in one block, up to inPlaceKC
+	// (AVX2's 6×16 set, where it was measured). Elsewhere such products
+	// keep blocks of 256, and so their rounding.
+	wholeDepth bool
 }
 
 // forCols returns the micro-kernel that computes a product with n

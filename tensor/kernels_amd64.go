@@ -190,6 +190,17 @@ func sgemmAVX512x24x16AheadFn(k int, a []float32, rsA, csA int, b, c []float32, 
 // prefetching the A of the row tile 2 on.
 var avx512NarrowAhead kernelFn = sgemmAVX512x24x16AheadFn
 
+//go:noescape
+func sgemmAVX512x24x16Cs1(k int, a *float32, rsA, csA int, b *float32, c *float32, ldc int, alpha float32, accumulate int, pf *float32, n, da, db, dc int)
+
+func sgemmAVX512x24x16Cs1Fn(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
+	sgemmAVX512x24x16Cs1(k, &a[0], rsA, csA, &b[0], &c[0], ldc, alpha, b2i(acc), pfStart(pf, b), r.n, r.da, r.db, r.dc)
+}
+
+// avx512NarrowCs1 computes a full 24×16 tile of an A read in place untransposed (csA 1),
+// prefetching the A of the row tile 2 on, 16 depths a pass.
+var avx512NarrowCs1 kernelFn = sgemmAVX512x24x16Cs1Fn
+
 // avx2PF is the bytes a depth the 6×16 kernels prefetch.
 const avx2PF = 8
 

@@ -45,7 +45,7 @@ var (
 func registerArchKernels() {
 	if hasAVX2 {
 		registerKernels("avx2", &kernelSet{
-			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pairs: avx2Pairs, pfBytes: avx2PF, ahead: avx2Ahead, cs1: avx2Cs1, packed: avx2Packed},
+			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pairs: avx2Pairs, pfBytes: avx2PF, ahead: avx2Ahead, cs1: avx2Cs1, packed: avx2Packed, wholeDepth: true},
 			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, epilogue: epilogueVec, reluMask: reluMaskVec, dropout: dropoutVec, dropoutBits: dropoutBitsVec,
 			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
@@ -54,7 +54,7 @@ func registerArchKernels() {
 	if hasAVX512 {
 		registerKernels("avx512", &kernelSet{
 			wide:   &microKernel{mr: 12, nr: 32, fn: sgemmAVX512x12x32Fn, rows: avx512WideRows, pfBytes: avx512WidePF},
-			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF, ahead: avx512NarrowAhead},
+			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF, ahead: avx512NarrowAhead, cs1: avx512NarrowCs1},
 			axpy:   axpyVec, axpyPF: axpyPFVec, dot: dotVec,
 			biasReLU: biasReLUVec, epilogue: epilogueVec512, reluMask: reluMaskVec, dropout: dropoutVec512, dropoutBits: dropoutBitsVec512,
 			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,

@@ -39,6 +39,24 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // hardware prefetchers do not follow. With tiles mr·4 bytes apart, the
 // tiles' prefetches together cover every line.
 //
+// With aheadRows > 0 (only for an A read in place untransposed, cs1A) it
+// prefetches into L2 (PREFETCHT1) the A of the rows aheadRows on, each
+// row's line once every 16 depths (a pass of 16, spread over its depths):
+// the row tile that far on, whose mr rows the kernel reads as mr streams a
+// row apart, more than the hardware prefetchers follow. Its FMAs take their
+// A operand broadcast from memory, one instruction instead of two: a pass
+// of 16 depths with separate broadcasts (784 instructions) ran at 0.87-0.92
+// of the general kernel's speed on operands in cache. Measured on AMD EPYC
+// Zen 5 (24×16 tiles, medians of paired rounds, A written out of cache
+// before each call), speed against the general kernel at one and two
+// threads: X·Wᵀ of 1024×512 by 16×512 1.12 and 1.02, of 4096×512 1.26 and
+// 1.24; GraphSAGE's output layer (two 1024×256 inputs, 16 outputs) 1.35
+// and 1.47, with 4096 rows 2.03 and 1.32; Cora's 2708×1433 by 1433×16 0.97
+// and 1.11. With A in cache from the call before: 0.96-1.00. Into L1
+// (PREFETCHT0), two tiles of 2 KiB rows (96 KiB) outgrow it: 0.77-0.81 in
+// cache. It needs R14, R15 and R9 (free in cs1A) for the offsets of
+// aheadRows, +1 and +2 rows.
+//
 // With pfStep > 0 it also prefetches into L2 (PREFETCHT1) the bytes
 // [pf, pf + n*k*pfStep), one line every 64/pfStep depths: what the caller
 // packs next, so that the packing reads it from L2 instead of memory while
@@ -60,7 +78,7 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // second tile's B has a pointer of its own: read as (DI)(R10*1), indexed,
 // a 2-row pair took 6 cycles a depth, as long as a full 6×16 tile's 12
 // FMAs, and about 4.3 with R13 (AMD EPYC Zen 3, panels in L1).
-func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLayout, pair bool) {
+func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes, aheadRows int, layout aLayout, pair bool) {
 	reg := "Y"
 	vl := 8
 	if wide {
@@ -164,6 +182,19 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 		p("LEAQ (%s)(R8*2), %s", ptrs[g-1], ptrs[g])
 		p("ADDQ R8, %s", ptrs[g])
 	}
+	// aheadRegs hold the byte offsets of the rows aheadRows, +1 and +2 on
+	// from a row pointer's first row (cs1A: R9, csA, is not read).
+	aheadRegs := [3]string{"R14", "R15", "R9"}
+	pass := unroll
+	if aheadRows > 0 {
+		if layout != cs1A {
+			panic(name + ": rows ahead need an A read in place untransposed")
+		}
+		pass = 16 // one line a row
+		p("IMUL3Q $%d, R8, R14", aheadRows)
+		p("LEAQ (R14)(R8*1), R15")
+		p("LEAQ (R15)(R8*1), R9")
+	}
 	for i := 0; i < nacc; i++ {
 		p("VXORPS %s%d, %s%d, %s%d", reg, i, reg, i, reg, i)
 	}
@@ -174,6 +205,7 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 		}
 		return fmt.Sprintf("%d(%s)", off, base)
 	}
+	tail := false
 	// depth emits the work of depth d of the loop's pass: with a fixed
 	// layout every address is a displacement from the pass's pointers.
 	depth := func(d int) {
@@ -182,6 +214,12 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 		}
 		if pfStep > 0 {
 			p("PREFETCHT1 %s", at(d*pfStep, "R12"))
+		}
+		// Rows d, d+16, ... of the rows ahead: each row once a pass, at
+		// the pass's first depth (a row that does not start on a line
+		// boundary has its last line left to the hardware).
+		for r := d; aheadRows > 0 && !tail && r < mr; r += pass {
+			p("PREFETCHT1 (%s)(%s*1)", ptrs[r/3], aheadRegs[r%3])
 		}
 		for v := 0; v < nvt; v++ {
 			base := "DI"
@@ -196,6 +234,11 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 				addr = at(4*r+d*mr*4, "SI")
 			} else {
 				addr = at(d*layout.depthBytes(mr), ptrs[r/3]) + [3]string{"", "(R8*1)", "(R8*2)"}[r%3]
+			}
+			if aheadRows > 0 && nvt == 1 {
+				// One instruction: the FMA broadcasts its memory operand.
+				p("VFMADD231PS.BCST %s, %s%d, %s%d", addr, reg, bregs, reg, r)
+				continue
 			}
 			b := bc[r%2]
 			p("VBROADCASTSS %s, %s", addr, b)
@@ -231,20 +274,21 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes int, layout aLa
 		// Passes of unroll depths, then one depth a pass: the same sums
 		// in the same order as the general kernel, with a fifth of its
 		// pointer and loop instructions.
-		p("CMPQ CX, $%d", unroll)
+		p("CMPQ CX, $%d", pass)
 		p("JB %s_loop", name)
 		label(name + "_loopU")
-		for d := 0; d < unroll; d++ {
+		for d := 0; d < pass; d++ {
 			depth(d)
 		}
-		next(unroll)
-		p("SUBQ $%d, CX", unroll)
-		p("CMPQ CX, $%d", unroll)
+		next(pass)
+		p("SUBQ $%d, CX", pass)
+		p("CMPQ CX, $%d", pass)
 		p("JAE %s_loopU", name)
 		p("TESTQ CX, CX")
 		p("JEQ %s_done", name)
 	}
 	label(name + "_loop")
+	tail = true // a depth a pass: no rows ahead (the last few depths)
 	depth(0)
 	next(1)
 	p("DECQ CX")
@@ -479,6 +523,11 @@ type tile struct {
 	// adjacent column panels' tiles at once (see gemm's pair): those
 	// whose tile alone has fewer independent sums than the FMAs need.
 	pairs []int
+	// cs1Ahead, if not 0 (and not layouts), adds a full-tile kernel
+	// prefix+...+"Cs1" (Go name set+"Cs1") for an A read in place
+	// untransposed that prefetches the A of the row tile cs1Ahead tiles on
+	// (see gemm's aheadRows), 16 depths a pass.
+	cs1Ahead int
 }
 
 var tiles = []tile{
@@ -486,9 +535,9 @@ var tiles = []tile{
 	// (into scratch when it has more): AVX-512 every second or fourth
 	// count, less code for about the same time. (5 of 6 rows on AVX2 took
 	// as long as 6 on Zen 4.)
-	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 2, true, []int{1, 2}},
-	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0, false, nil},
-	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2, false, nil},
+	{"sgemmAVX2", "avx2", 6, 16, false, []int{1, 2, 3, 4}, 8, 2, true, []int{1, 2}, 0},
+	{"sgemmAVX512", "avx512Wide", 12, 32, true, []int{2, 4, 6, 8, 10}, 32, 0, false, nil, 0},
+	{"sgemmAVX512", "avx512Narrow", 24, 16, true, []int{4, 8, 12, 16, 20}, 0, 2, false, nil, 2},
 }
 
 // stub writes the Go declaration of kernel n and its kernelFn, which
@@ -507,6 +556,7 @@ func stub(w *bytes.Buffer, n string, pair bool) {
 type variant struct {
 	suffix, doc string // name suffix; what A is, for the Go comment
 	aheadBytes  int
+	aheadRows   int
 	layout      aLayout
 }
 
@@ -514,12 +564,14 @@ type variant struct {
 func (t tile) variants() []variant {
 	var vs []variant
 	if t.ahead > 0 {
-		vs = append(vs, variant{"Ahead", fmt.Sprintf("whose rows are contiguous,\n// prefetching the A of the row tile %d on", t.ahead), t.ahead * t.mr * 4, anyA})
+		vs = append(vs, variant{"Ahead", fmt.Sprintf("whose rows are contiguous,\n// prefetching the A of the row tile %d on", t.ahead), t.ahead * t.mr * 4, 0, anyA})
 	}
 	if t.layouts {
 		vs = append(vs,
-			variant{"Cs1", fmt.Sprintf("read in place untransposed (csA 1),\n// %d depths a pass", unroll), 0, cs1A},
-			variant{"Packed", fmt.Sprintf("packed (rsA 1, csA mr),\n// %d depths a pass", unroll), 0, packedA})
+			variant{"Cs1", fmt.Sprintf("read in place untransposed (csA 1),\n// %d depths a pass", unroll), 0, 0, cs1A},
+			variant{"Packed", fmt.Sprintf("packed (rsA 1, csA mr),\n// %d depths a pass", unroll), 0, 0, packedA})
+	} else if t.cs1Ahead > 0 {
+		vs = append(vs, variant{"Cs1", fmt.Sprintf("read in place untransposed (csA 1),\n// prefetching the A of the row tile %d on, 16 depths a pass", t.cs1Ahead), 0, t.cs1Ahead * t.mr, cs1A})
 	}
 	return vs
 }
@@ -542,19 +594,19 @@ func main() {
 	for _, t := range tiles {
 		for _, r := range append([]int{t.mr}, t.rows...) {
 			n := name(t, r)
-			gemm(n, r, t.nr, t.wide, t.pfStep, 0, anyA, false)
+			gemm(n, r, t.nr, t.wide, t.pfStep, 0, 0, anyA, false)
 			stub(&stubs, n, false)
 		}
 		for _, r := range t.pairs {
 			n := name(t, r) + "Pair"
-			gemm(n, r, t.nr, t.wide, t.pfStep, 0, anyA, true)
+			gemm(n, r, t.nr, t.wide, t.pfStep, 0, 0, anyA, true)
 			stub(&stubs, n, true)
 		}
 	}
 	for _, t := range tiles {
 		for _, v := range t.variants() {
 			n := name(t, t.mr) + v.suffix
-			gemm(n, t.mr, t.nr, t.wide, t.pfStep, v.aheadBytes, v.layout, false)
+			gemm(n, t.mr, t.nr, t.wide, t.pfStep, v.aheadBytes, v.aheadRows, v.layout, false)
 			stub(&stubs, n, false)
 			fmt.Fprintf(&stubs, "\n// %s%s computes a full %d×%d tile of an A %s.\nvar %s%s kernelFn = %sFn\n", t.set, v.suffix, t.mr, t.nr, v.doc, t.set, v.suffix, n)
 		}
