@@ -685,10 +685,10 @@ func newGemmJob(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, e
 
 // inPlaceKC is the depth block of a product whose A is read in place,
 // untransposed, by a kernel set that takes such products whole
-// (microKernel.wholeDepth: AVX2): whole up to 4096 deep (less for C wider than 256 columns, so
-// that B's packing buffer stays within 4 MiB), where 256 suits the packed
-// operands. C is then read and written once instead of once a block, and
-// each row of A is one long sequential stream. Measured (AMD EPYC Zen 3,
+// (microKernel.wholeDepth: AVX2): whole up to 4096 deep (less for C wider
+// than 256 columns, so that B's packing buffer stays within 4 MiB), where
+// 256 suits the packed operands. C is then read and written once instead
+// of once a block, and each row of A is one long sequential stream. Measured (AMD EPYC Zen 3,
 // 512 KiB of L2 a core, paired rounds at one and two threads), speed
 // against 256: X·W of 16384×602 by 602×256 1.03-1.14×, Cora's 2708×1433
 // by 1433×16 1.43-1.58×, CiteSeer's 3327×3703 by 3703×16 1.38-1.50×,

@@ -280,8 +280,8 @@ func testGemmPairedEdge(t *testing.T) {
 
 // TestInPlaceDepthBlock checks the depth blocks of products whose A is
 // read in place: whole (up to inPlaceKC) where the kernel set takes them
-// so (microKernel.wholeDepth), 256 elsewhere, and never a packed B depth block larger than
-// blocks of 256 make it for the widest C.
+// so (microKernel.wholeDepth), 256 elsewhere, and never a packed B depth
+// block larger than blocks of 256 make it for the widest C.
 func TestInPlaceDepthBlock(t *testing.T) {
 	forEachKernel(t, func(t *testing.T) {
 		for _, tc := range []struct {
