@@ -119,7 +119,7 @@ func TestLayoutKernels(t *testing.T) {
 	for _, km := range microKernels() {
 		name, mk := km.name, km.mk
 		const ldc = 3*32 + 8
-		for _, k := range []int{0, 1, 3, 4, 5, 8, 16, 32, 257} {
+		for _, k := range []int{0, 1, 3, 4, 5, 8, 16, 23, 32, 257} {
 			type layout struct {
 				name   string
 				fn     kernelFn

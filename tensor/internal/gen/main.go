@@ -51,8 +51,10 @@ func label(l string)               { fmt.Fprintf(&out, "%s:\n", l) }
 // before each call), speed against the general kernel at one and two
 // threads: X·Wᵀ of 1024×512 by 16×512 1.12 and 1.02, of 4096×512 1.26 and
 // 1.24; GraphSAGE's output layer (two 1024×256 inputs, 16 outputs) 1.35
-// and 1.47, with 4096 rows 2.03 and 1.32; Cora's 2708×1433 by 1433×16 0.97
-// and 1.11. With A in cache from the call before: 0.96-1.00. Into L1
+// and 1.47, with 4096 rows 2.03 and 1.32; Cora's 2708×1433 by 1433×16 1.14
+// and 1.11 (0.97 at one thread before passes of 4 took what those of 16
+// leave of its depth blocks of 239). With A in cache from the call
+// before: 0.96-1.01. Into L1
 // (PREFETCHT0), two tiles of 2 KiB rows (96 KiB) outgrow it: 0.77-0.81 in
 // cache. It needs R14, R15 and R9 (free in cs1A) for the offsets of
 // aheadRows, +1 and +2 rows.
@@ -271,19 +273,41 @@ func gemm(name string, mr, nr int, wide bool, pfStep, aheadBytes, aheadRows int,
 	p("TESTQ CX, CX")
 	p("JEQ %s_done", name)
 	if layout != anyA {
-		// Passes of unroll depths, then one depth a pass: the same sums
-		// in the same order as the general kernel, with a fifth of its
-		// pointer and loop instructions.
-		p("CMPQ CX, $%d", pass)
-		p("JB %s_loop", name)
-		label(name + "_loopU")
-		for d := 0; d < pass; d++ {
-			depth(d)
+		// Passes of unroll depths (of 16 with rows ahead, then of unroll
+		// for what is left), then one depth a pass: the same sums in the
+		// same order as the general kernel, with a fifth of its pointer
+		// and loop instructions.
+		passes := []int{pass}
+		if pass > unroll {
+			passes = append(passes, unroll)
 		}
-		next(pass)
-		p("SUBQ $%d, CX", pass)
-		p("CMPQ CX, $%d", pass)
-		p("JAE %s_loopU", name)
+		for i, n := range passes {
+			after := name + "_loop" // at least one depth left (k > 0)
+			if i > 0 {
+				after = name + "_rest" // perhaps none left
+			}
+			if i+1 < len(passes) {
+				after = fmt.Sprintf("%s_pass%d", name, passes[i+1])
+			}
+			loop := fmt.Sprintf("%s_loop%d", name, n)
+			if i == 0 {
+				loop = name + "_loopU"
+			}
+			tail = i > 0 // rows ahead only in the first passes
+			p("CMPQ CX, $%d", n)
+			p("JB %s", after)
+			label(loop)
+			for d := 0; d < n; d++ {
+				depth(d)
+			}
+			next(n)
+			p("SUBQ $%d, CX", n)
+			p("CMPQ CX, $%d", n)
+			p("JAE %s", loop)
+			if after != name+"_loop" {
+				label(after)
+			}
+		}
 		p("TESTQ CX, CX")
 		p("JEQ %s_done", name)
 	}
