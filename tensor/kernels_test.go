@@ -28,6 +28,13 @@ func microKernels() []namedKernel {
 	return out
 }
 
+// testedMicroKernels are microKernels and, under x86emu, those of the
+// assembly sets this CPU cannot run (emulatedMicroKernels): what the
+// kernel tests check, so that every kernel is tested whatever the machine.
+func testedMicroKernels() []namedKernel {
+	return append(microKernels(), emulatedMicroKernels()...)
+}
+
 // namedKernel is a micro-kernel and the name of its kernel set.
 type namedKernel struct {
 	name string
@@ -35,14 +42,15 @@ type namedKernel struct {
 }
 
 // TestRowKernels checks every partial-tile kernel (microKernel.rows) of
-// every kernel set on this CPU against a float64 reference: each depth
-// remainder of their multi-step loops (k mod 4), strided A as packing
+// every kernel set (under x86emu where this CPU lacks it) against a
+// float64 reference: each depth remainder of their multi-step loops (k
+// mod 4), strided A as packing
 // leaves it (rs 1, cs mr) and as read in place, overwrite and accumulate,
 // and that no element past its rows or columns of C is written.
 func TestRowKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	tested := 0
-	for _, km := range microKernels() {
+	for _, km := range testedMicroKernels() {
 		name, mk := km.name, km.mk
 		for r, fn := range mk.rows {
 			if fn == nil {
@@ -71,7 +79,7 @@ func TestRowKernels(t *testing.T) {
 func TestPairKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	tested := 0
-	for _, km := range microKernels() {
+	for _, km := range testedMicroKernels() {
 		name, mk := km.name, km.mk
 		for r, fn := range mk.pairs {
 			if fn == nil {
@@ -116,7 +124,7 @@ func TestPairKernels(t *testing.T) {
 func TestLayoutKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tested := 0
-	for _, km := range microKernels() {
+	for _, km := range testedMicroKernels() {
 		name, mk := km.name, km.mk
 		const ldc = 3*32 + 8
 		for _, k := range []int{0, 1, 3, 4, 5, 8, 16, 23, 32, 257} {

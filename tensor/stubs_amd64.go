@@ -44,22 +44,32 @@ var (
 
 func registerArchKernels() {
 	if hasAVX2 {
-		registerKernels("avx2", &kernelSet{
-			wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pairs: avx2Pairs, pfBytes: avx2PF, ahead: avx2Ahead, cs1: avx2Cs1, packed: avx2Packed, wholeDepth: true},
-			axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
-			biasReLU: biasReLUVec, epilogue: epilogueVec, reluMask: reluMaskVec, dropout: dropoutVec, dropoutBits: dropoutBitsVec,
-			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
-		})
+		registerKernels("avx2", avx2Set())
 	}
 	if hasAVX512 {
-		registerKernels("avx512", &kernelSet{
-			wide:   &microKernel{mr: 12, nr: 32, fn: sgemmAVX512x12x32Fn, rows: avx512WideRows, pfBytes: avx512WidePF},
-			narrow: &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF, ahead: avx512NarrowAhead, cs1: avx512NarrowCs1},
-			axpy:   axpyVec, axpyPF: axpyPFVec, dot: dotVec,
-			biasReLU: biasReLUVec, epilogue: epilogueVec512, reluMask: reluMaskVec, dropout: dropoutVec512, dropoutBits: dropoutBitsVec512,
-			reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
-		})
+		registerKernels("avx512", avx512Set())
 	}
+}
+
+// avx2Set is the AVX2 (and FMA) kernel set. (A function, not registered
+// by itself, so that tests can run its kernels under x86emu too.)
+func avx2Set() *kernelSet {
+	return &kernelSet{
+		wide: &microKernel{mr: 6, nr: 16, fn: sgemmAVX2x6x16Fn, rows: avx2Rows, pairs: avx2Pairs, pfBytes: avx2PF, ahead: avx2Ahead, cs1: avx2Cs1, packed: avx2Packed, wholeDepth: true},
+		axpy: axpyVec, axpyPF: axpyPFVec, dot: dotVec,
+		biasReLU: biasReLUVec, epilogue: epilogueVec, reluMask: reluMaskVec, dropout: dropoutVec, dropoutBits: dropoutBitsVec,
+		reluMaskBits: reluMaskBitsVec, reluMaskBitsPack: reluMaskBitsPackVec, positive: positiveVec,
+	}
+}
+
+// avx512Set is the AVX-512 (F and DQ) kernel set: the AVX2 set with
+// AVX-512 micro-kernels, epilogue and dropouts.
+func avx512Set() *kernelSet {
+	ks := avx2Set()
+	ks.wide = &microKernel{mr: 12, nr: 32, fn: sgemmAVX512x12x32Fn, rows: avx512WideRows, pfBytes: avx512WidePF}
+	ks.narrow = &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF, ahead: avx512NarrowAhead, cs1: avx512NarrowCs1}
+	ks.epilogue, ks.dropout, ks.dropoutBits = epilogueVec512, dropoutVec512, dropoutBitsVec512
+	return ks
 }
 
 func b2i(b bool) int {

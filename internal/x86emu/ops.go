@@ -1,0 +1,168 @@
+package x86emu
+
+import "fmt"
+
+type opcode uint8
+
+const (
+	opInvalid opcode = iota
+	// scalar
+	opMOVQ
+	opMOVL
+	opADDQ
+	opSUBQ
+	opANDQ
+	opORQ
+	opXORQ
+	opSHLQ
+	opSHRQ
+	opTESTQ
+	opCMPQ
+	opINCQ
+	opDECQ
+	opLEAQ
+	opIMUL3Q
+	opRET
+	opPREFETCH
+	// jumps
+	opJMP
+	opJEQ
+	opJNE
+	opJLT
+	opJGE
+	opJLE
+	opJGT
+	opJB
+	opJAE
+	// vector
+	opVMOVUPS
+	opMOVSS
+	opVBROADCASTSS
+	opVXORPS
+	opVADDPS
+	opVSUBPS
+	opVMULPS
+	opVFMADD231PS
+	opVFMADD213PS
+	opVHADDPS
+	opVEXTRACTF128
+	opVZEROUPPER
+)
+
+var opcodes = map[string]opcode{
+	"MOVQ": opMOVQ, "MOVL": opMOVL,
+	"ADDQ": opADDQ, "SUBQ": opSUBQ, "ANDQ": opANDQ, "ORQ": opORQ, "XORQ": opXORQ,
+	"SHLQ": opSHLQ, "SHRQ": opSHRQ, "TESTQ": opTESTQ, "CMPQ": opCMPQ,
+	"INCQ": opINCQ, "DECQ": opDECQ, "LEAQ": opLEAQ, "IMUL3Q": opIMUL3Q, "RET": opRET,
+	"PREFETCHT0": opPREFETCH, "PREFETCHT1": opPREFETCH, "PREFETCHT2": opPREFETCH, "PREFETCHNTA": opPREFETCH,
+	"JMP": opJMP, "JEQ": opJEQ, "JZ": opJEQ, "JNE": opJNE, "JNZ": opJNE,
+	"JLT": opJLT, "JGE": opJGE, "JLE": opJLE, "JGT": opJGT,
+	"JB": opJB, "JCS": opJB, "JLO": opJB, "JAE": opJAE, "JCC": opJAE, "JHS": opJAE,
+	"VMOVUPS": opVMOVUPS, "MOVSS": opMOVSS, "VBROADCASTSS": opVBROADCASTSS,
+	"VXORPS": opVXORPS, "VADDPS": opVADDPS, "VSUBPS": opVSUBPS, "VMULPS": opVMULPS,
+	"VFMADD231PS": opVFMADD231PS, "VFMADD213PS": opVFMADD213PS,
+	"VHADDPS": opVHADDPS, "VEXTRACTF128": opVEXTRACTF128, "VZEROUPPER": opVZEROUPPER,
+}
+
+func isJump(op opcode) bool { return op >= opJMP && op <= opJAE }
+
+// operand form letters: i immediate, r general register, m memory,
+// v vector register, x an X register, y a Y register, l label.
+func (a operand) form() byte {
+	switch a.kind {
+	case opImm:
+		return 'i'
+	case opMem:
+		return 'm'
+	case opLabel:
+		return 'l'
+	case opReg:
+		switch a.reg.class {
+		case classGPR:
+			return 'r'
+		case classX:
+			return 'x'
+		case classY:
+			return 'y'
+		case classZ:
+			return 'z'
+		case classK:
+			return 'k'
+		}
+	}
+	return '?'
+}
+
+// forms lists the operand forms each opcode accepts; in a form, 'v'
+// matches any vector register (x, y or z).
+var forms = map[opcode][]string{
+	opMOVQ: {"ir", "rr", "mr", "rm", "im"}, opMOVL: {"ir", "rr", "mr", "rm", "im"},
+	opADDQ: {"ir", "rr", "mr", "im", "rm"}, opSUBQ: {"ir", "rr", "mr", "im", "rm"},
+	opANDQ: {"ir", "rr", "mr"}, opORQ: {"ir", "rr", "mr"}, opXORQ: {"ir", "rr", "mr"},
+	opSHLQ: {"ir"}, opSHRQ: {"ir"},
+	opTESTQ: {"ir", "rr"}, opCMPQ: {"ri", "rr", "ir"},
+	opINCQ: {"r", "m"}, opDECQ: {"r", "m"}, opLEAQ: {"mr"}, opIMUL3Q: {"irr"}, opRET: {""},
+	opPREFETCH: {"m"},
+	opVMOVUPS:  {"mv", "vm", "vv"}, opMOVSS: {"mx", "xm"},
+	opVBROADCASTSS: {"mv", "xv"},
+	opVXORPS:       {"vvv", "mvv"}, opVADDPS: {"vvv", "mvv"}, opVSUBPS: {"vvv", "mvv"}, opVMULPS: {"vvv", "mvv"},
+	opVFMADD231PS: {"vvv", "mvv"}, opVFMADD213PS: {"vvv", "mvv"},
+	opVHADDPS: {"vvv"}, opVEXTRACTF128: {"iyx"}, opVZEROUPPER: {""},
+}
+
+func checkForm(in *inst) error {
+	got := make([]byte, len(in.args))
+	for i, a := range in.args {
+		got[i] = a.form()
+	}
+	if isJump(in.op) {
+		if string(got) != "l" {
+			return fmt.Errorf("a jump takes one label")
+		}
+		return nil
+	}
+	if in.bcst && in.op != opVFMADD231PS && in.op != opVFMADD213PS && in.op != opVMULPS && in.op != opVADDPS {
+		return fmt.Errorf(".BCST not supported on this instruction")
+	}
+	for _, f := range forms[in.op] {
+		if len(f) != len(got) {
+			continue
+		}
+		ok := true
+		for i := range f {
+			g := got[i]
+			if f[i] == 'v' && (g == 'x' || g == 'y' || g == 'z') || f[i] == g {
+				continue
+			}
+			ok = false
+		}
+		if ok {
+			if in.bcst && got[0] != 'm' {
+				return fmt.Errorf(".BCST needs a memory source")
+			}
+			return checkWidths(in)
+		}
+	}
+	return fmt.Errorf("operands %q not supported", got)
+}
+
+// checkWidths rejects mixed vector widths where the instruction needs one.
+func checkWidths(in *inst) error {
+	switch in.op {
+	case opVXORPS, opVADDPS, opVSUBPS, opVMULPS, opVFMADD231PS, opVFMADD213PS, opVHADDPS:
+		w := in.args[len(in.args)-1].reg.width()
+		for _, a := range in.args {
+			if a.kind == opReg && a.reg.width() != w {
+				return fmt.Errorf("mixed vector widths")
+			}
+		}
+		if in.op == opVHADDPS && w == 16 {
+			return fmt.Errorf("VHADDPS has no 512-bit form")
+		}
+	case opVMOVUPS:
+		if in.args[0].kind == opReg && in.args[1].kind == opReg && in.args[0].reg.width() != in.args[1].reg.width() {
+			return fmt.Errorf("mixed vector widths")
+		}
+	}
+	return nil
+}

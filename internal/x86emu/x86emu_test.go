@@ -1,0 +1,200 @@
+package x86emu
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// TestFMA32 checks the fused multiply-add against exact arithmetic.
+func TestFMA32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	exact := func(x, y, z float32) float32 {
+		const prec = 400
+		p := new(big.Float).SetPrec(prec).Mul(new(big.Float).SetPrec(prec).SetFloat64(float64(x)), new(big.Float).SetPrec(prec).SetFloat64(float64(y)))
+		p.Add(p, new(big.Float).SetPrec(prec).SetFloat64(float64(z)))
+		f, _ := p.Float32()
+		return f
+	}
+	for i := range 200000 {
+		x, y := float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		var z float32
+		switch i % 4 {
+		case 0:
+			z = float32(rng.NormFloat64())
+		case 1: // cancellation: z near -x*y
+			z = -float32(float64(x)*float64(y)) * (1 + float32(rng.NormFloat64())*1e-7)
+		case 2: // ties of the float32 rounding: z a float32 near x*y's half ulps
+			z = float32(rng.NormFloat64()) * 1e-8
+		default: // far apart magnitudes
+			z = float32(rng.NormFloat64()) * 1e20
+		}
+		if got, want := fma32(x, y, z), exact(x, y, z); math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
+			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", x, y, z, got, want)
+		}
+	}
+	// A case where rounding twice (to float64, then float32) is wrong:
+	// x*y = 1 + 2^-24 (a float32 tie), z = 2^-60 tips it up.
+	x, y, z := float32(1+math.Ldexp(1, -12)), float32(1+math.Ldexp(1, -12)), float32(math.Ldexp(1, -60))
+	if got, want := fma32(x, y, z), exact(x, y, z); got != want {
+		t.Fatalf("fma32 near a tie: %g, want %g", got, want)
+	}
+	if got := fma32(float32(math.Inf(1)), 1, 1); !math.IsInf(float64(got), 1) {
+		t.Fatalf("fma32(Inf, 1, 1) = %g", got)
+	}
+	if got := fma32(1, 1, -1); got != 0 || math.Signbit(float64(got)) {
+		t.Fatalf("fma32(1, 1, -1) = %g, want +0", got)
+	}
+}
+
+const sumProg = `
+#include "textflag.h"
+
+// func sum(x *float32, n int) float32: n a multiple of 8.
+TEXT ·sum(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+loop:
+	CMPQ CX, $8
+	JLT done
+	VADDPS (SI), Y0, Y0
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP loop
+done:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+16(FP)
+	RET
+
+// func spin(n int)
+TEXT ·spin(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+again:
+	DECQ CX
+	JNE again
+	RET
+`
+
+func TestCall(t *testing.T) {
+	p, err := Parse(sumProg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, 24)
+	var want float32
+	for i := range x {
+		x[i] = float32(i) * 0.5
+		want += x[i]
+	}
+	args := new(Args).Ptr(unsafe.Pointer(&x[0])).Int(len(x))
+	if err := p.Call("sum", args, Floats(x)); err != nil {
+		t.Fatal(err)
+	}
+	if got := args.Float32At(16); got != want {
+		t.Fatalf("sum = %g, want %g", got, want)
+	}
+	// A read past the lent memory fails the call.
+	args = new(Args).Ptr(unsafe.Pointer(&x[0])).Int(len(x) + 8)
+	if err := p.Call("sum", args, Floats(x)); err == nil || !strings.Contains(err.Error(), "outside the memory lent") {
+		t.Fatalf("a read past the slice: %v", err)
+	}
+	// So does a loop that does not end (DECQ from 0 counts down 2^64).
+	defer func(n int) { maxSteps = n }(maxSteps)
+	maxSteps = 1000
+	if err := p.Call("spin", new(Args).Int(0)); err == nil || !strings.Contains(err.Error(), "did not return") {
+		t.Fatalf("an endless loop: %v", err)
+	}
+	if err := p.Call("spin", new(Args).Int(10)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFlags checks the conditional jumps after CMPQ on signed and
+// unsigned orderings.
+func TestFlags(t *testing.T) {
+	const prog = `
+TEXT ·cmp(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), AX
+	MOVQ y+8(FP), BX
+	MOVQ $0, DX
+	CMPQ AX, BX
+	JLT lt
+	ORQ $1, DX
+lt:
+	CMPQ AX, BX
+	JB below
+	ORQ $2, DX
+below:
+	CMPQ AX, BX
+	JLE le
+	ORQ $4, DX
+le:
+	CMPQ AX, BX
+	JGT gt
+	ORQ $8, DX
+gt:
+	CMPQ AX, BX
+	JEQ eq
+	ORQ $16, DX
+eq:
+	MOVQ DX, ret+16(FP)
+	RET
+`
+	p, err := Parse(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := []int64{math.MinInt64, -5, -1, 0, 1, 5, math.MaxInt64}
+	for _, x := range vals {
+		for _, y := range vals {
+			args := new(Args).Int(int(x)).Int(int(y))
+			if err := p.Call("cmp", args); err != nil {
+				t.Fatal(err)
+			}
+			var want uint64
+			if !(x < y) {
+				want |= 1
+			}
+			if !(uint64(x) < uint64(y)) {
+				want |= 2
+			}
+			if !(x <= y) {
+				want |= 4
+			}
+			if !(x > y) {
+				want |= 8
+			}
+			if x != y {
+				want |= 16
+			}
+			if got := args.Uint64At(16); got != want {
+				t.Fatalf("cmp(%d, %d) = %05b, want %05b", x, y, got, want)
+			}
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVPGATHERDD (AX), Z1\n\tRET", "not supported"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tJMP nowhere\n\tRET", "not defined"},
+		{"TEXT ·f(SB), NOSPLIT, $16-8\n\tRET", "local frame"},
+		{"\tRET", "outside a TEXT"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVADDPS Y1, Z2, Z3\n\tRET", "mixed vector widths"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVXORPS.BCST (AX), Z2, Z3\n\tRET", ".BCST"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ (AX), (BX)\n\tRET", "operands"},
+		{"#define X 1\nTEXT ·f(SB), NOSPLIT, $0-8\n\tRET", "preprocessor"},
+	} {
+		if _, err := Parse(tc.src); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error with %q", tc.src, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,228 @@
+//go:build amd64 && !noasm
+
+package tensor
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/graphmill/graphmill/internal/x86emu"
+)
+
+// The micro-kernels of an instruction set this CPU lacks run under
+// x86emu, which interprets kernels_amd64.s itself: CI machines with AVX2
+// only still test every AVX-512 kernel (microKernels adds them), and
+// TestEmulatedKernelsMatchNative checks the interpreter against the CPU
+// on every kernel the CPU can run.
+
+var kernelsProgram = sync.OnceValues(func() (*x86emu.Program, error) {
+	src, err := os.ReadFile("kernels_amd64.s")
+	if err != nil {
+		return nil, err
+	}
+	return x86emu.Parse(string(src))
+})
+
+// asmSymbol returns the assembly function a generated kernelFn wraps
+// (sgemmAVX2x6x16Fn wraps sgemmAVX2x6x16).
+func asmSymbol(fn kernelFn) string {
+	name := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()).Name()
+	name = name[strings.LastIndex(name, ".")+1:]
+	return strings.TrimSuffix(name, "Fn")
+}
+
+// emulated returns a kernelFn that runs fn's assembly under x86emu,
+// lending it a, b, c and pf (so any access outside them fails), and
+// panics with x86emu's error if the call fails.
+func emulated(fn kernelFn) kernelFn {
+	if fn == nil {
+		return nil
+	}
+	sym := asmSymbol(fn)
+	p, err := kernelsProgram()
+	if err != nil {
+		panic(err)
+	}
+	if !p.Has(sym) {
+		panic("tensor: no assembly function " + sym + " in kernels_amd64.s")
+	}
+	pair := strings.HasSuffix(sym, "Pair")
+	return func(k int, a []float32, rsA, csA int, b, c []float32, ldc int, alpha float32, acc bool, pf []float32, r tileRun) {
+		if pair && r.n%2 != 0 {
+			panic("tensor: a pair kernel's run has an odd number of tiles")
+		}
+		args := new(x86emu.Args).Int(k).Ptr(unsafe.Pointer(&a[0])).Int(rsA).Int(csA).
+			Ptr(unsafe.Pointer(&b[0])).Ptr(unsafe.Pointer(&c[0])).Int(ldc).Float32(alpha).Int(b2i(acc)).
+			Ptr(unsafe.Pointer(pfStart(pf, b))).Int(r.n).Int(r.da).Int(r.db).Int(r.dc)
+		if err := p.Call(sym, args, x86emu.Floats(a), x86emu.Floats(b), x86emu.Floats(c), x86emu.Floats(pf)); err != nil {
+			panic(fmt.Sprintf("%v (k %d, rsA %d, csA %d, len(a) %d, len(b) %d, len(c) %d, ldc %d, run %+v)", err, k, rsA, csA, len(a), len(b), len(c), ldc, r))
+		}
+	}
+}
+
+// emulatedKernel is mk with every kernel run under x86emu.
+func emulatedKernel(mk *microKernel) *microKernel {
+	if mk == nil {
+		return nil
+	}
+	e := *mk
+	e.fn, e.ahead, e.cs1, e.packed = emulated(mk.fn), emulated(mk.ahead), emulated(mk.cs1), emulated(mk.packed)
+	e.rows = make([]kernelFn, len(mk.rows))
+	for r, fn := range mk.rows {
+		e.rows[r] = emulated(fn)
+	}
+	e.pairs = make([]kernelFn, len(mk.pairs))
+	for r, fn := range mk.pairs {
+		e.pairs[r] = emulated(fn)
+	}
+	return &e
+}
+
+// archSets are the assembly kernel sets, whether or not this CPU runs
+// them, and whether it does.
+func archSets() []struct {
+	name   string
+	set    *kernelSet
+	native bool
+} {
+	return []struct {
+		name   string
+		set    *kernelSet
+		native bool
+	}{{"avx2", avx2Set(), hasAVX2}, {"avx512", avx512Set(), hasAVX512}}
+}
+
+// emulateAll (GRAPHMILL_TEST_EMULATE=1) emulates the sets this CPU runs
+// too, to see here what a CPU without them tests.
+var emulateAll = os.Getenv("GRAPHMILL_TEST_EMULATE") == "1"
+
+// emulatedMicroKernels are the micro-kernels of the assembly sets this CPU
+// cannot run (every set's with emulateAll), under x86emu.
+func emulatedMicroKernels() []namedKernel {
+	var out []namedKernel
+	for _, s := range archSets() {
+		if s.native && !emulateAll {
+			continue
+		}
+		for _, mk := range []*microKernel{s.set.wide, s.set.narrow} {
+			if mk != nil {
+				out = append(out, namedKernel{s.name + " (emulated)", emulatedKernel(mk)})
+			}
+		}
+	}
+	return out
+}
+
+// TestEmulatedKernelsMatchNative runs every micro-kernel this CPU can run
+// natively and under x86emu on the same random operands, and wants C
+// bitwise the same: the check that lets x86emu stand in for the CPU where
+// the CPU lacks the instruction set.
+func TestEmulatedKernelsMatchNative(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	tested := 0
+	for _, s := range archSets() {
+		if !s.native {
+			continue
+		}
+		for _, mk := range []*microKernel{s.set.wide, s.set.narrow} {
+			if mk == nil {
+				continue
+			}
+			type kernel struct {
+				name   string
+				fn     kernelFn
+				rows   int
+				rs, cs int
+				pair   bool
+			}
+			ks := []kernel{{"full", mk.fn, mk.mr, 1, mk.mr, false}}
+			for r, fn := range mk.rows {
+				if fn != nil {
+					ks = append(ks, kernel{fmt.Sprintf("rows %d", r), fn, r, 1, mk.mr, false})
+				}
+			}
+			for r, fn := range mk.pairs {
+				if fn != nil {
+					ks = append(ks, kernel{fmt.Sprintf("pair of rows %d", r), fn, r, 1, mk.mr, true})
+				}
+			}
+			if mk.ahead != nil {
+				ks = append(ks, kernel{"ahead", mk.ahead, mk.mr, 1, mk.mr, false})
+			}
+			if mk.cs1 != nil {
+				ks = append(ks, kernel{"cs1", mk.cs1, mk.mr, 0, 1, false}) // rs set per depth below
+			}
+			if mk.packed != nil {
+				ks = append(ks, kernel{"packed", mk.packed, mk.mr, 1, mk.mr, false})
+			}
+			for _, kn := range ks {
+				for _, k := range []int{0, 1, 3, 4, 5, 16, 23, 33, 257} {
+					for _, acc := range []bool{false, true} {
+						rs, cs := kn.rs, kn.cs
+						if rs == 0 {
+							rs = k + 3
+						}
+						const ldc = 2*32 + 8
+						n := 2
+						run := tileRun{n: n, db: max(k, 1) * mk.nr, dc: mk.nr}
+						if !kn.pair {
+							run = tileRun{n: n, da: mk.mr * max(k, 1), dc: mk.mr * ldc}
+							if kn.cs == 1 {
+								run.da = mk.mr * rs
+							}
+						}
+						a := randMatrix(rng, 1, n*((mk.mr-1)*rs+max(k, 1)*cs+mk.mr)).Data
+						b := randMatrix(rng, 1, n*max(k, 1)*mk.nr).Data
+						c1 := randMatrix(rng, 1, (n*mk.mr+1)*ldc).Data
+						c2 := slices.Clone(c1)
+						kn.fn(k, a, rs, cs, b, c1, ldc, 0.75, acc, nil, run)
+						emulated(kn.fn)(k, a, rs, cs, b, c2, ldc, 0.75, acc, nil, run)
+						if !slices.Equal(c1, c2) {
+							i := 0
+							for c1[i] == c2[i] {
+								i++
+							}
+							t.Fatalf("%s %dx%d %s (%s) k %d acc %v: C[%d] emulated %v, native %v", s.name, mk.mr, mk.nr, kn.name, asmSymbol(kn.fn), k, acc, i, c2[i], c1[i])
+						}
+						tested++
+					}
+				}
+			}
+		}
+	}
+	if tested == 0 {
+		t.Skip("this CPU runs no assembly kernel set")
+	}
+	t.Logf("%d cases", tested)
+}
+
+// TestAVX2KernelsNeedNoAVX512 checks that no kernel meant for AVX2 CPUs
+// uses an AVX-512 instruction or register (which an AVX-512 machine would
+// run, and an AVX2 one fault on), and that the AVX-512 ones are recognised
+// as such.
+func TestAVX2KernelsNeedNoAVX512(t *testing.T) {
+	p, err := kernelsProgram()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, name := range p.Funcs() {
+		avx2, avx512 := strings.Contains(name, "AVX2"), strings.Contains(name, "AVX512")
+		if avx2 == avx512 {
+			t.Errorf("%s: named for neither or both of AVX2 and AVX-512", name)
+		}
+		if got := p.NeedsAVX512(name); got != avx512 {
+			t.Errorf("%s: needs AVX-512 %v, named for AVX-512 %v", name, got, avx512)
+		}
+		n++
+	}
+	t.Logf("%d functions", n)
+}

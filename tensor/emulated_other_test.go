@@ -1,0 +1,6 @@
+//go:build !amd64 || noasm
+
+package tensor
+
+// emulatedMicroKernels is empty where there is no assembly to emulate.
+func emulatedMicroKernels() []namedKernel { return nil }
