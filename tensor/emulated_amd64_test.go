@@ -23,13 +23,66 @@ import (
 // TestEmulatedKernelsMatchNative checks the interpreter against the CPU
 // on every kernel the CPU can run.
 
-var kernelsProgram = sync.OnceValues(func() (*x86emu.Program, error) {
-	src, err := os.ReadFile("kernels_amd64.s")
-	if err != nil {
-		return nil, err
+// parseAsm parses this package's assembly files.
+func parseAsm(files ...string) (*x86emu.Program, error) {
+	var src []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		src = append(append(src, b...), '\n')
 	}
 	return x86emu.Parse(string(src))
-})
+}
+
+var (
+	kernelsProgram = sync.OnceValues(func() (*x86emu.Program, error) { return parseAsm("kernels_amd64.s") })
+	ewProgram      = sync.OnceValues(func() (*x86emu.Program, error) { return parseAsm("ew_amd64.s", "epilogue_amd64.s") })
+)
+
+// callEw runs an element-wise kernel under x86emu, or panics.
+func callEw(name string, args *x86emu.Args, mem ...[]byte) {
+	p, err := ewProgram()
+	if err == nil {
+		err = p.Call(name, args, mem...)
+	}
+	if err != nil {
+		panic(err)
+	}
+}
+
+// bytesOf returns the n elements at p as bytes (nothing for a nil p).
+func bytesOf[T any](p *T, n int) []byte {
+	if p == nil || n <= 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), n*int(unsafe.Sizeof(*p)))
+}
+
+// The AVX-512 element-wise kernels under x86emu, lent the memory their
+// contracts give them.
+
+func emuEpilogue512(n int, seg, bias *float32, lanes *uint16, thrm1 int32, keep float32, pos *uint8) {
+	args := new(x86emu.Args).Int(n).Ptr(unsafe.Pointer(seg)).Ptr(unsafe.Pointer(bias)).Ptr(unsafe.Pointer(lanes)).
+		Uint32(uint32(thrm1)).Float32(keep).Ptr(unsafe.Pointer(pos))
+	callEw("epilogueAVX512", args, bytesOf(seg, n), bytesOf(bias, n), bytesOf(lanes, n), bytesOf(pos, n/8))
+}
+
+func emuDropout512(n int, d, s *float32, lanes *uint16, thrm1 int32, keep float32) {
+	args := new(x86emu.Args).Int(n).Ptr(unsafe.Pointer(d)).Ptr(unsafe.Pointer(s)).Ptr(unsafe.Pointer(lanes)).
+		Uint32(uint32(thrm1)).Float32(keep)
+	callEw("dropoutAVX512", args, bytesOf(d, n), bytesOf(s, n), bytesOf(lanes, n))
+}
+
+func emuDropoutBits512(d, s []float32, rows, cols int, bits []uint64, keep float32) {
+	if !dropoutBitsCheck(d, s, rows, cols, bits) {
+		return
+	}
+	args := new(x86emu.Args).Ptr(unsafe.Pointer(&d[0])).Ptr(unsafe.Pointer(&s[0])).Int(rows).Int(cols).
+		Ptr(unsafe.Pointer(&bits[0])).Float32(keep)
+	callEw("dropoutBitsAVX512", args, x86emu.Floats(d), x86emu.Floats(s), bytesOf(&bits[0], len(bits)))
+}
 
 // asmSymbol returns the assembly function a generated kernelFn wraps
 // (sgemmAVX2x6x16Fn wraps sgemmAVX2x6x16).
@@ -119,6 +172,88 @@ func emulatedMicroKernels() []namedKernel {
 		}
 	}
 	return out
+}
+
+// emulatedSets are the kernel sets this CPU cannot run (every one with
+// emulateAll) whose assembly all runs under x86emu: AVX-512's on a CPU
+// with AVX2 (its other kernels are AVX2's). forEachKernel runs the GEMM
+// tests on them too, but not with -short (CI's pass under the race
+// detector), where the micro-kernel tests still run every kernel.
+func emulatedSets() []*kernelSet {
+	if hasAVX512 && !emulateAll || !hasAVX2 || testing.Short() {
+		return nil
+	}
+	return []*kernelSet{emulatedAVX512Set()}
+}
+
+// emulatedAVX512Set is avx512Set with its AVX-512 kernels under x86emu.
+func emulatedAVX512Set() *kernelSet {
+	ks := avx512Set()
+	ks.name = "avx512 (emulated)"
+	ks.wide, ks.narrow = emulatedKernel(ks.wide), emulatedKernel(ks.narrow)
+	ks.epilogue = func(seg, bias []float32, lanes []uint16, thr uint64, keep float32, pos []uint8) {
+		epilogueBulk(emuEpilogue512, 16, seg, bias, lanes, thr, keep, pos)
+	}
+	ks.dropout = func(d, s []float32, lanes []uint16, thr uint64, keep float32) {
+		dropoutBulk(emuDropout512, d, s, lanes, thr, keep)
+	}
+	ks.dropoutBits = emuDropoutBits512
+	return ks
+}
+
+// TestEmulatedElementwiseMatchNative checks AVX-512's epilogue and
+// dropouts under x86emu bitwise against the CPU's, where it has AVX-512.
+func TestEmulatedElementwiseMatchNative(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	nat, emu := avx512Set(), emulatedAVX512Set()
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 15, 16, 31, 32, 33, 100, 1000} {
+		seg, bias := randMatrix(rng, 1, n).Data, randMatrix(rng, 1, n).Data
+		const thr = 1 << 15
+		lanes := make([]uint16, n)
+		for i := range lanes {
+			lanes[i] = uint16(rng.Uint32())
+			if i%5 < 2 {
+				lanes[i] = thr - 1 + uint16(i%5) // either side of the threshold
+			}
+		}
+		for _, withPos := range []bool{false, true} {
+			var p1, p2 []uint8
+			if withPos {
+				p1, p2 = make([]uint8, (n+7)/8), make([]uint8, (n+7)/8)
+			}
+			s1, s2 := slices.Clone(seg), slices.Clone(seg)
+			nat.epilogue(s1, bias, lanes, thr, 2, p1)
+			emu.epilogue(s2, bias, lanes, thr, 2, p2)
+			if !slices.Equal(s1, s2) || !slices.Equal(p1, p2) {
+				t.Fatalf("epilogue of %d (positive bits %v): emulated differs from native", n, withPos)
+			}
+		}
+		d1, d2 := make([]float32, n), make([]float32, n)
+		nat.dropout(d1, seg, lanes, thr, 1.5)
+		emu.dropout(d2, seg, lanes, thr, 1.5)
+		if !slices.Equal(d1, d2) {
+			t.Fatalf("dropout of %d: emulated differs from native", n)
+		}
+		for _, cols := range []int{1, 7, 16, 17, 64, 65, 100} {
+			if n < cols {
+				continue
+			}
+			rows := n / cols
+			bits := make([]uint64, rows*((cols+63)/64))
+			for i := range bits {
+				bits[i] = rng.Uint64()
+			}
+			d1, d2 := make([]float32, rows*cols), make([]float32, rows*cols)
+			nat.dropoutBits(d1, seg, rows, cols, bits, 2)
+			emu.dropoutBits(d2, seg, rows, cols, bits, 2)
+			if !slices.Equal(d1, d2) {
+				t.Fatalf("dropoutBits of %d×%d: emulated differs from native", rows, cols)
+			}
+		}
+	}
 }
 
 // TestEmulatedKernelsMatchNative runs every micro-kernel this CPU can run

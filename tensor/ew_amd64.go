@@ -79,10 +79,16 @@ func dropoutAVX512(n int, d, s *float32, lanes *uint16, thrm1 int32, keep float3
 
 // dropoutVec512 is dropoutVec with AVX-512 for the bulk.
 func dropoutVec512(d, s []float32, lanes []uint16, thr uint64, keep float32) {
+	dropoutBulk(dropoutAVX512, d, s, lanes, thr, keep)
+}
+
+// dropoutBulk runs kernel (dropoutAVX512, or a test's stand-in) on the
+// first len(s)&^31 elements and dropoutVec on the rest.
+func dropoutBulk(kernel func(int, *float32, *float32, *uint16, int32, float32), d, s []float32, lanes []uint16, thr uint64, keep float32) {
 	n := len(s) &^ 31
 	if n > 0 {
 		_, _ = d[n-1], lanes[n-1]
-		dropoutAVX512(n, &d[0], &s[0], &lanes[0], int32(thr)-1, keep)
+		kernel(n, &d[0], &s[0], &lanes[0], int32(thr)-1, keep)
 	}
 	if n < len(s) {
 		dropoutVec(d[n:len(s)], s[n:], lanes[n:], thr, keep)

@@ -11,7 +11,9 @@ import (
 )
 
 // forEachKernel runs f once per kernel set available on this CPU (always
-// including the pure-Go "generic" set), restoring the default afterwards.
+// including the pure-Go "generic" set) and once per set emulatedSets runs
+// under x86emu (AVX-512's on an AVX2 CPU), restoring the default
+// afterwards.
 func forEachKernel(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	def := Kernel()
@@ -21,6 +23,10 @@ func forEachKernel(t *testing.T, f func(t *testing.T)) {
 			t.Fatal(err)
 		}
 		t.Run(name, f)
+	}
+	for _, ks := range emulatedSets() {
+		current.Store(ks)
+		t.Run(ks.name, f)
 	}
 }
 

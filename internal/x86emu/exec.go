@@ -23,6 +23,7 @@ type region struct {
 type machine struct {
 	gpr            [16]uint64
 	vec            [32][16]uint32
+	k              [8]uint64
 	zf, sf, cf, of bool
 	mem            []region
 	fp             uint64 // address of the argument frame
@@ -89,10 +90,10 @@ func (p *Program) Has(name string) bool { _, ok := p.funcs[name]; return ok }
 // function's argument size, results included) with the slices of mem as
 // the only memory it may load from or store to, besides its frame.
 func (p *Program) Call(name string, args *Args, mem ...[]byte) error {
-	fn, ok := p.funcs[name]
-	if !ok {
-		return fmt.Errorf("x86emu: no function %s", name)
+	if err := p.Err(name); err != nil {
+		return err
 	}
+	fn := p.funcs[name]
 	if len(args.b) > fn.argSize {
 		return fmt.Errorf("x86emu: %s takes %d bytes of arguments and results, given %d", name, fn.argSize, len(args.b))
 	}

@@ -47,6 +47,18 @@ const (
 	opVHADDPS
 	opVEXTRACTF128
 	opVZEROUPPER
+	opVPBROADCASTD
+	opVPMOVZXWD
+	opVPCMPGTD
+	opVMOVAPS
+	opKMOVW
+	opKSHIFTRW
+	opVMOVSD
+	opVMOVSS
+	opVMULSS
+	opVPXORD
+	opVMAXPS
+	opVCMPPS
 )
 
 var opcodes = map[string]opcode{
@@ -62,6 +74,10 @@ var opcodes = map[string]opcode{
 	"VXORPS": opVXORPS, "VADDPS": opVADDPS, "VSUBPS": opVSUBPS, "VMULPS": opVMULPS,
 	"VFMADD231PS": opVFMADD231PS, "VFMADD213PS": opVFMADD213PS,
 	"VHADDPS": opVHADDPS, "VEXTRACTF128": opVEXTRACTF128, "VZEROUPPER": opVZEROUPPER,
+	"VPBROADCASTD": opVPBROADCASTD, "VPMOVZXWD": opVPMOVZXWD, "VPCMPGTD": opVPCMPGTD,
+	"VMOVAPS": opVMOVAPS, "KMOVW": opKMOVW, "KSHIFTRW": opKSHIFTRW,
+	"VMOVSD": opVMOVSD, "VMOVSS": opVMOVSS, "VMULSS": opVMULSS, "VPXORD": opVPXORD,
+	"VMAXPS": opVMAXPS, "VCMPPS": opVCMPPS,
 }
 
 func isJump(op opcode) bool { return op >= opJMP && op <= opJAE }
@@ -108,6 +124,13 @@ var forms = map[opcode][]string{
 	opVXORPS:       {"vvv", "mvv"}, opVADDPS: {"vvv", "mvv"}, opVSUBPS: {"vvv", "mvv"}, opVMULPS: {"vvv", "mvv"},
 	opVFMADD231PS: {"vvv", "mvv"}, opVFMADD213PS: {"vvv", "mvv"},
 	opVHADDPS: {"vvv"}, opVEXTRACTF128: {"iyx"}, opVZEROUPPER: {""},
+	opVPBROADCASTD: {"rv", "xv", "mv"}, opVPMOVZXWD: {"mv"},
+	opVPCMPGTD: {"vvk", "mvk", "vvv", "mvv"},
+	opVMOVAPS:  {"vv", "mv", "vm", "vkv"},
+	opKMOVW:    {"mk", "km", "rk", "kr", "kk"}, opKSHIFTRW: {"ikk"},
+	opVMOVSD: {"mx", "xm"}, opVMOVSS: {"mx", "xm"}, opVMULSS: {"xxx"},
+	opVPXORD: {"vvv", "mvv"}, opVMAXPS: {"vvv", "mvv"},
+	opVCMPPS: {"ivvk", "imvk", "ivvv", "imvv"},
 }
 
 func checkForm(in *inst) error {
@@ -121,8 +144,13 @@ func checkForm(in *inst) error {
 		}
 		return nil
 	}
-	if in.bcst && in.op != opVFMADD231PS && in.op != opVFMADD213PS && in.op != opVMULPS && in.op != opVADDPS {
+	switch {
+	case in.bcst && in.op != opVFMADD231PS && in.op != opVFMADD213PS && in.op != opVMULPS && in.op != opVADDPS:
 		return fmt.Errorf(".BCST not supported on this instruction")
+	case in.zero && in.op != opVMOVAPS:
+		return fmt.Errorf(".Z not supported on this instruction")
+	case in.zero && (len(got) != 3 || got[1] != 'k'):
+		return fmt.Errorf(".Z needs a mask register")
 	}
 	for _, f := range forms[in.op] {
 		if len(f) != len(got) {
@@ -140,6 +168,9 @@ func checkForm(in *inst) error {
 			if in.bcst && got[0] != 'm' {
 				return fmt.Errorf(".BCST needs a memory source")
 			}
+			if in.op == opVCMPPS && in.args[0].imm&^31 != 0 {
+				return fmt.Errorf("comparison predicate %d", in.args[0].imm)
+			}
 			return checkWidths(in)
 		}
 	}
@@ -149,11 +180,14 @@ func checkForm(in *inst) error {
 // checkWidths rejects mixed vector widths where the instruction needs one.
 func checkWidths(in *inst) error {
 	switch in.op {
-	case opVXORPS, opVADDPS, opVSUBPS, opVMULPS, opVFMADD231PS, opVFMADD213PS, opVHADDPS:
-		w := in.args[len(in.args)-1].reg.width()
+	case opVXORPS, opVPXORD, opVADDPS, opVSUBPS, opVMULPS, opVMAXPS, opVFMADD231PS, opVFMADD213PS, opVHADDPS, opVPCMPGTD, opVCMPPS, opVMOVAPS:
+		w := 0
 		for _, a := range in.args {
-			if a.kind == opReg && a.reg.width() != w {
-				return fmt.Errorf("mixed vector widths")
+			if x := a.reg.width(); a.kind == opReg && x > 0 {
+				if w != 0 && x != w {
+					return fmt.Errorf("mixed vector widths")
+				}
+				w = x
 			}
 		}
 		if in.op == opVHADDPS && w == 16 {
@@ -162,6 +196,10 @@ func checkWidths(in *inst) error {
 	case opVMOVUPS:
 		if in.args[0].kind == opReg && in.args[1].kind == opReg && in.args[0].reg.width() != in.args[1].reg.width() {
 			return fmt.Errorf("mixed vector widths")
+		}
+	case opVPMOVZXWD:
+		if in.args[1].reg.width() == 4 {
+			return fmt.Errorf("VPMOVZXWD to an X register not supported")
 		}
 	}
 	return nil

@@ -35,7 +35,8 @@ type function struct {
 	name    string
 	argSize int
 	code    []inst
-	avx512  bool // some instruction needs AVX-512 (EVEX encoding)
+	avx512  bool  // some instruction needs AVX-512 (EVEX encoding)
+	err     error // the first line the interpreter cannot run, if any
 }
 
 // regClass is a register file.
@@ -98,6 +99,7 @@ type inst struct {
 	op   opcode
 	args []operand
 	bcst bool // .BCST: the memory operand is one element broadcast
+	zero bool // .Z: lanes the mask leaves out are zeroed
 	line int
 	text string
 }
@@ -149,6 +151,9 @@ func Parse(src string) (*Program, error) {
 			return nil
 		}
 		for i := range fn.code {
+			if fn.err != nil {
+				break
+			}
 			for j := range fn.code[i].args {
 				a := &fn.code[i].args[j]
 				if a.kind != opLabel {
@@ -164,8 +169,9 @@ func Parse(src string) (*Program, error) {
 		p.funcs[fn.name] = fn
 		return nil
 	}
-	for ln, line := range strings.Split(src, "\n") {
-		lineNo := ln + 1
+	lines := strings.Split(src, "\n")
+	for ln := 0; ln < len(lines); ln++ {
+		lineNo, line := ln+1, lines[ln]
 		if i := strings.Index(line, "//"); i >= 0 {
 			line = line[:i]
 		}
@@ -173,8 +179,19 @@ func Parse(src string) (*Program, error) {
 		if line == "" || strings.HasPrefix(line, "#include") {
 			continue
 		}
+		if strings.HasPrefix(line, "#define") {
+			// A macro: a function that uses it cannot run here (its name
+			// is not an instruction). Skip its continuation lines.
+			for strings.HasSuffix(strings.TrimSpace(lines[ln]), "\\") && ln+1 < len(lines) {
+				ln++
+			}
+			continue
+		}
 		if strings.HasPrefix(line, "#") {
 			return nil, fmt.Errorf("x86emu: line %d: preprocessor directive %q not supported", lineNo, line)
+		}
+		if strings.HasPrefix(line, "DATA ") || strings.HasPrefix(line, "GLOBL ") {
+			continue // a function that reads the data cannot run here
 		}
 		if strings.HasPrefix(line, "TEXT ") {
 			if err := finish(); err != nil {
@@ -191,13 +208,17 @@ func Parse(src string) (*Program, error) {
 		if fn == nil {
 			return nil, fmt.Errorf("x86emu: line %d: %q outside a TEXT symbol", lineNo, line)
 		}
+		if fn.err != nil {
+			continue
+		}
 		if strings.HasSuffix(line, ":") && !strings.ContainsAny(line, " \t") {
 			labels[strings.TrimSuffix(line, ":")] = len(fn.code)
 			continue
 		}
 		in, err := parseInst(line)
 		if err != nil {
-			return nil, fmt.Errorf("x86emu: line %d: %q: %v", lineNo, line, err)
+			fn.err = fmt.Errorf("x86emu: %s, line %d: %q: %v", fn.name, lineNo, line, err)
+			continue
 		}
 		in.line = lineNo
 		fn.code = append(fn.code, in)
@@ -230,7 +251,7 @@ func parseText(line string) (string, int, error) {
 		return "", 0, fmt.Errorf("TEXT %s: a local frame ($%s) is not supported", sym, frame)
 	}
 	n, err := strconv.Atoi(args)
-	if err != nil {
+	if err != nil || n < 0 || n > 1<<16 {
 		return "", 0, fmt.Errorf("TEXT %s: argument size %q", sym, args)
 	}
 	return sym, n, nil
@@ -261,10 +282,22 @@ func (in *inst) evex() bool {
 
 // NeedsAVX512 reports whether the function name uses an instruction that
 // only AVX-512 CPUs run, so that a test can check that the kernels meant
-// for AVX2 CPUs do not.
+// for AVX2 CPUs do not. (Only instructions the interpreter knows count:
+// see Err.)
 func (p *Program) NeedsAVX512(name string) bool {
 	fn, ok := p.funcs[name]
 	return ok && fn.avx512
+}
+
+// Err returns why the function name cannot run here (an instruction, an
+// operand form, a macro or a data symbol the interpreter does not know;
+// Call returns the same error), or nil.
+func (p *Program) Err(name string) error {
+	fn, ok := p.funcs[name]
+	if !ok {
+		return fmt.Errorf("x86emu: no function %s", name)
+	}
+	return fn.err
 }
 
 // Funcs lists the program's functions.
@@ -283,6 +316,9 @@ func parseInst(line string) (inst, error) {
 	var in inst
 	if base, ok := strings.CutSuffix(mn, ".BCST"); ok {
 		mn, in.bcst = base, true
+	}
+	if base, ok := strings.CutSuffix(mn, ".Z"); ok {
+		mn, in.zero = base, true
 	}
 	op, ok := opcodes[mn]
 	if !ok {

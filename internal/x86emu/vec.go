@@ -93,6 +93,132 @@ func (m *machine) execVec(in *inst) {
 			v[l+3] = u32(f32(y[l+2]) + f32(y[l+3]))
 		}
 		m.vset(a[2].reg, v, w)
+	case opVPBROADCASTD:
+		w := a[1].reg.width()
+		var x uint32
+		switch a[0].kind {
+		case opReg:
+			if a[0].reg.class == classGPR {
+				x = uint32(m.gpr[a[0].reg.n])
+			} else {
+				x = m.vec[a[0].reg.n][0]
+			}
+		default:
+			x = binary.LittleEndian.Uint32(m.bytes(m.addr(a[0].mem), 4))
+		}
+		var v [16]uint32
+		for i := range w {
+			v[i] = x
+		}
+		m.vset(a[1].reg, v, w)
+	case opVPMOVZXWD:
+		w := a[1].reg.width()
+		b := m.bytes(m.addr(a[0].mem), 2*w)
+		var v [16]uint32
+		for i := range w {
+			v[i] = uint32(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+		m.vset(a[1].reg, v, w)
+	case opVPCMPGTD, opVCMPPS:
+		// Go's "VPCMPGTD s2, s1, d" sets d where s1 > s2; "VCMPPS $p,
+		// s2, s1, d" where s1 p s2.
+		x := a
+		if in.op == opVCMPPS {
+			x = a[1:]
+		}
+		w := x[1].reg.width()
+		s2, s1 := m.vsrc(x[0], w, false), m.vec[x[1].reg.n]
+		var mask uint64
+		for i := range w {
+			var t bool
+			if in.op == opVPCMPGTD {
+				t = int32(s1[i]) > int32(s2[i])
+			} else {
+				t = cmpPredicate(f32(s1[i]), f32(s2[i]), a[0].imm)
+			}
+			if t {
+				mask |= 1 << i
+			}
+		}
+		m.setMask(x[2], mask, w)
+	case opVMOVAPS:
+		switch {
+		case len(a) == 3: // src, K, dst: a masked register move
+			w := a[2].reg.width()
+			k := m.kmask(a[1].reg)
+			v := m.vec[a[2].reg.n]
+			for i := range w {
+				switch {
+				case k>>i&1 != 0:
+					v[i] = m.vec[a[0].reg.n][i]
+				case in.zero:
+					v[i] = 0
+				}
+			}
+			m.vset(a[2].reg, v, w)
+		case a[1].kind == opMem:
+			w := a[0].reg.width()
+			m.aligned(a[1].mem, 4*w)
+			b := m.bytes(m.addr(a[1].mem), 4*w)
+			for i := range w {
+				binary.LittleEndian.PutUint32(b[4*i:], m.vec[a[0].reg.n][i])
+			}
+		default:
+			w := a[1].reg.width()
+			if a[0].kind == opMem {
+				m.aligned(a[0].mem, 4*w)
+			}
+			m.vset(a[1].reg, m.vsrc(a[0], w, false), w)
+		}
+	case opKMOVW:
+		var x uint64
+		switch {
+		case a[0].kind == opMem:
+			x = uint64(binary.LittleEndian.Uint16(m.bytes(m.addr(a[0].mem), 2)))
+		case a[0].reg.class == classGPR:
+			x = m.gpr[a[0].reg.n]
+		default:
+			x = m.kmask(a[0].reg)
+		}
+		x &= 0xffff
+		switch {
+		case a[1].kind == opMem:
+			binary.LittleEndian.PutUint16(m.bytes(m.addr(a[1].mem), 2), uint16(x))
+		case a[1].reg.class == classGPR:
+			m.gpr[a[1].reg.n] = x
+		default:
+			m.k[a[1].reg.n] = x
+		}
+	case opKSHIFTRW:
+		sh := uint(a[0].imm)
+		x := m.kmask(a[1].reg) & 0xffff
+		if sh > 15 {
+			x = 0
+		}
+		m.k[a[2].reg.n] = x >> min(sh, 16)
+	case opVMOVSS, opVMOVSD:
+		n := 1
+		if in.op == opVMOVSD {
+			n = 2
+		}
+		if a[1].kind == opMem {
+			b := m.bytes(m.addr(a[1].mem), 4*n)
+			for i := range n {
+				binary.LittleEndian.PutUint32(b[4*i:], m.vec[a[0].reg.n][i])
+			}
+			return
+		}
+		var v [16]uint32
+		b := m.bytes(m.addr(a[0].mem), 4*n)
+		for i := range n {
+			v[i] = binary.LittleEndian.Uint32(b[4*i:])
+		}
+		m.vset(a[1].reg, v, 4)
+	case opVMULSS:
+		// "VMULSS s2, s1, d": d[0] = s1[0]*s2[0], d[1:4] = s1[1:4].
+		v := m.vec[a[1].reg.n]
+		v[0] = u32(f32(v[0]) * f32(m.vec[a[0].reg.n][0]))
+		m.vset(a[2].reg, v, 4)
 	default:
 		// Three-operand arithmetic: Go's "OP s2, s1, d" is Intel's
 		// "op d, s1, s2".
@@ -101,40 +227,61 @@ func (m *machine) execVec(in *inst) {
 		s1 := m.vec[a[1].reg.n]
 		d := m.vec[a[2].reg.n]
 		var v [16]uint32
-		for i := range w {
-			x, y, z := f32(s1[i]), f32(s2[i]), f32(d[i])
-			switch in.op {
-			case opVXORPS:
+		switch in.op {
+		case opVXORPS, opVPXORD:
+			for i := range w {
 				v[i] = s1[i] ^ s2[i]
-				continue
-			case opVADDPS:
-				v[i] = u32(x + y)
-			case opVSUBPS:
-				v[i] = u32(x - y)
-			case opVMULPS:
-				v[i] = u32(x * y)
-			case opVFMADD231PS: // d = s1*s2 + d
-				v[i] = u32(fma32(x, y, z))
-			case opVFMADD213PS: // d = s1*d + s2
-				v[i] = u32(fma32(x, z, y))
-			default:
-				m.failf("opcode not implemented")
 			}
+		case opVMAXPS: // s1 where s1 > s2, else s2 (NaN or equal: s2)
+			for i := range w {
+				v[i] = s2[i]
+				if f32(s1[i]) > f32(s2[i]) {
+					v[i] = s1[i]
+				}
+			}
+		case opVADDPS:
+			for i := range w {
+				v[i] = u32(f32(s1[i]) + f32(s2[i]))
+			}
+		case opVSUBPS:
+			for i := range w {
+				v[i] = u32(f32(s1[i]) - f32(s2[i]))
+			}
+		case opVMULPS:
+			for i := range w {
+				v[i] = u32(f32(s1[i]) * f32(s2[i]))
+			}
+		case opVFMADD231PS: // d = s1*s2 + d
+			for i := range w {
+				v[i] = u32(fma32(f32(s1[i]), f32(s2[i]), f32(d[i])))
+			}
+		case opVFMADD213PS: // d = s1*d + s2
+			for i := range w {
+				v[i] = u32(fma32(f32(s1[i]), f32(d[i]), f32(s2[i])))
+			}
+		default:
+			m.failf("opcode not implemented")
 		}
 		m.vset(a[2].reg, v, w)
 	}
 }
 
 // fma32 returns x*y + z rounded once to float32. The product of two
-// float32s is exact in float64; the sum is computed exactly as s + e (the
-// TwoSum transformation), and s is rounded to odd where e is not zero, so
-// that the final rounding to float32 (29 bits fewer) is correctly rounded
-// to nearest even. Every operation converts explicitly, so the compiler may
-// not fuse any of them.
+// float32s is exact in float64, so the sum s rounded to float64 rounds
+// to float32 as the exact sum would unless s lies exactly halfway between
+// two float32s (a float32 midpoint between the exact sum and s would be a
+// float64 nearer the sum than s) or in float32's subnormal range. There the
+// sum is computed exactly as s + e (the TwoSum transformation), and s is
+// rounded to odd where e is not zero, so that rounding it to float32 (29
+// bits fewer) is correct. Every operation converts explicitly, so the
+// compiler may not fuse any of them.
 func fma32(x, y, z float32) float32 {
 	p := float64(float64(x) * float64(y))
 	c := float64(z)
 	s := float64(p + c)
+	if math.Float64bits(s)&(1<<29-1) != 1<<28 && math.Abs(s) >= 0x1p-126 {
+		return float32(s)
+	}
 	if math.IsInf(s, 0) || math.IsNaN(s) {
 		return float32(s)
 	}
@@ -150,4 +297,71 @@ func fma32(x, y, z float32) float32 {
 		}
 	}
 	return float32(s)
+}
+
+// kmask returns a mask register's bits.
+func (m *machine) kmask(r reg) uint64 { return m.k[r.n] }
+
+// setMask writes the w bits of mask to a mask register (the bits above
+// cleared) or, for a vector destination (AVX2's compares), all-ones lanes
+// where set.
+func (m *machine) setMask(d operand, mask uint64, w int) {
+	if d.reg.class == classK {
+		m.k[d.reg.n] = mask
+		return
+	}
+	var v [16]uint32
+	for i := range w {
+		if mask>>i&1 != 0 {
+			v[i] = ^uint32(0)
+		}
+	}
+	m.vset(d.reg, v, w)
+}
+
+// aligned fails the call where an aligned move's address is not a
+// multiple of its size (the CPU faults).
+func (m *machine) aligned(r memRef, size int) {
+	if a := m.addr(r); a%uint64(size) != 0 {
+		m.failf("aligned access of %d bytes at %#x", size, a)
+	}
+}
+
+// cmpPredicate evaluates VCMPPS's predicate p (0-31; 16-31 are 0-15
+// with the other signalling behaviour, which is not modelled).
+func cmpPredicate(x, y float32, p int64) bool {
+	unord := x != x || y != y
+	switch p & 15 {
+	case 0: // EQ_OQ
+		return x == y
+	case 1: // LT_OS
+		return x < y
+	case 2: // LE_OS
+		return x <= y
+	case 3: // UNORD_Q
+		return unord
+	case 4: // NEQ_UQ
+		return x != y
+	case 5: // NLT_US
+		return !(x < y)
+	case 6: // NLE_US
+		return !(x <= y)
+	case 7: // ORD_Q
+		return !unord
+	case 8: // EQ_UQ
+		return x == y || unord
+	case 9: // NGE_US
+		return !(x >= y)
+	case 10: // NGT_US
+		return !(x > y)
+	case 11: // FALSE_OQ
+		return false
+	case 12: // NEQ_OQ
+		return x != y && !unord
+	case 13: // GE_OS
+		return x >= y
+	case 14: // GT_OS
+		return x > y
+	}
+	return true // TRUE_UQ
 }

@@ -19,10 +19,13 @@ func TestFMA32(t *testing.T) {
 		f, _ := p.Float32()
 		return f
 	}
-	for i := range 200000 {
+	for i := range 250000 {
 		x, y := float32(rng.NormFloat64()), float32(rng.NormFloat64())
 		var z float32
-		switch i % 4 {
+		switch i % 5 {
+		case 4: // float32's subnormal range
+			x, y = x*0x1p-70, y*0x1p-60
+			z = float32(rng.NormFloat64()) * 0x1p-130
 		case 0:
 			z = float32(rng.NormFloat64())
 		case 1: // cancellation: z near -x*y
@@ -191,10 +194,41 @@ func TestParseErrors(t *testing.T) {
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVADDPS Y1, Z2, Z3\n\tRET", "mixed vector widths"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVXORPS.BCST (AX), Z2, Z3\n\tRET", ".BCST"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ (AX), (BX)\n\tRET", "operands"},
-		{"#define X 1\nTEXT ·f(SB), NOSPLIT, $0-8\n\tRET", "preprocessor"},
+		{"#define M \\\n\tRET\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM\n\tRET", "instruction M not supported"},
+		{"#ifdef X\nTEXT ·f(SB), NOSPLIT, $0-8\n\tRET", "preprocessor"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVCMPPS $32, Z1, Z2, K1\n\tRET", "predicate"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVMOVUPS.Z Z1, K1, Z2\n\tRET", ".Z"},
 	} {
-		if _, err := Parse(tc.src); err == nil || !strings.Contains(err.Error(), tc.want) {
+		// Structural errors fail Parse; a line the interpreter cannot
+		// run fails its function only.
+		p, err := Parse(tc.src)
+		if err == nil {
+			err = p.Err("f")
+			if err != nil && p.Call("f", new(Args)) == nil {
+				t.Errorf("%q: Call ran a function that cannot run", tc.src)
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error with %q", tc.src, err, tc.want)
 		}
 	}
+}
+
+// FuzzParse parses arbitrary text and runs what parses on an empty frame:
+// neither may panic (every access outside the frame is an error).
+func FuzzParse(f *testing.F) {
+	f.Add(sumProg)
+	f.Add("TEXT ·f(SB), NOSPLIT, $0-16\n\tMOVQ a+0(FP), AX\n\tVMOVUPS (AX), Z1\n\tRET")
+	f.Add("TEXT ·f(SB), NOSPLIT, $0-8\nl:\n\tKMOVW K1, a+0(FP)\n\tDECQ a+0(FP)\n\tJNE l\n\tRET")
+	defer func(n int) { maxSteps = n }(maxSteps)
+	maxSteps = 10000
+	f.Fuzz(func(t *testing.T, src string) {
+		p, err := Parse(src)
+		if err != nil {
+			return
+		}
+		for _, name := range p.Funcs() {
+			_ = p.Call(name, new(Args))
+		}
+	})
 }
