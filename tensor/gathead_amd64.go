@@ -39,6 +39,21 @@ func prefetch(p *float32)
 //go:noescape
 func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail int, scale *float32)
 
+// spmmRowVec512 is kernelSet.spmmRow: spmmRowAVX512 on the slices.
+func spmmRowVec512(n, m int, x []float32, ldx int, idx []int32, w []float32, wstep int, o []float32, lim, tail int, mean bool) {
+	var scale *float32
+	if mean {
+		inv := 1 / float32(n)
+		scale = &inv
+	}
+	spmmRowAVX512(n, m, &x[0], ldx, &idx[0], &w[0], wstep, &o[0], lim, tail, scale)
+}
+
+// spmmRowsVec512 is kernelSet.spmmRows: spmmRowsAVX512 on the slices.
+func spmmRowsVec512(rows int, indptr []int64, idx []int32, w []float32, wstep int, x []float32, ldx int, o []float32, ldo, lim, mean, mask int) {
+	spmmRowsAVX512(rows, &indptr[0], &idx[0], &w[0], wstep, &x[0], ldx, &o[0], ldo, lim, mean, mask)
+}
+
 // spmmRows16AVX2 sets rows of 16 values, each to its edges' weighted sum
 // of rows of x, from zero, in one call (see gathead_amd64.s): spmmRow16AVX2
 // on rows [lo, hi) of a CSR without a Go call, a clear and slicing per

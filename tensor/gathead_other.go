@@ -18,14 +18,6 @@ func spmmRow16AVX2(n int, x *float32, ldx int, idx *int32, w *float32, wstep int
 	panic("tensor: no row kernels")
 }
 
-func spmmRowAVX512(n, m int, x *float32, ldx int, idx *int32, w *float32, wstep int, o *float32, lim int, tail int, scale *float32) {
-	panic("tensor: no row kernels")
-}
-
 func spmmRows16AVX2(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int) {
-	panic("tensor: no row kernels")
-}
-
-func spmmRowsAVX512(rows int, indptr *int64, idx *int32, w *float32, wstep int, x *float32, ldx int, o *float32, ldo int, lim int, mean int, mask int) {
 	panic("tensor: no row kernels")
 }

@@ -132,6 +132,15 @@ type kernelSet struct {
 	// clear, w = ⌈cols/64⌉: a dropout at p = 1/2 applied straight from
 	// its draws (dropoutBitsGeneric).
 	dropoutBits func(d, s []float32, rows, cols int, bits []uint64, keep float32)
+	// spmmRow, when not nil, adds Σ_{e<n} w[e·wstep/4]·x[idx[e]·ldx/4:]
+	// [:16m + the tail's lanes] to o (ldx and wstep in bytes), prefetching
+	// ahead while e+8 < lim, and then, with mean, multiplies it by 1/n:
+	// the row kernel of rows of any width, the row in registers, up to
+	// spmm512Cols columns a call (spmmRowVec512).
+	spmmRow func(n, m int, x []float32, ldx int, idx []int32, w []float32, wstep int, o []float32, lim, tail int, mean bool)
+	// spmmRows, when not nil, is spmmRows16AVX2 for rows of fewer than 16
+	// values, the lanes of mask (spmmRowsVec512).
+	spmmRows func(rows int, indptr []int64, idx []int32, w []float32, wstep int, x []float32, ldx int, o []float32, ldo, lim, mean, mask int)
 }
 
 var (

@@ -59,15 +59,19 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32, mean bool) 
 		spmmRow16AVX2(n, &x.Data[0], x.Cols*4, &idx[0], wp, step, &o[0], len(idx), scale)
 		return
 	}
-	if ks().name == "avx512" {
+	if k := ks().spmmRow; k != nil {
 		// The row in registers, 256 columns at a time. (Rows of 16 keep
 		// the AVX2 kernel above, its two registers: the general loop's
 		// per-edge work made it 1.3x as long there, Cora's GCN hidden
 		// width; 0.51x on rows of 7, 0.82x of 32, 0.75x of 64, 0.63x of
 		// 100 in cache.)
+		ws := oneWeight
+		if w != nil {
+			ws = w
+		}
 		for c := 0; c < x.Cols; c += spmm512Cols {
 			part := min(spmm512Cols, x.Cols-c)
-			spmmRowAVX512(n, part/16, &x.Data[c], x.Cols*4, &idx[0], wp, step, &o[c], len(idx), 1<<(part%16)-1, scale)
+			k(n, part/16, x.Data[c:], x.Cols*4, idx, ws, step, o[c:], len(idx), 1<<(part%16)-1, mean)
 		}
 		return
 	}
@@ -90,8 +94,11 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32, mean bool) 
 // rowsKernel reports whether spmmRows takes rows of cols values: 16 with
 // AVX2 (a row in two registers), fewer with AVX-512 (one, masked).
 func rowsKernel(cols int) bool {
-	return cols == 16 || cols > 0 && cols < 16 && ks().name == "avx512"
+	return cols == 16 || cols > 0 && cols < 16 && ks().spmmRows != nil
 }
+
+// oneWeight is the weight of every edge of an unweighted aggregation.
+var oneWeight = []float32{1}
 
 // spmmRows sets rows [lo, hi) of o (cols values, rowsKernel(cols)) to what
 // clearing each and spmmRow(o.Row(d), x, idx[indptr[d]:], n,
@@ -125,7 +132,11 @@ func spmmRows(o Matrix, lo, hi int, indptr []int64, idx []int32, w []float32, x 
 		spmmRows16AVX2(hi-lo, &indptr[lo], &idx[0], wp, step, &x.Data[0], x.Cols*4, &o.Data[lo*o.Cols], o.Cols*4, len(idx), m)
 		return
 	}
-	spmmRowsAVX512(hi-lo, &indptr[lo], &idx[0], wp, step, &x.Data[0], x.Cols*4, &o.Data[lo*o.Cols], o.Cols*4, len(idx), m, 1<<x.Cols-1)
+	ws := oneWeight
+	if w != nil {
+		ws = w
+	}
+	ks().spmmRows(hi-lo, indptr[lo:], idx, ws, step, x.Data, x.Cols*4, o.Data[lo*o.Cols:], o.Cols*4, len(idx), m, 1<<x.Cols-1)
 }
 
 // transposedWeights returns the weight of every edge of g in the order of

@@ -69,6 +69,7 @@ func avx512Set() *kernelSet {
 	ks.wide = &microKernel{mr: 12, nr: 32, fn: sgemmAVX512x12x32Fn, rows: avx512WideRows, pfBytes: avx512WidePF}
 	ks.narrow = &microKernel{mr: 24, nr: 16, fn: sgemmAVX512x24x16Fn, rows: avx512NarrowRows, pfBytes: avx512NarrowPF, ahead: avx512NarrowAhead, cs1: avx512NarrowCs1}
 	ks.epilogue, ks.dropout, ks.dropoutBits = epilogueVec512, dropoutVec512, dropoutBitsVec512
+	ks.spmmRow, ks.spmmRows = spmmRowVec512, spmmRowsVec512
 	return ks
 }
 

@@ -320,6 +320,14 @@ func (m *machine) exec(in *inst) {
 		}
 		m.zf, m.sf = r == 0, int64(r) < 0 // CF is left as it was
 		m.store64(a[0], r, 8)
+	case opIMULQ:
+		x, y := int64(m.gpr[a[1].reg.n]), int64(m.load64(a[0], 8))
+		r := x * y
+		m.cf = x != 0 && (r/x != y || x == -1 && y == math.MinInt64) // the product does not fit
+		m.of = m.cf
+		m.gpr[a[1].reg.n] = uint64(r)
+	case opMOVLQSX:
+		m.gpr[a[1].reg.n] = uint64(int64(int32(m.load64(a[0], 4))))
 	case opLEAQ:
 		m.gpr[a[1].reg.n] = m.addr(a[0].mem)
 	case opIMUL3Q:

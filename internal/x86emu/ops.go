@@ -59,6 +59,11 @@ const (
 	opVPXORD
 	opVMAXPS
 	opVCMPPS
+	opIMULQ
+	opMOVLQSX
+	opVMOVD
+	opVCVTSI2SSQ
+	opVDIVSS
 )
 
 var opcodes = map[string]opcode{
@@ -78,6 +83,15 @@ var opcodes = map[string]opcode{
 	"VMOVAPS": opVMOVAPS, "KMOVW": opKMOVW, "KSHIFTRW": opKSHIFTRW,
 	"VMOVSD": opVMOVSD, "VMOVSS": opVMOVSS, "VMULSS": opVMULSS, "VPXORD": opVPXORD,
 	"VMAXPS": opVMAXPS, "VCMPPS": opVCMPPS,
+	"IMULQ": opIMULQ, "MOVLQSX": opMOVLQSX, "VMOVD": opVMOVD, "VCVTSI2SSQ": opVCVTSI2SSQ, "VDIVSS": opVDIVSS,
+}
+
+// maskable are the instructions that may take a mask register before
+// their destination ("OP src, K, dst"): the lanes it leaves out are not
+// loaded or stored (so they cannot fault), and keep their value or, with
+// .Z, are zeroed.
+var maskable = map[opcode]bool{
+	opVMOVUPS: true, opVMOVAPS: true, opVADDPS: true, opVMULPS: true, opVFMADD231PS: true, opVFMADD213PS: true,
 }
 
 func isJump(op opcode) bool { return op >= opJMP && op <= opJAE }
@@ -116,7 +130,7 @@ var forms = map[opcode][]string{
 	opADDQ: {"ir", "rr", "mr", "im", "rm"}, opSUBQ: {"ir", "rr", "mr", "im", "rm"},
 	opANDQ: {"ir", "rr", "mr"}, opORQ: {"ir", "rr", "mr"}, opXORQ: {"ir", "rr", "mr"},
 	opSHLQ: {"ir"}, opSHRQ: {"ir"},
-	opTESTQ: {"ir", "rr"}, opCMPQ: {"ri", "rr", "ir"},
+	opTESTQ: {"ir", "rr"}, opCMPQ: {"ri", "rr", "ir", "rm", "mr"},
 	opINCQ: {"r", "m"}, opDECQ: {"r", "m"}, opLEAQ: {"mr"}, opIMUL3Q: {"irr"}, opRET: {""},
 	opPREFETCH: {"m"},
 	opVMOVUPS:  {"mv", "vm", "vv"}, opMOVSS: {"mx", "xm"},
@@ -126,11 +140,13 @@ var forms = map[opcode][]string{
 	opVHADDPS: {"vvv"}, opVEXTRACTF128: {"iyx"}, opVZEROUPPER: {""},
 	opVPBROADCASTD: {"rv", "xv", "mv"}, opVPMOVZXWD: {"mv"},
 	opVPCMPGTD: {"vvk", "mvk", "vvv", "mvv"},
-	opVMOVAPS:  {"vv", "mv", "vm", "vkv"},
+	opVMOVAPS:  {"vv", "mv", "vm"},
 	opKMOVW:    {"mk", "km", "rk", "kr", "kk"}, opKSHIFTRW: {"ikk"},
 	opVMOVSD: {"mx", "xm"}, opVMOVSS: {"mx", "xm"}, opVMULSS: {"xxx"},
 	opVPXORD: {"vvv", "mvv"}, opVMAXPS: {"vvv", "mvv"},
 	opVCMPPS: {"ivvk", "imvk", "ivvv", "imvv"},
+	opIMULQ:  {"rr", "mr"}, opMOVLQSX: {"mr", "rr"},
+	opVMOVD: {"rx", "xr"}, opVCVTSI2SSQ: {"rxx"}, opVDIVSS: {"xxx"},
 }
 
 func checkForm(in *inst) error {
@@ -147,10 +163,10 @@ func checkForm(in *inst) error {
 	switch {
 	case in.bcst && in.op != opVFMADD231PS && in.op != opVFMADD213PS && in.op != opVMULPS && in.op != opVADDPS:
 		return fmt.Errorf(".BCST not supported on this instruction")
-	case in.zero && in.op != opVMOVAPS:
-		return fmt.Errorf(".Z not supported on this instruction")
-	case in.zero && (len(got) != 3 || got[1] != 'k'):
+	case in.zero && !in.masked:
 		return fmt.Errorf(".Z needs a mask register")
+	case in.masked && got[len(got)-1] == 'm' && in.zero:
+		return fmt.Errorf(".Z on a store")
 	}
 	for _, f := range forms[in.op] {
 		if len(f) != len(got) {

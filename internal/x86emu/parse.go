@@ -100,8 +100,12 @@ type inst struct {
 	args []operand
 	bcst bool // .BCST: the memory operand is one element broadcast
 	zero bool // .Z: lanes the mask leaves out are zeroed
-	line int
-	text string
+	// masked: the instruction has a mask register (mask), given before
+	// its destination and taken out of args.
+	masked bool
+	mask   reg
+	line   int
+	text   string
 }
 
 var gprNames = map[string]uint8{
@@ -261,7 +265,7 @@ func parseText(line string) (string, int, error) {
 // 512-bit or mask register, a vector register above 15, or an embedded
 // broadcast.
 func (in *inst) evex() bool {
-	if in.bcst {
+	if in.bcst || in.masked {
 		return true
 	}
 	for _, a := range in.args {
@@ -335,6 +339,10 @@ func parseInst(line string) (inst, error) {
 			}
 			in.args = append(in.args, a)
 		}
+	}
+	if n := len(in.args); n >= 3 && maskable[op] && in.args[n-2].kind == opReg && in.args[n-2].reg.class == classK {
+		in.masked, in.mask = true, in.args[n-2].reg
+		in.args = append(in.args[:n-2], in.args[n-1])
 	}
 	if err := checkForm(&in); err != nil {
 		return in, err

@@ -6,24 +6,43 @@ import (
 )
 
 // vsrc returns the w lanes of a vector source: a register's, w floats of
-// memory, or (bcst) one float of memory repeated.
-func (m *machine) vsrc(a operand, w int, bcst bool) [16]uint32 {
+// memory, or (bcst) one float of memory repeated. Of memory it reads only
+// the lanes of lanes (a mask register's bits), as the CPU does, which
+// suppresses the faults of the lanes left out.
+func (m *machine) vsrc(a operand, w int, bcst bool, lanes uint64) [16]uint32 {
 	var v [16]uint32
 	switch {
 	case a.kind == opReg:
 		copy(v[:w], m.vec[a.reg.n][:w])
+	case lanes&(1<<w-1) == 0:
 	case bcst:
 		x := binary.LittleEndian.Uint32(m.bytes(m.addr(a.mem), 4))
 		for i := range w {
 			v[i] = x
 		}
-	default:
+	case lanes&(1<<w-1) == 1<<w-1:
 		b := m.bytes(m.addr(a.mem), 4*w)
 		for i := range w {
 			v[i] = binary.LittleEndian.Uint32(b[4*i:])
 		}
+	default:
+		base := m.addr(a.mem)
+		for i := range w {
+			if lanes>>i&1 != 0 {
+				v[i] = binary.LittleEndian.Uint32(m.bytes(base+4*uint64(i), 4))
+			}
+		}
 	}
 	return v
+}
+
+// lanes returns the lanes an instruction loads, computes and stores: its
+// mask register's, or all.
+func (m *machine) lanes(in *inst) uint64 {
+	if in.masked {
+		return m.k[in.mask.n]
+	}
+	return ^uint64(0)
 }
 
 // vset writes the w lanes of v to a vector register and zeroes the lanes
@@ -32,6 +51,41 @@ func (m *machine) vset(r reg, v [16]uint32, w int) {
 	dst := &m.vec[r.n]
 	copy(dst[:w], v[:w])
 	clear(dst[w:])
+}
+
+// vout is vset under the instruction's mask: the lanes it leaves out keep
+// their value, or are zeroed (.Z).
+func (m *machine) vout(in *inst, r reg, v [16]uint32, w int) {
+	if in.masked {
+		k := m.k[in.mask.n]
+		for i := range w {
+			if k>>i&1 == 0 {
+				v[i] = m.vec[r.n][i]
+				if in.zero {
+					v[i] = 0
+				}
+			}
+		}
+	}
+	m.vset(r, v, w)
+}
+
+// vstore writes the w lanes of register r to memory at a, the lanes of
+// lanes only.
+func (m *machine) vstore(a memRef, r reg, w int, lanes uint64) {
+	base := m.addr(a)
+	if lanes&(1<<w-1) == 1<<w-1 {
+		b := m.bytes(base, 4*w)
+		for i := range w {
+			binary.LittleEndian.PutUint32(b[4*i:], m.vec[r.n][i])
+		}
+		return
+	}
+	for i := range w {
+		if lanes>>i&1 != 0 {
+			binary.LittleEndian.PutUint32(m.bytes(base+4*uint64(i), 4), m.vec[r.n][i])
+		}
+	}
 }
 
 func f32(x uint32) float32 { return math.Float32frombits(x) }
@@ -46,15 +100,11 @@ func (m *machine) execVec(in *inst) {
 		}
 	case opVMOVUPS:
 		if a[1].kind == opMem {
-			w := a[0].reg.width()
-			b := m.bytes(m.addr(a[1].mem), 4*w)
-			for i := range w {
-				binary.LittleEndian.PutUint32(b[4*i:], m.vec[a[0].reg.n][i])
-			}
+			m.vstore(a[1].mem, a[0].reg, a[0].reg.width(), m.lanes(in))
 			return
 		}
 		w := a[1].reg.width()
-		m.vset(a[1].reg, m.vsrc(a[0], w, false), w)
+		m.vout(in, a[1].reg, m.vsrc(a[0], w, false, m.lanes(in)), w)
 	case opMOVSS:
 		if a[1].kind == opMem {
 			binary.LittleEndian.PutUint32(m.bytes(m.addr(a[1].mem), 4), m.vec[a[0].reg.n][0])
@@ -84,7 +134,7 @@ func (m *machine) execVec(in *inst) {
 		m.vset(a[2].reg, v, 4)
 	case opVHADDPS:
 		w := a[2].reg.width()
-		x, y := m.vsrc(a[1], w, false), m.vsrc(a[0], w, false)
+		x, y := m.vsrc(a[1], w, false, ^uint64(0)), m.vsrc(a[0], w, false, ^uint64(0))
 		var v [16]uint32
 		for l := 0; l < w; l += 4 {
 			v[l] = u32(f32(x[l]) + f32(x[l+1]))
@@ -127,7 +177,7 @@ func (m *machine) execVec(in *inst) {
 			x = a[1:]
 		}
 		w := x[1].reg.width()
-		s2, s1 := m.vsrc(x[0], w, false), m.vec[x[1].reg.n]
+		s2, s1 := m.vsrc(x[0], w, false, ^uint64(0)), m.vec[x[1].reg.n]
 		var mask uint64
 		for i := range w {
 			var t bool
@@ -142,34 +192,32 @@ func (m *machine) execVec(in *inst) {
 		}
 		m.setMask(x[2], mask, w)
 	case opVMOVAPS:
-		switch {
-		case len(a) == 3: // src, K, dst: a masked register move
-			w := a[2].reg.width()
-			k := m.kmask(a[1].reg)
-			v := m.vec[a[2].reg.n]
-			for i := range w {
-				switch {
-				case k>>i&1 != 0:
-					v[i] = m.vec[a[0].reg.n][i]
-				case in.zero:
-					v[i] = 0
-				}
-			}
-			m.vset(a[2].reg, v, w)
-		case a[1].kind == opMem:
+		if a[1].kind == opMem {
 			w := a[0].reg.width()
 			m.aligned(a[1].mem, 4*w)
-			b := m.bytes(m.addr(a[1].mem), 4*w)
-			for i := range w {
-				binary.LittleEndian.PutUint32(b[4*i:], m.vec[a[0].reg.n][i])
-			}
-		default:
-			w := a[1].reg.width()
-			if a[0].kind == opMem {
-				m.aligned(a[0].mem, 4*w)
-			}
-			m.vset(a[1].reg, m.vsrc(a[0], w, false), w)
+			m.vstore(a[1].mem, a[0].reg, w, m.lanes(in))
+			return
 		}
+		w := a[1].reg.width()
+		if a[0].kind == opMem {
+			m.aligned(a[0].mem, 4*w)
+		}
+		m.vout(in, a[1].reg, m.vsrc(a[0], w, false, m.lanes(in)), w)
+	case opVMOVD:
+		if a[1].reg.class == classGPR {
+			m.gpr[a[1].reg.n] = uint64(m.vec[a[0].reg.n][0])
+			return
+		}
+		m.vset(a[1].reg, [16]uint32{uint32(m.gpr[a[0].reg.n])}, 4)
+	case opVCVTSI2SSQ, opVDIVSS:
+		// "OP s2, s1, d": d[0] = s1[0] op s2[0], d[1:4] = s1[1:4].
+		v := m.vec[a[1].reg.n]
+		if in.op == opVDIVSS {
+			v[0] = u32(f32(v[0]) / f32(m.vec[a[0].reg.n][0]))
+		} else {
+			v[0] = u32(float32(int64(m.gpr[a[0].reg.n])))
+		}
+		m.vset(a[2].reg, v, 4)
 	case opKMOVW:
 		var x uint64
 		switch {
@@ -223,7 +271,7 @@ func (m *machine) execVec(in *inst) {
 		// Three-operand arithmetic: Go's "OP s2, s1, d" is Intel's
 		// "op d, s1, s2".
 		w := a[2].reg.width()
-		s2 := m.vsrc(a[0], w, in.bcst)
+		s2 := m.vsrc(a[0], w, in.bcst, m.lanes(in))
 		s1 := m.vec[a[1].reg.n]
 		d := m.vec[a[2].reg.n]
 		var v [16]uint32
@@ -262,7 +310,7 @@ func (m *machine) execVec(in *inst) {
 		default:
 			m.failf("opcode not implemented")
 		}
-		m.vset(a[2].reg, v, w)
+		m.vout(in, a[2].reg, v, w)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -185,6 +186,46 @@ eq:
 	}
 }
 
+// TestMasks checks masked loads, arithmetic and stores: the lanes a mask
+// leaves out are neither read nor written (a masked load past the lent
+// memory is fine), and keep their value or are zeroed.
+func TestMasks(t *testing.T) {
+	const prog = `
+TEXT ·f(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ o+8(FP), DI
+	MOVQ k+16(FP), AX
+	KMOVW AX, K1
+	VBROADCASTSS (DI), Z1
+	VMOVUPS.Z (SI), K1, Z0
+	VFMADD231PS (SI), Z0, K1, Z1
+	VMOVUPS Z1, K1, (DI)
+	RET
+`
+	p, err := Parse(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := []float32{1, 2, 3}
+	o := make([]float32, 16)
+	for i := range o {
+		o[i] = 10
+	}
+	args := new(Args).Ptr(unsafe.Pointer(&x[0])).Ptr(unsafe.Pointer(&o[0])).Int(0b101)
+	if err := p.Call("f", args, Floats(x), Floats(o)); err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{11, 10, 19, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10}
+	if !slices.Equal(o, want) {
+		t.Fatalf("masked lanes: got %v, want %v", o, want)
+	}
+	// With a lane past x in the mask, the load faults.
+	args = new(Args).Ptr(unsafe.Pointer(&x[0])).Ptr(unsafe.Pointer(&o[0])).Int(0b1001)
+	if err := p.Call("f", args, Floats(x), Floats(o)); err == nil {
+		t.Fatal("a masked load of a lane past the lent memory did not fail")
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVPGATHERDD (AX), Z1\n\tRET", "not supported"},
@@ -197,7 +238,7 @@ func TestParseErrors(t *testing.T) {
 		{"#define M \\\n\tRET\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM\n\tRET", "instruction M not supported"},
 		{"#ifdef X\nTEXT ·f(SB), NOSPLIT, $0-8\n\tRET", "preprocessor"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVCMPPS $32, Z1, Z2, K1\n\tRET", "predicate"},
-		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVMOVUPS.Z Z1, K1, Z2\n\tRET", ".Z"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVMOVUPS.Z Z1, Z2\n\tRET", ".Z needs a mask"},
 	} {
 		// Structural errors fail Parse; a line the interpreter cannot
 		// run fails its function only.
