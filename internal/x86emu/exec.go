@@ -17,6 +17,7 @@ var maxSteps = 1 << 31
 type region struct {
 	base uintptr
 	b    []byte
+	ro   bool // the file's data: stores fail
 }
 
 // machine is the state of one call.
@@ -27,6 +28,7 @@ type machine struct {
 	zf, sf, cf, of bool
 	mem            []region
 	fp             uint64 // address of the argument frame
+	prog           *Program
 	fn             *function
 	pc             int
 }
@@ -100,14 +102,17 @@ func (p *Program) Call(name string, args *Args, mem ...[]byte) error {
 	for len(args.b) < fn.argSize {
 		args.b = append(args.b, 0)
 	}
-	m := &machine{fn: fn}
+	m := &machine{fn: fn, prog: p}
+	for _, b := range p.data {
+		m.mem = append(m.mem, region{uintptr(unsafe.Pointer(&b[0])), b, true})
+	}
 	if len(args.b) > 0 {
 		m.fp = uint64(uintptr(unsafe.Pointer(&args.b[0])))
-		m.mem = append(m.mem, region{uintptr(m.fp), args.b})
+		m.mem = append(m.mem, region{uintptr(m.fp), args.b, false})
 	}
 	for _, b := range mem {
 		if len(b) > 0 {
-			m.mem = append(m.mem, region{uintptr(unsafe.Pointer(&b[0])), b})
+			m.mem = append(m.mem, region{uintptr(unsafe.Pointer(&b[0])), b, false})
 		}
 	}
 	return m.run()
@@ -187,6 +192,12 @@ func (m *machine) addr(r memRef) uint64 {
 		a += m.gpr[r.base.n]
 	case classFP:
 		a += m.fp
+	case classSB:
+		b, ok := m.prog.data[r.sym]
+		if !ok {
+			m.failf("no data symbol %s<>", r.sym)
+		}
+		a += uint64(uintptr(unsafe.Pointer(&b[0])))
 	}
 	if r.index.class == classGPR {
 		a += m.gpr[r.index.n] * uint64(r.scale)
@@ -194,10 +205,19 @@ func (m *machine) addr(r memRef) uint64 {
 	return a
 }
 
-// bytes returns the n lent bytes at address a, or fails the call.
-func (m *machine) bytes(a uint64, n int) []byte {
+// bytes returns the n lent bytes at address a, to load, or fails the
+// call.
+func (m *machine) bytes(a uint64, n int) []byte { return m.access(a, n, false) }
+
+// wbytes is bytes for a store.
+func (m *machine) wbytes(a uint64, n int) []byte { return m.access(a, n, true) }
+
+func (m *machine) access(a uint64, n int, write bool) []byte {
 	for _, r := range m.mem {
 		if off := a - uint64(r.base); a >= uint64(r.base) && off+uint64(n) <= uint64(len(r.b)) {
+			if write && r.ro {
+				m.failf("store of %d bytes at %#x to read-only data", n, a)
+			}
 			return r.b[off : off+uint64(n)]
 		}
 	}
@@ -229,7 +249,7 @@ func (m *machine) store64(a operand, v uint64, size int) {
 		m.gpr[a.reg.n] = v
 		return
 	}
-	b := m.bytes(m.addr(a.mem), size)
+	b := m.wbytes(m.addr(a.mem), size)
 	if size == 4 {
 		binary.LittleEndian.PutUint32(b, uint32(v))
 		return
@@ -286,22 +306,6 @@ func (m *machine) exec(in *inst) {
 		}
 		m.setLogic(r)
 		m.store64(a[1], r, 8)
-	case opSHLQ, opSHRQ:
-		s := uint(a[0].imm & 63)
-		x := m.gpr[a[1].reg.n]
-		if s == 0 {
-			break
-		}
-		var r uint64
-		if in.op == opSHLQ {
-			r = x << s
-			m.cf = x>>(64-s)&1 != 0
-		} else {
-			r = x >> s
-			m.cf = x>>(s-1)&1 != 0
-		}
-		m.zf, m.sf = r == 0, int64(r) < 0
-		m.gpr[a[1].reg.n] = r
 	case opTESTQ:
 		m.setLogic(m.load64(a[0], 8) & m.load64(a[1], 8))
 	case opCMPQ:
@@ -345,6 +349,8 @@ func (m *machine) exec(in *inst) {
 		m.of = m.cf
 		m.gpr[a[2].reg.n] = lo
 	default:
-		m.execVec(in)
+		if !m.execInt(in) {
+			m.execVec(in)
+		}
 	}
 }

@@ -64,6 +64,40 @@ const (
 	opVMOVD
 	opVCVTSI2SSQ
 	opVDIVSS
+	// integer vectors, masks and the scalar ops of the rng kernels (int.go)
+	opVMOVDQU
+	opVMOVDQU16
+	opVMOVDQU32
+	opVMOVDQU64
+	opVMOVDQA64
+	opVPAND
+	opVPOR
+	opVPXOR
+	opVPANDQ
+	opVPORQ
+	opVPXORQ
+	opVPADDQ
+	opVPSUBQ
+	opVPMULUDQ
+	opVPSRLQ
+	opVPSLLQ
+	opVPSLLVQ
+	opVPSLLW
+	opVPTESTMQ
+	opVPCMPUQ
+	opVPBROADCASTQ
+	opVPMOVM2W
+	opVMOVQ
+	opKXORW
+	opKORW
+	opKMOVQ
+	opKMOVD
+	opKSHIFTRQ
+	opMULQ
+	opSHLL
+	opSHRL
+	opDECL
+	opINCL
 )
 
 var opcodes = map[string]opcode{
@@ -84,6 +118,21 @@ var opcodes = map[string]opcode{
 	"VMOVSD": opVMOVSD, "VMOVSS": opVMOVSS, "VMULSS": opVMULSS, "VPXORD": opVPXORD,
 	"VMAXPS": opVMAXPS, "VCMPPS": opVCMPPS,
 	"IMULQ": opIMULQ, "MOVLQSX": opMOVLQSX, "VMOVD": opVMOVD, "VCVTSI2SSQ": opVCVTSI2SSQ, "VDIVSS": opVDIVSS,
+	"VMOVDQU": opVMOVDQU, "VMOVDQU16": opVMOVDQU16, "VMOVDQU32": opVMOVDQU32, "VMOVDQU64": opVMOVDQU64, "VMOVDQA64": opVMOVDQA64,
+	"VPAND": opVPAND, "VPOR": opVPOR, "VPXOR": opVPXOR, "VPANDQ": opVPANDQ, "VPORQ": opVPORQ, "VPXORQ": opVPXORQ,
+	"VPADDQ": opVPADDQ, "VPSUBQ": opVPSUBQ, "VPMULUDQ": opVPMULUDQ, "VPSRLQ": opVPSRLQ, "VPSLLQ": opVPSLLQ,
+	"VPSLLVQ": opVPSLLVQ, "VPSLLW": opVPSLLW, "VPTESTMQ": opVPTESTMQ, "VPCMPUQ": opVPCMPUQ,
+	"VPBROADCASTQ": opVPBROADCASTQ, "VPMOVM2W": opVPMOVM2W, "VMOVQ": opVMOVQ,
+	"KXORW": opKXORW, "KORW": opKORW, "KMOVQ": opKMOVQ, "KMOVD": opKMOVD, "KSHIFTRQ": opKSHIFTRQ,
+	"MULQ": opMULQ, "SHLL": opSHLL, "SHRL": opSHRL, "DECL": opDECL, "INCL": opINCL,
+}
+
+// elemSize gives the element size in bytes, where it is not 4, of the
+// instructions whose masks select elements (or that broadcast one).
+var elemSize = map[opcode]int{
+	opVMOVDQU16: 2, opVMOVDQU64: 8, opVMOVDQA64: 8, opVPANDQ: 8, opVPORQ: 8, opVPXORQ: 8,
+	opVPADDQ: 8, opVPSUBQ: 8, opVPMULUDQ: 8, opVPSRLQ: 8, opVPSLLQ: 8, opVPSLLVQ: 8, opVPSLLW: 2,
+	opVPTESTMQ: 8, opVPCMPUQ: 8, opVPBROADCASTQ: 8,
 }
 
 // maskable are the instructions that may take a mask register before
@@ -92,6 +141,8 @@ var opcodes = map[string]opcode{
 // .Z, are zeroed.
 var maskable = map[opcode]bool{
 	opVMOVUPS: true, opVMOVAPS: true, opVADDPS: true, opVMULPS: true, opVFMADD231PS: true, opVFMADD213PS: true,
+	opVMOVDQU16: true, opVMOVDQU32: true, opVMOVDQU64: true, opVMOVDQA64: true,
+	opVPANDQ: true, opVPORQ: true, opVPXORQ: true, opVPADDQ: true, opVPSUBQ: true, opVPSLLVQ: true,
 }
 
 func isJump(op opcode) bool { return op >= opJMP && op <= opJAE }
@@ -129,7 +180,7 @@ var forms = map[opcode][]string{
 	opMOVQ: {"ir", "rr", "mr", "rm", "im"}, opMOVL: {"ir", "rr", "mr", "rm", "im"},
 	opADDQ: {"ir", "rr", "mr", "im", "rm"}, opSUBQ: {"ir", "rr", "mr", "im", "rm"},
 	opANDQ: {"ir", "rr", "mr"}, opORQ: {"ir", "rr", "mr"}, opXORQ: {"ir", "rr", "mr"},
-	opSHLQ: {"ir"}, opSHRQ: {"ir"},
+	opSHLQ: {"ir", "rr"}, opSHRQ: {"ir", "rr"},
 	opTESTQ: {"ir", "rr"}, opCMPQ: {"ri", "rr", "ir", "rm", "mr"},
 	opINCQ: {"r", "m"}, opDECQ: {"r", "m"}, opLEAQ: {"mr"}, opIMUL3Q: {"irr"}, opRET: {""},
 	opPREFETCH: {"m"},
@@ -147,6 +198,16 @@ var forms = map[opcode][]string{
 	opVCMPPS: {"ivvk", "imvk", "ivvv", "imvv"},
 	opIMULQ:  {"rr", "mr"}, opMOVLQSX: {"mr", "rr"},
 	opVMOVD: {"rx", "xr"}, opVCVTSI2SSQ: {"rxx"}, opVDIVSS: {"xxx"},
+	opVMOVDQU: {"mv", "vm", "vv"}, opVMOVDQU16: {"mv", "vm", "vv"}, opVMOVDQU32: {"mv", "vm", "vv"},
+	opVMOVDQU64: {"mv", "vm", "vv"}, opVMOVDQA64: {"mv", "vm", "vv"},
+	opVPAND: {"vvv", "mvv"}, opVPOR: {"vvv", "mvv"}, opVPXOR: {"vvv", "mvv"},
+	opVPANDQ: {"vvv", "mvv"}, opVPORQ: {"vvv", "mvv"}, opVPXORQ: {"vvv", "mvv"},
+	opVPADDQ: {"vvv", "mvv"}, opVPSUBQ: {"vvv", "mvv"}, opVPMULUDQ: {"vvv", "mvv"}, opVPSLLVQ: {"vvv", "mvv"},
+	opVPSRLQ: {"ivv"}, opVPSLLQ: {"ivv"}, opVPSLLW: {"ivv"},
+	opVPTESTMQ: {"vvk", "mvk"}, opVPCMPUQ: {"ivvk", "imvk"},
+	opVPBROADCASTQ: {"rv", "xv", "mv"}, opVPMOVM2W: {"kv"}, opVMOVQ: {"rx", "xr"},
+	opKXORW: {"kkk"}, opKORW: {"kkk"}, opKMOVQ: {"rk", "kr", "kk"}, opKMOVD: {"rk", "kr", "kk"}, opKSHIFTRQ: {"ikk"},
+	opMULQ: {"r", "m"}, opSHLL: {"ir", "rr"}, opSHRL: {"ir", "rr"}, opDECL: {"r"}, opINCL: {"r"},
 }
 
 func checkForm(in *inst) error {
@@ -184,8 +245,11 @@ func checkForm(in *inst) error {
 			if in.bcst && got[0] != 'm' {
 				return fmt.Errorf(".BCST needs a memory source")
 			}
-			if in.op == opVCMPPS && in.args[0].imm&^31 != 0 {
+			if in.op == opVCMPPS && in.args[0].imm&^31 != 0 || in.op == opVPCMPUQ && in.args[0].imm&^7 != 0 {
 				return fmt.Errorf("comparison predicate %d", in.args[0].imm)
+			}
+			if (in.op == opSHLQ || in.op == opSHRQ || in.op == opSHLL || in.op == opSHRL) && got[0] == 'r' && in.args[0].reg.n != 1 {
+				return fmt.Errorf("a shift count register other than CX")
 			}
 			return checkWidths(in)
 		}
@@ -196,7 +260,9 @@ func checkForm(in *inst) error {
 // checkWidths rejects mixed vector widths where the instruction needs one.
 func checkWidths(in *inst) error {
 	switch in.op {
-	case opVXORPS, opVPXORD, opVADDPS, opVSUBPS, opVMULPS, opVMAXPS, opVFMADD231PS, opVFMADD213PS, opVHADDPS, opVPCMPGTD, opVCMPPS, opVMOVAPS:
+	case opVXORPS, opVPXORD, opVADDPS, opVSUBPS, opVMULPS, opVMAXPS, opVFMADD231PS, opVFMADD213PS, opVHADDPS, opVPCMPGTD, opVCMPPS, opVMOVAPS,
+		opVPAND, opVPOR, opVPXOR, opVPANDQ, opVPORQ, opVPXORQ, opVPADDQ, opVPSUBQ, opVPMULUDQ, opVPSLLVQ,
+		opVPSRLQ, opVPSLLQ, opVPSLLW, opVPTESTMQ, opVPCMPUQ, opVMOVDQU, opVMOVDQU16, opVMOVDQU32, opVMOVDQU64, opVMOVDQA64:
 		w := 0
 		for _, a := range in.args {
 			if x := a.reg.width(); a.kind == opReg && x > 0 {

@@ -29,6 +29,7 @@ import (
 // Program is a parsed assembly file: its TEXT symbols, ready to Call.
 type Program struct {
 	funcs map[string]*function
+	data  map[string][]byte // the file's DATA symbols (name<>), read-only
 }
 
 type function struct {
@@ -50,6 +51,7 @@ const (
 	classZ             // Z0 ... Z31 (512 bits)
 	classK             // K0 ... K7
 	classFP            // the argument frame pseudo-register
+	classSB            // a data symbol of the file (memRef.sym)
 )
 
 type reg struct {
@@ -93,6 +95,7 @@ type memRef struct {
 	base, index reg // class none where absent
 	scale       int64
 	off         int64
+	sym         string // the data symbol of an SB base
 }
 
 type inst struct {
@@ -100,6 +103,9 @@ type inst struct {
 	args []operand
 	bcst bool // .BCST: the memory operand is one element broadcast
 	zero bool // .Z: lanes the mask leaves out are zeroed
+	// esize is the bytes of the elements a mask's bits select (and of
+	// .BCST's element): 4 but where elemSize says otherwise.
+	esize int
 	// masked: the instruction has a mask register (mask), given before
 	// its destination and taken out of args.
 	masked bool
@@ -174,38 +180,68 @@ func Parse(src string) (*Program, error) {
 		return nil
 	}
 	lines := strings.Split(src, "\n")
+	macros := map[string]macro{}
+	type dataDef struct {
+		sym       string
+		off, size int
+		v         uint64
+		line      int
+	}
+	var defs []dataDef
+	sizes := map[string]int{}
 	for ln := 0; ln < len(lines); ln++ {
-		lineNo, line := ln+1, lines[ln]
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimSpace(line)
+		lineNo, line := ln+1, stripComment(lines[ln])
 		if line == "" || strings.HasPrefix(line, "#include") {
 			continue
 		}
 		if strings.HasPrefix(line, "#define") {
-			// A macro: a function that uses it cannot run here (its name
-			// is not an instruction). Skip its continuation lines.
-			for strings.HasSuffix(strings.TrimSpace(lines[ln]), "\\") && ln+1 < len(lines) {
+			for strings.HasSuffix(line, "\\") && ln+1 < len(lines) {
 				ln++
+				line = strings.TrimSuffix(line, "\\") + " " + stripComment(lines[ln])
 			}
+			name, m, err := parseMacro(strings.TrimPrefix(line, "#define"))
+			if err != nil {
+				return nil, fmt.Errorf("x86emu: line %d: %v", lineNo, err)
+			}
+			macros[name] = m
 			continue
 		}
 		if strings.HasPrefix(line, "#") {
 			return nil, fmt.Errorf("x86emu: line %d: preprocessor directive %q not supported", lineNo, line)
 		}
-		if strings.HasPrefix(line, "DATA ") || strings.HasPrefix(line, "GLOBL ") {
-			continue // a function that reads the data cannot run here
+		if rest, ok := strings.CutPrefix(line, "DATA "); ok {
+			// DATA name<>+off(SB)/size, $value
+			loc, val, _ := strings.Cut(rest, ",")
+			loc, sz, _ := strings.Cut(strings.TrimSpace(loc), "/")
+			m, err := parseMem(loc)
+			size, serr := strconv.Atoi(sz)
+			v, verr := parseInt(strings.TrimPrefix(strings.TrimSpace(val), "$"))
+			if err != nil || m.sym == "" || serr != nil || verr != nil || (size != 1 && size != 2 && size != 4 && size != 8) || !strings.HasPrefix(strings.TrimSpace(val), "$") {
+				return nil, fmt.Errorf("x86emu: line %d: DATA %q not supported", lineNo, rest)
+			}
+			defs = append(defs, dataDef{m.sym, int(m.off), size, uint64(v), lineNo})
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "GLOBL "); ok {
+			// GLOBL name<>(SB), flags, $size
+			f := strings.Split(rest, ",")
+			m, err := parseMem(strings.TrimSpace(f[0]))
+			size, serr := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(f[len(f)-1]), "$"))
+			if err != nil || m.sym == "" || serr != nil || size <= 0 || size > 1<<20 {
+				return nil, fmt.Errorf("x86emu: line %d: GLOBL %q not supported", lineNo, rest)
+			}
+			sizes[m.sym] = size
+			continue
 		}
 		if strings.HasPrefix(line, "TEXT ") {
 			if err := finish(); err != nil {
 				return nil, err
 			}
-			name, argSize, err := parseText(line)
+			name, argSize, cannot, err := parseText(line)
 			if err != nil {
 				return nil, fmt.Errorf("x86emu: line %d: %v", lineNo, err)
 			}
-			fn = &function{name: name, argSize: argSize}
+			fn = &function{name: name, argSize: argSize, err: cannot}
 			labels = map[string]int{}
 			continue
 		}
@@ -219,14 +255,34 @@ func Parse(src string) (*Program, error) {
 			labels[strings.TrimSuffix(line, ":")] = len(fn.code)
 			continue
 		}
-		in, err := parseInst(line)
+		stmts, err := expand(line, macros, 0)
+		for _, st := range stmts {
+			if err != nil {
+				break
+			}
+			var in inst
+			if in, err = parseInst(st); err == nil {
+				in.line = lineNo
+				fn.code = append(fn.code, in)
+				fn.avx512 = fn.avx512 || in.evex()
+			}
+		}
 		if err != nil {
 			fn.err = fmt.Errorf("x86emu: %s, line %d: %q: %v", fn.name, lineNo, line, err)
-			continue
 		}
-		in.line = lineNo
-		fn.code = append(fn.code, in)
-		fn.avx512 = fn.avx512 || in.evex()
+	}
+	p.data = map[string][]byte{}
+	for sym, n := range sizes {
+		p.data[sym] = make([]byte, n)
+	}
+	for _, d := range defs {
+		b, ok := p.data[d.sym]
+		if !ok || d.off < 0 || d.off+d.size > len(b) {
+			return nil, fmt.Errorf("x86emu: line %d: DATA outside the GLOBL of %s", d.line, d.sym)
+		}
+		for i := range d.size {
+			b[d.off+i] = byte(d.v >> (8 * i))
+		}
 	}
 	if err := finish(); err != nil {
 		return nil, err
@@ -234,31 +290,152 @@ func Parse(src string) (*Program, error) {
 	return p, nil
 }
 
-// parseText reads "TEXT ·name(SB), FLAGS, $frame-args".
-func parseText(line string) (string, int, error) {
+// macro is a #define: its parameters and its body's statements.
+type macro struct {
+	params []string
+	body   []string
+}
+
+func stripComment(line string) string {
+	if i := strings.Index(line, "//"); i >= 0 {
+		line = line[:i]
+	}
+	return strings.TrimSpace(line)
+}
+
+// parseMacro reads "NAME body" or "NAME(p, q) body", statements of the
+// body separated by semicolons.
+func parseMacro(def string) (string, macro, error) {
+	def = strings.TrimSpace(def)
+	end := strings.IndexAny(def, " \t(")
+	if end < 0 {
+		end = len(def)
+	}
+	name, rest := def[:end], def[end:]
+	var m macro
+	if strings.HasPrefix(rest, "(") {
+		j := strings.Index(rest, ")")
+		if j < 0 {
+			return "", m, fmt.Errorf("macro %s: parameters not closed", name)
+		}
+		for _, p := range strings.Split(rest[1:j], ",") {
+			m.params = append(m.params, strings.TrimSpace(p))
+		}
+		rest = rest[j+1:]
+	}
+	for _, st := range strings.Split(rest, ";") {
+		if st = strings.TrimSpace(st); st != "" {
+			m.body = append(m.body, st)
+		}
+	}
+	if name == "" {
+		return "", m, fmt.Errorf("#define without a name")
+	}
+	return name, m, nil
+}
+
+// expand returns the statements of a line, its macros expanded (their
+// parameters replaced as whole words).
+func expand(line string, macros map[string]macro, depth int) ([]string, error) {
+	if depth > 16 {
+		return nil, fmt.Errorf("macros nested too deep")
+	}
+	var out []string
+	for _, st := range strings.Split(line, ";") {
+		st = strings.TrimSpace(st)
+		if st == "" {
+			continue
+		}
+		end := strings.IndexAny(st, " \t(")
+		if end < 0 {
+			end = len(st)
+		}
+		m, ok := macros[st[:end]]
+		if !ok {
+			out = append(out, st)
+			continue
+		}
+		var args []string
+		if len(m.params) > 0 {
+			rest := strings.TrimSpace(st[end:])
+			if !strings.HasPrefix(rest, "(") || !strings.HasSuffix(rest, ")") {
+				return nil, fmt.Errorf("macro %s needs its %d arguments", st[:end], len(m.params))
+			}
+			for _, a := range strings.Split(rest[1:len(rest)-1], ",") {
+				args = append(args, strings.TrimSpace(a))
+			}
+			if len(args) != len(m.params) {
+				return nil, fmt.Errorf("macro %s takes %d arguments, given %d", st[:end], len(m.params), len(args))
+			}
+		} else if strings.TrimSpace(st[end:]) != "" {
+			return nil, fmt.Errorf("macro %s takes no arguments", st[:end])
+		}
+		for _, b := range m.body {
+			for i, p := range m.params {
+				b = replaceWord(b, p, args[i])
+			}
+			sub, err := expand(b, macros, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+	}
+	return out, nil
+}
+
+// replaceWord replaces the whole-word occurrences of w in s by r.
+func replaceWord(s, w, r string) string {
+	isWord := func(c byte) bool {
+		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		j += i
+		end := j + len(w)
+		if (j > 0 && isWord(s[j-1])) || (end < len(s) && isWord(s[end])) {
+			b.WriteString(s[i:end])
+		} else {
+			b.WriteString(s[i:j])
+			b.WriteString(r)
+		}
+		i = end
+	}
+	return b.String()
+}
+
+// parseText reads "TEXT ·name(SB), FLAGS, $frame-args": the name, the
+// argument size, why the function cannot run (a local frame) and whether
+// the line is malformed.
+func parseText(line string) (string, int, error, error) {
 	f := strings.Split(strings.TrimPrefix(line, "TEXT "), ",")
 	if len(f) < 2 {
-		return "", 0, fmt.Errorf("malformed TEXT line")
+		return "", 0, nil, fmt.Errorf("malformed TEXT line")
 	}
 	sym := strings.TrimSpace(f[0])
 	sym = strings.TrimPrefix(sym, "·")
 	sym, ok := strings.CutSuffix(sym, "(SB)")
 	if !ok || sym == "" {
-		return "", 0, fmt.Errorf("malformed TEXT symbol %q", f[0])
+		return "", 0, nil, fmt.Errorf("malformed TEXT symbol %q", f[0])
 	}
 	size := strings.TrimSpace(f[len(f)-1])
 	_, args, ok := strings.Cut(size, "-")
 	if !ok || !strings.HasPrefix(size, "$") {
-		return "", 0, fmt.Errorf("TEXT %s: frame size %q without an argument size", sym, size)
-	}
-	if frame := strings.TrimPrefix(size[:len(size)-len(args)-1], "$"); frame != "0" {
-		return "", 0, fmt.Errorf("TEXT %s: a local frame ($%s) is not supported", sym, frame)
+		return "", 0, nil, fmt.Errorf("TEXT %s: frame size %q without an argument size", sym, size)
 	}
 	n, err := strconv.Atoi(args)
 	if err != nil || n < 0 || n > 1<<16 {
-		return "", 0, fmt.Errorf("TEXT %s: argument size %q", sym, args)
+		return "", 0, nil, fmt.Errorf("TEXT %s: argument size %q", sym, args)
 	}
-	return sym, n, nil
+	if frame := strings.TrimPrefix(size[:len(size)-len(args)-1], "$"); frame != "0" {
+		return sym, n, fmt.Errorf("x86emu: %s: a local frame ($%s) is not supported", sym, frame), nil
+	}
+	return sym, n, nil, nil
 }
 
 // evex reports whether the instruction needs AVX-512's EVEX encoding: a
@@ -330,6 +507,10 @@ func parseInst(line string) (inst, error) {
 	}
 	in.op = op
 	in.text = line
+	in.esize = 4
+	if e, ok := elemSize[op]; ok {
+		in.esize = e
+	}
 	rest = strings.TrimSpace(rest)
 	if rest != "" {
 		for _, s := range strings.Split(rest, ",") {
@@ -383,6 +564,26 @@ func parseMem(s string) (memRef, error) {
 	i := strings.Index(s, "(")
 	disp := s[:i]
 	rest := s[i:]
+	if strings.HasPrefix(rest, "(SB)") {
+		// name<>+off(SB): a data symbol of this file.
+		name, off, _ := strings.Cut(disp, "+")
+		sym, ok := strings.CutSuffix(name, "<>")
+		if !ok || sym == "" {
+			return m, fmt.Errorf("symbol %q: only the file's own data (name<>) is supported", s)
+		}
+		if off != "" {
+			v, err := parseInt(off)
+			if err != nil {
+				return m, fmt.Errorf("offset in %q: %v", s, err)
+			}
+			m.off = v
+		}
+		if rest != "(SB)" {
+			return m, fmt.Errorf("memory operand %q not understood", s)
+		}
+		m.base, m.sym = reg{class: classSB}, sym
+		return m, nil
+	}
 	if disp != "" {
 		// name+off(FP) or a plain displacement.
 		if j := strings.LastIndexAny(disp, "+-"); j > 0 {

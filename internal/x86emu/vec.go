@@ -5,39 +5,89 @@ import (
 	"math"
 )
 
-// vsrc returns the w lanes of a vector source: a register's, w floats of
-// memory, or (bcst) one float of memory repeated. Of memory it reads only
-// the lanes of lanes (a mask register's bits), as the CPU does, which
-// suppresses the faults of the lanes left out.
-func (m *machine) vsrc(a operand, w int, bcst bool, lanes uint64) [16]uint32 {
+// elem returns element i of esize bytes (2, 4 or 8) of v.
+func elem(v *[16]uint32, i, esize int) uint64 {
+	switch esize {
+	case 2:
+		return uint64(v[i/2] >> (16 * (i & 1)) & 0xffff)
+	case 8:
+		return uint64(v[2*i]) | uint64(v[2*i+1])<<32
+	}
+	return uint64(v[i])
+}
+
+// setElem sets element i of esize bytes of v to x.
+func setElem(v *[16]uint32, i, esize int, x uint64) {
+	switch esize {
+	case 2:
+		sh := 16 * (i & 1)
+		v[i/2] = v[i/2]&^(0xffff<<sh) | uint32(x&0xffff)<<sh
+	case 8:
+		v[2*i], v[2*i+1] = uint32(x), uint32(x>>32)
+	default:
+		v[i] = uint32(x)
+	}
+}
+
+func getN(b []byte, n int) uint64 {
+	switch n {
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(b))
+	case 8:
+		return binary.LittleEndian.Uint64(b)
+	}
+	return uint64(binary.LittleEndian.Uint32(b))
+}
+
+func putN(b []byte, n int, x uint64) {
+	switch n {
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(x))
+	case 8:
+		binary.LittleEndian.PutUint64(b, x)
+	default:
+		binary.LittleEndian.PutUint32(b, uint32(x))
+	}
+}
+
+// full reports whether lanes holds all n (at most 32) elements.
+func full(lanes uint64, n int) bool { return lanes&(1<<n-1) == 1<<n-1 }
+
+// vsrc returns the w 32-bit lanes of a vector source: a register's, 4w
+// bytes of memory, or (bcst) one element of esize bytes repeated. Of
+// memory it reads only the elements of lanes (a mask register's bits, an
+// element of esize bytes a bit), as the CPU does, which suppresses the
+// faults of the elements left out.
+func (m *machine) vsrc(a operand, w int, bcst bool, lanes uint64, esize int) [16]uint32 {
 	var v [16]uint32
+	n := 4 * w / esize
 	switch {
 	case a.kind == opReg:
 		copy(v[:w], m.vec[a.reg.n][:w])
-	case lanes&(1<<w-1) == 0:
+	case lanes&(1<<n-1) == 0:
 	case bcst:
-		x := binary.LittleEndian.Uint32(m.bytes(m.addr(a.mem), 4))
-		for i := range w {
-			v[i] = x
+		x := getN(m.bytes(m.addr(a.mem), esize), esize)
+		for i := range n {
+			setElem(&v, i, esize, x)
 		}
-	case lanes&(1<<w-1) == 1<<w-1:
+	case full(lanes, n):
 		b := m.bytes(m.addr(a.mem), 4*w)
 		for i := range w {
 			v[i] = binary.LittleEndian.Uint32(b[4*i:])
 		}
 	default:
 		base := m.addr(a.mem)
-		for i := range w {
+		for i := range n {
 			if lanes>>i&1 != 0 {
-				v[i] = binary.LittleEndian.Uint32(m.bytes(base+4*uint64(i), 4))
+				setElem(&v, i, esize, getN(m.bytes(base+uint64(esize*i), esize), esize))
 			}
 		}
 	}
 	return v
 }
 
-// lanes returns the lanes an instruction loads, computes and stores: its
-// mask register's, or all.
+// lanes returns the elements an instruction loads, computes and stores:
+// its mask register's, or all.
 func (m *machine) lanes(in *inst) uint64 {
 	if in.masked {
 		return m.k[in.mask.n]
@@ -53,37 +103,39 @@ func (m *machine) vset(r reg, v [16]uint32, w int) {
 	clear(dst[w:])
 }
 
-// vout is vset under the instruction's mask: the lanes it leaves out keep
-// their value, or are zeroed (.Z).
+// vout is vset under the instruction's mask: the elements it leaves out
+// keep their value, or are zeroed (.Z).
 func (m *machine) vout(in *inst, r reg, v [16]uint32, w int) {
 	if in.masked {
-		k := m.k[in.mask.n]
-		for i := range w {
+		k, es := m.k[in.mask.n], in.esize
+		for i := range 4 * w / es {
 			if k>>i&1 == 0 {
-				v[i] = m.vec[r.n][i]
+				x := elem(&m.vec[r.n], i, es)
 				if in.zero {
-					v[i] = 0
+					x = 0
 				}
+				setElem(&v, i, es, x)
 			}
 		}
 	}
 	m.vset(r, v, w)
 }
 
-// vstore writes the w lanes of register r to memory at a, the lanes of
-// lanes only.
-func (m *machine) vstore(a memRef, r reg, w int, lanes uint64) {
+// vstore writes the w 32-bit lanes of register r to memory at a, the
+// elements (of esize bytes) of lanes only.
+func (m *machine) vstore(a memRef, r reg, w int, lanes uint64, esize int) {
 	base := m.addr(a)
-	if lanes&(1<<w-1) == 1<<w-1 {
-		b := m.bytes(base, 4*w)
+	n := 4 * w / esize
+	if full(lanes, n) {
+		b := m.wbytes(base, 4*w)
 		for i := range w {
 			binary.LittleEndian.PutUint32(b[4*i:], m.vec[r.n][i])
 		}
 		return
 	}
-	for i := range w {
+	for i := range n {
 		if lanes>>i&1 != 0 {
-			binary.LittleEndian.PutUint32(m.bytes(base+4*uint64(i), 4), m.vec[r.n][i])
+			putN(m.wbytes(base+uint64(esize*i), esize), esize, elem(&m.vec[r.n], i, esize))
 		}
 	}
 }
@@ -98,16 +150,16 @@ func (m *machine) execVec(in *inst) {
 		for r := range 16 {
 			clear(m.vec[r][4:])
 		}
-	case opVMOVUPS:
+	case opVMOVUPS, opVMOVDQU, opVMOVDQU16, opVMOVDQU32, opVMOVDQU64:
 		if a[1].kind == opMem {
-			m.vstore(a[1].mem, a[0].reg, a[0].reg.width(), m.lanes(in))
+			m.vstore(a[1].mem, a[0].reg, a[0].reg.width(), m.lanes(in), in.esize)
 			return
 		}
 		w := a[1].reg.width()
-		m.vout(in, a[1].reg, m.vsrc(a[0], w, false, m.lanes(in)), w)
+		m.vout(in, a[1].reg, m.vsrc(a[0], w, false, m.lanes(in), in.esize), w)
 	case opMOVSS:
 		if a[1].kind == opMem {
-			binary.LittleEndian.PutUint32(m.bytes(m.addr(a[1].mem), 4), m.vec[a[0].reg.n][0])
+			binary.LittleEndian.PutUint32(m.wbytes(m.addr(a[1].mem), 4), m.vec[a[0].reg.n][0])
 			return
 		}
 		// A legacy SSE load: lanes 1-3 cleared, the upper lanes kept.
@@ -134,7 +186,7 @@ func (m *machine) execVec(in *inst) {
 		m.vset(a[2].reg, v, 4)
 	case opVHADDPS:
 		w := a[2].reg.width()
-		x, y := m.vsrc(a[1], w, false, ^uint64(0)), m.vsrc(a[0], w, false, ^uint64(0))
+		x, y := m.vsrc(a[1], w, false, ^uint64(0), 4), m.vsrc(a[0], w, false, ^uint64(0), 4)
 		var v [16]uint32
 		for l := 0; l < w; l += 4 {
 			v[l] = u32(f32(x[l]) + f32(x[l+1]))
@@ -177,7 +229,7 @@ func (m *machine) execVec(in *inst) {
 			x = a[1:]
 		}
 		w := x[1].reg.width()
-		s2, s1 := m.vsrc(x[0], w, false, ^uint64(0)), m.vec[x[1].reg.n]
+		s2, s1 := m.vsrc(x[0], w, false, ^uint64(0), 4), m.vec[x[1].reg.n]
 		var mask uint64
 		for i := range w {
 			var t bool
@@ -191,18 +243,18 @@ func (m *machine) execVec(in *inst) {
 			}
 		}
 		m.setMask(x[2], mask, w)
-	case opVMOVAPS:
+	case opVMOVAPS, opVMOVDQA64:
 		if a[1].kind == opMem {
 			w := a[0].reg.width()
 			m.aligned(a[1].mem, 4*w)
-			m.vstore(a[1].mem, a[0].reg, w, m.lanes(in))
+			m.vstore(a[1].mem, a[0].reg, w, m.lanes(in), in.esize)
 			return
 		}
 		w := a[1].reg.width()
 		if a[0].kind == opMem {
 			m.aligned(a[0].mem, 4*w)
 		}
-		m.vout(in, a[1].reg, m.vsrc(a[0], w, false, m.lanes(in)), w)
+		m.vout(in, a[1].reg, m.vsrc(a[0], w, false, m.lanes(in), in.esize), w)
 	case opVMOVD:
 		if a[1].reg.class == classGPR {
 			m.gpr[a[1].reg.n] = uint64(m.vec[a[0].reg.n][0])
@@ -231,7 +283,7 @@ func (m *machine) execVec(in *inst) {
 		x &= 0xffff
 		switch {
 		case a[1].kind == opMem:
-			binary.LittleEndian.PutUint16(m.bytes(m.addr(a[1].mem), 2), uint16(x))
+			binary.LittleEndian.PutUint16(m.wbytes(m.addr(a[1].mem), 2), uint16(x))
 		case a[1].reg.class == classGPR:
 			m.gpr[a[1].reg.n] = x
 		default:
@@ -250,7 +302,7 @@ func (m *machine) execVec(in *inst) {
 			n = 2
 		}
 		if a[1].kind == opMem {
-			b := m.bytes(m.addr(a[1].mem), 4*n)
+			b := m.wbytes(m.addr(a[1].mem), 4*n)
 			for i := range n {
 				binary.LittleEndian.PutUint32(b[4*i:], m.vec[a[0].reg.n][i])
 			}
@@ -271,7 +323,7 @@ func (m *machine) execVec(in *inst) {
 		// Three-operand arithmetic: Go's "OP s2, s1, d" is Intel's
 		// "op d, s1, s2".
 		w := a[2].reg.width()
-		s2 := m.vsrc(a[0], w, in.bcst, m.lanes(in))
+		s2 := m.vsrc(a[0], w, in.bcst, m.lanes(in), in.esize)
 		s1 := m.vec[a[1].reg.n]
 		d := m.vec[a[2].reg.n]
 		var v [16]uint32

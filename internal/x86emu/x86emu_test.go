@@ -186,6 +186,43 @@ eq:
 	}
 }
 
+// TestMacrosAndData runs a function that reads the file's data through
+// a macro with parameters (nested in another), and checks that the data
+// cannot be written.
+func TestMacrosAndData(t *testing.T) {
+	const prog = `
+DATA tab<>+0(SB)/8, $40
+DATA tab<>+8(SB)/4, $2
+GLOBL tab<>(SB), RODATA|NOPTR, $16
+#define ADD2(S, D) \
+	ADDQ S, D; \
+	ADDQ S, D
+#define ADDTAB(D) ADD2(tab<>+8(SB), D) // a comment
+TEXT ·f(SB), NOSPLIT, $0-8
+	MOVQ tab<>(SB), AX
+	ADDTAB(AX); ADDQ $1, AX
+	MOVQ AX, ret+0(FP)
+	RET
+TEXT ·g(SB), NOSPLIT, $0-0
+	MOVQ $1, tab<>(SB)
+	RET
+`
+	p, err := Parse(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := new(Args)
+	if err := p.Call("f", args); err != nil {
+		t.Fatal(err)
+	}
+	if got := args.Uint64At(0); got != 45 {
+		t.Fatalf("f = %d, want 45", got)
+	}
+	if err := p.Call("g", new(Args)); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("a store to the file's data: %v", err)
+	}
+}
+
 // TestMasks checks masked loads, arithmetic and stores: the lanes a mask
 // leaves out are neither read nor written (a masked load past the lent
 // memory is fine), and keep their value or are zeroed.
@@ -235,7 +272,10 @@ func TestParseErrors(t *testing.T) {
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVADDPS Y1, Z2, Z3\n\tRET", "mixed vector widths"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVXORPS.BCST (AX), Z2, Z3\n\tRET", ".BCST"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ (AX), (BX)\n\tRET", "operands"},
-		{"#define M \\\n\tRET\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM\n\tRET", "instruction M not supported"},
+		{"#define M \\\n\tVPGATHERDD (AX), Z1\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM\n\tRET", "instruction VPGATHERDD not supported"},
+		{"#define M(a, b) ADDQ a, b\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM(AX)\n\tRET", "takes 2 arguments"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ ·g(SB), AX\n\tRET", "only the file's own data"},
+		{"DATA c<>+8(SB)/8, $1\nGLOBL c<>(SB), RODATA, $8\n", "outside the GLOBL"},
 		{"#ifdef X\nTEXT ·f(SB), NOSPLIT, $0-8\n\tRET", "preprocessor"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVCMPPS $32, Z1, Z2, K1\n\tRET", "predicate"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVMOVUPS.Z Z1, Z2\n\tRET", ".Z needs a mask"},
