@@ -27,6 +27,10 @@ var relabelWidths = func() []int {
 //go:noescape
 func relabel16(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32) (outNN int, done int)
 
+// relabel16Kernel is relabel16, or a test's stand-in (the kernel under
+// x86emu, on CPUs without AVX-512).
+var relabel16Kernel = relabel16
+
 //go:noescape
 func relabel8(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32, t *relabel8Tables) (outNN int, done int)
 
@@ -93,7 +97,7 @@ func relabelVec(tab []uint32, idx, nodes []int32, nn int, gen uint32) (int, int)
 	}
 	switch {
 	case relabelWidth == 16 && len(idx) >= 16:
-		return relabel16(unsafe.SliceData(tab), len(tab), unsafe.SliceData(idx), len(idx), unsafe.SliceData(nodes[:cap(nodes)]), nn, gen)
+		return relabel16Kernel(unsafe.SliceData(tab), len(tab), unsafe.SliceData(idx), len(idx), unsafe.SliceData(nodes[:cap(nodes)]), nn, gen)
 	case relabelWidth == 8 && len(idx) >= 8:
 		return relabel8(unsafe.SliceData(tab), len(tab), unsafe.SliceData(idx), len(idx), unsafe.SliceData(nodes[:cap(nodes)]), nn, gen, tables8)
 	}

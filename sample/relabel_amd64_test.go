@@ -3,8 +3,11 @@
 package sample
 
 import (
+	"os"
 	"testing"
 	"unsafe"
+
+	"github.com/graphmill/graphmill/internal/x86emu"
 )
 
 // TestRelabel8TablesLayout checks the offsets relabel8's assembly reads
@@ -38,4 +41,31 @@ func TestRelabel8TablesLayout(t *testing.T) {
 			t.Errorf("prefix[%#x] lane %d = %d, want %d", m, j, got, want)
 		}
 	}
+}
+
+// TestDenseRelabelVectorEmulated runs TestDenseRelabelVector's cases with
+// the sixteen-lane kernel under x86emu, lent exactly the memory its
+// contract gives it: CPUs without AVX-512 (CI's may have AVX2 only) test
+// it too.
+func TestDenseRelabelVectorEmulated(t *testing.T) {
+	src, err := os.ReadFile("relabel_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := x86emu.Parse(string(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(k func(*uint32, int, *int32, int, *int32, int, uint32) (int, int)) { relabel16Kernel = k }(relabel16Kernel)
+	relabel16Kernel = func(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32) (int, int) {
+		args := new(x86emu.Args).Ptr(unsafe.Pointer(tab)).Int(ntab).Ptr(unsafe.Pointer(idx)).Int(n).
+			Ptr(unsafe.Pointer(nodes)).Int(nn).Uint32(gen)
+		err := p.Call("relabel16", args, unsafe.Slice((*byte)(unsafe.Pointer(tab)), 4*ntab),
+			unsafe.Slice((*byte)(unsafe.Pointer(idx)), 4*n), unsafe.Slice((*byte)(unsafe.Pointer(nodes)), 4*(nn+n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(args.Uint64At(56)), int(args.Uint64At(64))
+	}
+	checkDenseRelabelVector(t, []int{16})
 }

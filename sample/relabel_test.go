@@ -310,6 +310,12 @@ func TestDenseRelabelVector(t *testing.T) {
 	if len(relabelWidths) == 0 {
 		t.Skip("no AVX2 or AVX-512F/CD: the scalar loop alone runs here")
 	}
+	checkDenseRelabelVector(t, relabelWidths)
+}
+
+// checkDenseRelabelVector is TestDenseRelabelVector with the kernels of
+// widths.
+func checkDenseRelabelVector(t *testing.T, widths []int) {
 	r := rng.New(9)
 	for _, tc := range []struct {
 		space, prev, n int
@@ -357,7 +363,7 @@ func TestDenseRelabelVector(t *testing.T) {
 				src[tc.bad] = tc.badID
 			}
 			want := denseRelabelState(0, tc.space, 3, prev, src)
-			for _, w := range relabelWidths {
+			for _, w := range widths {
 				got := denseRelabelState(w, tc.space, 3, prev, src)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("%d-lane kernel and scalar loop differ: ok %v/%v, bad %d/%d, %d/%d nodes", w, got.ok, want.ok, got.bad, want.bad, len(got.nodes), len(want.nodes))

@@ -195,7 +195,7 @@ func (m *machine) addr(r memRef) uint64 {
 	case classSB:
 		b, ok := m.prog.data[r.sym]
 		if !ok {
-			m.failf("no data symbol %s<>", r.sym)
+			m.failf("no data symbol %s (the file defines none such)", r.sym)
 		}
 		a += uint64(uintptr(unsafe.Pointer(&b[0])))
 	}
@@ -229,6 +229,8 @@ func (m *machine) load64(a operand, size int) uint64 {
 	switch a.kind {
 	case opImm:
 		return uint64(a.imm)
+	case opAddr:
+		return m.addr(a.mem)
 	case opReg:
 		return m.gpr[a.reg.n]
 	}

@@ -108,43 +108,142 @@ func (m *machine) execInt(in *inst) bool {
 			setElem(&v, i, es, x)
 		}
 		m.vset(a[2].reg, v, w)
-	case opVPTESTMQ, opVPCMPUQ: // "OP [$p,] s2, s1, k": k = s1 test/p s2
+	case opVPTESTMQ, opVPTESTNMD, opVPCMPUQ, opVPCMPUD, opVPCMPEQD:
+		// "OP [$p,] s2, s1, k": k = s1 test/p s2 (VPCMPEQD with a vector
+		// destination, AVX2's: all-ones lanes where equal).
 		x := a
-		if in.op == opVPCMPUQ {
+		if in.op == opVPCMPUQ || in.op == opVPCMPUD {
 			x = a[1:]
 		}
-		w := x[1].reg.width()
-		s2, s1 := m.vsrc(x[0], w, false, ^uint64(0), 8), m.vec[x[1].reg.n]
+		w, es := x[1].reg.width(), in.esize
+		s2, s1 := m.vsrc(x[0], w, false, ^uint64(0), es), m.vec[x[1].reg.n]
 		var k uint64
-		for i := range w / 2 {
-			p, q := elem(&s1, i, 8), elem(&s2, i, 8)
+		for i := range 4 * w / es {
+			p, q := elem(&s1, i, es), elem(&s2, i, es)
 			var t bool
-			if in.op == opVPTESTMQ {
+			switch in.op {
+			case opVPTESTMQ:
 				t = p&q != 0
-			} else {
-				switch a[0].imm {
-				case 0:
-					t = p == q
-				case 1:
-					t = p < q
-				case 2:
-					t = p <= q
-				case 4:
-					t = p != q
-				case 5:
-					t = p >= q
-				case 6:
-					t = p > q
-				case 7:
-					t = true
-				}
+			case opVPTESTNMD:
+				t = p&q == 0
+			case opVPCMPEQD:
+				t = p == q
+			default:
+				t = cmpUnsigned(p, q, a[0].imm)
 			}
 			if t {
 				k |= 1 << i
 			}
 		}
-		m.k[x[2].reg.n] = k
-	case opVPAND, opVPOR, opVPXOR, opVPANDQ, opVPORQ, opVPXORQ, opVPADDQ, opVPSUBQ, opVPMULUDQ, opVPSLLVQ:
+		m.setMask(x[2], k, w)
+	case opKORTESTW: // ZF: no bit of k1|k2 set; CF: all sixteen
+		x := (m.k[a[0].reg.n] | m.k[a[1].reg.n]) & 0xffff
+		m.zf, m.cf, m.sf, m.of = x == 0, x == 0xffff, false, false
+	case opKXNORW, opKANDNW: // "KANDNW k2, k1, d": d = ^k1 & k2
+		x, y := m.k[a[1].reg.n], m.k[a[0].reg.n]
+		r := ^(x ^ y)
+		if in.op == opKANDNW {
+			r = ^x & y
+		}
+		m.k[a[2].reg.n] = r & 0xffff
+	case opKNOTW:
+		m.k[a[1].reg.n] = ^m.k[a[0].reg.n] & 0xffff
+	case opPOPCNTL:
+		x := uint32(m.gpr[a[0].reg.n])
+		m.gpr[a[1].reg.n] = uint64(bits.OnesCount32(x))
+		m.zf, m.cf, m.sf, m.of = x == 0, false, false, false
+	case opVPSRLD:
+		w := a[2].reg.width()
+		v := m.vec[a[1].reg.n]
+		for i := range w {
+			if a[0].imm >= 32 {
+				v[i] = 0
+			} else {
+				v[i] >>= uint(a[0].imm)
+			}
+		}
+		m.vset(a[2].reg, v, w)
+	case opVPCONFLICTD: // lane i: the lanes j < i holding the same value
+		src := m.vec[a[0].reg.n]
+		var v [16]uint32
+		for i := range 16 {
+			for j := range i {
+				if src[j] == src[i] {
+					v[i] |= 1 << j
+				}
+			}
+		}
+		m.vset(a[1].reg, v, 16)
+	case opVPLZCNTD:
+		var v [16]uint32
+		for i, x := range m.vec[a[0].reg.n] {
+			v[i] = uint32(bits.LeadingZeros32(x))
+		}
+		m.vset(a[1].reg, v, 16)
+	case opVPERMD: // "VPERMD table, idx, d": d[i] = table[idx[i] mod lanes]
+		w := a[2].reg.width()
+		table, idx := m.vsrc(a[0], w, false, ^uint64(0), 4), m.vec[a[1].reg.n]
+		var v [16]uint32
+		for i := range w {
+			v[i] = table[int(idx[i])&(w-1)]
+		}
+		m.vout(in, a[2].reg, v, w)
+	case opVPEXPANDD, opVPCOMPRESSD:
+		// Expand: the mask's lanes, in order, take the source's first
+		// lanes; compress: the mask's lanes go, in order, to the first
+		// lanes. The others keep their value (zeroed with .Z).
+		k := m.lanes(in)
+		src, v := m.vec[a[0].reg.n], m.vec[a[1].reg.n]
+		j := 0
+		for i := range 16 {
+			if k>>i&1 == 0 {
+				continue
+			}
+			if in.op == opVPEXPANDD {
+				v[i] = src[j]
+			} else {
+				v[j] = src[i]
+			}
+			j++
+		}
+		if in.op == opVPCOMPRESSD && in.zero {
+			clear(v[j:])
+		} else if in.op == opVPEXPANDD && in.zero {
+			for i := range 16 {
+				if k>>i&1 == 0 {
+					v[i] = 0
+				}
+			}
+		}
+		m.vset(a[1].reg, v, 16)
+	case opVPGATHERDD, opVPSCATTERDD:
+		// Lane i of the mask (cleared as each completes) reads or writes
+		// the dword at base + index[i]·scale, the index sign-extended;
+		// a scatter writes its lanes in order, so the last of equal
+		// addresses stays.
+		g := a[0]
+		if in.op == opVPSCATTERDD {
+			g = a[1]
+		}
+		base := g.mem
+		base.index = reg{}
+		addr0 := m.addr(base)
+		idx := m.vec[g.mem.index.n]
+		k := m.k[in.mask.n]
+		for i := range 16 {
+			if k>>i&1 == 0 {
+				continue
+			}
+			at := addr0 + uint64(int64(int32(idx[i]))*g.mem.scale)
+			if in.op == opVPGATHERDD {
+				m.vec[a[1].reg.n][i] = binary.LittleEndian.Uint32(m.bytes(at, 4))
+			} else {
+				binary.LittleEndian.PutUint32(m.wbytes(at, 4), m.vec[a[0].reg.n][i])
+			}
+		}
+		m.k[in.mask.n] = 0
+	case opVPAND, opVPOR, opVPXOR, opVPANDQ, opVPORQ, opVPXORQ, opVPADDQ, opVPSUBQ, opVPMULUDQ, opVPSLLVQ,
+		opVPANDD, opVPORD, opVPADDD, opVPSUBD:
 		// "OP s2, s1, d": d = s1 op s2.
 		w := a[2].reg.width()
 		es := in.esize
@@ -154,15 +253,15 @@ func (m *machine) execInt(in *inst) bool {
 			p, q := elem(&s1, i, es), elem(&s2, i, es)
 			var r uint64
 			switch in.op {
-			case opVPAND, opVPANDQ:
+			case opVPAND, opVPANDQ, opVPANDD:
 				r = p & q
-			case opVPOR, opVPORQ:
+			case opVPOR, opVPORQ, opVPORD:
 				r = p | q
 			case opVPXOR, opVPXORQ:
 				r = p ^ q
-			case opVPADDQ:
+			case opVPADDQ, opVPADDD:
 				r = p + q
-			case opVPSUBQ:
+			case opVPSUBQ, opVPSUBD:
 				r = p - q
 			case opVPMULUDQ:
 				r = uint64(uint32(p)) * uint64(uint32(q))
@@ -216,4 +315,26 @@ func (m *machine) shift(in *inst) {
 		m.zf, m.sf = r == 0, int64(r) < 0
 	}
 	m.gpr[a[1].reg.n] = r
+}
+
+// cmpUnsigned evaluates VPCMPU's predicate p: EQ, LT, LE, FALSE, NE, NLT,
+// NLE, TRUE.
+func cmpUnsigned(x, y uint64, p int64) bool {
+	switch p {
+	case 0:
+		return x == y
+	case 1:
+		return x < y
+	case 2:
+		return x <= y
+	case 4:
+		return x != y
+	case 5:
+		return x >= y
+	case 6:
+		return x > y
+	case 7:
+		return true
+	}
+	return false
 }

@@ -98,6 +98,28 @@ const (
 	opSHRL
 	opDECL
 	opINCL
+	// the sampler's relabelling (AVX-512F and CD)
+	opVMOVDQA32
+	opVPCMPUD
+	opVPCMPEQD
+	opVPADDD
+	opVPSUBD
+	opVPANDD
+	opVPORD
+	opVPSRLD
+	opVPTESTNMD
+	opVPCONFLICTD
+	opVPLZCNTD
+	opVPERMD
+	opVPEXPANDD
+	opVPCOMPRESSD
+	opVPGATHERDD
+	opVPSCATTERDD
+	opKORTESTW
+	opKXNORW
+	opKANDNW
+	opKNOTW
+	opPOPCNTL
 )
 
 var opcodes = map[string]opcode{
@@ -125,6 +147,11 @@ var opcodes = map[string]opcode{
 	"VPBROADCASTQ": opVPBROADCASTQ, "VPMOVM2W": opVPMOVM2W, "VMOVQ": opVMOVQ,
 	"KXORW": opKXORW, "KORW": opKORW, "KMOVQ": opKMOVQ, "KMOVD": opKMOVD, "KSHIFTRQ": opKSHIFTRQ,
 	"MULQ": opMULQ, "SHLL": opSHLL, "SHRL": opSHRL, "DECL": opDECL, "INCL": opINCL,
+	"VMOVDQA32": opVMOVDQA32, "VPCMPUD": opVPCMPUD, "VPCMPEQD": opVPCMPEQD,
+	"VPADDD": opVPADDD, "VPSUBD": opVPSUBD, "VPANDD": opVPANDD, "VPORD": opVPORD, "VPSRLD": opVPSRLD,
+	"VPTESTNMD": opVPTESTNMD, "VPCONFLICTD": opVPCONFLICTD, "VPLZCNTD": opVPLZCNTD, "VPERMD": opVPERMD,
+	"VPEXPANDD": opVPEXPANDD, "VPCOMPRESSD": opVPCOMPRESSD, "VPGATHERDD": opVPGATHERDD, "VPSCATTERDD": opVPSCATTERDD,
+	"KORTESTW": opKORTESTW, "KXNORW": opKXNORW, "KANDNW": opKANDNW, "KNOTW": opKNOTW, "POPCNTL": opPOPCNTL,
 }
 
 // elemSize gives the element size in bytes, where it is not 4, of the
@@ -143,17 +170,23 @@ var maskable = map[opcode]bool{
 	opVMOVUPS: true, opVMOVAPS: true, opVADDPS: true, opVMULPS: true, opVFMADD231PS: true, opVFMADD213PS: true,
 	opVMOVDQU16: true, opVMOVDQU32: true, opVMOVDQU64: true, opVMOVDQA64: true,
 	opVPANDQ: true, opVPORQ: true, opVPXORQ: true, opVPADDQ: true, opVPSUBQ: true, opVPSLLVQ: true,
+	opVMOVDQA32: true, opVPADDD: true, opVPSUBD: true, opVPANDD: true, opVPORD: true, opVPERMD: true,
+	opVPEXPANDD: true, opVPCOMPRESSD: true, opVPGATHERDD: true, opVPSCATTERDD: true,
 }
 
 func isJump(op opcode) bool { return op >= opJMP && op <= opJAE }
 
-// operand form letters: i immediate, r general register, m memory,
+// operand form letters: i immediate, r general register, m memory, g
+// memory with a vector of indices (gathers, scatters), k mask register,
 // v vector register, x an X register, y a Y register, l label.
 func (a operand) form() byte {
 	switch a.kind {
-	case opImm:
+	case opImm, opAddr:
 		return 'i'
 	case opMem:
+		if a.mem.index.class == classZ {
+			return 'g' // a gather's or scatter's vector of indices
+		}
 		return 'm'
 	case opLabel:
 		return 'l'
@@ -208,6 +241,11 @@ var forms = map[opcode][]string{
 	opVPBROADCASTQ: {"rv", "xv", "mv"}, opVPMOVM2W: {"kv"}, opVMOVQ: {"rx", "xr"},
 	opKXORW: {"kkk"}, opKORW: {"kkk"}, opKMOVQ: {"rk", "kr", "kk"}, opKMOVD: {"rk", "kr", "kk"}, opKSHIFTRQ: {"ikk"},
 	opMULQ: {"r", "m"}, opSHLL: {"ir", "rr"}, opSHRL: {"ir", "rr"}, opDECL: {"r"}, opINCL: {"r"},
+	opVMOVDQA32: {"mv", "vm", "vv"}, opVPCMPUD: {"ivvk", "imvk"}, opVPCMPEQD: {"vvk", "mvk", "vvv", "mvv"},
+	opVPADDD: {"vvv", "mvv"}, opVPSUBD: {"vvv", "mvv"}, opVPANDD: {"vvv", "mvv"}, opVPORD: {"vvv", "mvv"},
+	opVPSRLD: {"ivv"}, opVPTESTNMD: {"vvk"}, opVPCONFLICTD: {"zz"}, opVPLZCNTD: {"zz"}, opVPERMD: {"vvv"},
+	opVPEXPANDD: {"zz"}, opVPCOMPRESSD: {"zz"}, opVPGATHERDD: {"gz"}, opVPSCATTERDD: {"zg"},
+	opKORTESTW: {"kk"}, opKXNORW: {"kkk"}, opKANDNW: {"kkk"}, opKNOTW: {"kk"}, opPOPCNTL: {"rr"},
 }
 
 func checkForm(in *inst) error {
@@ -245,7 +283,7 @@ func checkForm(in *inst) error {
 			if in.bcst && got[0] != 'm' {
 				return fmt.Errorf(".BCST needs a memory source")
 			}
-			if in.op == opVCMPPS && in.args[0].imm&^31 != 0 || in.op == opVPCMPUQ && in.args[0].imm&^7 != 0 {
+			if in.op == opVCMPPS && in.args[0].imm&^31 != 0 || (in.op == opVPCMPUQ || in.op == opVPCMPUD) && in.args[0].imm&^7 != 0 {
 				return fmt.Errorf("comparison predicate %d", in.args[0].imm)
 			}
 			if (in.op == opSHLQ || in.op == opSHRQ || in.op == opSHLL || in.op == opSHRL) && got[0] == 'r' && in.args[0].reg.n != 1 {
@@ -262,7 +300,8 @@ func checkWidths(in *inst) error {
 	switch in.op {
 	case opVXORPS, opVPXORD, opVADDPS, opVSUBPS, opVMULPS, opVMAXPS, opVFMADD231PS, opVFMADD213PS, opVHADDPS, opVPCMPGTD, opVCMPPS, opVMOVAPS,
 		opVPAND, opVPOR, opVPXOR, opVPANDQ, opVPORQ, opVPXORQ, opVPADDQ, opVPSUBQ, opVPMULUDQ, opVPSLLVQ,
-		opVPSRLQ, opVPSLLQ, opVPSLLW, opVPTESTMQ, opVPCMPUQ, opVMOVDQU, opVMOVDQU16, opVMOVDQU32, opVMOVDQU64, opVMOVDQA64:
+		opVPSRLQ, opVPSLLQ, opVPSLLW, opVPTESTMQ, opVPCMPUQ, opVMOVDQU, opVMOVDQU16, opVMOVDQU32, opVMOVDQU64, opVMOVDQA64,
+		opVMOVDQA32, opVPCMPUD, opVPCMPEQD, opVPADDD, opVPSUBD, opVPANDD, opVPORD, opVPSRLD, opVPTESTNMD, opVPERMD:
 		w := 0
 		for _, a := range in.args {
 			if x := a.reg.width(); a.kind == opReg && x > 0 {

@@ -79,6 +79,7 @@ const (
 	opImm
 	opMem
 	opLabel
+	opAddr // $sym(SB): a data symbol's address, an immediate
 )
 
 type operand struct {
@@ -535,6 +536,14 @@ func parseOperand(s string, op opcode) (operand, error) {
 	if s == "" {
 		return operand{}, fmt.Errorf("empty operand")
 	}
+	if strings.HasPrefix(s, "$") && strings.HasSuffix(s, "(SB)") {
+		// $sym(SB): the address of a data symbol.
+		m, err := parseMem(s[1:])
+		if err != nil {
+			return operand{}, err
+		}
+		return operand{kind: opAddr, mem: m}, nil
+	}
 	if s[0] == '$' {
 		v, err := parseInt(s[1:])
 		if err != nil {
@@ -565,11 +574,15 @@ func parseMem(s string) (memRef, error) {
 	disp := s[:i]
 	rest := s[i:]
 	if strings.HasPrefix(rest, "(SB)") {
-		// name<>+off(SB): a data symbol of this file.
+		// name<>+off(SB) or ·name+off(SB): a data symbol (one the file
+		// defines with DATA, or Call fails).
 		name, off, _ := strings.Cut(disp, "+")
 		sym, ok := strings.CutSuffix(name, "<>")
+		if !ok {
+			sym, ok = name, strings.HasPrefix(name, "·") && len(name) > len("·")
+		}
 		if !ok || sym == "" {
-			return m, fmt.Errorf("symbol %q: only the file's own data (name<>) is supported", s)
+			return m, fmt.Errorf("symbol %q: only data symbols (name<> or ·name) are supported", s)
 		}
 		if off != "" {
 			v, err := parseInt(off)
@@ -616,7 +629,7 @@ func parseMem(s string) (memRef, error) {
 			name, sc, ok := strings.Cut(part, "*")
 			r, rok := parseReg(name)
 			v, err := strconv.Atoi(sc)
-			if !ok || !rok || r.class != classGPR || err != nil || (v != 1 && v != 2 && v != 4 && v != 8) {
+			if !ok || !rok || (r.class != classGPR && r.class != classZ) || err != nil || (v != 1 && v != 2 && v != 4 && v != 8) {
 				return m, fmt.Errorf("index %q of %q", part, s)
 			}
 			m.index, m.scale = r, int64(v)
@@ -628,6 +641,10 @@ func parseMem(s string) (memRef, error) {
 }
 
 func parseInt(s string) (int64, error) {
+	if rest, ok := strings.CutPrefix(s, "~"); ok {
+		v, err := parseInt(rest)
+		return ^v, err
+	}
 	neg := false
 	if strings.HasPrefix(s, "-") {
 		neg, s = true, s[1:]

@@ -243,7 +243,7 @@ func (m *machine) execVec(in *inst) {
 			}
 		}
 		m.setMask(x[2], mask, w)
-	case opVMOVAPS, opVMOVDQA64:
+	case opVMOVAPS, opVMOVDQA64, opVMOVDQA32:
 		if a[1].kind == opMem {
 			w := a[0].reg.width()
 			m.aligned(a[1].mem, 4*w)

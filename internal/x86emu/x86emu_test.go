@@ -272,9 +272,10 @@ func TestParseErrors(t *testing.T) {
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVADDPS Y1, Z2, Z3\n\tRET", "mixed vector widths"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVXORPS.BCST (AX), Z2, Z3\n\tRET", ".BCST"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ (AX), (BX)\n\tRET", "operands"},
-		{"#define M \\\n\tVPGATHERDD (AX), Z1\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM\n\tRET", "instruction VPGATHERDD not supported"},
+		{"#define M \\\n\tVPDPBUSD Z1, Z2, Z3\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM\n\tRET", "instruction VPDPBUSD not supported"},
 		{"#define M(a, b) ADDQ a, b\nTEXT ·f(SB), NOSPLIT, $0-8\n\tM(AX)\n\tRET", "takes 2 arguments"},
-		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ ·g(SB), AX\n\tRET", "only the file's own data"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ g(SB), AX\n\tRET", "only data symbols"},
+		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tMOVQ ·g(SB), AX\n\tRET", "no data symbol ·g"},
 		{"DATA c<>+8(SB)/8, $1\nGLOBL c<>(SB), RODATA, $8\n", "outside the GLOBL"},
 		{"#ifdef X\nTEXT ·f(SB), NOSPLIT, $0-8\n\tRET", "preprocessor"},
 		{"TEXT ·f(SB), NOSPLIT, $0-8\n\tVCMPPS $32, Z1, Z2, K1\n\tRET", "predicate"},
@@ -285,8 +286,10 @@ func TestParseErrors(t *testing.T) {
 		p, err := Parse(tc.src)
 		if err == nil {
 			err = p.Err("f")
-			if err != nil && p.Call("f", new(Args)) == nil {
+			if cerr := p.Call("f", new(Args)); err != nil && cerr == nil {
 				t.Errorf("%q: Call ran a function that cannot run", tc.src)
+			} else if err == nil {
+				err = cerr // a symbol is looked up when the call runs
 			}
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
