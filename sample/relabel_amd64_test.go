@@ -3,7 +3,6 @@
 package sample
 
 import (
-	"os"
 	"testing"
 	"unsafe"
 
@@ -48,11 +47,7 @@ func TestRelabel8TablesLayout(t *testing.T) {
 // contract gives it: CPUs without AVX-512 (CI's may have AVX2 only) test
 // it too.
 func TestDenseRelabelVectorEmulated(t *testing.T) {
-	src, err := os.ReadFile("relabel_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := x86emu.Parse(string(src))
+	p, err := x86emu.ParseFiles("relabel_amd64.s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,23 +23,10 @@ import (
 // TestEmulatedKernelsMatchNative checks the interpreter against the CPU
 // on every kernel the CPU can run.
 
-// parseAsm parses this package's assembly files.
-func parseAsm(files ...string) (*x86emu.Program, error) {
-	var src []byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		src = append(append(src, b...), '\n')
-	}
-	return x86emu.Parse(string(src))
-}
-
 var (
-	kernelsProgram = sync.OnceValues(func() (*x86emu.Program, error) { return parseAsm("kernels_amd64.s") })
+	kernelsProgram = sync.OnceValues(func() (*x86emu.Program, error) { return x86emu.ParseFiles("kernels_amd64.s") })
 	ewProgram      = sync.OnceValues(func() (*x86emu.Program, error) {
-		return parseAsm("ew_amd64.s", "epilogue_amd64.s", "gathead_amd64.s")
+		return x86emu.ParseFiles("ew_amd64.s", "epilogue_amd64.s", "gathead_amd64.s")
 	})
 )
 

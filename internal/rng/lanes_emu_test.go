@@ -3,7 +3,6 @@
 package rng
 
 import (
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -16,13 +15,7 @@ import (
 // (CI's machines may have AVX2 only) still tests them, against the same
 // one-draw-at-a-time loops as TestLanesKernels and TestFloydMasks8 use.
 
-var lanesProgram = sync.OnceValues(func() (*x86emu.Program, error) {
-	src, err := os.ReadFile("lanes_amd64.s")
-	if err != nil {
-		return nil, err
-	}
-	return x86emu.Parse(string(src))
-})
+var lanesProgram = sync.OnceValues(func() (*x86emu.Program, error) { return x86emu.ParseFiles("lanes_amd64.s") })
 
 func emuCall(t *testing.T, name string, args *x86emu.Args, mem ...[]byte) {
 	t.Helper()

@@ -21,6 +21,7 @@ package x86emu
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -149,6 +150,21 @@ func parseReg(s string) (reg, bool) {
 		return reg{}, false
 	}
 	return reg{class, uint8(n)}, true
+}
+
+// ParseFiles parses the assembly files paths as one text (a package's
+// files, when one's functions call another's macros or data: not needed
+// so far, but harmless).
+func ParseFiles(paths ...string) (*Program, error) {
+	var src []byte
+	for _, f := range paths {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		src = append(append(src, b...), '\n')
+	}
+	return Parse(string(src))
 }
 
 // Parse reads Go amd64 assembly text. Each TEXT symbol becomes a function
