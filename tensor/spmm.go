@@ -49,8 +49,7 @@ func spmmRow(o []float32, x Matrix, idx []int32, n int, w []float32, mean bool) 
 		scale = &inv
 	}
 	_, _ = idx[n-1], o[x.Cols-1]
-	one := float32(1)
-	wp, step := &one, 0
+	wp, step := &oneWeight[0], 0
 	if w != nil {
 		_ = w[n-1]
 		wp, step = &w[0], 4
@@ -118,8 +117,7 @@ func spmmRows(o Matrix, lo, hi int, indptr []int64, idx []int32, w []float32, x 
 		return
 	}
 	_ = idx[end-1]
-	one := float32(1)
-	wp, step := &one, 0
+	wp, step := &oneWeight[0], 0
 	if w != nil {
 		_ = w[end-1]
 		wp, step = &w[0], 4
