@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func relabel8(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32, t *relabel8Tables) (outNN int, done int)
+// func relabel8(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32, t *relabel8Tables, pf int) (outNN int, done int)
 //
 // denseMap.relabel eight ids at a time (AVX2) over the first n&^7 ids of
 // idx, stopping before a vector holding an id outside [0, ntab): see
@@ -29,13 +29,14 @@
 // them, waited or were replayed: 2.7-4.0 ns an id against 1.1 without
 // the stores (AMD EPYC Zen 5).
 //
-// The entries are prefetched 64 ids ahead, as relabel16's: 32 ahead
+// The entries are prefetched 64 ids ahead where pf is not 0, as
+// relabel16's (see relabelVec): 32 ahead
 // left the misses of a 10M-node graph's 40 MB array exposed (Xeon with
 // AMX, GRAPHMILL_KERNEL=avx2, [15,10,5], alternated in one process: the
 // last hop relabelled at 6.2 and 5.6 ns an edge against 7.0 and 6.4, the
 // minibatch took 0.964 of the time; 0.985-0.989 on the 1M-node graph,
 // Cora unchanged).
-TEXT ·relabel8(SB), NOSPLIT, $0-80
+TEXT ·relabel8(SB), NOSPLIT, $0-88
 	MOVQ tab+0(FP), SI
 	MOVQ idx+16(FP), DI
 	MOVQ n+24(FP), CX
@@ -47,6 +48,7 @@ TEXT ·relabel8(SB), NOSPLIT, $0-80
 	DECQ BX
 	VMOVD BX, X15
 	VPBROADCASTD X15, Y15         // ntab-1 (the caller keeps ntab in [1, 2^31))
+	MOVQ pf+64(FP), BX
 	VMOVD AX, X14
 	VPBROADCASTD X14, Y14         // gen
 	VPSLLD $24, Y14, Y8           // gen << 24
@@ -64,6 +66,8 @@ TEXT ·relabel8(SB), NOSPLIT, $0-80
 	JZ done
 loop:
 	// prefetch the entries of the ids 64 ahead
+	TESTQ BX, BX
+	JZ noprefetch
 	LEAQ 64(DX), R12
 	CMPQ R12, CX
 	JAE noprefetch
@@ -226,8 +230,8 @@ next:
 	CMPQ DX, CX
 	JB loop
 done:
-	MOVQ R9, outNN+64(FP)
-	MOVQ DX, done+72(FP)
+	MOVQ R9, outNN+72(FP)
+	MOVQ DX, done+80(FP)
 	VZEROUPPER
 	RET
 allseen:

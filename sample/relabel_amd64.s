@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func relabel16(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32) (outNN int, done int)
+// func relabel16(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32, pf int) (outNN int, done int)
 //
 // denseMap.relabel sixteen ids at a time (AVX-512F and CD) over the first
 // n&^15 ids of idx, stopping before a vector holding an id outside
@@ -17,8 +17,9 @@
 // under a full mask: a mask of the new lanes only came at the end of the
 // vector's arithmetic, and the next vectors' gathers, which may alias the
 // scatter, waited for it (0.90-0.93x the time on ids in cache; the same
-// as relabel8's stores).
-TEXT ·relabel16(SB), NOSPLIT, $0-72
+// as relabel8's stores). Where pf is not 0 the entries of the ids 64
+// ahead are prefetched (see relabelVec).
+TEXT ·relabel16(SB), NOSPLIT, $0-80
 	MOVQ tab+0(FP), SI
 	MOVQ idx+16(FP), DI
 	MOVQ n+24(FP), CX
@@ -27,6 +28,7 @@ TEXT ·relabel16(SB), NOSPLIT, $0-72
 	MOVL gen+48(FP), AX
 	MOVQ ntab+8(FP), BX
 	VPBROADCASTD BX, Z20          // ntab (the caller keeps it below 2^31)
+	MOVQ pf+56(FP), BX
 	VPBROADCASTD AX, Z21          // gen
 	SHLL $24, AX
 	VPBROADCASTD AX, Z22          // gen << 24
@@ -42,6 +44,8 @@ TEXT ·relabel16(SB), NOSPLIT, $0-72
 	JZ done
 loop:
 	// prefetch the entries of the ids 64 ahead
+	TESTQ BX, BX
+	JZ noprefetch
 	LEAQ 64(DX), R10
 	CMPQ R10, CX
 	JAE noprefetch
@@ -119,8 +123,8 @@ next:
 	CMPQ DX, CX
 	JB loop
 done:
-	MOVQ R9, outNN+56(FP)
-	MOVQ DX, done+64(FP)
+	MOVQ R9, outNN+64(FP)
+	MOVQ DX, done+72(FP)
 	VZEROUPPER
 	RET
 allseen:

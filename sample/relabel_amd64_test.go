@@ -51,16 +51,16 @@ func TestDenseRelabelVectorEmulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func(k func(*uint32, int, *int32, int, *int32, int, uint32) (int, int)) { relabel16Kernel = k }(relabel16Kernel)
-	relabel16Kernel = func(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32) (int, int) {
+	defer func(k func(*uint32, int, *int32, int, *int32, int, uint32, int) (int, int)) { relabel16Kernel = k }(relabel16Kernel)
+	relabel16Kernel = func(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32, pf int) (int, int) {
 		args := new(x86emu.Args).Ptr(unsafe.Pointer(tab)).Int(ntab).Ptr(unsafe.Pointer(idx)).Int(n).
-			Ptr(unsafe.Pointer(nodes)).Int(nn).Uint32(gen)
+			Ptr(unsafe.Pointer(nodes)).Int(nn).Uint32(gen).Int(pf)
 		err := p.Call("relabel16", args, unsafe.Slice((*byte)(unsafe.Pointer(tab)), 4*ntab),
 			unsafe.Slice((*byte)(unsafe.Pointer(idx)), 4*n), unsafe.Slice((*byte)(unsafe.Pointer(nodes)), 4*(nn+n)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return int(args.Uint64At(56)), int(args.Uint64At(64))
+		return int(args.Uint64At(64)), int(args.Uint64At(72))
 	}
 	checkDenseRelabelVector(t, []int{16})
 }

@@ -767,8 +767,11 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				// ahead, drawAhead, their positions streamed where New
 				// would on a large graph), and with them and Config.Prefetch
 				// (drawFused for every hop).
+				// Passes with the masks drawn the other way
+				// (drawCachedVector or one at a time).
 				other, _ := New(gg.g, cfg)
 				other.prefetch = !fused.prefetch
+				other.cachedVector = !fused.cachedVector
 				loop, _ := New(gg.g, cfg)
 				loop.passOK = false
 				loopPF, _ := New(gg.g, cfg)
