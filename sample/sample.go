@@ -426,6 +426,7 @@ type scratch struct {
 	excl  []int64   // sorted excluded CSC positions
 	cand  []int64   // candidate positions of a node with exclusions
 	todo  []int32   // drawCached: destinations with more neighbours than draws
+	masks [8]uint64 // drawCachedVector: a group's Floyd masks (here, not on the stack: the kernel's pointer escapes)
 
 	buckets bucketScratch // relabelling in id-bucket order
 }
@@ -1075,14 +1076,17 @@ func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *gra
 // vector kernel (it runs without, slower: tests): the destinations of todo (each with more than k
 // neighbours) in groups of eight, the masks of those with at most 64
 // drawn side by side; the same masks, so the same edges, as drawn one at
-// a time. Measured (AMD EPYC Zen 5, one core, paired rounds of 200
-// minibatches, medians): a minibatch took 0.958 of the time on Cora with
+// a time, and the drawn neighbours taken sixteen at a time where
+// takeMasks has its kernel. Measured before that kernel (AMD EPYC Zen 5,
+// one core, paired rounds of 200 minibatches, medians): a minibatch took
+// 0.958 of the time on Cora with
 // fanouts 15,10,5 (0.978 with 25,10), 0.94-0.95 on a 40k-node graph of 10
 // edges a node, 0.98-0.99 on a 200k-node one of 5.
 func (s *Sampler) drawCachedVector(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block, todo []int32) {
 	ind, sp := s.g.Indices, sc.spans
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
-	var seeds, ds, ms [8]uint64
+	var seeds, ds [8]uint64
+	ms := &sc.masks
 	var rr rng.Rand
 	r := &rr
 	for c := 0; c < len(todo); c += 8 {
@@ -1100,13 +1104,16 @@ func (s *Sampler) drawCachedVector(sc *scratch, dst []int32, hk uint64, k int, h
 			}
 		}
 		if lanes != 0 {
-			rng.FloydMasks8(&seeds, &ds, k, lanes, &ms)
+			rng.FloydMasks8(&seeds, &ds, k, lanes, ms)
 		}
+		taken := takeMasks(ind, sp, g, lanes, ms, out, pos, ip)
 		for j, i := range g {
 			lo, hi := sp[2*i], sp[2*i+1]
 			e := ip[i]
 			if lanes&(1<<j) != 0 {
-				takeMask(ms[j], ind[lo:hi], lo, out[e:e+int64(k)], pos[e:e+int64(k)])
+				if !taken {
+					takeMask(ms[j], ind[lo:hi], lo, out[e:e+int64(k)], pos[e:e+int64(k)])
+				}
 				continue
 			}
 			r.Seed(s.nodeKey(hk, dst[i]))

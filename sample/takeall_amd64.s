@@ -105,3 +105,80 @@ longloop8:
 	SUBQ R15, BX
 	ADDQ $8, BX
 	JMP next8
+
+// func takeMasks16(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64)
+//
+// takeMask with AVX-512 for the destinations todo[j] of the lanes j (< 8)
+// set in lanes, each with a list of at most 64 (see takeMasks): sixteen
+// neighbours at a time, only those mask ms[j] draws loaded (a masked
+// load, which does not read the others), compressed to the front
+// (VPCOMPRESSD), as are their offsets, which become CSC positions widened
+// to 64 bits; both stored under a mask of as many lanes as were drawn,
+// at the destination's offset ip[i]: nothing else is written.
+TEXT ·takeMasks16(SB), NOSPLIT, $0-64
+	MOVQ ind+0(FP), SI
+	MOVQ sp+8(FP), DI
+	MOVQ todo+16(FP), R8
+	MOVQ lanes+24(FP), R9
+	MOVQ ms+32(FP), R10
+	MOVQ out+40(FP), R11
+	MOVQ pos+48(FP), R12
+	MOVQ ip+56(FP), R13
+	MOVQ $·iota16(SB), AX
+	VMOVDQU32 (AX), Z16           // 0, 1, ..., 15
+	MOVL $8, AX
+	VPBROADCASTD AX, Z17
+	VPADDD Z17, Z16, Z17          // 8, ..., 15, 16, ...: lanes 8-15 to the front (VPERMD)
+	XORQ DX, DX                   // j
+	TESTQ R9, R9
+	JZ doneM
+entryM:
+	TESTQ $1, R9
+	JZ nextM
+	MOVLQSX (R8)(DX*4), AX        // i = todo[j]
+	SHLQ $4, AX
+	MOVQ (DI)(AX*1), BX           // lo = sp[2i]
+	SHRQ $1, AX
+	MOVQ (R13)(AX*1), R14         // e = ip[i]
+	MOVQ (R10)(DX*8), R15         // the mask
+chunkM:
+	MOVQ R15, AX
+	ANDQ $0xffff, AX              // its sixteen bits from lo on
+	TESTQ AX, AX
+	JZ chunkNextM
+	KMOVW AX, K1
+	POPCNTL AX, CX                // drawn among them
+	VMOVDQU32.Z (SI)(BX*4), K1, Z0
+	VPCOMPRESSD.Z Z0, K1, Z1
+	VPCOMPRESSD.Z Z16, K1, Z2     // their offsets from lo
+	MOVL $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K2                  // the first CX lanes
+	VMOVDQU32 Z1, K2, (R11)(R14*4)
+	VPBROADCASTQ BX, Z3
+	VPMOVZXDQ Y2, Z4
+	VPADDQ Z3, Z4, Z4
+	VMOVDQU64 Z4, K2, (R12)(R14*8)
+	CMPQ CX, $8
+	JLE lowM
+	VPERMD Z2, Z17, Z5
+	VPMOVZXDQ Y5, Z5
+	VPADDQ Z3, Z5, Z5
+	KSHIFTRW $8, K2, K3
+	VMOVDQU64 Z5, K3, 64(R12)(R14*8)
+lowM:
+	ADDQ CX, R14
+chunkNextM:
+	ADDQ $16, BX
+	SHRQ $16, R15
+	TESTQ R15, R15
+	JNZ chunkM
+nextM:
+	INCQ DX
+	SHRQ $1, R9
+	TESTQ R9, R9
+	JNZ entryM
+doneM:
+	VZEROUPPER
+	RET

@@ -85,6 +85,16 @@ func Floats(s []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
 }
 
+// Bytes returns the bytes of s (of a type without pointers), to lend to
+// Call.
+func Bytes[E any](s []E) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var e E
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), int(unsafe.Sizeof(e))*len(s))
+}
+
 // Has reports whether the program defines the function name.
 func (p *Program) Has(name string) bool { _, ok := p.funcs[name]; return ok }
 

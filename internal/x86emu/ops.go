@@ -49,6 +49,7 @@ const (
 	opVZEROUPPER
 	opVPBROADCASTD
 	opVPMOVZXWD
+	opVPMOVZXDQ
 	opVPCMPGTD
 	opVMOVAPS
 	opKMOVW
@@ -135,7 +136,7 @@ var opcodes = map[string]opcode{
 	"VXORPS": opVXORPS, "VADDPS": opVADDPS, "VSUBPS": opVSUBPS, "VMULPS": opVMULPS,
 	"VFMADD231PS": opVFMADD231PS, "VFMADD213PS": opVFMADD213PS,
 	"VHADDPS": opVHADDPS, "VEXTRACTF128": opVEXTRACTF128, "VZEROUPPER": opVZEROUPPER,
-	"VPBROADCASTD": opVPBROADCASTD, "VPMOVZXWD": opVPMOVZXWD, "VPCMPGTD": opVPCMPGTD,
+	"VPBROADCASTD": opVPBROADCASTD, "VPMOVZXWD": opVPMOVZXWD, "VPMOVZXDQ": opVPMOVZXDQ, "VPCMPGTD": opVPCMPGTD,
 	"VMOVAPS": opVMOVAPS, "KMOVW": opKMOVW, "KSHIFTRW": opKSHIFTRW,
 	"VMOVSD": opVMOVSD, "VMOVSS": opVMOVSS, "VMULSS": opVMULSS, "VPXORD": opVPXORD,
 	"VMAXPS": opVMAXPS, "VCMPPS": opVCMPPS,
@@ -222,7 +223,7 @@ var forms = map[opcode][]string{
 	opVXORPS:       {"vvv", "mvv"}, opVADDPS: {"vvv", "mvv"}, opVSUBPS: {"vvv", "mvv"}, opVMULPS: {"vvv", "mvv"},
 	opVFMADD231PS: {"vvv", "mvv"}, opVFMADD213PS: {"vvv", "mvv"},
 	opVHADDPS: {"vvv"}, opVEXTRACTF128: {"iyx"}, opVZEROUPPER: {""},
-	opVPBROADCASTD: {"rv", "xv", "mv"}, opVPMOVZXWD: {"mv"},
+	opVPBROADCASTD: {"rv", "xv", "mv"}, opVPMOVZXWD: {"mv"}, opVPMOVZXDQ: {"yz", "xy"},
 	opVPCMPGTD: {"vvk", "mvk", "vvv", "mvv"},
 	opVMOVAPS:  {"vv", "mv", "vm"},
 	opKMOVW:    {"mk", "km", "rk", "kr", "kk"}, opKSHIFTRW: {"ikk"},

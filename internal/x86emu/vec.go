@@ -221,6 +221,14 @@ func (m *machine) execVec(in *inst) {
 			v[i] = uint32(binary.LittleEndian.Uint16(b[2*i:]))
 		}
 		m.vset(a[1].reg, v, w)
+	case opVPMOVZXDQ: // the source's low dwords, each widened to a qword
+		w := a[1].reg.width()
+		src := m.vec[a[0].reg.n]
+		var v [16]uint32
+		for i := range w / 2 {
+			v[2*i] = src[i]
+		}
+		m.vset(a[1].reg, v, w)
 	case opVPCMPGTD, opVCMPPS:
 		// Go's "VPCMPGTD s2, s1, d" sets d where s1 > s2; "VCMPPS $p,
 		// s2, s1, d" where s1 p s2.
