@@ -25,7 +25,7 @@ var takeAllWidths = func() []int {
 func takeMasks16(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64)
 
 // takeMasks16Kernel is takeMasks16 where the CPU has AVX-512, else nil
-// (tests change it: the kernel under x86emu, or nil for the Go loop).
+// (a test runs the kernel under x86emu in its place).
 var takeMasks16Kernel = func() func(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64) {
 	if isa.HasAVX512F {
 		return takeMasks16
