@@ -13,93 +13,132 @@ import (
 	"github.com/graphmill/graphmill/internal/x86emu"
 )
 
-// TestTakeMasksKernel checks takeMasks16, natively where the CPU has
-// AVX-512 and always under x86emu (lent exactly the memory of its
-// contract), against takeMask: groups of up to eight destinations, lanes
-// left out, lists of k+1 to 64 neighbours (across one to four sixteen-lane
-// chunks, the last list ending the neighbour array), k of 1 to 63 drawn,
-// and nothing written outside the drawn edges' slots.
-func TestTakeMasksKernel(t *testing.T) {
+// takeMasksKernels returns takeMasks16 under x86emu, lent exactly the
+// memory of its contract (set by the returned lend before each call, the
+// call's error kept in *emuErr), and natively where the CPU has AVX-512.
+func takeMasksKernels(t testing.TB) (kernels map[string]func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64), lend func(...[]byte), emuErr *error) {
 	p, err := x86emu.ParseFiles("takeall_amd64.s", "relabel_amd64.s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// lent is the memory the emulated kernel is lent, and emuErr its
-	// error, for the case being run.
 	var lent [][]byte
-	var emuErr error
+	emuErr = new(error)
 	emulated := func(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64) {
 		args := new(x86emu.Args).Ptr(unsafe.Pointer(ind)).Ptr(unsafe.Pointer(sp)).Ptr(unsafe.Pointer(todo)).Int(lanes).
 			Ptr(unsafe.Pointer(ms)).Ptr(unsafe.Pointer(out)).Ptr(unsafe.Pointer(pos)).Ptr(unsafe.Pointer(ip))
-		emuErr = p.Call("takeMasks16", args, lent...)
+		*emuErr = p.Call("takeMasks16", args, lent...)
 	}
-	kernels := map[string]func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64){"emulated": emulated}
+	kernels = map[string]func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64){"emulated": emulated}
 	if takeMasks16Kernel != nil {
 		kernels["native"] = takeMasks16Kernel
 	}
+	return kernels, func(b ...[]byte) { lent = b }, emuErr
+}
+
+// checkTakeMasks runs takeMasks with each kernel on a group of
+// len(ds) destinations drawing k of ds[j] > k neighbours (the lanes of
+// drawn, their masks seeded with seeds[j]), each followed by a
+// destination that takes all its 3 neighbours, the lists one after
+// another from lo0 on, the last ending the neighbour array; it wants
+// takeMask's edges and positions, and nothing written elsewhere.
+func checkTakeMasks(t *testing.T, k int, ds []int, drawn uint8, seeds []uint64, lo0 int64) {
+	kernels, lend, emuErr := takeMasksKernels(t)
 	defer func(k func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64)) { takeMasks16Kernel = k }(takeMasks16Kernel)
+	n := len(ds)
+	nd := 2 * n
+	sp := make([]int64, 2*nd)
+	ip := make([]int64, nd+1)
+	todo := make([]int32, n)
+	var ms [8]uint64
+	lo := lo0
+	for j, d := range ds {
+		i := 2 * j
+		todo[j] = int32(i)
+		sp[2*i], sp[2*i+1] = lo, lo+int64(d)
+		lo += int64(d)
+		ip[i+1] = ip[i] + int64(k)
+		ip[i+2] = ip[i+1] + 3
+		if drawn>>j&1 != 0 {
+			var g rng.Rand
+			g.Seed(seeds[j])
+			ms[j] = g.FloydMask(d, k)
+		}
+	}
+	ind := make([]int32, lo)
+	for q := range ind {
+		ind[q] = int32(q*7919) % (1 << 30)
+	}
+	bound := ip[nd]
+	empty := make([]int32, bound)
+	emptyPos := make([]int64, bound)
+	for q := range empty {
+		empty[q], emptyPos[q] = -7, -9
+	}
+	wo, wp := slices.Clone(empty), slices.Clone(emptyPos)
+	for j, i := range todo {
+		if drawn>>j&1 != 0 {
+			a, b, e := sp[2*i], sp[2*i+1], ip[i]
+			takeMask(ms[j], ind[a:b], a, wo[e:e+int64(k)], wp[e:e+int64(k)])
+		}
+	}
+	for name, kern := range kernels {
+		out, pos := slices.Clone(empty), slices.Clone(emptyPos)
+		lend(x86emu.Bytes(ind), x86emu.Bytes(sp), x86emu.Bytes(todo), x86emu.Bytes(ms[:n]), x86emu.Bytes(out), x86emu.Bytes(pos), x86emu.Bytes(ip))
+		*emuErr = nil
+		takeMasks16Kernel = kern
+		if !takeMasks(ind, sp, todo, drawn, &ms, out, pos, ip) {
+			t.Fatalf("%s: takeMasks did not run its kernel", name)
+		}
+		if *emuErr != nil {
+			t.Fatal(*emuErr)
+		}
+		if !slices.Equal(out, wo) || !slices.Equal(pos, wp) {
+			t.Fatalf("%s (k %d, lists %v, lanes %08b): %v %v, want %v %v", name, k, ds, drawn, out, pos, wo, wp)
+		}
+	}
+}
+
+// TestTakeMasksKernel checks takeMasks16, natively where the CPU has
+// AVX-512 and always under x86emu, against takeMask: groups of up to
+// eight destinations, lanes left out, lists of k+1 to 64 neighbours
+// (across one to four sixteen-lane chunks), k of 1 to 63 drawn.
+func TestTakeMasksKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, k := range []int{1, 5, 8, 9, 15, 16, 17, 25, 40, 63} {
 		for _, n := range []int{1, 3, 8} {
 			t.Run(fmt.Sprintf("k=%d/n=%d", k, n), func(t *testing.T) {
-				// n destinations, each followed by one that takes all its 3
-				// neighbours; some of the n drawn. Their lists one after another,
-				// the last ending ind.
-				nd := 2 * n
-				sp := make([]int64, 2*nd)
-				ip := make([]int64, nd+1)
-				todo := make([]int32, n)
-				var ms [8]uint64
-				lanes := uint8(0)
-				lo := int64(r.IntN(5))
+				ds := make([]int, n)
+				seeds := make([]uint64, n)
+				drawn := uint8(0)
 				for j := range n {
-					i := 2 * j
-					todo[j] = int32(i)
-					d := k + 1 + r.IntN(64-k)
-					sp[2*i], sp[2*i+1] = lo, lo+int64(d)
-					lo += int64(d)
-					ip[i+1] = ip[i] + int64(k)
-					ip[i+2] = ip[i+1] + 3 // the next destination's edges
+					ds[j] = k + 1 + r.IntN(64-k)
+					seeds[j] = r.Uint64()
 					if r.IntN(4) != 0 {
-						lanes |= 1 << j
-						var g rng.Rand
-						g.Seed(r.Uint64())
-						ms[j] = g.FloydMask(d, k)
+						drawn |= 1 << j
 					}
 				}
-				ind := make([]int32, lo)
-				for q := range ind {
-					ind[q] = r.Int32N(1 << 30)
-				}
-				bound := ip[nd]
-				want := make([]int32, bound)
-				wantPos := make([]int64, bound)
-				for q := range want {
-					want[q], wantPos[q] = -7, -9
-				}
-				for name, kern := range kernels {
-					out, pos := slices.Clone(want), slices.Clone(wantPos)
-					lent = [][]byte{x86emu.Bytes(ind), x86emu.Bytes(sp), x86emu.Bytes(todo), x86emu.Bytes(ms[:n]), x86emu.Bytes(out), x86emu.Bytes(pos), x86emu.Bytes(ip)}
-					takeMasks16Kernel = kern
-					emuErr = nil
-					if !takeMasks(ind, sp, todo, lanes, &ms, out, pos, ip) {
-						t.Fatalf("%s: takeMasks did not run its kernel", name)
-					}
-					if emuErr != nil {
-						t.Fatal(emuErr)
-					}
-					wo, wp := slices.Clone(want), slices.Clone(wantPos)
-					for j, i := range todo {
-						if lanes>>j&1 != 0 {
-							a, b, e := sp[2*i], sp[2*i+1], ip[i]
-							takeMask(ms[j], ind[a:b], a, wo[e:e+int64(k)], wp[e:e+int64(k)])
-						}
-					}
-					if !slices.Equal(out, wo) || !slices.Equal(pos, wp) {
-						t.Fatalf("%s (lanes %08b): %v %v, want %v %v", name, lanes, out, pos, wo, wp)
-					}
-				}
+				checkTakeMasks(t, k, ds, drawn, seeds, int64(r.IntN(5)))
 			})
 		}
 	}
+}
+
+// FuzzTakeMasks is TestTakeMasksKernel on groups from the input: a list
+// length per byte (up to eight), the lanes drawn and k from two more.
+func FuzzTakeMasks(f *testing.F) {
+	f.Add([]byte{20, 64, 7}, uint8(0b101), uint8(5), uint64(1))
+	f.Add([]byte{64, 64, 64, 64, 64, 64, 64, 64}, uint8(0xff), uint8(63), uint64(2))
+	f.Fuzz(func(t *testing.T, lists []byte, drawn, k8 uint8, seed uint64) {
+		if len(lists) == 0 || len(lists) > 8 {
+			return
+		}
+		k := 1 + int(k8)%63
+		ds := make([]int, len(lists))
+		seeds := make([]uint64, len(lists))
+		for j, b := range lists {
+			ds[j] = k + 1 + int(b)%(64-k)
+			seeds[j] = rng.Derive(seed, uint64(j))
+		}
+		checkTakeMasks(t, k, ds, drawn&(1<<len(lists)-1), seeds, int64(seed%3))
+	})
 }
