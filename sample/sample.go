@@ -235,9 +235,10 @@ type Sampler struct {
 	// the sampled edges' positions right after a hop (no edge weights or
 	// ids to look up by them), so drawAhead streams them (posStream).
 	streamPos bool
-	// cachedVector: drawCached draws its masks eight at a time
-	// (drawCachedVector), where rng.FloydMasks8 has its vector kernel.
-	cachedVector bool
+	// floydVector: drawAhead draws Floyd masks eight at a time
+	// (rng.FloydMasks8), where it has a vector kernel; cachedVector:
+	// drawCached does (drawCachedVector), where takeMasks has one too.
+	floydVector, cachedVector bool
 
 	timing []hopTiming // per hop, with Config.Timing
 }
@@ -283,7 +284,8 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	s := &Sampler{g: g, cfg: cfg, prefetch: bytes > cachedGraphBytes}
 	s.passOK = bytes <= midCacheBytes && g.Validate() == nil
 	s.streamPos = bytes > streamGraphBytes && g.Weights == nil && g.EdgeIDs == nil
-	s.cachedVector = rng.FloydMasksVector()
+	s.floydVector = rng.FloydMasksVector()
+	s.cachedVector = s.floydVector && takeMasksVector
 	if cfg.Timing {
 		s.timing = make([]hopTiming, len(cfg.Fanouts))
 	}
@@ -844,9 +846,13 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // drawn one at a time (GRAPHMILL_KERNEL=avx2); on the 1M-node graph
 // 0.86-0.89 and 1.00. Groups of 8 or 32, and 8, 24 or 32 ahead, did
 // about as well as 16 and 16 (0.70-0.84); with groups of 4 the kernel
-// made no difference. Lanes drawn by FloydMasks8 without its kernel (one
+// made no difference. Lanes drawn by FloydMasks8 without a kernel (one
 // at a time, after the ranges) cost more than drawing them in the range
-// loop: 1.09 of the time on the 1M-node graph.
+// loop: 1.09 of the time on the 1M-node graph, so that is what a CPU
+// without one does. With AVX2's kernel (GRAPHMILL_KERNEL=avx2, rounds of
+// 20 minibatches alternated in one process, medians) the minibatch took
+// 0.950-0.952 of the range loop's time on the 1M-node graph and 0.90-1.04
+// on the 10M-node one.
 func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block, keep bool) int {
 	nd := len(dst)
 	sp := sc.spans[:2*done]
@@ -874,7 +880,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	r := &rr
 	ip[0] = 0
 	e := 0
-	vector := rng.FloydMasksVector()
+	vector := s.floydVector
 	// draw reads the ranges of dst[a:b] (a%G == 0, b-a <= G) where the
 	// previous hop did not (keeping them for the next hop, if any), draws
 	// them and prefetches the drawn entries.
@@ -1072,16 +1078,18 @@ func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *gra
 	return int(ip[nd])
 }
 
-// drawCachedVector is drawCached's draws where rng.FloydMasks8 has its
-// vector kernel (it runs without, slower: tests): the destinations of todo (each with more than k
+// drawCachedVector is drawCached's draws where rng.FloydMasks8 and
+// takeMasks have vector kernels (it runs without: tests): the destinations of todo (each with more than k
 // neighbours) in groups of eight, the masks of those with at most 64
 // drawn side by side; the same masks, so the same edges, as drawn one at
-// a time, and the drawn neighbours taken sixteen at a time where
-// takeMasks has its kernel. Measured before that kernel (AMD EPYC Zen 5,
+// a time, and the drawn neighbours taken sixteen at a time. Measured
+// before takeMasks had its kernel (AMD EPYC Zen 5,
 // one core, paired rounds of 200 minibatches, medians): a minibatch took
 // 0.958 of the time on Cora with
 // fanouts 15,10,5 (0.978 with 25,10), 0.94-0.95 on a 40k-node graph of 10
-// edges a node, 0.98-0.99 on a 200k-node one of 5.
+// edges a node, 0.98-0.99 on a 200k-node one of 5. With AVX2's kernel
+// (GRAPHMILL_KERNEL=avx2: no takeMasks kernel) 1.006-1.012 on Cora and
+// 1.005-1.008 on the 40k-node graph: AVX2 draws one at a time here.
 func (s *Sampler) drawCachedVector(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block, todo []int32) {
 	ind, sp := s.g.Indices, sc.spans
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr

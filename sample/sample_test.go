@@ -767,8 +767,8 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				// ahead, drawAhead, their positions streamed where New
 				// would on a large graph), and with them and Config.Prefetch
 				// (drawFused for every hop).
-				// Passes with the masks drawn the other way
-				// (drawCachedVector or one at a time).
+				// Masks drawn the other way (eight at a time or
+				// one at a time).
 				other, _ := New(gg.g, cfg)
 				other.prefetch = !fused.prefetch
 				other.cachedVector = !fused.cachedVector
@@ -777,6 +777,9 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				loopPF, _ := New(gg.g, cfg)
 				loopPF.passOK, loopPF.prefetch = false, true
 				loopPF.streamPos = gg.g.Weights == nil && gg.g.EdgeIDs == nil // as on a graph far larger than the cache
+				loopPFv, _ := New(gg.g, cfg)                                  // drawAhead's masks drawn the other way
+				loopPFv.passOK, loopPFv.prefetch, loopPFv.streamPos = false, true, loopPF.streamPos
+				loopPFv.floydVector = !loopPF.floydVector
 				withFetch := cfg
 				withFetch.Prefetch = func([]int32) {}
 				loopFetch, _ := New(gg.g, withFetch)
@@ -787,7 +790,7 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				}
 				batches, _ := Batches(all, 200, true, 3, false)
 				a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
-				d, f2, f3 := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
+				d, f2, f3, f4 := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 5)] {
 					if err := fused.SampleInto(a, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -807,10 +810,13 @@ func TestFusedMatchesGeneric(t *testing.T) {
 					if err := loopFetch.SampleInto(f3, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
 					}
+					if err := loopPFv.SampleInto(f4, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
 					if gg.g.EdgeIDs == nil { // checkMiniBatch takes edge ids for positions
 						checkMiniBatch(t, gg.g, cfg, seeds, a)
 					}
-					for _, f := range []*batch.MiniBatch{a, c, d, f2, f3} {
+					for _, f := range []*batch.MiniBatch{a, c, d, f2, f3, f4} {
 						if !slices.Equal(f.InputNodes, b.InputNodes) {
 							t.Fatalf("batch %d: input nodes differ", i)
 						}

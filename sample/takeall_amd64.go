@@ -33,6 +33,9 @@ var takeMasks16Kernel = func() func(ind *int32, sp *int64, todo *int32, lanes in
 	return nil
 }()
 
+// takeMasksVector reports whether takeMasks has a kernel.
+var takeMasksVector = takeMasks16Kernel != nil
+
 // takeMasks does takeMask(ms[j], ...) for the destinations todo[j] of
 // the lanes j set in lanes: writes the neighbours that mask draws from
 // the destination's list (its range in sp, at most 64 long), and their

@@ -13,6 +13,9 @@ func takeAll(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out []
 	return takeAllGo(ind, indptr, dst, k, sp, out, pos, ip, todo)
 }
 
+// takeMasksVector reports whether takeMasks has a kernel: not here.
+const takeMasksVector = false
+
 // takeMasks has no kernel here: the caller draws with takeMask.
 func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, out []int32, pos, ip []int64) bool {
 	return false

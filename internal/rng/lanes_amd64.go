@@ -65,16 +65,22 @@ func bitsFast(dst []uint16, s uint64) int {
 //go:noescape
 func floydMasks8AVX512(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
 
-// FloydMasksVector reports whether FloydMasks8 draws its lanes with a
-// vector kernel (AVX-512) rather than one at a time.
-func FloydMasksVector() bool { return hasAVX512 }
+//go:noescape
+func floydMasks8AVX2(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
 
-// floydFast computes FloydMasks8's lanes with the AVX-512 kernel and
-// returns those to draw again one at a time (all of them without
-// AVX-512).
+// FloydMasksVector reports whether FloydMasks8 draws its lanes with a
+// vector kernel (AVX-512, or AVX2's four lanes at a time) rather than one
+// at a time.
+func FloydMasksVector() bool { return hasAVX512 || hasAVX2 }
+
+// floydFast computes FloydMasks8's lanes with the widest vector kernel and
+// returns those to draw again one at a time (all of them without one).
 func floydFast(seeds, ds *[8]uint64, k int, masks *[8]uint64) uint64 {
-	if !hasAVX512 {
-		return 0xff
+	switch {
+	case hasAVX512:
+		return floydMasks8AVX512(seeds, ds, k, masks)
+	case hasAVX2:
+		return floydMasks8AVX2(seeds, ds, k, masks)
 	}
-	return floydMasks8AVX512(seeds, ds, k, masks)
+	return 0xff
 }

@@ -72,19 +72,28 @@ func BenchmarkLanes(b *testing.B) {
 }
 
 // TestFloydMasks8 checks FloydMasks8 against FloydMask lane by lane,
-// with the AVX-512 kernel (where the CPU has it) and without (every lane
-// drawn again one at a time), and the kernel alone on every lane, over
-// every fanout and degree the samplers give it, random seeds and partial
-// lane sets.
+// with each vector kernel the CPU has (AVX2's, AVX-512's) and without
+// (every lane drawn again one at a time), and each kernel alone on every
+// lane, over every fanout and degree the samplers give it, random seeds
+// and partial lane sets.
 func TestFloydMasks8(t *testing.T) {
-	avx512 := hasAVX512
-	defer func() { hasAVX512 = avx512 }()
-	for _, vec := range []bool{false, true} {
-		if vec && !avx512 {
-			t.Log("avx512: not on this machine")
+	avx2, avx512 := hasAVX2, hasAVX512
+	defer func() { hasAVX2, hasAVX512 = avx2, avx512 }()
+	for _, kc := range []struct {
+		name     string
+		on       bool
+		a2, a512 bool
+		kernel   func(seeds, ds *[8]uint64, k int, masks *[8]uint64) uint64
+	}{
+		{"one at a time", true, false, false, nil},
+		{"avx2", avx2, true, false, floydMasks8AVX2},
+		{"avx512", avx512, false, true, floydMasks8AVX512},
+	} {
+		if !kc.on {
+			t.Logf("%s: not on this machine", kc.name)
 			continue
 		}
-		hasAVX512 = vec
+		hasAVX2, hasAVX512 = kc.a2, kc.a512
 		var r Rand
 		r.Seed(42)
 		for k := 1; k <= 64; k++ {
@@ -99,9 +108,9 @@ func TestFloydMasks8(t *testing.T) {
 					ds[i] = uint64(k + int(r.Uint64()%uint64(65-k)))
 				}
 				FloydMasks8(&seeds, &ds, k, lanes, &got)
-				if vec {
-					if redo := floydMasks8AVX512(&seeds, &ds, k, &kern); redo != 0 {
-						t.Errorf("k %d: the kernel asks to redo lanes %08b", k, redo)
+				if kc.kernel != nil {
+					if redo := kc.kernel(&seeds, &ds, k, &kern); redo != 0 {
+						t.Errorf("%s, k %d: the kernel asks to redo lanes %08b", kc.name, k, redo)
 					}
 				}
 				for i := range 8 {
@@ -109,10 +118,10 @@ func TestFloydMasks8(t *testing.T) {
 					q.Seed(seeds[i])
 					want := q.FloydMask(int(ds[i]), k)
 					if lanes>>i&1 != 0 && got[i] != want {
-						t.Fatalf("avx512 %v, k %d lane %d (d %d): FloydMasks8 %x, FloydMask %x", vec, k, i, ds[i], got[i], want)
+						t.Fatalf("%s, k %d lane %d (d %d): FloydMasks8 %x, FloydMask %x", kc.name, k, i, ds[i], got[i], want)
 					}
-					if vec && kern[i] != want {
-						t.Fatalf("k %d lane %d (d %d): kernel %x, FloydMask %x", k, i, ds[i], kern[i], want)
+					if kc.kernel != nil && kern[i] != want {
+						t.Fatalf("%s, k %d lane %d (d %d): kernel %x, FloydMask %x", kc.name, k, i, ds[i], kern[i], want)
 					}
 				}
 			}
@@ -123,18 +132,22 @@ func TestFloydMasks8(t *testing.T) {
 // BenchmarkFloydMasks8: eight FloydMask(20, 5) lanes with their seeding,
 // side by side and one at a time.
 func BenchmarkFloydMasks8(b *testing.B) {
-	avx512 := hasAVX512
-	defer func() { hasAVX512 = avx512 }()
+	avx2, avx512 := hasAVX2, hasAVX512
+	defer func() { hasAVX2, hasAVX512 = avx2, avx512 }()
 	var seeds, ds, masks [8]uint64
 	for i := range 8 {
 		seeds[i], ds[i] = uint64(i)*0x9e3779b97f4a7c15, 20
 	}
-	for _, vec := range []bool{false, true} {
-		if vec && !avx512 {
+	for _, kc := range []struct {
+		name     string
+		on       bool
+		a2, a512 bool
+	}{{"one-at-a-time", true, false, false}, {"avx2", avx2, true, false}, {"avx512", avx512, false, true}} {
+		if !kc.on {
 			continue
 		}
-		b.Run(fmt.Sprintf("vector=%v", vec), func(b *testing.B) {
-			hasAVX512 = vec
+		b.Run(kc.name, func(b *testing.B) {
+			hasAVX2, hasAVX512 = kc.a2, kc.a512
 			for i := 0; i < b.N; i++ {
 				seeds[i&7]++
 				FloydMasks8(&seeds, &ds, 5, 0xff, &masks)

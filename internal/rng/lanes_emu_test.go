@@ -69,6 +69,12 @@ func TestLanesKernelsEmulated(t *testing.T) {
 }
 
 func TestFloydMasks8Emulated(t *testing.T) {
+	for _, name := range []string{"floydMasks8AVX2", "floydMasks8AVX512"} {
+		testFloydMasks8Emulated(t, name)
+	}
+}
+
+func testFloydMasks8Emulated(t *testing.T, name string) {
 	var r Rand
 	r.Seed(43)
 	for k := 1; k <= 64; k += 3 {
@@ -79,15 +85,15 @@ func TestFloydMasks8Emulated(t *testing.T) {
 				ds[i] = uint64(k + int(r.Uint64()%uint64(65-k)))
 			}
 			args := new(x86emu.Args).Ptr(unsafe.Pointer(&seeds[0])).Ptr(unsafe.Pointer(&ds[0])).Int(k).Ptr(unsafe.Pointer(&masks[0]))
-			emuCall(t, "floydMasks8AVX512", args, u64bytes(seeds), u64bytes(ds), u64bytes(masks))
+			emuCall(t, name, args, u64bytes(seeds), u64bytes(ds), u64bytes(masks))
 			if redo := args.Uint64At(32); redo != 0 {
-				t.Errorf("k %d: the kernel asks to redo lanes %08b", k, redo)
+				t.Errorf("%s, k %d: the kernel asks to redo lanes %08b", name, k, redo)
 			}
 			for i := range 8 {
 				var q Rand
 				q.Seed(seeds[i])
 				if want := q.FloydMask(int(ds[i]), k); masks[i] != want {
-					t.Fatalf("k %d lane %d (d %d): emulated kernel %x, FloydMask %x", k, i, ds[i], masks[i], want)
+					t.Fatalf("%s, k %d lane %d (d %d): emulated kernel %x, FloydMask %x", name, k, i, ds[i], masks[i], want)
 				}
 			}
 		}

@@ -108,7 +108,7 @@ func (m *machine) execInt(in *inst) bool {
 			setElem(&v, i, es, x)
 		}
 		m.vset(a[2].reg, v, w)
-	case opVPTESTMQ, opVPTESTNMD, opVPCMPUQ, opVPCMPUD, opVPCMPEQD:
+	case opVPTESTMQ, opVPTESTNMD, opVPCMPUQ, opVPCMPUD, opVPCMPEQD, opVPCMPEQQ:
 		// "OP [$p,] s2, s1, k": k = s1 test/p s2 (VPCMPEQD with a vector
 		// destination, AVX2's: all-ones lanes where equal).
 		x := a
@@ -126,7 +126,7 @@ func (m *machine) execInt(in *inst) bool {
 				t = p&q != 0
 			case opVPTESTNMD:
 				t = p&q == 0
-			case opVPCMPEQD:
+			case opVPCMPEQD, opVPCMPEQQ:
 				t = p == q
 			default:
 				t = cmpUnsigned(p, q, a[0].imm)
@@ -135,7 +135,17 @@ func (m *machine) execInt(in *inst) bool {
 				k |= 1 << i
 			}
 		}
+		if es == 8 && x[2].reg.class != classK {
+			k = spreadQwords(k)
+		}
 		m.setMask(x[2], k, w)
+	case opVMOVMSKPD: // the sign bits of the qwords
+		w := a[0].reg.width()
+		var k uint64
+		for i := range w / 2 {
+			k |= uint64(m.vec[a[0].reg.n][2*i+1]>>31) << i
+		}
+		m.gpr[a[1].reg.n] = k
 	case opKORTESTW: // ZF: no bit of k1|k2 set; CF: all sixteen
 		x := (m.k[a[0].reg.n] | m.k[a[1].reg.n]) & 0xffff
 		m.zf, m.cf, m.sf, m.of = x == 0, x == 0xffff, false, false
@@ -242,7 +252,7 @@ func (m *machine) execInt(in *inst) bool {
 			}
 		}
 		m.k[in.mask.n] = 0
-	case opVPAND, opVPOR, opVPXOR, opVPANDQ, opVPORQ, opVPXORQ, opVPADDQ, opVPSUBQ, opVPMULUDQ, opVPSLLVQ,
+	case opVPAND, opVPOR, opVPXOR, opVPANDQ, opVPORQ, opVPXORQ, opVPADDQ, opVPSUBQ, opVPMULUDQ, opVPSLLVQ, opVPSRLVQ,
 		opVPANDD, opVPORD, opVPADDD, opVPSUBD:
 		// "OP s2, s1, d": d = s1 op s2.
 		w := a[2].reg.width()
@@ -268,6 +278,10 @@ func (m *machine) execInt(in *inst) bool {
 			case opVPSLLVQ:
 				if q < 64 {
 					r = p << q
+				}
+			case opVPSRLVQ:
+				if q < 64 {
+					r = p >> q
 				}
 			}
 			setElem(&v, i, es, r)
@@ -337,4 +351,16 @@ func cmpUnsigned(x, y uint64, p int64) bool {
 		return true
 	}
 	return false
+}
+
+// spreadQwords turns a mask of qword elements into one of their dwords
+// (element i's bit to bits 2i and 2i+1), for setMask's vector lanes.
+func spreadQwords(k uint64) uint64 {
+	var d uint64
+	for i := range 8 {
+		if k>>i&1 != 0 {
+			d |= 3 << (2 * i)
+		}
+	}
+	return d
 }

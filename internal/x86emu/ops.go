@@ -121,6 +121,10 @@ const (
 	opKANDNW
 	opKNOTW
 	opPOPCNTL
+	// AVX2's Floyd masks
+	opVPCMPEQQ
+	opVPSRLVQ
+	opVMOVMSKPD
 )
 
 var opcodes = map[string]opcode{
@@ -153,6 +157,7 @@ var opcodes = map[string]opcode{
 	"VPTESTNMD": opVPTESTNMD, "VPCONFLICTD": opVPCONFLICTD, "VPLZCNTD": opVPLZCNTD, "VPERMD": opVPERMD,
 	"VPEXPANDD": opVPEXPANDD, "VPCOMPRESSD": opVPCOMPRESSD, "VPGATHERDD": opVPGATHERDD, "VPSCATTERDD": opVPSCATTERDD,
 	"KORTESTW": opKORTESTW, "KXNORW": opKXNORW, "KANDNW": opKANDNW, "KNOTW": opKNOTW, "POPCNTL": opPOPCNTL,
+	"VPCMPEQQ": opVPCMPEQQ, "VPSRLVQ": opVPSRLVQ, "VMOVMSKPD": opVMOVMSKPD,
 }
 
 // elemSize gives the element size in bytes, where it is not 4, of the
@@ -160,7 +165,7 @@ var opcodes = map[string]opcode{
 var elemSize = map[opcode]int{
 	opVMOVDQU16: 2, opVMOVDQU64: 8, opVMOVDQA64: 8, opVPANDQ: 8, opVPORQ: 8, opVPXORQ: 8,
 	opVPADDQ: 8, opVPSUBQ: 8, opVPMULUDQ: 8, opVPSRLQ: 8, opVPSLLQ: 8, opVPSLLVQ: 8, opVPSLLW: 2,
-	opVPTESTMQ: 8, opVPCMPUQ: 8, opVPBROADCASTQ: 8,
+	opVPTESTMQ: 8, opVPCMPUQ: 8, opVPBROADCASTQ: 8, opVPCMPEQQ: 8, opVPSRLVQ: 8,
 }
 
 // maskable are the instructions that may take a mask register before
@@ -247,6 +252,7 @@ var forms = map[opcode][]string{
 	opVPSRLD: {"ivv"}, opVPTESTNMD: {"vvk"}, opVPCONFLICTD: {"zz"}, opVPLZCNTD: {"zz"}, opVPERMD: {"vvv"},
 	opVPEXPANDD: {"zz"}, opVPCOMPRESSD: {"zz"}, opVPGATHERDD: {"gz"}, opVPSCATTERDD: {"zg"},
 	opKORTESTW: {"kk"}, opKXNORW: {"kkk"}, opKANDNW: {"kkk"}, opKNOTW: {"kk"}, opPOPCNTL: {"rr"},
+	opVPCMPEQQ: {"vvk", "mvk", "vvv", "mvv"}, opVPSRLVQ: {"vvv", "mvv"}, opVMOVMSKPD: {"vr"},
 }
 
 func checkForm(in *inst) error {
@@ -302,7 +308,7 @@ func checkWidths(in *inst) error {
 	case opVXORPS, opVPXORD, opVADDPS, opVSUBPS, opVMULPS, opVMAXPS, opVFMADD231PS, opVFMADD213PS, opVHADDPS, opVPCMPGTD, opVCMPPS, opVMOVAPS,
 		opVPAND, opVPOR, opVPXOR, opVPANDQ, opVPORQ, opVPXORQ, opVPADDQ, opVPSUBQ, opVPMULUDQ, opVPSLLVQ,
 		opVPSRLQ, opVPSLLQ, opVPSLLW, opVPTESTMQ, opVPCMPUQ, opVMOVDQU, opVMOVDQU16, opVMOVDQU32, opVMOVDQU64, opVMOVDQA64,
-		opVMOVDQA32, opVPCMPUD, opVPCMPEQD, opVPADDD, opVPSUBD, opVPANDD, opVPORD, opVPSRLD, opVPTESTNMD, opVPERMD:
+		opVMOVDQA32, opVPCMPUD, opVPCMPEQD, opVPCMPEQQ, opVPSRLVQ, opVPADDD, opVPSUBD, opVPANDD, opVPORD, opVPSRLD, opVPTESTNMD, opVPERMD:
 		w := 0
 		for _, a := range in.args {
 			if x := a.reg.width(); a.kind == opReg && x > 0 {
