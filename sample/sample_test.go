@@ -777,7 +777,8 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				loopPF, _ := New(gg.g, cfg)
 				loopPF.passOK, loopPF.prefetch = false, true
 				loopPF.streamPos = gg.g.Weights == nil && gg.g.EdgeIDs == nil // as on a graph far larger than the cache
-				loopPFv, _ := New(gg.g, cfg)                                  // drawAhead's masks drawn the other way
+				// drawAhead with its masks drawn the other way.
+				loopPFv, _ := New(gg.g, cfg)
 				loopPFv.passOK, loopPFv.prefetch, loopPFv.streamPos = false, true, loopPF.streamPos
 				loopPFv.floydVector = !loopPF.floydVector
 				withFetch := cfg

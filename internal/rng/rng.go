@@ -163,13 +163,13 @@ func (r *Rand) FloydMask(d, k int) uint64 {
 // lanes, masks[i] becomes what FloydMask(int(ds[i]), k) returns from a
 // Rand seeded with seeds[i] (Seed), for 1 <= k <= ds[i] <= 64; the other
 // lanes' masks are left unspecified. Where FloydMasksVector, the lanes
-// are drawn side by side by an AVX-512 kernel (in assembly for the
-// reason the Lanes kernels are: Go does not vectorize 64x64->128-bit
+// are drawn side by side by an AVX-512 or AVX2 kernel (in assembly for
+// the reason the Lanes kernels are: Go does not vectorize 64x64->128-bit
 // products), and a lane whose draw FloydMask might reject (odds of about
 // 2^-58 a draw) is drawn again here; elsewhere every lane is drawn one at
 // a time. Measured (AMD EPYC Zen 5, one core, BenchmarkFloydMasks8):
-// eight lanes of FloydMask(20, 5) with their seeding took 43 ns side by
-// side against 79 one at a time.
+// eight lanes of FloydMask(20, 5) with their seeding took 42-43 ns side
+// by side with AVX-512, 57-59 with AVX2, against 77-80 one at a time.
 func FloydMasks8(seeds, ds *[8]uint64, k int, lanes uint8, masks *[8]uint64) {
 	redo := lanes & uint8(floydFast(seeds, ds, k, masks))
 	for redo != 0 {
