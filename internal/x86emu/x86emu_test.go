@@ -1,6 +1,7 @@
 package x86emu
 
 import (
+	"encoding/binary"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -315,4 +316,68 @@ func FuzzParse(f *testing.F) {
 			_ = p.Call(name, new(Args))
 		}
 	})
+}
+
+// TestQwordOps checks the qword instructions added for the sampler's
+// AVX2 and AVX-512 kernels against Go: VPCMPEQQ (all-ones qwords where
+// equal), VPSRLVQ (a count of 64 or more gives 0), VMOVMSKPD (the qwords'
+// sign bits) and VPMOVZXDQ (dwords widened).
+func TestQwordOps(t *testing.T) {
+	const prog = `
+TEXT ·f(SB), NOSPLIT, $0-24
+	MOVQ a+0(FP), SI
+	MOVQ o+8(FP), DI
+	VMOVDQU (SI), Y0
+	VMOVDQU 32(SI), Y1
+	VPCMPEQQ Y1, Y0, Y2
+	VMOVDQU Y2, (DI)
+	VPSRLVQ Y1, Y0, Y3
+	VMOVDQU Y3, 32(DI)
+	VMOVMSKPD Y0, AX
+	MOVQ AX, m+16(FP)
+	VPMOVZXDQ X1, Y4
+	VMOVDQU Y4, 64(DI)
+	VPMOVZXDQ Y0, Z5
+	VMOVDQU64 Z5, 96(DI)
+	VZEROUPPER
+	RET
+`
+	p, err := Parse(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := []uint64{7, 1 << 63, 0xffff_fffe_0000_0003, 5, 7, 3, 64, 2}
+	o := make([]uint64, 20)
+	args := new(Args).Ptr(unsafe.Pointer(&a[0])).Ptr(unsafe.Pointer(&o[0]))
+	if err := p.Call("f", args, Bytes(a), Bytes(o)); err != nil {
+		t.Fatal(err)
+	}
+	x, y := a[:4], a[4:]
+	for i := range 4 {
+		eq := uint64(0)
+		if x[i] == y[i] {
+			eq = ^uint64(0)
+		}
+		var sh uint64
+		if y[i] < 64 {
+			sh = x[i] >> y[i]
+		}
+		if o[i] != eq || o[4+i] != sh {
+			t.Errorf("qword %d: VPCMPEQQ %#x, VPSRLVQ %#x; want %#x, %#x", i, o[i], o[4+i], eq, sh)
+		}
+	}
+	if got, want := args.Uint64At(16), uint64(0b0110); got != want {
+		t.Errorf("VMOVMSKPD: %04b, want %04b", got, want)
+	}
+	dw := Bytes(a)
+	for i := range 4 { // X1's dwords are y[0] and y[1]'s halves
+		if got, want := o[8+i], uint64(binary.LittleEndian.Uint32(dw[32+4*i:])); got != want {
+			t.Errorf("VPMOVZXDQ X to Y, dword %d: %#x, want %#x", i, got, want)
+		}
+	}
+	for i := range 8 {
+		if got, want := o[12+i], uint64(binary.LittleEndian.Uint32(dw[4*i:])); got != want {
+			t.Errorf("VPMOVZXDQ Y to Z, dword %d: %#x, want %#x", i, got, want)
+		}
+	}
 }
