@@ -267,14 +267,42 @@ done1b:
 	VZEROUPPER
 	RET
 
-// MUL64C sets each 64-bit lane of X to X * c (mod 2^64) for the constant
-// c in the general register R (clobbered) from three 32x32-bit products:
+// The Floyd mask kernels' constants: splitmix64's (each multiplier's
+// high half apart, for MUL64M), and, for AVX2's, wyrand's D, the low-half
+// mask and zero four times (memory operands of a YMM width).
+DATA floydGolden<>+0(SB)/8, $0x9e3779b97f4a7c15
+GLOBL floydGolden<>(SB), RODATA|NOPTR, $8
+DATA floydC1<>+0(SB)/8, $0xbf58476d1ce4e5b9
+GLOBL floydC1<>(SB), RODATA|NOPTR, $8
+DATA floydC1hi<>+0(SB)/8, $0xbf58476d
+GLOBL floydC1hi<>(SB), RODATA|NOPTR, $8
+DATA floydC2<>+0(SB)/8, $0x94d049bb133111eb
+GLOBL floydC2<>(SB), RODATA|NOPTR, $8
+DATA floydC2hi<>+0(SB)/8, $0x94d049bb
+GLOBL floydC2hi<>(SB), RODATA|NOPTR, $8
+DATA floydD4<>+0(SB)/8, $0xe7037ed1a0b428db
+DATA floydD4<>+8(SB)/8, $0xe7037ed1a0b428db
+DATA floydD4<>+16(SB)/8, $0xe7037ed1a0b428db
+DATA floydD4<>+24(SB)/8, $0xe7037ed1a0b428db
+GLOBL floydD4<>(SB), RODATA|NOPTR, $32
+DATA floydM4<>+0(SB)/8, $0x00000000ffffffff
+DATA floydM4<>+8(SB)/8, $0x00000000ffffffff
+DATA floydM4<>+16(SB)/8, $0x00000000ffffffff
+DATA floydM4<>+24(SB)/8, $0x00000000ffffffff
+GLOBL floydM4<>(SB), RODATA|NOPTR, $32
+DATA floydZero4<>+0(SB)/8, $0
+DATA floydZero4<>+8(SB)/8, $0
+DATA floydZero4<>+16(SB)/8, $0
+DATA floydZero4<>+24(SB)/8, $0
+GLOBL floydZero4<>(SB), RODATA|NOPTR, $32
+
+// MUL64M sets each 64-bit lane of X to X * c (mod 2^64) for the constant
+// c at CLO (its high half at CHI) from three 32x32-bit products:
 // lo32(x)·lo32(c) + (lo32(x)·hi32(c) + hi32(x)·lo32(c)) << 32.
 // Clobbers T0-T2.
-#define MUL64C(X, R, T0, T1, T2) \
-	VPBROADCASTQ R, T0; \
-	SHRQ $32, R; \
-	VPBROADCASTQ R, T1; \
+#define MUL64M(X, CLO, CHI, T0, T1, T2) \
+	VPBROADCASTQ CLO, T0; \
+	VPBROADCASTQ CHI, T1; \
 	VPSRLQ $32, X, T2; \
 	VPMULUDQ T1, X, T1; \
 	VPMULUDQ T0, T2, T2; \
@@ -282,6 +310,20 @@ done1b:
 	VPADDQ T2, T1, T1; \
 	VPSLLQ $32, T1, T1; \
 	VPADDQ T1, X, X
+
+// MIX64 sets each 64-bit lane of X to Mix(X), splitmix64's finaliser
+// (XOR: VPXOR, or VPXORQ for Z registers). Clobbers T0-T2.
+#define MIX64(X, T0, T1, T2, XOR) \
+	VPBROADCASTQ floydGolden<>(SB), T0; \
+	VPADDQ T0, X, X; \
+	VPSRLQ $30, X, T0; \
+	XOR T0, X, X; \
+	MUL64M(X, floydC1<>(SB), floydC1hi<>(SB), T0, T1, T2); \
+	VPSRLQ $27, X, T0; \
+	XOR T0, X, X; \
+	MUL64M(X, floydC2<>(SB), floydC2hi<>(SB), T0, T1, T2); \
+	VPSRLQ $31, X, T0; \
+	XOR T0, X, X
 
 // func floydMasks8AVX512(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
 // In each of eight lanes i: a Rand seeded with seeds[i] (Mix), then
@@ -297,19 +339,7 @@ TEXT ·floydMasks8AVX512(SB), NOSPLIT, $0-40
 	MOVQ masks+24(FP), R8
 	// s = Mix(seed): splitmix64's finaliser.
 	VMOVDQU64 (SI), Z0
-	MOVQ $0x9e3779b97f4a7c15, AX
-	VPBROADCASTQ AX, Z8
-	VPADDQ Z8, Z0, Z0
-	VPSRLQ $30, Z0, Z8
-	VPXORQ Z8, Z0, Z0
-	MOVQ $0xbf58476d1ce4e5b9, AX
-	MUL64C(Z0, AX, Z8, Z9, Z10)
-	VPSRLQ $27, Z0, Z8
-	VPXORQ Z8, Z0, Z0
-	MOVQ $0x94d049bb133111eb, AX
-	MUL64C(Z0, AX, Z8, Z9, Z10)
-	VPSRLQ $31, Z0, Z8
-	VPXORQ Z8, Z0, Z0
+	MIX64(Z0, Z8, Z9, Z10, VPXORQ)
 	// Z2: j = d - k (the candidate's index), Z3: j + 1 (the bound), Z4:
 	// ones, Z1: the mask, K1: lanes to draw again.
 	VMOVDQU64 (DI), Z2
@@ -355,62 +385,6 @@ floydOut:
 	MOVQ AX, redo+32(FP)
 	VZEROUPPER
 	RET
-
-// floydMasks8AVX2's constants: splitmix64's (each multiplier's high half
-// apart, for MUL64M), and wyrand's D and the low-half mask four times
-// (WYMIX's memory operands).
-DATA floydGolden<>+0(SB)/8, $0x9e3779b97f4a7c15
-GLOBL floydGolden<>(SB), RODATA|NOPTR, $8
-DATA floydC1<>+0(SB)/8, $0xbf58476d1ce4e5b9
-GLOBL floydC1<>(SB), RODATA|NOPTR, $8
-DATA floydC1hi<>+0(SB)/8, $0xbf58476d
-GLOBL floydC1hi<>(SB), RODATA|NOPTR, $8
-DATA floydC2<>+0(SB)/8, $0x94d049bb133111eb
-GLOBL floydC2<>(SB), RODATA|NOPTR, $8
-DATA floydC2hi<>+0(SB)/8, $0x94d049bb
-GLOBL floydC2hi<>(SB), RODATA|NOPTR, $8
-DATA floydD4<>+0(SB)/8, $0xe7037ed1a0b428db
-DATA floydD4<>+8(SB)/8, $0xe7037ed1a0b428db
-DATA floydD4<>+16(SB)/8, $0xe7037ed1a0b428db
-DATA floydD4<>+24(SB)/8, $0xe7037ed1a0b428db
-GLOBL floydD4<>(SB), RODATA|NOPTR, $32
-DATA floydM4<>+0(SB)/8, $0x00000000ffffffff
-DATA floydM4<>+8(SB)/8, $0x00000000ffffffff
-DATA floydM4<>+16(SB)/8, $0x00000000ffffffff
-DATA floydM4<>+24(SB)/8, $0x00000000ffffffff
-GLOBL floydM4<>(SB), RODATA|NOPTR, $32
-DATA floydZero4<>+0(SB)/8, $0
-DATA floydZero4<>+8(SB)/8, $0
-DATA floydZero4<>+16(SB)/8, $0
-DATA floydZero4<>+24(SB)/8, $0
-GLOBL floydZero4<>(SB), RODATA|NOPTR, $32
-
-// MUL64M is MUL64C with the constant's low and high halves broadcast
-// from memory (CLO holds the constant, CHI its high half).
-#define MUL64M(X, CLO, CHI, T0, T1, T2) \
-	VPBROADCASTQ CLO, T0; \
-	VPBROADCASTQ CHI, T1; \
-	VPSRLQ $32, X, T2; \
-	VPMULUDQ T1, X, T1; \
-	VPMULUDQ T0, T2, T2; \
-	VPMULUDQ T0, X, X; \
-	VPADDQ T2, T1, T1; \
-	VPSLLQ $32, T1, T1; \
-	VPADDQ T1, X, X
-
-// MIX64 sets each 64-bit lane of X to Mix(X), splitmix64's finaliser.
-// Clobbers T0-T2.
-#define MIX64(X, T0, T1, T2) \
-	VPBROADCASTQ floydGolden<>(SB), T0; \
-	VPADDQ T0, X, X; \
-	VPSRLQ $30, X, T0; \
-	VPXOR T0, X, X; \
-	MUL64M(X, floydC1<>(SB), floydC1hi<>(SB), T0, T1, T2); \
-	VPSRLQ $27, X, T0; \
-	VPXOR T0, X, X; \
-	MUL64M(X, floydC2<>(SB), floydC2hi<>(SB), T0, T1, T2); \
-	VPSRLQ $31, X, T0; \
-	VPXOR T0, X, X
 
 // FLOYDSTEP2 is one Floyd draw of four lanes: state S, mask M, bound BD
 // (j + 1); Y14 holds ones and Y15 wyrand's increment, Y1-Y8 are
@@ -463,8 +437,8 @@ TEXT ·floydMasks8AVX2(SB), NOSPLIT, $0-40
 	// States Y0 and Y11: Rand.Seed's.
 	VMOVDQU (SI), Y0
 	VMOVDQU 32(SI), Y11
-	MIX64(Y0, Y1, Y2, Y3)
-	MIX64(Y11, Y1, Y2, Y3)
+	MIX64(Y0, Y1, Y2, Y3, VPXOR)
+	MIX64(Y11, Y1, Y2, Y3, VPXOR)
 	// Bounds Y10 and Y13: j + 1 = d - k + 1; masks Y9 and Y12.
 	VMOVQ CX, X1
 	VPBROADCASTQ X1, Y1
