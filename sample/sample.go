@@ -1114,18 +1114,23 @@ func (s *Sampler) drawCachedVector(sc *scratch, dst []int32, hk uint64, k int, h
 		if lanes != 0 {
 			rng.FloydMasks8(&seeds, &ds, k, lanes, ms)
 		}
-		taken := takeMasks(ind, sp, g, lanes, ms, out, pos, ip)
+		takeMasks(ind, sp, g, lanes, ms, k, out, pos, ip)
 		for j, i := range g {
-			lo, hi := sp[2*i], sp[2*i+1]
-			e := ip[i]
-			if lanes&(1<<j) != 0 {
-				if !taken {
-					takeMask(ms[j], ind[lo:hi], lo, out[e:e+int64(k)], pos[e:e+int64(k)])
-				}
-				continue
+			if lanes>>j&1 == 0 { // more than 64 neighbours
+				lo, hi, e := sp[2*i], sp[2*i+1], ip[i]
+				r.Seed(s.nodeKey(hk, dst[i]))
+				s.drawSome(sc, r, lo, int(hi-lo), k, out[e:], pos[e:])
 			}
-			r.Seed(s.nodeKey(hk, dst[i]))
-			s.drawSome(sc, r, lo, int(hi-lo), k, out[e:], pos[e:])
+		}
+	}
+}
+
+// takeMasksGo is takeMasks one neighbour at a time (takeMask).
+func takeMasksGo(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, k int, out []int32, pos, ip []int64) {
+	for j, i := range todo {
+		if lanes>>j&1 != 0 {
+			lo, hi, e := sp[2*i], sp[2*i+1], ip[i]
+			takeMask(ms[j], ind[lo:hi], lo, out[e:e+int64(k)], pos[e:e+int64(k)])
 		}
 	}
 }

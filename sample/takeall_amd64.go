@@ -37,13 +37,12 @@ var takeMasks16Kernel = func() func(ind *int32, sp *int64, todo *int32, lanes in
 var takeMasksVector = takeMasks16Kernel != nil
 
 // takeMasks does takeMask(ms[j], ...) for the destinations todo[j] of
-// the lanes j set in lanes: writes the neighbours that mask draws from
+// the lanes j set in lanes: writes the k neighbours that mask draws from
 // the destination's list (its range in sp, at most 64 long), and their
-// CSC positions, to out and pos at its offset ip[i]. It reports whether it
-// did: false where there is no kernel, and the caller takes them. As for
-// takeAll (whose ranges and offsets these are, on a valid graph), nothing
-// is checked: the ranges must lie in ind, and out and pos hold the offsets
-// plus the popcount of each mask.
+// CSC positions, to out and pos at its offset ip[i]; with the kernel where
+// there is one, else takeMasksGo. The kernel checks nothing, as takeAll
+// (whose ranges and offsets these are, on a valid graph) does not: the
+// ranges must lie in ind, and out and pos hold k past each offset.
 //
 // Written in assembly because a graph held in cache (Cora) spent a tenth
 // of its time in takeMask's loop of one neighbour a step, with the bounds
@@ -52,15 +51,15 @@ var takeMasksVector = takeMasks16Kernel != nil
 // on Cora a minibatch took 0.961-0.962 of the time with fanouts 15,10,5
 // and 0.976-0.978 with 25,10 (the same loop with these bounds checked
 // first in Go: 0.971-0.972 and 0.976-0.981).
-func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, out []int32, pos, ip []int64) bool {
+func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, k int, out []int32, pos, ip []int64) {
 	kern := takeMasks16Kernel
 	if kern == nil || lanes>>len(todo) != 0 {
-		return false
+		takeMasksGo(ind, sp, todo, lanes, ms, k, out, pos, ip)
+		return
 	}
 	if lanes != 0 {
 		kern(unsafe.SliceData(ind), unsafe.SliceData(sp), unsafe.SliceData(todo), int(lanes), &ms[0], unsafe.SliceData(out), unsafe.SliceData(pos), unsafe.SliceData(ip))
 	}
-	return true
 }
 
 //go:noescape

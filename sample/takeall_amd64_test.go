@@ -13,26 +13,32 @@ import (
 	"github.com/graphmill/graphmill/internal/x86emu"
 )
 
+// takeMasksKernel is a way to run takeMasks16 (natively, or under
+// x86emu) and the memory the emulated one is lent for its next call.
+type takeMasksKernel struct {
+	name string
+	run  func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64)
+}
+
 // takeMasksKernels returns takeMasks16 under x86emu, lent exactly the
-// memory of its contract (set by the returned lend before each call, the
-// call's error kept in *emuErr), and natively where the CPU has AVX-512.
-func takeMasksKernels(t testing.TB) (kernels map[string]func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64), lend func(...[]byte), emuErr *error) {
+// memory of its contract (*lent, set before each call; its error goes to
+// *emuErr), and natively where the CPU has AVX-512.
+func takeMasksKernels(t testing.TB) (kernels []takeMasksKernel, lent *[][]byte, emuErr *error) {
 	p, err := x86emu.ParseFiles("takeall_amd64.s", "relabel_amd64.s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lent [][]byte
-	emuErr = new(error)
+	lent, emuErr = new([][]byte), new(error)
 	emulated := func(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64) {
 		args := new(x86emu.Args).Ptr(unsafe.Pointer(ind)).Ptr(unsafe.Pointer(sp)).Ptr(unsafe.Pointer(todo)).Int(lanes).
 			Ptr(unsafe.Pointer(ms)).Ptr(unsafe.Pointer(out)).Ptr(unsafe.Pointer(pos)).Ptr(unsafe.Pointer(ip))
-		*emuErr = p.Call("takeMasks16", args, lent...)
+		*emuErr = p.Call("takeMasks16", args, *lent...)
 	}
-	kernels = map[string]func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64){"emulated": emulated}
+	kernels = []takeMasksKernel{{"emulated", emulated}}
 	if takeMasks16Kernel != nil {
-		kernels["native"] = takeMasks16Kernel
+		kernels = append(kernels, takeMasksKernel{"native", takeMasks16Kernel})
 	}
-	return kernels, func(b ...[]byte) { lent = b }, emuErr
+	return kernels, lent, emuErr
 }
 
 // checkTakeMasks runs takeMasks with each kernel on a group of
@@ -40,9 +46,8 @@ func takeMasksKernels(t testing.TB) (kernels map[string]func(*int32, *int64, *in
 // drawn, their masks seeded with seeds[j]), each followed by a
 // destination that takes all its 3 neighbours, the lists one after
 // another from lo0 on, the last ending the neighbour array; it wants
-// takeMask's edges and positions, and nothing written elsewhere.
-func checkTakeMasks(t *testing.T, k int, ds []int, drawn uint8, seeds []uint64, lo0 int64) {
-	kernels, lend, emuErr := takeMasksKernels(t)
+// takeMasksGo's edges and positions, and nothing written elsewhere.
+func checkTakeMasks(t *testing.T, kernels []takeMasksKernel, lent *[][]byte, emuErr *error, k int, ds []int, drawn uint8, seeds []uint64, lo0 int64) {
 	defer func(k func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64)) { takeMasks16Kernel = k }(takeMasks16Kernel)
 	n := len(ds)
 	nd := 2 * n
@@ -75,25 +80,25 @@ func checkTakeMasks(t *testing.T, k int, ds []int, drawn uint8, seeds []uint64, 
 		empty[q], emptyPos[q] = -7, -9
 	}
 	wo, wp := slices.Clone(empty), slices.Clone(emptyPos)
-	for j, i := range todo {
-		if drawn>>j&1 != 0 {
-			a, b, e := sp[2*i], sp[2*i+1], ip[i]
-			takeMask(ms[j], ind[a:b], a, wo[e:e+int64(k)], wp[e:e+int64(k)])
-		}
-	}
-	for name, kern := range kernels {
+	takeMasksGo(ind, sp, todo, drawn, &ms, k, wo, wp, ip)
+	for _, kern := range kernels {
 		out, pos := slices.Clone(empty), slices.Clone(emptyPos)
-		lend(x86emu.Bytes(ind), x86emu.Bytes(sp), x86emu.Bytes(todo), x86emu.Bytes(ms[:n]), x86emu.Bytes(out), x86emu.Bytes(pos), x86emu.Bytes(ip))
+		*lent = [][]byte{x86emu.Bytes(ind), x86emu.Bytes(sp), x86emu.Bytes(todo), x86emu.Bytes(ms[:n]), x86emu.Bytes(out), x86emu.Bytes(pos), x86emu.Bytes(ip)}
 		*emuErr = nil
-		takeMasks16Kernel = kern
-		if !takeMasks(ind, sp, todo, drawn, &ms, out, pos, ip) {
-			t.Fatalf("%s: takeMasks did not run its kernel", name)
+		ran := false
+		takeMasks16Kernel = func(a *int32, b *int64, c *int32, d int, e *uint64, f *int32, g *int64, h *int64) {
+			ran = true
+			kern.run(a, b, c, d, e, f, g, h)
+		}
+		takeMasks(ind, sp, todo, drawn, &ms, k, out, pos, ip)
+		if !ran && drawn != 0 {
+			t.Fatalf("%s: takeMasks did not run its kernel", kern.name)
 		}
 		if *emuErr != nil {
 			t.Fatal(*emuErr)
 		}
 		if !slices.Equal(out, wo) || !slices.Equal(pos, wp) {
-			t.Fatalf("%s (k %d, lists %v, lanes %08b): %v %v, want %v %v", name, k, ds, drawn, out, pos, wo, wp)
+			t.Fatalf("%s (k %d, lists %v, lanes %08b): %v %v, want %v %v", kern.name, k, ds, drawn, out, pos, wo, wp)
 		}
 	}
 }
@@ -103,6 +108,7 @@ func checkTakeMasks(t *testing.T, k int, ds []int, drawn uint8, seeds []uint64, 
 // eight destinations, lanes left out, lists of k+1 to 64 neighbours
 // (across one to four sixteen-lane chunks), k of 1 to 63 drawn.
 func TestTakeMasksKernel(t *testing.T) {
+	kernels, lent, emuErr := takeMasksKernels(t)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, k := range []int{1, 5, 8, 9, 15, 16, 17, 25, 40, 63} {
 		for _, n := range []int{1, 3, 8} {
@@ -117,7 +123,7 @@ func TestTakeMasksKernel(t *testing.T) {
 						drawn |= 1 << j
 					}
 				}
-				checkTakeMasks(t, k, ds, drawn, seeds, int64(r.IntN(5)))
+				checkTakeMasks(t, kernels, lent, emuErr, k, ds, drawn, seeds, int64(r.IntN(5)))
 			})
 		}
 	}
@@ -126,6 +132,7 @@ func TestTakeMasksKernel(t *testing.T) {
 // FuzzTakeMasks is TestTakeMasksKernel on groups from the input: a list
 // length per byte (up to eight), the lanes drawn and k from two more.
 func FuzzTakeMasks(f *testing.F) {
+	kernels, lent, emuErr := takeMasksKernels(f)
 	f.Add([]byte{20, 64, 7}, uint8(0b101), uint8(5), uint64(1))
 	f.Add([]byte{64, 64, 64, 64, 64, 64, 64, 64}, uint8(0xff), uint8(63), uint64(2))
 	f.Fuzz(func(t *testing.T, lists []byte, drawn, k8 uint8, seed uint64) {
@@ -139,6 +146,6 @@ func FuzzTakeMasks(f *testing.F) {
 			ds[j] = k + 1 + int(b)%(64-k)
 			seeds[j] = rng.Derive(seed, uint64(j))
 		}
-		checkTakeMasks(t, k, ds, drawn&(1<<len(lists)-1), seeds, int64(seed%3))
+		checkTakeMasks(t, kernels, lent, emuErr, k, ds, drawn&(1<<len(lists)-1), seeds, int64(seed%3))
 	})
 }

@@ -16,7 +16,7 @@ func takeAll(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out []
 // takeMasksVector reports whether takeMasks has a kernel: not here.
 const takeMasksVector = false
 
-// takeMasks has no kernel here: the caller draws with takeMask.
-func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, out []int32, pos, ip []int64) bool {
-	return false
+// takeMasks is takeMasksGo (see the amd64 version for what it does).
+func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, k int, out []int32, pos, ip []int64) {
+	takeMasksGo(ind, sp, todo, lanes, ms, k, out, pos, ip)
 }

@@ -28,15 +28,6 @@ func emuCall(t *testing.T, name string, args *x86emu.Args, mem ...[]byte) {
 	}
 }
 
-func u16bytes(s []uint16) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 2*len(s))
-}
-
-func u64bytes(s []uint64) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*len(s)) }
-
 func TestLanesKernelsEmulated(t *testing.T) {
 	avx2, avx512, avx512bw := hasAVX2, hasAVX512, hasAVX512BW
 	defer func() { hasAVX2, hasAVX512, hasAVX512BW = avx2, avx512, avx512bw }()
@@ -50,7 +41,7 @@ func TestLanesKernelsEmulated(t *testing.T) {
 			s := r.state
 			r.Lanes16(want)
 			got := make([]uint16, 4*d)
-			emuCall(t, "lanes16AVX512", new(x86emu.Args).Ptr(unsafe.Pointer(&got[0])).Int(d).Int(int(s)), u16bytes(got))
+			emuCall(t, "lanes16AVX512", new(x86emu.Args).Ptr(unsafe.Pointer(&got[0])).Int(d).Int(int(s)), x86emu.Bytes(got))
 			if !slices.Equal(got, want) {
 				t.Fatalf("lanes16AVX512, %d draws: differs from the scalar loop", d)
 			}
@@ -61,7 +52,7 @@ func TestLanesKernelsEmulated(t *testing.T) {
 		s := r.state
 		r.Lanes(want, 1)
 		got := make([]uint16, n)
-		emuCall(t, "lanes1AVX512", new(x86emu.Args).Ptr(unsafe.Pointer(&got[0])).Int(n).Int(int(s)), u16bytes(got))
+		emuCall(t, "lanes1AVX512", new(x86emu.Args).Ptr(unsafe.Pointer(&got[0])).Int(n).Int(int(s)), x86emu.Bytes(got))
 		if !slices.Equal(got, want) {
 			t.Fatalf("lanes1AVX512, %d lanes: differs from the scalar loop", n)
 		}
@@ -85,7 +76,7 @@ func testFloydMasks8Emulated(t *testing.T, name string) {
 				ds[i] = uint64(k + int(r.Uint64()%uint64(65-k)))
 			}
 			args := new(x86emu.Args).Ptr(unsafe.Pointer(&seeds[0])).Ptr(unsafe.Pointer(&ds[0])).Int(k).Ptr(unsafe.Pointer(&masks[0]))
-			emuCall(t, name, args, u64bytes(seeds), u64bytes(ds), u64bytes(masks))
+			emuCall(t, name, args, x86emu.Bytes(seeds), x86emu.Bytes(ds), x86emu.Bytes(masks))
 			if redo := args.Uint64At(32); redo != 0 {
 				t.Errorf("%s, k %d: the kernel asks to redo lanes %08b", name, k, redo)
 			}

@@ -78,12 +78,7 @@ func (a *Args) Float32At(off int) float32 {
 func (a *Args) Uint64At(off int) uint64 { return binary.LittleEndian.Uint64(a.b[off:]) }
 
 // Floats returns the bytes of s, to lend to Call.
-func Floats(s []float32) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s))
-}
+func Floats(s []float32) []byte { return Bytes(s) }
 
 // Bytes returns the bytes of s (of a type without pointers), to lend to
 // Call.
