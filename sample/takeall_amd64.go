@@ -86,3 +86,25 @@ func takeAll(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out []
 	}
 	return takeAllGo(ind, indptr, dst, k, sp, out, pos, ip, todo)
 }
+
+//go:noescape
+func takeRingKernel(ind *int32, span *int64, ring *uint64, ip *int64, n int, out *int32, pos *int64, w *int64)
+
+// takeRing is takeRingGo (see there) with a scalar kernel: the ranges
+// must lie in ind, as must the positions pos holds for lists longer than
+// 64, and ring's masks have a bit for each neighbour taken.
+//
+// Written in assembly because Go built for any amd64 finds a mask's bits
+// with BSF, which AMD EPYC Zen 1 runs three times as slowly as TZCNT, and
+// checks the bounds of three slices a neighbour.
+func takeRing(ind []int32, span []int64, ring []uint64, ip []int64, out []int32, pos, w []int64) {
+	n := len(ip) - 1
+	if n <= 0 {
+		return
+	}
+	_, _ = span[2*n-1], ring[n-1]
+	if m := ip[n]; m > ip[0] {
+		_, _, _ = out[m-1], pos[m-1], w[m-ip[0]-1]
+	}
+	takeRingKernel(unsafe.SliceData(ind), &span[0], &ring[0], &ip[0], n, unsafe.SliceData(out), unsafe.SliceData(pos), unsafe.SliceData(w))
+}

@@ -20,3 +20,8 @@ const takeMasksVector = false
 func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, k int, out []int32, pos, ip []int64) {
 	takeMasksGo(ind, sp, todo, lanes, ms, k, out, pos, ip)
 }
+
+// takeRing is takeRingGo.
+func takeRing(ind []int32, span []int64, ring []uint64, ip []int64, out []int32, pos, w []int64) {
+	takeRingGo(ind, span, ring, ip, out, pos, w)
+}
