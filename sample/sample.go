@@ -855,12 +855,12 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // on the 10M-node one.
 //
 // The drawn neighbours are taken a group at a time too (takeRing, a
-// scalar kernel), after the draws of the group D ahead. Taken one
-// destination at a time in Go (takeMask: BSF, slow on AMD EPYC Zen 1, and
-// three slices' bounds checks a neighbour), the minibatch took 1/0.873 of
-// the time: measured on Zen 1 (family 23, one core, the 1M-node graph,
-// [15,10,5], 39 paired rounds of 20 minibatches in one process), the
-// kernel's time 0.822-0.918 of Go's (quartiles).
+// scalar kernel), after the draws of the group D ahead. Measured on AMD
+// EPYC Zen 1 (family 23, one core, the 1M-node graph, [15,10,5], 39
+// paired rounds of 20 minibatches in one process): the minibatch took
+// 0.873 of the time (median; quartiles 0.822-0.918) of taking them one
+// destination at a time in Go (takeMask: a BSF, slow on Zen 1, and three
+// slices' bounds checks a neighbour).
 func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block, keep bool) int {
 	nd := len(dst)
 	sp := sc.spans[:2*done]

@@ -183,7 +183,7 @@ doneM:
 	VZEROUPPER
 	RET
 
-// func takeRing(ind *int32, span *int64, ring *uint64, ip *int64, n int, out *int32, pos *int64, w *int64)
+// func takeRingKernel(ind *int32, span *int64, ring *uint64, ip *int64, n int, out *int32, pos *int64, w *int64)
 //
 // takeRingGo without its bounds checks, and with TZCNT where Go (built
 // for any amd64) counts trailing zeros with BSF: three times TZCNT's
