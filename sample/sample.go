@@ -236,7 +236,7 @@ type Sampler struct {
 	// ids to look up by them), so drawAhead streams them (posStream).
 	streamPos bool
 	// floydVector: drawAhead draws Floyd masks eight at a time
-	// (rng.FloydMasks8), where it has a vector kernel; cachedVector:
+	// (rng.FloydMasks8), where it has a kernel; cachedVector:
 	// drawCached does (drawCachedVector), where takeMasks has one too.
 	floydVector, cachedVector bool
 
@@ -853,6 +853,11 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // 20 minibatches alternated in one process, medians) the minibatch took
 // 0.950-0.952 of the range loop's time on the 1M-node graph and 0.90-1.04
 // on the 10M-node one.
+// On AMD EPYC Zen 1, whose 256-bit vectors run in two halves, rng's
+// scalar kernel draws the lanes instead (four side by side): the
+// minibatch took 0.971 of the time with AVX2's kernel (one core, the
+// 1M-node graph, 40 paired rounds of 20 minibatches, median; quartiles
+// 0.959-0.981).
 //
 // The drawn neighbours are taken a group at a time too (takeRing, a
 // scalar kernel), after the draws of the group D ahead. Measured on AMD

@@ -10,7 +10,8 @@
 // GRAPHMILL_KERNEL=avx512 or unset uses all the CPU has.
 //
 // It also reports the size of the CPU's L2 cache (L2Bytes), which the
-// kernels' cache blocking adapts to.
+// kernels' cache blocking adapts to, and whether 256-bit vectors run as
+// two halves (HalfWidth256), where some kernels are scalar instead.
 package isa
 
 import (
@@ -82,6 +83,28 @@ var (
 	HasAVX512BW = HasAVX512F && cpu.X86.HasAVX512BW
 	HasAVX512CD = HasAVX512F && cpu.X86.HasAVX512CD
 )
+
+// Scalar reports whether scalar assembly kernels (plain x86-64, for the
+// few computations whose vector forms are slower on some CPUs) may run:
+// at every level but generic.
+var Scalar = levelCap > Generic
+
+// HalfWidth256 reports that the CPU executes each 256-bit vector
+// instruction as two 128-bit halves: AMD Zen 1 and Zen+ (family 17h,
+// models below 30h) and Hygon Dhyana (family 18h), whose vector units are
+// 128 bits wide. A kernel made mostly of 64-bit multiplies (four 32x32
+// products a lane in vector registers) runs faster there as scalar code.
+var HalfWidth256 = halfWidth256(cpuid.CPU.VendorID, cpuid.CPU.Family, cpuid.CPU.Model)
+
+func halfWidth256(v cpuid.Vendor, family, model int) bool {
+	switch {
+	case v == cpuid.AMD && family == 0x17:
+		return model < 0x30
+	case v == cpuid.Hygon && family == 0x18:
+		return true
+	}
+	return false
+}
 
 // L2Bytes is the size of one core's L2 cache in bytes, as CPUID reports it
 // (github.com/klauspost/cpuid: golang.org/x/sys/cpu has no cache sizes),

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/cpuid/v2"
 	"golang.org/x/sys/cpu"
 )
 
@@ -80,4 +81,28 @@ func TestL2BytesMatchesSysfs(t *testing.T) {
 		return
 	}
 	t.Skip("no L2 in /sys/devices/system/cpu/cpu0/cache")
+}
+
+// TestHalfWidth256 checks which CPUs count as running 256-bit vectors in
+// two halves: Zen 1 and Zen+ (and Hygon's Zen 1), not Zen 2 and later nor
+// Intel.
+func TestHalfWidth256(t *testing.T) {
+	for _, c := range []struct {
+		v             cpuid.Vendor
+		family, model int
+		want          bool
+	}{
+		{cpuid.AMD, 0x17, 0x01, true},  // Zen 1 (EPYC 7001)
+		{cpuid.AMD, 0x17, 0x08, true},  // Zen+
+		{cpuid.AMD, 0x17, 0x31, false}, // Zen 2 (EPYC 7002)
+		{cpuid.AMD, 0x19, 0x01, false}, // Zen 3
+		{cpuid.AMD, 0x1a, 0x02, false}, // Zen 5
+		{cpuid.Hygon, 0x18, 0x00, true},
+		{cpuid.Intel, 0x06, 0xa7, false},
+		{cpuid.Intel, 0x17, 0x01, false},
+	} {
+		if got := halfWidth256(c.v, c.family, c.model); got != c.want {
+			t.Errorf("%v family %#x model %#x: %v, want %v", c.v, c.family, c.model, got, c.want)
+		}
+	}
 }

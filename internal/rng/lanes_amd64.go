@@ -11,6 +11,10 @@ var (
 	hasAVX2     = isa.HasAVX2
 	hasAVX512   = isa.HasAVX512F
 	hasAVX512BW = isa.HasAVX512BW
+	// floydScalar: FloydMasks8 draws with its scalar kernel, on CPUs
+	// without AVX-512 whose AVX2 is slower at it (isa.HalfWidth256) or
+	// missing.
+	floydScalar = isa.Scalar && !hasAVX512 && (!hasAVX2 || isa.HalfWidth256)
 )
 
 //go:noescape
@@ -66,19 +70,25 @@ func bitsFast(dst []uint16, s uint64) int {
 func floydMasks8AVX512(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
 
 //go:noescape
+func floydMasks8Scalar(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
+
+//go:noescape
 func floydMasks8AVX2(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
 
-// FloydMasksVector reports whether FloydMasks8 draws its lanes with a
-// vector kernel (AVX-512, or AVX2's four lanes at a time) rather than one
-// at a time.
-func FloydMasksVector() bool { return hasAVX512 || hasAVX2 }
+// FloydMasksVector reports whether FloydMasks8 draws its lanes side by
+// side with a kernel (AVX-512's, AVX2's four lanes at a time, or the
+// scalar one's four chains of products) rather than one at a time.
+func FloydMasksVector() bool { return hasAVX512 || hasAVX2 || floydScalar }
 
-// floydFast computes FloydMasks8's lanes with the widest vector kernel and
-// returns those to draw again one at a time (all of them without one).
+// floydFast computes FloydMasks8's lanes with the kernel chosen for the
+// CPU and returns those to draw again one at a time (all of them without
+// one).
 func floydFast(seeds, ds *[8]uint64, k int, masks *[8]uint64) uint64 {
 	switch {
 	case hasAVX512:
 		return floydMasks8AVX512(seeds, ds, k, masks)
+	case floydScalar:
+		return floydMasks8Scalar(seeds, ds, k, masks)
 	case hasAVX2:
 		return floydMasks8AVX2(seeds, ds, k, masks)
 	}

@@ -72,28 +72,29 @@ func BenchmarkLanes(b *testing.B) {
 }
 
 // TestFloydMasks8 checks FloydMasks8 against FloydMask lane by lane,
-// with each vector kernel the CPU has (AVX2's, AVX-512's) and without
+// with each kernel the CPU has (scalar, AVX2, AVX-512) and without
 // (every lane drawn again one at a time), and each kernel alone on every
 // lane, over every fanout and degree the samplers give it, random seeds
 // and partial lane sets.
 func TestFloydMasks8(t *testing.T) {
-	avx2, avx512 := hasAVX2, hasAVX512
-	defer func() { hasAVX2, hasAVX512 = avx2, avx512 }()
+	avx2, avx512, scalar := hasAVX2, hasAVX512, floydScalar
+	defer func() { hasAVX2, hasAVX512, floydScalar = avx2, avx512, scalar }()
 	for _, kc := range []struct {
-		name     string
-		on       bool
-		a2, a512 bool
-		kernel   func(seeds, ds *[8]uint64, k int, masks *[8]uint64) uint64
+		name         string
+		on           bool
+		a2, a512, sc bool
+		kernel       func(seeds, ds *[8]uint64, k int, masks *[8]uint64) uint64
 	}{
-		{"one at a time", true, false, false, nil},
-		{"avx2", avx2, true, false, floydMasks8AVX2},
-		{"avx512", avx512, false, true, floydMasks8AVX512},
+		{"one at a time", true, false, false, false, nil},
+		{"scalar", true, false, false, true, floydMasks8Scalar},
+		{"avx2", avx2, true, false, false, floydMasks8AVX2},
+		{"avx512", avx512, false, true, false, floydMasks8AVX512},
 	} {
 		if !kc.on {
 			t.Logf("%s: not on this machine", kc.name)
 			continue
 		}
-		hasAVX2, hasAVX512 = kc.a2, kc.a512
+		hasAVX2, hasAVX512, floydScalar = kc.a2, kc.a512, kc.sc
 		var r Rand
 		r.Seed(42)
 		for k := 1; k <= 64; k++ {
@@ -130,10 +131,11 @@ func TestFloydMasks8(t *testing.T) {
 }
 
 // BenchmarkFloydMasks8: eight FloydMask(20, 5) lanes with their seeding,
-// side by side and one at a time.
+// side by side (each kernel the CPU has: scalar, AVX2, AVX-512) and one
+// at a time.
 func BenchmarkFloydMasks8(b *testing.B) {
-	avx2, avx512 := hasAVX2, hasAVX512
-	defer func() { hasAVX2, hasAVX512 = avx2, avx512 }()
+	avx2, avx512, scalar := hasAVX2, hasAVX512, floydScalar
+	defer func() { hasAVX2, hasAVX512, floydScalar = avx2, avx512, scalar }()
 	var seeds, ds, masks [8]uint64
 	for i := range 8 {
 		seeds[i], ds[i] = uint64(i)*0x9e3779b97f4a7c15, 20
@@ -142,12 +144,12 @@ func BenchmarkFloydMasks8(b *testing.B) {
 		name     string
 		on       bool
 		a2, a512 bool
-	}{{"one-at-a-time", true, false, false}, {"avx2", avx2, true, false}, {"avx512", avx512, false, true}} {
+	}{{"one-at-a-time", true, false, false}, {"scalar", true, false, false}, {"avx2", avx2, true, false}, {"avx512", avx512, false, true}} {
 		if !kc.on {
 			continue
 		}
 		b.Run(kc.name, func(b *testing.B) {
-			hasAVX2, hasAVX512 = kc.a2, kc.a512
+			hasAVX2, hasAVX512, floydScalar = kc.a2, kc.a512, kc.name == "scalar"
 			for i := 0; i < b.N; i++ {
 				seeds[i&7]++
 				FloydMasks8(&seeds, &ds, 5, 0xff, &masks)

@@ -165,11 +165,14 @@ func (r *Rand) FloydMask(d, k int) uint64 {
 // lanes' masks are left unspecified. Where FloydMasksVector, the lanes
 // are drawn side by side by an AVX-512 or AVX2 kernel (in assembly for
 // the reason the Lanes kernels are: Go does not vectorize 64x64->128-bit
-// products), and a lane whose draw FloydMask might reject (odds of about
-// 2^-58 a draw) is drawn again here; elsewhere every lane is drawn one at
-// a time. Measured (AMD EPYC Zen 5, one core, BenchmarkFloydMasks8):
-// eight lanes of FloydMask(20, 5) with their seeding took 42-43 ns side
-// by side with AVX-512, 57-59 with AVX2, against 77-80 one at a time.
+// products), or a scalar one on CPUs whose 256-bit vectors run in two
+// halves (isa.HalfWidth256), and a lane whose draw FloydMask might reject
+// (odds of about 2^-58 a draw) is drawn again here; elsewhere every lane
+// is drawn one at a time. Measured (AMD EPYC Zen 5, one core,
+// BenchmarkFloydMasks8): eight lanes of FloydMask(20, 5) with their
+// seeding took 42-43 ns side by side with AVX-512, 57-59 with AVX2,
+// against 77-80 one at a time; on AMD EPYC Zen 1 122-124 ns with the
+// scalar kernel, 154-155 with AVX2, 195 one at a time.
 func FloydMasks8(seeds, ds *[8]uint64, k int, lanes uint8, masks *[8]uint64) {
 	redo := lanes & uint8(floydFast(seeds, ds, k, masks))
 	for redo != 0 {
