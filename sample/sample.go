@@ -1083,7 +1083,7 @@ func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *gra
 }
 
 // drawCachedVector is drawCached's draws where rng.FloydMasks8 and
-// takeMasks have vector kernels (it runs without them too: tests): the
+// takeMasks have kernels (it runs without them too: tests): the
 // destinations of todo (each with more than k neighbours) in groups of
 // eight, the masks of those with at most 64 drawn side by side (the same
 // masks, so the same edges, as drawn one at a time) and their neighbours
@@ -1093,7 +1093,9 @@ func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *gra
 // with 25,10), 0.94-0.95 on a 40k-node graph of 10 edges a node and
 // 0.98-0.99 on a 200k-node one of 5. With AVX2's FloydMasks8 kernel and
 // takeMask in Go (GRAPHMILL_KERNEL=avx2): 1.006-1.012 on Cora and
-// 1.005-1.008 on the 40k-node graph, so AVX2 draws one at a time here.
+// 1.005-1.008 on the 40k-node graph, so AVX2 draws one at a time here,
+// except on CPUs whose 256-bit vectors run as two halves, where both
+// have scalar kernels (see takeMasksKernel).
 func (s *Sampler) drawCachedVector(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block, todo []int32) {
 	ind, sp := s.g.Indices, sc.spans
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr

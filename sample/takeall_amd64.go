@@ -24,17 +24,34 @@ var takeAllWidths = func() []int {
 //go:noescape
 func takeMasks16(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64)
 
-// takeMasks16Kernel is takeMasks16 where the CPU has AVX-512, else nil
-// (a test runs the kernel under x86emu in its place).
-var takeMasks16Kernel = func() func(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64) {
-	if isa.HasAVX512F {
+//go:noescape
+func takeMasksScalar(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64)
+
+// takeMasksFunc is takeMasks16's (and takeMasksScalar's) signature.
+type takeMasksFunc = func(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64)
+
+// takeMasksKernel is the kernel takeMasks runs: takeMasks16 where the
+// CPU has AVX-512; takeMasksScalar where its 256-bit vectors run as two
+// halves (isa.HalfWidth256), whose Floyd masks are drawn eight at a time
+// by rng's scalar kernel; else nil (a test runs each kernel in its place).
+//
+// With both scalar kernels, AMD EPYC Zen 1 drew Cora's minibatches in
+// 0.985 of the time ([25,10]) and 0.921 ([15,10,5]) of drawing each
+// destination's mask and neighbours one at a time (one core, paired
+// rounds of 400 minibatches, medians). Elsewhere without AVX-512 they
+// were not measured, and destinations are drawn one at a time.
+var takeMasksKernel = func() takeMasksFunc {
+	switch {
+	case isa.HasAVX512F:
 		return takeMasks16
+	case isa.Scalar && isa.HalfWidth256:
+		return takeMasksScalar
 	}
 	return nil
 }()
 
 // takeMasksVector reports whether takeMasks has a kernel.
-var takeMasksVector = takeMasks16Kernel != nil
+var takeMasksVector = takeMasksKernel != nil
 
 // takeMasks does takeMask(ms[j], ...) for the destinations todo[j] of
 // the lanes j set in lanes: writes the k neighbours that mask draws from
@@ -52,7 +69,7 @@ var takeMasksVector = takeMasks16Kernel != nil
 // and 0.976-0.978 with 25,10 (the same loop with these bounds checked
 // first in Go: 0.971-0.972 and 0.976-0.981).
 func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64, k int, out []int32, pos, ip []int64) {
-	kern := takeMasks16Kernel
+	kern := takeMasksKernel
 	if kern == nil || lanes>>len(todo) != 0 {
 		takeMasksGo(ind, sp, todo, lanes, ms, k, out, pos, ip)
 		return
@@ -63,7 +80,7 @@ func takeMasks(ind []int32, sp []int64, todo []int32, lanes uint8, ms *[8]uint64
 }
 
 //go:noescape
-func takeAll8(ind *int32, indptr *int64, dst *int32, nd int, k int, sp *int64, out *int32, pos *int64, ip *int64, todo *int32) (nt int)
+func takeAll8(ind *int32, indptr *int64, dst *int32, nd int, k int, sp *int64, out *int32, pos *int64, ip *int64, todo *int32, nind int) (nt int)
 
 // takeAll writes every destination's range (dst[i]'s, into sp[2i] and
 // sp[2i+1]) and offset (ip[i+1] - ip[i] = min(degree, k)), copies the
@@ -82,7 +99,7 @@ func takeAll(ind []int32, indptr []int64, dst []int32, k int, sp []int64, out []
 		_ = ip[nd]
 		_ = sp[2*nd-1]
 		_ = todo[nd-1]
-		return takeAll8(unsafe.SliceData(ind), unsafe.SliceData(indptr), unsafe.SliceData(dst), nd, k, unsafe.SliceData(sp), unsafe.SliceData(out), unsafe.SliceData(pos), unsafe.SliceData(ip), unsafe.SliceData(todo))
+		return takeAll8(unsafe.SliceData(ind), unsafe.SliceData(indptr), unsafe.SliceData(dst), nd, k, unsafe.SliceData(sp), unsafe.SliceData(out), unsafe.SliceData(pos), unsafe.SliceData(ip), unsafe.SliceData(todo), len(ind))
 	}
 	return takeAllGo(ind, indptr, dst, k, sp, out, pos, ip, todo)
 }

@@ -2,21 +2,27 @@
 
 #include "textflag.h"
 
-// func takeAll8(ind *int32, indptr *int64, dst *int32, nd int, k int, sp *int64, out *int32, pos *int64, ip *int64, todo *int32) (nt int)
+// func takeAll8(ind *int32, indptr *int64, dst *int32, nd int, k int, sp *int64, out *int32, pos *int64, ip *int64, todo *int32, nind int) (nt int)
 //
 // takeAll with AVX2: per destination, its range, its offset, and eight lanes of its
-// list copied without a branch on its length (a masked load of min(degree,
-// 8) ids, VPMASKMOVD, which does not read the lanes masked off; a whole
-// vector stored to out and two to pos, which takeAllSlack allows; the next
-// destination's stores overwrite the excess); longer lists continue eight
-// at a time. A destination with more than k neighbours is listed in todo
-// (without a branch) and its lanes are overwritten by its draws.
+// list copied without a branch on its length (a load of eight ids, lanes
+// past the list included; a whole vector stored to out and two to pos,
+// which takeAllSlack allows; the next destination's stores overwrite the
+// excess); longer lists continue eight at a time. Only where the eight
+// lanes would pass the end of ind (nind ids) is the load masked
+// (VPMASKMOVD, which does not read the lanes masked off): a branch taken
+// for the array's last few ids alone. Masked on every list, it cost AMD
+// EPYC Zen 1 dearly: plain loads took 0.849 of a Cora minibatch's time
+// with fanouts 25,10 and 0.858 with 15,10,5 (one core, paired rounds of
+// 400 minibatches, medians). A destination with more than k neighbours
+// is listed in todo (without a branch) and its lanes are overwritten by
+// its draws.
 //
 // Sixteen lanes with AVX-512 (whole or masked stores) took 1.05 times as
 // long on Cora (AMD EPYC Zen 5, paired rounds), its 3.9 neighbours a node
 // fitting eight lanes and its 64-byte stores splitting more cache lines;
 // 0.96-0.98 as long on graphs of 10 and 20 neighbours a node.
-TEXT ·takeAll8(SB), NOSPLIT, $0-88
+TEXT ·takeAll8(SB), NOSPLIT, $0-96
 	MOVQ ind+0(FP), SI
 	MOVQ indptr+8(FP), CX
 	MOVQ dst+16(FP), DX
@@ -53,7 +59,14 @@ loop8:
 	VMOVQ R14, X0
 	VPBROADCASTD X0, Y0
 	VPCMPGTD Y13, Y0, Y1          // lanes below d
-	VPMASKMOVD (SI)(R13*4), Y1, Y2
+	LEAQ 8(R13), R15
+	CMPQ R15, nind+80(FP)
+	JA mask8
+	VMOVDQU (SI)(R13*4), Y2       // lanes past the list: overwritten later
+	JMP took8
+mask8:
+	VPMASKMOVD (SI)(R13*4), Y1, Y2 // the array ends within the lanes
+took8:
 	VMOVDQU Y2, (R8)(BX*4)
 	VMOVQ R13, X3
 	VPBROADCASTQ X3, Y3
@@ -73,7 +86,7 @@ next8:
 	CMPQ AX, nd+24(FP)
 	JB loop8
 done8:
-	MOVQ R12, nt+80(FP)
+	MOVQ R12, nt+88(FP)
 	VZEROUPPER
 	RET
 long8:
@@ -92,7 +105,15 @@ longloop8:
 	ADDQ $8, BX
 	VPADDD Y13, Y6, Y7
 	VPCMPGTD Y7, Y0, Y1           // lanes below d
+	LEAQ 8(R13), CX
+	CMPQ CX, nind+80(FP)
+	MOVQ indptr+8(FP), CX
+	JA maskL8
+	VMOVDQU (SI)(R13*4), Y2
+	JMP tookL8
+maskL8:
 	VPMASKMOVD (SI)(R13*4), Y1, Y2
+tookL8:
 	VMOVDQU Y2, (R8)(BX*4)
 	VPADDQ Y9, Y4, Y4
 	VPADDQ Y9, Y5, Y5
@@ -242,4 +263,49 @@ nextR:
 	DECQ CX
 	JNZ itemR
 doneR:
+	RET
+
+// func takeMasksScalar(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64)
+//
+// takeMasks16 in scalar code, one neighbour a step (TZCNT, which runs as
+// BSF without BMI1: the same count for the non-zero masks and lanes
+// read), for CPUs without AVX-512: takeMasksGo without its bounds checks,
+// and with TZCNT where Go built for any amd64 counts with BSF (three
+// times TZCNT's time on AMD EPYC Zen 1).
+TEXT ·takeMasksScalar(SB), NOSPLIT, $0-64
+	MOVQ ind+0(FP), SI
+	MOVQ sp+8(FP), DI
+	MOVQ todo+16(FP), R8
+	MOVQ lanes+24(FP), R9
+	MOVQ ms+32(FP), R10
+	MOVQ out+40(FP), R11
+	MOVQ pos+48(FP), R12
+	MOVQ ip+56(FP), R13
+	TESTQ R9, R9
+	JZ doneS
+laneS:
+	TZCNTQ R9, CX                 // the lane j
+	MOVLQSX (R8)(CX*4), DX        // its destination i
+	MOVQ DX, AX
+	SHLQ $4, AX
+	MOVQ (DI)(AX*1), BX           // lo = sp[2i]
+	MOVQ (R13)(DX*8), R14         // e = ip[i]
+	MOVQ (R10)(CX*8), AX          // the mask
+	TESTQ AX, AX
+	JZ nextS
+bitS:
+	TZCNTQ AX, R15
+	ADDQ BX, R15                  // lo + t
+	MOVL (SI)(R15*4), DX
+	MOVL DX, (R11)(R14*4)
+	MOVQ R15, (R12)(R14*8)
+	INCQ R14
+	LEAQ -1(AX), DX
+	ANDQ DX, AX
+	JNZ bitS
+nextS:
+	LEAQ -1(R9), AX
+	ANDQ AX, R9
+	JNZ laneS
+doneS:
 	RET

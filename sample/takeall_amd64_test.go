@@ -9,21 +9,22 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/x86emu"
 )
 
-// takeMasksKernel is a way to run takeMasks16 (natively, or under
-// x86emu) and the memory the emulated one is lent for its next call.
-type takeMasksKernel struct {
+// takeMasksKernelCase is a way to run a takeMasks kernel (takeMasks16
+// natively or under x86emu, takeMasksScalar).
+type takeMasksKernelCase struct {
 	name string
 	run  func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64)
 }
 
 // takeMasksKernels returns takeMasks16 under x86emu, lent exactly the
 // memory of its contract (*lent, set before each call; its error goes to
-// *emuErr), and natively where the CPU has AVX-512.
-func takeMasksKernels(t testing.TB) (kernels []takeMasksKernel, lent *[][]byte, emuErr *error) {
+// *emuErr), natively where the CPU has AVX-512, and takeMasksScalar.
+func takeMasksKernels(t testing.TB) (kernels []takeMasksKernelCase, lent *[][]byte, emuErr *error) {
 	p, err := x86emu.ParseFiles("takeall_amd64.s", "relabel_amd64.s")
 	if err != nil {
 		t.Fatal(err)
@@ -34,9 +35,10 @@ func takeMasksKernels(t testing.TB) (kernels []takeMasksKernel, lent *[][]byte, 
 			Ptr(unsafe.Pointer(ms)).Ptr(unsafe.Pointer(out)).Ptr(unsafe.Pointer(pos)).Ptr(unsafe.Pointer(ip))
 		*emuErr = p.Call("takeMasks16", args, *lent...)
 	}
-	kernels = []takeMasksKernel{{"emulated", emulated}}
-	if takeMasks16Kernel != nil {
-		kernels = append(kernels, takeMasksKernel{"native", takeMasks16Kernel})
+	kernels = []takeMasksKernelCase{{"emulated", emulated}}
+	kernels = append(kernels, takeMasksKernelCase{"scalar", takeMasksScalar})
+	if isa.HasAVX512F {
+		kernels = append(kernels, takeMasksKernelCase{"native", takeMasks16})
 	}
 	return kernels, lent, emuErr
 }
@@ -47,8 +49,8 @@ func takeMasksKernels(t testing.TB) (kernels []takeMasksKernel, lent *[][]byte, 
 // destination that takes all its 3 neighbours, the lists one after
 // another from lo0 on, the last ending the neighbour array; it wants
 // takeMasksGo's edges and positions, and nothing written elsewhere.
-func checkTakeMasks(t *testing.T, kernels []takeMasksKernel, lent *[][]byte, emuErr *error, k int, ds []int, drawn uint8, seeds []uint64, lo0 int64) {
-	defer func(k func(*int32, *int64, *int32, int, *uint64, *int32, *int64, *int64)) { takeMasks16Kernel = k }(takeMasks16Kernel)
+func checkTakeMasks(t *testing.T, kernels []takeMasksKernelCase, lent *[][]byte, emuErr *error, k int, ds []int, drawn uint8, seeds []uint64, lo0 int64) {
+	defer func(k takeMasksFunc) { takeMasksKernel = k }(takeMasksKernel)
 	n := len(ds)
 	nd := 2 * n
 	sp := make([]int64, 2*nd)
@@ -86,7 +88,7 @@ func checkTakeMasks(t *testing.T, kernels []takeMasksKernel, lent *[][]byte, emu
 		*lent = [][]byte{x86emu.Bytes(ind), x86emu.Bytes(sp), x86emu.Bytes(todo), x86emu.Bytes(ms[:n]), x86emu.Bytes(out), x86emu.Bytes(pos), x86emu.Bytes(ip)}
 		*emuErr = nil
 		ran := false
-		takeMasks16Kernel = func(a *int32, b *int64, c *int32, d int, e *uint64, f *int32, g *int64, h *int64) {
+		takeMasksKernel = func(a *int32, b *int64, c *int32, d int, e *uint64, f *int32, g *int64, h *int64) {
 			ran = true
 			kern.run(a, b, c, d, e, f, g, h)
 		}
