@@ -531,6 +531,13 @@ LOOP: \
 	MOVQ DI, (8*(L)+16)(AX); \
 	MOVQ BX, (8*(L)+24)(AX)
 
+// REDOBIT is the out-of-line stub R of a lane whose draw may be
+// rejected: it sets the lane's BIT in redo and goes back to B.
+#define REDOBIT(R, BIT, B) \
+R: \
+	ORQ $BIT, redo+32(FP); \
+	JMP B
+
 // func floydMasks8Scalar(seeds, ds *[8]uint64, k int, masks *[8]uint64) (redo uint64)
 // floydMasks8AVX512 in scalar code (MULQ's 128-bit products), four lanes
 // side by side, for CPUs whose 256-bit vectors run as two 128-bit halves
@@ -558,27 +565,11 @@ zeroS:
 	MOVQ $0, 48(AX)
 	MOVQ $0, 56(AX)
 	RET
-r0:
-	ORQ $1, redo+32(FP)
-	JMP b0
-r1:
-	ORQ $2, redo+32(FP)
-	JMP b1
-r2:
-	ORQ $4, redo+32(FP)
-	JMP b2
-r3:
-	ORQ $8, redo+32(FP)
-	JMP b3
-r4:
-	ORQ $16, redo+32(FP)
-	JMP b4
-r5:
-	ORQ $32, redo+32(FP)
-	JMP b5
-r6:
-	ORQ $64, redo+32(FP)
-	JMP b6
-r7:
-	ORQ $128, redo+32(FP)
-	JMP b7
+	REDOBIT(r0, 1, b0)
+	REDOBIT(r1, 2, b1)
+	REDOBIT(r2, 4, b2)
+	REDOBIT(r3, 8, b3)
+	REDOBIT(r4, 16, b4)
+	REDOBIT(r5, 32, b5)
+	REDOBIT(r6, 64, b6)
+	REDOBIT(r7, 128, b7)
