@@ -781,6 +781,10 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				loopPFv, _ := New(gg.g, cfg)
 				loopPFv.passOK, loopPFv.prefetch, loopPFv.streamPos = false, true, loopPF.streamPos
 				loopPFv.floydVector = !loopPF.floydVector
+				// drawAhead with its loops the other way (Go or assembly).
+				loopPFa, _ := New(gg.g, cfg)
+				loopPFa.passOK, loopPFa.prefetch, loopPFa.streamPos = false, true, loopPF.streamPos
+				loopPFa.aheadAsm = !loopPF.aheadAsm
 				withFetch := cfg
 				withFetch.Prefetch = func([]int32) {}
 				loopFetch, _ := New(gg.g, withFetch)
@@ -791,7 +795,7 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				}
 				batches, _ := Batches(all, 200, true, 3, false)
 				a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
-				d, f2, f3, f4 := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
+				d, f2, f3, f4, f5 := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 5)] {
 					if err := fused.SampleInto(a, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -814,10 +818,13 @@ func TestFusedMatchesGeneric(t *testing.T) {
 					if err := loopPFv.SampleInto(f4, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
 					}
+					if err := loopPFa.SampleInto(f5, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
 					if gg.g.EdgeIDs == nil { // checkMiniBatch takes edge ids for positions
 						checkMiniBatch(t, gg.g, cfg, seeds, a)
 					}
-					for _, f := range []*batch.MiniBatch{a, c, d, f2, f3, f4} {
+					for _, f := range []*batch.MiniBatch{a, c, d, f2, f3, f4, f5} {
 						if !slices.Equal(f.InputNodes, b.InputNodes) {
 							t.Fatalf("batch %d: input nodes differ", i)
 						}
