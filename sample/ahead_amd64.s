@@ -65,13 +65,11 @@ keyR:
 nextR:
 	INCQ DX
 	JMP rangeR
+doneR:
+	MOVQ R9, DX                   // b: no stop
 stopR:
 	MOVQ R10, floyd+24(FP)
 	MOVQ DX, stop+32(FP)
-	RET
-doneR:
-	MOVQ R10, floyd+24(FP)
-	MOVQ R9, stop+32(FP)
 	RET
 
 // func aheadMasks(grp *aheadGroup, a, j, b int, e int64) (eOut int64, stop int)
@@ -126,11 +124,9 @@ bitM:
 	ANDQ DI, AX
 	JNZ bitM
 	JMP maskM
+doneM:
+	MOVQ R9, DX                   // b: no stop
 stopM:
 	MOVQ R10, eOut+40(FP)
 	MOVQ DX, stop+48(FP)
-	RET
-doneM:
-	MOVQ R10, eOut+40(FP)
-	MOVQ R9, stop+48(FP)
 	RET

@@ -963,11 +963,10 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 		for j := a; j < b; j++ {
 			if kernels {
 				var e64 int64
-				if e64, j = aheadMasks(&ag, a, j, b, int64(e)); j == b {
-					e = int(e64)
+				e64, j = aheadMasks(&ag, a, j, b, int64(e))
+				if e = int(e64); j == b {
 					break
 				}
-				e = int(e64)
 			}
 			lo, hi := span[2*(j%R)], span[2*(j%R)+1]
 			d := int(hi - lo)
