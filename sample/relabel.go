@@ -295,14 +295,15 @@ func (m *idMap) hasDuplicate(ids []int32) (int32, bool) {
 // cache, which is why RelabelAuto uses it only up to DenseRelabelNodes.
 // With AVX-512 (F and CD) a vector kernel relabels sixteen ids at a time,
 // the same way (relabelVec): 2.3-2.4x faster; with AVX2, eight at a time:
-// 1.8x faster.
+// 1.8x faster. CPUs that run 256-bit vectors as two halves take the loop
+// in assembly instead (relabel1).
 type denseMap struct {
 	tab []uint32
 	gen uint32
 }
 
-// relabelWidth is the width of the vector kernel denseMap.relabel uses:
-// the widest the CPU has, 0 for none (tests change it to compare).
+// relabelWidth is the lanes of the assembly kernel denseMap.relabel uses:
+// relabelWidths' first, 0 for none (tests change it to compare).
 var relabelWidth = func() int {
 	if len(relabelWidths) == 0 {
 		return 0

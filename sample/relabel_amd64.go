@@ -10,9 +10,12 @@ import (
 	"github.com/graphmill/graphmill/internal/isa"
 )
 
-// relabelWidths lists the vector kernels of denseMap.relabel this CPU can
-// run, widest first: 16 (relabel16: AVX-512F with the conflict-detection
-// instructions VPCONFLICTD, VPLZCNTD) and 8 (relabel8: AVX2).
+// relabelWidths lists the kernels of denseMap.relabel this CPU can run,
+// by lanes, the one it uses first: 16 (relabel16: AVX-512F with the
+// conflict-detection instructions VPCONFLICTD, VPLZCNTD), 8 (relabel8:
+// AVX2) and 1 (relabel1: plain x86-64, first on CPUs that run 256-bit
+// vectors as two halves, isa.HalfWidth256; none with
+// GRAPHMILL_KERNEL=generic).
 var relabelWidths = func() []int {
 	var w []int
 	if isa.HasAVX512CD {
@@ -20,6 +23,12 @@ var relabelWidths = func() []int {
 	}
 	if isa.HasAVX2 {
 		w = append(w, 8)
+	}
+	switch {
+	case isa.Scalar && isa.HalfWidth256:
+		w = append([]int{1}, w...)
+	case isa.Scalar:
+		w = append(w, 1)
 	}
 	return w
 }()
@@ -30,6 +39,12 @@ func relabel16(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, g
 // relabel16Kernel is relabel16, or a test's stand-in (the kernel under
 // x86emu, on CPUs without AVX-512).
 var relabel16Kernel = relabel16
+
+// relabel1 is denseMap.relabel's loop in assembly, one id at a time
+// (relabel1_amd64.s).
+//
+//go:noescape
+func relabel1(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32, pf int) (outNN int, done int)
 
 //go:noescape
 func relabel8(tab *uint32, ntab int, idx *int32, n int, nodes *int32, nn int, gen uint32, t *relabel8Tables, pf int) (outNN int, done int)
@@ -88,10 +103,10 @@ var tables8 = func() *relabel8Tables {
 // graph (160 KiB, in L2) 1.00-1.04 of it, so larger arrays keep them.
 const relabelCachedEntries = 1 << 13
 
-// relabelVec relabels ids idx[:done] a vector at a time with the kernel
-// of relabelWidth lanes, exactly as denseMap.relabel's loop does one at a
-// time, and returns nn, the count of nodes, after them; done is 0 where no
-// vector kernel runs. nodes must have capacity for nn+len(idx) ids (a
+// relabelVec relabels ids idx[:done] with the kernel of relabelWidth
+// lanes, a vector (or an id) at a time, exactly as denseMap.relabel's loop
+// does, and returns nn, the count of nodes, after them; done is 0 where no
+// kernel runs. nodes must have capacity for nn+len(idx) ids (a
 // kernel writes a whole vector of new ids where fewer are new).
 //
 // Written in assembly because the loop's carried count of nodes (a new
@@ -114,6 +129,8 @@ func relabelVec(tab []uint32, idx, nodes []int32, nn int, gen uint32) (int, int)
 		return relabel16Kernel(unsafe.SliceData(tab), len(tab), unsafe.SliceData(idx), len(idx), unsafe.SliceData(nodes[:cap(nodes)]), nn, gen, pf)
 	case relabelWidth == 8 && len(idx) >= 8:
 		return relabel8(unsafe.SliceData(tab), len(tab), unsafe.SliceData(idx), len(idx), unsafe.SliceData(nodes[:cap(nodes)]), nn, gen, tables8, pf)
+	case relabelWidth == 1:
+		return relabel1(unsafe.SliceData(tab), len(tab), unsafe.SliceData(idx), len(idx), unsafe.SliceData(nodes[:cap(nodes)]), nn, gen, pf)
 	}
 	return nn, 0
 }

@@ -300,15 +300,16 @@ func denseRelabelState(width, space, gens int, prev, src []int32) relabelState {
 	return relabelState{idx, nodes, d.tab, bad, ok}
 }
 
-// TestDenseRelabelVector checks each vector kernel of denseMap.relabel
-// this CPU has against its scalar loop, state for state: the same local ids, new nodes,
-// array entries and, for an id outside the array, the same stop (both
-// relabel exactly the ids before it). The ids repeat within a vector and
+// TestDenseRelabelVector checks each assembly kernel of denseMap.relabel
+// this CPU has (relabel1 on every amd64) against its Go loop, state for
+// state: the same local ids, new nodes, array entries and, for an id
+// outside the array, the same stop (both relabel exactly the ids before
+// it). The ids repeat within a vector and
 // across vectors, earlier hops' nodes are seen, and the array holds
 // entries of earlier generations.
 func TestDenseRelabelVector(t *testing.T) {
 	if len(relabelWidths) == 0 {
-		t.Skip("no AVX2 or AVX-512F/CD: the scalar loop alone runs here")
+		t.Skip("no assembly kernel (not amd64, or noasm): the Go loop alone runs here")
 	}
 	checkDenseRelabelVector(t, relabelWidths)
 }
@@ -379,8 +380,8 @@ func checkDenseRelabelVector(t *testing.T, widths []int) {
 	}
 }
 
-// FuzzDenseRelabel compares denseMap.relabel's vector kernel with its
-// scalar loop on ids made of the input bytes (a 64-node id space, so that
+// FuzzDenseRelabel compares denseMap.relabel's assembly kernels with its
+// Go loop on ids made of the input bytes (a 64-node id space, so that
 // ids repeat; bytes from 250 on give ids outside it, some negative).
 func FuzzDenseRelabel(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 1, 2, 3, 0, 0, 9, 9, 9, 9, 9, 9, 9, 9, 63, 62, 1, 2}, uint8(3))

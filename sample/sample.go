@@ -44,12 +44,13 @@ const (
 )
 
 // DenseRelabelNodes is the largest graph (in nodes) that RelabelAuto
-// relabels with the dense array where its entries are relabelled one at a
-// time: 16 MiB per concurrent sampling call.
+// relabels with the dense array where its entries are relabelled by the
+// Go loop: 16 MiB per concurrent sampling call.
 const DenseRelabelNodes = 1 << 22
 
-// DenseRelabelNodesVector is that bound where a vector kernel runs
-// (AVX-512 F and CD, or AVX2): 64 MiB per concurrent sampling call.
+// DenseRelabelNodesVector is that bound where an assembly kernel runs
+// (AVX-512 F and CD, AVX2, or relabel1's plain x86-64): 64 MiB per
+// concurrent sampling call.
 // Measured (AMD EPYC Zen 5, one core, ids shaped like a [15,10,5] last
 // hop, paired against the hash map): the array took 0.53x the hash map's
 // time on a 4M id space, 0.77x on 10M, 1.27x on 32M with sixteen lanes
