@@ -177,7 +177,7 @@ func TestAheadKernels(t *testing.T) {
 				t.Run(fmt.Sprintf("a=%d/n=%d/bad=%v", a, n, bad), func(t *testing.T) {
 					for trial := range 200 {
 						b := a + n
-						k := []int{1, 5, 8, 63, 64}[trial%5]
+						k := []int{1, 5, 8, 10, 63, 64}[trial%6]
 						done := []int{0, a, a + n/2, b}[trial%4]
 						c := newAheadCase(r, a, b, k, done, trial%2 == 0, trial%3 == 0, bad)
 						want := c.clone()

@@ -14,6 +14,7 @@ import (
 	"github.com/graphmill/graphmill/batch"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/hugemem"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/prefetch"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/stream"
@@ -239,6 +240,10 @@ type Sampler struct {
 	streamPos bool
 	// aheadAsm: drawAhead runs its group loops in assembly (aheadKernels).
 	aheadAsm bool
+	// aheadDraws: the most draws a destination of the hops drawAhead
+	// takes (fewDraws, or aheadMaxDraws on CPUs that run 256-bit vectors
+	// in two halves: see drawAhead).
+	aheadDraws int
 	// floydVector: drawAhead draws Floyd masks eight at a time
 	// (rng.FloydMasks8), where it has a kernel; cachedVector:
 	// drawCached does (drawCachedVector), where takeMasks has one too.
@@ -290,6 +295,10 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	s.streamPos = bytes > streamGraphBytes && g.Weights == nil && g.EdgeIDs == nil
 	s.floydVector = rng.FloydMasksVector()
 	s.aheadAsm = aheadKernels
+	s.aheadDraws = fewDraws
+	if isa.HalfWidth256 {
+		s.aheadDraws = aheadMaxDraws
+	}
 	s.cachedVector = s.floydVector && takeMasksVector
 	if cfg.Timing {
 		s.timing = make([]hopTiming, len(cfg.Fanouts))
@@ -500,7 +509,7 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		switch {
 		case fused && s.passes(k):
 			e = s.drawCached(sc, nodes[first:nd], hopKey(seed, h), k, &sub)
-		case fused && s.prefetch && k <= fewDraws && s.cfg.Prefetch == nil:
+		case fused && s.prefetch && k <= s.aheadDraws && s.cfg.Prefetch == nil:
 			e = s.drawAhead(sc, nodes[first:nd], spanned, hopKey(seed, h), k, &sub, h+1 < L)
 		case fused:
 			// The ranges are read while drawing: drawFused grows the
@@ -813,7 +822,7 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 }
 
 // drawAhead draws what drawFused does, for a hop of at most fewDraws
-// draws a destination on a graph larger than the cache (the last hop of
+// draws a destination (Sampler.aheadDraws) on a graph larger than the cache (the last hop of
 // fanouts like [15,10,5]): in a pipeline of three stages, the ranges of
 // the destinations 2D ahead are prefetched; those of the destinations D
 // ahead are read and their draws made, and only the lines of the drawn
@@ -882,6 +891,15 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // the Go loops' time and the minibatch took 0.913 (quartiles
 // 0.905-0.919); the prefetches in aheadMasks instead of Masks32 alone
 // were worth 0.950 of the last hop's draws.
+//
+// On CPUs that run 256-bit vectors in two halves (isa.HalfWidth256),
+// where the Floyd lanes and the loops run in scalar kernels, hops of up to
+// aheadMaxDraws draws take it too. Measured on AMD EPYC Zen 1 (one core,
+// the 1M-node graph, 40 paired rounds of 40 minibatches in one process,
+// medians): [25,10] took 0.949 and 0.956 of drawFused's time (its last
+// hop drew in 0.941 and 0.960), [15,10,5] 0.996 (its middle hop 0.994).
+// Elsewhere such hops stay in drawFused: an earlier form of drawAhead
+// took 1.07-1.10 times its time on the middle hop on the Xeon with AMX.
 func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block, keep bool) int {
 	nd := len(dst)
 	sp := sc.spans[:2*done]
@@ -889,7 +907,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 		sp = sc.spansFor(nd, done)
 	}
 	indptr, ind := s.g.Indptr, s.g.Indices
-	growEdges(hb, 0, nd*k) // k <= fewDraws: no growing while drawing
+	growEdges(hb, 0, nd*k) // k <= aheadMaxDraws: no growing while drawing
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr
 	const (
 		G = drawGroup
@@ -975,7 +993,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 			var m uint64
 			switch {
 			case d <= k:
-				m = 1<<d - 1 // every neighbour (d <= k <= fewDraws)
+				m = 1<<d - 1 // every neighbour (d <= k <= aheadMaxDraws)
 			case d <= 64:
 				m = ms[j-a]
 			default:
@@ -1036,7 +1054,7 @@ type posStream struct {
 	on         bool
 	dst        []int64
 	done, next int64 // dst[:done] written; the next chunk boundary
-	buf        [posChunk + stream.Line + drawGroup*fewDraws]int64
+	buf        [posChunk + stream.Line + drawGroup*aheadMaxDraws]int64
 }
 
 // posChunk is the number of positions posStream writes at a time: 32
@@ -1051,7 +1069,7 @@ func (ps *posStream) begin(dst []int64, on bool) {
 }
 
 // stage returns where the positions dst[p:q] are written (q-p <=
-// drawGroup*fewDraws, a group of drawAhead's destinations; p is where the
+// drawGroup*aheadMaxDraws, a group of drawAhead's destinations; p is where the
 // previous call's q was).
 func (ps *posStream) stage(p, q int64) []int64 {
 	if !ps.on {
@@ -1330,6 +1348,7 @@ const (
 	prefetchAhead    = 8
 	prefetchGroup    = 4
 	fewDraws         = 8
+	aheadMaxDraws    = 10 // the most drawAhead takes (its buffers' size)
 	drawGroup        = 16 // a multiple of 8 (rng.FloydMasks8's lanes), at most 16
 	drawAheadBy      = 16
 )

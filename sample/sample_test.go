@@ -785,6 +785,11 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				loopPFa, _ := New(gg.g, cfg)
 				loopPFa.passOK, loopPFa.prefetch, loopPFa.streamPos = false, true, loopPF.streamPos
 				loopPFa.aheadAsm = !loopPF.aheadAsm
+				// drawAhead taking hops of up to aheadMaxDraws draws, or
+				// of up to fewDraws (whichever this CPU does not).
+				loopPFd, _ := New(gg.g, cfg)
+				loopPFd.passOK, loopPFd.prefetch, loopPFd.streamPos = false, true, loopPF.streamPos
+				loopPFd.aheadDraws = fewDraws + aheadMaxDraws - loopPF.aheadDraws
 				withFetch := cfg
 				withFetch.Prefetch = func([]int32) {}
 				loopFetch, _ := New(gg.g, withFetch)
@@ -795,7 +800,7 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				}
 				batches, _ := Batches(all, 200, true, 3, false)
 				a, b, c := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
-				d, f2, f3, f4, f5 := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
+				d, f2, f3, f4, f5, f6 := &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}, &batch.MiniBatch{}
 				for i, seeds := range batches[:min(len(batches), 5)] {
 					if err := fused.SampleInto(a, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
@@ -821,10 +826,13 @@ func TestFusedMatchesGeneric(t *testing.T) {
 					if err := loopPFa.SampleInto(f5, seeds, uint64(i)); err != nil {
 						t.Fatal(err)
 					}
+					if err := loopPFd.SampleInto(f6, seeds, uint64(i)); err != nil {
+						t.Fatal(err)
+					}
 					if gg.g.EdgeIDs == nil { // checkMiniBatch takes edge ids for positions
 						checkMiniBatch(t, gg.g, cfg, seeds, a)
 					}
-					for _, f := range []*batch.MiniBatch{a, c, d, f2, f3, f4, f5} {
+					for _, f := range []*batch.MiniBatch{a, c, d, f2, f3, f4, f5, f6} {
 						if !slices.Equal(f.InputNodes, b.InputNodes) {
 							t.Fatalf("batch %d: input nodes differ", i)
 						}
@@ -1079,7 +1087,8 @@ func TestTiming(t *testing.T) {
 
 // TestPosStream: positions staged through posStream, streamed or not,
 // land in their array as written, whatever the array's alignment and the
-// runs' lengths (0 to fewDraws), and nothing is written past the last.
+// runs' lengths (0 to aheadMaxDraws), and nothing is written past the
+// last.
 func TestPosStream(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		for shift := range 8 {
@@ -1094,7 +1103,7 @@ func TestPosStream(t *testing.T) {
 				ps.begin(dst, on)
 				p, run := int64(0), 0
 				for {
-					q := min(p+int64(run%(fewDraws+1)), n-5)
+					q := min(p+int64(run%(aheadMaxDraws+1)), n-5)
 					w := ps.stage(p, q)
 					for x := range w {
 						w[x] = (p + int64(x)) * 3

@@ -111,7 +111,7 @@ func FuzzTakeRing(f *testing.F) {
 		if len(b) < 2 {
 			return
 		}
-		k := 1 + int(b[0])%fewDraws
+		k := 1 + int(b[0])%aheadMaxDraws
 		b = b[1:min(len(b), 17)]
 		ds := make([]int, len(b))
 		for j, x := range b {
