@@ -242,8 +242,10 @@ type Sampler struct {
 	aheadAsm bool
 	// aheadDraws: the most draws a destination of the hops drawAhead
 	// takes (fewDraws, or aheadMaxDraws on CPUs that run 256-bit vectors
-	// in two halves: see drawAhead).
-	aheadDraws int
+	// in two halves: see drawAhead); aheadHalves: on those CPUs it
+	// draws the groups of a hop of at most fewDraws draws in halves.
+	aheadDraws  int
+	aheadHalves bool
 	// floydVector: drawAhead draws Floyd masks eight at a time
 	// (rng.FloydMasks8), where it has a kernel; cachedVector:
 	// drawCached does (drawCachedVector), where takeMasks has one too.
@@ -297,7 +299,7 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	s.aheadAsm = aheadKernels
 	s.aheadDraws = fewDraws
 	if isa.HalfWidth256 {
-		s.aheadDraws = aheadMaxDraws
+		s.aheadDraws, s.aheadHalves = aheadMaxDraws, true
 	}
 	s.cachedVector = s.floydVector && takeMasksVector
 	if cfg.Timing {
@@ -892,7 +894,8 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // 0.905-0.919); the prefetches in aheadMasks instead of Masks32 alone
 // were worth 0.950 of the last hop's draws.
 //
-// A hop of at most fewDraws draws a group in two halves of eight
+// On CPUs that run 256-bit vectors in two halves (isa.HalfWidth256), a
+// hop of at most fewDraws draws a group in two halves of eight
 // destinations, each's Floyd lanes and then its entries' prefetches: the
 // first half's prefetches are in flight while the second's lanes are
 // drawn, where a group's prefetches at once filled the miss buffers and
@@ -900,7 +903,8 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // graph, [15,10,5], paired rounds of 40 minibatches, medians): the last
 // hop drew in 0.929-0.931 of the time, the minibatch took 0.962-0.967;
 // a hop of 10 draws ([25,10]'s last) 1.01, so it keeps whole groups;
-// halves taken as well as drawn (groups of eight) 0.999.
+// halves taken as well as drawn (groups of eight) 0.999. Not measured
+// on other CPUs: they keep whole groups.
 //
 // On CPUs that run 256-bit vectors in two halves (isa.HalfWidth256),
 // where the Floyd lanes and the loops run in scalar kernels, hops of up to
@@ -1024,7 +1028,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	}
 	// A hop of at most fewDraws draws a group in halves (see above).
 	half := G
-	if k <= fewDraws {
+	if k <= fewDraws && s.aheadHalves {
 		half = G / 2
 	}
 	if b := min(2*D, nd); done < b {

@@ -786,10 +786,12 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				loopPFa.passOK, loopPFa.prefetch, loopPFa.streamPos = false, true, loopPF.streamPos
 				loopPFa.aheadAsm = !loopPF.aheadAsm
 				// drawAhead taking hops of up to aheadMaxDraws draws, or
-				// of up to fewDraws (whichever this CPU does not).
+				// of up to fewDraws, its groups in halves or whole
+				// (whichever this CPU does not).
 				loopPFd, _ := New(gg.g, cfg)
 				loopPFd.passOK, loopPFd.prefetch, loopPFd.streamPos = false, true, loopPF.streamPos
 				loopPFd.aheadDraws = fewDraws + aheadMaxDraws - loopPF.aheadDraws
+				loopPFd.aheadHalves = !loopPF.aheadHalves
 				withFetch := cfg
 				withFetch.Prefetch = func([]int32) {}
 				loopFetch, _ := New(gg.g, withFetch)
