@@ -95,12 +95,8 @@ func (m *idMap) relabel(idx []int32, nodes []int32) []int32 {
 	pc, ec := m.counts, m.ecount
 	clear(pc)
 	clear(ec)
-	for _, u := range nodes {
-		pc[uint64(uint32(u)*hashMul)>>sh+1]++
-	}
-	for _, u := range idx {
-		ec[uint64(uint32(u)*hashMul)>>sh+1]++
-	}
+	hashCounts(pc, nodes, sh)
+	hashCounts(ec, idx, sh)
 	maxPart := 0
 	for p := 1; p <= parts; p++ {
 		maxPart = max(maxPart, int(pc[p]+ec[p]))
@@ -111,18 +107,8 @@ func (m *idMap) relabel(idx []int32, nodes []int32) []int32 {
 	m.keys = grow(m.keys, len(idx))
 	prev, keys := m.prev, m.keys
 	m.cur = append(m.cur[:0], ec[:parts]...) // partition starts
-	for i, u := range nodes {
-		p := uint64(uint32(u)*hashMul) >> sh
-		j := pc[p]
-		prev[j] = uint64(uint32(u))<<32 | uint64(i)
-		pc[p] = j + 1
-	}
-	for _, u := range idx {
-		p := uint64(uint32(u)*hashMul) >> sh
-		j := ec[p]
-		keys[j] = u
-		ec[p] = j + 1
-	}
+	hashPrev(prev, pc, nodes, sh)
+	hashDistribute(keys, ec, idx, sh)
 	// pc[p], ec[p] now hold the ends of partition p. The probes write
 	// nodes[nn] for every id (new or not), so nodes needs room for all.
 	nn := len(nodes)
@@ -175,12 +161,7 @@ func (m *idMap) relabel(idx []int32, nodes []int32) []int32 {
 	// place in keys by its partition's cursor (recomputing the hash costs
 	// less than storing and reloading every place).
 	cur := m.cur[:parts]
-	for q, u := range idx {
-		p := uint64(uint32(u)*hashMul) >> sh
-		j := cur[p]
-		idx[q] = keys[j]
-		cur[p] = j + 1
-	}
+	hashCollect(idx, keys, cur, sh)
 	return nodes
 }
 
@@ -387,4 +368,65 @@ func (m *denseMap) relabel(idx []int32, nodes []int32) ([]int32, int32, bool) {
 		nn = max(nn, loc+1)
 	}
 	return nodes[:nn], 0, true
+}
+
+// The passes of idMap.relabel over its ids are functions of their own
+// (not inlined) so that their loops keep their values in registers (see
+// distribute). The partition of u is its hash's top bits (sh and up).
+// Measured (AMD EPYC Zen 1, one core, [15,10,5] with RelabelHash, 400
+// minibatches, two runs each way): on the 1M-node graph the last hop
+// relabelled at 18.7-21.2 ns an edge against 25.1-25.2, the middle hop
+// at 22.6-22.8 against 30.2-30.3; on Cora 15.0-17.5 against 20.4-22.8.
+
+// hashCounts counts the ids of each partition: cnt[p+1] for partition p.
+//
+//go:noinline
+func hashCounts(cnt, ids []int32, sh uint) {
+	sh &= 63
+	for _, u := range ids {
+		cnt[uint64(uint32(u)*hashMul)>>sh+1]++
+	}
+}
+
+// hashPrev writes the previous nodes nodes to prev partition by partition
+// (id<<32 | local id, the local id their position), each at its
+// partition's cursor in cur, which it advances.
+//
+//go:noinline
+func hashPrev(prev []uint64, cur, nodes []int32, sh uint) {
+	sh &= 63
+	for i, u := range nodes {
+		p := uint64(uint32(u)*hashMul) >> sh
+		j := cur[p]
+		prev[j] = uint64(uint32(u))<<32 | uint64(i)
+		cur[p] = j + 1
+	}
+}
+
+// hashDistribute writes ids to keys partition by partition, each at its
+// partition's cursor in cur, which it advances.
+//
+//go:noinline
+func hashDistribute(keys, cur, ids []int32, sh uint) {
+	sh &= 63
+	for _, u := range ids {
+		p := uint64(uint32(u)*hashMul) >> sh
+		j := cur[p]
+		keys[j] = u
+		cur[p] = j + 1
+	}
+}
+
+// hashCollect is hashDistribute's inverse: it sets ids[q] to keys' entry
+// at the cursor of ids[q]'s partition, and advances the cursor.
+//
+//go:noinline
+func hashCollect(ids, keys, cur []int32, sh uint) {
+	sh &= 63
+	for q, u := range ids {
+		p := uint64(uint32(u)*hashMul) >> sh
+		j := cur[p]
+		ids[q] = keys[j]
+		cur[p] = j + 1
+	}
 }
