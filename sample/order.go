@@ -188,7 +188,8 @@ func (bs *bucketScratch) renumber(nodes []int32, first int, idx, key []int32) {
 // stable counting sort's distribution pass. It is a function of its own
 // so that the loop keeps every value in a register: inside relabelBuckets
 // the compiler spilled the bucket id to the stack and reloaded it every
-// iteration, which made the pass take 8.5 ns an id on Zen 1 instead of 5.
+// iteration: on Zen 1 the pass took 8.6-8.7 ns an id in situ (the
+// middle hop of [15,10,5], 1M-node graph) against 5.5-5.8 here.
 //
 //go:noinline
 func distribute(dst, cur, ids, kb []int32, shift uint) {
