@@ -272,13 +272,29 @@ type relabelState struct {
 	ok         bool
 }
 
+// relabelMode is the kernel denseMap.relabel runs in a test: width lanes
+// (0: the Go loop alone), and seen, relabelSeenWidth (0: no switch).
+type relabelMode struct{ width, seen int }
+
+// relabelModes returns the modes of the kernels of widths, each alone,
+// and relabel1 switching to relabel8 where this CPU can run both.
+func relabelModes(widths []int) []relabelMode {
+	var ms []relabelMode
+	for _, w := range widths {
+		ms = append(ms, relabelMode{w, 0})
+	}
+	if slices.Contains(widths, 1) && slices.Contains(relabelWidths, 8) {
+		ms = append(ms, relabelMode{1, 8})
+	}
+	return ms
+}
+
 // denseRelabelState relabels src with prev as the earlier nodes, with the
-// vector kernel of width lanes (0: the scalar loop alone), after gens
-// minibatches that relabelled the first half of src (their entries of
-// earlier generations left in the array).
-func denseRelabelState(width, space, gens int, prev, src []int32) relabelState {
-	defer func(w int) { relabelWidth = w }(relabelWidth)
-	relabelWidth = width
+// kernel of mode m, after gens minibatches that relabelled the first half
+// of src (their entries of earlier generations left in the array).
+func denseRelabelState(m relabelMode, space, gens int, prev, src []int32) relabelState {
+	defer func(w, s int) { relabelWidth, relabelSeenWidth = w, s }(relabelWidth, relabelSeenWidth)
+	relabelWidth, relabelSeenWidth = m.width, m.seen
 	var d denseMap
 	for range gens {
 		d.begin(space)
@@ -335,6 +351,10 @@ func checkDenseRelabelVector(t *testing.T, widths []int) {
 		{100, 20, 64, 47, 1 << 30},
 		{100, 20, 70, 66, 100},
 		{1000, 50, 5000, 4000, -5},
+		// Most nodes already there (relabel1 switches to relabel8).
+		{40, 25, 1000, -1, 0},
+		{1000, 600, 4096, -1, 0},
+		{100, 60, 64, 21, -1},
 	} {
 		t.Run(fmt.Sprintf("space=%d/prev=%d/n=%d/bad=%d", tc.space, tc.prev, tc.n, tc.bad), func(t *testing.T) {
 			prev := make([]int32, 0, tc.prev)
@@ -363,11 +383,11 @@ func checkDenseRelabelVector(t *testing.T, widths []int) {
 			if tc.bad >= 0 {
 				src[tc.bad] = tc.badID
 			}
-			want := denseRelabelState(0, tc.space, 3, prev, src)
-			for _, w := range widths {
-				got := denseRelabelState(w, tc.space, 3, prev, src)
+			want := denseRelabelState(relabelMode{}, tc.space, 3, prev, src)
+			for _, m := range relabelModes(widths) {
+				got := denseRelabelState(m, tc.space, 3, prev, src)
 				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("%d-lane kernel and scalar loop differ: ok %v/%v, bad %d/%d, %d/%d nodes", w, got.ok, want.ok, got.bad, want.bad, len(got.nodes), len(want.nodes))
+					t.Fatalf("kernel %+v and the Go loop differ: ok %v/%v, bad %d/%d, %d/%d nodes", m, got.ok, want.ok, got.bad, want.bad, len(got.nodes), len(want.nodes))
 				}
 			}
 			if want.ok != (tc.bad < 0) {
@@ -408,11 +428,11 @@ func FuzzDenseRelabel(f *testing.F) {
 				src[i] = int32(v) % space
 			}
 		}
-		want := denseRelabelState(0, space, 0, prev, src)
-		for _, w := range relabelWidths {
-			got := denseRelabelState(w, space, 0, prev, src)
+		want := denseRelabelState(relabelMode{}, space, 0, prev, src)
+		for _, m := range relabelModes(relabelWidths) {
+			got := denseRelabelState(m, space, 0, prev, src)
 			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("%d-lane kernel and scalar loop differ on %v (prev %v): ok %v/%v bad %d/%d", w, src, prev, got.ok, want.ok, got.bad, want.bad)
+				t.Fatalf("kernel %+v and the Go loop differ on %v (prev %v): ok %v/%v bad %d/%d", m, src, prev, got.ok, want.ok, got.bad, want.bad)
 			}
 		}
 	})
