@@ -240,12 +240,10 @@ type Sampler struct {
 	streamPos bool
 	// aheadAsm: drawAhead runs its group loops in assembly (aheadKernels).
 	aheadAsm bool
-	// aheadDraws: the most draws a destination of the hops drawAhead
-	// takes (fewDraws, or aheadMaxDraws on CPUs that run 256-bit vectors
-	// in two halves: see drawAhead); aheadHalves: on those CPUs it
-	// draws the groups of a hop of at most fewDraws draws in halves.
-	aheadDraws  int
-	aheadHalves bool
+	// halfWidth: the CPU runs 256-bit vectors in two halves
+	// (isa.HalfWidth256), so drawAhead takes hops of up to aheadMaxDraws
+	// draws and draws the groups of those of at most fewDraws in halves.
+	halfWidth bool
 	// floydVector: drawAhead draws Floyd masks eight at a time
 	// (rng.FloydMasks8), where it has a kernel; cachedVector:
 	// drawCached does (drawCachedVector), where takeMasks has one too.
@@ -297,10 +295,7 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	s.streamPos = bytes > streamGraphBytes && g.Weights == nil && g.EdgeIDs == nil
 	s.floydVector = rng.FloydMasksVector()
 	s.aheadAsm = aheadKernels
-	s.aheadDraws = fewDraws
-	if isa.HalfWidth256 {
-		s.aheadDraws, s.aheadHalves = aheadMaxDraws, true
-	}
+	s.halfWidth = isa.HalfWidth256
 	s.cachedVector = s.floydVector && takeMasksVector
 	if cfg.Timing {
 		s.timing = make([]hopTiming, len(cfg.Fanouts))
@@ -488,6 +483,10 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 	// loop (drawFused); the others read every range first (spans) and
 	// then draw.
 	fused := !s.generic && !s.cfg.Weighted && !s.cfg.Replace && len(sc.excl) == 0
+	ahead := fewDraws // the most draws of a hop drawAhead takes
+	if s.halfWidth {
+		ahead = aheadMaxDraws
+	}
 	for h, k := range s.cfg.Fanouts {
 		fused := fused && k > 0
 		nd := len(nodes)
@@ -511,7 +510,7 @@ func (s *Sampler) sample(mb *batch.MiniBatch, seeds []int32, seed uint64, exclud
 		switch {
 		case fused && s.passes(k):
 			e = s.drawCached(sc, nodes[first:nd], hopKey(seed, h), k, &sub)
-		case fused && s.prefetch && k <= s.aheadDraws && s.cfg.Prefetch == nil:
+		case fused && s.prefetch && k <= ahead && s.cfg.Prefetch == nil:
 			e = s.drawAhead(sc, nodes[first:nd], spanned, hopKey(seed, h), k, &sub, h+1 < L)
 		case fused:
 			// The ranges are read while drawing: drawFused grows the
@@ -824,8 +823,8 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 }
 
 // drawAhead draws what drawFused does, for a hop of at most fewDraws
-// draws a destination (Sampler.aheadDraws) on a graph larger than the cache (the last hop of
-// fanouts like [15,10,5]): in a pipeline of three stages, the ranges of
+// draws a destination (aheadMaxDraws on some CPUs, below) on a graph
+// larger than the cache (the last hop of fanouts like [15,10,5]): in a pipeline of three stages, the ranges of
 // the destinations 2D ahead are prefetched; those of the destinations D
 // ahead are read and their draws made, and only the lines of the drawn
 // entries prefetched (the draws are kept as masks of list offsets, or,
@@ -894,8 +893,9 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // 0.905-0.919); the prefetches in aheadMasks instead of Masks32 alone
 // were worth 0.950 of the last hop's draws.
 //
-// On CPUs that run 256-bit vectors in two halves (isa.HalfWidth256), a
-// hop of at most fewDraws draws a group in two halves of eight
+// On CPUs that run 256-bit vectors in two halves (Sampler.halfWidth),
+// where the Floyd lanes and the loops run in scalar kernels, two things
+// differ. A hop of at most fewDraws draws a group in two halves of eight
 // destinations, each's Floyd lanes and then its entries' prefetches: the
 // first half's prefetches are in flight while the second's lanes are
 // drawn, where a group's prefetches at once filled the miss buffers and
@@ -903,17 +903,14 @@ func (sc *scratch) spansFor(nd, done int) []int64 {
 // graph, [15,10,5], paired rounds of 40 minibatches, medians): the last
 // hop drew in 0.929-0.931 of the time, the minibatch took 0.962-0.967;
 // a hop of 10 draws ([25,10]'s last) 1.01, so it keeps whole groups;
-// halves taken as well as drawn (groups of eight) 0.999. Not measured
-// on other CPUs: they keep whole groups.
-//
-// On CPUs that run 256-bit vectors in two halves (isa.HalfWidth256),
-// where the Floyd lanes and the loops run in scalar kernels, hops of up to
-// aheadMaxDraws draws take it too. Measured on AMD EPYC Zen 1 (one core,
-// the 1M-node graph, 40 paired rounds of 40 minibatches in one process,
-// medians): [25,10] took 0.949 and 0.956 of drawFused's time (its last
-// hop drew in 0.941 and 0.960), [15,10,5] 0.996 (its middle hop 0.994).
-// Elsewhere such hops stay in drawFused: an earlier form of drawAhead
-// took 1.07-1.10 times its time on the middle hop on the Xeon with AMX.
+// halves taken as well as drawn (groups of eight) 0.999. And hops of up
+// to aheadMaxDraws draws take drawAhead (same machine and graph, 40
+// paired rounds of 40 minibatches, medians): [25,10] took 0.949 and
+// 0.956 of drawFused's time (its last hop drew in 0.941 and 0.960),
+// [15,10,5] 0.996 (its middle hop 0.994).
+// Other CPUs keep whole groups (not measured there), and hops of more
+// than fewDraws stay in drawFused: an earlier form of drawAhead took
+// 1.07-1.10 times its time on the middle hop on the Xeon with AMX.
 func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int, hb *graph.Block, keep bool) int {
 	nd := len(dst)
 	sp := sc.spans[:2*done]
@@ -1028,7 +1025,7 @@ func (s *Sampler) drawAhead(sc *scratch, dst []int32, done int, hk uint64, k int
 	}
 	// A hop of at most fewDraws draws a group in halves (see above).
 	half := G
-	if k <= fewDraws && s.aheadHalves {
+	if k <= fewDraws && s.halfWidth {
 		half = G / 2
 	}
 	if b := min(2*D, nd); done < b {

@@ -785,13 +785,11 @@ func TestFusedMatchesGeneric(t *testing.T) {
 				loopPFa, _ := New(gg.g, cfg)
 				loopPFa.passOK, loopPFa.prefetch, loopPFa.streamPos = false, true, loopPF.streamPos
 				loopPFa.aheadAsm = !loopPF.aheadAsm
-				// drawAhead taking hops of up to aheadMaxDraws draws, or
-				// of up to fewDraws, its groups in halves or whole
-				// (whichever this CPU does not).
+				// drawAhead as on CPUs that run 256-bit vectors in
+				// halves, or as on the others (whichever this one is not).
 				loopPFd, _ := New(gg.g, cfg)
 				loopPFd.passOK, loopPFd.prefetch, loopPFd.streamPos = false, true, loopPF.streamPos
-				loopPFd.aheadDraws = fewDraws + aheadMaxDraws - loopPF.aheadDraws
-				loopPFd.aheadHalves = !loopPF.aheadHalves
+				loopPFd.halfWidth = !loopPF.halfWidth
 				withFetch := cfg
 				withFetch.Prefetch = func([]int32) {}
 				loopFetch, _ := New(gg.g, withFetch)
