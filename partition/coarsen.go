@@ -683,7 +683,7 @@ func (l *level) contractRange(cmap, rep, match []int32, lo, hi, ncon int, ht, ca
 	// The merge loops (see mergeMaskedMax), chosen once for the range.
 	unit, weighted := mergeUnit, mergeWeighted
 	if cl.n <= mergeMaskedMax {
-		unit, weighted = mergeUnitMasked, mergeWeightedMasked
+		unit, weighted = maskedUnit, maskedWeighted
 	}
 	var look lookahead
 	for c := lo; c < hi; c++ {

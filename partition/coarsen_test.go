@@ -194,10 +194,12 @@ func TestBlockLocal(t *testing.T) {
 	}
 }
 
-// TestMergeLoops checks that the masked merge loops build the same coarse
-// list as the branchy ones (entries in order of first sight, weights
-// summed, the merge table pointing at each entry) from random lists with
-// repeats, unit and weighted, starting empty or from a list in progress.
+// TestMergeLoops checks that the masked merge loops, in Go and as
+// contractRange runs them (maskedUnit, maskedWeighted: assembly on
+// amd64), build the same coarse list as the branchy ones (entries in
+// order of first sight, weights summed, the merge table pointing at each
+// entry) from random lists with repeats, unit and weighted, starting
+// empty or from a list in progress.
 func TestMergeLoops(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const cn = 50
@@ -223,29 +225,31 @@ func TestMergeLoops(t *testing.T) {
 				ht, out, outw []int32
 				d             int
 			}
-			run := func(masked bool) state {
+			type loops struct {
+				unit     func(lst, cmap, ht, out, outw []int32, d int) int
+				weighted func(lst, wts, cmap, ht, out, outw []int32, d int) int
+			}
+			run := func(k loops) state {
 				s := state{ht: slices.Repeat([]int32{-1}, cn), out: make([]int32, total+1), outw: make([]int32, total+1)}
 				for i, lst := range lists {
-					switch {
-					case weighted && masked:
-						s.d = mergeWeightedMasked(lst, wts[i], cmap, s.ht, s.out, s.outw, s.d)
-					case weighted:
-						s.d = mergeWeighted(lst, wts[i], cmap, s.ht, s.out, s.outw, s.d)
-					case masked:
-						s.d = mergeUnitMasked(lst, cmap, s.ht, s.out, s.outw, s.d)
-					default:
-						s.d = mergeUnit(lst, cmap, s.ht, s.out, s.outw, s.d)
+					if weighted {
+						s.d = k.weighted(lst, wts[i], cmap, s.ht, s.out, s.outw, s.d)
+					} else {
+						s.d = k.unit(lst, cmap, s.ht, s.out, s.outw, s.d)
 					}
 				}
 				return s
 			}
-			want, got := run(false), run(true)
-			if got.d != want.d || !slices.Equal(got.out[:got.d], want.out[:want.d]) || !slices.Equal(got.outw[:got.d], want.outw[:want.d]) || !slices.Equal(got.ht, want.ht) {
-				t.Fatalf("trial %d weighted %v: masked list %v %v (ht %v), branchy %v %v (ht %v)", trial, weighted,
-					got.out[:got.d], got.outw[:got.d], got.ht, want.out[:want.d], want.outw[:want.d], want.ht)
-			}
-			if slices.ContainsFunc(got.outw[got.d:], func(x int32) bool { return x != 0 }) {
-				t.Fatalf("trial %d weighted %v: masked loops left weights past the list: %v", trial, weighted, got.outw[got.d:])
+			want := run(loops{mergeUnit, mergeWeighted})
+			for name, k := range map[string]loops{"masked": {mergeUnitMasked, mergeWeightedMasked}, "kernel": {maskedUnit, maskedWeighted}} {
+				got := run(k)
+				if got.d != want.d || !slices.Equal(got.out[:got.d], want.out[:want.d]) || !slices.Equal(got.outw[:got.d], want.outw[:want.d]) || !slices.Equal(got.ht, want.ht) {
+					t.Fatalf("trial %d weighted %v: %s list %v %v (ht %v), branchy %v %v (ht %v)", trial, weighted, name,
+						got.out[:got.d], got.outw[:got.d], got.ht, want.out[:want.d], want.outw[:want.d], want.ht)
+				}
+				if slices.ContainsFunc(got.outw[got.d:], func(x int32) bool { return x != 0 }) {
+					t.Fatalf("trial %d weighted %v: %s loops left weights past the list: %v", trial, weighted, name, got.outw[got.d:])
+				}
 			}
 		}
 	}

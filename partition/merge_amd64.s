@@ -1,0 +1,89 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// func mergeUnitAsm(lst *int32, n int, cmap, ht, out, outw *int32, d int) int
+//
+// mergeUnitMasked's loop in plain x86-64: the slot (the entry's index,
+// or d for a new one) is chosen with CMOV, ht[cu] and out[d] are written
+// either way and outw[slot] counts one more; d grows by the sign bit of
+// ht[cu]. Everything stays in registers: the Go loop kept the slot and
+// three slice headers on the stack (reloaded every entry) and checked
+// four bounds an entry.
+//
+// Register use: SI the list's position, CX its end, R8 cmap, R9 ht,
+// R10 out, R11 outw, DX d; AX (cu), BX (slot), DI (new: -1) per entry.
+TEXT ·mergeUnitAsm(SB), NOSPLIT, $0-64
+	MOVQ  lst+0(FP), SI
+	MOVQ  n+8(FP), CX
+	MOVQ  cmap+16(FP), R8
+	MOVQ  ht+24(FP), R9
+	MOVQ  out+32(FP), R10
+	MOVQ  outw+40(FP), R11
+	MOVQ  d+48(FP), DX
+	TESTQ CX, CX
+	JEQ   unitdone
+	LEAQ  (SI)(CX*4), CX
+
+unitloop:
+	MOVLQSX (SI), AX
+	MOVLQSX (R8)(AX*4), AX
+	MOVL    (R9)(AX*4), BX
+	MOVL    BX, DI
+	SARL    $31, DI
+	TESTL   BX, BX
+	CMOVLLT DX, BX
+	MOVL    BX, (R9)(AX*4)
+	MOVL    AX, (R10)(DX*4)
+	MOVLQSX BX, BX
+	INCL    (R11)(BX*4)
+	MOVLQSX DI, DI
+	SUBQ    DI, DX
+	ADDQ    $4, SI
+	CMPQ    SI, CX
+	JB      unitloop
+
+unitdone:
+	MOVQ DX, ret+56(FP)
+	RET
+
+// func mergeWeightedAsm(lst, wts *int32, n int, cmap, ht, out, outw *int32, d int) int
+//
+// mergeUnitAsm adding the edge weights wts (R12: their offset from the
+// list) instead of ones.
+TEXT ·mergeWeightedAsm(SB), NOSPLIT, $0-72
+	MOVQ  lst+0(FP), SI
+	MOVQ  wts+8(FP), R12
+	MOVQ  n+16(FP), CX
+	MOVQ  cmap+24(FP), R8
+	MOVQ  ht+32(FP), R9
+	MOVQ  out+40(FP), R10
+	MOVQ  outw+48(FP), R11
+	MOVQ  d+56(FP), DX
+	TESTQ CX, CX
+	JEQ   wdone
+	SUBQ  SI, R12
+	LEAQ  (SI)(CX*4), CX
+
+wloop:
+	MOVLQSX (SI), AX
+	MOVLQSX (R8)(AX*4), AX
+	MOVL    (R9)(AX*4), BX
+	MOVL    BX, DI
+	SARL    $31, DI
+	TESTL   BX, BX
+	CMOVLLT DX, BX
+	MOVL    BX, (R9)(AX*4)
+	MOVL    AX, (R10)(DX*4)
+	MOVLQSX BX, BX
+	MOVL    (SI)(R12*1), R13
+	ADDL    R13, (R11)(BX*4)
+	MOVLQSX DI, DI
+	SUBQ    DI, DX
+	ADDQ    $4, SI
+	CMPQ    SI, CX
+	JB      wloop
+
+wdone:
+	MOVQ DX, ret+64(FP)
+	RET
