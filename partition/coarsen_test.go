@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -199,7 +200,8 @@ func TestBlockLocal(t *testing.T) {
 // amd64), build the same coarse list as the branchy ones (entries in
 // order of first sight, weights summed, the merge table pointing at each
 // entry) from random lists with repeats, unit and weighted, starting
-// empty or from a list in progress.
+// empty or from a list in progress, with a merge table whose base is 0
+// or past entries left by earlier lists (which must count as absent).
 func TestMergeLoops(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const cn = 50
@@ -211,6 +213,17 @@ func TestMergeLoops(t *testing.T) {
 		lists := make([][]int32, 1+r.IntN(2))
 		wts := make([][]int32, len(lists))
 		total := 0
+		// The table as earlier lists left it: -1 or slots below base.
+		base := int32(0)
+		stale := slices.Repeat([]int32{-1}, cn)
+		if trial%2 == 1 {
+			base = int32(r.IntN(1 << 30))
+			for i := range stale {
+				if r.IntN(2) == 0 {
+					stale[i] = int32(r.IntN(int(base) + 1))
+				}
+			}
+		}
 		for i := range lists {
 			lists[i] = make([]int32, r.IntN(40))
 			wts[i] = make([]int32, len(lists[i]))
@@ -226,21 +239,48 @@ func TestMergeLoops(t *testing.T) {
 				d             int
 			}
 			type loops struct {
-				unit     func(lst, cmap, ht, out, outw []int32, d int) int
-				weighted func(lst, wts, cmap, ht, out, outw []int32, d int) int
+				unit     func(lst, cmap, ht, out, outw []int32, d int, base int32) int
+				weighted func(lst, wts, cmap, ht, out, outw []int32, d int, base int32) int
 			}
 			run := func(k loops) state {
-				s := state{ht: slices.Repeat([]int32{-1}, cn), out: make([]int32, total+1), outw: make([]int32, total+1)}
+				s := state{ht: slices.Clone(stale), out: make([]int32, total+1), outw: make([]int32, total+1)}
 				for i, lst := range lists {
 					if weighted {
-						s.d = k.weighted(lst, wts[i], cmap, s.ht, s.out, s.outw, s.d)
+						s.d = k.weighted(lst, wts[i], cmap, s.ht, s.out, s.outw, s.d, base)
 					} else {
-						s.d = k.unit(lst, cmap, s.ht, s.out, s.outw, s.d)
+						s.d = k.unit(lst, cmap, s.ht, s.out, s.outw, s.d, base)
 					}
 				}
 				return s
 			}
 			want := run(loops{mergeUnit, mergeWeighted})
+			// The oracle: a map in order of first sight; the table points
+			// at each entry and keeps what it held elsewhere.
+			var order []int32
+			sum := map[int32]int32{}
+			for i, lst := range lists {
+				for j, a := range lst {
+					cu := cmap[a]
+					if _, ok := sum[cu]; !ok {
+						order = append(order, cu)
+					}
+					if weighted {
+						sum[cu] += wts[i][j]
+					} else {
+						sum[cu]++
+					}
+				}
+			}
+			wantHT := slices.Clone(stale)
+			for i, cu := range order {
+				wantHT[cu] = base + int32(i)
+				if want.out[i] != cu || want.outw[i] != sum[cu] {
+					t.Fatalf("trial %d weighted %v: branchy list %v %v, want %v (sums %v)", trial, weighted, want.out[:want.d], want.outw[:want.d], order, sum)
+				}
+			}
+			if want.d != len(order) || !slices.Equal(want.ht, wantHT) {
+				t.Fatalf("trial %d weighted %v: branchy list of %d entries (ht %v), want %d (ht %v)", trial, weighted, want.d, want.ht, len(order), wantHT)
+			}
 			for name, k := range map[string]loops{"masked": {mergeUnitMasked, mergeWeightedMasked}, "kernel": {maskedUnit, maskedWeighted}} {
 				got := run(k)
 				if got.d != want.d || !slices.Equal(got.out[:got.d], want.out[:want.d]) || !slices.Equal(got.outw[:got.d], want.outw[:want.d]) || !slices.Equal(got.ht, want.ht) {
@@ -252,5 +292,25 @@ func TestMergeLoops(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMergeTableRoom checks that a merge table whose base would pass
+// MaxInt32 starts over: cleared, base 0; and that short of it nothing
+// changes.
+func TestMergeTableRoom(t *testing.T) {
+	sc := &scratch{}
+	mt := sc.table(0, 8)
+	if !slices.Equal(mt.ht, slices.Repeat([]int32{-1}, 8)) || mt.base != 0 {
+		t.Fatalf("new table %v base %d", mt.ht, mt.base)
+	}
+	for i := range mt.ht {
+		mt.ht[i] = math.MaxInt32 - 20 + int32(i)
+	}
+	if b := mt.room(math.MaxInt32-12, 11); b != math.MaxInt32-12 || mt.ht[0] != math.MaxInt32-20 {
+		t.Fatalf("room short of MaxInt32: base %d, table %v", b, mt.ht)
+	}
+	if b := mt.room(math.MaxInt32-12, 12); b != 0 || !slices.Equal(mt.ht, slices.Repeat([]int32{-1}, 8)) {
+		t.Fatalf("room past MaxInt32: base %d, table %v", b, mt.ht)
 	}
 }
