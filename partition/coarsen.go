@@ -384,6 +384,7 @@ func (m *matcher) fits(u, v int32) bool {
 // It returns the pairs made and the vertices left unmatched.
 func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) {
 	match := m.match
+	fast := hasHeaviestFast && m.ncon == 1 && m.part == nil
 	var ahead lookahead
 	for i, v := range order {
 		if i%lookGroup == 0 {
@@ -393,9 +394,12 @@ func (m *matcher) heavyEdge(order []int32, lo, hi int32) (pairs, unmatched int) 
 			continue
 		}
 		var best int32
-		if m.l.ew == nil {
+		switch {
+		case m.l.ew == nil:
 			best = m.firstFree(v, lo, hi)
-		} else {
+		case fast:
+			best = m.heaviestFast(v, lo, hi)
+		default:
 			best = m.heaviest(v, lo, hi)
 		}
 		if best >= 0 {

@@ -314,3 +314,46 @@ func TestMergeTableRoom(t *testing.T) {
 		t.Fatalf("room past MaxInt32: base %d, table %v", b, mt.ht)
 	}
 }
+
+// TestHeaviestFast checks matcher.heaviestFast (assembly on amd64)
+// against heaviest on random weighted lists: neighbours inside and
+// outside [lo, hi), matched or not, of weights that fit or not (zero
+// weights among them), ties of rating included.
+func TestHeaviestFast(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := 0; trial < 300; trial++ {
+		n := 2 + r.IntN(60)
+		l := &level{n: n, xadj: make([]int64, n+1), vw: make([]int32, n)}
+		for v := 0; v < n; v++ {
+			deg := r.IntN(12)
+			if trial%10 == 0 {
+				deg = 0
+			}
+			for j := 0; j < deg; j++ {
+				l.adj = append(l.adj, int32(r.IntN(n)))
+				l.ew = append(l.ew, int32(r.IntN(5))) // repeats make ties
+			}
+			l.xadj[v+1] = int64(len(l.adj))
+			l.vw[v] = int32(r.IntN(6)) // 0 rates as 1
+		}
+		match := make([]int32, n)
+		for v := range match {
+			match[v] = -1
+			if r.IntN(3) == 0 {
+				match[v] = int32(r.IntN(n))
+			}
+		}
+		m := matcher{l: l, ncon: 1, maxvw: []int32{int32(2 + r.IntN(8))}, match: match}
+		lo := int32(r.IntN(n))
+		hi := lo + int32(r.IntN(n-int(lo)+1))
+		if trial%3 == 0 {
+			lo, hi = 0, int32(n)
+		}
+		for v := int32(0); v < int32(n); v++ {
+			if got, want := m.heaviestFast(v, lo, hi), m.heaviest(v, lo, hi); got != want {
+				t.Fatalf("trial %d vertex %d, range [%d, %d): heaviestFast %d, heaviest %d (list %v weights %v, vw %v, match %v, maxvw %d)",
+					trial, v, lo, hi, got, want, l.adj[l.xadj[v]:l.xadj[v+1]], l.ew[l.xadj[v]:l.xadj[v+1]], l.vw, match, m.maxvw[0])
+			}
+		}
+	}
+}
