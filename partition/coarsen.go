@@ -532,9 +532,9 @@ const maxKeepSlack = 1 << 22
 // in it. Each coarse vertex's list takes slots from base on, then moves
 // base past them, so the entries it left behind fall below and need no
 // clearing. (Clearing them, a loop over the list, was 9 % of
-// contraction's time on wave; without it contraction took 0.94 of the
-// time, Zen 1.) When base would pass MaxInt32 the table is cleared and
-// base starts over.
+// contraction's CPU time on wave; without it contraction took 0.96-0.98
+// of the time on one core, Zen 1.) When base would pass MaxInt32 the
+// table is cleared and base starts over.
 type mergeTable struct {
 	ht   []int32
 	base int32
