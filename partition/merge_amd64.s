@@ -2,6 +2,31 @@
 
 #include "textflag.h"
 
+// SLOT finds the slot of the list entry at SI (register use below): cu
+// (AX) from cmap, the slot (BX) from ht less base or d where cu is new
+// (DI -1 then), and writes ht[cu] and out[d].
+#define SLOT \
+	MOVLQSX (SI), AX \
+	MOVLQSX (R8)(AX*4), AX \
+	MOVL    (R9)(AX*4), BX \
+	SUBL    R12, BX \
+	MOVL    BX, DI \
+	SARL    $31, DI \
+	TESTL   BX, BX \
+	CMOVLLT DX, BX \
+	LEAL    (BX)(R12*1), R13 \
+	MOVL    R13, (R9)(AX*4) \
+	MOVL    AX, (R10)(DX*4) \
+	MOVLQSX BX, BX
+
+// ADVANCE grows d where the entry was new and moves to the next entry,
+// leaving the flags of the end test.
+#define ADVANCE \
+	MOVLQSX DI, DI \
+	SUBQ    DI, DX \
+	ADDQ    $4, SI \
+	CMPQ    SI, CX
+
 // func mergeUnitAsm(lst *int32, n int, cmap, ht, out, outw *int32, d int, base int32) int
 //
 // mergeUnitMasked's loop in plain x86-64: the slot (ht[cu] - base, or d
@@ -28,23 +53,9 @@ TEXT ·mergeUnitAsm(SB), NOSPLIT, $0-72
 	LEAQ  (SI)(CX*4), CX
 
 unitloop:
-	MOVLQSX (SI), AX
-	MOVLQSX (R8)(AX*4), AX
-	MOVL    (R9)(AX*4), BX
-	SUBL    R12, BX
-	MOVL    BX, DI
-	SARL    $31, DI
-	TESTL   BX, BX
-	CMOVLLT DX, BX
-	LEAL    (BX)(R12*1), R13
-	MOVL    R13, (R9)(AX*4)
-	MOVL    AX, (R10)(DX*4)
-	MOVLQSX BX, BX
+	SLOT
 	INCL    (R11)(BX*4)
-	MOVLQSX DI, DI
-	SUBQ    DI, DX
-	ADDQ    $4, SI
-	CMPQ    SI, CX
+	ADVANCE
 	JB      unitloop
 
 unitdone:
@@ -71,24 +82,10 @@ TEXT ·mergeWeightedAsm(SB), NOSPLIT, $0-80
 	LEAQ  (SI)(CX*4), CX
 
 wloop:
-	MOVLQSX (SI), AX
-	MOVLQSX (R8)(AX*4), AX
-	MOVL    (R9)(AX*4), BX
-	SUBL    R12, BX
-	MOVL    BX, DI
-	SARL    $31, DI
-	TESTL   BX, BX
-	CMOVLLT DX, BX
-	LEAL    (BX)(R12*1), R13
-	MOVL    R13, (R9)(AX*4)
-	MOVL    AX, (R10)(DX*4)
-	MOVLQSX BX, BX
+	SLOT
 	MOVL    (SI)(R14*1), R13
 	ADDL    R13, (R11)(BX*4)
-	MOVLQSX DI, DI
-	SUBQ    DI, DX
-	ADDQ    $4, SI
-	CMPQ    SI, CX
+	ADVANCE
 	JB      wloop
 
 wdone:
