@@ -131,6 +131,9 @@ type Phases struct {
 	InitialRuns   int `json:"initial_runs"`
 	InitialLevels int `json:"initial_levels"`
 	InitialFiner  int `json:"initial_finer"`
+	// InitialDense says the coarse levels were too dense to show any
+	// structure: the initial partitions were made on a finer one.
+	InitialDense bool `json:"initial_dense"`
 	// VCycles ran after the first pass (two a round), in VCycle
 	// seconds.
 	VCycles int     `json:"vcycles"`
@@ -401,7 +404,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 				}
 				r := Run{EdgeCut: res.Stats.EdgeCut, Imbalance: res.Stats.Imbalance, Seconds: time.Since(t).Seconds(), CPUSeconds: (processCPU() - cpu0).Seconds(), PeakRSSBytes: peakRSS()}
 				ph := res.Phases
-				r.Phases = &Phases{Levels: ph.Levels, Match: ph.Match.Seconds(), Contract: ph.Contract.Seconds(), Initial: ph.Initial.Seconds(), Refine: ph.Refine.Seconds(), InitialRuns: ph.InitialRuns, InitialLevels: ph.InitialLevels, InitialFiner: ph.InitialFiner, VCycles: ph.VCycles, VCycle: ph.VCycle.Seconds()}
+				r.Phases = &Phases{Levels: ph.Levels, Match: ph.Match.Seconds(), Contract: ph.Contract.Seconds(), Initial: ph.Initial.Seconds(), Refine: ph.Refine.Seconds(), InitialRuns: ph.InitialRuns, InitialLevels: ph.InitialLevels, InitialFiner: ph.InitialFiner, InitialDense: ph.InitialDense, VCycles: ph.VCycles, VCycle: ph.VCycle.Seconds()}
 				if i == 0 || r.Seconds < rec.Ours.Seconds {
 					rec.Ours = r
 				}
@@ -478,6 +481,9 @@ func (r Record) Line() string {
 		finer := ""
 		if p.InitialFiner > 0 {
 			finer = fmt.Sprintf(", %d from below a dense core", p.InitialFiner)
+		}
+		if p.InitialDense {
+			finer = ", below dense coarse levels"
 		}
 		fmt.Fprintf(&b, "\n%24s ours: %d levels, matching %s, contraction %s, initial %s (best of %d over %d levels%s), refinement %s", "", p.Levels, ms(p.Match), ms(p.Contract), ms(p.Initial), p.InitialRuns, p.InitialLevels, finer, ms(p.Refine))
 		if p.VCycles > 0 {
