@@ -721,11 +721,11 @@ func bisectionTolerance(imb float64, k int) float64 {
 
 // mlBisect's memory budget for its coarse levels: mlBisectBudgetRatio
 // times its input's, and at least mlBisectBudget (the shared graphs'
-// bisections keep every level).
-const (
-	mlBisectBudget      = 256 << 20
-	mlBisectBudgetRatio = 2
-)
+// bisections keep every level). A variable so that tests can bring the
+// budget within a small graph's reach.
+var mlBisectBudget int64 = 256 << 20
+
+const mlBisectBudgetRatio = 2
 
 // mlBisect is a multilevel bisection: it coarsens l further by heavy-edge
 // matching to about 100 vertices, bisects the coarsest graph (bisect), and
