@@ -318,7 +318,7 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		// least n/(40 log2 K) vertices), they were found for every
 		// seed.
 		init, m = levels[f:f+1], f
-		runs, finer, tries = redoRuns, 0, redoTries
+		runs, finer, tries = denseLevelRuns, 0, denseLevelTries
 		ph.InitialDense = true
 	}
 	t0 := time.Now()
@@ -442,8 +442,8 @@ const (
 // that the initial partitions are made on when level m, where they would
 // be, is dense (an average degree of denseLevel times its other vertices
 // or more: next to no structure left): the coarsest level kept in memory
-// with at least METIS's coarsening target, n/(redoTarget log2 K) vertices
-// for an input of n (and 30 K). It returns m where m is not dense or no
+// with at least METIS's coarsening target, n/(metisTargetDivisor log2 K)
+// vertices for an input of n (and 30 K). It returns m where m is not dense or no
 // finer level qualifies.
 //
 // The shared graphs' initial levels have densities of 0.003-0.38 (the
@@ -454,7 +454,7 @@ func initialAt(levels []*level, m, k int) int {
 	if m == 0 || float64(len(l.adj)) < denseLevel*float64(l.n)*float64(l.n-1) {
 		return m
 	}
-	target := max(float64(levels[0].n)/(redoTarget*math.Log2(float64(k))), float64(30*k))
+	target := max(float64(levels[0].n)/(metisTargetDivisor*math.Log2(float64(k))), float64(30*k))
 	for i := m - 1; i >= 0; i-- {
 		if levels[i].xadj != nil && float64(levels[i].n) >= target {
 			return i
@@ -463,14 +463,15 @@ func initialAt(levels []*level, m, k int) int {
 	return m
 }
 
-// Initial partitions on a finer level (initialAt): made where the
-// initial level's density is denseLevel or more, redoRuns of them of
-// redoTries bisection tries each, at redoTarget (METIS's divisor).
+// Initial partitions below dense levels (initialAt): made where the
+// initial level's density is denseLevel or more, denseLevelRuns of them
+// of denseLevelTries bisection tries each, on a level of at least
+// n/(metisTargetDivisor log2 K) vertices.
 const (
-	denseLevel = 0.5
-	redoRuns   = 1
-	redoTries  = 8
-	redoTarget = 40
+	denseLevel         = 0.5
+	denseLevelRuns     = 1
+	denseLevelTries    = 8
+	metisTargetDivisor = 40
 )
 
 // pairBound is the heaviest a coarse vertex may be in a constraint of
