@@ -731,51 +731,57 @@ const mlBisectBudgetRatio = 2
 // matching to about 100 vertices, bisects the coarsest graph (bisect), and
 // projects the sides back level by level with FM refinement at each.
 func mlBisect(l *level, ncon int, frac, tol float64, tries int, seed uint64, workers int, sc *scratch) []int8 {
-	const coarsenTo = 100
-	if l.n <= 2*coarsenTo {
+	if l.n <= 2*mlBisectCoarsenTo {
 		return bisect(l, ncon, frac, tol, tries, seed, workers, sc)
 	}
 	lc := *l // contract sets cmap: work on a copy, l may be shared
 	l = &lc
+	cs := bisectCoarsening(l, ncon, seed, workers, sc)
+	levels, _, _ := cs.coarsen(context.Background(), l, nil) // no error without a deadline
+	side := bisect(levels[len(levels)-1], ncon, frac, tol, tries, seed, workers, sc)
+	for i := len(levels) - 2; i >= 0; i-- {
+		fine := levels[i]
+		var b *bisector
+		var proj []int8
+		if fine.xadj != nil {
+			b = newBisectorIn(fine, ncon, frac, tol, sc)
+			proj = b.side
+		} else {
+			proj = arena.Make[int8](sc.ar, fine.n) // dropped for memory: projected only
+		}
+		for v := range proj {
+			proj[v] = side[fine.cmap[v]]
+		}
+		fine.cmap, side = nil, proj
+		if b != nil {
+			moved, locked := sc.fmBufs(fine.n)
+			b.fm(4, sc.pqs(fine.n), moved, locked)
+		}
+	}
+	return side
+}
+
+// mlBisectCoarsenTo is about how many vertices mlBisect coarsens to.
+const mlBisectCoarsenTo = 100
+
+// bisectCoarsening returns mlBisect's coarsening of l: heavy-edge matching
+// to about mlBisectCoarsenTo vertices, every level kept up to a memory
+// budget (the graphs are usually small), the phases not reported. Levels
+// past the budget are projected through, not refined, as in the k-way
+// pass: a dense level bisected below dense coarse levels (initialAt; the
+// 5M-node synthetic graph's 176k-vertex level of 40M adjacency entries)
+// coarsens with its adjacency shrinking by a few percent a level, and
+// keeping them all raised its peak RSS at K = 4 from 2.6 to 5.0 GiB.
+func bisectCoarsening(l *level, ncon int, seed uint64, workers int, sc *scratch) coarsening {
 	maxvw := arena.Make[int32](sc.ar, ncon)
 	for c := range maxvw {
 		t := int64(0)
 		for v := 0; v < l.n; v++ {
 			t += int64(l.vw[v*ncon+c])
 		}
-		maxvw[c] = pairBound(t, coarsenTo)
+		maxvw[c] = pairBound(t, mlBisectCoarsenTo)
 	}
-	// Every level kept up to a memory budget (the graphs are usually
-	// small), the phases not reported. Levels past it are projected
-	// through, not refined, as in the k-way pass: a dense level bisected
-	// below dense coarse levels (initialAt; the 5M-node synthetic graph's
-	// 176k-vertex level of 40M adjacency entries) coarsens with its
-	// adjacency shrinking by a few percent a level, and keeping them all
-	// raised its peak RSS at K = 4 from 2.6 to 5.0 GiB.
 	budget := max(mlBisectBudget, mlBisectBudgetRatio*l.bytes())
-	cs := coarsening{ncon: ncon, maxvw: maxvw, coarsenTo: coarsenTo, budget: budget, workers: workers,
+	return coarsening{ncon: ncon, maxvw: maxvw, coarsenTo: mlBisectCoarsenTo, budget: budget, workers: workers,
 		r: rng.New(rng.Derive(seed, 99)), sc: sc, ph: &Phases{}, shrink: coarsenShrink}
-	levels, _, _ := cs.coarsen(context.Background(), l, nil) // no error without a deadline
-	side := bisect(levels[len(levels)-1], ncon, frac, tol, tries, seed, workers, sc)
-	for i := len(levels) - 2; i >= 0; i-- {
-		fine := levels[i]
-		if fine.xadj == nil {
-			// Dropped for memory: projected only.
-			proj := arena.Make[int8](sc.ar, fine.n)
-			for v := range proj {
-				proj[v] = side[fine.cmap[v]]
-			}
-			fine.cmap, side = nil, proj
-			continue
-		}
-		b := newBisectorIn(fine, ncon, frac, tol, sc)
-		for v := 0; v < fine.n; v++ {
-			b.side[v] = side[fine.cmap[v]]
-		}
-		fine.cmap = nil
-		moved, locked := sc.fmBufs(fine.n)
-		b.fm(4, sc.pqs(fine.n), moved, locked)
-		side = b.side
-	}
-	return side
 }

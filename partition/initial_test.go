@@ -3,8 +3,6 @@ package partition
 import (
 	"context"
 	"testing"
-
-	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // TestMLBisectUnderBudget bisects a grid with mlBisect's memory budget
@@ -18,12 +16,13 @@ func TestMLBisectUnderBudget(t *testing.T) {
 	vw, ncon := vertexWeights(n, nil, nil)
 	input := func() *level { return &level{n: n, xadj: g.Xadj, adj: g.Adjncy, vw: vw} }
 
-	// The budget bites on this grid: coarsening as mlBisect does, some
-	// level is dropped.
-	l := input()
-	cs := coarsening{ncon: ncon, maxvw: []int32{pairBound(int64(n), 100)}, coarsenTo: 100, budget: mlBisectBudgetRatio * l.bytes(),
-		workers: 1, r: rng.New(rng.Derive(1, 99)), sc: &scratch{}, ph: &Phases{}, shrink: coarsenShrink}
-	levels, _, err := cs.coarsen(context.Background(), l, nil)
+	// The budget bites on this grid: coarsening as mlBisect does at the
+	// ratio's budget alone, some level is dropped.
+	old := mlBisectBudget
+	mlBisectBudget = 0
+	cs := bisectCoarsening(input(), ncon, 1, 1, &scratch{})
+	mlBisectBudget = old
+	levels, _, err := cs.coarsen(context.Background(), input(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

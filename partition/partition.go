@@ -405,7 +405,7 @@ func trialLevel(levels []*level, runs, inputAdj int) int {
 // denseCore reports whether the coarsest of levels (the input first) is a
 // dense core worth starting most initial partitions below: an average
 // degree of denseCoreDegree or more, and a level before it that is still
-// small, within METIS's coarsening target of n/(denseCoreTarget·log2 K)
+// small, within METIS's coarsening target of n/(metisTargetDivisor·log2 K)
 // vertices for an input of n.
 //
 // email-Enron at K = 4 coarsens to 172 vertices of average degree 110;
@@ -426,25 +426,29 @@ func denseCore(levels []*level, k int) bool {
 	}
 	c := levels[m]
 	return int64(len(c.adj)) >= denseCoreDegree*int64(c.n) &&
-		float64(levels[m-1].n)*denseCoreTarget*math.Log2(float64(k)) <= float64(levels[0].n)
+		float64(levels[m-1].n) <= metisTarget(levels[0].n, k)
 }
 
-// Dense coarsest graphs (denseCore): the least average degree, the
-// divisor of METIS's coarsening target, and the initial partitions made
-// (all but one from the level before).
+// Dense coarsest graphs (denseCore): the least average degree and the
+// initial partitions made (all but one from the level before).
 const (
 	denseCoreDegree = 64
-	denseCoreTarget = 40
 	denseCoreRuns   = 4
 )
+
+// metisTarget is METIS's k-way coarsening target for an input of n
+// vertices, n/(metisTargetDivisor log2 K): where it makes its initial
+// partition.
+func metisTarget(n, k int) float64 {
+	return float64(n) / (metisTargetDivisor * math.Log2(float64(k)))
+}
 
 // initialAt returns the level (an index into levels, the input first)
 // that the initial partitions are made on when level m, where they would
 // be, is dense (an average degree of denseLevel times its other vertices
 // or more: next to no structure left): the coarsest level kept in memory
-// with at least METIS's coarsening target, n/(metisTargetDivisor log2 K)
-// vertices for an input of n (and 30 K). It returns m where m is not dense or no
-// finer level qualifies.
+// with at least metisTarget's vertices (and 30 K). It returns m where m is
+// not dense or no finer level qualifies.
 //
 // The shared graphs' initial levels have densities of 0.003-0.38 (the
 // most email-Enron's, below its dense core); the 5M-node synthetic
@@ -454,7 +458,7 @@ func initialAt(levels []*level, m, k int) int {
 	if m == 0 || float64(len(l.adj)) < denseLevel*float64(l.n)*float64(l.n-1) {
 		return m
 	}
-	target := max(float64(levels[0].n)/(metisTargetDivisor*math.Log2(float64(k))), float64(30*k))
+	target := max(metisTarget(levels[0].n, k), float64(30*k))
 	for i := m - 1; i >= 0; i-- {
 		if levels[i].xadj != nil && float64(levels[i].n) >= target {
 			return i
@@ -465,8 +469,8 @@ func initialAt(levels []*level, m, k int) int {
 
 // Initial partitions below dense levels (initialAt): made where the
 // initial level's density is denseLevel or more, denseLevelRuns of them
-// of denseLevelTries bisection tries each, on a level of at least
-// n/(metisTargetDivisor log2 K) vertices.
+// of denseLevelTries bisection tries each. metisTargetDivisor is METIS's
+// (metisTarget).
 const (
 	denseLevel         = 0.5
 	denseLevelRuns     = 1
