@@ -1169,9 +1169,9 @@ func (s *Sampler) drawCached(sc *scratch, dst []int32, hk uint64, k int, hb *gra
 // with 25,10), 0.94-0.95 on a 40k-node graph of 10 edges a node and
 // 0.98-0.99 on a 200k-node one of 5. With AVX2's FloydMasks8 kernel and
 // takeMask in Go (GRAPHMILL_KERNEL=avx2): 1.006-1.012 on Cora and
-// 1.005-1.008 on the 40k-node graph, so AVX2 draws one at a time here,
-// except on CPUs whose 256-bit vectors run as two halves, where both
-// have scalar kernels (see takeMasksKernel).
+// 1.005-1.008 on the 40k-node graph; with takeMasks's scalar kernel
+// 0.94-0.97 on Cora and 0.87-0.93 on the 40k-node graph (see
+// takeMasksKernel).
 func (s *Sampler) drawCachedVector(sc *scratch, dst []int32, hk uint64, k int, hb *graph.Block, todo []int32) {
 	ind, sp := s.g.Indices, sc.spans
 	out, pos, ip := hb.Indices, hb.EdgeIDs, hb.Indptr

@@ -31,20 +31,25 @@ func takeMasksScalar(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, 
 type takeMasksFunc = func(ind *int32, sp *int64, todo *int32, lanes int, ms *uint64, out *int32, pos *int64, ip *int64)
 
 // takeMasksKernel is the kernel takeMasks runs: takeMasks16 where the
-// CPU has AVX-512; takeMasksScalar where its 256-bit vectors run as two
-// halves (isa.HalfWidth256), whose Floyd masks are drawn eight at a time
-// by rng's scalar kernel; else nil (a test runs each kernel in its place).
+// CPU has AVX-512, else takeMasksScalar (plain x86-64: AVX2 has no
+// compress to take a mask's lanes with); nil under GRAPHMILL_KERNEL=generic
+// (a test runs each kernel in its place).
 //
 // With both scalar kernels, AMD EPYC Zen 1 drew Cora's minibatches in
 // 0.985 of the time ([25,10]) and 0.921 ([15,10,5]) of drawing each
 // destination's mask and neighbours one at a time (one core, paired
-// rounds of 400 minibatches, medians). Elsewhere without AVX-512 they
-// were not measured, and destinations are drawn one at a time.
+// rounds of 400 minibatches, medians). With AVX2's full-width kernels
+// (AMD EPYC Zen 5 under GRAPHMILL_KERNEL=avx2, same rounds, 41 pairs,
+// medians and quartiles), FloydMasks8's AVX2 kernel and takeMasksScalar
+// took 0.970 (0.964-0.975) and 0.938 (0.934-0.944) of it on Cora, 0.927
+// and 0.870 on a 40k-node graph of 10 edges a node (held in cache too);
+// with rng's scalar Floyd kernel 0.972 and 0.940 on Cora, so Floyd keeps
+// its AVX2 kernel.
 var takeMasksKernel = func() takeMasksFunc {
 	switch {
 	case isa.HasAVX512F:
 		return takeMasks16
-	case isa.Scalar && isa.HalfWidth256:
+	case isa.Scalar:
 		return takeMasksScalar
 	}
 	return nil
