@@ -18,7 +18,8 @@
 // vector's arithmetic, and the next vectors' gathers, which may alias the
 // scatter, waited for it (0.90-0.93x the time on ids in cache; the same
 // as relabel8's stores). Where pf is not 0 the entries of the ids 64
-// ahead are prefetched (see relabelVec).
+// ahead are prefetched (see relabelVec), at the loop's bottom as in
+// relabel8 (0.988-0.994 of the time an id here, with and without).
 TEXT ·relabel16(SB), NOSPLIT, $0-80
 	MOVQ tab+0(FP), SI
 	MOVQ idx+16(FP), DI
@@ -42,47 +43,9 @@ TEXT ·relabel16(SB), NOSPLIT, $0-80
 	XORQ DX, DX                   // q
 	ANDQ $~15, CX
 	JZ done
-loop:
-	// prefetch the entries of the ids 64 ahead
 	TESTQ BX, BX
-	JZ noprefetch
-	LEAQ 64(DX), R10
-	CMPQ R10, CX
-	JAE noprefetch
-	LEAQ (DI)(R10*4), R11
-	MOVL 0(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 4(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 8(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 12(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 16(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 20(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 24(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 28(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 32(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 36(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 40(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 44(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 48(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 52(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 56(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-	MOVL 60(R11), R12
-	PREFETCHT0 (SI)(R12*4)
-noprefetch:
+	JNZ prefetch
+loop:
 	VMOVDQU32 (DI)(DX*4), Z0      // u
 	VPCMPUD $5, Z20, Z0, K1       // u >= ntab (unsigned)
 	KORTESTW K1, K1
@@ -121,7 +84,10 @@ noprefetch:
 next:
 	ADDQ $16, DX
 	CMPQ DX, CX
-	JB loop
+	JAE done
+	TESTQ BX, BX
+	JZ loop
+	JMP prefetch
 done:
 	MOVQ R9, outNN+64(FP)
 	MOVQ DX, done+72(FP)
@@ -132,7 +98,50 @@ allseen:
 	// written to the array or the nodes.
 	VPANDD Z23, Z1, Z6
 	VMOVDQU32 Z6, (DI)(DX*4)
-	JMP next
+	ADDQ $16, DX
+	CMPQ DX, CX
+	JAE done
+	TESTQ BX, BX
+	JZ loop
+prefetch:
+	// prefetch the entries of the ids 64 ahead
+	LEAQ 64(DX), R10
+	CMPQ R10, CX
+	JAE loop
+	LEAQ (DI)(R10*4), R11
+	MOVL 0(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 4(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 8(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 12(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 16(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 20(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 24(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 28(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 32(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 36(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 40(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 44(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 48(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 52(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 56(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	MOVL 60(R11), R12
+	PREFETCHT0 (SI)(R12*4)
+	JMP loop
 
 DATA ·iota16+0(SB)/4, $0
 DATA ·iota16+4(SB)/4, $1
