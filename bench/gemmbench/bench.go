@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/bench/membench"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/openblas"
 	"gonum.org/v1/gonum/blas"
@@ -98,6 +99,8 @@ type GemmResult struct {
 
 // GemmReport is the full output of RunGemm.
 type GemmReport struct {
+	// Machine is the CPU measured on (isa.Describe).
+	Machine    isa.Machine  `json:"machine"`
 	Kernel     string       `json:"kernel"` // tensor.Kernel() used
 	GOMAXPROCS int          `json:"gomaxprocs"`
 	OpenBLAS   bool         `json:"openblas"` // whether OpenBLAS was built in
@@ -131,7 +134,7 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 		// more blocks cost more than their calls.)
 		minTime, minReps, blocks, blockReps = 250*time.Millisecond, 2, 5, 1
 	}
-	rep := &GemmReport{Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
+	rep := &GemmReport{Machine: isa.Describe(), Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, s := range cfg.Shapes {
 		if !strings.Contains(s.Name, cfg.Filter) {

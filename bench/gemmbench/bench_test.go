@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/openblas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -59,6 +60,9 @@ func TestRunGemmQuick(t *testing.T) {
 	}
 	if len(rep.Results) != 4 {
 		t.Fatalf("%d results, want 4", len(rep.Results))
+	}
+	if rep.Machine != isa.Describe() {
+		t.Errorf("report's machine %+v, want %+v", rep.Machine, isa.Describe())
 	}
 	for _, r := range rep.Results {
 		if r.Ours <= 0 || r.Gonum <= 0 || r.RatioGonum <= 0 || r.Peak <= 0 || r.RatioPeak != r.Ours/r.Peak || r.MaxRelErr > 1e-5 {

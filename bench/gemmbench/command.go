@@ -52,7 +52,7 @@ the largest difference from the peer's product, relative to its largest value.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}
-			fmt.Printf("kernel %s, GOMAXPROCS %d, OpenBLAS built in: %v\n", rep.Kernel, rep.GOMAXPROCS, rep.OpenBLAS)
+			fmt.Printf("machine: %s\nkernel %s, GOMAXPROCS %d, OpenBLAS built in: %v\n", rep.Machine, rep.Kernel, rep.GOMAXPROCS, rep.OpenBLAS)
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "shape\top\tthreads\tours GF/s\tkernel peak GF/s\tours/peak\topenblas GF/s\tours/openblas\tgonum GF/s\tours/gonum\t")
 			for _, r := range rep.Results {

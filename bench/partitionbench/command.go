@@ -68,6 +68,7 @@ kept busy for --warm, so that neither starts on a virtual CPU waking from idle
 				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "machine: %s\n", rep.Machine)
 			for _, r := range rep.Records {
 				fmt.Fprintln(w, r.Line())
 			}

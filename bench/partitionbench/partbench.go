@@ -43,6 +43,7 @@ import (
 	"github.com/graphmill/graphmill/dataset/cora"
 	"github.com/graphmill/graphmill/importer"
 	"github.com/graphmill/graphmill/internal/cputime"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/partition/gpmetis"
@@ -181,17 +182,19 @@ type Record struct {
 
 // Report is the whole benchmark.
 type Report struct {
-	GOMAXPROCS     int      `json:"gomaxprocs"`
-	Gpmetis        bool     `json:"gpmetis"`
-	MemoryNote     string   `json:"memory_note"`
-	TimingNote     string   `json:"timing_note"`
-	Records        []Record `json:"records"`
-	Skipped        []string `json:"skipped,omitempty"`
-	MaxCutRatio    float64  `json:"max_cut_ratio,omitempty"`
-	MaxTimeRatio   float64  `json:"max_time_ratio,omitempty"`
-	TotalSeconds   float64  `json:"total_seconds"`
-	GraphmillTotal float64  `json:"graphmill_seconds"`
-	GpmetisTotal   float64  `json:"gpmetis_reported_seconds"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine        isa.Machine `json:"machine"`
+	GOMAXPROCS     int         `json:"gomaxprocs"`
+	Gpmetis        bool        `json:"gpmetis"`
+	MemoryNote     string      `json:"memory_note"`
+	TimingNote     string      `json:"timing_note"`
+	Records        []Record    `json:"records"`
+	Skipped        []string    `json:"skipped,omitempty"`
+	MaxCutRatio    float64     `json:"max_cut_ratio,omitempty"`
+	MaxTimeRatio   float64     `json:"max_time_ratio,omitempty"`
+	TotalSeconds   float64     `json:"total_seconds"`
+	GraphmillTotal float64     `json:"graphmill_seconds"`
+	GpmetisTotal   float64     `json:"gpmetis_reported_seconds"`
 }
 
 // timingNote says how the times are compared (Report.TimingNote).
@@ -308,6 +311,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 	}
 	start := time.Now()
 	rep := &Report{
+		Machine:    isa.Describe(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		Gpmetis:    !c.NoGpmetis && gpmetis.Available(),
 		MemoryNote: "peak_rss_bytes: graphmill = VmHWM of the benchmark process, reset (clear_refs) before each run, so it includes the graph already in memory; gpmetis = VmHWM of the gpmetis process, polled every 2 ms; gpmetis reported_seconds is its own partitioning timer (CPU time, no I/O)",

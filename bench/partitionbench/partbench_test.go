@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/partition/gpmetis"
 )
 
@@ -17,6 +18,9 @@ func TestMeasureCora(t *testing.T) {
 	}
 	if len(rep.Records) != 2 || len(rep.Skipped) != 3 {
 		t.Fatalf("%d records, skipped %v", len(rep.Records), rep.Skipped)
+	}
+	if rep.Machine != isa.Describe() {
+		t.Errorf("report's machine %+v, want %+v", rep.Machine, isa.Describe())
 	}
 	for _, r := range rep.Records {
 		if r.Graph != "cora" || r.Nodes != 2708 || r.Edges != 5278 || r.Ours.EdgeCut <= 0 || r.Ours.Imbalance > 1.03+1e-9 {

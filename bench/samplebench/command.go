@@ -180,6 +180,7 @@ table shows the best of all measurements.`,
 }
 
 func printSampleReport(w io.Writer, rep *Report) {
+	fmt.Fprintf(w, "machine: %s\n", rep.Machine)
 	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', tabwriter.AlignRight)
 	defer tw.Flush()
 	mps := func(x float64) string { return units.Count(x) + "/s" }

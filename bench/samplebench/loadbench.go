@@ -29,6 +29,7 @@ import (
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/hugemem"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/units"
@@ -107,6 +108,8 @@ func Full() Config {
 
 // Report is the result of a run.
 type Report struct {
+	// Machine is the CPU measured on (isa.Describe).
+	Machine    isa.Machine     `json:"machine"`
 	GOMAXPROCS int             `json:"gomaxprocs"`
 	BatchSize  int             `json:"batch_size"`
 	Datasets   []DatasetReport `json:"datasets"`
@@ -298,7 +301,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("loadbench: worker count %d", w)
 		}
 	}
-	rep := &Report{GOMAXPROCS: par.Workers(0), BatchSize: cfg.BatchSize}
+	rep := &Report{Machine: isa.Describe(), GOMAXPROCS: par.Workers(0), BatchSize: cfg.BatchSize}
 	for _, name := range cfg.Datasets {
 		dr, err := runDataset(ctx, cfg, name)
 		if err != nil {

@@ -66,6 +66,7 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "machine: %s\n", rep.Machine)
 			fmt.Fprintf(w, "GraphSAGE hidden %d, dropout %g, fanouts %v, batch %d on %s nodes / %s edges / %d features (%s seeds per epoch), %d threads, %s kernels\n",
 				rep.Hidden, rep.Dropout, rep.Fanouts, rep.BatchSize, units.Count(rep.Nodes), units.Count(rep.Edges), rep.FeatureDim, units.Count(rep.Seeds), rep.Threads, rep.Kernel)
 			fmt.Fprintf(w, "epoch %s: %s seeds/s\n", units.Duration(cli.Seconds(rep.EpochSeconds)), units.Count(rep.SeedsPerSecond))

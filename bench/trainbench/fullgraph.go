@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/bench/membench"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/rng"
 
 	"github.com/graphmill/graphmill/dataset"
@@ -29,14 +30,16 @@ type GraphOptions struct {
 // GraphReport is what RunGraph measured, averaged over the steady-state
 // epochs (all but the first).
 type GraphReport struct {
-	Model      string `json:"model"`
-	Mode       string `json:"mode"`
-	Nodes      int    `json:"nodes"`
-	Edges      int64  `json:"edges"`
-	FeatureDim int    `json:"feature_dim"`
-	Epochs     int    `json:"epochs"`
-	Threads    int    `json:"threads"`
-	Kernel     string `json:"kernel"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine    isa.Machine `json:"machine"`
+	Model      string      `json:"model"`
+	Mode       string      `json:"mode"`
+	Nodes      int         `json:"nodes"`
+	Edges      int64       `json:"edges"`
+	FeatureDim int         `json:"feature_dim"`
+	Epochs     int         `json:"epochs"`
+	Threads    int         `json:"threads"`
+	Kernel     string      `json:"kernel"`
 	// MsPerEpoch is wall time; CPUMsPerEpoch the process's CPU time
 	// (steadier on a shared machine).
 	MsPerEpoch    float64 `json:"ms_per_epoch"`
@@ -132,7 +135,7 @@ func RunGraph(ctx context.Context, o GraphOptions) (*GraphReport, error) {
 	if len(steady) == 0 {
 		return nil, fmt.Errorf("trainbench: no steady-state epoch ran")
 	}
-	rep := &GraphReport{Model: string(o.Model), Mode: string(o.Mode), Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
+	rep := &GraphReport{Machine: isa.Describe(), Model: string(o.Model), Mode: string(o.Mode), Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
 		Epochs: o.Epochs, Threads: tensor.Threads(), Kernel: tensor.Kernel(), StepsPerEpoch: steady[0].st.MicroBatches}
 	var p probe
 	var secs float64

@@ -63,6 +63,7 @@ whose kernels are short, split into kernels and what lies outside them).`,
 				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "machine: %s\n", rep.Machine)
 			fmt.Fprintf(w, "%s, %s mode, on %s nodes / %s edges / %d features, %d threads, %s kernels (%d steps per epoch)\n",
 				rep.Model, rep.Mode, units.Count(rep.Nodes), units.Count(rep.Edges), rep.FeatureDim, rep.Threads, rep.Kernel, rep.StepsPerEpoch)
 			fmt.Fprintf(w, "epoch %.0f ms wall, %.0f ms CPU; allocated %s per epoch, GC %.1f%% of the CPU (%.1f cycles per epoch)\n",

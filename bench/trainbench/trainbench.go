@@ -27,6 +27,7 @@ import (
 
 	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/internal/cputime"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/rng"
 
 	"github.com/graphmill/graphmill/dataset"
@@ -79,6 +80,8 @@ var (
 // measured that epoch 1.2x as long in CPU time (AMD EPYC Zen 5); so quick
 // warms up for two epochs (and measures seven).
 type Report struct {
+	// Machine is the CPU measured on (isa.Describe).
+	Machine isa.Machine `json:"machine"`
 	// KernelEfficiency is (GEMM flops ÷ GEMM ceiling + aggregated values ÷
 	// aggregation ceiling + gathered rows ÷ gather ceiling) ÷ epoch time:
 	// the share of the epoch that the step's essential work would take at
@@ -342,7 +345,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	ceil = medianCeilings(readings)
 	rep := &Report{
-		Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Seeds: len(d.Train), BatchSize: o.BatchSize,
+		Machine: isa.Describe(), Nodes: o.Nodes, Edges: o.Edges, FeatureDim: o.FeatureDim, Seeds: len(d.Train), BatchSize: o.BatchSize,
 		Fanouts: o.Fanouts, Hidden: o.Hidden, Dropout: o.Dropout, Epochs: s.Epochs, WarmupEpochs: warmup, Threads: tensor.Threads(), Kernel: tensor.Kernel(),
 		Ceilings: ceil,
 	}

@@ -106,3 +106,44 @@ func TestHalfWidth256(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribe checks the machine description against what the package
+// itself reports, and its one-line form.
+func TestDescribe(t *testing.T) {
+	m := Describe()
+	want := Generic
+	if HasAVX2 {
+		want = AVX2
+	}
+	if HasAVX512F {
+		want = AVX512
+	}
+	if m.ISA != want.String() {
+		t.Errorf("ISA %q, want %q", m.ISA, want)
+	}
+	if m.LogicalCPUs < 1 || m.L2Bytes != L2Bytes || m.HalfWidth256 != HalfWidth256 {
+		t.Errorf("Describe() = %+v: logical CPUs, L2 or half width disagree with the package (L2 %d, half width %v)", m, L2Bytes, HalfWidth256)
+	}
+	if m.Vendor != cpuid.CPU.VendorString || m.Family != cpuid.CPU.Family || m.Model != cpuid.CPU.Model {
+		t.Errorf("Describe() = %+v: vendor, family or model differ from CPUID's", m)
+	}
+	s := m.String()
+	for _, part := range []string{m.ISA + " kernels", "family " + strconv.Itoa(m.Family) + " model " + strconv.Itoa(m.Model)} {
+		if !strings.Contains(s, part) {
+			t.Errorf("String() = %q lacks %q", s, part)
+		}
+	}
+	for _, c := range []struct {
+		m    Machine
+		want string
+	}{
+		{Machine{CPU: "AMD EPYC", Vendor: "AuthenticAMD", Family: 26, Model: 2, ISA: "avx512", LogicalCPUs: 2, L2Bytes: 1 << 20},
+			"AMD EPYC (AuthenticAMD family 26 model 2), avx512 kernels, 2 logical CPUs, 1024 KiB L2"},
+		{Machine{Vendor: "AuthenticAMD", Family: 23, Model: 1, ISA: "avx2", LogicalCPUs: 2, HalfWidth256: true},
+			"unknown CPU (AuthenticAMD family 23 model 1), avx2 kernels, 2 logical CPUs, 256-bit vectors in two halves"},
+	} {
+		if got := c.m.String(); got != c.want {
+			t.Errorf("String() = %q, want %q", got, c.want)
+		}
+	}
+}
