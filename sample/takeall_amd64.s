@@ -20,8 +20,8 @@
 // positions' lo broadcast from memory rather than moved from a general
 // register: 0.87-0.92 of the time a destination on Cora (AMD EPYC Zen 5,
 // one core, 2,500 random destinations, k 5 to 25, 21 paired rounds,
-// medians); the longer lists' mask likewise (0.975-0.988 on a 100k-node
-// graph of 20 edges a node).
+// medians); the longer lists' mask likewise (0.975 and 0.988 with k 25
+// and 10 on a 100k-node graph of 20 edges a node).
 //
 // Sixteen lanes with AVX-512 (whole or masked stores) took 1.05 times as
 // long on Cora (AMD EPYC Zen 5, paired rounds), its 3.9 neighbours a node
