@@ -69,6 +69,7 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "machine: %s\n", rep.Machine)
 			fmt.Fprintf(w, "graph build (%d workers)\n", rep.Workers)
 			for _, b := range rep.Builds {
 				fmt.Fprintf(w, "  %-18s %s edges -> %s stored in %s: %s edges/s, peak RSS %s (%.1f bytes per input edge)\n",

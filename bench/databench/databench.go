@@ -10,6 +10,7 @@ import (
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
@@ -57,6 +58,8 @@ type BuildResult struct {
 
 // Report is the benchmark's result.
 type Report struct {
+	// Machine is the CPU measured on (isa.Describe).
+	Machine        isa.Machine   `json:"machine"`
 	Workers        int           `json:"workers"`
 	Builds         []BuildResult `json:"builds"`
 	GenNodes       int           `json:"gen_nodes"`
@@ -73,7 +76,7 @@ type Report struct {
 
 // Run measures and returns the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	rep := &Report{Workers: par.Workers(o.Workers), GenNodes: o.GenNodes, GenEdges: o.GenEdges, GenFeatures: o.GenFeatures}
+	rep := &Report{Machine: isa.Describe(), Workers: par.Workers(o.Workers), GenNodes: o.GenNodes, GenEdges: o.GenEdges, GenFeatures: o.GenFeatures}
 	step := func(s string) {
 		if o.Progress != nil {
 			o.Progress(s)

@@ -62,6 +62,7 @@ in each layout's order (page-aligned) against the original file.`,
 					return cli.WriteJSON(cmd.OutOrStdout(), rep)
 				}
 				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "machine: %s\n", rep.Machine)
 				fmt.Fprintf(w, "graph of %s nodes and %s edges (%s), memory cgroup of %s, features in memory:\n",
 					units.Count(rep.Nodes), units.Count(rep.Edges), units.Bytes(rep.GraphBytes), units.Bytes(rep.LimitBytes))
 				for _, r := range rep.Runs {
@@ -83,6 +84,7 @@ in each layout's order (page-aligned) against the original file.`,
 				return cli.WriteJSON(cmd.OutOrStdout(), rep)
 			}
 			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "machine: %s\n", rep.Machine)
 			c := rep.Ceilings
 			fmt.Fprintf(w, "device (%s, O_DIRECT): random 4 KiB %s reads/s at depth 1, %s at depth 64; sequential %s/s\n",
 				c.Backend, units.Count(c.RandomQD1), units.Count(c.RandomQD64), units.Bytes(int64(c.SequentialBytes)))

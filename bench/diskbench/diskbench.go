@@ -26,6 +26,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/internal/cgroup"
 	"github.com/graphmill/graphmill/internal/diskio"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/layout"
@@ -74,13 +75,15 @@ type Ceilings struct {
 
 // Report is the benchmark's outcome.
 type Report struct {
-	Options       Options  `json:"options"`
-	Ceilings      Ceilings `json:"ceilings"`
-	FeatureBytes  int64    `json:"feature_bytes"`
-	LimitBytes    int64    `json:"memory_limit_bytes"`
-	Limit         string   `json:"memory_limit"` // how the limit was set: "cgroup v1", "cgroup v2", "RAM" or "none"
-	InMemorySeeds float64  `json:"in_memory_seeds_per_second"`
-	DiskSeeds     float64  `json:"disk_seeds_per_second"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine       isa.Machine `json:"machine"`
+	Options       Options     `json:"options"`
+	Ceilings      Ceilings    `json:"ceilings"`
+	FeatureBytes  int64       `json:"feature_bytes"`
+	LimitBytes    int64       `json:"memory_limit_bytes"`
+	Limit         string      `json:"memory_limit"` // how the limit was set: "cgroup v1", "cgroup v2", "RAM" or "none"
+	InMemorySeeds float64     `json:"in_memory_seeds_per_second"`
+	DiskSeeds     float64     `json:"disk_seeds_per_second"`
 	// IOEfficiency is the pages/s the gathers read while the step waited
 	// on them, over the random-read ceiling at queue depth 64.
 	IOEfficiency float64 `json:"io_efficiency"`
@@ -143,7 +146,7 @@ func (o Options) say(f string, a ...any) {
 
 // Run runs the benchmark.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	rep := &Report{Options: o}
+	rep := &Report{Machine: isa.Describe(), Options: o}
 	if o.Full {
 		// Features of 1.3x the machine's memory.
 		ram := memstat.Limit()

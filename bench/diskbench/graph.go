@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/internal/cgroup"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/synth"
@@ -34,11 +35,13 @@ type GraphRun struct {
 
 // GraphReport is the graph-larger-than-memory case of the benchmark.
 type GraphReport struct {
-	Nodes      int        `json:"nodes"`
-	Edges      int64      `json:"edges"`
-	GraphBytes int64      `json:"graph_bytes"`
-	LimitBytes int64      `json:"memory_limit_bytes"`
-	Runs       []GraphRun `json:"runs"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine    isa.Machine `json:"machine"`
+	Nodes      int         `json:"nodes"`
+	Edges      int64       `json:"edges"`
+	GraphBytes int64       `json:"graph_bytes"`
+	LimitBytes int64       `json:"memory_limit_bytes"`
+	Runs       []GraphRun  `json:"runs"`
 }
 
 // RunGraph trains one epoch of GraphSAGE on a generated graph of 4M nodes
@@ -49,7 +52,7 @@ type GraphReport struct {
 // readahead, stopped at 5x the advice run's time (and 60 s at least) if it
 // has not finished. Root only (the cgroup).
 func RunGraph(ctx context.Context, o Options) (*GraphReport, error) {
-	rep := &GraphReport{Nodes: 4_000_000, Edges: 80_000_000, LimitBytes: 160_000_000}
+	rep := &GraphReport{Machine: isa.Describe(), Nodes: 4_000_000, Edges: 80_000_000, LimitBytes: 160_000_000}
 	dir := filepath.Join(o.Dir, "bench-disk-graph-4000000-80000000")
 	if _, err := synth.Ensure(ctx, dir, synth.Config{Name: "bench-disk-graph", Nodes: rep.Nodes, Edges: rep.Edges, FeatureDim: 4, Classes: 16, Seed: 5,
 		TrainFrac: 0.005, ValFrac: 0.001, TestFrac: 0.001}); err != nil {

@@ -93,6 +93,7 @@ Local ranks share this machine's cores, so per-rank rates fall as ranks are adde
 }
 
 func printDistBench(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "machine: %s\n", r.Machine)
 	fmt.Fprintf(w, "graph: %s nodes, %s edges, %d features; fanouts %v, batch %d, %d minibatches per measurement\n",
 		units.Count(int64(r.Nodes)), units.Count(r.Edges), r.Dim, r.Fanouts, r.BatchSize, r.Batches)
 	fmt.Fprintf(w, "single process: %.1f minibatches/s\n\n", r.SingleBatchesPerSec)

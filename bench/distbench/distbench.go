@@ -26,6 +26,7 @@ import (
 	"github.com/graphmill/graphmill/dist/distsample"
 	"github.com/graphmill/graphmill/dist/samplersvc"
 	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/pipeline"
 	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
@@ -53,13 +54,15 @@ type Config struct {
 
 // Report is the JSON of "bench distsample".
 type Report struct {
-	Nodes     int    `json:"nodes"`
-	Edges     int64  `json:"edges"`
-	Dim       int    `json:"feature_dim"`
-	Fanouts   []int  `json:"fanouts"`
-	BatchSize int    `json:"batch_size"`
-	Batches   int    `json:"batches"`
-	Dir       string `json:"dir"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine   isa.Machine `json:"machine"`
+	Nodes     int         `json:"nodes"`
+	Edges     int64       `json:"edges"`
+	Dim       int         `json:"feature_dim"`
+	Fanouts   []int       `json:"fanouts"`
+	BatchSize int         `json:"batch_size"`
+	Batches   int         `json:"batches"`
+	Dir       string      `json:"dir"`
 	// SingleBatchesPerSec is the single-process sampler (one goroutine,
 	// sampling and gathering features) on the whole graph.
 	SingleBatchesPerSec float64     `json:"single_batches_per_sec"`
@@ -118,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = filepath.Join(builtin.CacheDir(), "bench", fmt.Sprintf("distsample-n%d-e%d-f%d-s%d", cfg.Nodes, cfg.Edges, cfg.Dim, cfg.Seed))
 	}
-	rep := &Report{Nodes: cfg.Nodes, Edges: cfg.Edges, Dim: cfg.Dim, Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Dir: cfg.Dir}
+	rep := &Report{Machine: isa.Describe(), Nodes: cfg.Nodes, Edges: cfg.Edges, Dim: cfg.Dim, Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Dir: cfg.Dir}
 	whole := filepath.Join(cfg.Dir, "graph")
 	if _, err := os.Stat(filepath.Join(whole, "meta.json")); err != nil {
 		if err := cfg.step(fmt.Sprintf("generated a %d-node, %d-edge graph with %d features", cfg.Nodes, cfg.Edges, cfg.Dim), func() error {

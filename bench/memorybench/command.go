@@ -89,6 +89,7 @@ grows less than 1.3x when the graph grows 4x. The datasets are generated once in
 				}
 				return status
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "machine: %s\n", rep.Machine)
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(w, "nodes\tedges\tmode\tpeak RSS\tpeak heap\tdataset\thistories\trest\ttraining heap\tbound\tmicro-batches\tepoch\t")
 			var failed []string

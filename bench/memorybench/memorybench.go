@@ -17,6 +17,7 @@ import (
 	"strconv"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/synth"
 )
@@ -86,8 +87,10 @@ type Run struct {
 
 // Report is the benchmark's result.
 type Report struct {
-	Options Options `json:"options"`
-	Runs    []Run   `json:"runs"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine isa.Machine `json:"machine"`
+	Options Options     `json:"options"`
+	Runs    []Run       `json:"runs"`
 	// GASGrowth is GAS's RestBytes on the largest graph over that on the
 	// smallest (target < 1.3 for a 4× larger graph); NodesGrowth the ratio
 	// of their node counts.
@@ -110,7 +113,7 @@ func Prepare(ctx context.Context, o Options, n int) (string, error) {
 
 // RunAll runs every configuration on every graph.
 func RunAll(ctx context.Context, o Options) (*Report, error) {
-	rep := &Report{Options: o, BoundHeld: true}
+	rep := &Report{Machine: isa.Describe(), Options: o, BoundHeld: true}
 	var gas []Run
 	for _, n := range o.Nodes {
 		if o.Progress != nil {

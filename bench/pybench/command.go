@@ -141,6 +141,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 }
 
 func printPyBench(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "machine: %s\n", r.Machine)
 	fmt.Fprintf(w, "%s: %s nodes, %s edges, %d features; fanouts %v, %d seeds per batch, %d batches x %d rounds (best rate; median ratio)\n",
 		filepath.Base(r.Dataset), units.Count(float64(r.Nodes)), units.Count(float64(r.Edges)), r.FeatureDim, r.Fanouts, r.BatchSize, r.Batches, r.Rounds)
 	fmt.Fprintf(w, "  go loader (in process, %d workers)   %7.1f batches/s\n", r.Workers, r.GoLoader)

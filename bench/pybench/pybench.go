@@ -42,6 +42,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dist/samplersvc"
 	"github.com/graphmill/graphmill/feature"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/sample"
 )
 
@@ -119,20 +120,22 @@ type Round struct {
 
 // Report is the result of Run.
 type Report struct {
-	Dataset    string   `json:"dataset"`
-	Nodes      int      `json:"nodes"`
-	Edges      int64    `json:"edges"`
-	FeatureDim int      `json:"feature_dim"`
-	Fanouts    []int    `json:"fanouts"`
-	BatchSize  int      `json:"batch_size"`
-	Batches    int      `json:"batches"`
-	Rounds     int      `json:"rounds"`
-	Workers    int      `json:"workers"`
-	GoLoader   float64  `json:"go_loader_batches_per_s"`
-	GoClient   float64  `json:"go_client_batches_per_s"`
-	GoFrameMiB float64  `json:"go_client_frame_mib_per_batch"`
-	Python     []Python `json:"python"`
-	PyG        any      `json:"pyg,omitempty"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine    isa.Machine `json:"machine"`
+	Dataset    string      `json:"dataset"`
+	Nodes      int         `json:"nodes"`
+	Edges      int64       `json:"edges"`
+	FeatureDim int         `json:"feature_dim"`
+	Fanouts    []int       `json:"fanouts"`
+	BatchSize  int         `json:"batch_size"`
+	Batches    int         `json:"batches"`
+	Rounds     int         `json:"rounds"`
+	Workers    int         `json:"workers"`
+	GoLoader   float64     `json:"go_loader_batches_per_s"`
+	GoClient   float64     `json:"go_client_batches_per_s"`
+	GoFrameMiB float64     `json:"go_client_frame_mib_per_batch"`
+	Python     []Python    `json:"python"`
+	PyG        any         `json:"pyg,omitempty"`
 	// DropIn is graphmill.NeighborLoader against PyG's NeighborLoader
 	// (python -m graphmill.bench --dropin), when PyG imports: the ratios
 	// of batches/s (VsPyGLoader, the median of each round's) and of time
@@ -507,7 +510,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer stop()
-	rep := &Report{Dataset: cfg.Dataset, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
+	rep := &Report{Machine: isa.Describe(), Dataset: cfg.Dataset, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
 		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Rounds: cfg.Rounds, Workers: cfg.Workers,
 		PythonInterpreter: cfg.Python, PythonMalloc: pythonMalloc(cfg)}
 	best := map[string]Python{}

@@ -119,6 +119,7 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 				return runErr
 			}
 			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "machine: %s\n", rep.Machine)
 			fmt.Fprintf(out, "%s nodes, %s edges, %d features; %s hidden %d, %d layers; %d parts (edge cut %.2f%%)\n",
 				units.Count(rep.Nodes), units.Count(rep.Edges), o.FeatureDim, o.Model, o.Hidden, o.Layers, rep.Parts, 100*rep.CutFraction)
 			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -23,6 +23,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/sar"
@@ -122,10 +123,12 @@ type Run struct {
 
 // Report is the benchmark's result.
 type Report struct {
-	Options Options `json:"options"`
-	Nodes   int     `json:"nodes"`
-	Edges   int64   `json:"edges"`
-	Parts   int     `json:"parts"`
+	// Machine is the CPU measured on (isa.Describe).
+	Machine isa.Machine `json:"machine"`
+	Options Options     `json:"options"`
+	Nodes   int         `json:"nodes"`
+	Edges   int64       `json:"edges"`
+	Parts   int         `json:"parts"`
 	// CutFraction is the partition's edge cut over its edges.
 	CutFraction float64 `json:"cut_fraction"`
 	Runs        []Run   `json:"runs"`
@@ -199,7 +202,7 @@ func RunAll(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Options: o, Nodes: book.NumNodes, Edges: book.NumEdges, Parts: book.NumParts, CutFraction: book.Stats.CutFraction}
+	rep := &Report{Machine: isa.Describe(), Options: o, Nodes: book.NumNodes, Edges: book.NumEdges, Parts: book.NumParts, CutFraction: book.Stats.CutFraction}
 	one := map[sar.Mode]Run{}
 	for _, n := range o.Ranks {
 		for _, mode := range o.Modes {
