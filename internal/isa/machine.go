@@ -41,16 +41,16 @@ func Describe() Machine {
 		Vendor:       cpuid.CPU.VendorString,
 		Family:       cpuid.CPU.Family,
 		Model:        cpuid.CPU.Model,
-		ISA:          Used().String(),
+		ISA:          usedLevel().String(),
 		LogicalCPUs:  runtime.NumCPU(),
 		L2Bytes:      L2Bytes,
 		HalfWidth256: HalfWidth256,
 	}
 }
 
-// Used is the widest level the kernels use: AVX512 where HasAVX512F,
-// AVX2 where HasAVX2, else Generic.
-func Used() Level {
+// usedLevel is the widest level the kernels use: AVX512 where
+// HasAVX512F, AVX2 where HasAVX2, else Generic.
+func usedLevel() Level {
 	switch {
 	case HasAVX512F:
 		return AVX512
