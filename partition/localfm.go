@@ -139,7 +139,7 @@ func (rf *refiner) pairFM(share float64) int64 {
 	// The average edge weight (the searches' limits scale with it) and
 	// whether any vertex is over hub, the degree from which the searches
 	// leave vertices alone, as fm does.
-	hub := max(32, 4*int64(len(l.adj))/int64(max(1, l.n)))
+	hub := l.hub()
 	workers := l.workers(rf.workers)
 	sums, maxDegs := make([]int64, workers), make([]int64, workers)
 	par.For(workers, l.n, func(w, lo, hi int) {

@@ -707,6 +707,15 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 				}
 			}
 			pairGain = rf.pairFM(share)
+			if i == 0 {
+				// What neither the searches nor greedy rounds find: short
+				// chains of moves from one of gain 0. Then greedy rounds
+				// for the single moves left (a search's moves change the
+				// gains of third parts' vertices, which no search looks
+				// at again).
+				rf.chainMoves(l.hub())
+				rf.greedyBatch(10)
+			}
 		}
 		if rf.overloaded() {
 			// Restoring balance after the fudged moves can cost much of

@@ -483,9 +483,7 @@ func (rf *refiner) fm(passes, limit int) int64 {
 	}
 	var moved []mv
 	total := int64(0)
-	// Vertices of high degree stay out of FM: updating their gains after
-	// every neighbour's move would cost O(degree^2) on power-law graphs.
-	hub := max(32, 4*int64(len(l.adj))/int64(max(1, n)))
+	hub := l.hub()
 	exact := rf.exact[:n]
 	// The queue is keyed by ed-id, an upper bound of the gain that needs
 	// no scan of the neighbours; the exact best move is found on pop.
@@ -586,6 +584,11 @@ func (rf *refiner) fm(passes, limit int) int64 {
 	}
 	return total
 }
+
+// hub returns the degree over which a vertex stays out of FM, the pair
+// searches and the joint moves: updating a vertex's gains after every
+// neighbour's move would cost O(degree^2) on power-law graphs.
+func (l *level) hub() int64 { return max(32, 4*int64(len(l.adj))/int64(max(1, l.n))) }
 
 // cut returns the current edge cut of the level. (Summing the external
 // degrees after every refinement pass instead cost about 2 % of

@@ -45,6 +45,7 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 				{"greedyBatch", func() { rf.greedyBatch(10) }},
 				{"fm", func() { rf.fm(2, fmLimitKWay) }},
 				{"pairFM", func() { rf.pairFM(1) }},
+				{"chainMoves", func() { rf.chainMoves(l.hub()) }},
 				{"greedy", func() { rf.greedy(2) }},
 			}
 			for _, s := range steps {
