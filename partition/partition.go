@@ -479,13 +479,13 @@ func initialAt(levels []*level, m, k int) int {
 // 4). metisTargetDivisor is METIS's (metisTarget).
 //
 // At K = 4 on the 200k-node synthetic graph of 16 planted communities,
-// seeds 1-50, the communities' grouping (the cut were every node in its
+// seeds 1-50, the communities' grouping (the cut if every node were in its
 // community's part) was 75 edges smaller on average with the best of 4
 // partitions than with one (standard error about 30), and the final cut
 // 1.0001 of gpmetis's with one (seeds 21-50), 0.9998 with 4. On the 5M-
 // node one, seeds 1-5: 0.99987 with 4, 1.000001 with one; the initial
 // partitions took 14-16 s instead of 5-10 of a 28-45 s run (gpmetis: 90
-// s), side by side, one core each: peak RSS 4.7 GB instead of 3.6
+// s), side by side, one core each: peak RSS 4.5-5.3 GB instead of 3.6
 // (gpmetis 3.6); one after another on both cores, 3.8 GB but 30 s. 32
 // bisection tries in one partition instead did not pick better groupings
 // (200k nodes, seeds 1-20: 50 edges larger). At K = 16 the grouping is

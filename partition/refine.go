@@ -586,7 +586,7 @@ func (rf *refiner) fm(passes, limit int) int64 {
 }
 
 // hub returns the degree over which a vertex stays out of FM, the pair
-// searches and the joint moves: updating a vertex's gains after every
+// searches and the chains of moves: updating a vertex's gains after every
 // neighbour's move would cost O(degree^2) on power-law graphs.
 func (l *level) hub() int64 { return max(32, 4*int64(len(l.adj))/int64(max(1, l.n))) }
 
