@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // parts, each anchored by a 5-clique (vertices 0-4 in part 0, 5-9 in part
 // 1, 10-14 in part 2), and x = 15, y = 16, z = 17, none of whose single
 // moves gains, but a chain of their moves does. With the balance limit too
-// tight for the whole chain, nothing moves.
+// tight for the whole chain, or no budget, nothing moves.
 func TestChainMoves(t *testing.T) {
 	const x, y, z = 15, 16, 17
 	cases := []struct {
@@ -20,6 +21,7 @@ func TestChainMoves(t *testing.T) {
 		parts  [3]int32   // x's, y's and z's parts
 		edges  [][2]int32 // besides the cliques
 		imb    float64
+		budget int64    // of adjacency entries scanned
 		want   [3]int32 // their parts after
 		gained int64
 	}{
@@ -54,6 +56,11 @@ func TestChainMoves(t *testing.T) {
 			edges: [][2]int32{{x, y}, {x, 0}, {x, 10}, {x, 11}, {y, 1}, {y, 12}, {y, 13}},
 			imb:   1.1, want: [3]int32{0, 0, 0}, gained: 0,
 		},
+		{
+			name: "no budget", parts: [3]int32{0, 0, 0},
+			edges: [][2]int32{{x, y}, {x, 0}, {x, 10}, {x, 11}, {y, 1}, {y, 12}, {y, 13}},
+			imb:   2, budget: -1, want: [3]int32{0, 0, 0}, gained: 0,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,7 +86,11 @@ func TestChainMoves(t *testing.T) {
 				}
 				rf.clearConn()
 			}
-			gained := rf.chainMoves(l.hub())
+			budget := int64(math.MaxInt64)
+			if c.budget != 0 {
+				budget = c.budget
+			}
+			gained := rf.chainMoves(l.hub(), budget)
 			if got := [3]int32{where[x], where[y], where[z]}; got != c.want || gained != c.gained {
 				t.Fatalf("x, y, z in parts %v, gained %d; want %v, %d", got, gained, c.want, c.gained)
 			}
@@ -118,7 +129,7 @@ func TestChainMovesRandom(t *testing.T) {
 				}
 				rf.greedyBatch(10)
 				before, pw := rf.cut(), slices.Clone(rf.pw)
-				gained := rf.chainMoves(l.hub())
+				gained := rf.chainMoves(l.hub(), math.MaxInt64)
 				found += gained
 				checkRefiner(t, rf, l, before-gained)
 				for q := range pw {

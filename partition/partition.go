@@ -733,7 +733,7 @@ func uncoarsen(ctx context.Context, levels []*level, where []int32, rf *refiner,
 				// for the single moves left (a search's moves change the
 				// gains of third parts' vertices, which no search looks
 				// at again).
-				rf.chainMoves(l.hub())
+				rf.chainMoves(l.hub(), chainShare*int64(len(l.adj)))
 				rf.greedyBatch(10)
 			}
 		}

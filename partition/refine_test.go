@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -45,7 +46,7 @@ func TestRefinerLeavesNoFlags(t *testing.T) {
 				{"greedyBatch", func() { rf.greedyBatch(10) }},
 				{"fm", func() { rf.fm(2, fmLimitKWay) }},
 				{"pairFM", func() { rf.pairFM(1) }},
-				{"chainMoves", func() { rf.chainMoves(l.hub()) }},
+				{"chainMoves", func() { rf.chainMoves(l.hub(), math.MaxInt64) }},
 				{"greedy", func() { rf.greedy(2) }},
 			}
 			for _, s := range steps {
