@@ -2,7 +2,6 @@ package partition
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -100,10 +99,10 @@ func TestChainMoves(t *testing.T) {
 }
 
 // TestChainMovesRandom checks what chainMoves keeps on grids and on their
-// contracted (weighted) levels, partitioned at random and refined by
-// greedy rounds: the gain it returns is what the cut lost, every vertex's
-// degrees are those of its lists, and no part is heavier than before or
-// than its limit.
+// contracted (weighted) levels, partitioned at random (balanced) and
+// refined by greedy rounds: the gain it returns is what the cut lost,
+// every vertex's degrees are those of its lists, and no part is heavier
+// than before or than its limit.
 func TestChainMovesRandom(t *testing.T) {
 	g := grid(40, 30).graph(t)
 	n := g.NumNodes()
@@ -116,17 +115,9 @@ func TestChainMovesRandom(t *testing.T) {
 			m, cn := fine.match(rng.New(seed), ncon, maxvw, nil, 1, nil)
 			coarse := fine.contract(m, cn, ncon, 1, &scratch{})
 			for _, l := range []*level{fine, coarse} {
-				r := rand.New(rand.NewPCG(seed, uint64(k)))
-				where := make([]int32, l.n)
-				for v := range where {
-					where[v] = int32(r.IntN(k))
-				}
 				rf := newRefiner(k, ncon, []int64{int64(n)}, 1.05, rng.New(seed), 1, nil)
 				rf.reserve(n)
-				rf.setLevel(l, where, nil)
-				if rf.overloaded() {
-					rf.balance()
-				}
+				rf.setLevel(l, randomParts(l.n, k, seed), nil)
 				rf.greedyBatch(10)
 				before, pw := rf.cut(), slices.Clone(rf.pw)
 				gained := rf.chainMoves(l.hub(), math.MaxInt64)
