@@ -62,7 +62,7 @@ func (rf *refiner) chainMoves(hub, budget int64) int64 {
 	gain := int64(0)
 	for x := int32(0); x < int32(l.n) && budget > 0; x++ {
 		if rf.ed[x] == 0 || rf.ed[x] < rf.id[x] || l.xadj[x+1]-l.xadj[x] > hub {
-			continue // every move of x loses
+			continue // every move of x loses, or x is a hub
 		}
 		rf.connect(x)
 		starts = starts[:0]
