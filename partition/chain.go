@@ -56,27 +56,24 @@ func (rf *refiner) chainMoves(hub, budget int64) int64 {
 		}
 		return false
 	}
-	cx := make([]int64, rf.k) // the first vertex's edge weight to each part
 	cy := make([]int64, rf.k)
-	var ty, starts []int32
+	var ty []int32
 	gain := int64(0)
 	for x := int32(0); x < int32(l.n) && budget > 0; x++ {
 		if rf.ed[x] == 0 || rf.ed[x] < rf.id[x] || l.xadj[x+1]-l.xadj[x] > hub {
 			continue // every move of x loses, or x is a hub
 		}
+		// rf.conn holds x's edge weights for the whole loop: a chain's
+		// moves and their undoing leave them as they were, and the chain
+		// itself scans into cy.
 		rf.connect(x)
-		starts = starts[:0]
 		for _, q := range rf.touched {
-			if rf.conn[q] >= int64(rf.id[x]) && rf.fits(x, q) {
-				starts = append(starts, q)
-				cx[q] = rf.conn[q]
+			if rf.conn[q] < int64(rf.id[x]) || !rf.fits(x, q) {
+				continue
 			}
-		}
-		rf.clearConn()
-		for _, q := range starts {
 			chain = append(chain[:0], step{x, rf.where[x], int64(rf.id[x])})
-			sum := cx[q] - int64(rf.id[x])
-			rf.move(x, q, cx[q])
+			sum := rf.conn[q] - int64(rf.id[x])
+			rf.move(x, q, rf.conn[q])
 			for len(chain) < chainDepth && sum <= 0 {
 				by, bt, bg, bc := int32(-1), int32(-1), int64(math.MinInt64), int64(0)
 				for i := range chain {
@@ -112,6 +109,7 @@ func (rf *refiner) chainMoves(hub, budget int64) int64 {
 				rf.move(chain[i].v, chain[i].from, chain[i].back)
 			}
 		}
+		rf.clearConn()
 	}
 	return gain
 }
