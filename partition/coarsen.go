@@ -468,6 +468,9 @@ func (m *matcher) heaviest(v, lo, hi int32) int32 {
 type scratch struct {
 	// ar is where new arrays come from (nil: the Go heap).
 	ar *arena.Arena
+	// own says that no other computation allocates from ar meanwhile, so
+	// a step may give back its temporaries (arena.Mark, Release).
+	own bool
 	// tables holds a merge table per worker (see mergeTable).
 	tables []mergeTable
 	// Matching: its result (consumed by contract) and temporaries.

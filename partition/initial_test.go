@@ -2,7 +2,12 @@ package partition
 
 import (
 	"context"
+	"math"
+	"slices"
 	"testing"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/synth"
 )
 
 // TestMLBisectUnderBudget bisects a grid with mlBisect's memory budget
@@ -62,4 +67,77 @@ func TestMLBisectUnderBudget(t *testing.T) {
 		t.Errorf("%d levels dropped: cut %d against %d with every level kept", dropped, tight, full)
 	}
 	t.Logf("cut %d with every level kept, %d with %d of %d levels dropped", full, tight, dropped, len(levels))
+}
+
+// TestOwnArenasSamePartition partitions a graph of 16 planted communities
+// into 4 parts, where the initial partitions are the best of 4 runs on a
+// dense level: with the runs in arenas of their own (ownArenaMin 0), the
+// bisections giving back their temporaries as they go, on one worker (its
+// arena reused run after run) and on two (side by side), the partition
+// must be the one the shared arena gives.
+func TestOwnArenasSamePartition(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and partitions a 100k-node graph three times")
+	}
+	dir := t.TempDir()
+	if _, err := synth.Generate(context.Background(), dir, synth.Config{Name: "planted", Nodes: 100_000, Edges: 500_000, Classes: 16, Seed: 2}, true); err != nil {
+		t.Fatal(err)
+	}
+	d, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	g, err := FromCSC(context.Background(), d.Graph, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := func(min int64, workers int) *Result {
+		old := ownArenaMin
+		ownArenaMin = min
+		defer func() { ownArenaMin = old }()
+		res, err := Partition(context.Background(), g, Options{Parts: 4, Seed: 3, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	want := part(math.MaxInt64, 2)
+	if !want.Phases.InitialDense || want.Phases.InitialRuns != 4 {
+		t.Fatalf("initial partitions: dense %v, %d runs; want the best of 4 on a dense level", want.Phases.InitialDense, want.Phases.InitialRuns)
+	}
+	for _, workers := range []int{1, 2} {
+		if got := part(0, workers); !slices.Equal(got.Parts, want.Parts) {
+			t.Errorf("%d workers, runs in arenas of their own: the partition differs (cut %d against %d)", workers, got.Stats.EdgeCut, want.Stats.EdgeCut)
+		}
+	}
+}
+
+// TestRunsAtOnce: initial runs go side by side as far as the memory the
+// process may take holds them, one after another where it holds one or
+// less, and without asking where they are small or the room is unknown.
+func TestRunsAtOnce(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct {
+		name        string
+		most        int
+		perRun      int64
+		room        int64
+		known, asks bool
+		want        int
+	}{
+		{"one run", 1, 1 << 30, 0, true, false, 1},
+		{"small runs", 4, 8 * mb, 0, true, false, 4},
+		{"room for all", 2, 400 * mb, 4000 * mb, true, true, 2},
+		{"room for two of four", 4, 400 * mb, 1000 * mb, true, true, 2},
+		{"room for one", 2, 400 * mb, 500 * mb, true, true, 1},
+		{"no room", 2, 400 * mb, 0, true, true, 1},
+		{"room unknown", 2, 400 * mb, 0, false, true, 2},
+	} {
+		asked := false
+		got := runsAtOnce(c.most, c.perRun, func() (int64, bool) { asked = true; return c.room, c.known })
+		if got != c.want || asked != c.asks {
+			t.Errorf("%s: %d runs at once (asked for the room: %v), want %d (%v)", c.name, got, asked, c.want, c.asks)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/npy"
@@ -72,6 +73,7 @@ milliseconds.`,
 			} else if err := atomicfile.CheckWritable(assign); err != nil {
 				return err
 			}
+			defer memstat.HeapWithinCgroup()()
 			d, err := job.OpenDataset(ctx, args[0], "partition")
 			if err != nil {
 				return err

@@ -19,9 +19,10 @@
 //
 // Memory from an arena is zeroed, holds no Go pointers (only plain data:
 // integers, floats, bools) and must not be used after Free. Arrays are
-// never freed one by one: the arena grows until Free, so it suits
-// computations whose working set is a small multiple of their input. A nil
-// *Arena is valid and allocates from the Go heap.
+// never freed one by one: the arena grows until Free, or until Release
+// gives back everything handed out since a Mark (a step's temporaries), so
+// it suits computations whose working set is a small multiple of their
+// input. A nil *Arena is valid and allocates from the Go heap.
 package arena
 
 import (
@@ -178,6 +179,54 @@ func Trim[T Plain](a *Arena, s []T, n int) []T {
 	a.handed -= int64(a.off - end)
 	a.off = end
 	return s
+}
+
+// A Mark is a point in an arena's allocations (Arena.Mark).
+type Mark struct {
+	region, off, ready int
+	handed             int64
+	huge               bool
+}
+
+// Mark returns the point the arena's allocations have reached, for
+// Release. On a nil arena it returns the zero Mark.
+func (a *Arena) Mark() Mark {
+	if a == nil {
+		return Mark{}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Mark{region: len(a.regions) - 1, off: a.off, ready: a.ready, handed: a.handed, huge: a.huge}
+}
+
+// Release gives back every array handed out since m (a's Mark): they must
+// no longer be used, by any goroutine, so it suits an arena that one
+// computation has to itself, marked before a step whose temporaries are
+// then dropped together. Regions mapped since m are unmapped (their pages
+// return to the system); the rest of the memory is handed out again,
+// zeroed, by the next Make calls (see Trim). Marks nest: a Release undoes
+// the Marks taken after its own. On a nil arena it does nothing.
+func (a *Arena) Release(m Mark) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.freed || m.region < 0 || m.region >= len(a.regions) {
+		return
+	}
+	if m.region < len(a.regions)-1 {
+		for _, r := range a.regions[m.region+1:] {
+			unmapRegion(r)
+		}
+		a.regions = a.regions[:m.region+1]
+		// Left for a larger region after m: anything past m.off may
+		// have been handed out since, and at least m.ready is populated.
+		a.cur, a.ready, a.dirty, a.huge = a.regions[m.region], m.ready, len(a.regions[m.region]), m.huge
+	} else {
+		a.dirty = max(a.dirty, a.off)
+	}
+	a.off, a.handed = m.off, m.handed
 }
 
 // Bytes returns the bytes handed out so far (array sizes, without

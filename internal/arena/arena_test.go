@@ -224,3 +224,78 @@ func TestTrim(t *testing.T) {
 		t.Fatalf("Trim on a nil arena: len %d", len(h))
 	}
 }
+
+// TestMarkRelease: arrays handed out after a mark are given back by
+// Release and handed out again zeroed; those before it keep their data;
+// regions mapped after the mark are dropped, and the next arrays come from
+// the region the mark was in; marks nest.
+func TestMarkRelease(t *testing.T) {
+	a := New(1 << 20)
+	if a == nil {
+		t.Skip("no arena on this platform")
+	}
+	defer a.Free()
+	fill := func(s []int32, v int32) {
+		for i := range s {
+			s[i] = v
+		}
+	}
+	zeroed := func(name string, s []int32) {
+		for i, x := range s {
+			if x != 0 {
+				t.Fatalf("%s: element %d is %d, want zeroed memory", name, i, x)
+			}
+		}
+	}
+	keep := Make[int32](a, 1000)
+	fill(keep, 7)
+	m := a.Mark()
+	bytes := a.Bytes()
+	tmp := Make[int32](a, 5000)
+	fill(tmp, -1)
+	inner := a.Mark()
+	tmp2 := Make[int32](a, 100)
+	fill(tmp2, -3)
+	a.Release(inner)
+	again := Make[int32](a, 100)
+	if &again[0] != &tmp2[0] {
+		t.Fatal("the inner release did not give its array back")
+	}
+	zeroed("after the inner release", again)
+	a.Release(m)
+	if a.Bytes() != bytes {
+		t.Fatalf("Bytes() = %d after Release, want %d", a.Bytes(), bytes)
+	}
+	reused := Make[int32](a, 5000)
+	if &reused[0] != &tmp[0] {
+		t.Fatal("Release did not give the arrays back")
+	}
+	zeroed("reused", reused)
+
+	// Growth past the first region, then back.
+	m = a.Mark()
+	regions := len(a.regions)
+	small := Make[int32](a, 6000)
+	fill(small, -4)
+	big := Make[int32](a, 4<<20) // 16 MiB: a new region
+	fill(big, -2)
+	if len(a.regions) == regions {
+		t.Fatal("a 16 MiB array did not map a new region")
+	}
+	a.Release(m)
+	if len(a.regions) != regions {
+		t.Fatalf("%d regions after Release, want %d", len(a.regions), regions)
+	}
+	next := Make[int32](a, 6000)
+	if &next[0] != &small[0] {
+		t.Fatal("after a Release across regions, the next array is not where the mark was")
+	}
+	zeroed("after a release across regions", next)
+	for i, x := range keep {
+		if x != 7 {
+			t.Fatalf("an array from before the mark changed: element %d is %d", i, x)
+		}
+	}
+	var nilArena *Arena
+	nilArena.Release(nilArena.Mark())
+}

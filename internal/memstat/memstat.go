@@ -5,8 +5,10 @@ package memstat
 
 import (
 	"bufio"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/metrics"
 	"slices"
 	"strconv"
@@ -75,11 +77,59 @@ func AvailableFrom() (avail int64, cgroup bool) {
 // memory cgroup's limit (v1 or v2) where one is set and lower than the
 // machine's memory (MemTotal), else MemTotal; 0 if unknown.
 func Limit() int64 {
+	if c := CgroupLimit(); c > 0 {
+		return c
+	}
+	return fieldOf("/proc/meminfo", "MemTotal:")
+}
+
+// CgroupLimit returns the limit of the process's memory cgroup (v1 or v2:
+// a container's, or one the process was started in) where one is set and
+// lower than the machine's memory (MemTotal), in bytes; else 0.
+func CgroupLimit() int64 {
 	t := fieldOf("/proc/meminfo", "MemTotal:")
 	if limit, _, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok && (t <= 0 || limit < t) {
 		return limit
 	}
-	return t
+	return 0
+}
+
+// HeapWithinCgroup sets the Go runtime's soft memory limit to 9/10 of the
+// process's memory cgroup limit (CgroupLimit) where it runs in one and no
+// limit is set (GOMEMLIMIT, debug.SetMemoryLimit): the collector then runs
+// more often as the heap nears the cgroup's limit instead of letting it
+// grow to twice the live heap and the kernel kill the process (the rest is
+// left to mapped files' pages and the runtime's own). 'graphmill
+// partition' of the 5M-node synthetic graph at K = 4 in a 3.8 GB cgroup:
+// killed without it, done with it in the same time. It returns a function
+// that restores the previous limit.
+func HeapWithinCgroup() (restore func()) {
+	prev := debug.SetMemoryLimit(-1)
+	if c := CgroupLimit(); c > 0 && prev == math.MaxInt64 {
+		debug.SetMemoryLimit(c / 10 * 9)
+	}
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// Room returns how many more bytes the process can take without swapping
+// or passing a bound: Available plus the Go heap's free pages not yet
+// returned to the system (they are reused before the heap grows), or
+// less where the Go runtime's soft memory limit (debug.SetMemoryLimit)
+// leaves less; ok is false if unknown.
+func Room() (room int64, ok bool) {
+	a := Available()
+	if a <= 0 {
+		return 0, false
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		a += int64(s[0].Value.Uint64())
+	}
+	if lim := debug.SetMemoryLimit(-1); lim != math.MaxInt64 {
+		a = min(a, max(lim-GoRuntime(), 0))
+	}
+	return a, true
 }
 
 // Anon returns the process's resident anonymous memory (RssAnon: its heap,

@@ -37,6 +37,27 @@ func TestAvailable(t *testing.T) {
 	}
 }
 
+// TestRoom: where /proc/meminfo exists, the room is at least what the
+// system has available, and a Go soft memory limit bounds it to the limit
+// less what the runtime holds.
+func TestRoom(t *testing.T) {
+	if fieldOf("/proc/meminfo", "MemTotal:") == 0 {
+		t.Skip("no /proc/meminfo")
+	}
+	r, ok := Room()
+	if a := Available(); !ok || r < a/2 {
+		t.Fatalf("room %d bytes (known %v), available %d", r, ok, a)
+	}
+	lim := GoRuntime() + 64<<20
+	prev := debug.SetMemoryLimit(lim)
+	defer debug.SetMemoryLimit(prev)
+	r, ok = Room()
+	// GoRuntime may have grown a little between the two reads.
+	if !ok || r > 64<<20 || r < 32<<20 {
+		t.Fatalf("room %d bytes (known %v) under a limit 64 MiB above the runtime's memory", r, ok)
+	}
+}
+
 // TestCgroupMemory reads a memory cgroup's limit and usage from v1 and v2
 // layouts, in the cgroup's own directory or at the mount's root, and
 // finds no limit where it is "max" or v1's unlimited value.
