@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -83,8 +84,7 @@ func TestTrainFromDiskInCgroup(t *testing.T) {
 	}
 	start := func(extra ...string) (*exec.Cmd, *bytes.Buffer) {
 		dropCache()
-		cmd := exec.Command(os.Args[0], append(append([]string{}, args...), extra...)...)
-		cmd.Env = append(os.Environ(), "GRAPHMILL_TEST_AS_CLI=1")
+		cmd := cliCmd(context.Background(), append(append([]string{}, args...), extra...)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cg.Prepare(cmd); err != nil {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,8 +35,7 @@ func TestPartitionInCgroup(t *testing.T) {
 	}
 	defer cg.Close()
 	inGroup := filepath.Join(dir, "cgroup.npy")
-	cmd := exec.Command(os.Args[0], "partition", "--parts", "4", "--assignment", inGroup, ds)
-	cmd.Env = append(os.Environ(), "GRAPHMILL_TEST_AS_CLI=1")
+	cmd := cliCmd(context.Background(), "partition", "--parts", "4", "--assignment", inGroup, ds)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cg.Prepare(cmd); err != nil {
