@@ -55,7 +55,12 @@ V-cycles after the first pass (each round: two cycles that coarsen again
 within the parts and refine back up; the better kept if the cut falls). On
 wave and email-Enron one round cuts 0.3-4.4 % fewer edges for 2.1-3.4x the
 time; by default graphs of up to 32,768 edges get one, where it costs
-milliseconds.`,
+milliseconds.
+
+Memory: inside a memory cgroup (a container's limit) the Go heap is kept
+under 9/10 of its limit (unless GOMEMLIMIT is set), and metis runs its
+initial partitions one after another instead of side by side when the
+memory left would not hold them (slower, same partition).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
