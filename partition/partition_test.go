@@ -382,6 +382,18 @@ func TestMemoryBudget(t *testing.T) {
 	if small.Stats.EdgeCut > full.Stats.EdgeCut*12/10 {
 		t.Errorf("cut %d with a small budget, %d without", small.Stats.EdgeCut, full.Stats.EdgeCut)
 	}
+	// The dropped levels' pages went back to the system (arena.Discard):
+	// nothing read them after, so the partition is the one made with
+	// them kept.
+	discardDropped = false
+	kept, err := Partition(context.Background(), g, Options{Parts: 8, Seed: 4, MaxCoarseBytes: 1})
+	discardDropped = true
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(kept.Parts, small.Parts) {
+		t.Errorf("dropped levels discarded: cut %d; kept in the arena: cut %d", small.Stats.EdgeCut, kept.Stats.EdgeCut)
+	}
 }
 
 // TestPhases checks that a multilevel partitioning reports its hierarchy

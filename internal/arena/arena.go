@@ -181,6 +181,37 @@ func Trim[T Plain](a *Arena, s []T, n int) []T {
 	return s
 }
 
+// Discard gives the whole pages inside s, an array a handed out that is no
+// longer used (nor will be: its contents are lost), back to the system,
+// while the arrays around it stay in use: a large array dead long before
+// the arena's end. Its addresses are not handed out again. It does nothing
+// on a nil arena or where s is not a's (an array from the Go heap).
+func Discard[T Plain](a *Arena, s []T) {
+	if a == nil || len(s) == 0 {
+		return
+	}
+	var z T
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	end := p + uintptr(len(s))*unsafe.Sizeof(z)
+	lo := (p + uintptr(pageSize) - 1) &^ uintptr(pageSize-1)
+	hi := end &^ uintptr(pageSize-1)
+	if lo >= hi {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.freed {
+		return
+	}
+	for _, r := range a.regions {
+		base := uintptr(unsafe.Pointer(unsafe.SliceData(r)))
+		if p >= base && end <= base+uintptr(len(r)) {
+			discard(r[lo-base : hi-base])
+			return
+		}
+	}
+}
+
 // A Mark is a point in an arena's allocations (Arena.Mark).
 type Mark struct {
 	region, off, ready int

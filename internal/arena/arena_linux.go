@@ -50,3 +50,7 @@ func populate(b []byte) {
 		noPopulate.Store(true)
 	}
 }
+
+// discard gives the pages of b (page-aligned) back to the system: they
+// read as zeros if touched again.
+func discard(b []byte) { _ = unix.Madvise(b, unix.MADV_DONTNEED) }

@@ -15,5 +15,7 @@ func unmapRegion([]byte) {}
 
 func populate([]byte) {}
 
+func discard([]byte) {}
+
 // hugePages: no transparent huge pages here.
 const hugePages = false

@@ -299,3 +299,59 @@ func TestMarkRelease(t *testing.T) {
 	var nilArena *Arena
 	nilArena.Release(nilArena.Mark())
 }
+
+// TestDiscard: the whole pages inside a discarded array read as zeros
+// afterwards (they went back to the system), its partial pages and the
+// arrays around it keep their data, and an array from the Go heap is left
+// alone.
+func TestDiscard(t *testing.T) {
+	a := New(4 << 20)
+	if a == nil {
+		t.Skip("no arena on this platform")
+	}
+	defer a.Free()
+	before := Make[int32](a, 10)
+	mid := Make[int32](a, 1<<18) // 1 MiB
+	after := Make[int32](a, 10)
+	for _, s := range [][]int32{before, mid, after} {
+		for i := range s {
+			s[i] = int32(i) + 1
+		}
+	}
+	heap := make([]int32, 1<<18)
+	for i := range heap {
+		heap[i] = 5
+	}
+	Discard(a, mid)
+	Discard(a, heap)
+	Discard[int32](nil, heap)
+	zeros := 0
+	for _, x := range mid {
+		if x == 0 {
+			zeros++
+		}
+	}
+	// mid starts on a cache line, so at most one page at each end is
+	// partial.
+	if zeros < len(mid)-2*pageSize/4 || zeros == len(mid) {
+		t.Errorf("%d of %d elements of the discarded array read zero, want all but its partial pages", zeros, len(mid))
+	}
+	// After a 40-byte array, mid starts 64 bytes into a page and ends 64
+	// bytes into one: both ends are partial pages.
+	if uintptr(unsafe.Pointer(&mid[0]))%uintptr(pageSize) == 0 {
+		t.Fatal("the discarded array starts on a page boundary: the test expects partial pages at both ends")
+	}
+	if mid[0] != 1 || mid[len(mid)-1] != int32(len(mid)) {
+		t.Errorf("the discarded array's partial pages lost their data: %d, %d", mid[0], mid[len(mid)-1])
+	}
+	for i := range before {
+		if before[i] != int32(i)+1 || after[i] != int32(i)+1 {
+			t.Fatalf("an array beside the discarded one changed at %d: %d, %d", i, before[i], after[i])
+		}
+	}
+	for i, x := range heap {
+		if x != 5 {
+			t.Fatalf("a heap array was discarded: element %d is %d", i, x)
+		}
+	}
+}
