@@ -110,8 +110,9 @@
 // the METIS mesh "wave") until it returns, but for the initial partitions
 // of a level of 4 MiB or more: each worker's runs take an arena of their
 // own, which each bisection gives its temporaries back to (arena.Mark,
-// Release), so that a 1M-node graph's (48 MB) four at K = 4 peaked at
-// 1.31 GB instead of 3.11. Larger graphs use the Go heap, where levels are
+// Release), and coarse levels dropped for memory give their pages back
+// (arena.Discard), so that a 1M-node graph (48 MB) at K = 4 peaked at
+// 1.09 GB instead of 3.11. Larger graphs use the Go heap, where levels are
 // freed as soon as they are refined. A process that
 // partitions small graphs again and again on a warm heap gains nothing
 // from the arena and pays the bulk population on every run: wave K=4
