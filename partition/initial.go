@@ -693,17 +693,19 @@ func recursiveBisection(l *level, ncon, k, first int, ids []int32, where []int32
 		return
 	}
 	k0 := k / 2
+	frac := float64(k0) / float64(k)
 	var side []int8
 	if sc.own {
 		// Only the sides outlive the bisection: its coarse levels and
-		// scratch are given back (a 1M-node graph's four initial
-		// partitions at K = 4 held 2.3 GB of them, 9x their level each).
+		// scratch (a fresh one, so that sc keeps no buffer given back)
+		// are given back. A 1M-node graph's four initial partitions at
+		// K = 4 held 2.3 GB of them, 9x their level each.
 		side = arena.Make[int8](sc.ar, l.n)
 		m := sc.ar.Mark()
-		copy(side, mlBisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers, &scratch{ar: sc.ar}))
+		copy(side, mlBisect(l, ncon, frac, tol, tries, seed, workers, &scratch{ar: sc.ar}))
 		sc.ar.Release(m)
 	} else {
-		side = mlBisect(l, ncon, float64(k0)/float64(k), tol, tries, seed, workers, sc)
+		side = mlBisect(l, ncon, frac, tol, tries, seed, workers, sc)
 	}
 	if k == 2 {
 		// Each side is one part: no subgraphs to build. (Building them

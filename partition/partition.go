@@ -1046,10 +1046,10 @@ func initialKWay(ctx context.Context, levels []*level, ncon, k int, tot []int64,
 // runs' levels take 0.1-0.3 MB, partitioned in 1.05-1.26x the time with
 // them. The 1M-node synthetic graph's (62 MB) four runs at K = 4 held 2.3
 // GB without them; with them the process peaked at 1.31 GB instead of
-// 3.11 (in 4.8-6.4 s against 5.6-10.8; 1.09 GB since the dropped coarse
-// levels' pages go back too), and ran in a 1 GB memory cgroup,
-// where it was killed at 1.5 GB before (gpmetis: 0.65 GB). A variable so
-// that tests can bring it within a small graph's reach.
+// 3.11 (4.8-6.4 s against 5.6-10.8; 1.09 GB once the dropped coarse
+// levels' pages went back too) and ran in a 1 GB memory cgroup, where it
+// was killed at 1.5 GB before (gpmetis: 0.65 GB). A variable so that tests
+// can bring it within a small graph's reach.
 var ownArenaMin int64 = 4 << 20
 
 // runArenaHint is the address space reserved for an initial run's arena

@@ -177,11 +177,7 @@ func TestHugeRegions(t *testing.T) {
 // arrays come from there, zeroed although the tail was written; trimming
 // an array that is not the latest only cuts the slice.
 func TestTrim(t *testing.T) {
-	a := New(1 << 20)
-	if a == nil {
-		t.Skip("no arena on this platform")
-	}
-	defer a.Free()
+	a := newOrSkip(t, 1<<20)
 	first := Make[int32](a, 100)
 	s := Make[int32](a, 1000)
 	for i := range s {
@@ -230,11 +226,7 @@ func TestTrim(t *testing.T) {
 // regions mapped after the mark are dropped, and the next arrays come from
 // the region the mark was in; marks nest.
 func TestMarkRelease(t *testing.T) {
-	a := New(1 << 20)
-	if a == nil {
-		t.Skip("no arena on this platform")
-	}
-	defer a.Free()
+	a := newOrSkip(t, 1<<20)
 	fill := func(s []int32, v int32) {
 		for i := range s {
 			s[i] = v
@@ -305,11 +297,7 @@ func TestMarkRelease(t *testing.T) {
 // arrays around it keep their data, and an array from the Go heap is left
 // alone.
 func TestDiscard(t *testing.T) {
-	a := New(4 << 20)
-	if a == nil {
-		t.Skip("no arena on this platform")
-	}
-	defer a.Free()
+	a := newOrSkip(t, 4<<20)
 	before := Make[int32](a, 10)
 	mid := Make[int32](a, 1<<18) // 1 MiB
 	after := Make[int32](a, 10)
@@ -354,4 +342,16 @@ func TestDiscard(t *testing.T) {
 			t.Fatalf("a heap array was discarded: element %d is %d", i, x)
 		}
 	}
+}
+
+// newOrSkip returns an arena of sizeHint, freed when the test ends, or
+// skips the test where the platform has none.
+func newOrSkip(t *testing.T, sizeHint int) *Arena {
+	t.Helper()
+	a := New(sizeHint)
+	if a == nil {
+		t.Skip("no arena on this platform")
+	}
+	t.Cleanup(a.Free)
+	return a
 }
