@@ -99,25 +99,27 @@
 // memory cgroup's), else one after another, and the partition is the same
 // either way.
 //
-// Working memory of graphs up to 64 MiB (Graph.Bytes, about 16M adjacency
-// entries) comes from an arena (internal/arena): anonymous memory
-// populated in bulk and unmapped when Partition returns. On the virtual
-// machines this project runs on, the first touch of a fresh page costs
-// about 10 µs, against about 2 µs for a page populated in bulk, and a
-// partitioning run that starts from a cold heap (a new process) spent half
-// its time in page faults. The arena frees nothing before the end, so
-// such a run holds everything it allocated (about 5.5x the input graph on
-// the METIS mesh "wave") until it returns, but for the initial partitions
-// of a level of 4 MiB or more: each worker's runs take an arena of their
-// own, which each bisection gives its temporaries back to (arena.Mark,
-// Release), and coarse levels dropped for memory give their pages back
-// (arena.Discard), so that a 1M-node graph (48 MB) at K = 4 peaked at
-// 1.09 GB instead of 3.11. Larger graphs use the Go heap, where levels are
-// freed as soon as they are refined. A process that
-// partitions small graphs again and again on a warm heap gains nothing
-// from the arena and pays the bulk population on every run: wave K=4
-// takes about 105-110 ms now from a warm or a cold heap, against 74 ms
-// (warm) and 163 ms (cold) on the Go heap.
+// Multilevel's working memory comes from an arena (internal/arena):
+// anonymous memory populated in bulk and unmapped when Partition returns.
+// On the virtual machines this project runs on, the first touch of a fresh
+// page costs about 10 µs, against about 2 µs for a page populated in bulk:
+// a partitioning run that starts from a cold heap (a new process) spent
+// half its time in page faults on small graphs, and on the 5M-node
+// synthetic graph the Go heap took 15-19 s of system time in a 40-50 s
+// run (5-7 s from the arena). The arena gives memory back where a step's
+// temporaries end: each initial run on a level of 4 MiB or more takes an
+// arena of its own, which each bisection gives its temporaries back to
+// (arena.Mark, Release); coarse levels dropped for memory give their
+// pages back (arena.Discard); a V-cycle that runs alone gives back its
+// levels. Otherwise it holds what it handed out (about 5.5x the input
+// graph on the METIS mesh "wave") until Partition returns. Peak RSS: the
+// 1M-node graph at K = 4 1.09 GB instead of 3.11, the 5M-node graph 4.6 GB
+// instead of 4.9-5.5 (K = 4) and 3.4 instead of 3.9 (K = 16). Where
+// anonymous mappings are not available it falls back to the Go heap. A
+// process that partitions small graphs again and again on a warm heap
+// gains nothing from the arena and pays the bulk population on every
+// run: wave K=4 takes about 105-110 ms now from a warm or a cold heap,
+// against 74 ms (warm) and 163 ms (cold) on the Go heap.
 //
 // # Partitioned datasets
 //

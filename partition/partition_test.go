@@ -587,3 +587,42 @@ func TestVCycles(t *testing.T) {
 		}
 	}
 }
+
+// TestHeapSamePartition partitions with the working memory in an arena (the
+// default) and on the Go heap (where anonymous mappings are missing) and
+// wants the same partition, V-cycles included: on these graphs two workers
+// run each cycle alone, its levels given back to the arena after it.
+func TestHeapSamePartition(t *testing.T) {
+	for _, gc := range []struct {
+		name string
+		e    edgeSet
+	}{
+		{"grid", grid(64, 64)},
+		{"messy-large", messy(6000, 2)},
+	} {
+		g := gc.e.graph(t)
+		for _, k := range []int{4, 16} {
+			for seed := uint64(1); seed <= 3; seed++ {
+				part := func(heap bool) *Result {
+					heapOnly = heap
+					defer func() { heapOnly = false }()
+					res, err := Partition(context.Background(), g, Options{Parts: k, Seed: seed, VCycles: 2, Workers: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := gc.e.naiveCut(res.Parts); res.Stats.EdgeCut != want {
+						t.Fatalf("%s K=%d seed %d (Go heap %v): reported cut %d, naive cut %d", gc.name, k, seed, heap, res.Stats.EdgeCut, want)
+					}
+					return res
+				}
+				want, got := part(true), part(false)
+				if want.Phases.VCycles == 0 {
+					t.Fatalf("%s K=%d seed %d: no V-cycle ran", gc.name, k, seed)
+				}
+				if !slices.Equal(got.Parts, want.Parts) {
+					t.Errorf("%s K=%d seed %d: arena cut %d, Go heap cut %d: the partitions differ", gc.name, k, seed, got.Stats.EdgeCut, want.Stats.EdgeCut)
+				}
+			}
+		}
+	}
+}
