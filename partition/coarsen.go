@@ -675,9 +675,15 @@ func (l *level) contract(match []int32, cn, ncon, workers int, sc *scratch) *lev
 	// memory, already faulted in, instead of fresh pages (on wave a run
 	// touched 57 MB of arena, 37 of them these arrays at their bounds).
 	ubn := int(ub[nchunks])
-	buf := arena.Make[int32](ar, 2*ubn)
+	buf, dirty := arena.MakeDirty[int32](ar, 2*ubn)
 	cadj, cew := buf[:ubn:ubn], buf[ubn:]
+	dirty = max(0, dirty-ubn) // of cew
 	par.Run(tw, nchunks, func(w, k int) {
+		// Only the weights the masked merge loops add to need be zero
+		// (the adjacency is written before it is read): what of each
+		// chunk's the arena had handed out before is cleared by its
+		// worker just before it writes them.
+		clear(cew[min(ub[k], int64(dirty)):min(ub[k+1], int64(dirty))])
 		used[k] = l.contractRange(cmap, rep, match, bounds[k], bounds[k+1], ncon, &sc.tables[w], cadj, cew, ub[k], cl)
 	})
 	// Compact the chunks: the adjacency first, then the edge weights right

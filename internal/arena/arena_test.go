@@ -355,3 +355,48 @@ func newOrSkip(t *testing.T, sizeHint int) *Arena {
 	t.Cleanup(a.Free)
 	return a
 }
+
+// TestMakeDirty: fresh memory from MakeDirty is zero and none of it is
+// called dirty; memory it hands out again keeps what it held (no clear),
+// called dirty as far as it was handed out before; and Make still zeroes
+// memory that MakeDirty handed out and its caller wrote.
+func TestMakeDirty(t *testing.T) {
+	a := newOrSkip(t, 1<<20)
+	m := a.Mark()
+	fresh, dirty := MakeDirty[int32](a, 3000)
+	if dirty != 0 {
+		t.Fatalf("fresh memory: %d elements called dirty", dirty)
+	}
+	for i, x := range fresh {
+		if x != 0 {
+			t.Fatalf("fresh memory: element %d is %d", i, x)
+		}
+		fresh[i] = int32(i) + 1
+	}
+	a.Release(m)
+	again, dirty := MakeDirty[int32](a, 5000)
+	if &again[0] != &fresh[0] {
+		t.Fatal("Release did not give the array back")
+	}
+	if dirty < 3000 || dirty > 3016 {
+		t.Fatalf("%d elements called dirty, want the 3000 handed out before (up to a cache line more)", dirty)
+	}
+	if again[2999] != 3000 {
+		t.Fatalf("handed out again: element 2999 is %d, want the 3000 it held (not cleared)", again[2999])
+	}
+	for i, x := range again[dirty:] {
+		if x != 0 {
+			t.Fatalf("past the dirty prefix: element %d is %d", dirty+i, x)
+		}
+	}
+	a.Release(m)
+	zeroed := Make[int32](a, 4000)
+	for i, x := range zeroed {
+		if x != 0 {
+			t.Fatalf("Make over memory MakeDirty handed out: element %d is %d", i, x)
+		}
+	}
+	if s, dirty := MakeDirty[int64](nil, 5); len(s) != 5 || s[4] != 0 || dirty != 0 {
+		t.Fatalf("nil arena: %v (%d dirty), want five zeros from the Go heap", s, dirty)
+	}
+}
