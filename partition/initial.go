@@ -800,5 +800,5 @@ func bisectCoarsening(l *level, ncon int, seed uint64, workers int, sc *scratch)
 	}
 	budget := max(mlBisectBudget, mlBisectBudgetRatio*l.bytes())
 	return coarsening{ncon: ncon, maxvw: maxvw, coarsenTo: mlBisectCoarsenTo, budget: budget, workers: workers,
-		r: rng.New(rng.Derive(seed, 99)), sc: sc, ph: &Phases{}, shrink: coarsenShrink}
+		r: rng.New(rng.Derive(seed, 99)), sc: sc, ph: &Phases{}, shrink: coarsenShrink, room: memRoom}
 }

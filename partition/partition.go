@@ -81,7 +81,12 @@ type Options struct {
 	// of the last kept level, is freed as soon as the next level is
 	// built and is only projected through, not refined, while
 	// uncoarsening: less memory for a slightly worse cut on graphs whose
-	// edges do not shrink when coarsened.
+	// edges do not shrink when coarsened. Whatever the budget, a level is
+	// kept only while the memory the process may still take
+	// (memstat.Room) holds two more of its size beside about 100 B per
+	// input node: where memory is short the partition then differs from
+	// the one made with room to spare, instead of the process being
+	// killed.
 	MaxCoarseBytes int64
 	// VCycles is how many rounds of V-cycles Multilevel runs after its
 	// first pass. A V-cycle coarsens the graph again, pairing only nodes
@@ -261,7 +266,8 @@ func multilevel(ctx context.Context, g *Graph, k int, opts Options, ph *Phases) 
 		budget = 6 * g.Bytes()
 	}
 	cs := coarsening{ncon: ncon, maxvw: maxvw, coarsenTo: coarsenTo, budget: budget, workers: workers,
-		r: rng.New(opts.Seed), sc: &scratch{ar: ar}, ph: ph, shrink: coarsenShrink}
+		r: rng.New(opts.Seed), sc: &scratch{ar: ar}, ph: ph, shrink: coarsenShrink,
+		room: memRoom, reserve: refineReserve * int64(n)}
 	input := &level{n: n, xadj: g.Xadj, adj: g.Adjncy, ew: g.EdgeWeights, vw: vw, keep: true}
 	levels, _, err := cs.coarsen(ctx, input, nil)
 	if err != nil {
@@ -608,6 +614,37 @@ type coarsening struct {
 	// shrink: coarsening stops at a level that keeps more than this
 	// share of its vertices.
 	shrink float64
+	// room is the memory the process may still take (memstat.Room; nil:
+	// unbounded), and reserve what must stay free of it for what comes
+	// after coarsening (see affords).
+	room    func() (int64, bool)
+	reserve int64
+}
+
+// memRoom is memstat.Room, a variable so that tests can pretend memory is
+// short.
+var memRoom = memstat.Room
+
+// refineReserve is the memory kept free for refinement, in bytes per
+// input vertex: the refiner's arrays and the boundary's searches (see the
+// package documentation's memory paragraph: about 68 B a vertex plus up to
+// 40 B for each boundary vertex and part next to it).
+const refineReserve = 100
+
+// affords reports whether a coarse level of nb bytes can stay in memory
+// for refinement: the contractions still to come hold up to two levels of
+// about its size beside the kept ones (the one contracted, dropped once
+// the next is built, and the next at its upper bound), and cs.reserve
+// must stay free. A level kept while memory is short fills it, and the
+// contractions after it are then killed by the kernel: the 10M-node,
+// 200M-edge synthetic graph in a 20 GB memory cgroup, at the default budget
+// of 6x the input (9.8 GB), after 175 s.
+func (cs *coarsening) affords(nb int64) bool {
+	if cs.room == nil {
+		return true
+	}
+	r, ok := cs.room()
+	return !ok || r >= 2*nb+cs.reserve
 }
 
 // coarsenShrink is the first pass's (and each multilevel bisection's)
@@ -676,7 +713,7 @@ func (cs *coarsening) coarsen(ctx context.Context, input *level, part []int32) (
 			}
 		}
 		nb := next.bytes()
-		next.keep = kept+nb <= cs.budget || 2*len(next.adj) <= lastKept
+		next.keep = (kept+nb <= cs.budget || 2*len(next.adj) <= lastKept) && cs.affords(nb)
 		if next.keep {
 			kept += nb
 			lastKept = len(next.adj)
@@ -982,7 +1019,7 @@ func initialKWay(ctx context.Context, levels []*level, ncon, k int, tot []int64,
 	if finer > 0 {
 		top = levels[len(levels)-2]
 	}
-	conc := runsAtOnce(min(workers, runs), initialRunBytes*top.bytes(), memstat.Room)
+	conc := runsAtOnce(min(workers, runs), initialRunBytes*top.bytes(), memRoom)
 	inner := max(1, workers/conc)
 	// Where the levels' arrays come from an arena and the runs' level is
 	// large, each worker's runs take theirs from an arena of its own, given

@@ -2,10 +2,13 @@ package partition
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/graphmill/graphmill/internal/rng"
 )
 
 // edgeSet is an undirected test graph as a set of pairs u < v.
@@ -393,6 +396,54 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	if !slices.Equal(kept.Parts, small.Parts) {
 		t.Errorf("dropped levels discarded: cut %d; kept in the arena: cut %d", small.Stats.EdgeCut, kept.Stats.EdgeCut)
+	}
+
+	// Memory short (no room at all): no coarse level is kept, in the
+	// first pass or in the initial bisections, whatever the budget, and
+	// the partition is still valid and balanced, its cut in the same
+	// range. With room to spare it is the default's.
+	short := func(room int64) *Result {
+		old := memRoom
+		memRoom = func() (int64, bool) { return room, true }
+		defer func() { memRoom = old }()
+		res, err := Partition(context.Background(), g, Options{Parts: 8, Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if plenty := short(1 << 40); !slices.Equal(plenty.Parts, full.Parts) {
+		t.Errorf("room to spare: cut %d, the default's %d", plenty.Stats.EdgeCut, full.Stats.EdgeCut)
+	}
+	none := short(0)
+	t.Logf("cut %d with no room", none.Stats.EdgeCut)
+	if want := e.naiveCut(none.Parts); none.Stats.EdgeCut != want || none.Stats.Imbalance > DefaultImbalance+1e-9 {
+		t.Errorf("no room: cut %d (naive %d), imbalance %.3f", none.Stats.EdgeCut, want, none.Stats.Imbalance)
+	}
+	if slices.Equal(none.Parts, full.Parts) || slices.Equal(none.Parts, small.Parts) {
+		t.Error("no room: the partition of the default or of a 1-byte budget; were levels kept?")
+	}
+	if none.Stats.EdgeCut > full.Stats.EdgeCut*13/10 {
+		t.Errorf("cut %d with no room, %d with", none.Stats.EdgeCut, full.Stats.EdgeCut)
+	}
+	cs := coarsening{ncon: 1, maxvw: []int32{math.MaxInt32}, coarsenTo: 200, budget: 1 << 40, workers: 2,
+		r: rng.New(1), sc: &scratch{}, ph: &Phases{}, shrink: coarsenShrink,
+		room: func() (int64, bool) { return 0, true }}
+	vw := make([]int32, g.NumNodes())
+	for i := range vw {
+		vw[i] = 1
+	}
+	levels, _, err := cs.coarsen(context.Background(), &level{n: g.NumNodes(), xadj: g.Xadj, adj: g.Adjncy, vw: vw, keep: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(levels) < 3 {
+		t.Fatalf("%d levels", len(levels))
+	}
+	for i, l := range levels[1:] {
+		if l.keep {
+			t.Errorf("no room: level %d of %d kept", i+1, len(levels))
+		}
 	}
 }
 

@@ -60,7 +60,10 @@ milliseconds.
 Memory: inside a memory cgroup (a container's limit) the Go heap is kept
 under 9/10 of its limit (unless GOMEMLIMIT is set), and metis runs its
 initial partitions one after another instead of side by side when the
-memory left would not hold them (slower, same partition).`,
+memory left would not hold them (slower, same partition). Where the
+memory left (the system's or the cgroup's) would not hold its coarse
+levels, it keeps fewer of them for refinement (a partition refined on
+fewer levels, instead of the process being killed).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
