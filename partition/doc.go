@@ -68,7 +68,9 @@
 // balance_ntypes and balance_edges); BalanceWeights builds the usual ones
 // (training nodes, in-degrees) from a dataset.
 //
-// Results are deterministic for a seed, whatever the number of workers.
+// Results are deterministic for a seed, whatever the number of workers
+// and, unless memory is too short to keep the coarse levels (see the
+// memory paragraph below), whatever the memory.
 // K must be in [1, number of nodes]; disconnected graphs and isolated
 // nodes are fine (FromCSC and FromEdges drop self-loops and duplicates).
 //
