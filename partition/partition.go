@@ -621,6 +621,14 @@ type coarsening struct {
 	reserve int64
 }
 
+// affordsMin is the least memory (two levels and the reserve) that
+// affords asks memstat.Room about: below, a level is kept without asking.
+// Room reads /proc and the cgroup's files, about 0.2 ms a call, and the
+// bisections of a small graph's initial partitions at K = 64 build
+// hundreds of levels of a few kilobytes. A variable so that tests can ask
+// on small graphs.
+var affordsMin int64 = 64 << 20
+
 // memRoom is memstat.Room, a variable so that tests can pretend memory is
 // short.
 var memRoom = memstat.Room
@@ -640,7 +648,7 @@ const refineReserve = 100
 // 200M-edge synthetic graph in a 20 GB memory cgroup, at the default budget
 // of 6x the input (9.8 GB), after 175 s.
 func (cs *coarsening) affords(nb int64) bool {
-	if cs.room == nil {
+	if cs.room == nil || 2*nb+cs.reserve < affordsMin {
 		return true
 	}
 	r, ok := cs.room()
