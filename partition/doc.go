@@ -94,13 +94,13 @@
 // level is kept only while the memory the process may still take
 // (memstat.Room: the system's, or a memory cgroup's) holds two more of
 // its size (the contractions still to come) beside about 100 B per input
-// node (refinement), so a graph that does not fit at the default budget
-// keeps fewer levels (a partition refined on fewer of them) instead of
-// being killed: the 10M-node synthetic graph of 200M undirected edges
-// (1.7 GB as a Graph) in a 20 GB memory cgroup, killed after 175 s
-// before, partitions at K = 16 in 5.3 minutes, peak 19.8 GB (gpmetis,
-// at the 143 B per undirected edge it took on the 5M-node graph, would
-// need about 29 GB).
+// node (refinement; asked where that comes to 64 MiB or more), so a graph
+// that does not fit at the default budget keeps fewer levels (a partition
+// refined on fewer of them) instead of being killed: the 10M-node
+// synthetic graph of 200M undirected edges (1.7 GB as a Graph) in a 20 GB
+// memory cgroup, killed after 175 s before, partitions at K = 16 in 5.3
+// minutes, peak 19.8 GB (gpmetis, at the 143 B per undirected edge it
+// took on the 5M-node graph, would need about 29 GB).
 // FromCSC additionally needs a reversed copy of the input's indices (4
 // B/input edge) while it runs. The initial partitions (up to 4 recursive
 // bisections of one coarse level, with their own coarse levels) take about
