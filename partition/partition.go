@@ -621,13 +621,15 @@ type coarsening struct {
 	reserve int64
 }
 
-// affordsMin is the least memory (two levels and the reserve) that
-// affords asks memstat.Room about: below, a level is kept without asking.
-// Room reads /proc and the cgroup's files, about 0.2 ms a call, and the
-// bisections of a small graph's initial partitions at K = 64 build
-// hundreds of levels of a few kilobytes. A variable so that tests can ask
-// on small graphs.
-var affordsMin int64 = 64 << 20
+// roomAskMin is the least memory that affords (two levels and the
+// reserve) and runsAtOnce (the runs side by side) ask memstat.Room about:
+// below, the answer is yes without asking. Room reads /proc and the
+// cgroup's files, about 0.2 ms a call, and the bisections of a small
+// graph's initial partitions at K = 64 build hundreds of levels of a few
+// kilobytes (asking about every one slowed the shared graphs' quick cases
+// up to 1.9x); 64 MiB are the coarse levels of graphs of a few million
+// edges. A variable so that tests can ask on small graphs.
+var roomAskMin int64 = 64 << 20
 
 // memRoom is memstat.Room, a variable so that tests can pretend memory is
 // short.
@@ -648,11 +650,12 @@ const refineReserve = 100
 // 200M-edge synthetic graph in a 20 GB memory cgroup, at the default budget
 // of 6x the input (9.8 GB), after 175 s.
 func (cs *coarsening) affords(nb int64) bool {
-	if cs.room == nil || 2*nb+cs.reserve < affordsMin {
+	need := 2*nb + cs.reserve
+	if cs.room == nil || need < roomAskMin {
 		return true
 	}
 	r, ok := cs.room()
-	return !ok || r >= 2*nb+cs.reserve
+	return !ok || r >= need
 }
 
 // coarsenShrink is the first pass's (and each multilevel bisection's)
@@ -702,11 +705,9 @@ func (cs *coarsening) coarsen(ctx context.Context, input *level, part []int32) (
 		levels = append(levels, next)
 		if cur != input && !cur.keep {
 			// Over the memory budget: keep only the map to the coarser
-			// level; this level is not refined while uncoarsening. A
-			// collection now keeps the heap (and so the resident set)
-			// near the live size instead of twice it.
-			freed := cur.bytes()
-			if ar := cs.sc.ar; ar != nil && discardDropped {
+			// level; this level is not refined while uncoarsening.
+			ar := cs.sc.ar
+			if ar != nil && discardDropped {
 				// The arena keeps their addresses to the end, not their
 				// pages: 200 MB of a 1M-node graph's 568 (K = 4).
 				arena.Discard(ar, cur.xadj)
@@ -715,8 +716,11 @@ func (cs *coarsening) coarsen(ctx context.Context, input *level, part []int32) (
 				arena.Discard(ar, cur.vw)
 				arena.Discard(ar, cur.wdeg)
 			}
+			collect := ar == nil && cur.bytes() > 64<<20
 			cur.xadj, cur.adj, cur.ew, cur.vw, cur.wdeg = nil, nil, nil, nil, nil
-			if freed > 64<<20 {
+			if collect {
+				// On the Go heap a collection now keeps the heap (and so
+				// the resident set) near the live size instead of twice it.
 				runtime.GC()
 			}
 		}
@@ -1124,11 +1128,6 @@ const runArenaHint = 2
 // gpmetis 3.6).
 const initialRunBytes = 5
 
-// runsAtOnceMin is the memory below which initial runs go side by side
-// without asking how much the process may take: the coarse levels of
-// graphs of a few million edges.
-const runsAtOnceMin = 64 << 20
-
 // runsAtOnce returns how many of initialKWay's runs go side by side, at
 // most most, when each takes about perRun bytes: as many as room (the
 // memory the process may still take, memstat.Room) holds, at least one.
@@ -1139,7 +1138,7 @@ const runsAtOnceMin = 64 << 20
 // partition' sets there), where side by side needed 5.6. The partition
 // does not depend on it.
 func runsAtOnce(most int, perRun int64, room func() (int64, bool)) int {
-	if most <= 1 || int64(most)*perRun < runsAtOnceMin {
+	if most <= 1 || int64(most)*perRun < roomAskMin {
 		return max(most, 1)
 	}
 	r, ok := room()

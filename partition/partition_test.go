@@ -403,9 +403,9 @@ func TestMemoryBudget(t *testing.T) {
 	// the partition is still valid and balanced, its cut in the same
 	// range. With room to spare it is the default's.
 	short := func(room int64) *Result {
-		old, oldMin := memRoom, affordsMin
-		memRoom, affordsMin = func() (int64, bool) { return room, true }, 0
-		defer func() { memRoom, affordsMin = old, oldMin }()
+		old, oldMin := memRoom, roomAskMin
+		memRoom, roomAskMin = func() (int64, bool) { return room, true }, 0
+		defer func() { memRoom, roomAskMin = old, oldMin }()
 		res, err := Partition(context.Background(), g, Options{Parts: 8, Seed: 4})
 		if err != nil {
 			t.Fatal(err)
@@ -428,7 +428,7 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	cs := coarsening{ncon: 1, maxvw: []int32{math.MaxInt32}, coarsenTo: 200, budget: 1 << 40, workers: 2,
 		r: rng.New(1), sc: &scratch{}, ph: &Phases{}, shrink: coarsenShrink,
-		room: func() (int64, bool) { return 0, true }, reserve: affordsMin}
+		room: func() (int64, bool) { return 0, true }, reserve: roomAskMin}
 	vw := make([]int32, g.NumNodes())
 	for i := range vw {
 		vw[i] = 1

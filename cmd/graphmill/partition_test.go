@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/internal/cgroup"
 	"github.com/graphmill/graphmill/npy"
+	"github.com/graphmill/graphmill/partition"
 )
 
 // TestPartitionInCgroup partitions a 1M-node graph of 16 planted
@@ -75,29 +76,22 @@ func TestPartitionInCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	cut := func(parts []int32) (cut int64) {
-		for v := range len(d.Graph.Indptr) - 1 {
-			for _, u := range d.Graph.InNeighbors(int32(v)) {
-				if parts[u] != parts[v] {
-					cut++
-				}
-			}
-		}
-		return cut
+	g, err := partition.FromCSC(context.Background(), d.Graph, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sizes := make([]int, 4)
-	for v, p := range tight {
-		if p < 0 || p >= 4 {
-			t.Fatalf("node %d in part %d", v, p)
-		}
-		sizes[p]++
+	st, err := partition.ComputeStats(g, tight, 4, nil, 0)
+	if err != nil {
+		t.Fatalf("the partition made in 700 MiB: %v", err)
 	}
-	for p, n := range sizes {
-		if float64(n) > 1.03*float64(len(tight))/4+1 {
-			t.Errorf("part %d holds %d of %d nodes: over the 1.03 balance", p, n, len(tight))
-		}
+	ref, err := partition.ComputeStats(g, want, 4, nil, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if c, w := cut(tight), cut(want); float64(c) > 1.03*float64(w) {
-		t.Errorf("cut %d in 700 MiB, %d with room to spare", c, w)
+	if st.Imbalance > partition.DefaultImbalance+1e-9 {
+		t.Errorf("imbalance %.4f in 700 MiB, over %.2f", st.Imbalance, partition.DefaultImbalance)
+	}
+	if float64(st.EdgeCut) > 1.03*float64(ref.EdgeCut) {
+		t.Errorf("cut %d in 700 MiB, %d with room to spare", st.EdgeCut, ref.EdgeCut)
 	}
 }
