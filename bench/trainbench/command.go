@@ -19,6 +19,7 @@ func Command() *cobra.Command {
 		quick, asJSON   bool
 		dir             string
 		epochs, threads int
+		rounds          int
 		workers, batch  int
 		dropout         float64
 	)
@@ -35,6 +36,8 @@ buffers, at least one; with three or more, the one of median CPU time) are repor
 element-wise kernels, allocation and garbage collection, the heap allocated per
 step, the collector's CPU share, and the kernel efficiency: the CPU time the step's GEMM,
 aggregation and gather work would take at ceilings measured in the same run, over the epoch's.
+A round is the whole measurement on a training run of its own; with several (--quick: 3), the round
+of median kernel efficiency is reported, with every round's efficiency.
 The synthetic dataset is generated once into --dir (default: the cache directory) and reused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,6 +47,12 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			}
 			if cmd.Flags().Changed("epochs") {
 				o.Epochs = epochs
+			}
+			if cmd.Flags().Changed("rounds") {
+				if rounds < 1 {
+					return fmt.Errorf("--rounds %d: want at least 1", rounds)
+				}
+				o.Rounds = rounds
 			}
 			if cmd.Flags().Changed("batch") {
 				o.BatchSize = batch
@@ -81,6 +90,9 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			fmt.Fprintf(w, "  kernel efficiency %.2f (CPU time; %.2f in wall time): GEMM, aggregation and gather at the ceilings measured in this run (%.0f GFLOP/s, %s values/s, %s rows/s) would take %s of the epoch's %s CPU\n",
 				rep.KernelEfficiency, rep.KernelEfficiencyWall, rep.Ceilings.GEMMGFlops, units.Count(rep.Ceilings.AggregateValuesPerSec), units.Count(rep.Ceilings.GatherRowsPerSec),
 				units.Duration(cli.Seconds(st.IdealSeconds)), units.Duration(cli.Seconds(rep.CPUSecondsPerEpoch)))
+			if len(rep.KernelEfficiencyRounds) > 1 {
+				fmt.Fprintf(w, "  the median of %d rounds, whose kernel efficiencies were %.2f\n", len(rep.KernelEfficiencyRounds), rep.KernelEfficiencyRounds)
+			}
 			if rep.KernelEfficiencyStep > 0 {
 				fmt.Fprintf(w, "  the step alone %.2f: GEMM and aggregation at the ceilings over the epoch's CPU less the loader's %s (sampling %s; gathering %s, the input's dropout included)\n",
 					rep.KernelEfficiencyStep, units.Duration(cli.Seconds(rep.LoaderCPUSeconds)), units.Duration(cli.Seconds(st.SampleCPUSeconds)), units.Duration(cli.Seconds(st.GatherCPUSeconds)))
@@ -88,10 +100,11 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&quick, "quick", false, "small graph (100k nodes), nine epochs (the first two warm up; the median of the other seven is reported): finishes in under 30 seconds")
+	c.Flags().BoolVar(&quick, "quick", false, "small graph (100k nodes), nine epochs (the first two warm up; the median of the other seven is reported), three rounds: finishes in under 30 seconds")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the synthetic dataset")
 	c.Flags().IntVar(&epochs, "epochs", 2, "epochs to run, the warm-up (one or more, see above) included when there are more (quick: 9)")
+	c.Flags().IntVar(&rounds, "rounds", 1, "rounds of the whole measurement, the median reported (quick: 3)")
 	c.Flags().IntVar(&batch, "batch", 1024, "seeds per minibatch")
 	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (0 = all cores)")
 	c.Flags().IntVar(&workers, "workers", 0, "sampling goroutines (0 = all cores)")
