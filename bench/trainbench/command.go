@@ -127,6 +127,11 @@ func prepareTrainBench(cmd *cobra.Command, o *Options, dir string, asJSON bool) 
 		o.Epoch = func(s train.EpochStats) {
 			fmt.Fprintf(cli.Stderr, "epoch %d: %s, loss %.4f\n", s.Epoch, units.Duration(cli.Seconds(s.Seconds)), s.Loss)
 		}
+		o.Round = func(i, n int) {
+			if n > 1 {
+				fmt.Fprintf(cli.Stderr, "round %d of %d\n", i+1, n)
+			}
+		}
 	}
 	return nil
 }

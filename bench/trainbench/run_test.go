@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestRunRounds runs the benchmark end to end on a small graph: every
-// round's kernel efficiency is reported, and the report is the median
-// round's, a measured ratio (not 0, not the best or worst of three that
-// differ).
+// TestRunRounds runs the benchmark end to end on a small graph: each
+// round is announced, every round's kernel efficiency is reported, and
+// the report is the median round's, a measured ratio (not 0, not the
+// best or worst of three that differ).
 func TestRunRounds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three times")
@@ -17,6 +17,13 @@ func TestRunRounds(t *testing.T) {
 	o := Quick
 	o.Nodes, o.Edges, o.FeatureDim, o.Hidden, o.BatchSize, o.Epochs = 4000, 40_000, 32, 32, 128, 3
 	o.Dir = t.TempDir()
+	var started []int
+	o.Round = func(i, n int) {
+		if n != o.Rounds {
+			t.Errorf("round %d of %d, want of %d", i, n, o.Rounds)
+		}
+		started = append(started, i)
+	}
 	ctx := context.Background()
 	if err := Prepare(ctx, o); err != nil {
 		t.Fatal(err)
@@ -28,6 +35,9 @@ func TestRunRounds(t *testing.T) {
 	effs := rep.KernelEfficiencyRounds
 	if len(effs) != o.Rounds {
 		t.Fatalf("%d rounds reported, want %d", len(effs), o.Rounds)
+	}
+	if !slices.Equal(started, []int{0, 1, 2}) {
+		t.Errorf("rounds started: %v, want [0 1 2]", started)
 	}
 	sorted := slices.Sorted(slices.Values(effs))
 	if rep.KernelEfficiency != sorted[len(sorted)/2] || !(rep.KernelEfficiency > 0) {

@@ -60,6 +60,8 @@ type Options struct {
 	Dir string
 	// Epoch, if set, is called after every epoch.
 	Epoch func(train.EpochStats)
+	// Round, if set, is called as each round starts (i from 0, of n).
+	Round func(i, n int)
 }
 
 // Quick and Full are the standard sizes (Full: 1M nodes, 20M edges, 100
@@ -267,7 +269,11 @@ func Prepare(ctx context.Context, o Options) error {
 func Run(ctx context.Context, o Options) (*Report, error) {
 	var reps []*Report
 	var effs []float64
-	for range max(o.Rounds, 1) {
+	n := max(o.Rounds, 1)
+	for i := range n {
+		if o.Round != nil {
+			o.Round(i, n)
+		}
 		rep, err := runRound(ctx, o)
 		if err != nil {
 			return nil, err
