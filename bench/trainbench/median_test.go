@@ -2,6 +2,7 @@ package trainbench
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -100,5 +101,33 @@ func TestGEMMShapes(t *testing.T) {
 		if g.Shape != w.Shape || g.Calls != w.Calls || math.Abs(g.Seconds-w.Seconds) > 1e-12 || math.Abs(g.GFlops-w.GFlops) > 1e-9 {
 			t.Errorf("class %d: %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+func TestMedianBy(t *testing.T) {
+	type x struct {
+		id int
+		v  float64
+	}
+	key := func(e x) float64 { return e.v }
+	for _, tc := range []struct {
+		name string
+		in   []x
+		want int
+	}{
+		{"one", []x{{0, 5}}, 0},
+		{"three, not in order", []x{{0, 9}, {1, 2}, {2, 4}}, 2},
+		{"even count: the upper middle", []x{{0, 4}, {1, 1}, {2, 3}, {3, 2}}, 2},
+		{"ties keep their order", []x{{0, 1}, {1, 1}, {2, 1}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.in)
+			if got := medianBy(in, key); got.id != tc.want {
+				t.Errorf("got %+v, want id %d", got, tc.want)
+			}
+			if !slices.Equal(in, tc.in) {
+				t.Errorf("input reordered: %v", in)
+			}
+		})
 	}
 }

@@ -280,10 +280,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		reps, effs = append(reps, rep), append(effs, rep.KernelEfficiency)
 	}
-	slices.SortStableFunc(reps, func(a, b *Report) int { return cmp.Compare(a.KernelEfficiency, b.KernelEfficiency) })
-	rep := reps[len(reps)/2]
+	rep := medianBy(reps, func(r *Report) float64 { return r.KernelEfficiency })
 	rep.KernelEfficiencyRounds = effs
 	return rep, nil
+}
+
+// medianBy returns the element of xs (not empty) of median key: the upper
+// of the middle two for an even count; equal keys keep their order in xs.
+func medianBy[T any](xs []T, key func(T) float64) T {
+	s := slices.Clone(xs)
+	slices.SortStableFunc(s, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return s[len(s)/2]
 }
 
 // runRound is one round of Run: the ceilings and the epochs, measured on
@@ -355,9 +362,7 @@ func runRound(ctx context.Context, o Options) (*Report, error) {
 		steady = all[warmup:]
 	}
 	if len(steady) >= 3 {
-		byCPU := slices.Clone(steady)
-		slices.SortStableFunc(byCPU, func(a, b epochDelta) int { return cmp.Compare(a.p.cpu, b.p.cpu) })
-		steady = byCPU[len(byCPU)/2 : len(byCPU)/2+1]
+		steady = []epochDelta{medianBy(steady, func(e epochDelta) float64 { return e.p.cpu.Seconds() })}
 	}
 	// Measured twice again after training (features now mapped in, the
 	// machine warm): each ceiling is the median of the readings (the mean
