@@ -38,36 +38,49 @@ func randMatrix(rng *rand.Rand, rows, cols int) Matrix {
 	return m
 }
 
-// naiveGemm is the float64 reference: C = alpha*op(A)op(B) + beta*C.
+// naiveGemm is the float64 reference: C = alpha*op(A)op(B) + beta*C,
+// each sum over the depth in order. op(A)'s rows and op(B)'s columns are
+// copied out first as float64 rows, so the loop is plain dot products
+// (fast enough to run under the race detector).
 func naiveGemm(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) []float64 {
-	at := func(i, p int) float64 {
-		if tA == Trans {
-			return float64(a.At(p, i))
-		}
-		return float64(a.At(i, p))
-	}
-	bt := func(p, j int) float64 {
-		if tB == Trans {
-			return float64(b.At(j, p))
-		}
-		return float64(b.At(p, j))
-	}
+	m, n := c.Rows, c.Cols
 	k := a.Cols
 	if tA == Trans {
 		k = a.Rows
 	}
-	out := make([]float64, c.Rows*c.Cols)
-	for i := 0; i < c.Rows; i++ {
-		for j := 0; j < c.Cols; j++ {
+	rows := make([]float64, m*k) // op(A), row i at i*k
+	cols := make([]float64, n*k) // op(B)ᵀ, column j at j*k
+	for i := range m {
+		for p := range k {
+			if tA == Trans {
+				rows[i*k+p] = float64(a.At(p, i))
+			} else {
+				rows[i*k+p] = float64(a.At(i, p))
+			}
+		}
+	}
+	for j := range n {
+		for p := range k {
+			if tB == Trans {
+				cols[j*k+p] = float64(b.At(j, p))
+			} else {
+				cols[j*k+p] = float64(b.At(p, j))
+			}
+		}
+	}
+	out := make([]float64, m*n)
+	for i := range m {
+		r := rows[i*k : (i+1)*k]
+		for j := range n {
 			var s float64
-			for p := 0; p < k; p++ {
-				s += at(i, p) * bt(p, j)
+			for p, v := range cols[j*k : (j+1)*k] {
+				s += r[p] * v
 			}
 			v := float64(alpha) * s
 			if beta != 0 {
 				v += float64(beta) * float64(c.At(i, j))
 			}
-			out[i*c.Cols+j] = v
+			out[i*n+j] = v
 		}
 	}
 	return out
@@ -138,47 +151,67 @@ func TestGemmMatchesNaive(t *testing.T) {
 		{130, 640, 256},  // A block and B depth block past panelsBudget: row tiles outer
 		{140, 100, 1030}, // a deep, narrow weight gradient: computed swapped when A is transposed
 	}
-	forEachKernel(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(1, 2))
-		for _, tc := range cases {
-			for _, tA := range []Op{NoTrans, Trans} {
-				for _, tB := range []Op{NoTrans, Trans} {
-					for _, th := range []int{1, 2, 3} {
-						for abi, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}, {0, 0.5}} {
-							if tc.m*tc.n*tc.k > 5e6 && (abi > 1 || th == 3) {
-								continue // keep the naive reference affordable
-							}
-							checkGemm(t, rng, th, tA, tB, tc.m, tc.n, tc.k, ab[0], ab[1])
-						}
-					}
+	// The operands and their float64 reference are made once and checked
+	// on every thread count and kernel set (the naive loops are most of
+	// the test's time, under the race detector most of all).
+	rng := rand.New(rand.NewPCG(1, 2))
+	var checks []gemmCheck
+	for _, tc := range cases {
+		for _, tA := range []Op{NoTrans, Trans} {
+			for _, tB := range []Op{NoTrans, Trans} {
+				for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}, {0, 0.5}} {
+					checks = append(checks, newGemmCheck(rng, tA, tB, tc.m, tc.n, tc.k, ab[0], ab[1]))
 				}
+			}
+		}
+	}
+	forEachKernel(t, func(t *testing.T) {
+		for _, c := range checks {
+			for _, th := range []int{1, 2, 3} {
+				c.check(t, th)
 			}
 		}
 	})
 }
 
-// checkGemm computes alpha·op(A)·op(B) + beta·C of random m×k and k×n
-// operands (C random too, or NaN where beta is 0, which must ignore it) on
-// threads workers and compares it with naiveGemm.
-func checkGemm(t *testing.T, rng *rand.Rand, threads int, tA, tB Op, m, n, k int, alpha, beta float32) {
-	t.Helper()
-	name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", m, n, k, tA, tB, threads, alpha, beta)
+// gemmCheck is a product to check: random m×k and k×n operands (C random
+// too, or NaN where beta is 0, which must ignore it) and naiveGemm's
+// result.
+type gemmCheck struct {
+	tA, tB      Op
+	m, n, k     int
+	alpha, beta float32
+	a, b, c     Matrix
+	want        []float64
+}
+
+func newGemmCheck(rng *rand.Rand, tA, tB Op, m, n, k int, alpha, beta float32) gemmCheck {
 	ar, ac := shapeOf(tA, m, k)
 	br, bc := shapeOf(tB, k, n)
-	a, b, c := randMatrix(rng, ar, ac), randMatrix(rng, br, bc), randMatrix(rng, m, n)
+	g := gemmCheck{tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
+		a: randMatrix(rng, ar, ac), b: randMatrix(rng, br, bc), c: randMatrix(rng, m, n)}
 	if beta == 0 {
-		for i := range c.Data {
-			c.Data[i] = float32(math.NaN())
+		for i := range g.c.Data {
+			g.c.Data[i] = float32(math.NaN())
 		}
 	}
-	want := naiveGemm(tA, tB, alpha, a, b, beta, c)
-	if err := GemmThreads(threads, tA, tB, alpha, a, b, beta, c); err != nil {
+	g.want = naiveGemm(tA, tB, alpha, g.a, g.b, beta, g.c)
+	return g
+}
+
+// check computes the product on threads workers, into a copy of C, and
+// compares it with the reference.
+func (g gemmCheck) check(t *testing.T, threads int) {
+	t.Helper()
+	name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", g.m, g.n, g.k, g.tA, g.tB, threads, g.alpha, g.beta)
+	c := g.c.Clone()
+	if err := GemmThreads(threads, g.tA, g.tB, g.alpha, g.a, g.b, g.beta, c); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	tol := 1e-4 * math.Sqrt(float64(k)) * 4
-	for i, w := range want {
+	tol := 1e-4 * math.Sqrt(float64(g.k)) * 4
+	for i, w := range g.want {
 		if d := math.Abs(float64(c.Data[i]) - w); !(d <= tol*(1+math.Abs(w))) {
-			t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/n, i%n, c.Data[i], w)
+			t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/g.n, i%g.n, c.Data[i], w)
 		}
 	}
 }
@@ -192,6 +225,15 @@ func checkGemm(t *testing.T, rng *rand.Rand, threads int, tA, tB Op, m, n, k int
 func TestGemmBlockings(t *testing.T) {
 	splitSmall(t)
 	defer func(f, p, k int) { fullDepthLimit, panelsBudget, inPlaceKC = f, p, k }(fullDepthLimit, panelsBudget, inPlaceKC)
+	rng := rand.New(rand.NewPCG(5, 5))
+	var checks []gemmCheck
+	for _, tc := range []struct{ m, n, k int }{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}, {450, 100, 90}} {
+		for _, tA := range []Op{NoTrans, Trans} {
+			for _, tB := range []Op{NoTrans, Trans} {
+				checks = append(checks, newGemmCheck(rng, tA, tB, tc.m, tc.n, tc.k, 1.5, 0.5))
+			}
+		}
+	}
 	for _, bl := range []struct {
 		name                      string
 		fullDepth, panel, inPlace int
@@ -205,13 +247,8 @@ func TestGemmBlockings(t *testing.T) {
 		fullDepthLimit, panelsBudget, inPlaceKC = bl.fullDepth, bl.panel, bl.inPlace
 		t.Run(bl.name, func(t *testing.T) {
 			forEachKernel(t, func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(5, 5))
-				for _, tc := range []struct{ m, n, k int }{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}, {450, 100, 90}} {
-					for _, tA := range []Op{NoTrans, Trans} {
-						for _, tB := range []Op{NoTrans, Trans} {
-							checkGemm(t, rng, 2, tA, tB, tc.m, tc.n, tc.k, 1.5, 0.5)
-						}
-					}
+				for _, c := range checks {
+					c.check(t, 2)
 				}
 			})
 		})
