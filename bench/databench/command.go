@@ -91,7 +91,7 @@ Peak memory is the process's resident-set high-water mark during the build, inpu
 	c.Flags().BoolVar(&quick, "quick", false, "small sizes (finishes in well under 30 seconds)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the dataset that is opened (default: in the cache directory)")
-	c.Flags().IntVar(&workers, "workers", 0, "goroutines for building and generating (0 = all cores)")
+	cli.CountVar(c.Flags(), &workers, "workers", 0, "goroutines for building and generating (0 = all cores)")
 	c.Flags().StringVar(&buildNodes, "build-nodes", "", "nodes of the random graph given to the builder (default 5M; quick 1M)")
 	c.Flags().StringVar(&buildEdges, "build-edges", "", "edges of the random graph given to the builder (default 50M; quick 10M), e.g. 200M")
 	return c

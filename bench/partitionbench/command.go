@@ -100,6 +100,6 @@ kept busy for --warm, so that neither starts on a virtual CPU waking from idle
 	f.BoolVar(&noMetis, "no-gpmetis", false, "do not run gpmetis even if installed")
 	f.StringSliceVar(&cfg.Graphs, "graphs", nil, "only these graphs (name prefixes: wave, email-Enron, cora, citeseer, synthetic)")
 	f.DurationVar(&cfg.Warm, "warm", 0, "how long every core is kept busy before each run of either partitioner (0: 100ms; negative: none)")
-	f.IntVar(&cfg.Repeat, "repeat", 0, "runs per partitioner, alternating, fastest kept (0: 10 below 2M edges, 3 up to 5M, else 1)")
+	cli.CountVar(f, &cfg.Repeat, "repeat", 0, "runs per partitioner, alternating, fastest kept (0: 10 below 2M edges, 3 up to 5M, else 1)")
 	return c
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/job"
 	"github.com/graphmill/graphmill/sample"
@@ -135,7 +136,7 @@ The Python client must be importable by --python: install it (pip install ./pyth
 	fl.IntVar(&rounds, "rounds", 3, "alternations of the consumers (best rates; ratios are medians of each round's ratios)")
 	fl.StringVar(&device, "device", "cpu", "also run the drop-in comparison with batches on this device (cuda: GPU training, the loader with and without a FeatureCache)")
 	fl.StringVar(&cachesS, "caches", "10%,30%", "with --device: FeatureCache budgets (of x's rows) timed besides no cache")
-	fl.IntVar(&workers, "workers", 2, "Go loader goroutines (the service prepares 2 batches at once)")
+	cli.CountVar(fl, &workers, "workers", 2, "Go loader goroutines (the service prepares 2 batches at once)")
 	fl.StringVar(&malloc, "python-malloc", "tuned", "glibc allocator of the Python processes: tuned (keeps freed memory, as PyG's timings need) or default (as shipped)")
 	return c
 }

@@ -202,7 +202,7 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 	rf.IntVar(&rhidden, "hidden", 128, "hidden width")
 	rf.IntVar(&rlayers, "layers", 3, "layers")
 	rf.IntVar(&rep, "epochs", 1, "timed epochs after the warm-up")
-	rf.IntVar(&threads, "threads", 0, "kernel goroutines")
+	cli.CountVar(rf, &threads, "threads", 0, "kernel goroutines (0 = all cores)")
 	df.Add(rf)
 	return []*cobra.Command{c, rc}
 }

@@ -84,6 +84,6 @@ whose kernels are short, split into kernels and what lies outside them).`,
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the synthetic dataset")
 	c.Flags().StringVar(&ds, "dataset", "", `train on this dataset instead of the synthetic one ("cora" or a directory): a small graph's epoch split into kernels and overhead`)
 	c.Flags().IntVar(&epochs, "epochs", 4, "epochs to run; the first is a warm-up")
-	c.Flags().IntVar(&threads, "threads", 0, "kernel threads (0 = all cores)")
+	cli.CountVar(c.Flags(), &threads, "threads", 0, "kernel threads (0 = all cores)")
 	return c
 }

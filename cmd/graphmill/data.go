@@ -156,7 +156,7 @@ seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 	f.Float64Var(&cfg.ValFrac, "val-frac", 0.05, "fraction of nodes in the validation split")
 	f.Float64Var(&cfg.TestFrac, "test-frac", 0.1, "fraction of nodes in the test split")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed (the output depends only on it and the sizes)")
-	f.IntVar(&cfg.Workers, "workers", 0, "generator goroutines (0 = all cores)")
+	cli.CountVar(f, &cfg.Workers, "workers", 0, "generator goroutines (0 = all cores)")
 	f.StringVar(&cfg.Name, "name", "synthetic", "dataset name stored in meta.json")
 	f.StringVar(&out, "out", "", "output dataset directory (required)")
 	f.BoolVar(&overwrite, "overwrite", false, "replace an existing graphmill dataset at --out (atomically); anything else there is refused")

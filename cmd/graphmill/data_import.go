@@ -77,7 +77,7 @@ The output is written atomically: a failed import leaves nothing (or the old dat
 	fl.IntVar(&f.test, "test", 1000, "npz --split random: test nodes in total (0: all remaining nodes)")
 	fl.Uint64Var(&f.seed, "seed", 0, "npz --split random: random seed")
 	fl.StringVar(&f.ogbSplit, "ogb-split", "", "ogb: the split sub-directory of split/ to use (default: the only one)")
-	fl.IntVar(&f.workers, "workers", 0, "graph builder goroutines (0 = all cores)")
+	cli.CountVar(fl, &f.workers, "workers", 0, "graph builder goroutines (0 = all cores)")
 	return c
 }
 

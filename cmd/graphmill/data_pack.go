@@ -95,7 +95,7 @@ reads. The copy is written atomically; the source's rows are read with many read
 	f.IntVar(&cfg.Epochs, "epochs", 1, "sample, partition: sampled epochs counted")
 	f.IntVar(&cfg.Parts, "parts", 0, "partition: number of parts (0: one per 65,536 nodes)")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed of the sampled epochs and the partition")
-	f.IntVar(&cfg.Workers, "workers", 0, "goroutines (0 = all cores)")
+	cli.CountVar(f, &cfg.Workers, "workers", 0, "goroutines (0 = all cores)")
 	f.BoolVar(&overwrite, "overwrite", false, "replace an existing graphmill dataset at --out (atomically)")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
 	return c

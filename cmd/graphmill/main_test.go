@@ -135,6 +135,12 @@ func TestBadInputGivesOneLineError(t *testing.T) {
 		{"data", "import", "--format", "planetoid", "--src", need(t, "planetoid"), "--name", "pubmed", "--out", filepath.Join(t.TempDir(), "o")},
 		{"data", "info", "/no/such/dir"},
 		{"data", "generate", "--nodes", "ten", "--out", filepath.Join(t.TempDir(), "o")},
+		// Counts of cores and the like: a negative one is refused, not taken as 0.
+		{"train", "--threads", "-3", "--epochs", "1"},
+		{"train", "--model", "gat", "--heads", "-1", "--epochs", "1"},
+		{"partition", "--workers", "-1", "--parts", "4", "--assignment", filepath.Join(t.TempDir(), "a.npy"), "cora"},
+		{"serve", "sampler", "--workers", "-2"},
+		{"bench", "train", "--quick", "--workers", "-1"},
 	}
 	for _, args := range cases {
 		_, err := run(t, args...)

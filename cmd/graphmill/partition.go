@@ -154,7 +154,7 @@ fewer levels, instead of the process being killed).`,
 	f.IntVar(&vcycles, "vcycles", 0, "metis: rounds of V-cycles after the first pass, each two cycles of about one more coarsening and refinement, kept if the cut falls (0: two rounds on graphs of up to 32,768 edges, none above; -1: none)")
 	f.BoolVar(&overwrite, "overwrite", false, "replace --out if it holds a partitioned dataset (anything else there is refused)")
 	f.BoolVar(&asJSON, "json", false, "print the partition book as JSON")
-	f.IntVar(&workers, "workers", 0, "goroutines to use (0: all cores)")
+	cli.CountVar(f, &workers, "workers", 0, "goroutines to use (0: all cores)")
 	_ = c.MarkFlagRequired("parts")
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/job"
 )
 
@@ -63,7 +64,7 @@ until SIGINT or SIGTERM.`,
 	fl.StringVar(&tlsKey, "tls-key", "", "the certificate's private key (PEM)")
 	fl.StringVar(&tlsCA, "tls-ca", "", "CA (PEM) the trainers' certificates must chain to")
 	fl.BoolVar(&insecureListen, "insecure", false, "allow a non-loopback --listen without a shared secret (anyone who can connect gets minibatches)")
-	fl.IntVar(&workers, "workers", 2, "minibatches each stream prepares at once")
+	cli.CountVar(fl, &workers, "workers", 2, "minibatches each stream prepares at once")
 	fl.StringVar(&graphInMemory, "graph-in-memory", "auto", "sample from a copy of the graph in huge-page memory made at start (yes), or through its file mapping (no); auto copies it when it takes at most half the available memory")
 	return c
 }
