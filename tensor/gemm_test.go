@@ -44,29 +44,11 @@ func randMatrix(rng *rand.Rand, rows, cols int) Matrix {
 // (fast enough to run under the race detector).
 func naiveGemm(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) []float64 {
 	m, n := c.Rows, c.Cols
+	rows := float64Rows(a, tA == Trans)   // op(A): m rows of k
+	cols := float64Rows(b, tB == NoTrans) // op(B)ᵀ: n rows of k
 	k := a.Cols
 	if tA == Trans {
 		k = a.Rows
-	}
-	rows := make([]float64, m*k) // op(A), row i at i*k
-	cols := make([]float64, n*k) // op(B)ᵀ, column j at j*k
-	for i := range m {
-		for p := range k {
-			if tA == Trans {
-				rows[i*k+p] = float64(a.At(p, i))
-			} else {
-				rows[i*k+p] = float64(a.At(i, p))
-			}
-		}
-	}
-	for j := range n {
-		for p := range k {
-			if tB == Trans {
-				cols[j*k+p] = float64(b.At(j, p))
-			} else {
-				cols[j*k+p] = float64(b.At(p, j))
-			}
-		}
 	}
 	out := make([]float64, m*n)
 	for i := range m {
@@ -81,6 +63,23 @@ func naiveGemm(tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix) []
 				v += float64(beta) * float64(c.At(i, j))
 			}
 			out[i*n+j] = v
+		}
+	}
+	return out
+}
+
+// float64Rows returns x, or xᵀ when transposed, row-major in float64.
+func float64Rows(x Matrix, transposed bool) []float64 {
+	out := make([]float64, 0, x.Rows*x.Cols)
+	if !transposed {
+		for _, v := range x.Data[:x.Rows*x.Cols] {
+			out = append(out, float64(v))
+		}
+		return out
+	}
+	for j := range x.Cols {
+		for i := range x.Rows {
+			out = append(out, float64(x.At(i, j)))
 		}
 	}
 	return out
