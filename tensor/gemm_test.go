@@ -143,7 +143,7 @@ func TestGemmWorkers(t *testing.T) {
 
 func TestGemmMatchesNaive(t *testing.T) {
 	splitSmall(t)
-	cases := []struct{ m, n, k int }{
+	cases := []gemmShape{
 		{1, 1, 1}, {3, 5, 7}, {6, 16, 8}, {12, 32, 5}, {24, 16, 300}, {7, 17, 33},
 		{13, 33, 257}, {50, 3, 1000}, {97, 70, 193}, {400, 40, 20}, {25, 4100, 9}, {2, 300, 64},
 		{40, 900, 300},
@@ -153,17 +153,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 	// The operands and their float64 reference are made once and checked
 	// on every thread count and kernel set (the naive loops are most of
 	// the test's time, under the race detector most of all).
-	rng := rand.New(rand.NewPCG(1, 2))
-	var checks []gemmCheck
-	for _, tc := range cases {
-		for _, tA := range []Op{NoTrans, Trans} {
-			for _, tB := range []Op{NoTrans, Trans} {
-				for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}, {0, 0.5}} {
-					checks = append(checks, newGemmCheck(rng, tA, tB, tc.m, tc.n, tc.k, ab[0], ab[1]))
-				}
-			}
-		}
-	}
+	checks := gemmChecks(rand.New(rand.NewPCG(1, 2)), cases, [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}, {0, 0.5}})
 	forEachKernel(t, func(t *testing.T) {
 		for _, c := range checks {
 			for _, th := range []int{1, 2, 3} {
@@ -173,22 +163,41 @@ func TestGemmMatchesNaive(t *testing.T) {
 	})
 }
 
+// gemmShape is a product's m, n and k.
+type gemmShape struct{ m, n, k int }
+
+// gemmChecks returns a gemmCheck of every shape, both ops of A and of B,
+// and every (alpha, beta), in that order.
+func gemmChecks(rng *rand.Rand, shapes []gemmShape, abs [][2]float32) []gemmCheck {
+	var checks []gemmCheck
+	for _, sh := range shapes {
+		for _, tA := range []Op{NoTrans, Trans} {
+			for _, tB := range []Op{NoTrans, Trans} {
+				for _, ab := range abs {
+					checks = append(checks, newGemmCheck(rng, tA, tB, sh, ab[0], ab[1]))
+				}
+			}
+		}
+	}
+	return checks
+}
+
 // gemmCheck is a product to check: random m×k and k×n operands (C random
 // too, or NaN where beta is 0, which must ignore it) and naiveGemm's
 // result.
 type gemmCheck struct {
 	tA, tB      Op
-	m, n, k     int
+	k           int
 	alpha, beta float32
 	a, b, c     Matrix
 	want        []float64
 }
 
-func newGemmCheck(rng *rand.Rand, tA, tB Op, m, n, k int, alpha, beta float32) gemmCheck {
-	ar, ac := shapeOf(tA, m, k)
-	br, bc := shapeOf(tB, k, n)
-	g := gemmCheck{tA: tA, tB: tB, m: m, n: n, k: k, alpha: alpha, beta: beta,
-		a: randMatrix(rng, ar, ac), b: randMatrix(rng, br, bc), c: randMatrix(rng, m, n)}
+func newGemmCheck(rng *rand.Rand, tA, tB Op, sh gemmShape, alpha, beta float32) gemmCheck {
+	ar, ac := shapeOf(tA, sh.m, sh.k)
+	br, bc := shapeOf(tB, sh.k, sh.n)
+	g := gemmCheck{tA: tA, tB: tB, k: sh.k, alpha: alpha, beta: beta,
+		a: randMatrix(rng, ar, ac), b: randMatrix(rng, br, bc), c: randMatrix(rng, sh.m, sh.n)}
 	if beta == 0 {
 		for i := range g.c.Data {
 			g.c.Data[i] = float32(math.NaN())
@@ -202,7 +211,8 @@ func newGemmCheck(rng *rand.Rand, tA, tB Op, m, n, k int, alpha, beta float32) g
 // compares it with the reference.
 func (g gemmCheck) check(t *testing.T, threads int) {
 	t.Helper()
-	name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", g.m, g.n, g.k, g.tA, g.tB, threads, g.alpha, g.beta)
+	m, n := g.c.Rows, g.c.Cols
+	name := fmt.Sprintf("%dx%dx%d/%s%s/t%d/a%g,b%g", m, n, g.k, g.tA, g.tB, threads, g.alpha, g.beta)
 	c := g.c.Clone()
 	if err := GemmThreads(threads, g.tA, g.tB, g.alpha, g.a, g.b, g.beta, c); err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -210,7 +220,7 @@ func (g gemmCheck) check(t *testing.T, threads int) {
 	tol := 1e-4 * math.Sqrt(float64(g.k)) * 4
 	for i, w := range g.want {
 		if d := math.Abs(float64(c.Data[i]) - w); !(d <= tol*(1+math.Abs(w))) {
-			t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/g.n, i%g.n, c.Data[i], w)
+			t.Fatalf("%s: C[%d,%d] = %v, want %v", name, i/n, i%n, c.Data[i], w)
 		}
 	}
 }
@@ -224,15 +234,7 @@ func (g gemmCheck) check(t *testing.T, threads int) {
 func TestGemmBlockings(t *testing.T) {
 	splitSmall(t)
 	defer func(f, p, k int) { fullDepthLimit, panelsBudget, inPlaceKC = f, p, k }(fullDepthLimit, panelsBudget, inPlaceKC)
-	rng := rand.New(rand.NewPCG(5, 5))
-	var checks []gemmCheck
-	for _, tc := range []struct{ m, n, k int }{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}, {450, 100, 90}} {
-		for _, tA := range []Op{NoTrans, Trans} {
-			for _, tB := range []Op{NoTrans, Trans} {
-				checks = append(checks, newGemmCheck(rng, tA, tB, tc.m, tc.n, tc.k, 1.5, 0.5))
-			}
-		}
-	}
+	checks := gemmChecks(rand.New(rand.NewPCG(5, 5)), []gemmShape{{150, 70, 600}, {13, 33, 257}, {200, 300, 40}, {450, 100, 90}}, [][2]float32{{1.5, 0.5}})
 	for _, bl := range []struct {
 		name                      string
 		fullDepth, panel, inPlace int

@@ -268,7 +268,6 @@ func Prepare(ctx context.Context, o Options) error {
 // rounds, the one of median kernel efficiency.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	var reps []*Report
-	var effs []float64
 	n := max(o.Rounds, 1)
 	for i := range n {
 		if o.Round != nil {
@@ -278,11 +277,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		reps, effs = append(reps, rep), append(effs, rep.KernelEfficiency)
+		reps = append(reps, rep)
 	}
-	rep := medianBy(reps, func(r *Report) float64 { return r.KernelEfficiency })
-	rep.KernelEfficiencyRounds = effs
-	return rep, nil
+	med := medianBy(reps, func(r *Report) float64 { return r.KernelEfficiency })
+	for _, r := range reps {
+		med.KernelEfficiencyRounds = append(med.KernelEfficiencyRounds, r.KernelEfficiency)
+	}
+	return med, nil
 }
 
 // medianBy returns the element of xs (not empty) of median key: the upper
