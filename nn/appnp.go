@@ -3,8 +3,6 @@ package nn
 import (
 	"fmt"
 
-	"github.com/graphmill/graphmill/internal/rng"
-	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
@@ -24,12 +22,12 @@ type mlpLayer struct {
 	out                      int
 }
 
-func newMLPLayer(r *rng.Rand, in, hidden, out int, dropout float64) *mlpLayer {
+func newMLPLayer(ini *Init, in, hidden, out int, dropout float64) *mlpLayer {
 	return &mlpLayer{
-		Lin1:    autograd.NewParam("lin1.weight", glorot(r, hidden, in, in, hidden)),
-		Bias1:   autograd.NewParam("lin1.bias", tensor.New(1, hidden)),
-		Lin2:    autograd.NewParam("lin2.weight", glorot(r, out, hidden, hidden, out)),
-		Bias2:   autograd.NewParam("lin2.bias", tensor.New(1, out)),
+		Lin1:    autograd.NewParam("lin1.weight", ini.glorot(hidden, in, in, hidden)),
+		Bias1:   autograd.NewParam("lin1.bias", ini.matrix(1, hidden)),
+		Lin2:    autograd.NewParam("lin2.weight", ini.glorot(out, hidden, hidden, out)),
+		Bias2:   autograd.NewParam("lin2.bias", ini.matrix(1, out)),
 		dropout: dropout, out: out,
 	}
 }
@@ -87,7 +85,7 @@ func init() {
 			if !(alpha > 0 && alpha <= 1) || c.Hidden < 1 {
 				return nil, fmt.Errorf("nn: APPNP needs alpha in (0, 1] and hidden >= 1, got %g and %d", alpha, c.Hidden)
 			}
-			layers := []Layer{newMLPLayer(ini.r, c.In, c.Hidden, c.Out, c.Dropout)}
+			layers := []Layer{newMLPLayer(ini, c.In, c.Hidden, c.Out, c.Dropout)}
 			for k := 0; k < c.Layers; k++ {
 				layers = append(layers, &propLayer{alpha: float32(alpha), dim: c.Out})
 			}

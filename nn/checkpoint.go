@@ -66,6 +66,9 @@ func ReadConfig(path string) (Config, *safetensors.File, error) {
 	if err := json.Unmarshal([]byte(s), &c); err != nil {
 		return Config{}, nil, fmt.Errorf("%s: bad graphmill_config: %w", path, err)
 	}
+	for _, t := range f.Tensors {
+		c.stored += int64(len(t.Data))
+	}
 	return c, f, nil
 }
 

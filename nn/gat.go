@@ -1,8 +1,6 @@
 package nn
 
 import (
-	"github.com/graphmill/graphmill/internal/rng"
-	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
@@ -20,16 +18,16 @@ type GATConv struct {
 }
 
 // NewGATConv returns a GATConv.
-func NewGATConv(r *rng.Rand, in, out, heads int, concat bool, attnDropout float64) *GATConv {
+func NewGATConv(ini *Init, in, out, heads int, concat bool, attnDropout float64) *GATConv {
 	bias := out
 	if concat {
 		bias = heads * out
 	}
 	return &GATConv{
-		Lin:    autograd.NewParam("lin.weight", glorot(r, heads*out, in, in, heads*out)),
-		AttSrc: autograd.NewParam("att_src", glorot(r, heads, out, heads, out)),
-		AttDst: autograd.NewParam("att_dst", glorot(r, heads, out, heads, out)),
-		Bias:   autograd.NewParam("bias", tensor.New(1, bias)),
+		Lin:    autograd.NewParam("lin.weight", ini.glorot(heads*out, in, in, heads*out)),
+		AttSrc: autograd.NewParam("att_src", ini.glorot(heads, out, heads, out)),
+		AttDst: autograd.NewParam("att_dst", ini.glorot(heads, out, heads, out)),
+		Bias:   autograd.NewParam("bias", ini.matrix(1, bias)),
 		Heads:  heads, In: in, Out: out, Concat: concat, AttnDropout: attnDropout,
 	}
 }
@@ -70,9 +68,9 @@ func init() {
 			c.Heads, c.OutHeads = max(c.Heads, 1), max(c.OutHeads, 1)
 			return StackLayers(c, func(l, in, out int) Layer {
 				if l == c.Layers-1 {
-					return NewGATConv(ini.r, in, out, c.OutHeads, false, c.AttnDropout)
+					return NewGATConv(ini, in, out, c.OutHeads, false, c.AttnDropout)
 				}
-				return NewGATConv(ini.r, in, out, c.Heads, true, c.AttnDropout)
+				return NewGATConv(ini, in, out, c.Heads, true, c.AttnDropout)
 			}), nil
 		},
 	})

@@ -3,7 +3,6 @@ package nn
 import (
 	"math"
 
-	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -19,10 +18,10 @@ type GCNConv struct {
 }
 
 // NewGCNConv returns a GCNConv from in to out features.
-func NewGCNConv(r *rng.Rand, in, out int) *GCNConv {
+func NewGCNConv(ini *Init, in, out int) *GCNConv {
 	return &GCNConv{
-		Lin:  autograd.NewParam("lin.weight", glorot(r, out, in, in, out)),
-		Bias: autograd.NewParam("bias", tensor.New(1, out)),
+		Lin:  autograd.NewParam("lin.weight", ini.glorot(out, in, in, out)),
+		Bias: autograd.NewParam("bias", ini.matrix(1, out)),
 		in:   in, out: out,
 	}
 }
@@ -80,7 +79,7 @@ func init() {
 		Kind: GCN, Help: "graph convolution of Kipf & Welling (symmetric normalisation with self-loops)", NeedsDegrees: true,
 		Defaults: Defaults{Hidden: 16, Dropout: 0.5, DecayFirstLayerOnly: true, Note: "hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4 on the first layer, 200 epochs (Kipf & Welling)"},
 		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
-			return StackLayers(c, func(l, in, out int) Layer { return NewGCNConv(ini.r, in, out) }), nil
+			return StackLayers(c, func(l, in, out int) Layer { return NewGCNConv(ini, in, out) }), nil
 		},
 	})
 }

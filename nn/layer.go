@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
@@ -10,21 +11,61 @@ import (
 
 // Init draws a model's initial weights from its seed (Config.Seed): a
 // Spec's Build receives one and makes every parameter with it, so the
-// same config gives the same weights in every process.
-type Init struct{ r *rng.Rand }
+// same config gives the same weights in every process. It also counts
+// the elements it makes against a limit (NewModel's: what memory is left,
+// or what a checkpoint holds), so that a config asking for more is an
+// error before the memory is taken, not the Go runtime's fatal "out of
+// memory" part-way through.
+type Init struct {
+	r           *rng.Rand
+	made, limit int64
+}
 
-// NewInit returns an Init drawing from seed.
-func NewInit(seed uint64) *Init { return &Init{r: rng.New(seed)} }
+// NewInit returns an Init drawing from seed, with no limit.
+func NewInit(seed uint64) *Init { return &Init{r: rng.New(seed), limit: math.MaxInt64} }
+
+// tooMany is what Init panics with when a parameter would take the
+// elements it made past its limit; NewModel recovers it as an error.
+type tooMany struct{ atLeast int64 }
+
+func (t tooMany) Error() string {
+	return fmt.Sprintf("nn: at least %d parameters, past the limit", t.atLeast)
+}
+
+// matrix returns a new rows×cols matrix, counted against the limit. A
+// negative size is a product of sizes that overflowed: too many as well.
+func (in *Init) matrix(rows, cols int) tensor.Matrix {
+	if rows < 0 || cols < 0 || (rows > 0 && int64(cols) > (in.limit-in.made)/int64(rows)) {
+		t := tooMany{atLeast: math.MaxInt64}
+		if rows >= 0 && cols >= 0 && int64(cols) <= (math.MaxInt64-in.made)/int64(rows) {
+			t.atLeast = in.made + int64(rows)*int64(cols)
+		}
+		panic(t)
+	}
+	in.made += int64(rows) * int64(cols)
+	return tensor.New(rows, cols)
+}
+
+// glorot returns a rows×cols matrix drawn from U(-a, a) with
+// a = sqrt(6/(fanIn+fanOut)) (Glorot & Bengio 2010), as PyG's glorot.
+func (in *Init) glorot(rows, cols, fanIn, fanOut int) tensor.Matrix {
+	m := in.matrix(rows, cols)
+	a := float32(math.Sqrt(6 / float64(fanIn+fanOut)))
+	for i := range m.Data {
+		m.Data[i] = (2*in.r.Float32() - 1) * a
+	}
+	return m
+}
 
 // Glorot returns a rows×cols parameter named name drawn from U(-a, a),
 // a = sqrt(6/(rows+cols)) (Glorot & Bengio 2010, PyG's glorot).
 func (in *Init) Glorot(name string, rows, cols int) *autograd.Var {
-	return autograd.NewParam(name, glorot(in.r, rows, cols, cols, rows))
+	return autograd.NewParam(name, in.glorot(rows, cols, cols, rows))
 }
 
 // Zeros returns a rows×cols parameter of zeros named name.
 func (in *Init) Zeros(name string, rows, cols int) *autograd.Var {
-	return autograd.NewParam(name, tensor.New(rows, cols))
+	return autograd.NewParam(name, in.matrix(rows, cols))
 }
 
 // Linear is a dense layer x·Wᵀ + b with W stored [out, in] as in

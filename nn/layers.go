@@ -1,9 +1,6 @@
 package nn
 
 import (
-	"math"
-
-	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -19,17 +16,6 @@ type Layer interface {
 	Params() []*autograd.Var
 	// OutDim is the width of the layer's output.
 	OutDim() int
-}
-
-// glorot returns a rows×cols matrix drawn from U(-a, a) with
-// a = sqrt(6/(fanIn+fanOut)) (Glorot & Bengio 2010), as PyG's glorot.
-func glorot(r *rng.Rand, rows, cols, fanIn, fanOut int) tensor.Matrix {
-	m := tensor.New(rows, cols)
-	a := float32(math.Sqrt(6 / float64(fanIn+fanOut)))
-	for i := range m.Data {
-		m.Data[i] = (2*r.Float32() - 1) * a
-	}
-	return m
 }
 
 // linear computes x·Wᵀ for a weight stored [out, in] like torch.nn.Linear.

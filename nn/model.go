@@ -5,7 +5,9 @@ import (
 	"math"
 	"sync"
 
+	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -52,6 +54,12 @@ type Config struct {
 	AvgLogDegree float64 `json:"avg_log_degree,omitempty"`
 	// Seed initialises the weights.
 	Seed uint64 `json:"seed"`
+
+	// stored is the number of elements in the tensors of the checkpoint
+	// the config was read from (ReadConfig), 0 if none: a model of more
+	// parameters cannot be the checkpoint's, and NewModel refuses it
+	// before making them.
+	stored int64
 }
 
 // Model is a stack of layers with dropout before each layer and an
@@ -104,11 +112,46 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	if c.AvgLogDegree == 0 && len(deg) > 0 {
 		c.AvgLogDegree = AvgLogDegree(deg)
 	}
-	layers, err := spec.Build(NewInit(rng.Derive(c.Seed, 0x1417)), &c, deg)
+	ini := NewInit(rng.Derive(c.Seed, 0x1417))
+	memory := memoryLimit()
+	if memory > 0 {
+		ini.limit = memory / 4
+	}
+	if c.stored > 0 {
+		ini.limit = min(ini.limit, c.stored)
+	}
+	layers, err := build(spec, ini, &c, deg)
+	if t, ok := err.(tooMany); ok {
+		shape := fmt.Sprintf("%s, %d layers, in %d, hidden %d, out %d", c.Kind, c.Layers, c.In, c.Hidden, c.Out)
+		if c.stored > 0 && t.atLeast > c.stored {
+			return nil, fmt.Errorf("nn: the checkpoint's config (%s) makes more than the %s parameters its tensors hold: config and tensors do not match",
+				shape, units.Count(c.stored))
+		}
+		return nil, fmt.Errorf("nn: the model's parameters (%s) take more than the %s of memory this process may use (%s at least)",
+			shape, units.Bytes(memory), units.Bytes(min(t.atLeast, math.MaxInt64/4)*4))
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &Model{Config: c, Layers: layers, spec: spec, deg: deg}, nil
+}
+
+// memoryLimit is the memory the process may use (tests replace it).
+var memoryLimit = memstat.Limit
+
+// build runs spec.Build, returning Init's tooMany panic (a parameter
+// past its limit) as the error.
+func build(spec Spec, ini *Init, c *Config, deg []float32) (layers []Layer, err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			t, ok := e.(tooMany)
+			if !ok {
+				panic(e)
+			}
+			layers, err = nil, t
+		}
+	}()
+	return spec.Build(ini, c, deg)
 }
 
 // AvgLogDegree returns the mean of log(d+1) over the in-degrees deg.

@@ -61,6 +61,20 @@ func NewOptimizer(c OptimConfig) (Optimizer, error) {
 	return nil, fmt.Errorf("unknown optimizer %q: want adam, adamw or sgd", c.Name)
 }
 
+// States is how many arrays of a parameter's size the optimiser keeps
+// per parameter (Adam's two moments, SGD's velocity with momentum).
+func (c OptimConfig) States() int {
+	switch strings.ToLower(c.Name) {
+	case "adam", "adamw":
+		return 2
+	case "sgd":
+		if c.Momentum != 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
 func (c *OptimConfig) decay(p *autograd.Var) float64 {
 	if d, ok := c.Decay[p]; ok {
 		return d

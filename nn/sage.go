@@ -3,7 +3,6 @@ package nn
 import (
 	"slices"
 
-	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -17,11 +16,11 @@ type SAGEConv struct {
 }
 
 // NewSAGEConv returns a SAGEConv from in to out features.
-func NewSAGEConv(r *rng.Rand, in, out int) *SAGEConv {
+func NewSAGEConv(ini *Init, in, out int) *SAGEConv {
 	return &SAGEConv{
-		LinL:  autograd.NewParam("lin_l.weight", glorot(r, out, in, in, out)),
-		BiasL: autograd.NewParam("lin_l.bias", tensor.New(1, out)),
-		LinR:  autograd.NewParam("lin_r.weight", glorot(r, out, in, in, out)),
+		LinL:  autograd.NewParam("lin_l.weight", ini.glorot(out, in, in, out)),
+		BiasL: autograd.NewParam("lin_l.bias", ini.matrix(1, out)),
+		LinR:  autograd.NewParam("lin_r.weight", ini.glorot(out, in, in, out)),
 		in:    in, out: out,
 	}
 }
@@ -53,7 +52,7 @@ func init() {
 		Kind: SAGE, Help: "GraphSAGE (mean aggregation, separate root weight; PyG's SAGEConv)",
 		Defaults: Defaults{Hidden: 64, Epochs: 50, Sampled: true, Fanouts: []int{25, 10}, Batch: 64, Note: "sampled minibatches of 64 seeds, fanouts 25,10, hidden 64, 50 epochs (PyG's GraphSAGE example)"},
 		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
-			return StackLayers(c, func(l, in, out int) Layer { return NewSAGEConv(ini.r, in, out) }), nil
+			return StackLayers(c, func(l, in, out int) Layer { return NewSAGEConv(ini, in, out) }), nil
 		},
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/graphmill/graphmill/internal/memstat"
+	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
@@ -240,10 +242,25 @@ func (c Config) LR(epoch int) float64 {
 	return c.Schedule.LR(epoch)
 }
 
+// memoryLimit is the memory the process may use (tests replace it).
+var memoryLimit = memstat.Limit
+
 // NewOptimizer returns the optimiser for m's parameters, with weight decay
-// on the first layer only when DecayFirstLayerOnly is set.
+// on the first layer only when DecayFirstLayerOnly is set. It refuses a
+// model whose parameters alone, with their gradients, the optimiser's
+// state and the copy an evaluation reads, take more memory than the
+// process may use (memstat.Limit), rather than let training die of the Go
+// runtime's fatal "out of memory" in its first steps.
 func (c Config) NewOptimizer(m *nn.Model) (nn.Optimizer, error) {
 	oc := c.Optimizer
+	copies, what := int64(2+oc.States()), "their gradients and the optimiser's state"
+	if !c.SkipEval {
+		copies, what = copies+1, "their gradients, the optimiser's state and the copy an evaluation reads"
+	}
+	if limit, n := memoryLimit(), int64(m.NumParams()); limit > 0 && 4*copies*n > limit {
+		return nil, fmt.Errorf("training the %s model (hidden %d) needs %s for its %s parameters, %s: more than the %s of memory this process may use",
+			m.Config.Kind, m.Config.Hidden, units.Bytes(4*copies*n), units.Count(n), what, units.Bytes(limit))
+	}
 	if c.DecayFirstLayerOnly && len(m.Layers) > 1 {
 		oc.Decay = map[*autograd.Var]float64{}
 		for _, l := range m.Layers[1:] {

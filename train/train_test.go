@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/racedetect"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/safetensors"
 	"github.com/graphmill/graphmill/tensor"
 )
 
@@ -203,6 +205,66 @@ func TestLoadRejectsMismatch(t *testing.T) {
 	m3, _ := nn.NewModel(sage, nil)
 	if err := m3.LoadParams(f, p); err == nil || !strings.Contains(err.Error(), "no tensor") {
 		t.Fatalf("wrong model kind: %v", err)
+	}
+
+	// A checkpoint whose stored config asks for a larger model than its
+	// tensors hold is refused before the model is made: a hidden width of
+	// 2^40 would be 6 PB of weights.
+	for _, change := range []struct{ key, value string }{{"hidden", "1000"}, {"hidden", "1099511627776"}, {"kind", `"sage"`}} {
+		var cfg map[string]any
+		if err := json.Unmarshal([]byte(f.Metadata["graphmill_config"]), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		json.Unmarshal([]byte(change.value), &v)
+		cfg[change.key] = v
+		b, _ := json.Marshal(cfg)
+		var ts []safetensors.Tensor
+		for _, name := range f.Order {
+			ts = append(ts, f.Tensors[name])
+		}
+		bad := filepath.Join(t.TempDir(), "bad.safetensors")
+		if err := safetensors.Write(bad, ts, map[string]string{"graphmill_config": string(b)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Load(d, bad, 0, 0); err == nil || !strings.Contains(err.Error(), "config and tensors do not match") {
+			t.Errorf("%s %s: %v, want an error saying config and tensors do not match", change.key, change.value, err)
+		}
+	}
+}
+
+// TestRefusesModelsLargerThanMemory: a model whose parameters, with their
+// gradients, the optimiser's state and an evaluation's copy, take more
+// than the process's memory is an error before training starts (nn's
+// TestNewModelWithinMemory: the parameters alone).
+func TestRefusesModelsLargerThanMemory(t *testing.T) {
+	d := cora(t)
+	defer func(f func() int64) { memoryLimit = f }(memoryLimit)
+	memoryLimit = func() int64 { return 1 << 20 } // 1 MiB
+	for _, tc := range []struct {
+		hidden   int
+		skipEval bool
+		want     string
+	}{
+		// 1433·16 + 16·7 + 23 parameters: 92 KiB, 460 KiB to train.
+		{16, false, ""},
+		// 1433·64 + 64·7 + 71: 360 KiB; with gradients, Adam's moments
+		// and the copy an evaluation reads, 1.76 MiB; without that copy,
+		// 1.41 MiB.
+		{64, false, "needs 1.76 MiB for its 92.2k parameters, their gradients, the optimiser's state and the copy"},
+		{64, true, "needs 1.41 MiB for its 92.2k parameters, their gradients and the optimiser's state: more than the 1 MiB"},
+	} {
+		cfg := Defaults(nn.GCN)
+		cfg.Model.Hidden, cfg.Epochs, cfg.SkipEval = tc.hidden, 1, tc.skipEval
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Run(context.Background())
+		r.Close()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("hidden %d: %v, want %q", tc.hidden, err, tc.want)
+		}
 	}
 }
 

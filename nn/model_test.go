@@ -1,0 +1,40 @@
+package nn
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNewModelWithinMemory: a config whose parameters take more than the
+// process's memory is an error before they are made, whatever the kind,
+// and sizes whose products overflow are too.
+func TestNewModelWithinMemory(t *testing.T) {
+	defer func(f func() int64) { memoryLimit = f }(memoryLimit)
+	memoryLimit = func() int64 { return 1 << 20 } // 1 MiB: 262,144 parameters
+	deg := []float32{1, 2, 3}
+	for _, tc := range []struct {
+		c    Config
+		want string // "" when the model fits
+	}{
+		{Config{Kind: GCN, In: 1433, Hidden: 16, Out: 7, Layers: 2}, ""},
+		{Config{Kind: GCN, In: 1433, Hidden: 256, Out: 7, Layers: 2}, "(gcn, 2 layers, in 1433, hidden 256, out 7) take more than the 1 MiB of memory this process may use (1.4 MiB at least)"},
+		{Config{Kind: SAGE, In: 1433, Hidden: 128, Out: 7, Layers: 2}, "take more than the 1 MiB"},
+		{Config{Kind: GAT, In: 1433, Hidden: 8, Out: 7, Layers: 2, Heads: 8}, ""},
+		{Config{Kind: GAT, In: 1433, Hidden: 8, Out: 7, Layers: 2, Heads: 64}, "take more than the 1 MiB"},
+		{Config{Kind: GAT, In: 1433, Hidden: 1 << 40, Out: 7, Layers: 2, Heads: 1 << 40}, "take more than the 1 MiB"},
+		{Config{Kind: APPNP, In: 1433, Hidden: 1 << 30, Out: 7, Layers: 10}, "take more than the 1 MiB"},
+		{Config{Kind: "gcnii", In: 100, Hidden: 1 << 20, Out: 7, Layers: 4}, "take more than the 1 MiB"},
+		{Config{Kind: "gin", In: 100, Hidden: 1 << 20, Out: 7, Layers: 2}, "take more than the 1 MiB"},
+		{Config{Kind: "pna", In: 100, Hidden: 1 << 20, Out: 7, Layers: 2, AvgLogDegree: 1}, "take more than the 1 MiB"},
+	} {
+		m, err := NewModel(tc.c, deg)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.c, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: %v, want an error containing %q", tc.c, err, tc.want)
+		case err == nil && int64(m.NumParams()) > 1<<18:
+			t.Errorf("%+v: %d parameters made, past the limit", tc.c, m.NumParams())
+		}
+	}
+}
