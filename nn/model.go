@@ -99,8 +99,11 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	if c.Layers < 1 || c.In < 1 || c.Out < 1 || (c.Layers > 1 && c.Hidden < 1) {
 		return nil, fmt.Errorf("nn: bad model shape: %d layers, in %d, hidden %d, out %d", c.Layers, c.In, c.Hidden, c.Out)
 	}
-	if c.Dropout < 0 || c.Dropout >= 1 || c.AttnDropout < 0 || c.AttnDropout >= 1 {
-		return nil, fmt.Errorf("nn: dropout must be in [0, 1)")
+	if !(c.Dropout >= 0 && c.Dropout < 1) { // NaN too
+		return nil, fmt.Errorf("nn: dropout must be in [0, 1), got %g", c.Dropout)
+	}
+	if !(c.AttnDropout >= 0 && c.AttnDropout < 1) {
+		return nil, fmt.Errorf("nn: attention dropout must be in [0, 1), got %g", c.AttnDropout)
 	}
 	spec, ok := Lookup(c.Kind)
 	if !ok {

@@ -37,11 +37,15 @@ type OptimConfig struct {
 
 // NewOptimizer returns the optimiser c names.
 func NewOptimizer(c OptimConfig) (Optimizer, error) {
-	if c.LR <= 0 || math.IsNaN(c.LR) {
-		return nil, fmt.Errorf("learning rate must be > 0, got %g", c.LR)
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if !(c.LR > 0) || !finite(c.LR) {
+		return nil, fmt.Errorf("learning rate must be a finite number > 0, got %g", c.LR)
 	}
-	if c.WeightDecay < 0 {
-		return nil, fmt.Errorf("weight decay must be >= 0, got %g", c.WeightDecay)
+	if !(c.WeightDecay >= 0) || !finite(c.WeightDecay) {
+		return nil, fmt.Errorf("weight decay must be a finite number >= 0, got %g", c.WeightDecay)
+	}
+	if !finite(c.Momentum) || !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) || !(c.Eps >= 0) || !finite(c.Eps) {
+		return nil, fmt.Errorf("momentum %g, beta1 %g, beta2 %g, eps %g: want finite numbers, the betas in [0, 1) and eps >= 0", c.Momentum, c.Beta1, c.Beta2, c.Eps)
 	}
 	switch strings.ToLower(c.Name) {
 	case "adam", "adamw":

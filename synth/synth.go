@@ -88,12 +88,14 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("synth: feature dimension must be >= 0, got %d", c.FeatureDim)
 	case c.Classes < 1 || c.Classes > c.Nodes:
 		return fmt.Errorf("synth: classes must be in [1, nodes], got %d", c.Classes)
-	case c.Homophily < 0 || c.Homophily > 1:
+	case !(c.Homophily >= 0 && c.Homophily <= 1): // NaN too
 		return fmt.Errorf("synth: homophily must be in [0, 1], got %g", c.Homophily)
-	case c.Exponent <= 1:
-		return fmt.Errorf("synth: power-law exponent must be > 1, got %g", c.Exponent)
-	case c.TrainFrac < 0 || c.ValFrac < 0 || c.TestFrac < 0 || c.TrainFrac+c.ValFrac+c.TestFrac > 1:
-		return fmt.Errorf("synth: split fractions must be >= 0 and sum to at most 1")
+	case !(c.Exponent > 1) || math.IsInf(c.Exponent, 1):
+		return fmt.Errorf("synth: power-law exponent must be a finite number > 1, got %g", c.Exponent)
+	case !(c.TrainFrac >= 0 && c.ValFrac >= 0 && c.TestFrac >= 0 && c.TrainFrac+c.ValFrac+c.TestFrac <= 1):
+		return fmt.Errorf("synth: split fractions must be >= 0 and sum to at most 1, got %g, %g and %g", c.TrainFrac, c.ValFrac, c.TestFrac)
+	case !(c.Signal >= 0) || math.IsInf(c.Signal, 1):
+		return fmt.Errorf("synth: signal must be a finite number >= 0, got %g", c.Signal)
 	}
 	return nil
 }

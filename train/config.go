@@ -175,7 +175,7 @@ func DefaultFanouts(n int) []int {
 	if n == 2 {
 		return []int{25, 10}
 	}
-	return slices.Repeat([]int{10}, n)
+	return slices.Repeat([]int{10}, max(n, 0))
 }
 
 // or returns v, or def when v is zero.

@@ -155,7 +155,7 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 	f.StringVar(&nodes, "nodes", "", "graph size, e.g. 2M")
 	f.StringVar(&ranks, "ranks", "", "rank counts, e.g. 1,2,4,8 (1 is always run: the baseline)")
 	f.StringVar(&modes, "modes", "", "modes to run: sar, sa, one-shot (comma separated)")
-	f.IntVar(&hidden, "hidden", 0, "hidden width (default 128; quick 64)")
+	cli.CountVar(f, &hidden, "hidden", 0, "hidden width (default 128; quick 64)")
 	f.IntVar(&epochs, "epochs", 0, "timed epochs after the warm-up (default 1; quick 0: the warm-up alone, timed)")
 
 	// sar-rank is one rank of 'bench sar' (a child process).
@@ -199,7 +199,7 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 	rf.StringVar(&rdataset, "dataset", "", "partitioned dataset")
 	rf.StringVar(&rmode, "mode", "sar", "sar, sa or one-shot")
 	rf.StringVar(&rmodel, "model", "sage", "model")
-	rf.IntVar(&rhidden, "hidden", 128, "hidden width")
+	cli.PositiveVar(rf, &rhidden, "hidden", 128, "hidden width")
 	rf.IntVar(&rlayers, "layers", 3, "layers")
 	rf.IntVar(&rep, "epochs", 1, "timed epochs after the warm-up")
 	cli.CountVar(rf, &threads, "threads", 0, "kernel goroutines (0 = all cores)")

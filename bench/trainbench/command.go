@@ -105,7 +105,7 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 	c.Flags().StringVar(&dir, "dir", "", "where to generate (and reuse) the synthetic dataset")
 	c.Flags().IntVar(&epochs, "epochs", 2, "epochs to run, the warm-up (one or more, see above) included when there are more (quick: 9)")
 	c.Flags().IntVar(&rounds, "rounds", 1, "rounds of the whole measurement, the median reported (quick: 3)")
-	c.Flags().IntVar(&batch, "batch", 1024, "seeds per minibatch")
+	cli.PositiveVar(c.Flags(), &batch, "batch", 1024, "seeds per minibatch")
 	cli.CountVar(c.Flags(), &threads, "threads", 0, "kernel threads (0 = all cores)")
 	cli.CountVar(c.Flags(), &workers, "workers", 0, "sampling goroutines (0 = all cores)")
 	c.Flags().Float64Var(&dropout, "dropout", Quick.Dropout, "dropout probability of every layer's input (the training default; 0: none, as in the issue's PyG comparison)")

@@ -23,7 +23,7 @@ type inferFlags struct {
 func (f *inferFlags) add(c *cobra.Command, what string) {
 	c.Flags().StringVar(&f.load, "load", "", what+" (required)")
 	c.Flags().StringVar(&f.ds, "dataset", "cora", "dataset directory, or \"cora\" for the built-in Cora")
-	c.Flags().IntVar(&f.batch, "batch", 4096, "nodes per batch in layer-wise inference")
+	cli.PositiveVar(c.Flags(), &f.batch, "batch", 4096, "nodes per batch in layer-wise inference")
 	c.Flags().StringVar(&f.maxMem, "max-memory", "", inferMemoryHelp)
 	c.Flags().StringVar(&f.mode, "mode", "sar", "on a partitioned dataset: how layers reach other ranks' rows (sar, sa or one-shot)")
 	f.dist.Add(c.Flags())

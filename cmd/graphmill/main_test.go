@@ -141,6 +141,24 @@ func TestBadInputGivesOneLineError(t *testing.T) {
 		{"partition", "--workers", "-1", "--parts", "4", "--assignment", filepath.Join(t.TempDir(), "a.npy"), "cora"},
 		{"serve", "sampler", "--workers", "-2"},
 		{"bench", "train", "--quick", "--workers", "-1"},
+		// A count that must be positive is refused at 0 too (--heads 0 was
+		// one head, --val 0 the default 500); --layers -5 was a panic.
+		{"train", "--model", "gat", "--heads", "0"},
+		{"train", "--layers", "-5"},
+		{"eval", "--load", "m.safetensors", "--batch", "0"},
+		{"data", "pack", "cora", "--out", filepath.Join(t.TempDir(), "p"), "--batch", "0"},
+		{"data", "import", "--format", "npz", "--src", "x.npz", "--split", "random", "--val", "0", "--out", filepath.Join(t.TempDir(), "o")},
+		{"bench", "train", "--quick", "--batch", "-5"},
+		{"launch", "--master-port", "70000", "--", "true"},
+		// NaN and infinities: --dropout NaN was a panic, the others trained
+		// to a NaN loss or generated NaN features.
+		{"train", "--dropout", "NaN", "--epochs", "1"},
+		{"train", "--model", "gat", "--attn-dropout", "NaN", "--epochs", "1"},
+		{"train", "--weight-decay", "Inf", "--epochs", "1"},
+		{"train", "--lr", "Inf", "--epochs", "1"},
+		{"data", "generate", "--nodes", "100", "--edges", "400", "--signal", "NaN", "--out", filepath.Join(t.TempDir(), "o")},
+		{"data", "generate", "--nodes", "100", "--edges", "400", "--homophily", "NaN", "--out", filepath.Join(t.TempDir(), "o")},
+		{"data", "generate", "--nodes", "100", "--edges", "400", "--train-frac", "NaN", "--out", filepath.Join(t.TempDir(), "o")},
 	}
 	for _, args := range cases {
 		_, err := run(t, args...)

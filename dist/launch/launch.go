@@ -58,6 +58,9 @@ func Local(ctx context.Context, n, port int, grace time.Duration, args []string,
 	if n < 1 {
 		return fmt.Errorf("launch: -n %d: want at least one rank", n)
 	}
+	if port < 0 || port > 65535 {
+		return fmt.Errorf("launch: master port %d: want a port in [1, 65535], or 0 for a free one", port)
+	}
 	prog, err := exec.LookPath(args[0])
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)

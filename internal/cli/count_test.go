@@ -9,21 +9,30 @@ import (
 
 func TestCountVar(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		want int
-		err  string
+		positive bool
+		args     []string
+		want     int
+		err      string
 	}{
-		{nil, 3, ""},
-		{[]string{"--workers", "0"}, 0, ""},
-		{[]string{"--workers=12"}, 12, ""},
-		{[]string{"--workers", "-1"}, 0, "-1 is negative"},
-		{[]string{"--workers", "two"}, 0, `"two" is not a whole number`},
-		{[]string{"--workers", "1.5"}, 0, "not a whole number"},
+		{false, nil, 3, ""},
+		{false, []string{"--workers", "0"}, 0, ""},
+		{false, []string{"--workers=12"}, 12, ""},
+		{false, []string{"--workers", "-1"}, 0, "-1 is negative"},
+		{false, []string{"--workers", "two"}, 0, `"two" is not a whole number`},
+		{false, []string{"--workers", "1.5"}, 0, "not a whole number"},
+		{true, nil, 3, ""},
+		{true, []string{"--workers", "1"}, 1, ""},
+		{true, []string{"--workers", "0"}, 0, `invalid argument "0" for "--workers" flag: want a count of 1 or more`},
+		{true, []string{"--workers", "-4"}, 0, "want a count of 1 or more"},
 	} {
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		fs.SetOutput(new(strings.Builder))
 		var n int
-		CountVar(fs, &n, "workers", 3, "goroutines (0 = all cores)")
+		if tc.positive {
+			PositiveVar(fs, &n, "workers", 3, "goroutines")
+		} else {
+			CountVar(fs, &n, "workers", 3, "goroutines (0 = all cores)")
+		}
 		err := fs.Parse(tc.args)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "--workers") {
