@@ -164,9 +164,18 @@ func CheckWritable(path string) error {
 		return fmt.Errorf("%s is a directory", path)
 	}
 	dir := filepath.Dir(path)
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("folder %s does not exist", dir)
+	}
+	return probe(dir, path)
+}
+
+// probe checks that dir is a folder that accepts new files, by creating
+// and removing a temporary of path there.
+func probe(dir, path string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("folder %s does not exist", dir)
+		return err
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a folder", dir)

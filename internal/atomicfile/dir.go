@@ -37,13 +37,25 @@ var OnLockWait func(path, lockPath string)
 // directory of kind k: it does not exist, is an empty directory, or - with
 // overwrite - holds a k. Anything else (a plain file, a folder of other
 // files) is refused with an error naming what is there.
+//
+// Its folder must accept new files (the directory is written beside it
+// and renamed into place); where folders on the way are missing (Begin
+// creates them), the nearest one that exists must.
 func CheckDest(path string, overwrite bool, k Kind) error {
+	parent := filepath.Dir(path)
+	for {
+		_, err := os.Stat(parent)
+		if up := filepath.Dir(parent); err != nil && up != parent {
+			parent = up
+			continue
+		}
+		break
+	}
+	if err := probe(parent, path); err != nil {
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	}
 	st, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
-		parent := filepath.Dir(path)
-		if pst, err := os.Stat(parent); err == nil && !pst.IsDir() {
-			return fmt.Errorf("cannot create %s: %s is not a folder", path, parent)
-		}
 		return nil
 	}
 	if err != nil {

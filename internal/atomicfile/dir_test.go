@@ -230,3 +230,29 @@ func TestWriteNamesMissingFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckDestProbesTheFolder: CheckDest refuses, before any work, a
+// destination whose folder (or, where folders on the way are missing, the
+// nearest one that exists) is a file or takes no new files, and leaves no
+// probe behind where it accepts.
+func TestCheckDestProbesTheFolder(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o666)
+	for _, tc := range []struct{ path, err string }{
+		{filepath.Join(dir, "out"), ""},
+		{filepath.Join(dir, "a", "b", "out"), ""}, // Begin creates a and b
+		{filepath.Join(file, "out"), file + " is not a folder"},
+		{filepath.Join(file, "a", "out"), file + " is not a folder"},
+		// /proc takes no new files, even from root.
+		{"/proc/graphmill-none/out", "cannot create files in /proc"},
+	} {
+		err := CheckDest(tc.path, false, testKind)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.err)
+		}
+	}
+	if got := entries(t, dir); len(got) != 1 {
+		t.Errorf("left %v in the folder, want only the file", got)
+	}
+}
