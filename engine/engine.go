@@ -214,6 +214,17 @@ func (e *Engine) Train(ctx context.Context, mb *batch.MiniBatch, st Step) (Resul
 	return e.trainPlan(ctx, sp, v, plan, st)
 }
 
+// StepBytes returns what a training step on mb allocates unsplit, by the
+// memory planner that Config.Bound is held to (its input rows included
+// when mb carries no features).
+func (e *Engine) StepBytes(mb *batch.MiniBatch) (int64, error) {
+	v, err := e.prepare(mb, true)
+	if err != nil {
+		return 0, err
+	}
+	return e.splitter(e.m, &e.mark).wholeBytes(v, true), nil
+}
+
 // Infer runs m (the engine's model when nil) forward on mb without
 // gradients, micro-batched when it exceeds the bound, and returns the
 // logits and (GAS) fresh rows of all seeds.

@@ -196,8 +196,12 @@ func OpenDataset(ctx context.Context, nameOrDir, what string) (*dataset.Dataset,
 		if src == "" {
 			src = "the original dataset"
 		}
-		return nil, fmt.Errorf("%s is a partitioned dataset (%d parts of %s, made by 'graphmill partition'), not a dataset: 'graphmill %s' reads a whole dataset in modes full, sampled and gas (gas partitions it itself): give %s, or one part, which is a dataset of its nodes and halo (%s); or train over the parts with --mode sar, sa or one-shot (under a launcher, or alone)",
-			nameOrDir, book.NumParts, book.Name, what, src, filepath.Join(nameOrDir, book.Parts[0].Dir))
+		over := "" // what reads the parts themselves
+		if what == "train" {
+			over = "; or train over the parts: in modes sar, sa and one-shot (under a launcher, or alone), or sampled under a launcher with one rank per part"
+		}
+		return nil, fmt.Errorf("%s is a partitioned dataset (%d parts of %s, made by 'graphmill partition'), not the whole dataset that 'graphmill %s' reads here: give %s, or one part, which is a dataset of its nodes and halo (%s)%s",
+			nameOrDir, book.NumParts, book.Name, what, src, filepath.Join(nameOrDir, book.Parts[0].Dir), over)
 	}
 	return builtin.Open(ctx, nameOrDir)
 }

@@ -42,8 +42,9 @@ type Config struct {
 	SkipEval bool `json:"skip_eval,omitempty"`
 	// EvalEvery evaluates on validation and test every k epochs (>= 1).
 	EvalEvery int `json:"eval_every"`
-	// Patience stops training after this many evaluations without a better
-	// validation accuracy (0: never stop early). The best weights are
+	// Patience stops training after this many evaluations in a row that
+	// neither match the best validation accuracy nor the lowest validation
+	// loss so far (Selection; 0: never stop early). The best weights are
 	// restored at the end either way.
 	Patience int `json:"patience"`
 	// OverlapEval evaluates epoch k on a snapshot of the weights while

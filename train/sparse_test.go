@@ -48,3 +48,42 @@ func TestSparseInputFullGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestAmpleBoundKeepsFeatures: under a memory bound that holds the
+// whole-graph step with every input row gathered, full-graph training
+// gathers the rows once and keeps them (with their sparse twin) instead of
+// gathering and normalising them every step, and trains as unbounded;
+// under a bound that does not, the step gathers them.
+func TestAmpleBoundKeepsFeatures(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Mode, cfg.Epochs, cfg.Patience = Full, 5, 0
+	free := run(t, d, cfg)
+	for _, tc := range []struct {
+		bound int64
+		kept  bool
+	}{{1 << 36, true}, {8 << 20, false}} {
+		cfg.MaxMemoryBytes = tc.bound
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := r.NewModel()
+		st, err := r.fullStepper(context.Background(), m, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := st.(*fullStepper)
+		if kept := fs.whole.Features.Rows == d.Meta.NumNodes; kept != tc.kept || fs.sparse != tc.kept {
+			t.Fatalf("bound %d: rows kept %v (sparse %v), want %v", tc.bound, kept, fs.sparse, tc.kept)
+		}
+		if !tc.kept {
+			continue
+		}
+		for i, h := range run(t, d, cfg).History {
+			if want := free.History[i].Loss; math.Abs(h.Loss-want) > 1e-6*want {
+				t.Errorf("bound %d, epoch %d: loss %.8f, unbounded %.8f", tc.bound, i, h.Loss, want)
+			}
+		}
+	}
+}

@@ -137,7 +137,7 @@ seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 				return err
 			}
 			el := time.Since(start)
-			fmt.Fprintf(cli.Stderr, "generated %s nodes, %s edges in %s (%s)\n", units.Count(n), units.Count(m), units.Duration(el), cli.Rate(m, 0, el, "edges"))
+			fmt.Fprintf(cli.Stderr, "generated %s nodes, %s edges in %s%s\n", units.Count(n), units.Count(m), units.Duration(el), strings.TrimSuffix(" ("+cli.Rate(m, 0, el, "edges")+")", " ()"))
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s nodes, %s edges, %d features, %d classes\n",
 				out, units.Count(meta.NumNodes), units.Count(meta.NumEdges), meta.FeatureDim, meta.NumClasses)
 			return nil

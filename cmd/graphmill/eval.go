@@ -39,11 +39,11 @@ func (f *inferFlags) spec(cmd *cobra.Command) (s job.InferSpec, done func(), err
 	if s.MaxMemoryBytes, err = cli.ParseMaxMemory(f.maxMem); err != nil {
 		return s, nil, err
 	}
+	if s.Mode, err = sar.ParseMode(f.mode); err != nil { // checked on any dataset
+		return s, nil, err
+	}
 	done = func() {}
 	if job.IsPartitioned(f.ds) {
-		if s.Mode, err = sar.ParseMode(f.mode); err != nil {
-			return s, nil, err
-		}
 		comm, err := f.dist.JoinOrAlone(cmd.Context())
 		if err != nil {
 			return s, nil, err
@@ -146,9 +146,9 @@ nodes in original node order, and node_ids.npy, their original ids.`,
 				return err
 			}
 			if p.NodeIDs != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "rank %d: wrote %s/predictions.npy, probabilities.npy and node_ids.npy for its %d nodes (original order)\n", p.Rank, dest, len(p.Pred))
+				fmt.Fprintf(cmd.OutOrStdout(), "rank %d: wrote %s/predictions.npy, probabilities.npy, node_ids.npy and predictions.json for its %d nodes (original order)\n", p.Rank, dest, len(p.Pred))
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/predictions.npy and probabilities.npy for %d nodes\n", dest, len(p.Pred))
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/predictions.npy, probabilities.npy and predictions.json for %d nodes\n", dest, len(p.Pred))
 			}
 			return nil
 		},

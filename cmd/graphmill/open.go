@@ -23,5 +23,5 @@ func printBook(w io.Writer, dir string, b *parts.Book) {
 	for p, pi := range b.Parts {
 		fmt.Fprintf(w, "  part %-4d   %s: %s inner + %s halo nodes, %s edges, split %d/%d/%d\n", p, pi.Dir, units.Count(pi.NumInner), units.Count(pi.NumHalo), units.Count(pi.NumEdges), pi.Train, pi.Val, pi.Test)
 	}
-	fmt.Fprintf(w, "  each part is a dataset ('graphmill data info %s'); train reads the whole dataset (%s) in modes full, sampled and gas, and these parts in modes sar, sa and one-shot\n", filepath.Join(dir, b.Parts[0].Dir), b.Source)
+	fmt.Fprintf(w, "  each part is a dataset ('graphmill data info %s'); train reads the whole dataset (%s) in modes full, sampled and gas, and these parts in modes sar, sa and one-shot, or sampled under a launcher with one rank per part\n", filepath.Join(dir, b.Parts[0].Dir), b.Source)
 }

@@ -61,7 +61,7 @@ func Write(ctx context.Context, d *dataset.Dataset, assign []int32, k int, dir s
 	newIDs := Inverse(order)
 	book := &Book{
 		Format: BookFormat, FormatVersion: BookVersion,
-		Name: d.Meta.Name, Source: d.Dir,
+		Name: d.Meta.Name, Source: sourceOf(d),
 		NumParts: k, NumNodes: n, NumEdges: d.Meta.NumEdges,
 		Method: opts.Method, Imbalance: opts.Imbalance, Balance: opts.Balance, Seed: opts.Seed, VCycles: opts.VCycles,
 		Stats: opts.Stats,
@@ -252,7 +252,7 @@ func (pw *partWriter) write(dir string, p int, inner []int32) (PartInfo, error) 
 	defer w.Abort()
 	m := dataset.Meta{
 		Name:     fmt.Sprintf("%s-part%d", d.Meta.Name, p),
-		Source:   d.Dir,
+		Source:   sourceOf(d),
 		NumNodes: nl, NumEdges: nedges,
 		FeatureDim: d.Meta.FeatureDim, FeatureDType: d.Meta.FeatureDType,
 		NumClasses: d.Meta.NumClasses,
@@ -348,4 +348,14 @@ func copyRows(w *dataset.Writer, fa *npy.Array, nodes []int32, dim int) error {
 		}
 	}
 	return aw.Close()
+}
+
+// sourceOf returns d's folder as an absolute path, as the book and the
+// parts record it (relative, it would name another folder from anywhere
+// but where 'graphmill partition' ran).
+func sourceOf(d *dataset.Dataset) string {
+	if abs, err := filepath.Abs(d.Dir); err == nil {
+		return abs
+	}
+	return d.Dir
 }
