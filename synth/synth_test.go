@@ -135,6 +135,49 @@ func TestGenerateSmallAndDense(t *testing.T) {
 	}
 }
 
+// TestDenseRowsAsSorted: rows of a large share of the nodes drop their
+// repeated draws against a bitmap as they are drawn; the graph is byte for
+// byte the one that sorting each row after every round of draws gives,
+// with strictly increasing lists and no self-loops.
+func TestDenseRowsAsSorted(t *testing.T) {
+	defer func() { bitmapRows = true }()
+	cfg := Config{Nodes: 2000, Edges: 600_000, Classes: 4, Homophily: 0.7, Seed: 5}
+	var indices [2][]byte
+	for i, bitmap := range []bool{true, false} {
+		bitmapRows = bitmap
+		dir := filepath.Join(t.TempDir(), "syn")
+		if _, err := Generate(context.Background(), dir, cfg, false); err != nil {
+			t.Fatal(err)
+		}
+		indices[i], _ = os.ReadFile(filepath.Join(dir, "indices.npy"))
+		if bitmap {
+			d, err := dataset.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dense := 0
+			for v := int32(0); v < int32(d.Graph.NumNodes); v++ {
+				nb := d.Graph.InNeighbors(v)
+				if len(nb)*64 >= cfg.Nodes {
+					dense++
+				}
+				for j, u := range nb {
+					if u == v || j > 0 && nb[j-1] >= u {
+						t.Fatalf("row %d: self-loop or not strictly increasing at %d", v, j)
+					}
+				}
+			}
+			d.Close()
+			if dense < cfg.Nodes/2 {
+				t.Fatalf("only %d rows of 1/64 of the nodes or more: the test misses the bitmap", dense)
+			}
+		}
+	}
+	if !bytes.Equal(indices[0], indices[1]) {
+		t.Fatal("the bitmap's rows differ from the sorted rows'")
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	cases := []struct {
 		cfg  Config
