@@ -5,8 +5,25 @@ import (
 	"math"
 	"testing"
 
+	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/nn"
 )
+
+// newFullStepper returns the full-graph stepper of a run of cfg on d.
+func newFullStepper(t *testing.T, d *dataset.Dataset, cfg Config) *fullStepper {
+	t.Helper()
+	r, err := NewRunner(d, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	m, _ := r.NewModel()
+	st, err := r.fullStepper(context.Background(), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.(*fullStepper)
+}
 
 // TestSparseInputFullGraph: full-graph training over Cora's mostly-zero
 // features takes the sparse path (input dropout and the first product over
@@ -25,16 +42,7 @@ func TestSparseInputFullGraph(t *testing.T) {
 			if sparseInputDensity = old; !sparse {
 				sparseInputDensity = -1 // never sparse enough
 			}
-			r, err := NewRunner(d, cfg, Hooks{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, _ := r.NewModel()
-			st, err := r.fullStepper(context.Background(), m, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := st.(*fullStepper).sparse; got != sparse {
+			if got := newFullStepper(t, d, cfg).sparse; got != sparse {
 				t.Fatalf("%s: sparse path %v, want %v (Cora's features are 98.7 %% zeros)", kind, got, sparse)
 			}
 			for _, h := range run(t, d, cfg).History {
@@ -64,16 +72,7 @@ func TestAmpleBoundKeepsFeatures(t *testing.T) {
 		kept  bool
 	}{{1 << 36, true}, {8 << 20, false}} {
 		cfg.MaxMemoryBytes = tc.bound
-		r, err := NewRunner(d, cfg, Hooks{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, _ := r.NewModel()
-		st, err := r.fullStepper(context.Background(), m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fs := st.(*fullStepper)
+		fs := newFullStepper(t, d, cfg)
 		if kept := fs.whole.Features.Rows == d.Meta.NumNodes; kept != tc.kept || fs.sparse != tc.kept {
 			t.Fatalf("bound %d: rows kept %v (sparse %v), want %v", tc.bound, kept, fs.sparse, tc.kept)
 		}
