@@ -139,8 +139,9 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	return &Model{Config: c, Layers: layers, spec: spec, deg: deg}, nil
 }
 
-// memoryLimit is the memory the process may use (tests replace it).
-var memoryLimit = memstat.Limit
+// memoryLimit is the memory the process may use, read once (tests
+// replace it).
+var memoryLimit = sync.OnceValue(memstat.Limit)
 
 // build runs spec.Build, returning Init's tooMany panic (a parameter
 // past its limit) as the error.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
@@ -243,8 +244,9 @@ func (c Config) LR(epoch int) float64 {
 	return c.Schedule.LR(epoch)
 }
 
-// memoryLimit is the memory the process may use (tests replace it).
-var memoryLimit = memstat.Limit
+// memoryLimit is the memory the process may use, read once (tests
+// replace it).
+var memoryLimit = sync.OnceValue(memstat.Limit)
 
 // NewOptimizer returns the optimiser for m's parameters, with weight decay
 // on the first layer only when DecayFirstLayerOnly is set. It refuses a
