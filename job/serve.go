@@ -35,11 +35,24 @@ type ServeSpec struct {
 	// Log the service's events (nil: stderr).
 	Out io.Writer
 	Log func(string)
+	// StopAtEOF, when set, stops the service when reading it reaches its
+	// end: a parent process's pipe, closed however the parent ends (kill
+	// -9 included), so that a service the parent started never outlives it.
+	StopAtEOF io.Reader
 }
 
 // Serve runs the sampler service until ctx is done (then stops it within
 // 2 s) or it fails.
 func Serve(ctx context.Context, s ServeSpec) error {
+	if s.StopAtEOF != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			io.Copy(io.Discard, s.StopAtEOF)
+			cancel()
+		}()
+	}
 	sec := s.Security
 	loop, err := isLoopback(s.Listen)
 	if err != nil {

@@ -25,7 +25,7 @@ func newServeSamplerCmd() *cobra.Command {
 	var (
 		dsName, listen, tokenFile string
 		tlsCert, tlsKey, tlsCA    string
-		insecureListen            bool
+		insecureListen, stopAtEOF bool
 		workers                   int
 		graphInMemory             string
 	)
@@ -53,7 +53,11 @@ until SIGINT or SIGTERM.`,
   graphmill train --dataset data/products --model sage --sampler host1:7070,host2:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runServeSampler(cmd.Context(), cmd.OutOrStdout(), dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA, insecureListen, workers, graphInMemory)
+			var eof io.Reader
+			if stopAtEOF {
+				eof = cmd.InOrStdin()
+			}
+			return runServeSampler(cmd.Context(), cmd.OutOrStdout(), eof, dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA, insecureListen, workers, graphInMemory)
 		},
 	}
 	fl := c.Flags()
@@ -63,17 +67,18 @@ until SIGINT or SIGTERM.`,
 	fl.StringVar(&tlsCert, "tls-cert", "", "this service's certificate (PEM) for mutual TLS")
 	fl.StringVar(&tlsKey, "tls-key", "", "the certificate's private key (PEM)")
 	fl.StringVar(&tlsCA, "tls-ca", "", "CA (PEM) the trainers' certificates must chain to")
+	fl.BoolVar(&stopAtEOF, "stop-at-eof", false, "stop when standard input reaches its end: for a parent process that holds a pipe to it (the Python client), so that the service stops however the parent ends, kill -9 included")
 	fl.BoolVar(&insecureListen, "insecure", false, "allow a non-loopback --listen without a shared secret (anyone who can connect gets minibatches)")
 	cli.CountVar(fl, &workers, "workers", 2, "minibatches each stream prepares at once")
 	fl.StringVar(&graphInMemory, "graph-in-memory", "auto", "sample from a copy of the graph in huge-page memory made at start (yes), or through its file mapping (no); auto copies it when it takes at most half the available memory")
 	return c
 }
 
-func runServeSampler(ctx context.Context, out io.Writer, dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA string, insecureListen bool, workers int, graphInMemory string) error {
+func runServeSampler(ctx context.Context, out io.Writer, eof io.Reader, dsName, listen, tokenFile, tlsCert, tlsKey, tlsCA string, insecureListen bool, workers int, graphInMemory string) error {
 	sec, err := job.LoadSecurity(tokenFile, tlsCert, tlsKey, tlsCA)
 	if err != nil {
 		return err
 	}
-	return job.Serve(ctx, job.ServeSpec{Dataset: dsName, Listen: listen, Security: sec, Insecure: insecureListen, Workers: workers, GraphInMemory: graphInMemory,
+	return job.Serve(ctx, job.ServeSpec{Dataset: dsName, Listen: listen, Security: sec, Insecure: insecureListen, Workers: workers, GraphInMemory: graphInMemory, StopAtEOF: eof,
 		Version: strings.SplitN(versionString(), "\n", 2)[0], Out: out})
 }

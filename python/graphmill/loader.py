@@ -176,12 +176,15 @@ class SamplerServer:
 
     def __init__(self, dataset, binary=None, listen="127.0.0.1:0", args=(), timeout=60, secret=None):
         exe = _cli.find_binary(binary)
-        self.cmd = [exe, "serve", "sampler", "--dataset", os.fspath(dataset), "--listen", listen, *args]
+        # --stop-at-eof: the service stops when this process's end of its
+        # stdin closes, however this process ends (kill -9 included); a
+        # new session keeps the terminal's Ctrl-C for this process alone.
+        self.cmd = [exe, "serve", "sampler", "--dataset", os.fspath(dataset), "--listen", listen, "--stop-at-eof", *args]
         env = None
         if secret is not None:
             env = dict(os.environ, GRAPHMILL_DIST_TOKEN=secret.decode() if isinstance(secret, bytes) else secret)
-        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     start_new_session=True, env=env)
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True, env=env)
         self.lines = []
         self.addr = None
         found = threading.Event()
@@ -223,6 +226,8 @@ class SamplerServer:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        if p.stdin:
+            p.stdin.close()
         if p.stdout:
             self._pump.join(2)
             p.stdout.close()

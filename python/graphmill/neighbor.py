@@ -84,12 +84,38 @@ class _Graph:
     """The user's graph as in-neighbour lists, with x and y; ids maps a
     packed dataset's ids to the user's (None otherwise)."""
 
-    def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False, ids=None):
+    def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False, ids=None,
+                 node_attrs=None):
         self.indptr, self.indices, self.num_nodes = indptr, indices, int(num_nodes)
         self.x, self.y, self.edge_weight = x, y, edge_weight
         self.ids = ids
         self.files = files  # a dataset's own array files (linked, not written)
         self.pyg = pyg
+        self.node_attrs = node_attrs or {}  # a PyG Data's other per-node tensors (train_mask, ...)
+        for name, a in (("x", x), ("y", y), *self.node_attrs.items()):
+            if a is not None and len(a) != self.num_nodes:
+                raise ValueError(f"{name} has {len(a)} rows for {self.num_nodes} nodes")
+
+
+def _pyg_attrs(data, n):
+    """A PyG Data's per-node tensors other than x and y, which batches carry
+    sliced by n_id as PyG's loader does; its per-edge ones (edge_attr, ...)
+    batches cannot carry (they hold no e_id), which a warning says."""
+    node, edge = {}, []
+    for key in data.keys() if callable(getattr(data, "keys", None)) else data.keys:
+        if key in ("x", "y", "edge_index", "num_nodes", "adj_t"):
+            continue
+        v = data[key]
+        if not hasattr(v, "shape") or not len(v.shape):
+            continue
+        if data.is_node_attr(key) and v.shape[0] == n:
+            node[key] = v
+        elif data.is_edge_attr(key):
+            edge.append(key)
+    if edge:
+        warnings.warn(f"graphmill.NeighborLoader: the Data's per-edge attributes ({', '.join(sorted(edge))}) are not in "
+                      "its batches (they carry no e_id): a model reading them gets None", stacklevel=4)
+    return node
 
 
 def _csc(edge_index, num_nodes):
@@ -128,13 +154,16 @@ def _from_data(data, x=None, y=None, num_nodes=None):
         files = {k: os.path.join(d.dir, d.meta["arrays"][k]["file"]) for k in ("indptr", "indices", "edge_weight")
                  + (("labels",) if y is None else ()) if k in d.meta.get("arrays", {})}
         feats = x if x is not None else (d.features_float32() if d.features is not None else None)
-        return _Graph(d.indptr, d.indices, d.num_nodes, feats, y if y is not None else d.labels, d.edge_weight, files=files,
+        labels = y
+        if y is None and d.labels is not None:
+            labels = np.asarray(d.labels, dtype=np.int64)  # class labels as torch's losses want them (stored int32)
+        return _Graph(d.indptr, d.indices, d.num_nodes, feats, labels, d.edge_weight, files=files,
                       ids=None if d.orig_ids is None else _IdMap(d.orig_ids, x is None, y is None))
     if hasattr(data, "edge_index") and hasattr(data, "num_nodes") and not isinstance(data, tuple):  # PyG Data
         n = int(data.num_nodes)
         indptr, indices = _csc(data.edge_index, n)
         return _Graph(indptr, indices, n, x if x is not None else getattr(data, "x", None),
-                      y if y is not None else getattr(data, "y", None), pyg=True)
+                      y if y is not None else getattr(data, "y", None), pyg=True, node_attrs=_pyg_attrs(data, n))
     if hasattr(data, "tocsc") and hasattr(data, "shape"):  # scipy sparse: entry (i, j) is the edge i -> j
         if data.shape[0] != data.shape[1]:
             raise ValueError(f"an adjacency matrix must be square, got {data.shape}")
@@ -148,6 +177,8 @@ def _from_data(data, x=None, y=None, num_nodes=None):
         dy = data[2] if len(data) > 2 else None
         dx, dy = (x if x is not None else dx), (y if y is not None else dy)
         n = num_nodes
+        if n is None and dx is not None and dy is not None and len(dx) != len(dy):
+            raise ValueError(f"x has {len(dx)} rows but y has {len(dy)} entries: give one per node")
         if n is None:
             if dx is not None:
                 n = len(dx)
@@ -502,10 +533,7 @@ class NeighborLoader:
         t = _torch()
         self._x = self._tensor(g.x, "x")
         self._y = self._tensor(g.y, "y")
-        if self._x is not None and len(self._x) != g.num_nodes:
-            raise ValueError(f"x has {len(self._x)} rows for {g.num_nodes} nodes")
-        if self._y is not None and len(self._y) != g.num_nodes:
-            raise ValueError(f"y has {len(self._y)} entries for {g.num_nodes} nodes")
+        self._node_attrs = {k: self._tensor(a, k) for k, a in g.node_attrs.items()}
         self.device, self.feature_cache = self._placement(device, feature_cache, g)
         self._cuda = self.device is not None and self.device.type == "cuda"  # batches staged and copied on streams
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
@@ -732,6 +760,9 @@ class NeighborLoader:
 
             out = Data(**{k: v for k, v in fields.items() if v is not None})
             out.adjs = adjs
+            for k, a in self._node_attrs.items():
+                v = torch.index_select(a, 0, n_id.cpu()) if self._torch else np.take(a, n_id, axis=0)
+                out[k] = v.to(self.device) if self.device is not None else v
         else:
             out = SampledBatch(adjs=adjs, **fields)
         if ev is not None:

@@ -413,3 +413,73 @@ def test_labels_and_edge_index_from_the_service(gm, monkeypatch):
                     n += 1
                 assert n == 8
     assert not built_here, "the service lays out edge_index"
+
+
+def test_dataset_dir_labels_are_int64(gm, cora_dir):
+    """A dataset stores int32 labels; batches carry int64 ones, which torch's
+    losses want (the README's cross_entropy line), from either loader."""
+    ds = graphmill.open_dataset(cora_dir)
+    with graphmill.NeighborLoader(cora_dir, num_neighbors=[5, 3], batch_size=32, input_nodes=ds.train_idx) as ld:
+        b = next(iter(ld))
+    assert b.y.dtype == torch.int64 and torch.equal(b.y, torch.from_numpy(np.asarray(ds.labels, dtype=np.int64))[b.n_id])
+    torch.nn.functional.cross_entropy(torch.zeros(b.batch_size, 7), b.y[:b.batch_size])
+    gb = next(iter(graphmill.gas.Loader(cora_dir, num_parts=4, batch_size=2)))
+    assert gb.y.dtype == torch.int64
+
+
+def test_lengths_checked_up_front(gm):
+    """x and y of another length than the graph's node count are refused when
+    the loader is made, by both loaders, naming the mismatch."""
+    ei, x, y = random_graph(n=500, m=3000)
+    for make in (lambda d, **k: graphmill.NeighborLoader(d, num_neighbors=[3], batch_size=8, **k),
+                 lambda d, **k: graphmill.gas.Loader(d, num_parts=4, parts=np.arange(500) % 4, **k)):
+        with pytest.raises(ValueError, match="x has 500 rows but y has 497 entries"):
+            make((ei, x, y[:-3]))
+        with pytest.raises(ValueError, match="y has 497 rows for 500 nodes"):
+            make((ei, x, y), y=y[:-3], num_nodes=500)
+
+
+def test_service_stops_when_its_parent_is_killed(gm):
+    """The sampler service a loader starts stops when the process that made
+    the loader dies, kill -9 included (its stdin pipe closes)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import graphmill, numpy as np, os, signal, sys\n"
+            "ei = np.random.default_rng(0).integers(0, 300, (2, 2000))\n"
+            "ld = graphmill.NeighborLoader((ei, np.zeros((300, 4), np.float32)), num_neighbors=[3], batch_size=16)\n"
+            "next(iter(ld))\n"
+            "print(ld.loader.server.proc.pid, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    pid = int(p.stdout.split()[-1])
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"the sampler service (pid {pid}) outlived its killed parent by 15 s")
+
+
+def test_pyg_data_node_attributes(gm):
+    """A PyG Data's per-node tensors (train_mask) come sliced by n_id, as
+    from PyG's loader; per-edge ones, which batches cannot carry, are named
+    in a warning rather than silently dropped."""
+    pytest.importorskip("torch_geometric")
+    from torch_geometric.data import Data
+
+    ei, x, y = random_graph(n=400, m=3000)
+    mask = torch.from_numpy(np.random.default_rng(3).random(400) < 0.3)
+    data = Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(ei), train_mask=mask,
+                edge_attr=torch.ones(ei.shape[1], 2))
+    with pytest.warns(UserWarning, match=r"per-edge attributes \(edge_attr\)"):
+        ld = graphmill.NeighborLoader(data, num_neighbors=[4, 2], batch_size=32)
+    with ld:
+        b = next(iter(ld))
+    assert torch.equal(b.train_mask, mask[b.n_id])
