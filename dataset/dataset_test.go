@@ -79,12 +79,22 @@ func TestWriteRefusesExistingAndOverwritesAtomically(t *testing.T) {
 		t.Fatal(err)
 	}
 	Put(w, ArrayIndptr, []int64{0})
+	// Array names are file names in the dataset's folder, never a path
+	// out of it (this one wrote ../escaped.npy beside the dataset).
+	for _, name := range []string{"../escaped", "a/b", "", ".hidden"} {
+		if err := Put(w, name, []int32{1, 2, 3}); err == nil {
+			t.Errorf("array name %q accepted", name)
+		}
+	}
 	w.Abort()
 	d, err := Open(dir)
 	if err != nil {
 		t.Fatalf("previous dataset damaged: %v", err)
 	}
 	d.Close()
+	if d.Graph != nil || d.Labels != nil || d.Train != nil {
+		t.Error("Close left fields pointing into the unmapped arrays")
+	}
 	r := tiny()
 	r.Name = "second"
 	if err := Write(context.Background(), dir, r, WriteOptions{Overwrite: true}); err != nil {

@@ -225,13 +225,20 @@ func checkIndptr(dir string, indptr []int64, numEdges int64) error {
 	return errors.Join(errs...)
 }
 
-// Close unmaps the dataset's arrays.
+// Close unmaps the dataset's arrays and clears the fields that point
+// into them (Graph, Features, Labels, the splits, ...).
 func (d *Dataset) Close() error {
 	var errs []error
 	for _, a := range d.arrays {
 		errs = append(errs, a.Close())
 	}
 	d.arrays = nil
+	// What pointed into the mappings goes with them: a use after Close is
+	// then a nil dataset's error (or a nil dereference), not a fault on
+	// unmapped memory that no recover catches.
+	d.Graph, d.Features, d.FeatureArray, d.Labels = nil, nil, nil, nil
+	d.Train, d.Val, d.Test, d.OrigIDs = nil, nil, nil, nil
+	d.indptr, d.indices, d.weights = nil, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/npy"
@@ -66,6 +67,9 @@ const FeatureAlign = 4096
 
 // Create starts streaming the array called name (e.g. ArrayFeatures).
 func (w *Writer) Create(name string, dtype npy.DType, shape ...int) (*npy.Writer, error) {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return nil, fmt.Errorf("array name %q: want a plain file name (no folders, not hidden)", name)
+	}
 	if _, dup := w.arrays[name]; dup {
 		return nil, fmt.Errorf("array %s written twice", name)
 	}

@@ -121,3 +121,15 @@ func TestConvert(t *testing.T) {
 		t.Fatal("Convert ignored a cancelled context")
 	}
 }
+
+// TestNormalizeRowsDeclinesInfinity: a row holding +Inf would come out as
+// NaN (Inf·0); NormalizeRows leaves the rows as they are and says so.
+func TestNormalizeRowsDeclinesInfinity(t *testing.T) {
+	st, err := FromFloat32([]float32{float32(math.Inf(1)), 1, 2, 3}, 2, 2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.NormalizeRows(context.Background()); ok || err != nil {
+		t.Fatalf("NormalizeRows = %v, %v; want false, nil", ok, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 	"unsafe"
@@ -269,7 +270,7 @@ func cacheSlots(n, rowB int, budget int64, order []int32) (slot []int32, k int, 
 // summing to 0 are left as they are), as PyG's NormalizeFeatures does, with
 // no copy of the features: the store keeps one float32 factor per row. It
 // reads every row once, and does nothing (returning false) when some value
-// is negative or NaN, since row normalisation is meant for non-negative
+// is negative, infinite or NaN, since row normalisation is meant for non-negative
 // bag-of-words style features. Call it before the store is shared.
 func (s *Store) NormalizeRows(ctx context.Context) (bool, error) {
 	scale := make([]float32, s.n)
@@ -680,11 +681,11 @@ func scaleRow(dst []float32, inv float32) {
 }
 
 // rowScale returns the factor that makes row sum to 1 (1 for a row summing
-// to 0), or false when some value is negative or NaN.
+// to 0), or false when some value is negative, infinite or NaN.
 func rowScale(row []float32) (float32, bool) {
 	var sum float64
 	for _, v := range row {
-		if !(v >= 0) {
+		if !(v >= 0) || math.IsInf(float64(v), 1) {
 			return 0, false
 		}
 		sum += float64(v)

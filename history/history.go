@@ -20,7 +20,12 @@ import (
 	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/prefetch"
+	"github.com/graphmill/graphmill/internal/units"
 )
+
+// maxTableBytes is the largest table New makes: 128 TiB, half of what
+// amd64's 48-bit virtual addresses reach.
+const maxTableBytes = 1 << 47
 
 // Options configures a Store.
 type Options struct {
@@ -52,6 +57,9 @@ func New(n, dim int, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("history: bad table shape %d × %d", n, dim)
 	}
 	s := &Store{n: n, dim: dim, half: opts.Half, workers: par.Workers(opts.Workers)}
+	if dim > 1<<40 || n > maxTableBytes/s.rowBytes() {
+		return nil, fmt.Errorf("history: a table of %d × %d values overflows the address space (%s at most)", n, dim, units.Bytes(maxTableBytes))
+	}
 	size := n * s.rowBytes()
 	var buf []byte
 	if opts.Path != "" && size > 0 {

@@ -68,6 +68,9 @@ func TestBadInput(t *testing.T) {
 	if err := s.Push([]int32{1}, make([]float32, 3)); err == nil {
 		t.Fatal("short rows accepted")
 	}
+	if _, err := New(math.MaxInt32*8, 1<<20, Options{}); err == nil || !strings.Contains(err.Error(), "overflows") {
+		t.Fatalf("a table past the address space: %v", err)
+	}
 }
 
 // TestConcurrentPullPushDisjoint runs pulls and pushes of disjoint rows at

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -124,6 +125,9 @@ func (g *Graph) Validate() error {
 // indices (4 bytes per input edge) while it runs. g's lists must be sorted
 // (as graph.Build and dataset.Open produce).
 func FromCSC(ctx context.Context, g *graph.CSC, workers int) (*Graph, error) {
+	if g == nil {
+		return nil, errors.New("partition: no graph")
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

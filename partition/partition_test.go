@@ -276,6 +276,14 @@ func TestPartitionErrors(t *testing.T) {
 	if _, err := Partition(context.Background(), empty, Options{Parts: 1}); err == nil {
 		t.Error("partitioning an empty graph succeeded")
 	}
+	for _, g := range []*Graph{nil, {}} {
+		if _, err := Partition(context.Background(), g, Options{Parts: 1}); err == nil || !strings.Contains(err.Error(), "no graph") {
+			t.Errorf("Partition(%v): %v", g, err)
+		}
+	}
+	if _, err := FromCSC(context.Background(), nil, 0); err == nil {
+		t.Error("FromCSC(nil) succeeded")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Partition(ctx, grid(100, 100).graph(t), Options{Parts: 4}); err == nil {

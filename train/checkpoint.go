@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -14,6 +15,9 @@ import (
 // weights. evalBatch and maxMemory set the batch and memory bound of
 // layer-wise inference (see Config). Mismatches are errors naming the file and the difference.
 func Load(ds *dataset.Dataset, path string, evalBatch int, maxMemory int64) (*Runner, *nn.Model, error) {
+	if ds == nil || ds.Graph == nil {
+		return nil, nil, errors.New("train: no dataset, or a closed one")
+	}
 	mc, f, err := nn.ReadConfig(path)
 	if err != nil {
 		return nil, nil, err

@@ -203,6 +203,13 @@ func (c *Config) validate() error {
 		return fmt.Errorf("gas mode evaluates with the training histories, so it cannot overlap evaluation with training")
 	case c.MaxMemoryBytes < 0:
 		return fmt.Errorf("max memory must be >= 0, got %d", c.MaxMemoryBytes)
+	case c.EvalBatchSize < 0:
+		return fmt.Errorf("evaluation batch size must be >= 0 (0: the whole graph at once), got %d", c.EvalBatchSize)
+	case c.Schedule.Kind != "" && nn.ParseSchedule(c.Schedule.Kind) != nil:
+		return nn.ParseSchedule(c.Schedule.Kind)
+	case c.Schedule.Kind == "step" && !(c.Schedule.Base > 0 && c.Schedule.StepSize > 0 && c.Schedule.Gamma > 0),
+		c.Schedule.Kind == "cosine" && !(c.Schedule.Base > 0 && c.Schedule.Epochs > 0):
+		return fmt.Errorf("a %s schedule needs its base learning rate, and a step size and gamma (step) or epochs (cosine) > 0: got %+v", c.Schedule.Kind, c.Schedule)
 	case !slices.Contains([]string{"", FeaturesAuto, FeaturesMemory, FeaturesDisk, FeaturesMapped}, c.FeaturesInMemory):
 		return fmt.Errorf("features in memory %q: want %s, %s, %s or %s", c.FeaturesInMemory, FeaturesAuto, FeaturesMemory, FeaturesDisk, FeaturesMapped)
 	case c.FeaturesInMemory == FeaturesMemory && c.FeatureCacheBytes > 0:

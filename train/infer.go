@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -26,6 +27,12 @@ import (
 // index arrays; the N × width results are not counted) is halved until it
 // fits.
 func Infer(ctx context.Context, m *nn.Model, g *graph.CSC, x feature.Source, batchSize int, maxBytes int64) (tensor.Matrix, error) {
+	switch {
+	case m == nil || g == nil || x == nil:
+		return tensor.Matrix{}, errors.New("infer: no model, graph or features")
+	case batchSize < 0 || maxBytes < 0:
+		return tensor.Matrix{}, fmt.Errorf("infer: batch size %d and memory bound %d: want >= 0 (0: none)", batchSize, maxBytes)
+	}
 	if x.NumRows() != g.NumNodes {
 		return tensor.Matrix{}, fmt.Errorf("infer: %d feature rows for %d nodes", x.NumRows(), g.NumNodes)
 	}

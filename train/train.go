@@ -258,6 +258,9 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if ds == nil || ds.Graph == nil {
+		return nil, errors.New("train: no dataset, or a closed one")
+	}
 	m := ds.Meta
 	if ds.Labels == nil || m.NumClasses < 2 {
 		return nil, fmt.Errorf("dataset %s has no labels to train on", m.Name)
@@ -306,6 +309,10 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 		r.g, r.freeGraph = ds.GraphInMemory()
 	}
 	if r.degOverride != nil {
+		if r.batches == nil && len(r.degOverride) < r.g.NumNodes {
+			r.Close()
+			return nil, fmt.Errorf("train: %d degrees for the %d nodes of dataset %s", len(r.degOverride), r.g.NumNodes, m.Name)
+		}
 		r.deg = r.degOverride
 		return r, nil
 	}
@@ -347,6 +354,18 @@ func (r *Runner) trainStep(ctx context.Context, e *engine.Engine, mb *batch.Mini
 	return out, err
 }
 
+// fits checks that m takes the dataset's features and predicts its classes.
+func (r *Runner) fits(m *nn.Model) error {
+	if m == nil {
+		return errors.New("train: no model")
+	}
+	if c := m.Config; c.In != r.ds.Meta.FeatureDim || c.Out != r.ds.Meta.NumClasses {
+		return fmt.Errorf("train: the model takes %d features and predicts %d classes, but dataset %s has %d features and %d classes",
+			c.In, c.Out, r.ds.Meta.Name, r.ds.Meta.FeatureDim, r.ds.Meta.NumClasses)
+	}
+	return nil
+}
+
 // NewModel builds a freshly initialised model for the run.
 func (r *Runner) NewModel() (*nn.Model, error) { return nn.NewModel(r.cfg.Model, r.deg) }
 
@@ -357,6 +376,9 @@ type Evaluation = engine.Evaluation
 // Evaluate returns the validation and test accuracy and the validation
 // loss of m.
 func (r *Runner) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+	if err := r.fits(m); err != nil {
+		return Evaluation{}, err
+	}
 	if r.evaluator != nil {
 		return r.evaluator(ctx, m)
 	}
@@ -381,6 +403,9 @@ func (r *Runner) score(logits tensor.Matrix) Evaluation {
 
 // Predict returns the model's logits for every node.
 func (r *Runner) Predict(ctx context.Context, m *nn.Model) (tensor.Matrix, error) {
+	if err := r.fits(m); err != nil {
+		return tensor.Matrix{}, err
+	}
 	return Infer(ctx, m, r.g, r.inferSource(), r.cfg.EvalBatchSize, r.cfg.MaxMemoryBytes)
 }
 

@@ -520,3 +520,64 @@ func losses(h []EpochStats) []float64 {
 	}
 	return l
 }
+
+// TestLibraryBadInput: what a library user can get wrong is an error, not a
+// panic (each of these panicked, ran on silently, or faulted).
+func TestLibraryBadInput(t *testing.T) {
+	d := cora(t)
+	ctx := context.Background()
+	closed, err := builtin.Open(ctx, "cora")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	cfgWith := func(f func(*Config)) Config {
+		c := Defaults(nn.GCN)
+		f(&c)
+		return c
+	}
+	for name, tc := range map[string]struct {
+		ds   *dataset.Dataset
+		cfg  Config
+		opts []Option
+		want string
+	}{
+		"nil dataset":        {nil, Defaults(nn.GCN), nil, "no dataset"},
+		"closed dataset":     {closed, Defaults(nn.GCN), nil, "no dataset, or a closed one"},
+		"short degrees":      {d, Defaults(nn.GCN), []Option{WithDegrees([]float32{1, 2})}, "2 degrees for the 2708 nodes"},
+		"unknown schedule":   {d, cfgWith(func(c *Config) { c.Schedule.Kind = "bogus" }), nil, "unknown lr schedule"},
+		"cosine without lr":  {d, cfgWith(func(c *Config) { c.Schedule = nn.Schedule{Kind: "cosine", Epochs: 10} }), nil, "a cosine schedule needs"},
+		"negative evalbatch": {d, cfgWith(func(c *Config) { c.EvalBatchSize = -1 }), nil, "evaluation batch size must be >= 0"},
+	} {
+		if _, err := NewRunner(tc.ds, tc.cfg, Hooks{}, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", name, err, tc.want)
+		}
+	}
+	if _, _, err := Load(closed, "m.safetensors", 0, 0); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Load on a closed dataset: %v", err)
+	}
+	r, err := NewRunner(d, Defaults(nn.GCN), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, c := range []nn.Config{{Kind: nn.SAGE, In: 20, Hidden: 8, Out: 7, Layers: 2}, {Kind: nn.SAGE, In: 1433, Hidden: 8, Out: 3, Layers: 2}} {
+		m, err := nn.NewModel(c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Evaluate(ctx, m); err == nil || !strings.Contains(err.Error(), "but dataset cora has 1433 features and 7 classes") {
+			t.Errorf("Evaluate of a %d → %d model: %v", c.In, c.Out, err)
+		}
+		if _, err := r.Predict(ctx, m); err == nil {
+			t.Errorf("Predict of a %d → %d model accepted", c.In, c.Out)
+		}
+	}
+	m, _ := r.NewModel()
+	if _, err := Infer(ctx, m, d.Graph, r.Features(), -5, 0); err == nil || !strings.Contains(err.Error(), "want >= 0") {
+		t.Errorf("Infer with batch -5: %v", err)
+	}
+	if _, err := Infer(ctx, nil, d.Graph, r.Features(), 0, 0); err == nil {
+		t.Error("Infer without a model accepted")
+	}
+}
