@@ -10,6 +10,39 @@ import (
 	"github.com/graphmill/graphmill/internal/par"
 )
 
+// checkShape checks what the partitioners index by, so that a malformed
+// graph is an error rather than a panic in one of their goroutines: the
+// offsets run from 0 to the adjacency's length without decreasing, the
+// neighbours are nodes, and the weights match. It is one pass over the
+// arrays, well under 1 % of a partitioning run; Validate checks the rest
+// (symmetry, self-loops, repeats).
+func (g *Graph) checkShape() error {
+	if g == nil || len(g.Xadj) == 0 {
+		return fmt.Errorf("partition: no graph, or one without offsets (want NumNodes+1)")
+	}
+	n := g.NumNodes()
+	if n > graph.MaxNodes {
+		return fmt.Errorf("partition: %d nodes exceeds %d", n, graph.MaxNodes)
+	}
+	if g.Xadj[0] != 0 || g.Xadj[n] != int64(len(g.Adjncy)) {
+		return fmt.Errorf("partition: offsets run from %d to %d, want 0 to %d", g.Xadj[0], g.Xadj[n], len(g.Adjncy))
+	}
+	if g.EdgeWeights != nil && len(g.EdgeWeights) != len(g.Adjncy) {
+		return fmt.Errorf("partition: %d edge weights for %d entries", len(g.EdgeWeights), len(g.Adjncy))
+	}
+	for v := 0; v < n; v++ {
+		if g.Xadj[v+1] < g.Xadj[v] {
+			return fmt.Errorf("partition: offsets decrease at node %d", v)
+		}
+	}
+	for j, u := range g.Adjncy {
+		if uint32(u) >= uint32(n) {
+			return fmt.Errorf("partition: adjacency entry %d is %d, not a node in [0, %d)", j, u, n)
+		}
+	}
+	return nil
+}
+
 // Graph is the compact undirected graph the partitioners work on: a
 // symmetric CSR without self-loops or repeated edges, with int32 node ids.
 // Every undirected edge {u, v} is stored twice, as u in v's list and v in
@@ -48,24 +81,10 @@ func (g *Graph) Bytes() int64 {
 // directions with the same weight, positive weights. It costs O(edges log
 // degree) and is meant for graphs built by hand.
 func (g *Graph) Validate() error {
-	if len(g.Xadj) == 0 {
-		return fmt.Errorf("partition: graph has no offsets (want NumNodes+1)")
+	if err := g.checkShape(); err != nil {
+		return err
 	}
 	n := g.NumNodes()
-	if n > graph.MaxNodes {
-		return fmt.Errorf("partition: %d nodes exceeds %d", n, graph.MaxNodes)
-	}
-	if g.Xadj[0] != 0 || g.Xadj[n] != int64(len(g.Adjncy)) {
-		return fmt.Errorf("partition: offsets run from %d to %d, want 0 to %d", g.Xadj[0], g.Xadj[n], len(g.Adjncy))
-	}
-	if g.EdgeWeights != nil && len(g.EdgeWeights) != len(g.Adjncy) {
-		return fmt.Errorf("partition: %d edge weights for %d entries", len(g.EdgeWeights), len(g.Adjncy))
-	}
-	for v := 0; v < n; v++ {
-		if g.Xadj[v+1] < g.Xadj[v] {
-			return fmt.Errorf("partition: offsets decrease at node %d", v)
-		}
-	}
 	// Sorted lists (as FromEdges and FromCSC build them) are searched;
 	// others are scanned.
 	sorted := make([]bool, n)

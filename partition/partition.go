@@ -148,8 +148,8 @@ type Phases struct {
 // whenever the heaviest nodes allow it, and Stats reports what was
 // reached.
 func Partition(ctx context.Context, g *Graph, opts Options) (*Result, error) {
-	if g == nil || len(g.Xadj) == 0 {
-		return nil, errors.New("partition: no graph")
+	if err := g.checkShape(); err != nil {
+		return nil, err
 	}
 	n := g.NumNodes()
 	k := opts.Parts

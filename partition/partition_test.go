@@ -277,8 +277,18 @@ func TestPartitionErrors(t *testing.T) {
 		t.Error("partitioning an empty graph succeeded")
 	}
 	for _, g := range []*Graph{nil, {}} {
-		if _, err := Partition(context.Background(), g, Options{Parts: 1}); err == nil || !strings.Contains(err.Error(), "no graph") {
+		if _, err := Partition(context.Background(), g, Options{Parts: 1}); err == nil || !strings.Contains(err.Error(), "no graph, or one without offsets") {
 			t.Errorf("Partition(%v): %v", g, err)
+		}
+	}
+	// Malformed graphs were panics in the partitioners' goroutines.
+	for _, g := range []*Graph{
+		{Xadj: []int64{0, 1, 2}, Adjncy: []int32{5, 0}},
+		{Xadj: []int64{0, 2, 1}, Adjncy: []int32{1}},
+		{Xadj: []int64{0, 1, 2}, Adjncy: []int32{1, 0}, EdgeWeights: []int32{1}},
+	} {
+		if _, err := Partition(context.Background(), g, Options{Parts: 2}); err == nil {
+			t.Errorf("malformed graph %+v accepted", g)
 		}
 	}
 	if _, err := FromCSC(context.Background(), nil, 0); err == nil {

@@ -57,3 +57,23 @@ func TestRunInterruptedKeepsBestModel(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelledBeforeRun: a context cancelled before Run gives an error
+// wrapping ErrInterrupted in every mode.
+func TestCancelledBeforeRun(t *testing.T) {
+	d := cora(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, mode := range []Mode{Full, Sampled, GAS} {
+		cfg := Defaults(nn.GCN)
+		cfg.Mode, cfg.Epochs = mode, 2
+		r, err := NewRunner(d, cfg, Hooks{}, withTestParts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Run(ctx); !errors.Is(err, ErrInterrupted) {
+			t.Errorf("%s: %v, want an error wrapping ErrInterrupted", mode, err)
+		}
+		r.Close()
+	}
+}

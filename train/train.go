@@ -421,7 +421,9 @@ type evalJob struct {
 }
 
 // Run trains a model and returns its history, summary and the model with
-// the best validation weights restored.
+// the best validation weights restored. Cancelled, it returns an error
+// wrapping ErrInterrupted: with the result so far once an epoch has
+// started (Loop.Run), with none while the run is still being set up.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	cfg := r.cfg
 	model, err := r.NewModel()
@@ -441,6 +443,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	}
 	step, err := r.stepper(ctx, model, opt)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w while setting up: %w", ErrInterrupted, err)
+		}
 		return nil, err
 	}
 	defer step.Close()
