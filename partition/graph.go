@@ -37,7 +37,8 @@ func (g *Graph) checkShape() error {
 	}
 	for j, u := range g.Adjncy {
 		if uint32(u) >= uint32(n) {
-			return fmt.Errorf("partition: adjacency entry %d is %d, not a node in [0, %d)", j, u, n)
+			v, _ := slices.BinarySearch(g.Xadj, int64(j)+1) // the node whose list holds entry j
+			return fmt.Errorf("partition: node %d has neighbour %d outside [0, %d)", v-1, u, n)
 		}
 	}
 	return nil
