@@ -549,6 +549,8 @@ class Loader:
         and its unsent batches go to the others (``failovers``,
         ``stats()``); the epoch fails only when every sampler is lost. The
         protocol is ``graphmill._stream.Receiver`` (Go's dist/stream)."""
+        if not self._channels:
+            raise GraphmillError("the loader is closed")
         nb = len(self)
         epoch = self.epoch
         self.epoch += 1

@@ -201,6 +201,8 @@ def _seeds(input_nodes, n):
     if isinstance(input_nodes, tuple):
         raise ValueError("input_nodes as (node type, ids): heterogeneous graphs are not supported")
     a = _numpy(input_nodes, "input_nodes").reshape(-1)
+    if len(a) == 0:
+        raise ValueError("input_nodes is empty")
     if a.dtype == np.bool_:
         if len(a) != n:
             raise ValueError(f"a boolean input_nodes mask has {len(a)} entries for {n} nodes")
@@ -515,6 +517,8 @@ class NeighborLoader:
             raise ValueError("only subgraph_type='directional' is supported")
         if kwargs:
             raise TypeError(f"graphmill.NeighborLoader got unsupported arguments: {', '.join(sorted(kwargs))}")
+        if isinstance(num_neighbors, (int, np.integer)):
+            raise TypeError(f"num_neighbors is a list of counts, one per hop (e.g. [25, 10]), got {num_neighbors}")
         fan = [int(k) for k in num_neighbors]
         if not fan or any(k == 0 or k < -1 for k in fan):
             raise ValueError(f"num_neighbors must be positive counts or -1 per hop, got {list(num_neighbors)}")

@@ -373,7 +373,7 @@ class History:
         if n_id is None:
             rows = self.emb
         else:
-            idx = n_id.to("cpu", torch.int64)
+            idx = _index(n_id)
             rows = torch.empty(len(idx), self.dim, dtype=self.emb.dtype, pin_memory=self.pinned)
             torch.index_select(self.emb, 0, idx, out=rows)
         return rows.to(self.device, non_blocking=self.pinned)
@@ -384,7 +384,7 @@ class History:
         accepted for its signature and not needed)."""
         self._settle()
         x = x.detach()
-        idx = torch.arange(self.num_nodes) if n_id is None else n_id.to("cpu", torch.int64)
+        idx = torch.arange(self.num_nodes) if n_id is None else _index(n_id)
         if len(idx) != len(x):
             raise ValueError(f"push of {len(x)} rows for {len(idx)} nodes")
         if x.device.type == "cuda":
@@ -398,6 +398,13 @@ class History:
 
     def __repr__(self):
         return f"History({self.num_nodes} x {self.dim}, {self.device}{', pinned' if self.pinned else ''})"
+
+
+def _index(n_id):
+    """Node ids (a tensor, numpy array or list) as an int64 CPU tensor."""
+    if isinstance(n_id, torch.Tensor):
+        return n_id.to("cpu", torch.int64)
+    return torch.as_tensor(np.asarray(n_id, dtype=np.int64))
 
 
 def push_and_pull(history, x, batch_size=None, n_id=None, offset=None, count=None):

@@ -52,6 +52,8 @@ def test_history_push_and_pull():
     assert h.pull().shape == (10, 3) and float(h.pull()[0].abs().sum()) == 0
     with pytest.raises(ValueError):
         h.push(torch.zeros(3, 3), torch.tensor([1, 2]))
+    # n_id as a numpy array or a list, as a gas.Loader batch without torch has it
+    assert torch.equal(push_and_pull(h, x, 2, n_id.numpy()), out) and torch.equal(h.pull([7, 2]), x[:2].detach())
 
 
 def test_gas_example_cora(gm):

@@ -124,6 +124,14 @@ def test_bad_input(gm):
         graphmill.NeighborLoader((ei, x), [0], batch_size=4)
     with pytest.raises(TypeError, match="unsupported arguments"):
         graphmill.NeighborLoader((ei, x), [3], batch_size=4, time_attr="t")
+    with pytest.raises(TypeError, match="one per hop"):
+        graphmill.NeighborLoader((ei, x), 5, batch_size=4)
+    with pytest.raises(ValueError, match="input_nodes is empty"):
+        graphmill.NeighborLoader((ei, x), [3], batch_size=4, input_nodes=[])
+    ld = graphmill.NeighborLoader((ei, x), [3], batch_size=4)
+    ld.close()
+    with pytest.raises(graphmill.GraphmillError, match="closed"):
+        next(iter(ld))
     assert not [f for f in os.listdir("/dev/shm") if f.startswith("graphmill-neighbors-")], "scratch left behind"
 
 
