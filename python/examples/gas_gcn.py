@@ -42,8 +42,12 @@ def load(name):
         return graphmill.open_dataset(name)
     root = os.environ.get("GRAPHMILL_DATA") or os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
     out = os.path.join(tempfile.mkdtemp(prefix="gas-gcn-"), name)
-    subprocess.run([_cli.find_binary(), "data", "import", "--format", "planetoid", "--src", os.path.join(root, "planetoid"),
-                    "--name", name, "--out", out], check=True, capture_output=True)
+    r = subprocess.run([_cli.find_binary(), "data", "import", "--format", "planetoid", "--src", os.path.join(root, "planetoid"),
+                        "--name", name, "--out", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"gas_gcn.py: cannot import {name} from {os.path.join(root, 'planetoid')} "
+                 f"(set GRAPHMILL_DATA to the folder holding planetoid/, or give a dataset directory): "
+                 f"{(r.stderr or r.stdout).strip().splitlines()[-1:]}")
     return graphmill.open_dataset(out)
 
 
