@@ -102,6 +102,9 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 	if !(c.Dropout >= 0 && c.Dropout < 1) { // NaN too
 		return nil, fmt.Errorf("nn: dropout must be in [0, 1), got %g", c.Dropout)
 	}
+	if c.Heads < 0 || c.OutHeads < 0 {
+		return nil, fmt.Errorf("nn: %d heads and %d output heads: want 1 or more (0: one)", c.Heads, c.OutHeads)
+	}
 	if !(c.AttnDropout >= 0 && c.AttnDropout < 1) {
 		return nil, fmt.Errorf("nn: attention dropout must be in [0, 1), got %g", c.AttnDropout)
 	}

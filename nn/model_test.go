@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,29 @@ func TestNewModelWithinMemory(t *testing.T) {
 			t.Errorf("%+v: %v, want an error containing %q", tc.c, err, tc.want)
 		case err == nil && int64(m.NumParams()) > 1<<18:
 			t.Errorf("%+v: %d parameters made, past the limit", tc.c, m.NumParams())
+		}
+	}
+}
+
+// TestNewModelRefusesBadSettings: settings outside their range are errors,
+// not clamped (negative heads were one head) or carried into training
+// (a NaN dropout panicked in the first step).
+func TestNewModelRefusesBadSettings(t *testing.T) {
+	base := Config{Kind: GAT, In: 10, Hidden: 4, Out: 3, Layers: 2}
+	for _, tc := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Heads = -3 }, "heads"},
+		{func(c *Config) { c.OutHeads = -1 }, "heads"},
+		{func(c *Config) { c.Dropout = math.NaN() }, "dropout must be in [0, 1), got NaN"},
+		{func(c *Config) { c.AttnDropout = math.NaN() }, "attention dropout"},
+		{func(c *Config) { c.Dropout = 1 }, "dropout must be in [0, 1)"},
+	} {
+		c := base
+		tc.set(&c)
+		if _, err := NewModel(c, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c, err, tc.want)
 		}
 	}
 }

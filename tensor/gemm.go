@@ -230,6 +230,9 @@ func GemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float3
 }
 
 func gemmThreads(threads int, tA, tB Op, alpha float32, a, b Matrix, beta float32, c Matrix, ep *Epilogue) error {
+	if tA > Trans || tB > Trans {
+		return fmt.Errorf("gemm: ops %d and %d: want NoTrans or Trans", tA, tB)
+	}
 	for _, x := range []struct {
 		name string
 		m    Matrix

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -456,6 +457,9 @@ func TestGemmErrors(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
+	}
+	if err := Gemm(Op(7), NoTrans, 1, a, b, 0, New(3, 5)); err == nil || !strings.Contains(err.Error(), "want NoTrans or Trans") {
+		t.Errorf("an op that is neither NoTrans nor Trans: %v", err)
 	}
 }
 
