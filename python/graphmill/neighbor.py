@@ -148,9 +148,10 @@ def _csc(edge_index, num_nodes):
 def _from_data(data, x=None, y=None, num_nodes=None):
     """_Graph from whatever NeighborLoader was given."""
     if isinstance(data, (str, os.PathLike)):
+        from . import _cli
         from .dataset import Dataset
 
-        d = Dataset(data)
+        d = Dataset(_cli.resolve_dataset(data))  # a directory, or a built-in name ("cora") as open_dataset takes
         files = {k: os.path.join(d.dir, d.meta["arrays"][k]["file"]) for k in ("indptr", "indices", "edge_weight")
                  + (("labels",) if y is None else ()) if k in d.meta.get("arrays", {})}
         feats = x if x is not None else (d.features_float32() if d.features is not None else None)

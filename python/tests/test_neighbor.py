@@ -425,9 +425,10 @@ def test_labels_and_edge_index_from_the_service(gm, monkeypatch):
 
 def test_dataset_dir_labels_are_int64(gm, cora_dir):
     """A dataset stores int32 labels; batches carry int64 ones, which torch's
-    losses want (the README's cross_entropy line), from either loader."""
+    losses want (the README's cross_entropy line), from either loader. A
+    built-in dataset's name works as open_dataset's does."""
     ds = graphmill.open_dataset(cora_dir)
-    with graphmill.NeighborLoader(cora_dir, num_neighbors=[5, 3], batch_size=32, input_nodes=ds.train_idx) as ld:
+    with graphmill.NeighborLoader("cora", num_neighbors=[5, 3], batch_size=32, input_nodes=ds.train_idx) as ld:
         b = next(iter(ld))
     assert b.y.dtype == torch.int64 and torch.equal(b.y, torch.from_numpy(np.asarray(ds.labels, dtype=np.int64))[b.n_id])
     torch.nn.functional.cross_entropy(torch.zeros(b.batch_size, 7), b.y[:b.batch_size])
