@@ -12,8 +12,8 @@ import (
 // Init draws a model's initial weights from its seed (Config.Seed): a
 // Spec's Build receives one and makes every parameter with it, so the
 // same config gives the same weights in every process. It also counts
-// the elements it makes against a limit (NewModel's: what memory is left,
-// or what a checkpoint holds), so that a config asking for more is an
+// the elements it makes against a limit (NewModel's: the memory the
+// process may use, or what a checkpoint holds), so that a config asking for more is an
 // error before the memory is taken, not the Go runtime's fatal "out of
 // memory" part-way through.
 type Init struct {

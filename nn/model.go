@@ -133,6 +133,9 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 			return nil, fmt.Errorf("nn: the checkpoint's config (%s) makes more than the %s parameters its tensors hold: config and tensors do not match",
 				shape, units.Count(c.stored))
 		}
+		if memory <= 0 { // unknown: only sizes whose products overflow get here
+			return nil, fmt.Errorf("nn: the model's sizes (%s) overflow", shape)
+		}
 		return nil, fmt.Errorf("nn: the model's parameters (%s) take more than the %s of memory this process may use (%s at least)",
 			shape, units.Bytes(memory), units.Bytes(min(t.atLeast, math.MaxInt64/4)*4))
 	}
