@@ -266,6 +266,11 @@ func New(g *graph.CSC, cfg Config) (*Sampler, error) {
 	if err := CheckFanouts(cfg.Fanouts); err != nil {
 		return nil, err
 	}
+	for i, k := range cfg.Fanouts {
+		if cfg.Replace && k > maxReplaceFanout {
+			return nil, fmt.Errorf("sample: fanout %d of hop %d with replacement: it draws exactly that many per node, more than %d", k, i, maxReplaceFanout)
+		}
+	}
 	if cfg.Relabel != RelabelAuto && cfg.Relabel != RelabelHash && cfg.Relabel != RelabelDense {
 		return nil, fmt.Errorf("sample: unknown relabel mode %d", int(cfg.Relabel))
 	}
@@ -326,6 +331,11 @@ func (s *Sampler) ResetTiming() {
 		t.relabel.Store(0)
 	}
 }
+
+// maxReplaceFanout is the largest fanout drawn with replacement, which
+// makes exactly that many entries per node (a larger one was the Go
+// runtime's fatal "out of memory").
+const maxReplaceFanout = 1 << 20
 
 // CheckFanouts reports whether fanouts is a valid list: at least one hop,
 // each fanout -1 (all neighbours) or positive.

@@ -542,6 +542,7 @@ func TestBadInput(t *testing.T) {
 		{"duplicate seed dense", g, Config{Fanouts: []int{2}, Relabel: RelabelDense}, []int32{3, 3}, "more than once"},
 		{"bad weights", star(t, 3, []float32{1, float32(math.NaN()), 2}), Config{Fanouts: []int{2}, Weighted: true}, []int32{0}, "NaN"},
 		{"negative weight", star(t, 3, []float32{1, -1, 2}), Config{Fanouts: []int{2}, Weighted: true}, []int32{0}, "-1"},
+		{"huge fanout with replacement", g, Config{Fanouts: []int{2, 1 << 40}, Replace: true}, []int32{0}, "with replacement"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := New(tc.g, tc.cfg)

@@ -13,6 +13,7 @@ import (
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/sample"
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
@@ -236,6 +237,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("batch size must be >= 1, got %d", c.BatchSize)
 	case c.Mode == Sampled && len(c.Fanouts) != c.numLayers():
 		return fmt.Errorf("%d fanouts for %d layers: give one fanout per layer", len(c.Fanouts), c.numLayers())
+	case c.Mode == Sampled && sample.CheckFanouts(c.Fanouts) != nil:
+		return sample.CheckFanouts(c.Fanouts)
 	case c.EvalFanouts != nil && len(c.EvalFanouts) != c.numLayers():
 		return fmt.Errorf("%d evaluation fanouts for %d layers: give one per layer (-1 takes every neighbour)", len(c.EvalFanouts), c.numLayers())
 	}

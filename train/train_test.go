@@ -548,6 +548,7 @@ func TestLibraryBadInput(t *testing.T) {
 		"unknown schedule":   {d, cfgWith(func(c *Config) { c.Schedule.Kind = "bogus" }), nil, "unknown lr schedule"},
 		"cosine without lr":  {d, cfgWith(func(c *Config) { c.Schedule = nn.Schedule{Kind: "cosine", Epochs: 10} }), nil, "a cosine schedule needs"},
 		"negative evalbatch": {d, cfgWith(func(c *Config) { c.EvalBatchSize = -1 }), nil, "evaluation batch size must be >= 0"},
+		"zero fanout":        {d, cfgWith(func(c *Config) { c.Mode, c.Fanouts = Sampled, []int{25, 0} }), nil, "fanout 0 of hop 1"},
 	} {
 		if _, err := NewRunner(tc.ds, tc.cfg, Hooks{}, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", name, err, tc.want)
