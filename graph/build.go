@@ -18,7 +18,8 @@ import (
 // peak memory is the input (8 bytes per edge, plus 4 with weights) plus the
 // output (4 bytes per stored edge, plus 4 with weights, plus 8 with edge
 // ids) plus 4 bytes per node per worker; no second copy of the edges is
-// made. With Symmetrize the stored edge count doubles before Dedup.
+// made. With Symmetrize the stored edge count doubles (self-loops once)
+// before Dedup.
 //
 // Build fails, naming the edge, if an id is negative or not below numNodes,
 // and returns ctx.Err() if cancelled.
@@ -98,7 +99,7 @@ func (b *builder) run(ctx context.Context) (*CSC, error) {
 		c := make([]uint32, n)
 		for k := lo; k < hi; k++ {
 			s, d := b.edge(k)
-			if skipLoops && s == d {
+			if s == d && (skipLoops || k >= e) { // a self-loop is its own reverse
 				continue
 			}
 			c[d]++
@@ -135,7 +136,7 @@ func (b *builder) run(ctx context.Context) (*CSC, error) {
 		c := counts[w]
 		for k := lo; k < hi; k++ {
 			s, d := b.edge(k)
-			if skipLoops && s == d {
+			if s == d && (skipLoops || k >= e) { // a self-loop is its own reverse
 				continue
 			}
 			p := indptr[d] + int64(c[d])

@@ -35,7 +35,9 @@ func reference(n int, src, dst []int32, weights []float32, o BuildOptions) *CSC 
 	}
 	if o.Symmetrize {
 		for k := range src {
-			add(dst[k], src[k], k+e)
+			if src[k] != dst[k] { // a self-loop is its own reverse
+				add(dst[k], src[k], k+e)
+			}
 		}
 	}
 	if o.SelfLoops == AddSelfLoops {
@@ -234,5 +236,18 @@ func BenchmarkBuild(b *testing.B) {
 			}
 			b.ReportMetric(float64(c.m)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Medges/s")
 		})
+	}
+}
+
+// TestSymmetrizeKeepsSelfLoopsOnce: the reverse of a self-loop is the same
+// edge; symmetrizing without Dedup stored it twice (doubling its weight in
+// GCN's degree normalisation).
+func TestSymmetrizeKeepsSelfLoopsOnce(t *testing.T) {
+	g, err := Build(context.Background(), 2, []int32{0, 1}, []int32{1, 1}, nil, BuildOptions{Symmetrize: true, SelfLoops: KeepSelfLoops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.InNeighbors(1); g.NumEdges() != 3 || !slices.Equal(got, []int32{0, 1}) {
+		t.Fatalf("%d edges, node 1's in-neighbours %v; want 3 and [0 1]", g.NumEdges(), got)
 	}
 }

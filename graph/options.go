@@ -28,7 +28,8 @@ func (p SelfLoopPolicy) String() string {
 
 // BuildOptions controls how Build turns an edge list into a CSC graph.
 type BuildOptions struct {
-	// Symmetrize adds the reverse of every edge, so the graph is undirected.
+	// Symmetrize adds the reverse of every edge, so the graph is undirected
+	// (a self-loop is its own reverse: it is not added twice).
 	Symmetrize bool
 	// Dedup removes repeated (src, dst) pairs after symmetrization, keeping
 	// the first occurrence (and its weight).

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -112,6 +113,9 @@ func ReadEdgeList(rd io.Reader, name string, opts EdgeListOptions) (*dataset.Raw
 		}
 		u, i, err := parseUint(line, i)
 		if err != nil {
+			if lineNo == 1 && errors.Is(err, errNotInt) {
+				return fmt.Errorf("source %s: %w (a header line? remove it, or comment it out with #)", quote(line), err)
+			}
 			return fmt.Errorf("source %s: %w", quote(line), err)
 		}
 		i, ok := skipSep(line, i)

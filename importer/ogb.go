@@ -330,7 +330,7 @@ func readOGBSplit(dir, name string, r *dataset.Raw) error {
 		case 1:
 			name = subs[0]
 		default:
-			return fmt.Errorf("ogb %s: %s holds several splits %v; name one", dir, splitRoot, subs)
+			return fmt.Errorf("ogb %s: %s holds several splits %v; name one (--ogb-split)", dir, splitRoot, subs)
 		}
 	}
 	sdir := filepath.Join(splitRoot, name)

@@ -108,7 +108,7 @@ func TestOGBBadInput(t *testing.T) {
 		{"edge out of range", map[string]string{"raw/edge.csv.gz": "0,1\n1,6\n"}, "", "line 2: node id 6 out of range [0,6)", "edge.csv.gz"},
 		{"negative edge", map[string]string{"raw/edge.csv.gz": "0,-1\n"}, "", "line 1: destination \"0,-1\": negative id", "edge.csv.gz"},
 		{"edge with spaces", map[string]string{"raw/edge.csv.gz": "0 1\n"}, "", "want \"src,dst\"", "edge.csv.gz"},
-		{"truncated gzip", map[string]string{"raw/edge.csv.gz": "BAD-GZIP"}, "", "unexpected EOF", "edge.csv.gz"},
+		{"truncated gzip", map[string]string{"raw/edge.csv.gz": "BAD-GZIP"}, "", "gzip data truncated or corrupt: unexpected EOF", "edge.csv.gz"},
 		{"ragged features", map[string]string{"raw/node-feat.csv.gz": "1,2,3\n1,2\n1,2,3\n1,2,3\n1,2,3\n1,2,3\n"}, "", "line 2: 2 features, but earlier rows have 3", "node-feat.csv.gz"},
 		{"bad feature", map[string]string{"raw/node-feat.csv.gz": "1,2,x\n"}, "", "line 1: feature \"x\" in column 3", "node-feat.csv.gz"},
 		{"feature rows", map[string]string{"raw/node-feat.csv.gz": "1\n2\n"}, "", "2 nodes, but", "node-feat.csv.gz"},

@@ -97,6 +97,8 @@ func TestReadEdgeList(t *testing.T) {
 		{name: "negative dst", in: "0 -1\n", err: "line 1: destination \"0 -1\": negative id"},
 		{name: "one column", in: "0 1\n7\n", err: "line 2: want two node ids"},
 		{name: "garbage", in: "a b\n", err: "line 1: source \"a b\": not an integer"},
+		{name: "header", in: "src dst\n0 1\n", err: "a header line? remove it, or comment it out with #"},
+		{name: "garbage later", in: "0 1\nsrc dst\n", err: "line 2: source \"src dst\": not an integer"},
 		{name: "float id", in: "1.5 2\n", err: "line 1: want two node ids"},
 		{name: "overflow", in: "99999999999999999999 1\n", err: "overflows"},
 		{name: "bad weight", in: "0 1 x\n", err: "weight \"x\" is not a finite number"},

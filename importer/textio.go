@@ -18,12 +18,22 @@ const readBufSize = 1 << 20
 
 // compressedFile is an opened input file, decompressed if needed.
 type compressedFile struct {
-	f *os.File
-	r io.Reader
+	f    *os.File
+	r    io.Reader
+	kind string // decompressed's
 }
 
-func (c *compressedFile) Read(p []byte) (int, error) { return c.r.Read(p) }
-func (c *compressedFile) Close() error               { return c.f.Close() }
+// Read reads decompressed bytes; the decompressor's errors say that the
+// compressed data is damaged (a bare "unexpected EOF" read as the text's).
+func (c *compressedFile) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil && err != io.EOF && c.kind != "plain" {
+		err = fmt.Errorf("%s data truncated or corrupt: %w", c.kind, err)
+	}
+	return n, err
+}
+
+func (c *compressedFile) Close() error { return c.f.Close() }
 
 // openText opens path for reading, undoing gzip or bzip2 compression
 // detected from the magic bytes. A .gz or .bz2 name whose contents do not
@@ -49,7 +59,7 @@ func openText(path string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	return &compressedFile{f: f, r: r}, nil
+	return &compressedFile{f: f, r: r, kind: r.kind}, nil
 }
 
 type decompressed struct {
