@@ -18,17 +18,16 @@ const readBufSize = 1 << 20
 
 // compressedFile is an opened input file, decompressed if needed.
 type compressedFile struct {
-	f    *os.File
-	r    io.Reader
-	kind string // decompressed's
+	f *os.File
+	r *decompressed
 }
 
 // Read reads decompressed bytes; the decompressor's errors say that the
 // compressed data is damaged (a bare "unexpected EOF" read as the text's).
 func (c *compressedFile) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	if err != nil && err != io.EOF && c.kind != "plain" {
-		err = fmt.Errorf("%s data truncated or corrupt: %w", c.kind, err)
+	if err != nil && err != io.EOF && c.r.kind != "plain" {
+		err = fmt.Errorf("%s data truncated or corrupt: %w", c.r.kind, err)
 	}
 	return n, err
 }
@@ -59,7 +58,7 @@ func openText(path string) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	return &compressedFile{f: f, r: r, kind: r.kind}, nil
+	return &compressedFile{f: f, r: r}, nil
 }
 
 type decompressed struct {

@@ -1,7 +1,6 @@
 package train
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -16,7 +15,7 @@ import (
 // layer-wise inference (see Config). Mismatches are errors naming the file and the difference.
 func Load(ds *dataset.Dataset, path string, evalBatch int, maxMemory int64) (*Runner, *nn.Model, error) {
 	if ds == nil || ds.Graph == nil {
-		return nil, nil, errors.New("train: no dataset, or a closed one")
+		return nil, nil, errNoDataset
 	}
 	mc, f, err := nn.ReadConfig(path)
 	if err != nil {

@@ -259,7 +259,7 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 		return nil, err
 	}
 	if ds == nil || ds.Graph == nil {
-		return nil, errors.New("train: no dataset, or a closed one")
+		return nil, errNoDataset
 	}
 	m := ds.Meta
 	if ds.Labels == nil || m.NumClasses < 2 {
@@ -353,6 +353,10 @@ func (r *Runner) trainStep(ctx context.Context, e *engine.Engine, mb *batch.Mini
 	}
 	return out, err
 }
+
+// errNoDataset is NewRunner's and Load's error for a nil or closed dataset
+// (Dataset.Close clears its Graph).
+var errNoDataset = errors.New("train: no dataset, or a closed one")
 
 // fits checks that m takes the dataset's features and predicts its classes.
 func (r *Runner) fits(m *nn.Model) error {

@@ -163,11 +163,7 @@ func CheckWritable(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a directory", path)
 	}
-	dir := filepath.Dir(path)
-	if _, err := os.Stat(dir); err != nil {
-		return fmt.Errorf("folder %s does not exist", dir)
-	}
-	return probe(dir, path)
+	return probe(filepath.Dir(path), path)
 }
 
 // probe checks that dir is a folder that accepts new files, by creating
@@ -175,7 +171,7 @@ func CheckWritable(path string) error {
 func probe(dir, path string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("folder %s does not exist", dir)
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("%s is not a folder", dir)
