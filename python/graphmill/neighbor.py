@@ -28,6 +28,7 @@ import weakref
 
 import numpy as np
 
+from . import _cli
 from .dataset import npy_header
 from .errors import GraphmillError
 from .loader import Loader
@@ -148,7 +149,6 @@ def _csc(edge_index, num_nodes):
 def _from_data(data, x=None, y=None, num_nodes=None):
     """_Graph from whatever NeighborLoader was given."""
     if isinstance(data, (str, os.PathLike)):
-        from . import _cli
         from .dataset import Dataset
 
         d = Dataset(_cli.resolve_dataset(data))  # a directory, or a built-in name ("cora") as open_dataset takes
@@ -765,8 +765,8 @@ class NeighborLoader:
 
             out = Data(**{k: v for k, v in fields.items() if v is not None})
             out.adjs = adjs
-            for k, a in self._node_attrs.items():
-                v = torch.index_select(a, 0, n_id.cpu()) if self._torch else np.take(a, n_id, axis=0)
+            for k, a in self._node_attrs.items():  # a PyG Data: torch is there
+                v = torch.index_select(a, 0, n_id.cpu())
                 out[k] = v.to(self.device) if self.device is not None else v
         else:
             out = SampledBatch(adjs=adjs, **fields)
