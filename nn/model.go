@@ -116,6 +116,12 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 		return nil, fmt.Errorf("nn: %s needs the graph's degrees", c.Kind)
 	}
 	if c.AvgLogDegree == 0 && len(deg) > 0 {
+		// Checked once, where the mean is first taken (clones carry it).
+		for v, d := range deg {
+			if !(d >= 0) || math.IsInf(float64(d), 1) {
+				return nil, fmt.Errorf("nn: degree of node %d is %v; degrees must be finite and >= 0", v, d)
+			}
+		}
 		c.AvgLogDegree = AvgLogDegree(deg)
 	}
 	ini := NewInit(rng.Derive(c.Seed, 0x1417))

@@ -62,3 +62,18 @@ func TestNewModelRefusesBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestNewModelRefusesBadDegrees: a negative, NaN or infinite degree (a
+// hand-made table) is an error, not a NaN normalisation in every step.
+func TestNewModelRefusesBadDegrees(t *testing.T) {
+	c := Config{Kind: GCN, In: 10, Hidden: 4, Out: 3, Layers: 2}
+	for _, bad := range []float32{-1, -0.5, float32(math.NaN()), float32(math.Inf(1))} {
+		deg := []float32{1, 2, bad, 3}
+		if _, err := NewModel(c, deg); err == nil || !strings.Contains(err.Error(), "degree of node 2") {
+			t.Errorf("degree %v: %v, want an error naming node 2", bad, err)
+		}
+	}
+	if _, err := NewModel(c, []float32{0, 1, 2, 3}); err != nil {
+		t.Errorf("valid degrees: %v", err)
+	}
+}

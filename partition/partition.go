@@ -910,8 +910,13 @@ func imbalanceOf(pw []int64, tot int64) float64 {
 }
 
 // EdgeCut returns the total weight of the undirected edges of g whose
-// endpoints lie in different parts.
+// endpoints lie in different parts. It panics (in the caller's goroutine)
+// if parts does not give one part to every node; ComputeStats returns an
+// error instead.
 func EdgeCut(g *Graph, parts []int32, workers int) int64 {
+	if len(parts) != g.NumNodes() {
+		panic(fmt.Sprintf("partition: EdgeCut given %d part ids for %d nodes", len(parts), g.NumNodes()))
+	}
 	workers = par.Workers(workers)
 	sums := make([]int64, workers)
 	par.For(workers, g.NumNodes(), func(w, lo, hi int) {

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -294,6 +295,16 @@ func TestPartitionErrors(t *testing.T) {
 	if _, err := FromCSC(context.Background(), nil, 0); err == nil {
 		t.Error("FromCSC(nil) succeeded")
 	}
+	// EdgeCut has no error: a short part slice panics where it was called
+	// (a recoverable panic, not one in a worker goroutine).
+	func() {
+		defer func() {
+			if e := recover(); e == nil || !strings.Contains(fmt.Sprint(e), "3 part ids for 16 nodes") {
+				t.Errorf("EdgeCut with 3 part ids: recovered %v", e)
+			}
+		}()
+		EdgeCut(g, []int32{0, 1, 0}, 2)
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := Partition(ctx, grid(100, 100).graph(t), Options{Parts: 4}); err == nil {
