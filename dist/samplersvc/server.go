@@ -340,21 +340,24 @@ func (p *plan) encode(ctx context.Context, i int, wb *batch.MiniBatch, buf []byt
 	if err := p.sampler.SampleInto(wb, p.batches[i], p.key); err != nil {
 		return e, err
 	}
-	// Edge ids are not sent: the trainer does not read them, and they
-	// would double the blocks' bytes. Their arrays are kept for the next
-	// batch: dropped, every batch allocated them afresh, and the first
-	// writes to their pages were most of the service's page faults.
-	var kept [8][]int64
-	eids := kept[:0]
-	for l := range wb.Blocks {
-		eids = append(eids, wb.Blocks[l].EdgeIDs)
-		wb.Blocks[l].EdgeIDs = nil
-	}
-	defer func() {
-		for l, a := range eids {
-			wb.Blocks[l].EdgeIDs = a[:0]
+	// Edge ids are sent only when asked for: the trainer does not read
+	// them, and they would double the blocks' bytes. Their arrays are
+	// kept for the next batch: dropped, every batch allocated them afresh,
+	// and the first writes to their pages were most of the service's page
+	// faults.
+	if !p.req.EdgeIds {
+		var kept [8][]int64
+		eids := kept[:0]
+		for l := range wb.Blocks {
+			eids = append(eids, wb.Blocks[l].EdgeIDs)
+			wb.Blocks[l].EdgeIDs = nil
 		}
-	}()
+		defer func() {
+			for l, a := range eids {
+				wb.Blocks[l].EdgeIDs = a[:0]
+			}
+		}()
+	}
 	ids, err := wb.Local()
 	if err != nil {
 		return e, err

@@ -604,7 +604,8 @@ func TestStreamPreparesAhead(t *testing.T) {
 // TestStreamPyGLayout: with frontier draws, edge_index and input_labels,
 // every batch also holds its edges in PyG's layout (each hop's in-edges,
 // the seeds' first, as source and destination positions) and every input
-// node's label; an edge index without frontier draws is refused.
+// node's label; edge ids only when asked for; an edge index without
+// frontier draws is refused.
 func TestStreamPyGLayout(t *testing.T) {
 	d := cora(t)
 	svc := startService(t, d, nil, nil)
@@ -672,6 +673,36 @@ func TestStreamPyGLayout(t *testing.T) {
 		}
 		if len(src) != e || !slices.Equal(mb.EdgeIndex[:e], src) || !slices.Equal(mb.EdgeIndex[e:], dst) {
 			t.Fatalf("batch %d: edge index differs from the blocks' edges by hop (%d edges listed, %d in the blocks)", i, len(src), e)
+		}
+		for l := range mb.Blocks {
+			if mb.Blocks[l].EdgeIDs != nil {
+				t.Fatalf("batch %d block %d has edge ids, which were not asked for", i, l)
+			}
+		}
+	}
+	// Asked for, every edge's id is its position in the dataset's CSC:
+	// the in-edge of its destination from its source.
+	req.EdgeIds = true
+	got, err = run(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := d.Graph
+	for i, mb := range got {
+		for l := range mb.Blocks {
+			b := &mb.Blocks[l]
+			if len(b.EdgeIDs) != len(b.Indices) {
+				t.Fatalf("batch %d block %d: %d edge ids for %d edges", i, l, len(b.EdgeIDs), len(b.Indices))
+			}
+			for v := 0; v < b.NumDst; v++ {
+				gv := mb.InputNodes[v]
+				for k := b.Indptr[v]; k < b.Indptr[v+1]; k++ {
+					p := b.EdgeIDs[k]
+					if p < g.Indptr[gv] || p >= g.Indptr[gv+1] || int64(g.Indices[p]) != mb.InputNodes[b.Indices[k]] {
+						t.Fatalf("batch %d block %d: edge %d (%d -> %d) has id %d, not one of its in-edges", i, l, k, mb.InputNodes[b.Indices[k]], gv, p)
+					}
+				}
+			}
 		}
 	}
 	req.Frontier = false

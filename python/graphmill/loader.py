@@ -263,7 +263,9 @@ class Loader:
     layout as well (``batch.edge_index``, int64 [2, E]), and
     ``input_labels=True`` every input node's label (``batch.input_labels``,
     int64; ``labels`` gives the seeds' only): what PyG's batches hold,
-    built by the service instead of here.
+    built by the service instead of here. ``edge_ids=True`` has every block
+    carry its edges' ids (``block.edge_ids``, int64): the dataset's edge ids
+    where it stores them, else the edges' positions in its CSC arrays.
 
     ``normalize_features=True`` has the service row-normalise the rows it
     sends (PyG's NormalizeFeatures; graphmill train's default).
@@ -307,7 +309,7 @@ class Loader:
                  check=True, server_args=(), local_dataset=None, normalize_features=False,
                  token=None, token_file=None, channel_credentials=None, local_workers=2, shm=True,
                  shm_bytes=1 << 30, frontier=False, replace=False, ids="original", edge_index=False,
-                 input_labels=False):
+                 input_labels=False, edge_ids=False):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
         if batch_size < 1:
@@ -326,7 +328,7 @@ class Loader:
         self.frontier, self.replace = bool(frontier), bool(replace)
         if edge_index and not frontier:
             raise ValueError("edge_index=True (PyG's layout) needs frontier=True")
-        self.edge_index, self.input_labels = bool(edge_index), bool(input_labels)
+        self.edge_index, self.input_labels, self.edge_ids = bool(edge_index), bool(input_labels), bool(edge_ids)
         features_given = features is not _DEFAULT
         if features is _DEFAULT:
             features = True
@@ -529,7 +531,7 @@ class Loader:
                               initial_credits=self.credits, fingerprint=0,
                               normalize_features=self.normalize_features, cached=self._cached or b"",
                               rows_after_frame=self.features, frontier=self.frontier, replace=self.replace,
-                              edge_index=self.edge_index, input_labels=self.input_labels)
+                              edge_index=self.edge_index, input_labels=self.input_labels, edge_ids=self.edge_ids)
         if seg is not None:
             req.shm_path, req.shm_token, req.shm_size = seg.path, seg.token, seg.size
             req.shm_busy.extend(busy)

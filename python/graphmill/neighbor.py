@@ -86,23 +86,26 @@ class _Graph:
     packed dataset's ids to the user's (None otherwise)."""
 
     def __init__(self, indptr, indices, num_nodes, x=None, y=None, edge_weight=None, files=None, pyg=False, ids=None,
-                 node_attrs=None):
+                 node_attrs=None, edge_attrs=None, edge_order=None):
         self.indptr, self.indices, self.num_nodes = indptr, indices, int(num_nodes)
         self.x, self.y, self.edge_weight = x, y, edge_weight
         self.ids = ids
         self.files = files  # a dataset's own array files (linked, not written)
         self.pyg = pyg
         self.node_attrs = node_attrs or {}  # a PyG Data's other per-node tensors (train_mask, ...)
+        # a PyG Data's per-edge tensors (edge_attr, ...), and the edge_index
+        # column of each CSC position, to slice them by
+        self.edge_attrs, self.edge_order = edge_attrs or {}, edge_order
         for name, a in (("x", x), ("y", y), *self.node_attrs.items()):
             if a is not None and len(a) != self.num_nodes:
                 raise ValueError(f"{name} has {len(a)} rows for {self.num_nodes} nodes")
 
 
-def _pyg_attrs(data, n):
-    """A PyG Data's per-node tensors other than x and y, which batches carry
-    sliced by n_id as PyG's loader does; its per-edge ones (edge_attr, ...)
-    batches cannot carry (they hold no e_id), which a warning says."""
-    node, edge = {}, []
+def _pyg_attrs(data, n, m):
+    """A PyG Data's per-node tensors other than x and y, and its per-edge
+    ones (edge_attr, ...; m edges), which batches carry sliced by n_id and
+    e_id as PyG's loader does."""
+    node, edge = {}, {}
     for key in data.keys() if callable(getattr(data, "keys", None)) else data.keys:
         if key in ("x", "y", "edge_index", "num_nodes", "adj_t"):
             continue
@@ -111,18 +114,16 @@ def _pyg_attrs(data, n):
             continue
         if data.is_node_attr(key) and v.shape[0] == n:
             node[key] = v
-        elif data.is_edge_attr(key):
-            edge.append(key)
-    if edge:
-        warnings.warn(f"graphmill.NeighborLoader: the Data's per-edge attributes ({', '.join(sorted(edge))}) are not in "
-                      "its batches (they carry no e_id): a model reading them gets None", stacklevel=4)
-    return node
+        elif data.is_edge_attr(key) and v.shape[0] == m:
+            edge[key] = v
+    return node, edge
 
 
-def _csc(edge_index, num_nodes):
+def _csc(edge_index, num_nodes, keep_order=False):
     """In-neighbour lists (CSC) of edges source edge_index[0] -> target
     edge_index[1]: int64 offsets per target and int32 sources, each
-    target's edges in the order given (a stable sort, as PyG's CSC)."""
+    target's edges in the order given (a stable sort, as PyG's CSC); with
+    keep_order, also the edge_index column of each CSC position (int64)."""
     ei = _numpy(edge_index, "edge_index")
     if ei.ndim != 2 or ei.shape[0] != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(ei.shape)}")
@@ -143,6 +144,8 @@ def _csc(edge_index, num_nodes):
     indices = src[order].astype(np.int32)
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(dst, minlength=num_nodes), out=indptr[1:])
+    if keep_order:
+        return indptr, indices, order.astype(np.int64, copy=False)
     return indptr, indices
 
 
@@ -162,9 +165,11 @@ def _from_data(data, x=None, y=None, num_nodes=None):
                       ids=None if d.orig_ids is None else _IdMap(d.orig_ids, x is None, y is None))
     if hasattr(data, "edge_index") and hasattr(data, "num_nodes") and not isinstance(data, tuple):  # PyG Data
         n = int(data.num_nodes)
-        indptr, indices = _csc(data.edge_index, n)
+        indptr, indices, order = _csc(data.edge_index, n, keep_order=True)
+        node, edge = _pyg_attrs(data, n, len(indices))
         return _Graph(indptr, indices, n, x if x is not None else getattr(data, "x", None),
-                      y if y is not None else getattr(data, "y", None), pyg=True, node_attrs=_pyg_attrs(data, n))
+                      y if y is not None else getattr(data, "y", None), pyg=True, node_attrs=node,
+                      edge_attrs=edge, edge_order=order if edge else None)
     if hasattr(data, "tocsc") and hasattr(data, "shape"):  # scipy sparse: entry (i, j) is the edge i -> j
         if data.shape[0] != data.shape[1]:
             raise ValueError(f"an adjacency matrix must be square, got {data.shape}")
@@ -539,6 +544,8 @@ class NeighborLoader:
         self._x = self._tensor(g.x, "x")
         self._y = self._tensor(g.y, "y")
         self._node_attrs = {k: self._tensor(a, k) for k, a in g.node_attrs.items()}
+        self._edge_attrs = {k: self._tensor(a, k) for k, a in g.edge_attrs.items()}
+        self._edge_order = g.edge_order  # CSC position -> edge_index column (numpy), with edge attributes
         self.device, self.feature_cache = self._placement(device, feature_cache, g)
         self._cuda = self.device is not None and self.device.type == "cuda"  # batches staged and copied on streams
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
@@ -575,6 +582,7 @@ class NeighborLoader:
                               timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
                               frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
                               edge_index=True, input_labels=self._y_service,
+                              edge_ids=bool(self._edge_attrs),  # e_id, to slice them by
                               # rows in the payloads: room for a consumer that keeps batches (a
                               # sparse file; at most half of /dev/shm's free space)
                               shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
@@ -683,6 +691,7 @@ class NeighborLoader:
         else:
             ei = ei_t.numpy() if ei_t is not None else np.empty((2, sum(ne)), dtype=np.int64)
             self._edge_index(mb, nd, ne, ei)
+        e_id = self._e_id(mb, ne, self._pinned_ids((sum(ne),)) if pinned else None) if self._edge_attrs else None
         n_t = self._pinned_ids((len(mb.n_id),)) if pinned else None
         if n_t is not None:
             n_id = n_t.numpy()
@@ -742,6 +751,8 @@ class NeighborLoader:
                     out = torch.empty((len(y_ids),) + tuple(self._y.shape[1:]), dtype=self._y.dtype, pin_memory=True)
                 y = torch.index_select(self._y, 0, y_ids, out=out)
             ei, n_id, input_id = (ei_t if ei_t is not None else torch.from_numpy(ei)), n_t, torch.from_numpy(input_id)
+            if e_id is not None and not isinstance(e_id, torch.Tensor):
+                e_id = torch.from_numpy(e_id)
         else:
             x = np.take(self._x, n_x, axis=0) if self._x is not None else None
             if mb.input_labels is not None:
@@ -751,23 +762,28 @@ class NeighborLoader:
         ev = None
         fields = dict(x=x, y=y, edge_index=ei, n_id=n_id, batch_size=int(mb.batch_size), input_id=input_id,
                       num_sampled_nodes=nsn, num_sampled_edges=ne)
+        if e_id is not None:
+            fields["e_id"] = e_id
         if self.device is not None:
             ev = self._to_device(fields)
             ei = fields["edge_index"]
+        dev_e_id = fields.get("e_id")
         # PyG's older NeighborSampler form: layer l (input layer first) reads
         # the edges of hops < L-l, from every node of hops <= L-l.
         adjs = []
         for l in range(L):
             hops = L - l
-            adjs.append((ei[:, :sum(ne[:hops])], None, (sum(nsn[:hops + 1]), sum(nsn[:hops]))))
+            adjs.append((ei[:, :sum(ne[:hops])], None if dev_e_id is None else dev_e_id[:sum(ne[:hops])],
+                         (sum(nsn[:hops + 1]), sum(nsn[:hops]))))
         if self.pyg:
             from torch_geometric.data import Data
 
             out = Data(**{k: v for k, v in fields.items() if v is not None})
             out.adjs = adjs
-            for k, a in self._node_attrs.items():  # a PyG Data: torch is there
-                v = torch.index_select(a, 0, n_id.cpu())
-                out[k] = v.to(self.device) if self.device is not None else v
+            for attrs, ids in ((self._node_attrs, n_id), (self._edge_attrs, e_id)):  # a PyG Data: torch is there
+                for k, a in attrs.items():
+                    v = torch.index_select(a, 0, ids.cpu())
+                    out[k] = v.to(self.device) if self.device is not None else v
         else:
             out = SampledBatch(adjs=adjs, **fields)
         if ev is not None:
@@ -775,6 +791,23 @@ class NeighborLoader:
             # made on the side stream and are used on the consumer's
             return _Ready(out, ev, [v for v in fields.values() if isinstance(v, torch.Tensor)])
         return self.transform(out) if self.transform is not None else out
+
+    def _e_id(self, mb, ne, pinned):
+        """The batch's edges' columns in the user's edge_index (PyG's e_id,
+        in edge_index's order: hop by hop), from the blocks' edge ids (CSC
+        positions); into pinned (an int64 tensor) when given."""
+        L = len(mb.blocks)
+        e_id = pinned.numpy() if pinned is not None else np.empty(sum(ne), dtype=np.int64)
+        e = 0
+        for h in range(L):
+            ids = mb.blocks[L - 1 - h].edge_ids
+            if ids is None and ne[h]:
+                raise GraphmillError("the sampler service sent no edge ids (for the Data's per-edge attributes): it predates "
+                                     "them; use a graphmill program as new as this client (GRAPHMILL_BIN)")
+            if ne[h]:
+                np.take(self._edge_order, ids, out=e_id[e:e + ne[h]])
+            e += ne[h]
+        return pinned if pinned is not None else e_id
 
     @staticmethod
     def _edge_index(mb, nd, ne, ei):

@@ -476,19 +476,32 @@ def test_service_stops_when_its_parent_is_killed(gm):
     pytest.fail(f"the sampler service (pid {pid}) outlived its killed parent by 15 s")
 
 
-def test_pyg_data_node_attributes(gm):
-    """A PyG Data's per-node tensors (train_mask) come sliced by n_id, as
-    from PyG's loader; per-edge ones, which batches cannot carry, are named
-    in a warning rather than silently dropped."""
+def test_pyg_data_node_and_edge_attributes(gm):
+    """A PyG Data's per-node tensors (train_mask) come sliced by n_id, and its
+    per-edge ones (edge_attr) by e_id, the edges' columns in the Data's
+    edge_index, as from PyG's loader: every batch edge is the Data's edge
+    e_id names, and carries that edge's attributes."""
     pytest.importorskip("torch_geometric")
     from torch_geometric.data import Data
 
     ei, x, y = random_graph(n=400, m=3000)
+    ei[:, 5] = ei[:, 4]  # a repeated edge: its two columns are told apart by e_id
     mask = torch.from_numpy(np.random.default_rng(3).random(400) < 0.3)
+    attr = torch.from_numpy(np.random.default_rng(4).standard_normal((ei.shape[1], 3)).astype(np.float32))
+    w = torch.arange(ei.shape[1], dtype=torch.float32)
     data = Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(ei), train_mask=mask,
-                edge_attr=torch.ones(ei.shape[1], 2))
-    with pytest.warns(UserWarning, match=r"per-edge attributes \(edge_attr\)"):
-        ld = graphmill.NeighborLoader(data, num_neighbors=[4, 2], batch_size=32)
-    with ld:
-        b = next(iter(ld))
-    assert torch.equal(b.train_mask, mask[b.n_id])
+                edge_attr=attr, edge_weight=w)
+    seen = set()
+    with graphmill.NeighborLoader(data, num_neighbors=[4, 2], batch_size=32, shuffle=True) as ld:
+        for b in ld:
+            assert torch.equal(b.train_mask, mask[b.n_id])
+            check_batch(b, ei, [4, 2], x, y, 32)
+            e_id = b.e_id
+            assert e_id.dtype == torch.int64 and len(e_id) == b.edge_index.shape[1]
+            assert len(set(e_id.tolist())) == len(e_id), "an edge drawn twice"
+            assert torch.equal(torch.from_numpy(ei)[:, e_id], b.n_id[b.edge_index])
+            assert torch.equal(b.edge_attr, attr[e_id]) and torch.equal(b.edge_weight, w[e_id])
+            for l, (aei, ae, _) in enumerate(b.adjs):  # the older form's e_id: a prefix, as its edges
+                assert torch.equal(ae, e_id[:aei.shape[1]])
+            seen.update(e_id.tolist())
+    assert len(seen) > 1000

@@ -593,7 +593,12 @@ type EpochRequest struct {
 	EdgeIndex bool `protobuf:"varint,25,opt,name=edge_index,json=edgeIndex,proto3" json:"edge_index,omitempty"`
 	// Each minibatch also holds every input node's label (the wire's
 	// input_labels section, version 2; with_labels gives the seeds' only).
-	InputLabels   bool `protobuf:"varint,26,opt,name=input_labels,json=inputLabels,proto3" json:"input_labels,omitempty"`
+	InputLabels bool `protobuf:"varint,26,opt,name=input_labels,json=inputLabels,proto3" json:"input_labels,omitempty"`
+	// Each minibatch's blocks also hold their edges' ids (the wire's
+	// edge_ids sections): the dataset's edge ids where it has them, else
+	// the edges' positions in its CSC. Without it they are left out (they
+	// would double the blocks' bytes).
+	EdgeIds       bool `protobuf:"varint,27,opt,name=edge_ids,json=edgeIds,proto3" json:"edge_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -806,6 +811,13 @@ func (x *EpochRequest) GetEdgeIndex() bool {
 func (x *EpochRequest) GetInputLabels() bool {
 	if x != nil {
 		return x.InputLabels
+	}
+	return false
+}
+
+func (x *EpochRequest) GetEdgeIds() bool {
+	if x != nil {
+		return x.EdgeIds
 	}
 	return false
 }
@@ -1085,7 +1097,7 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\arelease\x18\x04 \x01(\v2\x15.graphmill.v1.ReleaseH\x00R\areleaseB\x05\n" +
 	"\x03msg\"#\n" +
 	"\aRelease\x12\x18\n" +
-	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\x8d\x06\n" +
+	"\aoffsets\x18\x01 \x03(\x04R\aoffsets\"\xa8\x06\n" +
 	"\fEpochRequest\x12\x14\n" +
 	"\x05split\x18\x01 \x01(\tR\x05split\x12\x18\n" +
 	"\afanouts\x18\x02 \x03(\x05R\afanouts\x12\x1d\n" +
@@ -1117,7 +1129,8 @@ const file_graphmill_v1_sampler_proto_rawDesc = "" +
 	"\areplace\x18\x18 \x01(\bR\areplace\x12\x1d\n" +
 	"\n" +
 	"edge_index\x18\x19 \x01(\bR\tedgeIndex\x12!\n" +
-	"\finput_labels\x18\x1a \x01(\bR\vinputLabels\" \n" +
+	"\finput_labels\x18\x1a \x01(\bR\vinputLabels\x12\x19\n" +
+	"\bedge_ids\x18\x1b \x01(\bR\aedgeIds\" \n" +
 	"\x06Credit\x12\x16\n" +
 	"\x06frames\x18\x01 \x01(\rR\x06frames\"8\n" +
 	"\x06Assign\x12\x14\n" +
