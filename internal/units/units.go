@@ -72,10 +72,20 @@ func Bytes(n int64) string {
 	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
 		f /= unit
 		if math.Abs(f) < unit {
-			return fmt.Sprintf("%.3g %s", f, u)
+			return sig3(f) + " " + u
 		}
 	}
-	return fmt.Sprintf("%.3g EiB", f/unit)
+	return sig3(f/unit) + " EiB"
+}
+
+// sig3 formats f to three significant digits as %.3g does, but never in
+// exponent form: 999.7 and 1000 are "1000", not "1e+03".
+func sig3(f float64) string {
+	s := strconv.FormatFloat(f, 'g', 3, 64)
+	if strings.ContainsRune(s, 'e') {
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	}
+	return s
 }
 
 // Count formats a count with metric suffixes: "2.71k", "10.6M".
@@ -86,13 +96,13 @@ func Count[T int | int32 | int64 | float64](n T) string {
 		if f == math.Trunc(f) {
 			return strconv.FormatFloat(f, 'f', -1, 64)
 		}
-		return fmt.Sprintf("%.3g", f)
+		return sig3(f)
 	case a < 1e6:
-		return fmt.Sprintf("%.3gk", f/1e3)
+		return sig3(f/1e3) + "k"
 	case a < 1e9:
-		return fmt.Sprintf("%.3gM", f/1e6)
+		return sig3(f/1e6) + "M"
 	default:
-		return fmt.Sprintf("%.3gG", f/1e9)
+		return sig3(f/1e9) + "G"
 	}
 }
 
@@ -103,11 +113,11 @@ func Duration(d time.Duration) string {
 	case d < time.Microsecond:
 		return fmt.Sprintf("%dns", d.Nanoseconds())
 	case d < time.Millisecond:
-		return fmt.Sprintf("%.3gµs", float64(d)/1e3)
+		return sig3(float64(d)/1e3) + "µs"
 	case d < time.Second:
-		return fmt.Sprintf("%.3gms", float64(d)/1e6)
+		return sig3(float64(d)/1e6) + "ms"
 	case d < time.Minute:
-		return fmt.Sprintf("%.3gs", d.Seconds())
+		return sig3(d.Seconds()) + "s"
 	case d < time.Hour:
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}

@@ -59,4 +59,15 @@ func TestFormat(t *testing.T) {
 	if s := Duration(125 * time.Second); s != "2m05s" {
 		t.Error(s)
 	}
+	// Three significant digits, never in exponent form.
+	for _, c := range []struct{ got, want string }{
+		{Bytes(1000 << 10), "1000 KiB"}, {Bytes(1023 << 20), "1023 MiB"}, {Bytes(999<<10 + 900), "1000 KiB"},
+		{Bytes(1 << 40), "1 TiB"}, {Count(999_700), "1000k"}, {Count(999.7), "1000"}, {Count(2.5e12), "2500G"},
+		{Duration(999_700 * time.Nanosecond), "1000µs"}, {Duration(999_700 * time.Microsecond), "1000ms"},
+		{Bytes(-3 << 29), "-1.5 GiB"},
+	} {
+		if c.got != c.want {
+			t.Errorf("formatted %q, want %q", c.got, c.want)
+		}
+	}
 }
