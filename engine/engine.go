@@ -501,7 +501,7 @@ func (e *Engine) trainPlan(ctx context.Context, sp *splitter, v *view, plan [][]
 		loss := tp.CrossEntropy(logits, w.labels)
 		l := float64(loss.Scalar())
 		if math.IsNaN(l) || math.IsInf(l, 0) {
-			return nil, fmt.Errorf("loss is %v at epoch %d, step %d: lower the learning rate or check the features for NaN/Inf", l, st.Epoch, st.Index)
+			return nil, Diverged(fmt.Sprintf("loss is %v at epoch %d, step %d", l, st.Epoch, st.Index))
 		}
 		g := tensor.New(1, 1)
 		g.Data[0] = float32(k) / float32(labelled)
@@ -662,3 +662,21 @@ func Blocks(mb *batch.MiniBatch) ([]*nn.Block, error) {
 	}
 	return nnBlocks(mb, ids, false, nil)
 }
+
+// ErrDiverged is wrapped by the error of a training step whose loss is
+// not finite (NaN or infinite): the run cannot go on, but the weights of
+// its earlier evaluations are still good.
+var ErrDiverged = errors.New("the loss diverged")
+
+// diverged is the error Diverged returns.
+type diverged string
+
+func (d diverged) Error() string {
+	return string(d) + ": lower the learning rate or check the features for NaN/Inf"
+}
+
+func (diverged) Is(target error) bool { return target == ErrDiverged }
+
+// Diverged returns an error wrapping ErrDiverged whose message starts
+// with what ("loss is NaN at epoch 3, step 2").
+func Diverged(what string) error { return diverged(what) }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dist"
@@ -54,10 +53,14 @@ func Eval(ctx context.Context, s InferSpec) (*Evaluation, error) {
 			return nil, err
 		}
 		defer done()
+		if err := scorable(e.Shard.Name, e.Shard.NumClasses, e.Shard.NumVal, e.Shard.NumTest); err != nil {
+			return nil, err
+		}
 		ev, err := e.Evaluate(ctx, m)
 		if err != nil {
 			return nil, err
 		}
+		unscored(&ev, e.Shard.NumVal, e.Shard.NumTest)
 		return &Evaluation{Evaluation: ev, Dataset: e.Shard.Name, Model: m.Config.Kind, Rank: e.Shard.Rank, Ranks: e.Shard.Size, Mode: e.Mode}, nil
 	}
 	d, r, m, err := openCheckpoint(ctx, s, "eval")
@@ -65,11 +68,38 @@ func Eval(ctx context.Context, s InferSpec) (*Evaluation, error) {
 		return nil, err
 	}
 	defer d.Close()
+	if err := scorable(d.Meta.Name, d.Meta.NumClasses, len(d.Val), len(d.Test)); err != nil {
+		return nil, err
+	}
 	ev, err := r.Evaluate(ctx, m)
 	if err != nil {
 		return nil, err
 	}
+	unscored(&ev, len(d.Val), len(d.Test))
 	return &Evaluation{Evaluation: ev, Dataset: d.Meta.Name, Model: m.Config.Kind, Ranks: 1}, nil
+}
+
+// scorable refuses to evaluate on a dataset without labels or without
+// validation and test nodes (an accuracy of 0 would be reported).
+func scorable(name string, classes, val, test int) error {
+	if classes == 0 {
+		return fmt.Errorf("dataset %s has no labels: nothing to evaluate against ('graphmill predict' runs a model on every node)", name)
+	}
+	if val == 0 && test == 0 {
+		return fmt.Errorf("dataset %s has no validation or test nodes: nothing to evaluate ('graphmill predict' runs a model on every node)", name)
+	}
+	return nil
+}
+
+// unscored marks the figures of a split without nodes as NaN (not
+// measured), not 0.
+func unscored(ev *engine.Evaluation, val, test int) {
+	if val == 0 {
+		ev.ValAcc, ev.ValLoss = math.NaN(), math.NaN()
+	}
+	if test == 0 {
+		ev.TestAcc = math.NaN()
+	}
 }
 
 // Predictions are a saved model's predicted class and class probabilities
@@ -150,15 +180,9 @@ func openSAR(ctx context.Context, s InferSpec) (*sar.Engine, *nn.Model, func(), 
 	if mode == "" {
 		mode = sar.SAR
 	}
-	mc, file, err := nn.ReadConfig(s.Checkpoint)
+	ck, err := train.ReadCheckpoint(s.Checkpoint)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	normalize := true
-	if v, ok := file.Metadata["normalize_features"]; ok {
-		if normalize, err = strconv.ParseBool(v); err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: bad normalize_features %q", s.Checkpoint, v)
-		}
 	}
 	comm, done := s.Comm, func() {}
 	if comm == nil {
@@ -168,19 +192,18 @@ func openSAR(ctx context.Context, s InferSpec) (*sar.Engine, *nn.Model, func(), 
 		}
 		comm, done = gs[0], func() { gs[0].Close() }
 	}
-	sh, err := sar.Open(ctx, comm, s.Dataset, sar.ShardOptions{Normalize: normalize})
+	sh, err := sar.Open(ctx, comm, s.Dataset, sar.ShardOptions{Normalize: ck.NormalizeFeatures})
 	if err != nil {
 		done()
 		return nil, nil, nil, err
 	}
-	if mc.In != sh.FeatureDim || mc.Out != sh.NumClasses {
+	if err := ck.Fits(sh.Name, sh.FeatureDim, sh.NumClasses); err != nil {
 		done()
-		return nil, nil, nil, fmt.Errorf("%s: the model takes %d features and predicts %d classes, but dataset %s has %d features and %d classes",
-			s.Checkpoint, mc.In, mc.Out, sh.Name, sh.FeatureDim, sh.NumClasses)
+		return nil, nil, nil, err
 	}
-	m, err := sar.NewModel(sh, mc)
+	m, err := sar.NewModel(sh, ck.Model)
 	if err == nil {
-		err = m.LoadParams(file, s.Checkpoint)
+		err = m.LoadParams(ck.File, s.Checkpoint)
 	}
 	if err != nil {
 		done()

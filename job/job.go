@@ -16,7 +16,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -84,7 +83,8 @@ type Result struct {
 
 // Train runs the job. On an interruption (ctx cancelled) after at least one
 // epoch it returns the result so far with an error wrapping
-// train.ErrInterrupted.
+// train.ErrInterrupted; on a loss that is not finite after an evaluation,
+// the result so far with an error wrapping train.ErrDiverged.
 func Train(ctx context.Context, s Spec) (*Result, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
@@ -130,7 +130,7 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		cfg.Model.Kind, cfg.Mode, ds.Meta.Name, ds.Meta.NumNodes, ds.Meta.NumEdges, ds.Meta.FeatureDim, ds.Meta.NumClasses,
 		len(ds.Train), len(ds.Val), len(ds.Test))
 	res, err := r.Run(ctx)
-	if err != nil && !(errors.Is(err, train.ErrInterrupted) && res != nil) {
+	if err != nil && !(train.Stopped(err) && res != nil) {
 		return nil, err
 	}
 	ok = err == nil

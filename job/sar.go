@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/graphmill/graphmill/dist"
@@ -40,7 +39,7 @@ func trainSAR(ctx context.Context, s Spec, mode sar.Mode) (*Result, error) {
 		cfg.Model.Kind, mode, sh.Name, sh.Size, sh.NumNodes, sh.FeatureDim, sh.NumClasses, sh.NumTrain, sh.NumVal, sh.NumTest,
 		sh.Parts, units.Count(sh.NumInner()), units.Count(sh.NumEdges()), units.Count(sh.Boundary()), units.Count(sh.Fetched()))
 	res, err := sar.Run(ctx, e, cfg, s.Hooks)
-	if err != nil && !(errors.Is(err, train.ErrInterrupted) && res != nil) {
+	if err != nil && !(train.Stopped(err) && res != nil) {
 		return nil, fmt.Errorf("rank %d: %w", comm.Rank(), err)
 	}
 	if err == nil && sh.Size > 1 {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/tensor"
@@ -253,7 +254,7 @@ func (e *Engine) Grad(ctx context.Context, m *nn.Model, seed uint64) (StepResult
 		res.Loss = stats[0] / float64(tot)
 	}
 	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
-		return res, fmt.Errorf("loss is %v: lower the learning rate or check the features for NaN/Inf", res.Loss)
+		return res, engine.Diverged(fmt.Sprintf("loss is %v", res.Loss))
 	}
 	return res, nil
 }

@@ -50,7 +50,8 @@ type Loop struct {
 // Run trains up to Config.Epochs epochs and returns the history, the
 // summary and the model with the best validation weights. When the
 // context is cancelled it returns the result so far with an error that
-// wraps ErrInterrupted.
+// wraps ErrInterrupted; when a step's loss is not finite after an
+// evaluation, the result so far with the step's error (ErrDiverged).
 func (l Loop) Run(ctx context.Context) (*Result, error) {
 	cfg, model, step := l.Config, l.Model, l.Stepper
 	clone := l.Clone
@@ -119,6 +120,9 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		}
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, epochs, cerr)
+		}
+		if errors.Is(err, ErrDiverged) && bestModel != nil {
+			return finalize(), err // the best evaluated weights are still good
 		}
 		return nil, err
 	}

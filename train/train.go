@@ -255,6 +255,13 @@ func (r *Runner) notePeak() { r.heapPeak = max(r.heapPeak, memstat.HeapInUse()) 
 // Option for other feature sources and GAS's partitioner). Close releases
 // what it opened.
 func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*Runner, error) {
+	return newRunner(ds, cfg, hooks, false, opts...)
+}
+
+// newRunner is NewRunner; for inference alone (Load) the dataset needs no
+// labels or training split, and without labels the model's class count
+// is the config's.
+func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opts ...Option) (*Runner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -262,22 +269,26 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 		return nil, errNoDataset
 	}
 	m := ds.Meta
-	if ds.Labels == nil || m.NumClasses < 2 {
+	unlabelled := ds.Labels == nil || m.NumClasses < 2
+	if unlabelled && !inference {
 		return nil, fmt.Errorf("dataset %s has no labels to train on", m.Name)
 	}
-	if len(ds.Train) == 0 {
+	if len(ds.Train) == 0 && !inference {
 		return nil, fmt.Errorf("dataset %s has an empty training split", m.Name)
 	}
 	if cfg.Model.In != 0 && cfg.Model.In != m.FeatureDim {
 		return nil, fmt.Errorf("model input width %d does not match the dataset's %d features", cfg.Model.In, m.FeatureDim)
 	}
-	if cfg.Model.Out != 0 && cfg.Model.Out != m.NumClasses {
+	if cfg.Model.Out != 0 && cfg.Model.Out != m.NumClasses && !unlabelled {
 		return nil, fmt.Errorf("model output width %d does not match the dataset's %d classes", cfg.Model.Out, m.NumClasses)
 	}
 	if spec, ok := nn.Lookup(cfg.Model.Kind); ok && spec.EdgeWeights && (ds.Graph == nil || ds.Graph.Weights == nil) {
 		return nil, fmt.Errorf("model %s aggregates by edge weights, and dataset %s has none (import one with them: an edge list with a third column, or an npz adjacency with weights)", cfg.Model.Kind, m.Name)
 	}
-	cfg.Model.In, cfg.Model.Out = m.FeatureDim, m.NumClasses
+	cfg.Model.In = m.FeatureDim
+	if !unlabelled {
+		cfg.Model.Out = m.NumClasses
+	}
 	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now(), startAvail: memstat.Available(), g: ds.Graph}
 	if cfg.MaxMemoryBytes == 0 {
 		r.ws = tensor.NewWorkspace(0)
@@ -363,7 +374,7 @@ func (r *Runner) fits(m *nn.Model) error {
 	if m == nil {
 		return errors.New("train: no model")
 	}
-	if c := m.Config; c.In != r.ds.Meta.FeatureDim || c.Out != r.ds.Meta.NumClasses {
+	if c := m.Config; c.In != r.ds.Meta.FeatureDim || c.Out != r.cfg.Model.Out {
 		return fmt.Errorf("train: the model takes %d features and predicts %d classes, but dataset %s has %d features and %d classes",
 			c.In, c.Out, r.ds.Meta.Name, r.ds.Meta.FeatureDim, r.ds.Meta.NumClasses)
 	}
@@ -519,6 +530,19 @@ func (r *Runner) finalizeSummary(s *Summary) {
 // far, with the best model evaluated until then (or the current weights if
 // none was evaluated), so that the caller can still save it.
 var ErrInterrupted = errors.New("training interrupted")
+
+// ErrDiverged is wrapped by Run's error when a step's loss is not finite
+// (NaN or infinite). Once an evaluation has run, Run also returns the
+// result so far with the best model evaluated until then, as when
+// interrupted.
+var ErrDiverged = engine.ErrDiverged
+
+// Stopped reports whether err is a run's early stop that comes with the
+// result so far (ErrInterrupted, ErrDiverged): the caller can still save
+// its model.
+func Stopped(err error) bool {
+	return errors.Is(err, ErrInterrupted) || errors.Is(err, ErrDiverged)
+}
 
 // cloneModel returns a copy of m's weights in a new model (the snapshot an
 // evaluation uses while training goes on).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -88,13 +89,21 @@ parts and run the layers across them (package sar); rank 0 prints the accuracies
 			if ev.Mode != "" {
 				on = fmt.Sprintf("%s (%d ranks, %s mode)", ev.Dataset, ev.Ranks, ev.Mode)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s on %s: validation accuracy %.2f%%, test accuracy %.2f%%\n", ev.Model, on, 100*ev.ValAcc, 100*ev.TestAcc)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s on %s: validation accuracy %s, test accuracy %s\n", ev.Model, on, percent(ev.ValAcc), percent(ev.TestAcc))
 			return nil
 		},
 	}
 	f.add(c, "checkpoint to evaluate")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the accuracies as JSON")
 	return c
+}
+
+// percent formats an accuracy; NaN (a split without nodes) is "n/a".
+func percent(x float64) string {
+	if math.IsNaN(x) {
+		return "n/a (no nodes)"
+	}
+	return fmt.Sprintf("%.2f%%", 100*x)
 }
 
 func newPredictCmd() *cobra.Command {

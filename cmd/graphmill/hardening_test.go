@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graphmill/graphmill/npy"
+	"github.com/graphmill/graphmill/safetensors"
 )
 
 // generate writes a small synthetic dataset and returns its directory.
@@ -121,6 +124,10 @@ func TestOverwriteReplacesOnlyGraphmillOutputs(t *testing.T) {
 func TestOutputsCheckedBeforeTraining(t *testing.T) {
 	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
 	dir := t.TempDir()
+	npyFile := filepath.Join(dir, "features.npy")
+	if err := os.WriteFile(npyFile, []byte("\x93NUMPY\x01\x00v\x00{'descr': '<f4'}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -129,6 +136,11 @@ func TestOutputsCheckedBeforeTraining(t *testing.T) {
 		{[]string{"--metrics-out", filepath.Join(dir, "missing", "run.json")}, "--metrics-out"},
 		{[]string{"--plot", filepath.Join(dir, "out.gif")}, "unsupported extension \"gif\""},
 		{[]string{"--save", dir}, "is a directory"},
+		// One file for two outputs; an existing file of another kind (a
+		// dataset's array) is not replaced.
+		{[]string{"--save", filepath.Join(dir, "same"), "--metrics-out", filepath.Join(dir, "same")}, "--save and --metrics-out name the same file"},
+		{[]string{"--save", npyFile}, "exists and is not a safetensors checkpoint"},
+		{[]string{"--metrics-out", npyFile}, "exists and is not a JSON file"},
 	} {
 		start := time.Now()
 		_, err := run(t, append([]string{"train", "--epochs", "200", "--quiet"}, c.args...)...)
@@ -216,5 +228,116 @@ func TestVersionAndHelp(t *testing.T) {
 		for _, s := range c.Commands() {
 			walk([]string{c.Name(), s.Name()})
 		}
+	}
+}
+
+// TestDivergedRunKeepsItsBestModel: a loss that turns NaN after an
+// evaluation stops the run with an error, and the best model evaluated
+// and the metrics (NaN as null) are still written; the checkpoint of a
+// run never evaluated records no accuracies.
+func TestDivergedRunKeepsItsBestModel(t *testing.T) {
+	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
+	dir := t.TempDir()
+	ckpt, metrics := filepath.Join(dir, "m.safetensors"), filepath.Join(dir, "m.json")
+	out, err := run(t, "train", "--lr", "1e19", "--weight-decay", "0", "--epochs", "60", "--quiet", "--save", ckpt, "--metrics-out", metrics)
+	if err == nil || !strings.Contains(err.Error(), "loss is NaN") || !strings.Contains(out, "the loss diverged after") {
+		t.Fatalf("diverged run: %v\n%s", err, out)
+	}
+	var m struct {
+		BestValAcc float64 `json:"best_val_acc"`
+		History    []struct {
+			ValLoss *float64 `json:"val_loss"`
+		} `json:"history"`
+	}
+	b, rerr := os.ReadFile(metrics)
+	if rerr != nil || json.Unmarshal(b, &m) != nil || len(m.History) == 0 || m.BestValAcc <= 0 {
+		t.Fatalf("metrics of the diverged run: %v %s", rerr, b)
+	}
+	js, err := run(t, "eval", "--load", ckpt, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		ValAcc float64 `json:"val_acc"`
+	}
+	if err := json.Unmarshal([]byte(js), &ev); err != nil || ev.ValAcc != m.BestValAcc {
+		t.Fatalf("saved model's val acc %v, the run's best %v (%v)", ev.ValAcc, m.BestValAcc, err)
+	}
+	if _, err := run(t, "train", "--epochs", "2", "--quiet", "--no-eval", "--save", ckpt); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Read(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Metadata["test_acc"]; ok {
+		t.Errorf("a model never evaluated records test_acc %s", f.Metadata["test_acc"])
+	}
+}
+
+// TestInferenceWithoutLabelsOrSplits: predict runs on a dataset without
+// labels (the usual case for predictions), with the same predictions as on
+// the labelled copy; eval refuses it, and reports a split without nodes
+// as n/a rather than 0 %.
+func TestInferenceWithoutLabelsOrSplits(t *testing.T) {
+	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
+	dir := t.TempDir()
+	syn := filepath.Join(dir, "syn")
+	if _, err := run(t, "data", "generate", "--nodes", "600", "--edges", "3000", "--feature-dim", "8", "--classes", "3", "--out", syn); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "m.safetensors")
+	if _, err := run(t, "train", "--dataset", syn, "--epochs", "3", "--quiet", "--save", ckpt); err != nil {
+		t.Fatal(err)
+	}
+	strip := func(name string, arrays []string, splits []string, classes bool) string {
+		d := filepath.Join(dir, name)
+		if err := os.CopyFS(d, os.DirFS(syn)); err != nil {
+			t.Fatal(err)
+		}
+		var meta map[string]any
+		b, _ := os.ReadFile(filepath.Join(d, "meta.json"))
+		if err := json.Unmarshal(b, &meta); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range arrays {
+			arr := meta["arrays"].(map[string]any)
+			os.Remove(filepath.Join(d, arr[a].(map[string]any)["file"].(string)))
+			delete(arr, a)
+		}
+		for _, s := range splits {
+			delete(meta["splits"].(map[string]any), s)
+		}
+		if classes {
+			meta["num_classes"] = 0
+		}
+		b, _ = json.Marshal(meta)
+		os.WriteFile(filepath.Join(d, "meta.json"), b, 0o644)
+		return d
+	}
+	nolab := strip("nolab", []string{"labels", "train_idx", "val_idx", "test_idx"}, []string{"train", "val", "test"}, true)
+	notest := strip("notest", []string{"test_idx"}, []string{"test"}, false)
+	for _, ds := range []string{syn, nolab} {
+		if _, err := run(t, "predict", "--load", ckpt, "--dataset", ds, "--out", ds+"-pred"); err != nil {
+			t.Fatalf("predict on %s: %v", ds, err)
+		}
+	}
+	for _, f := range []string{"predictions.npy", "probabilities.npy"} {
+		a, _ := os.ReadFile(filepath.Join(syn+"-pred", f))
+		b, _ := os.ReadFile(filepath.Join(nolab+"-pred", f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the labelled and unlabelled copies", f)
+		}
+	}
+	if _, err := run(t, "eval", "--load", ckpt, "--dataset", nolab); err == nil || !strings.Contains(err.Error(), "has no labels") {
+		t.Errorf("eval without labels: %v", err)
+	}
+	out, err := run(t, "eval", "--load", ckpt, "--dataset", notest)
+	if err != nil || !strings.Contains(out, "test accuracy n/a") {
+		t.Errorf("eval without a test split: %v %q", err, out)
+	}
+	js, err := run(t, "eval", "--load", ckpt, "--dataset", notest, "--json")
+	if err != nil || !strings.Contains(js, `"test_acc": null`) {
+		t.Errorf("eval --json without a test split: %v %q", err, js)
 	}
 }

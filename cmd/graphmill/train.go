@@ -1,25 +1,19 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/graphmill/graphmill/feature"
-	"github.com/graphmill/graphmill/internal/atomicfile"
 	"github.com/graphmill/graphmill/internal/cli"
-	"github.com/graphmill/graphmill/internal/curves"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/job"
@@ -270,25 +264,6 @@ const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (
 
 const maxMemoryHelp = `bound on the memory a training step adds on top of what training starts from (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit. Not counted: what the process holds before the first step (the dataset's memory-mapped files, the feature cache, the --feature-dtype or --features-in-memory copy, GAS histories), so the resident set is this bound plus those (see README, "--max-memory") (default: no bound)`
 
-// checkOutputs checks --save, --metrics-out and --plot before any work, so
-// that a bad path or format fails in milliseconds, not after training.
-func checkOutputs(f *trainFlags) error {
-	for _, o := range []struct{ flag, path string }{{"--save", f.save}, {"--metrics-out", f.metricsOut}, {"--plot", f.plotOut}} {
-		if o.path == "" {
-			continue
-		}
-		if o.flag == "--plot" {
-			if _, err := curves.Format(o.path); err != nil {
-				return fmt.Errorf("--plot: %w", err)
-			}
-		}
-		if err := atomicfile.CheckWritable(o.path); err != nil {
-			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
-		}
-	}
-	return nil
-}
-
 func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	cfg, err := buildConfig(cmd, f)
 	if err != nil {
@@ -311,7 +286,8 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	if err := spec.Check(); err != nil {
 		return err
 	}
-	if err := checkOutputs(f); err != nil {
+	outs := job.Outputs{Save: f.save, Metrics: f.metricsOut, Plot: f.plotOut}
+	if err := outs.Check(); err != nil {
 		return err
 	}
 	comm, info, err := f.dist.Join(cmd.Context())
@@ -323,7 +299,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		defer comm.Close()
 		spec.Comm = comm
 		if info.Rank != 0 { // rank 0 alone reports and writes
-			f.quiet, f.metricsOut, f.plotOut, f.save, out = true, "", "", "", io.Discard
+			f.quiet, outs, out = true, job.Outputs{}, io.Discard
 		} else if !f.quiet && !isSAR {
 			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
 		}
@@ -337,35 +313,24 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	if bar != nil {
 		bar.Finish()
 	}
-	// Interrupted (Ctrl-C, SIGTERM): report and write what there is, then
-	// return the error so that the process exits with the signal's status.
-	stopped := err
-	if err != nil && !(errors.Is(err, train.ErrInterrupted) && res != nil) {
+	// Interrupted (Ctrl-C, SIGTERM) or diverged after an evaluation: report
+	// and write what there is, then return the error (the process exits
+	// with the signal's status, or 1).
+	if err != nil && !(train.Stopped(err) && res != nil) {
 		return err
 	}
-	if stopped != nil {
-		fmt.Fprintf(out, "interrupted after %d epochs: keeping the best model so far\n", res.Summary.Epochs)
+	if err != nil {
+		why := "interrupted"
+		if errors.Is(err, train.ErrDiverged) {
+			why = "the loss diverged"
+		}
+		fmt.Fprintf(out, "%s after %d epochs: keeping the best model so far\n", why, res.Summary.Epochs)
 	}
 	printSummary2(out, res.Summary)
 	if t := res.Summary.Traffic; isSAR && t != nil {
 		printTraffic(out, t, !f.mfg)
 	}
-	// The model first: it is what a failed write would lose.
-	if f.save != "" {
-		meta := map[string]string{
-			"dataset":            res.Dataset,
-			"normalize_features": strconv.FormatBool(res.Config.NormalizeFeatures),
-			"best_val_acc":       strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64),
-			"test_acc":           strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64),
-		}
-		if err := saveModel(out, res.Model, f.save, meta); err != nil {
-			return err
-		}
-	}
-	if err := writeOutputs(out, f, res.Config, res.Dataset, res.Result); err != nil {
-		return err
-	}
-	return stopped
+	return errors.Join(outs.Write(out, res), err)
 }
 
 // progressHooks are the run's progress bars and epoch lines (none with
@@ -423,59 +388,6 @@ func progressHooks(f *trainFlags, cfg train.Config, out io.Writer, bar **cli.Bar
 		}
 	}
 	return hooks
-}
-
-// saveModel saves m to path; if that fails (a full disk, a folder removed
-// meanwhile) it saves it to a fallback location and says where, so that
-// the training is not lost, and still returns the error.
-func saveModel(out io.Writer, m *nn.Model, path string, meta map[string]string) error {
-	err := m.Save(path, meta)
-	if err == nil {
-		fmt.Fprintf(out, "model saved to %s (%d parameters)\n", path, m.NumParams())
-		return nil
-	}
-	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	name := fmt.Sprintf("%s.rescued-%d.safetensors", base, os.Getpid())
-	var dirs []string
-	if wd, werr := os.Getwd(); werr == nil {
-		dirs = append(dirs, wd)
-	}
-	dirs = append(dirs, os.TempDir())
-	if home, herr := os.UserHomeDir(); herr == nil {
-		dirs = append(dirs, home)
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if filepath.Clean(p) == filepath.Clean(path) {
-			continue
-		}
-		if m.Save(p, meta) == nil {
-			return fmt.Errorf("saving the model to %s: %w; it was saved to %s instead", path, err, p)
-		}
-	}
-	return fmt.Errorf("saving the model to %s: %w (and to %s in %s: the model is lost)", path, err, name, strings.Join(dirs, ", "))
-}
-
-// writeOutputs writes --metrics-out and --plot.
-func writeOutputs(out io.Writer, f *trainFlags, cfg train.Config, dsName string, res *train.Result) error {
-	if f.metricsOut != "" {
-		if err := writeMetrics(f.metricsOut, cfg, res); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "metrics written to %s\n", f.metricsOut)
-	}
-	if f.plotOut != "" {
-		pts := make([]curves.Point, len(res.History))
-		for i, h := range res.History {
-			pts[i] = curves.Point{Epoch: h.Epoch, Loss: h.Loss, TrainAcc: h.TrainAcc, ValAcc: orNaN(h.ValAcc), TestAcc: orNaN(h.TestAcc)}
-		}
-		title := fmt.Sprintf("%s on %s (%s): test acc %.2f%%", cfg.Model.Kind, dsName, cfg.Mode, 100*res.Summary.TestAcc)
-		if err := curves.Write(f.plotOut, title, pts); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "curves drawn to %s\n", f.plotOut)
-	}
-	return nil
 }
 
 func orNaN(p *float64) float64 {
@@ -555,24 +467,6 @@ func printSummary2(w io.Writer, s train.Summary) {
 			fmt.Fprintln(w, d.EvalNote)
 		}
 	}
-}
-
-func writeMetrics(path string, cfg train.Config, res *train.Result) error {
-	b, err := json.MarshalIndent(struct {
-		Config  train.Config       `json:"config"`
-		Summary train.Summary      `json:"summary"`
-		History []train.EpochStats `json:"history"`
-		// Top-level copies of the headline numbers.
-		TestAcc      float64 `json:"test_acc"`
-		BestValAcc   float64 `json:"best_val_acc"`
-		EpochSeconds float64 `json:"epoch_seconds"`
-		// ProcessPeakRSS is the whole process's VmHWM.
-		ProcessPeakRSS int64 `json:"process_peak_rss_bytes"`
-	}{cfg, res.Summary, res.History, res.Summary.TestAcc, res.Summary.BestValAcc, res.Summary.EpochSeconds, memstat.ProcessPeak()}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteBytes(path, append(b, '\n'))
 }
 
 // printTraffic prints what all ranks sent per epoch: the rows and

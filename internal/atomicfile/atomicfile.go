@@ -68,8 +68,13 @@ func CleanupTemps() []string {
 	return out
 }
 
-// Write creates path with the content write produces, atomically.
+// Write creates path with the content write produces, atomically (a
+// symbolic link at path is kept, the file it names replaced).
 func Write(path string, write func(io.Writer) error) error {
+	// A rename onto the link would replace the link itself.
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("cannot write %s: folder %s does not exist", path, dir)
@@ -164,6 +169,24 @@ func CheckWritable(path string) error {
 		return fmt.Errorf("%s is a directory", path)
 	}
 	return probe(filepath.Dir(path), path)
+}
+
+// CheckReplaceable refuses to replace an existing, non-empty file at path
+// unless is, given its first bytes, says it is of the kind what names
+// ("a safetensors checkpoint"): an output path that names a dataset's
+// array or a source file by mistake would otherwise destroy it.
+func CheckReplaceable(path, what string, is func(head []byte) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // nothing there (or unreadable: the write will say)
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	if n == 0 || is(head[:n]) {
+		return nil
+	}
+	return fmt.Errorf("%s exists and is not %s: not replacing it (remove it, or choose another path)", path, what)
 }
 
 // probe checks that dir is a folder that accepts new files, by creating

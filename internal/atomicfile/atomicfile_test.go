@@ -29,6 +29,51 @@ func TestWriteKeepsOldOnFailure(t *testing.T) {
 	}
 }
 
+// TestWriteKeepsLinks: writing through a symbolic link replaces the file
+// it names; the link stays a link.
+func TestWriteKeepsLinks(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "target"), filepath.Join(dir, "link")
+	if err := WriteBytes(target, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", st, err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "new" {
+		t.Fatalf("target holds %q", b)
+	}
+}
+
+// TestCheckReplaceable: an existing file of another kind is refused; one
+// of the kind, an empty one or none is not.
+func TestCheckReplaceable(t *testing.T) {
+	dir := t.TempDir()
+	isJSON := func(h []byte) bool { return h[0] == '{' }
+	for _, c := range []struct {
+		content string // "-": no file
+		ok      bool
+	}{{"-", true}, {"", true}, {"{\"a\": 1}", true}, {"\x93NUMPY", false}} {
+		p := filepath.Join(dir, "f")
+		os.Remove(p)
+		if c.content != "-" {
+			if err := os.WriteFile(p, []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := CheckReplaceable(p, "a JSON file", isJSON)
+		if (err == nil) != c.ok {
+			t.Errorf("content %q: %v", c.content, err)
+		}
+	}
+}
+
 func TestReplaceDir(t *testing.T) {
 	root := t.TempDir()
 	dst := filepath.Join(root, "d")

@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/graphmill/graphmill/internal/jsonnull"
 	"github.com/graphmill/graphmill/internal/units"
 )
 
@@ -184,11 +184,15 @@ func Step(what string, fn func() error) error {
 	return nil
 }
 
-// WriteJSON writes v as indented JSON (a command's --json output).
+// WriteJSON writes v as indented JSON (a command's --json output), with
+// NaN and infinite values as null.
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := jsonnull.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // Seconds is s seconds as a Duration (for units.Duration).
