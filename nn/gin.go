@@ -8,7 +8,8 @@ import "github.com/graphmill/graphmill/tensor/autograd"
 // applies an MLP, Linear (no bias) → BatchNorm → ReLU → Linear. Its tensors carry
 // PyG's names for GINConv(Sequential(Linear(bias=False), BatchNorm1d, ReLU,
 // Linear)):
-// nn.0.*, nn.1.* (with the running statistics) and nn.3.*.
+// nn.0.*, nn.1.* (with the running statistics) and nn.3.*, and checkpoints
+// hold PyG's buffer eps (shape [1], 0) too (see ConstBuffers).
 type GINConv struct {
 	Lin1 *Linear
 	Norm *BatchNorm
@@ -45,6 +46,14 @@ func (l *GINConv) Params() []*autograd.Var {
 
 // Buffers implements Buffered.
 func (l *GINConv) Buffers() []*autograd.Var { return l.Norm.Buffers() }
+
+// ConstBuffers implements ConstBuffered: PyG's GINConv(eps=0,
+// train_eps=False) registers eps as a buffer of shape [1].
+func (l *GINConv) ConstBuffers() []ConstBuffer {
+	return []ConstBuffer{{Name: "eps", Value: []float32{0},
+		Why: "graphmill's GIN computes (1+eps)·x_i + Σ_j x_j with eps fixed at 0, as PyG's GINConv(nn, eps=0, train_eps=False); " +
+			"a GINConv built with another eps, or trained with train_eps=True, is another model"}}
+}
 
 // OutDim implements Layer.
 func (l *GINConv) OutDim() int { return l.out }

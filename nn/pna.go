@@ -32,9 +32,14 @@ const PNA Kind = "pna"
 type PNAConv struct {
 	Enc *Linear
 	// Pre is W_pre (in × 2·in: the destination's half first, as [x_i ‖ x_j]).
-	Pre        *Linear
-	Post, Lin  *Linear
-	AvgLogDeg  float64
+	Pre       *Linear
+	Post, Lin *Linear
+	AvgLogDeg float64
+	// AvgDeg is the graph's mean in-degree, which graphmill does not use
+	// (it has no linear degree scalers) but PyG's PNAConv keeps, with δ,
+	// in buffers: checkpoints hold aggr_module.avg_deg_lin = AvgDeg and
+	// aggr_module.avg_deg_log = δ (see ConstBuffers).
+	AvgDeg     float64
 	in, outDim int
 }
 
@@ -92,21 +97,44 @@ func (l *PNAConv) Params() []*autograd.Var {
 // OutDim implements Layer.
 func (l *PNAConv) OutDim() int { return l.outDim }
 
+// ConstBuffers implements ConstBuffered: the buffers of PyG's
+// DegreeScalerAggregation (PNAConv's aggr_module, train_norm=False), the
+// mean degree and mean log-degree of the degree histogram it was built
+// with.
+func (l *PNAConv) ConstBuffers() []ConstBuffer {
+	return []ConstBuffer{
+		{Name: "aggr_module.avg_deg_lin", Value: []float32{float32(l.AvgDeg)}, Unused: true},
+		{Name: "aggr_module.avg_deg_log", Value: []float32{float32(l.AvgLogDeg)}, Tol: 1e-6,
+			Why: fmt.Sprintf("graphmill's PNA scales by log(d+1)/δ with δ the avg_log_degree of its config (%g); "+
+				"the checkpoint's PNAConv was built with another degree histogram", l.AvgLogDeg)},
+	}
+}
+
 func init() {
 	Register(Spec{
 		Kind: PNA, Help: "PNA of Corso et al. (mean, min, max and std aggregators with degree scalers)", NeedsDegrees: true,
 		Defaults: Defaults{Hidden: 64, Dropout: 0.5, LR: 0.005, Note: "hidden 64, dropout 0.5, Adam lr 0.005, weight decay 5e-4, 200 epochs"},
-		Build: func(ini *Init, c *Config, _ []float32) ([]Layer, error) {
+		Build: func(ini *Init, c *Config, deg []float32) ([]Layer, error) {
 			if c.AvgLogDegree <= 0 {
 				return nil, fmt.Errorf("nn: PNA needs the graph's mean log-degree (Config.AvgLogDegree, computed from the degree table)")
 			}
+			var avgDeg float64
+			for _, d := range deg {
+				avgDeg += float64(d)
+			}
+			if len(deg) > 0 {
+				avgDeg /= float64(len(deg))
+			}
 			return StackLayers(c, func(l, in, out int) Layer {
+				var p *PNAConv
 				if l > 0 || c.Hidden < 1 {
-					return NewPNAConv(ini, in, out, c.AvgLogDegree)
+					p = NewPNAConv(ini, in, out, c.AvgLogDegree)
+				} else {
+					enc := ini.Linear("enc.", in, c.Hidden, true)
+					p = NewPNAConv(ini, c.Hidden, out, c.AvgLogDegree)
+					p.Enc = enc
 				}
-				enc := ini.Linear("enc.", in, c.Hidden, true)
-				p := NewPNAConv(ini, c.Hidden, out, c.AvgLogDegree)
-				p.Enc = enc
+				p.AvgDeg = avgDeg
 				return p
 			}), nil
 		},

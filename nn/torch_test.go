@@ -16,7 +16,10 @@ import (
 
 // TestPyTorchLoadsCheckpoints saves each model kind, loads the checkpoint
 // into PyTorch modules with PyG's names and layouts (load_state_dict with
-// strict=True) and checks that PyTorch computes the same logits on Cora.
+// strict=True: PyG's buffers too, such as GINConv's eps) and checks that
+// PyTorch computes the same logits on Cora. Then PyTorch saves the
+// modules' state_dict (BatchNorm's I64 num_batches_tracked included) and
+// graphmill loads it back and predicts exactly as before.
 func TestPyTorchLoadsCheckpoints(t *testing.T) {
 	py := "/usr/bin/python3"
 	if exec.Command(py, "-c", "import torch, numpy").Run() != nil {
@@ -61,11 +64,30 @@ func TestPyTorchLoadsCheckpoints(t *testing.T) {
 			if err := npy.WriteFile(lp, logits.Data, logits.Rows, logits.Cols); err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command(py, "testdata/torch_check.py", ckpt, dir, lp).CombinedOutput()
+			back := filepath.Join(tmp, "torch.safetensors")
+			out, err := exec.Command(py, "testdata/torch_check.py", ckpt, dir, lp, back).CombinedOutput()
 			if err != nil {
 				t.Fatalf("PyTorch check failed: %v\n%s", err, out)
 			}
 			t.Logf("%s", out)
+
+			r2, m2, err := train.Load(d, back, 0, 0)
+			if err != nil {
+				t.Fatalf("loading PyTorch's state_dict: %v", err)
+			}
+			want, err := r2.Predict(ctx, res.Model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r2.Predict(ctx, m2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want.Data {
+				if got.Data[i] != want.Data[i] {
+					t.Fatalf("logit %d: %v from PyTorch's state_dict, %v from graphmill's", i, got.Data[i], want.Data[i])
+				}
+			}
 		})
 	}
 }

@@ -6,9 +6,13 @@
 //
 // graphmill implements it itself because the format is a page of code and
 // no maintained Go module for it is reachable from our module proxy. Only
-// float32 ("F32") tensors are written; F32, F16, BF16, I32 and I64 headers
-// are understood when reading (non-F32 data is rejected by Load's callers
-// with a clear message).
+// float32 ("F32") tensors are written. Read understands the other standard
+// dtypes too (F64, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL),
+// as a PyTorch state_dict holds them (BatchNorm's num_batches_tracked is
+// an I64 scalar): it converts their values to float32 and records the
+// stored dtype in Tensor.DType, and a caller that needs F32 data (nn's
+// checkpoint loading, for the weights) checks it and refuses the rest with
+// a clear message. A dtype outside that list (F8_*) is an error.
 package safetensors
 
 import (
@@ -25,11 +29,82 @@ import (
 	"github.com/graphmill/graphmill/internal/atomicfile"
 )
 
-// Tensor is one named float32 tensor.
+// Tensor is one named tensor, its values as float32.
 type Tensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
+	// DType is the element type stored in the file ("F32", "I64", ...):
+	// Read sets it and converts the values to Data (exactly for F32, F16,
+	// BF16, BOOL and the integers of at most 16 bits; rounded to float32
+	// for F64 and for integers beyond 2^24 in magnitude). Write writes F32
+	// only and accepts "" for it.
+	DType string
+}
+
+// dtypes maps the dtypes Read understands to their size in bytes.
+var dtypes = map[string]int64{
+	"F64": 8, "F32": 4, "F16": 2, "BF16": 2,
+	"I64": 8, "I32": 4, "I16": 2, "I8": 1,
+	"U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1,
+}
+
+// decode converts n little-endian elements of dtype dt in b to float32.
+func decode(dt string, b []byte, out []float32) {
+	le := binary.LittleEndian
+	for i := range out {
+		var v float32
+		switch dt {
+		case "F64":
+			v = float32(math.Float64frombits(le.Uint64(b[8*i:])))
+		case "F16":
+			v = halfToFloat(le.Uint16(b[2*i:]))
+		case "BF16":
+			v = math.Float32frombits(uint32(le.Uint16(b[2*i:])) << 16)
+		case "I64":
+			v = float32(int64(le.Uint64(b[8*i:])))
+		case "I32":
+			v = float32(int32(le.Uint32(b[4*i:])))
+		case "I16":
+			v = float32(int16(le.Uint16(b[2*i:])))
+		case "I8":
+			v = float32(int8(b[i]))
+		case "U64":
+			v = float32(le.Uint64(b[8*i:]))
+		case "U32":
+			v = float32(le.Uint32(b[4*i:]))
+		case "U16":
+			v = float32(le.Uint16(b[2*i:]))
+		case "U8":
+			v = float32(b[i])
+		case "BOOL":
+			if b[i] != 0 {
+				v = 1
+			}
+		}
+		out[i] = v
+	}
+}
+
+// halfToFloat converts an IEEE 754 half-precision value to float32
+// (exactly: subnormals, infinities and NaNs included).
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // Inf, NaN
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: frac·2^-24
+		v := float32(frac) * (1.0 / (1 << 24))
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 type entry struct {
@@ -59,6 +134,9 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		}
 		if n != len(t.Data) {
 			return fmt.Errorf("safetensors: tensor %s has shape %v but %d values", t.Name, t.Shape, len(t.Data))
+		}
+		if t.DType != "" && t.DType != "F32" {
+			return fmt.Errorf("safetensors: tensor %s has dtype %s; Write writes F32 only", t.Name, t.DType)
 		}
 		if _, dup := header[t.Name]; dup || t.Name == "__metadata__" {
 			return fmt.Errorf("safetensors: duplicate or reserved tensor name %q", t.Name)
@@ -158,8 +236,9 @@ func parse(r io.ReaderAt, size int64) (*File, error) {
 		if err := json.Unmarshal(msg, &e); err != nil {
 			return nil, fmt.Errorf("%w: tensor %s: %v", ErrFormat, name, err)
 		}
-		if e.DType != "F32" {
-			return nil, fmt.Errorf("tensor %s has dtype %s; graphmill checkpoints hold F32 only", name, e.DType)
+		size, ok := dtypes[e.DType]
+		if !ok {
+			return nil, fmt.Errorf("tensor %s has dtype %q, which graphmill does not read (it reads F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8 and BOOL)", name, e.DType)
 		}
 		n := int64(1)
 		for _, d := range e.Shape {
@@ -172,17 +251,25 @@ func parse(r io.ReaderAt, size int64) (*File, error) {
 			}
 		}
 		lo, hi := e.Offsets[0], e.Offsets[1]
-		if lo < 0 || hi < lo || hi > data || hi-lo != 4*n {
+		if lo < 0 || hi < lo || hi > data || hi-lo != size*n {
 			return nil, fmt.Errorf("%w: tensor %s: offsets [%d, %d) do not hold shape %v within %d data bytes", ErrFormat, name, lo, hi, e.Shape, data)
 		}
 		vals := make([]float32, n)
 		if n > 0 {
-			b := unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*n)
+			var b []byte
+			if e.DType == "F32" { // read in place
+				b = unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*n)
+			} else {
+				b = make([]byte, size*n)
+			}
 			if _, err := r.ReadAt(b, 8+int64(hl)+lo); err != nil {
 				return nil, fmt.Errorf("%w: tensor %s: %v", ErrFormat, name, err)
 			}
+			if e.DType != "F32" {
+				decode(e.DType, b, vals)
+			}
 		}
-		out.Tensors[name] = Tensor{Name: name, Shape: e.Shape, Data: vals}
+		out.Tensors[name] = Tensor{Name: name, Shape: e.Shape, Data: vals, DType: e.DType}
 		spans = append(spans, span{name, lo, hi})
 	}
 	sort.Slice(spans, func(i, j int) bool {

@@ -3,20 +3,23 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
 func TestRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.safetensors")
 	in := []Tensor{
-		{"a.weight", []int{2, 3}, []float32{1, 2, 3, 4, 5, 6}},
-		{"a.bias", []int{3}, []float32{-1, 0, 1}},
-		{"empty", []int{0}, []float32{}},
+		{"a.weight", []int{2, 3}, []float32{1, 2, 3, 4, 5, 6}, ""},
+		{"a.bias", []int{3}, []float32{-1, 0, 1}, ""},
+		{"empty", []int{0}, []float32{}, ""},
 	}
 	if err := Write(p, in, map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
@@ -36,13 +39,116 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// rawFile builds a safetensors file of one tensor of the given dtype,
+// shape and raw little-endian bytes, as PyTorch's safetensors writes.
+func rawFile(dtype string, shape []int, data []byte) []byte {
+	h, _ := json.Marshal(map[string]any{
+		"__metadata__": map[string]string{"format": "pt"},
+		"t":            map[string]any{"dtype": dtype, "shape": shape, "data_offsets": []int{0, len(data)}},
+	})
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	return append(append(b, h...), data...)
+}
+
+// TestReadDTypes checks that Read converts every dtype a PyTorch
+// state_dict may hold to float32 values and records the stored dtype.
+func TestReadDTypes(t *testing.T) {
+	le := binary.LittleEndian
+	var f64, i64, u64 []byte
+	for _, v := range []float64{1.5, -2.25e-3, 1e300} {
+		f64 = le.AppendUint64(f64, math.Float64bits(v))
+	}
+	for _, v := range []int64{0, 7, -3, 1 << 40} {
+		i64 = le.AppendUint64(i64, uint64(v))
+	}
+	u64 = le.AppendUint64(u64, 1<<63)
+	i32 := le.AppendUint32(le.AppendUint32(nil, uint32(0xFFFFFFFF)), 123456) // -1, 123456
+	for _, tc := range []struct {
+		dtype string
+		shape []int
+		data  []byte
+		want  []float32
+	}{
+		{"I64", []int{}, le.AppendUint64(nil, 200), []float32{200}}, // BatchNorm's num_batches_tracked
+		{"I64", []int{2, 2}, i64, []float32{0, 7, -3, 1 << 40}},
+		{"U64", []int{1}, u64, []float32{1 << 63}},
+		{"I32", []int{2}, i32, []float32{-1, 123456}},
+		{"U32", []int{1}, le.AppendUint32(nil, 4000000000), []float32{4e9}},
+		{"I16", []int{2}, le.AppendUint16(le.AppendUint16(nil, 0x8000), 5), []float32{-32768, 5}},
+		{"U16", []int{1}, le.AppendUint16(nil, 0xFFFF), []float32{65535}},
+		{"I8", []int{2}, []byte{0xFF, 0x7F}, []float32{-1, 127}},
+		{"U8", []int{2}, []byte{0xFF, 3}, []float32{255, 3}},
+		{"BOOL", []int{3}, []byte{0, 1, 1}, []float32{0, 1, 1}},
+		{"F64", []int{3}, f64, []float32{1.5, float32(-2.25e-3), float32(math.Inf(1))}},
+		{"F32", []int{1}, le.AppendUint32(nil, math.Float32bits(0.1)), []float32{0.1}},
+		// 1, -2, 65504 (largest), 2^-24 (smallest subnormal), 6.1e-5 (subnormal 1023·2^-24), -0, +Inf.
+		{"F16", []int{7}, u16s(0x3C00, 0xC000, 0x7BFF, 0x0001, 0x03FF, 0x8000, 0x7C00), []float32{1, -2, 65504, 1.0 / (1 << 24), 1023.0 / (1 << 24), float32(math.Copysign(0, -1)), float32(math.Inf(1))}},
+		{"BF16", []int{2}, u16s(0x3F80, 0xC0A0), []float32{1, -5}},
+	} {
+		t.Run(tc.dtype, func(t *testing.T) {
+			b := rawFile(tc.dtype, tc.shape, tc.data)
+			f, err := parse(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.Tensors["t"]
+			if got.DType != tc.dtype || !reflect.DeepEqual(got.Shape, tc.shape) || len(got.Data) != len(tc.want) {
+				t.Fatalf("got %+v, want dtype %s shape %v", got, tc.dtype, tc.shape)
+			}
+			for i, w := range tc.want {
+				if math.Float32bits(got.Data[i]) != math.Float32bits(w) {
+					t.Errorf("value %d: got %v, want %v", i, got.Data[i], w)
+				}
+			}
+		})
+	}
+	// F16 NaN stays NaN.
+	b := rawFile("F16", []int{1}, u16s(0x7E00))
+	if f, err := parse(bytes.NewReader(b), int64(len(b))); err != nil || !math.IsNaN(float64(f.Tensors["t"].Data[0])) {
+		t.Errorf("F16 NaN: %v, %v", f, err)
+	}
+}
+
+func u16s(vs ...uint16) []byte {
+	var b []byte
+	for _, v := range vs {
+		b = binary.LittleEndian.AppendUint16(b, v)
+	}
+	return b
+}
+
+// TestReadRefuses: a dtype Read does not know, or data of the wrong size
+// for the dtype and shape, is an error naming the tensor.
+func TestReadRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, dtype string
+		shape       []int
+		data        []byte
+		want        string
+	}{
+		{"unknown dtype", "F8_E4M3", []int{2}, []byte{1, 2}, `tensor t has dtype "F8_E4M3", which graphmill does not read`},
+		{"I64 of 4 bytes", "I64", []int{1}, []byte{1, 2, 3, 4}, "offsets [0, 4) do not hold shape [1]"},
+		{"F16 of 4 bytes as [1]", "F16", []int{1}, []byte{1, 2, 3, 4}, "offsets [0, 4) do not hold shape [1]"},
+		{"BOOL short", "BOOL", []int{3}, []byte{1, 0}, "tensor t shape [3] exceeds the file"},
+		{"I32 of 2 bytes", "I32", []int{}, []byte{1, 0}, "offsets [0, 2) do not hold shape []"},
+	} {
+		b := rawFile(tc.dtype, tc.shape, tc.data)
+		if _, err := parse(bytes.NewReader(b), int64(len(b))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 func TestWriteRejects(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.safetensors")
-	if err := Write(p, []Tensor{{"x", []int{2}, []float32{1}}}, nil); err == nil {
+	if err := Write(p, []Tensor{{"x", []int{2}, []float32{1}, ""}}, nil); err == nil {
 		t.Fatal("shape/data mismatch accepted")
 	}
-	if err := Write(p, []Tensor{{"x", []int{1}, []float32{1}}, {"x", []int{1}, []float32{1}}}, nil); err == nil {
+	if err := Write(p, []Tensor{{"x", []int{1}, []float32{1}, ""}, {"x", []int{1}, []float32{1}, ""}}, nil); err == nil {
 		t.Fatal("duplicate accepted")
+	}
+	if err := Write(p, []Tensor{{Name: "n", Shape: []int{}, Data: []float32{3}, DType: "I64"}}, nil); err == nil || !strings.Contains(err.Error(), "F32 only") {
+		t.Fatalf("I64 written: %v", err)
 	}
 	if _, err := os.Stat(p); err == nil {
 		t.Fatal("failed write left a file")
@@ -51,7 +157,7 @@ func TestWriteRejects(t *testing.T) {
 
 func TestCorrupt(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.safetensors")
-	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4}}}, nil)
+	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4}, ""}}, nil)
 	good, _ := os.ReadFile(p)
 	cases := map[string][]byte{
 		"empty":     {},
@@ -75,7 +181,7 @@ func TestTorchLoads(t *testing.T) {
 		t.Skip("numpy not installed for /usr/bin/python3")
 	}
 	p := filepath.Join(t.TempDir(), "m.safetensors")
-	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4.5}}, {"b", []int{2}, []float32{7, 8}}}, map[string]string{"format": "pt"})
+	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4.5}, ""}, {"b", []int{2}, []float32{7, 8}, ""}}, map[string]string{"format": "pt"})
 	script := `
 import json, struct, sys, numpy as np
 b = open(sys.argv[1], "rb").read()
@@ -97,7 +203,7 @@ except ImportError:
 
 func FuzzParse(f *testing.F) {
 	p := filepath.Join(f.TempDir(), "m.safetensors")
-	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4}}, {"b", []int{2}, []float32{1, 2}}}, map[string]string{"a": "b"})
+	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4}, ""}, {"b", []int{2}, []float32{1, 2}, ""}}, map[string]string{"a": "b"})
 	good, _ := os.ReadFile(p)
 	f.Add(good)
 	f.Add([]byte{})

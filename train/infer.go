@@ -233,13 +233,42 @@ func (r *inferRuns) build(_ context.Context, _ int, mb *batch.MiniBatch) error {
 			break
 		}
 		if hi-lo == 1 {
-			return fmt.Errorf("layer-wise inference of node %d at layer %d needs %s, more than the memory bound of %s: raise --max-memory", lo, r.l, units.Bytes(need), units.Bytes(r.maxBytes))
+			return r.tooSmall()
 		}
 		hi = lo + (hi-lo)/2
 	}
 	r.size = min(r.batchSize, 2*(hi-lo))
 	r.lo = hi
 	return nil
+}
+
+// tooSmall is the error of a bound that one node's run exceeds. It names
+// the node of most in-neighbours, whose run needs the most, and what that
+// needs at the most demanding layer: the bound that runs (naming the first
+// node over the bound sent the user raising it one node at a time).
+func (r *inferRuns) tooSmall() error {
+	g, v := r.g, 0
+	for u := 1; u < g.NumNodes; u++ {
+		if g.Indptr[u+1]-g.Indptr[u] > g.Indptr[v+1]-g.Indptr[v] {
+			v = u
+		}
+	}
+	mb := &batch.MiniBatch{}
+	neighbourhood(g, []int32{int32(v)}, r.pos, mb, 1)
+	blocks, err := engine.Blocks(mb)
+	if err != nil {
+		return err
+	}
+	l, lo, size := r.l, r.lo, r.size
+	need := int64(0)
+	for k := range r.m.Layers {
+		r.layer(k)
+		need = max(need, r.bytes(blocks[0], true))
+	}
+	r.layer(l)
+	r.lo, r.size = lo, size
+	return fmt.Errorf("layer-wise inference needs %s for one node (node %d, whose %d in-neighbours are the most), more than the memory bound of %s: the smallest --max-memory that runs is %dKiB",
+		units.Bytes(need), v, g.Indptr[v+1]-g.Indptr[v], units.Bytes(r.maxBytes), (need+1023)>>10)
 }
 
 // gather reads the run's input rows (layer l-1's output of its sources).

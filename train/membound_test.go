@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"context"
 	"reflect"
 	"regexp"
@@ -81,5 +82,44 @@ func TestImpossibleBoundGivesSmallestBound(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Fatalf("bound %d bytes (suggested %d KiB): error %v", c.bound, kib, err)
 		}
+	}
+}
+
+// TestInferenceBoundGivesSmallestBound: layer-wise inference under a bound
+// that one node exceeds names the bound that runs every node (the node of
+// most in-neighbours at the most demanding layer), which then runs; 4 KiB
+// less does not.
+func TestInferenceBoundGivesSmallestBound(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GAT)
+	cfg.Epochs, cfg.SkipEval = 1, true
+	r, err := NewRunner(d, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.NewModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	predict := func(bound int64) error {
+		cfg.MaxMemoryBytes = bound
+		r, err := NewRunner(d, cfg, Hooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Predict(context.Background(), m)
+		return err
+	}
+	err = predict(200 << 10)
+	sm := regexp.MustCompile(`node 1358, whose 168 in-neighbours are the most.*the smallest --max-memory that runs is (\d+)KiB`).FindStringSubmatch(fmt.Sprint(err))
+	if sm == nil {
+		t.Fatalf("error %v: want the node of most in-neighbours and the smallest bound", err)
+	}
+	kib, _ := strconv.ParseInt(sm[1], 10, 64)
+	if err := predict(kib << 10); err != nil {
+		t.Errorf("the suggested %d KiB: %v", kib, err)
+	}
+	if err := predict(kib<<10 - 4096); err == nil {
+		t.Errorf("%d KiB, below the suggested %d KiB, ran", kib-4, kib)
 	}
 }

@@ -1,7 +1,11 @@
 # Loads a graphmill checkpoint into the plain PyTorch modules of
 # torch_models.py (PyG's names and layouts) with load_state_dict (every
-# tensor used, none missing), runs them on the dataset and compares the
-# logits with graphmill's. Usage: torch_check.py CKPT DATASET_DIR LOGITS.npy
+# tensor used, none missing: strict, as for PyG's modules), runs them on the
+# dataset and compares the logits with graphmill's. With OUT, it then
+# writes the modules' state_dict() there as safetensors, every tensor
+# PyTorch keeps included (BatchNorm's I64 num_batches_tracked), with the
+# checkpoint's metadata: what a PyTorch user would hand back to graphmill.
+# Usage: torch_check.py CKPT DATASET_DIR LOGITS.npy [OUT]
 import json, os, sys
 import numpy as np
 import torch
@@ -14,10 +18,10 @@ sd, meta = tm.load_safetensors(ckpt)
 cfg = json.loads(meta["graphmill_config"])
 x = tm.setup(ddir, meta.get("normalize_features", "false") == "true")
 net = tm.build(cfg)
-missing, unexpected = net.load_state_dict(sd, strict=False)
-# BatchNorm's num_batches_tracked is PyTorch's own counter, not a weight.
-missing = [k for k in missing if not k.endswith("num_batches_tracked")]
-assert not missing and not unexpected, (missing, unexpected)
+# strict: every tensor of the modules' state_dict present (BatchNorm
+# fills in its num_batches_tracked, a counter graphmill does not keep, when
+# a plain dict lacks it), none extra.
+net.load_state_dict(sd, strict=True)
 net.eval()
 with torch.no_grad():
     out = net(x).numpy()
@@ -43,4 +47,9 @@ if bad.any() and cfg["kind"] == "pna":
         note = f" ({int(bad.sum())} rows at the std floor's discontinuity, matched with the floor moved by up to 10 %)"
         bad[:] = False
 assert not bad.any(), f"max abs difference {err} ({int(bad.sum())} rows)"
+if len(sys.argv) > 4:
+    for m in net.modules():
+        if isinstance(m, torch.nn.BatchNorm1d):
+            m.num_batches_tracked.fill_(2)  # as after two training steps
+    tm.save_safetensors(sys.argv[4], net.state_dict(), meta)
 print(f"ok {cfg['kind']}: max abs difference {err:.2e}{note}")

@@ -21,6 +21,25 @@ def load_safetensors(path):
     return sd, header.get("__metadata__", {})
 
 
+SAFETENSORS_DTYPES = {torch.float32: ("F32", "<f4"), torch.float64: ("F64", "<f8"), torch.float16: ("F16", "<f2"),
+                      torch.int64: ("I64", "<i8"), torch.int32: ("I32", "<i4"), torch.uint8: ("U8", "u1"), torch.bool: ("BOOL", "u1")}
+
+
+def save_safetensors(path, sd, metadata):
+    """Writes a state_dict as safetensors.torch.save_file does (a plain
+    writer: the safetensors package is not needed), every dtype as stored."""
+    header, chunks, off = {"__metadata__": metadata}, [], 0
+    for name, t in sd.items():
+        dtype, npt = SAFETENSORS_DTYPES[t.dtype]
+        b = t.detach().contiguous().numpy().astype(npt).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        chunks.append(b); off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(chunks))
+
+
 def setup(ddir, normalize):
     """Loads the dataset's graph and features into this module's globals."""
     global N, src, dst, src_l, dst_l, x
@@ -109,12 +128,14 @@ def gcn_norm():
     return deg[src_l].rsqrt() * deg[dst_l].rsqrt()
 
 class GINConv(torch.nn.Module):
-    # PyG's GINConv(Sequential(Linear(bias=False), BatchNorm1d, ReLU, Linear)), eps 0.
+    # PyG's GINConv(Sequential(Linear(bias=False), BatchNorm1d, ReLU, Linear)),
+    # eps 0, train_eps=False: eps is a buffer of shape [1], as PyG registers.
     def __init__(s, i, h, o):
         super().__init__()
+        s.register_buffer("eps", torch.zeros(1))
         s.nn = torch.nn.Sequential(torch.nn.Linear(i, h, bias=False), torch.nn.BatchNorm1d(h), torch.nn.ReLU(), torch.nn.Linear(h, o))
     def forward(s, x):
-        return s.nn(x + scatter_sum(x[src], dst, N))
+        return s.nn((1 + s.eps) * x + scatter_sum(x[src], dst, N))
 
 class GCN2Conv(torch.nn.Module):
     # PyG's GCN2Conv with shared weights, normalize=True.
@@ -150,16 +171,25 @@ class GCNII(torch.nn.Module):
             if l < len(s.convs) - 2: x = torch.relu(x)
         return x
 
+class DegreeScalerAggregation(torch.nn.Module):
+    # The buffers of PyG's DegreeScalerAggregation (train_norm=False): the
+    # mean degree (used by linear scalers only) and mean log-degree.
+    def __init__(s):
+        super().__init__()
+        s.register_buffer("avg_deg_lin", torch.zeros(1))
+        s.register_buffer("avg_deg_log", torch.zeros(1))
+
 class PNAConv(torch.nn.Module):
     # PyG's PNAConv: aggregators mean, min, max, std; scalers identity,
     # amplification, attenuation; towers 1, one pre and post layer.
     def __init__(s, i, o, avg_log, enc=None):
         super().__init__()
         if enc is not None: s.enc = torch.nn.Linear(enc, i)
+        s.aggr_module = DegreeScalerAggregation()
+        s.aggr_module.avg_deg_log.fill_(avg_log)  # the checkpoint's value replaces it
         s.pre_nns = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(2 * i, i))])
         s.post_nns = torch.nn.ModuleList([torch.nn.Sequential(torch.nn.Linear(13 * i, o))])
         s.lin = torch.nn.Linear(o, o)
-        s.avg_log = avg_log
     def forward(s, x):
         if hasattr(s, "enc"): x = s.enc(x)
         m = s.pre_nns[0](torch.cat([x[dst], x[src]], -1))
@@ -176,7 +206,8 @@ class PNAConv(torch.nn.Module):
         std = std.masked_fill(std <= STD_FLOOR ** 0.5, 0.0)
         a = torch.cat([mean, mn, mx, std], -1)
         ld = torch.log(cnt.clamp(min=1) + 1)[:, None]
-        a = torch.cat([a, a * (ld / s.avg_log), a * (s.avg_log / ld)], -1)
+        avg_log = s.aggr_module.avg_deg_log
+        a = torch.cat([a, a * (ld / avg_log), a * (avg_log / ld)], -1)
         return s.lin(s.post_nns[0](torch.cat([x, a], -1)))
 
 class JKLayer(torch.nn.Module):
