@@ -1,8 +1,8 @@
 package train
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strconv"
