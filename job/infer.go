@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dist"
@@ -244,6 +245,55 @@ func predictSAR(ctx context.Context, s InferSpec) (*Predictions, error) {
 		Rank: sh.Rank, Ranks: sh.Size, Parts: sh.Parts}, nil
 }
 
+// absPath is path made absolute when it names a file or folder (a
+// built-in dataset's name stays as it is), so that a manifest read from
+// elsewhere still says what was run.
+func absPath(path string) string {
+	if _, err := os.Stat(path); err != nil {
+		return path
+	}
+	if a, err := filepath.Abs(path); err == nil {
+		return a
+	}
+	return path
+}
+
+// RankDest is where rank (of size ranks) of a run on a partitioned
+// dataset writes its predictions: out/rank-R. out must be new, empty, or
+// the output of an earlier such run (rank-R folders holding predictions;
+// hidden entries are writers' temporaries and locks); anything else is
+// refused. Rank 0 removes the folders of ranks past size, which an earlier
+// run over more ranks left, so that out never holds two runs' nodes.
+func RankDest(out string, rank, size int) (string, error) {
+	ents, err := os.ReadDir(out)
+	if err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		var r int
+		path := filepath.Join(out, name)
+		if _, err := fmt.Sscanf(name, "rank-%d", &r); err != nil || !e.IsDir() || fmt.Sprintf("rank-%05d", r) != name {
+			return "", fmt.Errorf("%s exists and is not a graphmill predictions folder (it holds %s); not replacing it (choose another --out, or remove it yourself)", out, name)
+		}
+		if r >= size && rank == 0 {
+			if !PredictionsKind.Is(path) {
+				return "", fmt.Errorf("%s is not a graphmill predictions folder; not removing it (choose another --out, or remove it yourself)", path)
+			}
+			if err := os.RemoveAll(path); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(out, fmt.Sprintf("rank-%05d", rank)), nil
+}
+
 // PredictionsFormat marks predictions.json, which marks a Write output.
 const PredictionsFormat = "graphmill-predictions"
 
@@ -292,7 +342,7 @@ func (p *Predictions) Write(dir string) error {
 	}
 	defer o.Abort()
 	n := len(p.Pred)
-	m := manifest{Format: PredictionsFormat, Model: p.Checkpoint, Dataset: p.Dataset, NumNodes: n, NumClasses: p.Classes}
+	m := manifest{Format: PredictionsFormat, Model: absPath(p.Checkpoint), Dataset: absPath(p.Dataset), NumNodes: n, NumClasses: p.Classes}
 	if p.NodeIDs != nil {
 		m.Rank, m.Ranks, m.Parts = &p.Rank, p.Ranks, p.Parts
 		if err := npy.WriteFile(filepath.Join(o.Tmp, "node_ids.npy"), p.NodeIDs, n); err != nil {

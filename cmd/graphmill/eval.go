@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -44,6 +43,9 @@ func (f *inferFlags) spec(cmd *cobra.Command) (s job.InferSpec, done func(), err
 		return s, nil, err
 	}
 	done = func() {}
+	if cmd.Flags().Changed("mode") && !job.IsPartitioned(f.ds) {
+		return s, nil, fmt.Errorf("--mode applies to a partitioned dataset ('graphmill partition'); %s is not one", f.ds)
+	}
 	if job.IsPartitioned(f.ds) {
 		comm, err := f.dist.JoinOrAlone(cmd.Context())
 		if err != nil {
@@ -137,10 +139,9 @@ nodes in original node order, and node_ids.npy, their original ids.`,
 			defer done()
 			dest := filepath.Clean(out)
 			if s.Comm != nil {
-				if err := os.MkdirAll(out, 0o755); err != nil {
+				if dest, err = job.RankDest(dest, s.Comm.Rank(), s.Comm.Size()); err != nil {
 					return err
 				}
-				dest = filepath.Join(out, fmt.Sprintf("rank-%05d", s.Comm.Rank()))
 			}
 			// Checked before the model runs: the output may only be new,
 			// empty or an earlier predict output.

@@ -159,6 +159,8 @@ func TestBadInputGivesOneLineError(t *testing.T) {
 		{"data", "generate", "--nodes", "100", "--edges", "400", "--signal", "NaN", "--out", filepath.Join(t.TempDir(), "o")},
 		{"data", "generate", "--nodes", "100", "--edges", "400", "--homophily", "NaN", "--out", filepath.Join(t.TempDir(), "o")},
 		{"data", "generate", "--nodes", "100", "--edges", "400", "--train-frac", "NaN", "--out", filepath.Join(t.TempDir(), "o")},
+		// --mode was silently ignored on a dataset that is not partitioned.
+		{"eval", "--load", "m.safetensors", "--mode", "sa"},
 	}
 	for _, args := range cases {
 		_, err := run(t, args...)

@@ -89,7 +89,7 @@ func CheckDest(path string, overwrite bool, k Kind) error {
 		}
 		names = append(names, e.Name())
 	}
-	return fmt.Errorf("%s exists and is not a %s (it holds %s); not replacing it, even with --overwrite (choose another --out, or remove it yourself)",
+	return fmt.Errorf("%s exists and is not a %s (it holds %s); not replacing it (choose another --out, or remove it yourself)",
 		path, k.Name, strings.Join(names, ", "))
 }
 
