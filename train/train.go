@@ -273,9 +273,6 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	if unlabelled && !inference {
 		return nil, fmt.Errorf("dataset %s has no labels to train on", m.Name)
 	}
-	if len(ds.Train) == 0 && !inference {
-		return nil, fmt.Errorf("dataset %s has an empty training split", m.Name)
-	}
 	if cfg.Model.In != 0 && cfg.Model.In != m.FeatureDim {
 		return nil, fmt.Errorf("model input width %d does not match the dataset's %d features", cfg.Model.In, m.FeatureDim)
 	}
@@ -295,6 +292,11 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	}
 	for _, o := range opts {
 		o(r)
+	}
+	// A batch source (WithBatches) brings its own seeds: a distributed
+	// sampler's part may own none of the training nodes.
+	if len(ds.Train) == 0 && !inference && r.batches == nil {
+		return nil, fmt.Errorf("dataset %s has an empty training split", m.Name)
 	}
 	ctx := r.setupCtx
 	if ctx == nil {

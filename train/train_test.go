@@ -15,6 +15,7 @@ import (
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/internal/racedetect"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/pipeline"
 	"github.com/graphmill/graphmill/safetensors"
 	"github.com/graphmill/graphmill/tensor"
 )
@@ -387,7 +388,19 @@ func TestBadInput(t *testing.T) {
 	if _, err := NewRunner(&empty, Defaults(nn.GCN), Hooks{}); err == nil || !strings.Contains(err.Error(), "empty training split") {
 		t.Errorf("empty split: %v", err)
 	}
+	// With a batch source the seeds are the source's: a distributed
+	// sampler's part that owns no training node still takes part.
+	sampled := Defaults(nn.SAGE)
+	if _, err := NewRunner(&empty, sampled, Hooks{}, WithBatches(noBatches{})); err != nil {
+		t.Errorf("empty split with a batch source: %v", err)
+	}
 }
+
+// noBatches is a BatchSource of no batches.
+type noBatches struct{}
+
+func (noBatches) NumBatches() int                           { return 0 }
+func (noBatches) Epoch(context.Context, int) *pipeline.Iter { return nil }
 
 func TestNaNLossStopsWithEpoch(t *testing.T) {
 	d := cora(t)

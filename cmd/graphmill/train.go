@@ -300,6 +300,8 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		spec.Comm = comm
 		if info.Rank != 0 { // rank 0 alone reports and writes
 			f.quiet, outs, out = true, job.Outputs{}, io.Discard
+		} else if !f.quiet && !isSAR && job.IsPartitioned(f.dataset) {
+			fmt.Fprintf(out, "distributed sampling over %d ranks (%s): batch %d in all, each rank taking the seeds its part owns\n", info.Size, info.Launcher, cfg.BatchSize)
 		} else if !f.quiet && !isSAR {
 			fmt.Fprintf(out, "data-parallel over %d ranks (%s): batch %d per rank, %d in all\n", info.Size, info.Launcher, cfg.BatchSize, cfg.BatchSize*info.Size)
 		}
