@@ -89,6 +89,11 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
+	if s.Comm != nil {
+		if err := sameSettings(ctx, s.Comm, s.Config); err != nil {
+			return nil, err
+		}
+	}
 	if mode, err := sar.ParseMode(string(s.Config.Mode)); err == nil {
 		return trainSAR(ctx, s, mode)
 	}
@@ -204,4 +209,20 @@ func OpenDataset(ctx context.Context, nameOrDir, what string) (*dataset.Dataset,
 			nameOrDir, book.NumParts, book.Name, what, src, filepath.Join(nameOrDir, book.Parts[0].Dir), over)
 	}
 	return builtin.Open(ctx, nameOrDir)
+}
+
+// sameSettings fails unless every rank trains with the same settings
+// (train.Config.SharedHash): ranks with another learning rate or seed
+// drifted apart silently, and ranks with another epoch count or batch
+// failed later, blaming a rank that had only finished.
+func sameSettings(ctx context.Context, comm dist.Comm, cfg train.Config) error {
+	h := int64(cfg.SharedHash() >> 1) // 63 bits, so that -h fits
+	v := []int64{h, -h}
+	if err := comm.AllReduce(ctx, v, dist.Max); err != nil {
+		return err
+	}
+	if v[0] != -v[1] {
+		return fmt.Errorf("rank %d: the ranks train with different settings (model, epochs, learning rate, batch, fanouts, seed, ...): give every rank the same training flags", comm.Rank())
+	}
+	return nil
 }

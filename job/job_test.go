@@ -3,8 +3,10 @@ package job
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/train"
 )
@@ -33,5 +35,49 @@ func TestRoutesRefused(t *testing.T) {
 				t.Fatalf("error %v, want one naming %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestRanksMustShareSettings: ranks given another learning rate (which
+// trained silently apart) or epoch count are refused on every rank;
+// settings that may differ per process (threads) are not.
+func TestRanksMustShareSettings(t *testing.T) {
+	base := train.Defaults(nn.SAGE)
+	other := func(f func(*train.Config)) train.Config {
+		c := base
+		f(&c)
+		return c
+	}
+	for _, c := range []struct {
+		name string
+		cfg1 train.Config
+		ok   bool
+	}{
+		{"same", base, true},
+		{"threads", other(func(c *train.Config) { c.Threads = 7 }), true},
+		{"lr", other(func(c *train.Config) { c.Optimizer.LR *= 2 }), false},
+		{"epochs", other(func(c *train.Config) { c.Epochs++ }), false},
+		{"fanouts", other(func(c *train.Config) { c.Fanouts = []int{5, 5} }), false},
+	} {
+		gs, err := dist.LocalGroup(context.Background(), 2, dist.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for r, cfg := range []train.Config{base, c.cfg1} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[r] = sameSettings(context.Background(), gs[r], cfg)
+			}()
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), "different settings")) {
+				t.Errorf("%s: rank %d: %v", c.name, r, err)
+			}
+			gs[r].Close()
+		}
 	}
 }

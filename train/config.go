@@ -5,7 +5,9 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"sync"
@@ -327,4 +329,34 @@ func (s *Selection) Observe(ev Evaluation) bool {
 // brought no improvement.
 func (s *Selection) Exhausted(patience int) bool {
 	return patience > 0 && s.sinceBest >= patience
+}
+
+// SharedHash is a hash of the settings every rank of a distributed run
+// must share: those that change the model, its numbers or the order of
+// the collectives (model, mode, epochs, optimiser, schedule, evaluation,
+// fanouts, batch, feature handling, GAS parts, seed). Threads, workers,
+// caches, prefetching, memory bounds and where the graph and features are
+// read from may differ per process, and are left out.
+func (c Config) SharedHash() uint64 {
+	b, err := json.Marshal(struct {
+		Model                                  nn.Config
+		Mode                                   Mode
+		Epochs, EvalEvery, Patience            int
+		Optimizer                              nn.OptimConfig
+		DecayFirstLayerOnly, SkipEval, Overlap bool
+		Schedule                               nn.Schedule
+		Normalize, HalfHistory                 bool
+		Fanouts, EvalFanouts                   []int
+		BatchSize, Parts, PartsPerBatch        int
+		FeatureDType                           string
+		Seed                                   uint64
+	}{c.Model, c.Mode, c.Epochs, c.EvalEvery, c.Patience, c.Optimizer, c.DecayFirstLayerOnly, c.SkipEval, c.OverlapEval,
+		c.Schedule, c.NormalizeFeatures, c.HalfHistory, c.Fanouts, c.EvalFanouts, c.BatchSize, c.Parts, c.PartsPerBatch,
+		c.FeatureDType, c.Seed})
+	if err != nil { // a NaN setting: refused by validate before any run
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
 }
