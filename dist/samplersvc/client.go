@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,13 @@ func (c *Client) Failovers() int64 { return c.failovers.Load() }
 func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if len(cfg.Addrs) == 0 {
 		return nil, errors.New("samplersvc: no sampler addresses")
+	}
+	for _, a := range cfg.Addrs {
+		// A malformed address is known now, not after the connect
+		// timeout (gRPC's resolver retries it until then).
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			return nil, fmt.Errorf("samplersvc: sampler address %q is not HOST:PORT (e.g. 127.0.0.1:7070)", a)
+		}
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = 60 * time.Second
