@@ -49,7 +49,7 @@ func openDistSampled(ctx context.Context, s Spec, cfg *train.Config) (*trainData
 			s.Dataset, book.NumParts, book.NumParts, s.Dataset, src, filepath.Join(s.Dataset, book.Parts[0].Dir))
 	}
 	if cfg.Mode != train.Sampled {
-		return nil, fmt.Errorf("a partitioned dataset trains in sampled mode (--mode sampled), not %s", cfg.Mode)
+		return nil, fmt.Errorf("a partitioned dataset trains in sampled mode (--mode sampled: distributed sampling) or over the whole graph with SAR (--mode sar, sa or one-shot), not %s", cfg.Mode)
 	}
 	if cfg.OverlapEval {
 		return nil, fmt.Errorf("--overlap-eval: distributed evaluation is a collective and cannot overlap training")

@@ -54,7 +54,7 @@ streaming), random (baseline). With metis, --vcycles N runs N rounds of
 V-cycles after the first pass (each round: two cycles that coarsen again
 within the parts and refine back up; the better kept if the cut falls). On
 wave and email-Enron one round cuts 0.3-4.4 % fewer edges for 2.1-3.4x the
-time; by default graphs of up to 32,768 edges get one, where it costs
+time; by default graphs of up to 32,768 edges get two, where it costs
 milliseconds.
 
 Memory: inside a memory cgroup (a container's limit) the Go heap is kept
@@ -136,6 +136,9 @@ fewer levels, instead of the process being killed).`,
 				fmt.Fprintf(w, ", %s imbalance %.3f", names[i+1], x)
 			}
 			fmt.Fprintln(w)
+			if e := res.Stats.EmptyParts; e > 0 {
+				fmt.Fprintf(w, "warning: %d of the %d parts are empty (%s nodes for %d parts): fewer parts would balance\n", e, numParts, units.Count(g.NumNodes()), numParts)
+			}
 			for p, pi := range book.Parts {
 				fmt.Fprintf(w, "  part %d: %s inner + %s halo nodes, %s edges, train %d\n", p, units.Count(pi.NumInner), units.Count(pi.NumHalo), units.Count(pi.NumEdges), pi.Train)
 			}

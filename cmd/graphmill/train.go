@@ -272,7 +272,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	mode, sarErr := sar.ParseMode(string(cfg.Mode))
 	isSAR := sarErr == nil
 	if isSAR {
-		for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "cache-policy", "superbatch", "graph-on-disk", "graph-in-memory", "feature-dtype", "overlap-eval"} {
+		for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "cache-policy", "superbatch", "graph-on-disk", "graph-in-memory", "feature-dtype", "overlap-eval", "sampler", "remote-cache", "eval-fanouts", "features-in-memory"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
 			}
