@@ -76,9 +76,16 @@ func newVerifyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify DIR",
 		Short: "Check every array of a dataset, including every edge",
-		Long:  "Open the dataset (which checks shapes, dtypes, offsets, labels and splits) and then check that every edge's source id is a node.",
+		Long:  "Open the dataset (which checks shapes, dtypes, offsets, labels and splits) and then check that every edge's source id is a node.\n\nA partitioned dataset ('graphmill partition') is checked part by part, and across the parts: every node owned by one part, every halo node the node its owner holds.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if job.IsPartitioned(args[0]) {
+				if err := parts.Verify(cmd.Context(), args[0], func(p, n int) { fmt.Fprintf(cli.Stderr, "checking part %d of %d\n", p+1, n) }); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (every part, and the parts together)\n", args[0])
+				return nil
+			}
 			d, err := job.OpenDataset(cmd.Context(), args[0], "data verify")
 			if err != nil {
 				return err
