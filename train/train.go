@@ -480,10 +480,20 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			Model: string(cfg.Model.Kind), Mode: string(cfg.Mode), Dataset: r.ds.Meta.Name,
 			NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), HistoryBytes: historyBytes, BaseHeapBytes: memstat.HeapInUse(),
 		},
-		Seeds:    len(r.ds.Train),
+		Seeds:    r.epochSeeds(),
 		Clone:    func(m *nn.Model) *nn.Model { return cloneModel(m, r) },
 		Finalize: r.finalizeSummary,
 	}.Run(ctx)
+}
+
+// epochSeeds is the number of training seeds an epoch visits: the
+// dataset's split, or what a batch source says it visits (a distributed
+// sampler's whole split, over every rank's part).
+func (r *Runner) epochSeeds() int {
+	if n, ok := r.batches.(interface{ NumSeeds() int }); ok {
+		return n.NumSeeds()
+	}
+	return len(r.ds.Train)
 }
 
 // peakStepper notes the largest heap the Runner's steppers see after a

@@ -109,6 +109,10 @@ func (g *Graph) NewSource(ctx context.Context, local []int32, labels []int32, cf
 // NumBatches returns the number of steps of an epoch.
 func (s *Source) NumBatches() int { return s.nb }
 
+// NumSeeds returns the number of seeds an epoch visits over all ranks
+// (train's seeds per second are the run's, whatever this rank owns).
+func (s *Source) NumSeeds() int { return len(s.all) }
+
 // Batches returns this rank's seeds (global ids) and labels at every step
 // of epoch epoch (a rank owning none of a global batch gets one seed
 // labelled -1).
