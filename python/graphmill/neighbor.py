@@ -473,7 +473,7 @@ class NeighborLoader:
     ``y=``); or a graphmill dataset directory. ``x=``/``y=`` override the
     data's. ``input_nodes``: node ids (any order, distinct) or a boolean
     mask; None takes every node. ``num_neighbors``: per hop from the seeds,
-    -1 for all. ``replace`` draws with replacement. ``num_workers``: the
+    -1 for all, 0 for none from that hop on. ``replace`` draws with replacement. ``num_workers``: the
     sampler's threads (batches it prepares at once). ``seed``: iteration
     is deterministic per seed; each ``for`` loop is the next epoch (or
     ``set_epoch``). ``transform`` is applied to each batch.
@@ -526,9 +526,13 @@ class NeighborLoader:
         if isinstance(num_neighbors, (int, np.integer)):
             raise TypeError(f"num_neighbors is a list of counts, one per hop (e.g. [25, 10]), got {num_neighbors}")
         fan = [int(k) for k in num_neighbors]
-        if not fan or any(k == 0 or k < -1 for k in fan):
-            raise ValueError(f"num_neighbors must be positive counts or -1 per hop, got {list(num_neighbors)}")
+        if not fan or any(k < -1 for k in fan) or fan[0] == 0:
+            raise ValueError(f"num_neighbors must be counts >= 0 or -1 per hop, the first not 0, got {list(num_neighbors)}")
         self.num_neighbors = fan
+        # A hop of 0 draws nothing, nor do the hops after it (PyG's
+        # meaning): the service draws the hops before, and the batches
+        # list the rest as empty.
+        fan = fan[:fan.index(0)] if 0 in fan else fan
         self.transform = transform
         g = _from_data(data, x=x, y=y, num_nodes=num_nodes)
         self.num_nodes = g.num_nodes
@@ -679,7 +683,8 @@ class NeighborLoader:
             if mb.blocks[L - 1 - h].indptr[nd[h - 1]] != 0:
                 raise GraphmillError("the sampler service drew neighbours for every node at every hop: it predates "
                                      "PyG-style (frontier) draws; use a graphmill program as new as this client (GRAPHMILL_BIN)")
-        ne = [int(mb.blocks[L - 1 - h].num_edges) for h in range(L)]
+        empty = len(self.num_neighbors) - L  # hops from a 0 in num_neighbors on: none drawn
+        ne = [int(mb.blocks[L - 1 - h].num_edges) for h in range(L)] + [0] * empty
         # Batches bound for a GPU are built in pinned memory, so that their
         # copies start from there with no staging copy (pin_memory()).
         # Elsewhere numpy's arrays: torch.empty's cost 0.2-0.35 ms more per
@@ -711,7 +716,7 @@ class NeighborLoader:
             pos[self.input_nodes] = np.arange(len(self.input_nodes))
             self._pos = pos
         input_id = pos[seeds]
-        nsn = [nd[0]] + [nd[h + 1] - nd[h] for h in range(L)]
+        nsn = [nd[0]] + [nd[h + 1] - nd[h] for h in range(L)] + [0] * empty
         if self._torch:
             import torch
 
@@ -771,8 +776,8 @@ class NeighborLoader:
         # PyG's older NeighborSampler form: layer l (input layer first) reads
         # the edges of hops < L-l, from every node of hops <= L-l.
         adjs = []
-        for l in range(L):
-            hops = L - l
+        for l in range(L + empty):
+            hops = L + empty - l
             adjs.append((ei[:, :sum(ne[:hops])], None if dev_e_id is None else dev_e_id[:sum(ne[:hops])],
                          (sum(nsn[:hops + 1]), sum(nsn[:hops]))))
         if self.pyg:

@@ -505,3 +505,20 @@ def test_pyg_data_node_and_edge_attributes(gm):
                 assert torch.equal(ae, e_id[:aei.shape[1]])
             seen.update(e_id.tolist())
     assert len(seen) > 1000
+
+
+def test_zero_hop_draws_nothing(gm):
+    """num_neighbors 0 at a hop draws nothing there nor after (PyG's meaning):
+    the batches are those of the hops before, with the later hops listed
+    empty, for a model of as many layers."""
+    ei, x, y = random_graph(n=500, m=4000)
+    kw = dict(batch_size=16, shuffle=True, seed=5)
+    with graphmill.NeighborLoader((ei, x, y), [4, 0, 3], **kw) as ld, \
+            graphmill.NeighborLoader((ei, x, y), [4], **kw) as ref:
+        for b, r in zip(ld, ref):
+            assert list(b.num_sampled_edges) == list(r.num_sampled_edges) + [0, 0]
+            assert list(b.num_sampled_nodes) == list(r.num_sampled_nodes) + [0, 0]
+            assert torch.equal(b.n_id, r.n_id) and torch.equal(b.edge_index, r.edge_index)
+            assert len(b.adjs) == 3 and b.adjs[-1][2] == (len(r.n_id), b.batch_size)
+    with pytest.raises(ValueError, match="the first not 0"):
+        graphmill.NeighborLoader((ei, x), [0, 3], batch_size=4)
