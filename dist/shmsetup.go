@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -26,7 +27,7 @@ func (g *TCP) Transport() string { return g.transport }
 // through its rings and use TCP for the others. Any failure on a rank
 // of a host leaves that host's ranks on TCP. The rank serving the store
 // waits until every rank is done with it.
-func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
+func (g *TCP) setupShm(ctx context.Context, sc *StoreClient, servesStore bool) error {
 	n, r := g.size, g.rank
 	g.transport = "tcp"
 	if n == 1 {
@@ -54,16 +55,16 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 		return ks
 	}
 	wait := func(keys []string) ([]string, error) {
-		vals, missing, err := sc.Wait(keys, g.opts.RendezvousTimeout)
+		vals, missing, err := sc.Wait(ctx, keys, g.opts.RendezvousTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("rendezvous (shared memory): %w", err)
 		}
 		if len(missing) > 0 {
-			return nil, fmt.Errorf("rendezvous (shared memory): %s never set within %v", strings.Join(missing, ", "), g.opts.RendezvousTimeout)
+			return nil, fmt.Errorf("rendezvous (shared memory): %s never set within %v", abbreviate(missing, ", "), g.opts.RendezvousTimeout)
 		}
 		return vals, nil
 	}
-	if err := sc.Set("shm/host/"+strconv.Itoa(r), key); err != nil {
+	if err := sc.Set(ctx, "shm/host/"+strconv.Itoa(r), key); err != nil {
 		return err
 	}
 	hosts, err := wait(all("shm/host/"))
@@ -84,10 +85,10 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 		if key != "-" {
 			g.transport = "tcp (no other rank on this host)"
 		}
-		if err := sc.Set("shm/ok/"+strconv.Itoa(r), "1"); err != nil {
+		if err := sc.Set(ctx, "shm/ok/"+strconv.Itoa(r), "1"); err != nil {
 			return err
 		}
-		return g.storeDone(sc, servesStore, all)
+		return g.storeDone(ctx, sc, servesStore, all)
 	}
 	m, leader := len(members), members[0]
 	me := 0
@@ -115,9 +116,9 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 			binary.LittleEndian.PutUint64(mem[16:], uint64(slot))
 			copy(mem[24:40], nonce[:])
 			binary.LittleEndian.PutUint64(mem[40:], uint64(ring))
-			err = sc.Set(segKey, name+" "+hex.EncodeToString(nonce[:]))
+			err = sc.Set(ctx, segKey, name+" "+hex.EncodeToString(nonce[:]))
 		} else {
-			err = sc.Set(segKey, "!"+serr.Error())
+			err = sc.Set(ctx, segKey, "!"+serr.Error())
 		}
 		if err != nil {
 			return err
@@ -148,7 +149,7 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 	if serr != nil {
 		ok = "!" + serr.Error()
 	}
-	if err := sc.Set("shm/ok/"+strconv.Itoa(r), ok); err != nil {
+	if err := sc.Set(ctx, "shm/ok/"+strconv.Itoa(r), ok); err != nil {
 		return err
 	}
 	okKeys := make([]string, m)
@@ -172,7 +173,7 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 			}
 			g.transport = fmt.Sprintf("tcp (shared memory failed on rank %d: %s)", members[i], strings.TrimPrefix(v, "!"))
 			g.opts.Security.logf("rank %d: shared memory transport not used: rank %d: %s", r, members[i], strings.TrimPrefix(v, "!"))
-			return g.storeDone(sc, servesStore, all)
+			return g.storeDone(ctx, sc, servesStore, all)
 		}
 	}
 	seg := &shmSeg{mem: mem, n: m, rank: me, slot: slot, data: data, p2pCtl: p2pCtl, rings: rings, ringLen: ring,
@@ -196,18 +197,21 @@ func (g *TCP) setupShm(sc *StoreClient, servesStore bool) error {
 	} else {
 		g.transport = fmt.Sprintf("shared memory with ranks %s on this host, tcp with the others", ranksString(append([]int(nil), members...)))
 	}
-	return g.storeDone(sc, servesStore, all)
+	return g.storeDone(ctx, sc, servesStore, all)
 }
 
 // storeDone: every rank says it is done with the store; the rank serving
 // it waits for all (closing it earlier would cut the others off).
-func (g *TCP) storeDone(sc *StoreClient, servesStore bool, all func(string) []string) error {
-	if err := sc.Set("shm/done/"+strconv.Itoa(g.rank), "1"); err != nil {
+func (g *TCP) storeDone(ctx context.Context, sc *StoreClient, servesStore bool, all func(string) []string) error {
+	if err := sc.Set(ctx, "shm/done/"+strconv.Itoa(g.rank), "1"); err != nil {
 		return err
 	}
 	if servesStore {
-		if _, missing, err := sc.Wait(all("shm/done/"), g.opts.RendezvousTimeout); err != nil || len(missing) > 0 {
-			return fmt.Errorf("rendezvous: ranks did not finish (%v, missing %v)", err, missing)
+		if _, missing, err := sc.Wait(ctx, all("shm/done/"), g.opts.RendezvousTimeout); err != nil || len(missing) > 0 {
+			if err != nil {
+				return fmt.Errorf("rendezvous: ranks did not finish: %w", err)
+			}
+			return fmt.Errorf("rendezvous: ranks did not finish: %s missing", abbreviate(missing, ", "))
 		}
 	}
 	return nil

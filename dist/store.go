@@ -228,14 +228,22 @@ func DialStore(ctx context.Context, addr string, sec *Security, rank int, timeou
 	}
 }
 
-func (c *StoreClient) call(q storeReq, timeout time.Duration) (storeResp, error) {
+func (c *StoreClient) call(ctx context.Context, q storeReq, timeout time.Duration) (storeResp, error) {
 	var r storeResp
 	c.c.SetDeadline(time.Now().Add(timeout + 10*time.Second))
 	defer c.c.SetDeadline(time.Time{})
-	if err := c.enc.Encode(&q); err != nil {
-		return r, fmt.Errorf("rendezvous store: %w", err)
+	// A cancelled context ends the call at once: a deadline in the past
+	// wakes the blocked read or write.
+	stop := context.AfterFunc(ctx, func() { c.c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	err := c.enc.Encode(&q)
+	if err == nil {
+		err = c.dec.Decode(&r)
 	}
-	if err := c.dec.Decode(&r); err != nil {
+	if err != nil {
+		if ctx.Err() != nil {
+			return r, fmt.Errorf("rendezvous store: %w", ctx.Err())
+		}
 		return r, fmt.Errorf("rendezvous store: %w", err)
 	}
 	if r.Err != "" {
@@ -245,15 +253,17 @@ func (c *StoreClient) call(q storeReq, timeout time.Duration) (storeResp, error)
 }
 
 // Set stores value under key.
-func (c *StoreClient) Set(key, value string) error {
-	_, err := c.call(storeReq{Op: "set", Key: key, Value: value}, 0)
+func (c *StoreClient) Set(ctx context.Context, key, value string) error {
+	_, err := c.call(ctx, storeReq{Op: "set", Key: key, Value: value}, 0)
 	return err
 }
 
 // Wait returns the values of keys once every one is set; after timeout it
-// returns the keys still missing instead (and no error).
-func (c *StoreClient) Wait(keys []string, timeout time.Duration) (values, missing []string, err error) {
-	r, err := c.call(storeReq{Op: "wait", Keys: keys, TimeoutMs: timeout.Milliseconds()}, timeout)
+// returns the keys still missing instead (and no error). A cancelled ctx
+// ends the wait with an error wrapping ctx.Err() (the connection is then
+// of no further use).
+func (c *StoreClient) Wait(ctx context.Context, keys []string, timeout time.Duration) (values, missing []string, err error) {
+	r, err := c.call(ctx, storeReq{Op: "wait", Keys: keys, TimeoutMs: timeout.Milliseconds()}, timeout)
 	return r.Values, r.Missing, err
 }
 

@@ -27,12 +27,14 @@ type Options struct {
 	// address this machine uses to reach the master.
 	Bind string
 	// RendezvousTimeout bounds the wait for every rank to arrive
-	// (default 2 minutes).
+	// (0: the default, 2 minutes; Join refuses a negative one, as it
+	// does for the two timeouts below).
 	RendezvousTimeout time.Duration
-	// OpTimeout bounds every collective and receive (default 10 minutes).
+	// OpTimeout bounds every collective and receive (0: the default, 10
+	// minutes).
 	OpTimeout time.Duration
 	// PeerTimeout is the silence after which a peer is declared gone:
-	// ranks send heartbeats every PeerTimeout/4 (default 4 s).
+	// ranks send heartbeats every PeerTimeout/4 (0: the default, 4 s).
 	PeerTimeout time.Duration
 	// ChunkBytes is the ring's pipelining unit (default 256 KiB).
 	ChunkBytes int
@@ -54,6 +56,33 @@ type Options struct {
 // ShmEnv is the environment variable that, set to 0, turns the
 // shared-memory transport off in Join.
 const ShmEnv = "GRAPHMILL_DIST_SHM"
+
+// check refuses negative timeouts (zero means the default).
+func (o *Options) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"RendezvousTimeout", o.RendezvousTimeout}, {"OpTimeout", o.OpTimeout}, {"PeerTimeout", o.PeerTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("dist: Options.%s %v: want a positive duration (0: the default)", d.name, d.v)
+		}
+	}
+	return nil
+}
+
+// abbreviateMax is how many items abbreviate lists before the count of
+// the rest.
+const abbreviateMax = 8
+
+// abbreviate joins items with sep, the first abbreviateMax of them and
+// then the count of the others, so that an error about 100,000 ranks
+// stays one short line.
+func abbreviate(items []string, sep string) string {
+	if len(items) <= abbreviateMax {
+		return strings.Join(items, sep)
+	}
+	return fmt.Sprintf("%s%s... (%d in all)", strings.Join(items[:abbreviateMax], sep), sep, len(items))
+}
 
 func (o *Options) defaults() {
 	if o.RendezvousTimeout <= 0 {
@@ -266,6 +295,9 @@ func LocalGroup(ctx context.Context, n int, o Options) ([]*TCP, error) {
 }
 
 func join(ctx context.Context, in Info, o Options, serveStore bool) (*TCP, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	o.defaults()
 	if o.Security == nil || len(o.Security.Secret) == 0 {
 		return nil, fmt.Errorf("dist: no shared secret: set %s on every rank", TokenEnv)
@@ -300,14 +332,14 @@ func join(ctx context.Context, in Info, o Options, serveStore bool) (*TCP, error
 		return nil, fmt.Errorf("rank %d: %w", in.Rank, err)
 	}
 	defer sc.Close()
-	if err := sc.Set("addr/"+strconv.Itoa(in.Rank), ln.Addr().String()); err != nil {
+	if err := sc.Set(ctx, "addr/"+strconv.Itoa(in.Rank), ln.Addr().String()); err != nil {
 		return nil, err
 	}
 	keys := make([]string, in.Size)
 	for i := range keys {
 		keys[i] = "addr/" + strconv.Itoa(i)
 	}
-	addrs, missing, err := sc.Wait(keys, o.RendezvousTimeout)
+	addrs, missing, err := sc.Wait(ctx, keys, o.RendezvousTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("rank %d: rendezvous: %w", in.Rank, err)
 	}
@@ -316,13 +348,13 @@ func join(ctx context.Context, in Info, o Options, serveStore bool) (*TCP, error
 		for i, k := range missing {
 			ranks[i] = strings.TrimPrefix(k, "addr/")
 		}
-		return nil, fmt.Errorf("rendezvous: rank(s) %s of %d never arrived within %v (not started, crashed, or a different shared secret)", strings.Join(ranks, ", "), in.Size, o.RendezvousTimeout)
+		return nil, fmt.Errorf("rendezvous: rank(s) %s of %d never arrived within %v (not started, crashed, or a different shared secret)", abbreviate(ranks, ", "), in.Size, o.RendezvousTimeout)
 	}
 	g, err := connectMesh(ctx, in.Rank, in.Size, addrs, ln, o)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.setupShm(sc, serveStore); err != nil {
+	if err := g.setupShm(ctx, sc, serveStore); err != nil {
 		for _, p := range g.peers {
 			if p != nil {
 				p.c.Close()
@@ -353,6 +385,9 @@ func connectMesh(ctx context.Context, rank, size int, addrs []string, ln net.Lis
 	deadline := time.Now().Add(o.RendezvousTimeout)
 	errc := make(chan error, 2)
 	var mu sync.Mutex
+	// A cancelled context ends the accepts (the dials watch it already).
+	stopAccept := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stopAccept()
 	go func() { // accept the higher ranks
 		want := size - 1 - rank
 		if tl, ok := ln.(*net.TCPListener); ok {
@@ -418,6 +453,9 @@ func connectMesh(ctx context.Context, rank, size int, addrs []string, ln net.Lis
 			if c != nil {
 				c.Close()
 			}
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("rank %d: connecting to the other ranks: %w", rank, ctx.Err())
 		}
 		return nil, firstErr
 	}

@@ -60,9 +60,35 @@ func backendNames() []string {
 	return s
 }
 
+// check refuses the values given explicitly that mean nothing: ranks,
+// sizes and ports below -1 (-1 is "from the environment", and the only
+// negative value that is), and timeouts that are not positive.
+func (f *DistFlags) check() error {
+	for _, v := range []struct {
+		name string
+		v    int
+	}{{"rank", f.rank}, {"world-size", f.worldSize}, {"local-rank", f.localRank}, {"master-port", f.masterPort}} {
+		if v.v < -1 {
+			return fmt.Errorf("--%s %d: want a value >= 0, or -1 for the launcher's environment", v.name, v.v)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"rendezvous-timeout", f.rendezvous}, {"op-timeout", f.opTimeout}, {"peer-timeout", f.peerTimeout}} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s %v: want a positive duration", d.name, d.v)
+		}
+	}
+	return nil
+}
+
 // Join resolves this process's rank from its launcher and, when it is one
 // of several, joins the group (nil Comm: a plain single process).
 func (f *DistFlags) Join(ctx context.Context) (dist.Comm, dist.Info, error) {
+	if err := f.check(); err != nil {
+		return nil, dist.Info{}, err
+	}
 	o := dist.Overrides{Rank: f.rank, Size: f.worldSize, LocalRank: f.localRank, MasterAddr: f.masterAddr, MasterPort: f.masterPort}
 	in, distributed, err := dist.Resolve(os.Getenv, o)
 	if err != nil || !distributed {

@@ -26,7 +26,8 @@ type RankOptions struct {
 
 // RunRank is one rank of a benchmark run: it opens its shard, trains one
 // warm-up epoch and then Epochs timed ones (Adam, no evaluation), and
-// reports its peaks and traffic.
+// reports its peaks and traffic (the bytes and their analytic minimum of
+// the last epoch).
 func RunRank(ctx context.Context, comm dist.Comm, o RankOptions) (*RankReport, error) {
 	t0 := time.Now()
 	s, err := sar.Open(ctx, comm, o.Dataset, sar.ShardOptions{})
@@ -45,7 +46,7 @@ func RunRank(ctx context.Context, comm dist.Comm, o RankOptions) (*RankReport, e
 	}
 	debug.FreeOSMemory()
 	rep := &RankReport{Rank: s.Rank, Size: s.Size, InnerNodes: s.NumInner(), Edges: s.NumEdges(), Boundary: s.Boundary(), Fetched: s.Fetched(),
-		BaseHeapBytes: sar.LiveHeap(), Threads: tensor.Threads(), MinBytes: e.MinBytesPerStep(m), SetupSeconds: time.Since(t0).Seconds()}
+		BaseHeapBytes: sar.LiveHeap(), Threads: tensor.Threads(), SetupSeconds: time.Since(t0).Seconds()}
 	if err := comm.Barrier(ctx); err != nil {
 		return nil, err
 	}
@@ -57,6 +58,9 @@ func RunRank(ctx context.Context, comm dist.Comm, o RankOptions) (*RankReport, e
 		if err != nil {
 			return nil, err
 		}
+		// The analytic minimum is the last step's (the engine knows it
+		// only once a step has run): the same every step.
+		rep.MinBytes = e.MinBytesPerStep(m)
 		opt.Step(m.Params())
 		if err := comm.Barrier(ctx); err != nil {
 			return nil, err

@@ -294,22 +294,49 @@ func runRanks(ctx context.Context, o Options, dir string, mode sar.Mode, n int) 
 			r.Error = fmt.Sprintf("rank %d: reading its report: %v", rank, err)
 			return r
 		}
-		r.Rank = append(r.Rank, rr)
-		r.PeakRSSBytes = max(r.PeakRSSBytes, rr.PeakRSSBytes)
-		r.StepTensorBytes = max(r.StepTensorBytes, rr.StepTensorBytes)
-		if rr.ExchangeBytes+rr.ReduceBytes > r.BytesSent {
-			r.BytesSent = rr.ExchangeBytes + rr.ReduceBytes
-		}
-		if rr.MinBytes > 0 {
-			ratio := float64(rr.ExchangeBytes) / float64(rr.MinBytes)
-			if ratio > r.BytesRatio {
-				r.BytesRatio, r.MinBytes = ratio, rr.MinBytes
-			}
-		}
-		r.EpochSeconds = max(r.EpochSeconds, rr.EpochSeconds)
-		r.Loss = rr.Loss
+		r.add(rr)
+	}
+	if err := r.checkBytes(); err != nil {
+		r.Error = err.Error()
 	}
 	return r
+}
+
+// add folds one rank's report into the run's worst figures.
+func (r *Run) add(rr RankReport) {
+	r.Rank = append(r.Rank, rr)
+	r.PeakRSSBytes = max(r.PeakRSSBytes, rr.PeakRSSBytes)
+	r.StepTensorBytes = max(r.StepTensorBytes, rr.StepTensorBytes)
+	if rr.ExchangeBytes+rr.ReduceBytes > r.BytesSent {
+		r.BytesSent = rr.ExchangeBytes + rr.ReduceBytes
+	}
+	if rr.MinBytes > 0 {
+		ratio := float64(rr.ExchangeBytes) / float64(rr.MinBytes)
+		if ratio > r.BytesRatio {
+			r.BytesRatio, r.MinBytes = ratio, rr.MinBytes
+		}
+	}
+	r.EpochSeconds = max(r.EpochSeconds, rr.EpochSeconds)
+	r.Loss = rr.Loss
+}
+
+// checkBytes fails a run on several ranks whose bytes ratio is missing:
+// the check (ratio <= 1.1) must never pass for want of a minimum. A rank
+// that sent rows or gradients against a minimum of 0, or a run in which
+// no rank has a minimum, is an error.
+func (r *Run) checkBytes() error {
+	if r.Ranks < 2 {
+		return nil
+	}
+	for _, rr := range r.Rank {
+		if rr.MinBytes <= 0 && rr.ExchangeBytes > 0 {
+			return fmt.Errorf("rank %d sent %s of rows and gradients per epoch against an analytic minimum of %d: no bytes ratio", rr.Rank, units.Bytes(rr.ExchangeBytes), rr.MinBytes)
+		}
+	}
+	if r.MinBytes <= 0 {
+		return fmt.Errorf("no analytic minimum of the bytes sent on any of the %d ranks: no bytes ratio", r.Ranks)
+	}
+	return nil
 }
 
 // cleanEnv is this process's environment without any launcher's

@@ -21,7 +21,10 @@ variables torchrun sets (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_
 MASTER_PORT), a fresh shared secret in GRAPHMILL_DIST_TOKEN, and rank 0's store on a free
 loopback port. Output lines are prefixed by rank. When one rank fails, the others are
 stopped (SIGTERM, then SIGKILL after --grace) and launch exits with the status of the
-first failure (128+signal for a rank killed by a signal).`,
+first failure (128+signal for a rank killed by a signal). Ctrl-C or SIGTERM is passed on to
+the ranks, which stop at the end of their step (rank 0 saves what train was asked to save);
+launch waits --grace for them, then kills them, and exits 128+signal; a second signal kills
+them at once.`,
 		Example: `  graphmill launch -n 2 -- graphmill train --model sage
   graphmill launch -n 4 -- python3 my_torch_script.py`,
 		Args: cobra.MinimumNArgs(1),
@@ -31,7 +34,7 @@ first failure (128+signal for a rank killed by a signal).`,
 	}
 	c.Flags().IntVarP(&n, "nproc", "n", 2, "number of ranks")
 	c.Flags().IntVar(&port, "master-port", 0, "port of rank 0's store (0: a free one)")
-	c.Flags().DurationVar(&grace, "grace", 3*time.Second, "time the other ranks get to stop after one fails, before SIGKILL")
+	c.Flags().DurationVar(&grace, "grace", 3*time.Second, "time the ranks get to stop after one fails or a signal is passed on, before SIGKILL")
 	c.Flags().SetInterspersed(false)
 	return c
 }

@@ -71,13 +71,27 @@ var caught atomic.Value
 // step, saving what it has), writers remove their temporary files. A
 // second signal removes every temporary file still being written and
 // exits at once.
+//
+// While 'graphmill launch' runs its ranks (launch.Forwarding), the first
+// two signals are its own: it passes the first on to the ranks, which
+// stop and save on their own, waits for them (SIGKILL after --grace) and
+// returns with the signal's status; it kills them at the second. The
+// context is then left alone, and only a third signal quits here.
 func signalContext() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 3)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		s := <-sigs
 		caught.Store(s)
+		if launch.Forwarding() {
+			<-sigs
+			s = <-sigs
+			stopProfiles()
+			atomicfile.CleanupTemps()
+			fmt.Fprintf(os.Stderr, "graphmill: %v a third time: quit\n", s)
+			os.Exit(signalExitCode(s))
+		}
 		fmt.Fprintf(os.Stderr, "\ngraphmill: %v: stopping (send it again to quit at once)\n", s)
 		cancel()
 		// Every phase checks the context within a fraction of a second;

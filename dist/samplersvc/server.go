@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/graphmill/graphmill/dist/stream"
 	"github.com/graphmill/graphmill/feature"
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/units"
 	pb "github.com/graphmill/graphmill/proto/graphmill/v1"
 	"github.com/graphmill/graphmill/sample"
 )
@@ -251,6 +253,12 @@ func Batches(seeds []int32, batchSize, shard, shards int, shuffle, dropLast bool
 	}
 	if shard < 0 || shard >= shards {
 		return nil, fmt.Errorf("shard %d of %d", shard, shards)
+	}
+	if batchSize < 1 {
+		return nil, fmt.Errorf("batch size %d; must be positive", batchSize)
+	}
+	if batchSize > math.MaxInt/shards {
+		return nil, fmt.Errorf("batch size %d times %d shards overflows the global batch (at most %d seeds); give a smaller batch size or fewer shards", batchSize, shards, math.MaxInt)
 	}
 	bs, err := sample.Batches(seeds, batchSize*shards, shuffle, sample.EpochKey(seed, int(epoch)), dropLast)
 	if err != nil {
@@ -630,14 +638,29 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 	}
 }
 
-// maxRowsPerCall bounds GetRows.
+// maxRowsPerCall bounds the ids of one GetRows call.
 const maxRowsPerCall = 1_000_000
 
-// GetRows returns feature rows by node id.
+// maxRowsReplyBytes bounds the rows of one GetRows reply: the largest
+// message either side accepts (MaxFrameBytes), less room for the reply's
+// other fields and length prefixes.
+const maxRowsReplyBytes = MaxFrameBytes - 64
+
+// GetRows returns feature rows by node id. A request whose reply would
+// pass maxRowsReplyBytes is refused before anything is allocated.
 func (s *Server) GetRows(ctx context.Context, req *pb.RowsRequest) (*pb.RowsReply, error) {
 	n := int64(s.cfg.Dataset.Meta.NumNodes)
 	if len(req.Ids) > maxRowsPerCall {
 		return nil, status.Errorf(codes.InvalidArgument, "graphmill sampler: %d rows asked; at most %d per call", len(req.Ids), maxRowsPerCall)
+	}
+	feat, err := s.features(ctx, req.NormalizeFeatures)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
+	}
+	dim := feat.Dim()
+	if rowBytes := 4 * int64(dim); rowBytes > 0 && int64(len(req.Ids)) > maxRowsReplyBytes/rowBytes {
+		return nil, status.Errorf(codes.InvalidArgument, "graphmill sampler: %d rows of %d features are %s, over the %s limit of a reply message; at most %d ids per call at this dimension",
+			len(req.Ids), dim, units.Bytes(int64(len(req.Ids))*rowBytes), units.Bytes(MaxFrameBytes), min(maxRowsReplyBytes/rowBytes, maxRowsPerCall))
 	}
 	ids := make([]int32, len(req.Ids))
 	for i, v := range req.Ids {
@@ -646,11 +669,6 @@ func (s *Server) GetRows(ctx context.Context, req *pb.RowsRequest) (*pb.RowsRepl
 		}
 		ids[i] = int32(v)
 	}
-	feat, err := s.features(ctx, req.NormalizeFeatures)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
-	}
-	dim := feat.Dim()
 	rows := make([]float32, len(ids)*dim)
 	if err := feat.Gather(ctx, ids, rows); err != nil {
 		return nil, status.Error(codes.Internal, "graphmill sampler: "+err.Error())

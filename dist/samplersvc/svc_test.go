@@ -558,6 +558,52 @@ func TestGetRows(t *testing.T) {
 	}
 }
 
+// TestGetRowsRefusesOversizedReply: a request whose reply would pass the
+// message limit is refused before the rows are allocated, with the limit
+// and the largest id count that fits (cora's 1433 features: 187324).
+func TestGetRowsRefusesOversizedReply(t *testing.T) {
+	d := cora(t)
+	svc := startService(t, d, nil, nil)
+	fit := int(maxRowsReplyBytes / (4 * 1433))
+	if fit != 187324 {
+		t.Fatalf("%d rows fit; want 187324", fit)
+	}
+	for _, n := range []int{fit + 1, 200_000, maxRowsPerCall} {
+		ids := make([]int64, n)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := svc.s.GetRows(context.Background(), &pb.RowsRequest{Ids: ids})
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "at most 187324 ids per call") || !strings.Contains(err.Error(), "limit of a reply") {
+			t.Errorf("%d ids: got %v", n, err)
+		} else if n == 200_000 {
+			t.Log(err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+			t.Errorf("%d ids: %d bytes allocated before the refusal", n, grew)
+		}
+	}
+}
+
+// TestBatchesOverflow: a batch size times a shard count past an int is
+// an error that reports both, not a negative batch size.
+func TestBatchesOverflow(t *testing.T) {
+	seeds := []int32{0, 1, 2, 3}
+	_, err := Batches(seeds, 4e9, 0, 4e9, false, false, 0, 0)
+	if err == nil || !strings.Contains(err.Error(), "batch size 4000000000 times 4000000000 shards overflows") {
+		t.Errorf("got %v", err)
+	}
+	d := cora(t)
+	svc := startService(t, d, nil, nil)
+	_, err = svc.s.plan(context.Background(), &pb.EpochRequest{Split: "train", Fanouts: []int32{5}, BatchSize: 4e9, NumShards: 4e9})
+	if err == nil || !strings.Contains(err.Error(), "overflows") || strings.Contains(err.Error(), "-") {
+		t.Errorf("got %v", err)
+	}
+	if bs, err := Batches(seeds, math.MaxInt/2, 1, 2, false, false, 0, 0); err != nil || len(bs) != 1 {
+		t.Errorf("largest global batch: %v, %v", bs, err)
+	}
+}
+
 // TestStreamPreparesAhead checks that a stream keeps its workers busy
 // while its credits allow: credits that arrive while a batch is being
 // prepared count at once. Handled one per turn of the send loop, they
