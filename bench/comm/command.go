@@ -246,50 +246,7 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		}
 	}
 	if hasMPI {
-		find := func(b string, n int, op string, size int64) *Point {
-			for i, p := range rep.Points {
-				if p.Backend == b && p.Ranks == n && p.Op == op && p.Bytes == size {
-					return &rep.Points[i]
-				}
-			}
-			return nil
-		}
-		bw, a2a, lat, latPin := math.Inf(1), math.Inf(1), 0.0, 0.0
-		for _, p := range rep.Points {
-			if p.Backend == "go-pin" && p.Bytes == 4<<10 && p.Op == "all-reduce" {
-				if m := find("mpi", p.Ranks, p.Op, p.Bytes); m != nil {
-					latPin = max(latPin, p.Seconds/m.Seconds)
-				}
-			}
-			if p.Backend != "go" {
-				continue
-			}
-			m := find("mpi", p.Ranks, p.Op, p.Bytes)
-			if m == nil {
-				continue
-			}
-			if p.Bytes >= 1<<20 && p.Op == "all-reduce" {
-				bw = min(bw, p.BusGBps/m.BusGBps)
-			}
-			if p.Bytes >= 1<<20 && p.Op == "all-to-all-v" {
-				a2a = min(a2a, p.BusGBps/m.BusGBps)
-			}
-			if p.Bytes == 4<<10 && p.Op == "all-reduce" {
-				lat = max(lat, p.Seconds/m.Seconds)
-			}
-		}
-		if !math.IsInf(bw, 1) {
-			rep.RatioVsMPI = &bw
-		}
-		if !math.IsInf(a2a, 1) {
-			rep.A2AVRatioVsMPI = &a2a
-		}
-		if lat > 0 {
-			rep.LatencyRatio4K = &lat
-		}
-		if latPin > 0 {
-			rep.LatencyRatio4KPinned = &latPin
-		}
+		rep.setMPIRatios()
 	}
 	if asJSON {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -299,15 +256,97 @@ func runBenchComm(ctx context.Context, ranksS string, sizes []int64, budget time
 		_, err = fmt.Fprintf(out, "%s\n", b)
 		return err
 	}
+	printComm(out, &rep)
+	return nil
+}
+
+// printComm prints the report as text; a ratio that was not measured (no
+// Open MPI build, no size of 1 MiB or more, no 4 KiB size) is "-" with
+// the reason.
+func printComm(out io.Writer, rep *commReport) {
 	fmt.Fprintf(out, "ceilings: loopback TCP stream %.2f GB/s, memory copy %.2f GB/s\n", rep.LoopbackGBps, rep.CopyGBps)
 	fmt.Fprintf(out, "%-6s %-7s %-13s %10s %12s %10s\n", "ranks", "impl", "collective", "size", "latency", "bus GB/s")
 	for _, p := range rep.Points {
 		fmt.Fprintf(out, "%-6d %-7s %-13s %10s %12s %10.3f\n", p.Ranks, p.Backend, p.Op, units.Bytes(p.Bytes), units.Duration(time.Duration(p.Seconds*1e9)), p.BusGBps)
 	}
-	if rep.RatioVsMPI != nil {
-		fmt.Fprintf(out, "pure Go / Open MPI: all-reduce bus bandwidth >= 1 MiB %.2f (smallest), all-to-all-v %.2f, all-reduce latency at 4 KiB %.2fx\n", *rep.RatioVsMPI, *rep.A2AVRatioVsMPI, *rep.LatencyRatio4K)
-	} else {
+	if !rep.MPI {
+		fmt.Fprintln(out, rep.Note)
+		return
+	}
+	f := func(p *float64, format string) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf(format, *p)
+	}
+	pinned := ""
+	if rep.LatencyRatio4KPinned != nil {
+		pinned = fmt.Sprintf(" (pinned %.2fx)", *rep.LatencyRatio4KPinned)
+	}
+	fmt.Fprintf(out, "pure Go / Open MPI: all-reduce bus bandwidth >= 1 MiB %s (smallest), all-to-all-v %s, all-reduce latency at 4 KiB %s%s\n",
+		f(rep.RatioVsMPI, "%.2f"), f(rep.A2AVRatioVsMPI, "%.2f"), f(rep.LatencyRatio4K, "%.2fx"), pinned)
+	if rep.Note != "" {
 		fmt.Fprintln(out, rep.Note)
 	}
-	return nil
+}
+
+// setMPIRatios sets the pure-Go / Open MPI ratios from the points, each
+// only where both sides measured it (nil otherwise), and a note naming
+// the ratios that could not be measured.
+func (rep *commReport) setMPIRatios() {
+	find := func(b string, n int, op string, size int64) *Point {
+		for i, p := range rep.Points {
+			if p.Backend == b && p.Ranks == n && p.Op == op && p.Bytes == size {
+				return &rep.Points[i]
+			}
+		}
+		return nil
+	}
+	bw, a2a, lat, latPin := math.Inf(1), math.Inf(1), 0.0, 0.0
+	for _, p := range rep.Points {
+		if p.Backend == "go-pin" && p.Bytes == 4<<10 && p.Op == "all-reduce" && p.Seconds > 0 {
+			if m := find("mpi", p.Ranks, p.Op, p.Bytes); m != nil && m.Seconds > 0 {
+				latPin = max(latPin, p.Seconds/m.Seconds)
+			}
+		}
+		if p.Backend != "go" {
+			continue
+		}
+		m := find("mpi", p.Ranks, p.Op, p.Bytes)
+		if m == nil {
+			continue
+		}
+		// A figure missing on either side (0) makes no ratio.
+		if p.Bytes >= 1<<20 && p.Op == "all-reduce" && p.BusGBps > 0 && m.BusGBps > 0 {
+			bw = min(bw, p.BusGBps/m.BusGBps)
+		}
+		if p.Bytes >= 1<<20 && p.Op == "all-to-all-v" && p.BusGBps > 0 && m.BusGBps > 0 {
+			a2a = min(a2a, p.BusGBps/m.BusGBps)
+		}
+		if p.Bytes == 4<<10 && p.Op == "all-reduce" && p.Seconds > 0 && m.Seconds > 0 {
+			lat = max(lat, p.Seconds/m.Seconds)
+		}
+	}
+	if !math.IsInf(bw, 1) {
+		rep.RatioVsMPI = &bw
+	}
+	var missing []string
+	if math.IsInf(bw, 1) || math.IsInf(a2a, 1) {
+		missing = append(missing, "bandwidth ratios need a size of at least 1 MiB measured by both")
+	}
+	if lat == 0 {
+		missing = append(missing, "the latency ratio needs the 4 KiB size measured by both")
+	}
+	if len(missing) > 0 {
+		rep.Note = "not measured (-): " + strings.Join(missing, "; ")
+	}
+	if !math.IsInf(a2a, 1) {
+		rep.A2AVRatioVsMPI = &a2a
+	}
+	if lat > 0 {
+		rep.LatencyRatio4K = &lat
+	}
+	if latPin > 0 {
+		rep.LatencyRatio4KPinned = &latPin
+	}
 }

@@ -26,7 +26,8 @@ func Command() *cobra.Command {
 partitioned 2 and 4 ways (generated and partitioned once into --data-dir, then reused), measure
 in one run:
 
-  single      minibatches/s of the single-process sampler (sampling and feature rows, one goroutine)
+  single      minibatches/s of the single-process sampler on the whole graph (sampling and feature
+              rows, 2 goroutines preparing minibatches at once, as the loader and each rank do)
   ranks       minibatches/s per rank with 2 and 4 local ranks sampling at once, and the ratio to
               the single process; sampling requests per minibatch per rank (target: at most
               hops x (ranks-1)) and feature requests; remote feature bytes per minibatch without and
@@ -36,7 +37,9 @@ in one run:
               ratio to the local sampling pipeline's (same workers), and the stream's GB/s to the
               loopback TCP copy ceiling and to a bare gRPC stream of frames of the same size
 
-Local ranks share this machine's cores, so per-rank rates fall as ranks are added.`,
+Local ranks share this machine's cores, so per-rank rates fall as ranks are added. A graph already
+in --data-dir is reused only if it has the nodes, edges, features and seed asked for (otherwise the
+command stops with an error); the report gives the measured graph's sizes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := Config{Dim: dim, Seed: seed, Ranks: []int{2, 4}, BatchSize: batch, Batches: batches, Dir: dir}
@@ -96,7 +99,7 @@ func printDistBench(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "machine: %s\n", r.Machine)
 	fmt.Fprintf(w, "graph: %s nodes, %s edges, %d features; fanouts %v, batch %d, %d minibatches per measurement\n",
 		units.Count(int64(r.Nodes)), units.Count(r.Edges), r.Dim, r.Fanouts, r.BatchSize, r.Batches)
-	fmt.Fprintf(w, "single process: %.1f minibatches/s\n\n", r.SingleBatchesPerSec)
+	fmt.Fprintf(w, "single process (%d goroutines): %.1f minibatches/s\n\n", Workers, r.SingleBatchesPerSec)
 	fmt.Fprintf(w, "%5s %8s %12s %9s %14s %10s %14s %14s %9s %9s\n", "ranks", "cut", "mb/s/rank", "x single", "sample req/mb", "(target)", "remote B/mb", "cached B/mb", "saved", "hit rate")
 	for _, p := range r.Ranks {
 		fmt.Fprintf(w, "%5d %7.1f%% %12.1f %9.2f %14.2f %10d %14s %14s %8.1f%% %8.1f%%\n", p.Ranks, 100*p.EdgeCut, p.BatchesPerSecPerRank, p.RatioToSingle,

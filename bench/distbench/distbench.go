@@ -63,8 +63,12 @@ type Report struct {
 	BatchSize int         `json:"batch_size"`
 	Batches   int         `json:"batches"`
 	Dir       string      `json:"dir"`
-	// SingleBatchesPerSec is the single-process sampler (one goroutine,
-	// sampling and gathering features) on the whole graph.
+	// Nodes, Edges and Dim are the measured graph's own (its meta.json),
+	// which Run checks against the sizes asked for.
+	//
+	// SingleBatchesPerSec is the single-process sampler on the whole
+	// graph: Workers (2) goroutines preparing minibatches at once, each
+	// sampling and gathering features, as the loader and each rank do.
 	SingleBatchesPerSec float64     `json:"single_batches_per_sec"`
 	Ranks               []RankPoint `json:"ranks"`
 	Service             Service     `json:"service"`
@@ -121,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = filepath.Join(builtin.CacheDir(), "bench", fmt.Sprintf("distsample-n%d-e%d-f%d-s%d", cfg.Nodes, cfg.Edges, cfg.Dim, cfg.Seed))
 	}
-	rep := &Report{Machine: isa.Describe(), Nodes: cfg.Nodes, Edges: cfg.Edges, Dim: cfg.Dim, Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Dir: cfg.Dir}
+	rep := &Report{Machine: isa.Describe(), Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Dir: cfg.Dir}
 	whole := filepath.Join(cfg.Dir, "graph")
 	if _, err := os.Stat(filepath.Join(whole, "meta.json")); err != nil {
 		if err := cfg.step(fmt.Sprintf("generated a %d-node, %d-edge graph with %d features", cfg.Nodes, cfg.Edges, cfg.Dim), func() error {
@@ -136,6 +140,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer d.Close()
+	// A graph reused from the directory must be the one asked for: the
+	// report gives the measured graph's own sizes.
+	if err := checkGraph(whole, d.Meta, cfg); err != nil {
+		return nil, err
+	}
+	rep.Nodes, rep.Edges, rep.Dim = d.Meta.NumNodes, d.Meta.NumEdges, d.Meta.FeatureDim
 	if err := cfg.step("single-process sampler", func() (err error) {
 		rep.SingleBatchesPerSec, err = single(ctx, cfg, d)
 		return err
@@ -179,6 +189,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// checkGraph refuses a dataset in dir (meta m) that is not the generated
+// graph cfg asks for: other node, edge or feature counts, or another seed
+// (read from the source line synth writes, "synthetic: seed N, ...").
+func checkGraph(dir string, m dataset.Meta, cfg Config) error {
+	var seed uint64
+	_, serr := fmt.Sscanf(m.Source, "synthetic: seed %d,", &seed)
+	if m.NumNodes == cfg.Nodes && m.NumEdges == cfg.Edges && m.FeatureDim == cfg.Dim && serr == nil && seed == cfg.Seed {
+		return nil
+	}
+	has := fmt.Sprintf("seed %d", seed)
+	if serr != nil {
+		has = fmt.Sprintf("no generator seed (source %q)", m.Source)
+	}
+	return fmt.Errorf("%s holds %d nodes, %d edges, %d features and %s, not the %d, %d, %d and seed %d asked for; remove it or give another --data-dir",
+		dir, m.NumNodes, m.NumEdges, m.FeatureDim, has, cfg.Nodes, cfg.Edges, cfg.Dim, cfg.Seed)
 }
 
 func partitionInto(ctx context.Context, d *dataset.Dataset, n int, dir string) error {

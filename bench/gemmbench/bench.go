@@ -94,7 +94,13 @@ type GemmResult struct {
 	// it, their ratio is the machine's noise, not either's blocking.
 	Peak      float64 `json:"kernel_peak_gflops"`
 	RatioPeak float64 `json:"ratio_vs_kernel_peak"` // Ours / Peak
-	MaxRelErr float64 `json:"max_rel_err_vs_peer"`  // check of our result against a peer's
+	// MaxRelErr checks our result against a peer's: the largest
+	// difference from the peer's product relative to its largest value
+	// (maxRelErr), against ErrPeer ("gonum", else "openblas"). Both are
+	// absent when no peer ran (--no-gonum without OpenBLAS): nothing was
+	// checked.
+	MaxRelErr *float64 `json:"max_rel_err_vs_peer,omitempty"`
+	ErrPeer   string   `json:"err_peer,omitempty"`
 }
 
 // GemmReport is the full output of RunGemm.
@@ -199,8 +205,10 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 				runtime.GOMAXPROCS(old)
 				r.RatioGonum = r.Ours / r.Gonum
 			}
-			if openblas.Available || !cfg.NoGonum {
-				r.MaxRelErr = maxRelErr(c.Data, cPeer.Data)
+			// cPeer holds the last peer's product: gonum's when it ran.
+			if peer := errPeer(openblas.Available, !cfg.NoGonum); peer != "" {
+				e := maxRelErr(c.Data, cPeer.Data)
+				r.MaxRelErr, r.ErrPeer = &e, peer
 			}
 			rep.Results = append(rep.Results, r)
 			if r.RatioOpenBLAS > 0 && (rep.MinRatioOpenBLAS == 0 || r.RatioOpenBLAS < rep.MinRatioOpenBLAS) {
@@ -302,4 +310,16 @@ func maxRelErr(x, y []float32) float64 {
 		worst = math.Max(worst, math.Abs(float64(x[i])-float64(y[i])))
 	}
 	return worst / (1 + scale)
+}
+
+// errPeer names the peer whose product RunGemm checks ours against: the
+// last to write it (gonum after OpenBLAS), "" when neither ran.
+func errPeer(openBLAS, gonum bool) string {
+	switch {
+	case gonum:
+		return "gonum"
+	case openBLAS:
+		return "openblas"
+	}
+	return ""
 }

@@ -1,7 +1,9 @@
 package gemmbench
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/graphmill/graphmill/internal/isa"
@@ -65,7 +67,7 @@ func TestRunGemmQuick(t *testing.T) {
 		t.Errorf("report's machine %+v, want %+v", rep.Machine, isa.Describe())
 	}
 	for _, r := range rep.Results {
-		if r.Ours <= 0 || r.Gonum <= 0 || r.RatioGonum <= 0 || r.Peak <= 0 || r.RatioPeak != r.Ours/r.Peak || r.MaxRelErr > 1e-5 {
+		if r.Ours <= 0 || r.Gonum <= 0 || r.RatioGonum <= 0 || r.Peak <= 0 || r.RatioPeak != r.Ours/r.Peak || r.MaxRelErr == nil || *r.MaxRelErr > 1e-5 || r.ErrPeer != "gonum" {
 			t.Errorf("implausible result %+v", r)
 		}
 		if openblas.Available && (r.OpenBLAS <= 0 || r.RatioOpenBLAS <= 0) {
@@ -74,5 +76,41 @@ func TestRunGemmQuick(t *testing.T) {
 	}
 	if _, err := RunGemm(GemmConfig{Threads: []int{0}}); err == nil {
 		t.Error("thread count 0 accepted")
+	}
+}
+
+// TestRunGemmNoPeer checks that without a peer (--no-gonum, no OpenBLAS)
+// no result claims a check against one: max_rel_err_vs_peer is absent,
+// not 0.
+func TestRunGemmNoPeer(t *testing.T) {
+	if openblas.Available {
+		t.Skip("OpenBLAS is a peer in this build")
+	}
+	rep, err := RunGemm(GemmConfig{Threads: []int{1}, Quick: true, NoGonum: true, Shapes: []GemmShape{{"small", tensor.NoTrans, tensor.NoTrans, 32, 16, 24}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.MaxRelErr != nil || r.ErrPeer != "" {
+			t.Errorf("result %+v checked against a peer that did not run", r)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "max_rel_err_vs_peer") {
+		t.Errorf("JSON %s has max_rel_err_vs_peer", b)
+	}
+}
+
+func TestErrPeer(t *testing.T) {
+	for _, c := range []struct {
+		openBLAS, gonum bool
+		want            string
+	}{{false, false, ""}, {true, false, "openblas"}, {false, true, "gonum"}, {true, true, "gonum"}} {
+		if got := errPeer(c.openBLAS, c.gonum); got != c.want {
+			t.Errorf("errPeer(%v, %v) = %q, want %q", c.openBLAS, c.gonum, got, c.want)
+		}
 	}
 }

@@ -34,8 +34,10 @@ thread count: gonum's pure-Go blas32 (always, unless --no-gonum) and OpenBLAS
 libopenblas-dev). The arithmetic ceiling is measured in the same blocks too:
 the kernel set's micro-kernel on operands in L1 cache, on as many threads
 ("kernel peak"). Cores are shared, so read the ratios, not the absolute
-GFLOP/s. Speeds are the best of several repetitions; each result also carries
-the largest difference from the peer's product, relative to its largest value.`,
+GFLOP/s. Speeds are the best of several repetitions; each result with a peer
+also carries the largest difference from that peer's product, relative to its
+largest value ("rel err"; absent, "-", with --no-gonum in a build without
+OpenBLAS: then nothing checks the products).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if kernel != "" {
@@ -54,16 +56,23 @@ the largest difference from the peer's product, relative to its largest value.`,
 			}
 			fmt.Printf("machine: %s\nkernel %s, GOMAXPROCS %d, OpenBLAS built in: %v\n", rep.Machine, rep.Kernel, rep.GOMAXPROCS, rep.OpenBLAS)
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "shape\top\tthreads\tours GF/s\tkernel peak GF/s\tours/peak\topenblas GF/s\tours/openblas\tgonum GF/s\tours/gonum\t")
+			fmt.Fprintln(tw, "shape\top\tthreads\tours GF/s\tkernel peak GF/s\tours/peak\topenblas GF/s\tours/openblas\tgonum GF/s\tours/gonum\trel err\t")
 			for _, r := range rep.Results {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t\n", r.Name, r.Op, r.Threads, r.Ours, r.Peak, r.RatioPeak,
-					opt(r.OpenBLAS, "%.1f"), opt(r.RatioOpenBLAS, "%.2f"), opt(r.Gonum, "%.1f"), opt(r.RatioGonum, "%.1f"))
+				relErr := "-"
+				if r.MaxRelErr != nil {
+					relErr = fmt.Sprintf("%.1e (%s)", *r.MaxRelErr, r.ErrPeer)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Op, r.Threads, r.Ours, r.Peak, r.RatioPeak,
+					opt(r.OpenBLAS, "%.1f"), opt(r.RatioOpenBLAS, "%.2f"), opt(r.Gonum, "%.1f"), opt(r.RatioGonum, "%.1f"), relErr)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			if rep.MinRatioOpenBLAS > 0 {
 				fmt.Printf("smallest ours/openblas ratio: %.2f\n", rep.MinRatioOpenBLAS)
+			}
+			if !rep.OpenBLAS && noGonum {
+				fmt.Println("no peer ran (--no-gonum, no OpenBLAS): results not checked against a peer's product")
 			}
 			return nil
 		},

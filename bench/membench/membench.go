@@ -279,27 +279,34 @@ func SeqCopy(size int, workers int, d time.Duration) Result {
 // here (1.3-1.8x a plain copy loop on these VMs, whose rows' misses
 // overlap less). Multiply Result.PerSec by 4*dim for bytes per second.
 func RandomRows(table []float32, dim, outRows int, workers int, d time.Duration) Result {
-	rows := uint64(len(table) / dim)
-	const batch = 1024
-	outRows = max(outRows, batch)
-	outs := make([][]float32, max(workers, 1))
-	ids := make([][]int32, len(outs))
-	pos := make([]int, len(outs))
-	for w := range outs {
-		outs[w] = make([]float32, outRows*dim)
-		ids[w] = make([]int32, batch)
-		// Fault the destination in first (a fresh page's first touch costs
-		// about 11 µs on these VMs): the ceiling is the copy's, not the
-		// page faults' of a buffer the size of a batch.
-		for i := 0; i < len(outs[w]); i += 1024 {
-			outs[w][i] = 1
-		}
-	}
 	var raw []byte
 	if len(table) > 0 {
 		raw = unsafe.Slice((*byte)(unsafe.Pointer(&table[0])), 4*len(table))
 	}
-	rowB := 4 * dim
+	return RandomRowBytes(raw, 4*dim, outRows, workers, d)
+}
+
+// RandomRowBytes is RandomRows over rows of rowB bytes (the table's rows
+// of any element type: float16 rows of dim values are 2*dim bytes), each
+// copied as it is into an output of rows as wide: the ceiling of a gather
+// that reads rows of that width.
+func RandomRowBytes(table []byte, rowB, outRows int, workers int, d time.Duration) Result {
+	rows := uint64(len(table) / rowB)
+	const batch = 1024
+	outRows = max(outRows, batch)
+	outs := make([][]byte, max(workers, 1))
+	ids := make([][]int32, len(outs))
+	pos := make([]int, len(outs))
+	for w := range outs {
+		outs[w] = make([]byte, outRows*rowB)
+		ids[w] = make([]int32, batch)
+		// Fault the destination in first (a fresh page's first touch costs
+		// about 11 µs on these VMs): the ceiling is the copy's, not the
+		// page faults' of a buffer the size of a batch.
+		for i := 0; i < len(outs[w]); i += 4096 {
+			outs[w][i] = 1
+		}
+	}
 	ahead, group := prefetch.RowsAhead(rowB)
 	return run(workers, d, func(w int, r *rng.Rand) (int64, uint64) {
 		out := outs[w]
@@ -311,20 +318,20 @@ func RandomRows(table []float32, dim, outRows int, workers int, d time.Duration)
 		for i := range id {
 			id[i] = int32((r.Uint64() >> 32) * rows >> 32)
 		}
-		prefetch.Rows(raw, rowB, id[:ahead])
+		prefetch.Rows(table, rowB, id[:ahead])
 		next := 0 // the row at which the next group is prefetched (no division per row)
 		for i, v := range id {
 			if i == next {
 				next += group
 				if a := i + ahead; a < batch {
-					prefetch.Rows(raw, rowB, id[a:min(a+group, batch)])
+					prefetch.Rows(table, rowB, id[a:min(a+group, batch)])
 				}
 			}
-			o := (p + i) * dim
-			copy(out[o:o+dim], table[int(v)*dim:int(v+1)*dim])
+			o := (p + i) * rowB
+			copy(out[o:o+rowB], table[int(v)*rowB:int(v+1)*rowB])
 		}
 		pos[w] = p + batch
-		return batch, uint64(out[p*dim])
+		return batch, uint64(out[p*rowB])
 	})
 }
 

@@ -25,6 +25,7 @@ func TestMeasurements(t *testing.T) {
 		{"reads", RandomReads(a, 2, 10*time.Millisecond)},
 		{"copy", SeqCopy(1<<20, 1, 10*time.Millisecond)},
 		{"rows", RandomRows(table, 16, 2048, 2, 10*time.Millisecond)},
+		{"half rows", RandomRowBytes(make([]byte, 4096*32), 32, 2048, 2, 10*time.Millisecond)},
 		{"arithmetic", Arithmetic(2, 10*time.Millisecond)},
 	} {
 		r := tc.r

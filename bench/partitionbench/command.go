@@ -80,7 +80,10 @@ kept busy for --warm, so that neither starts on a virtual CPU waking from idle
 			} else if !rep.Gpmetis {
 				fmt.Fprintln(w, "gpmetis not on PATH: no comparison (apt-get install metis)")
 			} else {
-				fmt.Fprintf(w, "max cut ratio %.3f, max time ratio %.2f; total %.2fs ours vs %.2fs gpmetis\n", rep.MaxCutRatio, rep.MaxTimeRatio, rep.GraphmillTotal, rep.GpmetisTotal)
+				fmt.Fprintf(w, "max cut ratio %s, max time ratio %s; total %.2fs ours vs %.2fs gpmetis\n", na(rep.MaxCutRatio, "%.3f"), na(rep.MaxTimeRatio, "%.2f"), rep.GraphmillTotal, rep.GpmetisTotal)
+				if rep.NoCutRatio > 0 || rep.NoTimeRatio > 0 {
+					fmt.Fprintf(w, "left out of the maxima (n/a): %d records without a cut ratio (gpmetis cut 0, ours above), %d without a time ratio (gpmetis reported 0.000 s)\n", rep.NoCutRatio, rep.NoTimeRatio)
+				}
 				fmt.Fprintln(w, "times:", rep.TimingNote)
 			}
 			return nil

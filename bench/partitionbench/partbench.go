@@ -168,33 +168,42 @@ type Record struct {
 	ReadMetisSeconds float64     `json:"read_metis_seconds,omitempty"`
 	Ours             Run         `json:"ours"`
 	Gpmetis          *GpmetisRun `json:"gpmetis,omitempty"`
-	// CutRatio is ours/gpmetis edge cut. TimeRatio is our partitioning
-	// wall time / gpmetis's reported partitioning time (both without
-	// I/O). CPURatio is our partitioning CPU time (all threads) /
-	// gpmetis's reported partitioning time (its CPU time). TimeRatioWall
-	// is end to end: (ReadMetisSeconds + our partitioning wall time) /
-	// the gpmetis process's wall time.
-	CutRatio      float64 `json:"cut_ratio,omitempty"`
-	TimeRatio     float64 `json:"time_ratio,omitempty"`
-	TimeRatioWall float64 `json:"time_ratio_wall,omitempty"`
-	CPURatio      float64 `json:"cpu_ratio,omitempty"`
+	// CutRatio is ours/gpmetis edge cut (1 when both cut nothing).
+	// TimeRatio is our partitioning wall time / gpmetis's reported
+	// partitioning time (both without I/O). CPURatio is our partitioning
+	// CPU time (all threads) / gpmetis's reported partitioning time (its
+	// CPU time). TimeRatioWall is end to end: (ReadMetisSeconds + our
+	// partitioning wall time) / the gpmetis process's wall time. Each is
+	// absent (n/a in the text, and out of the report's maxima) where
+	// gpmetis's figure is 0: a cut of 0 against ours above 0, a reported
+	// time of 0.000 s (its timer's resolution is 1 ms).
+	CutRatio      *float64 `json:"cut_ratio,omitempty"`
+	TimeRatio     *float64 `json:"time_ratio,omitempty"`
+	TimeRatioWall *float64 `json:"time_ratio_wall,omitempty"`
+	CPURatio      *float64 `json:"cpu_ratio,omitempty"`
 }
 
 // Report is the whole benchmark.
 type Report struct {
 	// Machine is the CPU measured on (isa.Describe).
-	Machine        isa.Machine `json:"machine"`
-	GOMAXPROCS     int         `json:"gomaxprocs"`
-	Gpmetis        bool        `json:"gpmetis"`
-	MemoryNote     string      `json:"memory_note"`
-	TimingNote     string      `json:"timing_note"`
-	Records        []Record    `json:"records"`
-	Skipped        []string    `json:"skipped,omitempty"`
-	MaxCutRatio    float64     `json:"max_cut_ratio,omitempty"`
-	MaxTimeRatio   float64     `json:"max_time_ratio,omitempty"`
-	TotalSeconds   float64     `json:"total_seconds"`
-	GraphmillTotal float64     `json:"graphmill_seconds"`
-	GpmetisTotal   float64     `json:"gpmetis_reported_seconds"`
+	Machine    isa.Machine `json:"machine"`
+	GOMAXPROCS int         `json:"gomaxprocs"`
+	Gpmetis    bool        `json:"gpmetis"`
+	MemoryNote string      `json:"memory_note"`
+	TimingNote string      `json:"timing_note"`
+	Records    []Record    `json:"records"`
+	Skipped    []string    `json:"skipped,omitempty"`
+	// MaxCutRatio and MaxTimeRatio are the largest ratios over the
+	// records that have one (absent when none has); NoCutRatio and
+	// NoTimeRatio count the records compared with gpmetis that have none
+	// (see Record), left out of the maxima.
+	MaxCutRatio    *float64 `json:"max_cut_ratio,omitempty"`
+	MaxTimeRatio   *float64 `json:"max_time_ratio,omitempty"`
+	NoCutRatio     int      `json:"records_without_cut_ratio,omitempty"`
+	NoTimeRatio    int      `json:"records_without_time_ratio,omitempty"`
+	TotalSeconds   float64  `json:"total_seconds"`
+	GraphmillTotal float64  `json:"graphmill_seconds"`
+	GpmetisTotal   float64  `json:"gpmetis_reported_seconds"`
 }
 
 // timingNote says how the times are compared (Report.TimingNote).
@@ -447,18 +456,7 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 				gr := &GpmetisRun{Run: Run{EdgeCut: st.EdgeCut, Imbalance: st.Imbalance, Seconds: run.Wall.Seconds(), CPUSeconds: run.CPU.Seconds(), PeakRSSBytes: run.MaxRSS}, ReportedSeconds: run.Reported.Seconds()}
 				rec.Gpmetis = gr
 				rec.ReadMetisSeconds = readMetis
-				if gr.EdgeCut > 0 {
-					rec.CutRatio = float64(rec.Ours.EdgeCut) / float64(gr.EdgeCut)
-				} else if rec.Ours.EdgeCut == 0 {
-					rec.CutRatio = 1
-				}
-				if gr.ReportedSeconds > 0 {
-					rec.TimeRatio = rec.Ours.Seconds / gr.ReportedSeconds
-					rec.CPURatio = rec.Ours.CPUSeconds / gr.ReportedSeconds
-				}
-				rec.TimeRatioWall = (readMetis + rec.Ours.Seconds) / gr.Seconds
-				rep.MaxCutRatio = max(rep.MaxCutRatio, rec.CutRatio)
-				rep.MaxTimeRatio = max(rep.MaxTimeRatio, rec.TimeRatio)
+				rep.addRatios(&rec)
 				rep.GpmetisTotal += gr.ReportedSeconds
 			}
 			rep.GraphmillTotal += rec.Ours.Seconds
@@ -473,12 +471,54 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 	return rep, nil
 }
 
+// addRatios sets rec's ratios to its gpmetis figures (rec.Gpmetis set),
+// each only where gpmetis's figure is above 0, and folds them into the
+// report's maxima; a record without a cut or time ratio is counted apart.
+func (rep *Report) addRatios(rec *Record) {
+	gr := rec.Gpmetis
+	ratio := func(ours, theirs float64) *float64 {
+		if theirs <= 0 {
+			return nil
+		}
+		x := ours / theirs
+		return &x
+	}
+	rec.CutRatio = ratio(float64(rec.Ours.EdgeCut), float64(gr.EdgeCut))
+	if gr.EdgeCut == 0 && rec.Ours.EdgeCut == 0 {
+		one := 1.0
+		rec.CutRatio = &one
+	}
+	rec.TimeRatio = ratio(rec.Ours.Seconds, gr.ReportedSeconds)
+	rec.CPURatio = ratio(rec.Ours.CPUSeconds, gr.ReportedSeconds)
+	rec.TimeRatioWall = ratio(rec.ReadMetisSeconds+rec.Ours.Seconds, gr.Seconds)
+	keepMax := func(m **float64, x *float64, missing *int) {
+		switch {
+		case x == nil:
+			*missing++
+		case *m == nil || *x > **m:
+			v := *x
+			*m = &v
+		}
+	}
+	keepMax(&rep.MaxCutRatio, rec.CutRatio, &rep.NoCutRatio)
+	keepMax(&rep.MaxTimeRatio, rec.TimeRatio, &rep.NoTimeRatio)
+}
+
+// na formats a ratio that may be absent ("n/a").
+func na(x *float64, format string) string {
+	if x == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, *x)
+}
+
 // Line is a one-line human summary of the record.
 func (r Record) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-24s k=%-3d cut %9d imb %.3f %8.3fs cpu %7.3fs rss %6.0fMB", r.Graph, r.Parts, r.Ours.EdgeCut, r.Ours.Imbalance, r.Ours.Seconds, r.Ours.CPUSeconds, float64(r.Ours.PeakRSSBytes)/(1<<20))
+	fmt.Fprintf(&b, "%-24s k=%-3d cut %9d imb %.3f %8.3fs cpu %7.3fs rss %6.0f MiB", r.Graph, r.Parts, r.Ours.EdgeCut, r.Ours.Imbalance, r.Ours.Seconds, r.Ours.CPUSeconds, float64(r.Ours.PeakRSSBytes)/(1<<20))
 	if g := r.Gpmetis; g != nil {
-		fmt.Fprintf(&b, " | gpmetis cut %9d imb %.3f %8.3fs (wall %.3fs) rss %6.0fMB | cut x%.3f time x%.2f (cpu x%.2f, end-to-end x%.2f)", g.EdgeCut, g.Imbalance, g.ReportedSeconds, g.Seconds, float64(g.PeakRSSBytes)/(1<<20), r.CutRatio, r.TimeRatio, r.CPURatio, r.TimeRatioWall)
+		fmt.Fprintf(&b, " | gpmetis cut %9d imb %.3f %8.3fs (wall %.3fs) rss %6.0f MiB | cut %s time %s (cpu %s, end-to-end %s)", g.EdgeCut, g.Imbalance, g.ReportedSeconds, g.Seconds, float64(g.PeakRSSBytes)/(1<<20),
+			na(r.CutRatio, "x%.3f"), na(r.TimeRatio, "x%.2f"), na(r.CPURatio, "x%.2f"), na(r.TimeRatioWall, "x%.2f"))
 	}
 	if p := r.Ours.Phases; p != nil {
 		ms := func(s float64) string { return units.Duration(time.Duration(s * 1e9)) }

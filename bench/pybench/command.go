@@ -42,6 +42,9 @@ Rates are batches/s of GraphSAGE minibatches ([25,10], 1024 seeds), the best of 
 python's are also given as ratios to the go loader and the go client (the median over the
 rounds of each round's ratio: a busy machine slows neighbours alike), with the Python-side
 copies per batch (every tensor's address checked against the received message).
+Every side times the same minibatches: --batches of them, or one epoch's if the dataset's training
+split has fewer (the report says so: batches_requested, batches_per_epoch), so that none runs into
+a second epoch while another stops at the first's end.
 
 With --pyg (the default) and torch_geometric importable, graphmill.NeighborLoader and PyG's
 NeighborLoader are then timed on the same PyG Data and seeds, alternating after a warm-up of 10
@@ -143,8 +146,12 @@ The Python client must be importable by --python: install it (pip install ./pyth
 
 func printPyBench(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "machine: %s\n", r.Machine)
-	fmt.Fprintf(w, "%s: %s nodes, %s edges, %d features; fanouts %v, %d seeds per batch, %d batches x %d rounds (best rate; median ratio)\n",
-		filepath.Base(r.Dataset), units.Count(float64(r.Nodes)), units.Count(float64(r.Edges)), r.FeatureDim, r.Fanouts, r.BatchSize, r.Batches, r.Rounds)
+	batches := fmt.Sprint(r.Batches)
+	if r.BatchesRequested > 0 && r.BatchesRequested != r.Batches {
+		batches = fmt.Sprintf("%d (one epoch's; %d asked)", r.Batches, r.BatchesRequested)
+	}
+	fmt.Fprintf(w, "%s: %s nodes, %s edges, %d features; fanouts %v, %d seeds per batch, %s batches x %d rounds (best rate; median ratio)\n",
+		filepath.Base(r.Dataset), units.Count(float64(r.Nodes)), units.Count(float64(r.Edges)), r.FeatureDim, r.Fanouts, r.BatchSize, batches, r.Rounds)
 	fmt.Fprintf(w, "  go loader (in process, %d workers)   %7.1f batches/s\n", r.Workers, r.GoLoader)
 	fmt.Fprintf(w, "  go client of the service            %7.1f batches/s  (%.1f MiB frames)\n", r.GoClient, r.GoFrameMiB)
 	for _, p := range r.Python {

@@ -128,14 +128,20 @@ type Report struct {
 	FeatureDim int         `json:"feature_dim"`
 	Fanouts    []int       `json:"fanouts"`
 	BatchSize  int         `json:"batch_size"`
-	Batches    int         `json:"batches"`
-	Rounds     int         `json:"rounds"`
-	Workers    int         `json:"workers"`
-	GoLoader   float64     `json:"go_loader_batches_per_s"`
-	GoClient   float64     `json:"go_client_batches_per_s"`
-	GoFrameMiB float64     `json:"go_client_frame_mib_per_batch"`
-	Python     []Python    `json:"python"`
-	PyG        any         `json:"pyg,omitempty"`
+	// Batches is the minibatches every side times per measurement: the
+	// requested number (BatchesRequested when that differs) or one
+	// epoch's (BatchesPerEpoch), whichever is smaller, so that no side
+	// runs into a second epoch while another stops at the first's end.
+	Batches          int      `json:"batches"`
+	BatchesRequested int      `json:"batches_requested,omitempty"`
+	BatchesPerEpoch  int      `json:"batches_per_epoch"`
+	Rounds           int      `json:"rounds"`
+	Workers          int      `json:"workers"`
+	GoLoader         float64  `json:"go_loader_batches_per_s"`
+	GoClient         float64  `json:"go_client_batches_per_s"`
+	GoFrameMiB       float64  `json:"go_client_frame_mib_per_batch"`
+	Python           []Python `json:"python"`
+	PyG              any      `json:"pyg,omitempty"`
 	// DropIn is graphmill.NeighborLoader against PyG's NeighborLoader
 	// (python -m graphmill.bench --dropin), when PyG imports: the ratios
 	// of batches/s (VsPyGLoader, the median of each round's) and of time
@@ -505,14 +511,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer st.Close()
+	// Every side times the same batches of one epoch: the Go loader and
+	// client stop at the epoch's end, so the Python client (which would
+	// go on into the next) is asked for no more.
+	perEpoch := samplersvc.EpochSpec{BatchSize: cfg.BatchSize, Shards: 1}.NumBatches(len(d.Train))
+	asked := cfg.Batches
+	if cfg.Batches, err = timedBatches(asked, perEpoch); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Dataset, err)
+	}
 	addr, stop, err := Serve(ctx, cfg.Graphmill, cfg.Dataset)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
 	rep := &Report{Machine: isa.Describe(), Dataset: cfg.Dataset, Nodes: d.Meta.NumNodes, Edges: d.Meta.NumEdges, FeatureDim: d.Meta.FeatureDim,
-		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, Rounds: cfg.Rounds, Workers: cfg.Workers,
+		Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Batches: cfg.Batches, BatchesPerEpoch: perEpoch, Rounds: cfg.Rounds, Workers: cfg.Workers,
 		PythonInterpreter: cfg.Python, PythonMalloc: pythonMalloc(cfg)}
+	if asked != cfg.Batches {
+		rep.BatchesRequested = asked
+		progress(fmt.Sprintf("timing %d batches (one epoch), not the %d asked for", cfg.Batches, asked))
+	}
 	best := map[string]Python{}
 	rounds := map[string][]Round{}
 	// Warm-up, not counted: the first pass maps the graph and feature
@@ -547,6 +565,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			p, err := python(ctx, addr, cfg, m, cfg.PyG && r == 0 && m == cfg.Modes[0])
 			if err != nil {
 				return err
+			}
+			if p.Batches != cfg.Batches {
+				return fmt.Errorf("python (%s): timed %d batches, not the %d the Go sides time", m, p.Batches, cfg.Batches)
 			}
 			if m == "shm" && p.Transport != "shm" {
 				return fmt.Errorf("python (shm): the service sent the payloads over %q, not shared memory", p.Transport)
@@ -598,6 +619,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.LoadAverage = string(bytes.TrimSpace(b))
 	}
 	return rep, nil
+}
+
+// timedBatches is the number of batches every side times: asked, or one
+// epoch's perEpoch if fewer. The clients' rates span the intervals
+// between batches, so at least two are needed.
+func timedBatches(asked, perEpoch int) (int, error) {
+	n := min(asked, perEpoch)
+	if n < 2 {
+		return 0, fmt.Errorf("%d batches per measurement (%d asked, %d in an epoch): the rates need at least 2", n, asked, perEpoch)
+	}
+	return n, nil
 }
 
 func median(v []float64) float64 {

@@ -21,6 +21,26 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+// TestTimedBatches checks that every side is given the same number of
+// batches, never more than an epoch holds.
+func TestTimedBatches(t *testing.T) {
+	for _, c := range []struct {
+		asked, perEpoch, want int
+		err                   bool
+	}{
+		{asked: 25, perEpoch: 100, want: 25},
+		{asked: 25, perEpoch: 8, want: 8}, // a small dataset: one epoch, not 25 over several
+		{asked: 8, perEpoch: 8, want: 8},
+		{asked: 25, perEpoch: 1, err: true},
+		{asked: 1, perEpoch: 100, err: true},
+	} {
+		got, err := timedBatches(c.asked, c.perEpoch)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("timedBatches(%d, %d) = %d, %v; want %d (error %v)", c.asked, c.perEpoch, got, err, c.want, c.err)
+		}
+	}
+}
+
 // TestRun runs the whole benchmark on a small generated graph: a real
 // "graphmill serve sampler", the Go loader and client, and the Python
 // client from the source tree.

@@ -35,8 +35,9 @@ default; generated once into --data-dir and reused) and on Cora:
   sampling   sampled edges per second for each fanout list and worker count,
              and its split: ns an edge drawing and relabelling, hop by hop,
              beside the cost of one random read of the ceiling
-  gather     feature rows (and GB) per second from memory (float32, float16) and
-             through the dataset's file mapping, with and without the hot cache
+  gather     feature rows (and float32 output bytes) per second from memory (float32,
+             float16) and through the dataset's file mapping, with and without the
+             hot cache
   cache      hit rate of the two cache admission policies under --feature-cache:
              "degree" (how often a node is a source in the CSC: quiver, PaGraph)
              and "presample" (how often one epoch of sampling reads it: GNNLab),
@@ -45,11 +46,14 @@ default; generated once into --data-dir and reused) and on Cora:
              is kept busy by the pipelined loader
 
 In the same run it measures the machine's ceilings: independent random 4-byte
-reads per second over an array as large as the graph, sequential copy
-bandwidth, and random feature-row copies per second from the in-memory feature
-table, and prints every speed as a ratio to its ceiling. Graph and features
-are held in memory with transparent huge pages for both the measurements and
-the ceilings.
+reads per second over an array as large as the graph's arrays but at least
+4 MiB (so on a graph smaller than that, such as Cora's, over an array larger
+than the graph: the ceiling is then a poor guide), sequential copy bandwidth,
+and random row copies per second from an in-memory table of rows as wide as
+the source's (float32 rows for float32 sources, rows of half the bytes for
+float16 ones), and prints every speed as a ratio to its ceiling. Graph and
+features are held in memory with transparent huge pages for both the
+measurements and the ceilings. Byte sizes and rates are binary (KiB, MiB, GiB).
 
 Rates are per CPU-second of each worker's thread (what the workers reach with
 a core each; steady on a shared machine), with wall-clock rates alongside.
@@ -190,9 +194,12 @@ func printSampleReport(w io.Writer, rep *Report) {
 		for _, n := range d.Notes {
 			fmt.Fprintf(tw, "  note: %s\n", n)
 		}
-		fmt.Fprintln(tw, "\nceilings\tworkers\trandom 4B reads\t(wall)\tseq copy\trandom rows\t(wall)\t")
+		fmt.Fprintf(tw, "random reads over an array of %s (the graph's %s, at least 4 MiB); random rows of %d float32 values (%s) and, beside float16 gathers, of %d 2-byte values (%s)\n",
+			units.Bytes(d.ReadArrayBytes), units.Bytes(d.GraphBytes), d.FeatureDim, units.Bytes(4*int64(d.FeatureDim)), d.FeatureDim, units.Bytes(2*int64(d.FeatureDim)))
+		fmt.Fprintln(tw, "\nceilings\tworkers\trandom 4B reads\t(wall)\tseq copy\tfloat32 rows\t(wall)\t2-byte rows\t(wall)\t")
 		for _, c := range d.Ceilings {
-			fmt.Fprintf(tw, "\t%d\t%s\t%s\t%s/s\t%s\t%s\t\n", c.Workers, mps(c.RandomReads), mps(c.RandomReadsWall), units.Bytes(int64(c.SeqCopy)), mps(c.RandomRows), mps(c.RandomRowsWall))
+			fmt.Fprintf(tw, "\t%d\t%s\t%s\t%s/s\t%s\t%s\t%s\t%s\t\n", c.Workers, mps(c.RandomReads), mps(c.RandomReadsWall), units.Bytes(int64(c.SeqCopy)), mps(c.RandomRows), mps(c.RandomRowsWall),
+				optRate(c.RandomHalfRows), optRate(c.RandomHalfRowsWall))
 		}
 		if len(d.LoadLatency) > 0 {
 			fmt.Fprint(tw, "\nload latency by data size:")
@@ -224,13 +231,14 @@ func printSampleReport(w io.Writer, rep *Report) {
 			}
 		}
 		if len(d.Gather) > 0 {
-			fmt.Fprintln(tw, "\ngather\tsource\tids\tworkers\trows/s\t(wall)\tGB/s\trows/s beside\tx random rows\thit rate\t")
+			fmt.Fprintln(tw, "\ngather\tsource\tids\tworkers\trows/s\t(wall)\toutput/s\trow\tsuch rows/s beside\tx random rows\thit rate\t")
 			for _, g := range d.Gather {
 				hr := ""
 				if strings.Contains(g.Source, "cache") {
 					hr = fmt.Sprintf("%.1f%%", 100*g.HitRate)
 				}
-				fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%.2f\t%s\t%.2f\t%s\t\n", g.Source, g.IDs, g.Workers, mps(g.RowsPerSec), mps(g.RowsPerSecWall), g.BytesPerSec/1e9, mps(g.Ceiling), g.Ratio, hr)
+				fmt.Fprintf(tw, "\t%s\t%s\t%d\t%s\t%s\t%s/s\t%s\t%s\t%.2f\t%s\t\n", g.Source, g.IDs, g.Workers, mps(g.RowsPerSec), mps(g.RowsPerSecWall), units.Bytes(int64(g.BytesPerSec)),
+					units.Bytes(int64(g.RowBytes)), mps(g.Ceiling), g.Ratio, hr)
 			}
 		}
 		if len(d.Cache) > 0 {
@@ -246,4 +254,12 @@ func printSampleReport(w io.Writer, rep *Report) {
 			}
 		}
 	}
+}
+
+// optRate formats a rate that may not have been measured ("-").
+func optRate(x float64) string {
+	if x <= 0 {
+		return "-"
+	}
+	return units.Count(x) + "/s"
 }

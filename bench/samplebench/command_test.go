@@ -3,6 +3,7 @@ package samplebench
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -33,5 +34,28 @@ func TestCommandCora(t *testing.T) {
 	}
 	if !workers[1] || !workers[2] {
 		t.Fatalf("sampling results for workers %v, want 1 and 2", workers)
+	}
+}
+
+// TestPrintUnits checks that the gather's bytes per second are printed in
+// the binary units of the sequential copy's (units.Bytes), with the row
+// width its ceiling was measured over and the read ceiling's array size.
+func TestPrintUnits(t *testing.T) {
+	rep := &Report{Datasets: []DatasetReport{{
+		Name: "g", FeatureDim: 128, GraphBytes: 64 << 10, ReadArrayBytes: 4 << 20,
+		Ceilings: []Ceiling{{Workers: 1, RandomReads: 1e8, SeqCopy: 8 << 30, RandomRows: 1e7}},
+		Gather:   []GatherResult{{Source: "memory float16", IDs: "sampled", Workers: 1, RowsPerSec: 1e7, BytesPerSec: 1e7 * 512, RowBytes: 256, Ceiling: 2e7, Ratio: 0.5}},
+	}}}
+	var b bytes.Buffer
+	printSampleReport(&b, rep)
+	out := b.String()
+	// 5.12e9 bytes/s is 4.77 GiB/s, not "5.12" GB/s.
+	for _, want := range []string{"8 GiB/s", "4.77 GiB/s", "256 B", "over an array of 4 MiB (the graph's 64 KiB, at least 4 MiB)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "5.12") || strings.Contains(out, "GB/s") {
+		t.Errorf("report has decimal GB/s:\n%s", out)
 	}
 }

@@ -117,14 +117,19 @@ type Report struct {
 
 // DatasetReport holds the measurements on one dataset.
 type DatasetReport struct {
-	Name         string    `json:"name"`
-	Dir          string    `json:"dir"`
-	Nodes        int       `json:"nodes"`
-	Edges        int64     `json:"edges"`
-	FeatureDim   int       `json:"feature_dim"`
-	GraphBytes   int64     `json:"graph_bytes"`
-	FeatureBytes int64     `json:"feature_bytes"`
-	Ceilings     []Ceiling `json:"ceilings"`
+	Name         string `json:"name"`
+	Dir          string `json:"dir"`
+	Nodes        int    `json:"nodes"`
+	Edges        int64  `json:"edges"`
+	FeatureDim   int    `json:"feature_dim"`
+	GraphBytes   int64  `json:"graph_bytes"`
+	FeatureBytes int64  `json:"feature_bytes"`
+	// ReadArrayBytes is the size of the array the random-read ceiling
+	// reads: the graph's bytes, but at least 4 MiB (so larger than a
+	// small graph such as Cora's, whose ceiling is then over an array
+	// that does not fit where the graph does).
+	ReadArrayBytes int64     `json:"random_read_array_bytes"`
+	Ceilings       []Ceiling `json:"ceilings"`
 	// LoadLatency is the latency of a dependent load by the size of the
 	// data it ranges over (membench.LoadLatency): where the caches end,
 	// and what a random lookup into an array as large as the graph's node
@@ -143,15 +148,21 @@ type DatasetReport struct {
 type Ceiling struct {
 	Workers int `json:"workers"`
 	// RandomReads is independent random 4-byte reads per CPU-second over
-	// an array as large as the graph (RandomReadsWall per wall second).
+	// an array of DatasetReport.ReadArrayBytes: the graph's size, at least
+	// 4 MiB (RandomReadsWall per wall second).
 	RandomReads     float64 `json:"random_reads_per_s"`
 	RandomReadsWall float64 `json:"random_reads_per_s_wall"`
 	// SeqCopy is sequential copy bandwidth, bytes per CPU-second.
 	SeqCopy float64 `json:"seq_copy_bytes_per_s"`
 	// RandomRows is random feature-row copies per CPU-second from the
-	// in-memory feature table (RandomRowsWall per wall second).
+	// in-memory float32 feature table (RandomRowsWall per wall second).
 	RandomRows     float64 `json:"random_rows_per_s"`
 	RandomRowsWall float64 `json:"random_rows_per_s_wall"`
+	// RandomHalfRows is the same over rows of 2-byte values (half the
+	// bytes: the ceiling of float16 and bfloat16 gathers), best of the
+	// measurements beside them; absent when none was gathered.
+	RandomHalfRows     float64 `json:"random_half_rows_per_s,omitempty"`
+	RandomHalfRowsWall float64 `json:"random_half_rows_per_s_wall,omitempty"`
 }
 
 // LatencyPoint is the latency of a dependent load over Bytes of data.
@@ -244,8 +255,13 @@ type GatherResult struct {
 	RowsPerSecWall float64 `json:"rows_per_s_wall"`
 	// BytesPerSec is float32 output bytes per CPU-second.
 	BytesPerSec float64 `json:"bytes_per_s"`
+	// RowBytes is the width of the rows the source holds and reads (dim
+	// values of its element type: float16 rows are half of float32's).
+	RowBytes int `json:"row_bytes"`
 	// Ceiling is the random-row ceiling (rows per CPU-second) for as many
-	// workers, measured in slices between the gather's rounds.
+	// workers, measured in slices between the gather's rounds, over an
+	// in-memory table of rows of RowBytes: like with like, the float16
+	// sources against a ceiling that reads half the bytes a row.
 	Ceiling float64 `json:"random_rows_per_s"`
 	// Ratio is RowsPerSec over Ceiling.
 	Ratio float64 `json:"ratio_to_random_rows"`
@@ -382,6 +398,7 @@ func runDataset(ctx context.Context, cfg Config, name string) (*DatasetReport, e
 	}
 	e.rep.GraphBytes = e.g.Bytes()
 	e.rep.FeatureBytes = int64(len(e.feats)) * 4
+	e.rep.ReadArrayBytes = 4 * int64(len(e.readArr))
 	if err := e.makeBatches(); err != nil {
 		return nil, err
 	}
@@ -464,9 +481,10 @@ func (e *env) load() error {
 		}
 		e.feats = feats
 	}
-	// The random-read ceiling's array, as large as the graph, written so
-	// that its pages are real (untouched anonymous pages all alias one
-	// zero page and would never miss the cache).
+	// The random-read ceiling's array, as large as the graph but at least
+	// 4 MiB (1M entries), written so that its pages are real (untouched
+	// anonymous pages all alias one zero page and would never miss the
+	// cache).
 	arr, f4 := hugemem.Alloc[uint32](int(max(e.g.Bytes()/4, 1<<20)))
 	e.frees = append(e.frees, f4)
 	par.For(par.Workers(0), len(arr), func(_, lo, hi int) {
@@ -502,11 +520,12 @@ func (e *env) makeBatches() error {
 	return nil
 }
 
-// Ceiling kinds.
+// Ceiling kinds (ceilHalfRows: rows of 2-byte values, noteCeiling only).
 const (
 	ceilReads = 1 << iota
 	ceilCopy
 	ceilRows
+	ceilHalfRows
 	ceilAll = ceilReads | ceilCopy | ceilRows
 )
 
@@ -543,7 +562,30 @@ func (e *env) noteCeiling(w, kind int, r membench.Result) {
 		c.RandomReads, c.RandomReadsWall = max(c.RandomReads, r.CPUPerSec), max(c.RandomReadsWall, r.PerSec)
 	case ceilRows:
 		c.RandomRows, c.RandomRowsWall = max(c.RandomRows, r.CPUPerSec), max(c.RandomRowsWall, r.PerSec)
+	case ceilHalfRows:
+		c.RandomHalfRows, c.RandomHalfRowsWall = max(c.RandomHalfRows, r.CPUPerSec), max(c.RandomHalfRowsWall, r.PerSec)
 	}
+}
+
+// rowTable returns an in-memory table of the dataset's rows with values
+// of size bytes, for the random-row ceiling of a gather from a source of
+// that element type: the float32 features (size 4), half (the float16
+// copy, size 2, when the caller has one), else a table of that width
+// written so that its pages are real. free releases it.
+func (e *env) rowTable(size int, half []byte) (table []byte, free func()) {
+	switch {
+	case size == 4:
+		return floatBytes(e.feats), func() {}
+	case size == 2 && half != nil:
+		return half, func() {}
+	}
+	t, f := hugemem.Alloc[byte](e.d.Meta.NumNodes * e.dim * size)
+	par.For(par.Workers(0), len(t), func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			t[i] = byte(i) | 1
+		}
+	})
+	return t, f
 }
 
 // batch returns the i-th minibatch's seeds, cycling through the epoch.
@@ -714,30 +756,34 @@ func (e *env) gather() error {
 		name string
 		st   *feature.Store
 		ids  map[string][][]int32
+		size int // bytes a value in the source's rows
 	}
 	all := map[string][][]int32{"uniform": uniform, "sampled": sampled}
 	for _, sc := range []src{
-		{"memory float32", mem, all},
-		{"memory float16", mem16, map[string][][]int32{"sampled": sampled}},
-		{"mmap " + e.d.FeatureArray.DType.Name(), mapped, map[string][][]int32{"sampled": sampled}},
+		{"memory float32", mem, all, 4},
+		{"memory float16", mem16, map[string][][]int32{"sampled": sampled}, 2},
+		{"mmap " + e.d.FeatureArray.DType.Name(), mapped, map[string][][]int32{"sampled": sampled}, e.d.FeatureArray.DType.Size()},
 	} {
+		table, freeTable := e.rowTable(sc.size, hbytes)
 		for _, kind := range []string{"uniform", "sampled"} {
 			ids := sc.ids[kind]
 			if ids == nil {
 				continue
 			}
-			res, c, err := e.gatherRates(sc.st, ids)
+			res, c, err := e.gatherRates(sc.st, ids, table, sc.size*e.dim)
 			if err != nil {
+				freeTable()
 				return err
 			}
 			for j, w := range e.cfg.Workers {
 				e.rep.Gather = append(e.rep.Gather, GatherResult{
 					Source: sc.name, IDs: kind, Workers: w,
 					RowsPerSec: res[j].CPUPerSec, RowsPerSecWall: res[j].PerSec, BytesPerSec: res[j].CPUPerSec * float64(4*e.dim),
-					Ceiling: c[j].CPUPerSec, Ratio: res[j].CPUPerSec / c[j].CPUPerSec,
+					RowBytes: sc.size * e.dim, Ceiling: c[j].CPUPerSec, Ratio: res[j].CPUPerSec / c[j].CPUPerSec,
 				})
 			}
 		}
+		freeTable()
 	}
 	return nil
 }
@@ -747,9 +793,10 @@ func (e *env) gather() error {
 // round by round; see paired), each worker taking lists in turn into
 // output buffers allocated and touched beforehand (so page faults are not
 // timed), each round followed by the random-row ceiling for as many
-// workers and as long. It returns the gather's and the ceiling's
-// measurements, one per worker count.
-func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membench.Result, err error) {
+// workers and as long, over table's rows of rowB bytes (the width of the
+// rows st reads). It returns the gather's and the ceiling's measurements,
+// one per worker count.
+func (e *env) gatherRates(st *feature.Store, ids [][]int32, table []byte, rowB int) (res, ceil []membench.Result, err error) {
 	dim, ws := e.dim, e.cfg.Workers
 	maxRows := 0
 	for _, b := range ids {
@@ -773,10 +820,20 @@ func (e *env) gatherRates(st *feature.Store, ids [][]int32) (res, ceil []membenc
 		}
 		return int64(len(b)), nil
 	}, func(j int, d time.Duration) membench.Result {
-		return membench.RandomRows(e.feats, dim, e.outRows, ws[j], d)
+		return membench.RandomRowBytes(table, rowB, e.outRows, ws[j], d)
 	})
+	// The ceilings table keeps float32 rows' and 2-byte rows' apart.
+	kind := 0
+	switch rowB {
+	case 4 * dim:
+		kind = ceilRows
+	case 2 * dim:
+		kind = ceilHalfRows
+	}
 	for j, w := range ws {
-		e.noteCeiling(w, ceilRows, ceil[j])
+		if kind != 0 {
+			e.noteCeiling(w, kind, ceil[j])
+		}
 	}
 	return res, ceil, err
 }
@@ -908,7 +965,10 @@ func (e *env) cache(ctx context.Context) error {
 	}
 	defer st.Close()
 	st.ResetStats()
-	res, c, err := e.gatherRates(st, heldInputs)
+	size := e.d.FeatureArray.DType.Size()
+	table, freeTable := e.rowTable(size, nil)
+	defer freeTable()
+	res, c, err := e.gatherRates(st, heldInputs, table, size*e.dim)
 	if err != nil {
 		return err
 	}
@@ -916,7 +976,7 @@ func (e *env) cache(ctx context.Context) error {
 		e.rep.Gather = append(e.rep.Gather, GatherResult{
 			Source: "mmap " + e.d.FeatureArray.DType.Name() + " + degree cache", IDs: "sampled", Workers: w,
 			RowsPerSec: res[j].CPUPerSec, RowsPerSecWall: res[j].PerSec, BytesPerSec: res[j].CPUPerSec * float64(4*e.dim),
-			Ceiling: c[j].CPUPerSec, Ratio: res[j].CPUPerSec / c[j].CPUPerSec, HitRate: st.CacheStats().HitRate(),
+			RowBytes: size * e.dim, Ceiling: c[j].CPUPerSec, Ratio: res[j].CPUPerSec / c[j].CPUPerSec, HitRate: st.CacheStats().HitRate(),
 		})
 	}
 	return nil

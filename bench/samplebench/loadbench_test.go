@@ -67,12 +67,30 @@ func TestRunCora(t *testing.T) {
 	if len(d.Gather) == 0 {
 		t.Fatal("no gather results")
 	}
+	// Every gather's ceiling reads rows as wide as its source's: half
+	// the bytes for float16, kept apart in the ceilings table.
+	half := false
 	for _, g := range d.Gather {
 		if g.RowsPerSec <= 0 || g.Ceiling <= 0 || !close(g.Ratio, g.RowsPerSec/g.Ceiling) {
 			t.Errorf("gather %+v: ratio is not rows/s over the ceiling beside it", g)
 		}
-		if best[g.Workers].RandomRows < g.Ceiling {
-			t.Errorf("ceilings table (%v rows/s) below a paired ceiling (%v)", best[g.Workers].RandomRows, g.Ceiling)
+		want, table := 4*d.FeatureDim, best[g.Workers].RandomRows
+		if strings.Contains(g.Source, "float16") {
+			want, table, half = 2*d.FeatureDim, best[g.Workers].RandomHalfRows, true
 		}
+		if g.RowBytes != want {
+			t.Errorf("gather %+v: ceiling over rows of %d bytes, want %d", g, g.RowBytes, want)
+		}
+		if table < g.Ceiling {
+			t.Errorf("ceilings table (%v rows/s of %d bytes) below a paired ceiling (%v)", table, want, g.Ceiling)
+		}
+	}
+	if !half {
+		t.Error("no float16 gather")
+	}
+	// Cora's graph is smaller than the read ceiling's least array, and
+	// the report says how large that was.
+	if d.ReadArrayBytes != 4<<20 || d.GraphBytes >= d.ReadArrayBytes {
+		t.Errorf("random reads over %d bytes for a graph of %d, want 4 MiB", d.ReadArrayBytes, d.GraphBytes)
 	}
 }

@@ -87,9 +87,7 @@ The synthetic dataset is generated once into --dir (default: the cache directory
 				units.Duration(cli.Seconds(st.GEMMSeconds)), st.GEMMGFlops, units.Duration(cli.Seconds(st.AggregateSeconds)), units.Duration(cli.Seconds(st.ElementwiseSeconds)),
 				units.Duration(cli.Seconds(st.OtherSeconds)), units.Duration(cli.Seconds(st.AllocSeconds)), units.Bytes(int64(rep.AllocBytesPerStep)), units.Duration(cli.Seconds(st.GCSeconds)))
 			printGEMMShapes(w, st.GEMMShapes)
-			fmt.Fprintf(w, "  kernel efficiency %.2f (CPU time; %.2f in wall time): GEMM, aggregation and gather at the ceilings measured in this run (%.0f GFLOP/s, %s values/s, %s rows/s) would take %s of the epoch's %s CPU\n",
-				rep.KernelEfficiency, rep.KernelEfficiencyWall, rep.Ceilings.GEMMGFlops, units.Count(rep.Ceilings.AggregateValuesPerSec), units.Count(rep.Ceilings.GatherRowsPerSec),
-				units.Duration(cli.Seconds(st.IdealSeconds)), units.Duration(cli.Seconds(rep.CPUSecondsPerEpoch)))
+			printKernelEfficiency(w, rep)
 			if len(rep.KernelEfficiencyRounds) > 1 {
 				fmt.Fprintf(w, "  the median of %d rounds, whose kernel efficiencies were %.2f\n", len(rep.KernelEfficiencyRounds), rep.KernelEfficiencyRounds)
 			}
@@ -148,4 +146,43 @@ func printGEMMShapes(w io.Writer, shapes []GEMMShape) {
 		sep = ";"
 	}
 	fmt.Fprintln(w)
+}
+
+// printKernelEfficiency prints the kernel efficiency in CPU time beside
+// the per-CPU-second ceilings its ideal time was computed from, and in
+// wall time beside the wall ceilings (work per wall second with the
+// kernel threads) of its own ideal; "-" for what was not measured.
+func printKernelEfficiency(w io.Writer, rep *Report) {
+	c, st := rep.Ceilings, rep.Step
+	ratio := func(x float64) string {
+		if x <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", x)
+	}
+	rate := func(x float64, unit string) string {
+		if x <= 0 {
+			return "- " + unit
+		}
+		if unit == "GFLOP/s" {
+			return fmt.Sprintf("%.0f %s", x, unit)
+		}
+		return units.Count(x) + " " + unit
+	}
+	dur := func(s float64) string {
+		if s <= 0 {
+			return "-"
+		}
+		return units.Duration(cli.Seconds(s))
+	}
+	cpu := "-"
+	if st.IdealSeconds > 0 && rep.CPUSecondsPerEpoch > 0 {
+		cpu = ratio(st.IdealSeconds / rep.CPUSecondsPerEpoch)
+	}
+	fmt.Fprintf(w, "  kernel efficiency %s in CPU time: GEMM, aggregation and gather at the ceilings per CPU-second measured in this run (%s, %s, %s) would take %s of the epoch's %s CPU\n",
+		cpu, rate(c.GEMMGFlopsPerCPU, "GFLOP/s"), rate(c.AggregateValuesPerCPU, "values/s"), rate(c.GatherRowsPerCPU, "rows/s"),
+		dur(st.IdealSeconds), dur(rep.CPUSecondsPerEpoch))
+	fmt.Fprintf(w, "  kernel efficiency %s in wall time: at the wall-clock ceilings with the kernel threads (%s, %s, %s; gather on one goroutine) they would take %s of the epoch's %s\n",
+		ratio(rep.KernelEfficiencyWall), rate(c.GEMMGFlops, "GFLOP/s"), rate(c.AggregateValuesPerSec, "values/s"), rate(c.GatherRowsPerSec, "rows/s"),
+		dur(st.IdealWallSeconds), dur(rep.EpochSeconds))
 }
