@@ -363,16 +363,6 @@ func (s IOStats) PagesPerSecond() float64 {
 	return float64(s.Pages) / s.Seconds
 }
 
-// ReadAmplification is the bytes the Gathers read over the page-rounded
-// bytes of the distinct rows each missed (1: every page needed read once,
-// nothing else), or 0 before any read.
-func (s IOStats) ReadAmplification() float64 {
-	if s.Pages == 0 {
-		return 0
-	}
-	return float64(s.Bytes) / float64(s.Pages*pageSize)
-}
-
 // IOStats returns the reads so far.
 func (s *Disk) IOStats() IOStats {
 	st := IOStats{

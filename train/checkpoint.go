@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/memstat"
+	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/safetensors"
 )
@@ -77,6 +79,10 @@ func Load(ds *dataset.Dataset, path string, evalBatch int, maxMemory int64) (*Ru
 	cfg.Model, cfg.Mode, cfg.EvalBatchSize, cfg.MaxMemoryBytes = c.Model, Full, evalBatch, maxMemory
 	cfg.Fanouts = nil
 	cfg.NormalizeFeatures, cfg.FeatureDType = c.NormalizeFeatures, c.FeatureDType
+	if need, avail := inferBytes(c.Model, ds.Meta.NumNodes), memstat.Available(); avail > 0 && need > avail {
+		return nil, nil, fmt.Errorf("layer-wise inference holds every node's hidden rows: %s for %s nodes (%s, hidden %d), more than the %s of memory available",
+			units.Bytes(need), units.Count(ds.Meta.NumNodes), c.Model.Kind, c.Model.Hidden, units.Bytes(avail))
+	}
 	r, err := newRunner(ds, cfg, Hooks{}, true)
 	if err != nil {
 		return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/graphmill/graphmill/batch"
@@ -11,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/internal/units"
+	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sample"
 )
 
@@ -66,6 +68,11 @@ func (r *Runner) openDisk(ctx context.Context) error {
 	budget := r.cfg.FeatureCacheBytes
 	if budget == 0 {
 		budget = r.autoCacheBytes()
+	} else {
+		var err error
+		if budget, err = cacheBudget(budget, int64(len(r.ds.FeatureArray.Data)), avail); err != nil {
+			return fmt.Errorf("%w: the automatic budget (no --feature-cache) would be %s here", err, units.Bytes(r.autoCacheBytes()))
+		}
 	}
 	var order []int32
 	t := time.Now()
@@ -103,6 +110,19 @@ func (r *Runner) openDisk(ctx context.Context) error {
 	return nil
 }
 
+// cacheBudget is a cache budget given by the user for a file of size
+// bytes: no more than the file, and refused where it is more than the
+// memory available (avail; 0: unknown), which the kernel answered by
+// killing the process during the fill, with no word.
+func cacheBudget(budget, size, avail int64) (int64, error) {
+	budget = min(budget, size)
+	if avail > 0 && budget > avail {
+		return 0, fmt.Errorf("--feature-cache %s is more than the %s of memory available (the memory cgroup's limit, or the machine's)",
+			units.Bytes(budget), units.Bytes(avail))
+	}
+	return budget, nil
+}
+
 // chooseEval switches evaluation to sampled neighbourhoods (the training
 // fanouts) when layer-wise inference's rows of every node (two hidden
 // layers' and the logits) would take more than half of avail, unless the
@@ -113,8 +133,7 @@ func (r *Runner) chooseEval(avail int64) string {
 	if c.SkipEval || c.EvalFanouts != nil || avail <= 0 {
 		return ""
 	}
-	w := int64(max(c.Model.Hidden*max(1, c.Model.Heads), c.Model.Out))
-	need := int64(r.ds.Meta.NumNodes) * 4 * (2*w + int64(c.Model.Out))
+	need := inferBytes(c.Model, r.ds.Meta.NumNodes)
 	if need <= avail/2 {
 		return ""
 	}
@@ -124,6 +143,13 @@ func (r *Runner) chooseEval(avail int64) string {
 	}
 	return fmt.Sprintf("evaluating on sampled neighbourhoods (fanouts %v): layer-wise inference would hold %s of every node's hidden rows, more than half of the %s available (--eval-fanouts sets them; -1 takes every neighbour)",
 		c.EvalFanouts, units.Bytes(need), units.Bytes(avail))
+}
+
+// inferBytes is what layer-wise inference of model c holds for n nodes:
+// two hidden layers' rows and the logits of every node.
+func inferBytes(c nn.Config, n int) int64 {
+	w := int64(max(c.Hidden*max(1, c.Heads), c.Out))
+	return int64(n) * 4 * (2*w + int64(c.Out))
 }
 
 // halfHint says, when features of dtype and size bytes do not fit in
@@ -224,7 +250,10 @@ func (r *Runner) cacheOrder(ctx context.Context, fromDisk bool) ([]int32, error)
 
 // autoCacheBytes is the cache budget when none is given: the available
 // memory less the graph's arrays, the node-to-slot map, the minibatches
-// alive at once (estimateBatchBytes) and memoryMargin.
+// alive at once (estimateBatchBytes), evaluation's (sampled evaluation's
+// batches beside the training's, which the Go heap may not have handed
+// back yet; without that room, evaluation was killed by the cgroup) and
+// memoryMargin.
 func (r *Runner) autoCacheBytes() int64 {
 	avail, cgroup := memstat.AvailableFrom()
 	if avail <= 0 {
@@ -239,7 +268,7 @@ func (r *Runner) autoCacheBytes() int64 {
 	} else {
 		graph += avail / 32
 	}
-	reserve := graph + int64(r.ds.Meta.NumNodes)*perNodeBytes + diskBuffers*r.estimateBatchBytes() + memoryMargin
+	reserve := graph + int64(r.ds.Meta.NumNodes)*perNodeBytes + diskBuffers*r.estimateBatchBytes() + r.evalReserve() + memoryMargin
 	budget := max(0, avail-reserve)
 	if p := r.cfg.Parallel; p != nil && p.Size() > 1 {
 		// Ranks on one machine start at once, each seeing the same
@@ -263,18 +292,38 @@ func (r *Runner) autoCacheBytes() int64 {
 // depth both use it).
 func (r *Runner) estimateBatchBytes() int64 {
 	if r.batchBytes == 0 {
-		r.batchBytes = r.sampleBatchBytes()
+		r.batchBytes = r.sampleBatchBytes(r.cfg.Fanouts)
 	}
 	return r.batchBytes
 }
 
-func (r *Runner) sampleBatchBytes() int64 {
+// evalReserve is the memory the cache budget leaves to evaluation: two
+// batches of sampled evaluation (none without evaluation, or for
+// inference alone, whose batches are the ones counted already).
+func (r *Runner) evalReserve() int64 {
+	if r.cfg.SkipEval || r.inference {
+		return 0
+	}
+	return diskBuffers * r.evalBatchBytes()
+}
+
+// evalBatchBytes estimates a sampled evaluation's batch (a training
+// batch of seeds, drawn with the evaluation fanouts, or the training
+// ones, which evaluation from disk falls back to: chooseEval).
+func (r *Runner) evalBatchBytes() int64 {
+	if r.cfg.EvalFanouts == nil || slices.Equal(r.cfg.EvalFanouts, r.cfg.Fanouts) {
+		return r.estimateBatchBytes()
+	}
+	return r.sampleBatchBytes(r.cfg.EvalFanouts)
+}
+
+func (r *Runner) sampleBatchBytes(fanouts []int) int64 {
 	cfg := r.cfg
 	dim := int64(r.ds.Meta.FeatureDim)
-	if cfg.Mode != Sampled || len(cfg.Fanouts) == 0 {
+	if cfg.Mode != Sampled || len(fanouts) == 0 {
 		return int64(cfg.EvalBatchSize) * dim * 4 * 4
 	}
-	s, err := sample.New(r.g, r.sampleConfig(r.cfg.Fanouts))
+	s, err := sample.New(r.g, r.sampleConfig(fanouts))
 	if err != nil {
 		return 0
 	}

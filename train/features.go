@@ -49,7 +49,9 @@ const (
 // every rank copies them, and ranks on one machine start at once, each
 // seeing the same available memory, so auto counts one copy per rank;
 // features that do not fit in half the available memory are read from
-// disk with explicit reads.
+// disk with explicit reads, in full-graph mode too for inference alone
+// (Load: layer-wise inference through the mapping of features larger
+// than memory thrashed the page cache without end).
 func (r *Runner) featurePlace(size int64, convert bool) string {
 	switch {
 	case convert || r.cfg.FeaturesInMemory == FeaturesMapped:
@@ -66,7 +68,7 @@ func (r *Runner) featurePlace(size int64, convert bool) string {
 	avail := memstat.Available()
 	fits := avail > 0 && size*ranks <= avail/2
 	switch {
-	case !fits && r.cfg.Mode != Full && avail > 0:
+	case !fits && (r.cfg.Mode != Full || r.inference) && avail > 0:
 		return placeDisk
 	case r.cfg.Mode == Full || r.cfg.FeatureCacheBytes > 0 || r.cfg.MaxMemoryBytes > 0 || !fits:
 		return placeMapped

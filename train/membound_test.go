@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,5 +122,85 @@ func TestInferenceBoundGivesSmallestBound(t *testing.T) {
 	}
 	if err := predict(kib<<10 - 4096); err == nil {
 		t.Errorf("%d KiB, below the suggested %d KiB, ran", kib-4, kib)
+	}
+}
+
+// TestInferenceFromDisk: inference alone (Load's runners) reads features
+// from disk with explicit reads where they are placed there (in full-graph
+// mode too, where training maps them), with the same logits as from
+// memory; a user's feature cache is at most the file, and refused over
+// the memory available (before its fill).
+func TestInferenceFromDisk(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Mode, cfg.Fanouts, cfg.EvalBatchSize = Full, nil, 512
+	ref, err := newRunner(d, cfg, Hooks{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ref.NewModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ref.Predict(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.FeaturesInMemory = FeaturesDisk
+	r, err := newRunner(d, cfg, Hooks{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.disk == nil {
+		t.Fatal("inference with FeaturesDisk did not read from disk")
+	}
+	got, err := r.Predict(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Data, want.Data) {
+		t.Fatal("logits from disk differ from those from memory")
+	}
+	if st := r.disk.IOStats(); st.Bytes == 0 && st.FillBytes == 0 {
+		t.Fatal("nothing read from disk")
+	}
+	// A user's cache budget: at most the file; refused over the memory
+	// available.
+	for _, c := range []struct {
+		budget, size, avail, want int64
+		ok                        bool
+	}{
+		{100, 1000, 500, 100, true}, {2000, 1000, 5000, 1000, true}, {2000, 1000, 0, 1000, true},
+		{800, 1000, 500, 0, false}, {5000, 1000, 500, 0, false},
+	} {
+		got, err := cacheBudget(c.budget, c.size, c.avail)
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("cacheBudget(%d, %d, %d) = %d, %v", c.budget, c.size, c.avail, got, err)
+		}
+	}
+}
+
+// TestCacheLeavesRoomForEvaluation: the automatic cache budget from disk
+// leaves two evaluation batches of room (drawn with the evaluation
+// fanouts where given), none without evaluation: with the cache taking
+// that room, evaluation was killed by the memory cgroup.
+func TestCacheLeavesRoomForEvaluation(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.SAGE)
+	cfg.Mode, cfg.Fanouts, cfg.BatchSize, cfg.FeaturesInMemory = Sampled, []int{5, 5}, 256, FeaturesDisk
+	r, err := NewRunner(d, cfg, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.evalReserve(), int64(diskBuffers)*r.estimateBatchBytes(); got != want || got <= 0 {
+		t.Errorf("evaluation's reserve %d, want two training-sized batches, %d", got, want)
+	}
+	r.cfg.EvalFanouts = []int{25, 25}
+	if got, small := r.evalReserve(), int64(diskBuffers)*r.estimateBatchBytes(); got <= small {
+		t.Errorf("larger evaluation fanouts reserve %d, not more than the training batches' %d", got, small)
+	}
+	r.cfg.SkipEval = true
+	if got := r.evalReserve(); got != 0 {
+		t.Errorf("without evaluation %d bytes reserved", got)
 	}
 }

@@ -121,9 +121,11 @@ type Summary struct {
 	// were read from disk.
 	DiskReadBytes   int64 `json:"disk_read_bytes,omitempty"`
 	KernelReadBytes int64 `json:"kernel_read_bytes,omitempty"`
-	// ReadAmplification is the bytes the gathers read over the
-	// page-rounded bytes of the distinct rows each one missed (1: every
-	// page needed read once, nothing else).
+	// ReadAmplification is KernelReadBytes over DiskReadBytes: what the
+	// process read from storage over what graphmill's readers asked for
+	// (each gather's distinct pages of missed rows, the cache fill, the
+	// graph's reads). 1: nothing read beyond those pages; readahead,
+	// pages read twice or other files' reads raise it.
 	ReadAmplification float64 `json:"read_amplification,omitempty"`
 	// FirstBatchSeconds is the time from the runner's creation (before
 	// the features are opened) to the arrival of the first training batch.
@@ -229,6 +231,7 @@ type Runner struct {
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
 
+	inference   bool        // made by Load: no training
 	batches     BatchSource // WithBatches
 	evaluator   Evaluator   // WithEvaluator
 	degOverride []float32   // WithDegrees
@@ -286,7 +289,8 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	if !unlabelled {
 		cfg.Model.Out = m.NumClasses
 	}
-	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now(), startAvail: memstat.Available(), g: ds.Graph}
+	r := &Runner{cfg: cfg, ds: ds, labels: ds.Labels, hooks: hooks, created: time.Now(), startAvail: memstat.Available(), g: ds.Graph,
+		inference: inference}
 	if cfg.MaxMemoryBytes == 0 {
 		r.ws = tensor.NewWorkspace(0)
 	}
@@ -533,8 +537,18 @@ func (r *Runner) finalizeSummary(s *Summary) {
 			s.FeatureCacheRows, s.FeatureCacheBytes, s.FeatureCacheHitRate = cs.Rows, cs.Bytes, cs.HitRate()
 		}
 		s.Disk = r.diskSummary()
-		s.DiskReadBytes, s.KernelReadBytes, s.ReadAmplification = s.Disk.ReadBytes+s.Disk.FillBytes+s.GraphReadBytes, memstat.ReadBytes(), d.IOStats().ReadAmplification()
+		s.DiskReadBytes, s.KernelReadBytes = s.Disk.ReadBytes+s.Disk.FillBytes+s.GraphReadBytes, memstat.ReadBytes()
+		s.ReadAmplification = amplification(s.KernelReadBytes, s.DiskReadBytes)
 	}
+}
+
+// amplification is kernel bytes over the bytes asked for, or 0 (not
+// measured) without either count (/proc/self/io unreadable, nothing read).
+func amplification(kernel, asked int64) float64 {
+	if kernel <= 0 || asked <= 0 {
+		return 0
+	}
+	return float64(kernel) / float64(asked)
 }
 
 // ErrInterrupted wraps the context's error when Run stops early because

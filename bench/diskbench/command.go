@@ -28,12 +28,14 @@ quarter of the features' size (as root; without a limit otherwise), after droppi
 page cache; then from disk again on a packed copy (graphmill data pack, kept beside the dataset). With --full the dataset's features are 1.3x this machine's memory and no cgroup is used.
 
 Reported: io_efficiency (pages/s the gathers read while waiting on them / the QD64 random-read ceiling),
-read_amplification (bytes read / the page-rounded bytes of the distinct rows each batch missed), fill_efficiency
+read_amplification (the bytes the kernel read for the training process / the bytes its readers asked for: each
+batch's distinct pages of missed rows, the cache fill and the graph's reads), fill_efficiency
 (the cache's sequential fill / the sequential ceiling), vs_in_memory (seeds/s from disk / in memory),
 time_to_first_batch_seconds (and its bar: 1.5x the features' sequential read time + 2 s), the bytes read as
 training reports them and as the kernel counts them, whether the losses equal the in-memory run's, and the hit rate
-and bytes read of three cache policies at the same budget replayed on one sampled epoch: the static degree order
-(what training uses), presampling (GNNLab) and Ginex's superbatch Belady (10 batches ahead). Last, the layouts of
+and bytes read of three cache policies at the same budget replayed on one sampled epoch: the static degree order,
+presampling (GNNLab; training from disk ranks its cache so by default) and Ginex's superbatch Belady (10
+batches ahead; training from disk plans so by default, --superbatch). Last, the layouts of
 'graphmill data pack' replayed on that epoch under the superbatch policy: the bytes read when the rows are stored
 in each layout's order (page-aligned) against the original file.`,
 		Args: cobra.NoArgs,
@@ -90,8 +92,12 @@ in each layout's order (page-aligned) against the original file.`,
 				c.Backend, units.Count(c.RandomQD1), units.Count(c.RandomQD64), units.Bytes(int64(c.SequentialBytes)))
 			fmt.Fprintf(w, "features %s, memory limit %s (%s); cache %s, hit rate %.1f%%\n", units.Bytes(rep.FeatureBytes), units.Bytes(rep.LimitBytes), rep.Limit,
 				units.Bytes(rep.CacheBytes), 100*rep.HitRate)
-			fmt.Fprintf(w, "io_efficiency %.2f (bar >= 0.6)   read_amplification %.2f (bar <= 1.3)   fill_efficiency %.2f (bar >= 0.7)\n",
-				rep.IOEfficiency, rep.ReadAmplification, rep.FillEfficiency)
+			ra := "- (not measured)"
+			if rep.ReadAmplification > 0 {
+				ra = fmt.Sprintf("%.2f", rep.ReadAmplification)
+			}
+			fmt.Fprintf(w, "io_efficiency %.2f (bar >= 0.6)   read_amplification %s (bar <= 1.3)   fill_efficiency %.2f (bar >= 0.7)\n",
+				rep.IOEfficiency, ra, rep.FillEfficiency)
 			fmt.Fprintf(w, "first batch after %.1fs (bar %.1fs); epoch %s; %s seeds/s from disk", rep.FirstBatch, rep.FirstBatchBound,
 				units.Duration(cli.Seconds(rep.EpochSeconds)), units.Count(rep.DiskSeeds))
 			if rep.InMemorySeeds > 0 {

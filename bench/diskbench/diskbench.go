@@ -87,8 +87,10 @@ type Report struct {
 	// IOEfficiency is the pages/s the gathers read while the step waited
 	// on them, over the random-read ceiling at queue depth 64.
 	IOEfficiency float64 `json:"io_efficiency"`
-	// ReadAmplification is the bytes the gathers read over the
-	// page-rounded bytes of the distinct rows each missed.
+	// ReadAmplification is KernelReadBytes over DiskReadBytes: what the
+	// kernel read from storage for the training process over what its
+	// readers asked for (the gathers' distinct pages of missed rows, the
+	// cache fill, the graph's reads); 0: not measured.
 	ReadAmplification float64 `json:"read_amplification"`
 	// FillEfficiency is the sequential pass's rate over the sequential
 	// ceiling.
@@ -212,7 +214,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	s := disk.Summary
 	rep.DiskSeeds, rep.EpochSeconds, rep.FirstBatch = s.SeedsPerSecond, s.EpochSeconds, s.FirstBatchSeconds
-	rep.DiskReadBytes, rep.KernelReadBytes, rep.ReadAmplification = s.DiskReadBytes, kernel, s.ReadAmplification
+	rep.DiskReadBytes, rep.KernelReadBytes = s.DiskReadBytes, kernel
+	if kernel > 0 && s.DiskReadBytes > 0 {
+		rep.ReadAmplification = float64(kernel) / float64(s.DiskReadBytes)
+	}
 	rep.CacheBytes, rep.HitRate = s.FeatureCacheBytes, s.FeatureCacheHitRate
 	if s.Disk != nil {
 		rep.IOEfficiency = s.Disk.PagesPerSecond / rep.Ceilings.RandomQD64

@@ -326,7 +326,11 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		if errors.Is(err, train.ErrDiverged) {
 			why = "the loss diverged"
 		}
-		fmt.Fprintf(out, "%s after %d epochs: keeping the best model so far\n", why, res.Summary.Epochs)
+		keep := "keeping the best model so far"
+		if res.Summary.BestEpoch < 0 {
+			keep = "no evaluation yet: keeping the current weights, not validated"
+		}
+		fmt.Fprintf(out, "%s after %d epochs: %s\n", why, res.Summary.Epochs, keep)
 	}
 	printSummary2(out, res.Summary)
 	if t := res.Summary.Traffic; isSAR && t != nil {
@@ -453,9 +457,9 @@ func printSummary2(w io.Writer, s train.Summary) {
 		if d.Policy != "" {
 			ranked = fmt.Sprintf("rows ranked (%s) in %s, ", d.Policy, units.Duration(cli.Seconds(d.OrderSeconds)))
 		}
-		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), %sfilled by one pass of %s in %s, opened in %s; first batch after %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting), read amplification %.2f; the kernel counted %s read\n",
+		fmt.Fprintf(w, "features from disk (%s): cache budget %s (%s), %sfilled by one pass of %s in %s, opened in %s; first batch after %s; gathers read %s in %s requests (%s pages, %s pages/s while waiting); the kernel counted %s read, read amplification %.2f (over the %s the readers asked for, the fill and graph included)\n",
 			d.Backend, units.Bytes(d.CacheBudget), budget, ranked, units.Bytes(d.FillBytes), units.Duration(cli.Seconds(d.FillSeconds)), units.Duration(cli.Seconds(d.OpenSeconds)), units.Duration(cli.Seconds(s.FirstBatchSeconds)),
-			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), s.ReadAmplification, units.Bytes(s.KernelReadBytes))
+			units.Bytes(d.ReadBytes), units.Count(d.Reads), units.Count(d.Pages), units.Count(d.PagesPerSecond), units.Bytes(s.KernelReadBytes), s.ReadAmplification, units.Bytes(s.DiskReadBytes))
 		if d.Superbatch > 0 {
 			fmt.Fprintf(w, "superbatch cache (%d batches ahead, started from the %s order): %s rows admitted, %s evicted; %d of %d gathers planned\n",
 				d.Superbatch, d.Policy, units.Count(d.Admitted), units.Count(d.Evicted), d.Planned, d.Planned+d.Unplanned)
