@@ -419,7 +419,7 @@ func printSummary2(w io.Writer, s train.Summary) {
 		fmt.Fprintf(w, "best validation accuracy %.2f%% at epoch %d (%d epochs%s)\n", 100*s.BestValAcc, s.BestEpoch, s.Epochs, stop)
 		fmt.Fprintf(w, "test accuracy %.2f%%\n", 100*s.TestAcc)
 	}
-	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; total %s\n",
+	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; %s in all after setup\n",
 		units.Duration(cli.Seconds(s.EpochSeconds)), units.Duration(cli.Seconds(s.SampleSeconds)), units.Duration(cli.Seconds(s.GatherSeconds)),
 		units.Duration(cli.Seconds(s.ComputeSeconds)), units.Duration(cli.Seconds(s.WaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(cli.Seconds(s.TotalSeconds)))
 	hist := ""
