@@ -33,7 +33,8 @@ const maxDiskBuffers = 8
 
 // diskMaxBuffers is pipeline.Config.MaxBuffers from disk: diskBuffers,
 // and up to maxDiskBuffers where the memory still available once the cache
-// is filled holds more batches (estimateBatchBytes each) beside the two.
+// is filled holds more batches (estimateBatchBytes each) beside the two
+// and evaluation's room (evalReserve).
 // The pipeline adds them only when it measures a batch's reads taking
 // several steps' time while they take less than a step on average; an
 // auto-sized cache leaves no room for them, having taken it.
@@ -42,7 +43,7 @@ func (r *Runner) diskMaxBuffers() int {
 	if bb <= 0 {
 		return diskBuffers
 	}
-	free := memstat.Available() - memoryMargin - diskBuffers*bb
+	free := memstat.Available() - memoryMargin - diskBuffers*bb - r.evalReserve()
 	return diskBuffers + int(min(maxDiskBuffers-diskBuffers, max(0, free/bb)))
 }
 
@@ -114,11 +115,11 @@ func (r *Runner) openDisk(ctx context.Context) error {
 // bytes: no more than the file, and refused where it is more than the
 // memory available (avail; 0: unknown), which the kernel answered by
 // killing the process during the fill, with no word.
-func cacheBudget(budget, size, avail int64) (int64, error) {
-	budget = min(budget, size)
+func cacheBudget(given, size, avail int64) (int64, error) {
+	budget := min(given, size)
 	if avail > 0 && budget > avail {
-		return 0, fmt.Errorf("--feature-cache %s is more than the %s of memory available (the memory cgroup's limit, or the machine's)",
-			units.Bytes(budget), units.Bytes(avail))
+		return 0, fmt.Errorf("--feature-cache %s (%s of features) is more than the %s of memory available (the memory cgroup's limit, or the machine's)",
+			units.Bytes(given), units.Bytes(size), units.Bytes(avail))
 	}
 	return budget, nil
 }
@@ -268,7 +269,10 @@ func (r *Runner) autoCacheBytes() int64 {
 	} else {
 		graph += avail / 32
 	}
-	reserve := graph + int64(r.ds.Meta.NumNodes)*perNodeBytes + diskBuffers*r.estimateBatchBytes() + r.evalReserve() + memoryMargin
+	// A sixteenth more is slack for what no estimate counts (the
+	// runtime's freed pages, I/O buffers, page tables): at a 700 MiB
+	// limit the process peaked within 2 MiB of it without evaluation.
+	reserve := graph + int64(r.ds.Meta.NumNodes)*perNodeBytes + diskBuffers*r.estimateBatchBytes() + r.evalReserve() + memoryMargin + avail/16
 	budget := max(0, avail-reserve)
 	if p := r.cfg.Parallel; p != nil && p.Size() > 1 {
 		// Ranks on one machine start at once, each seeing the same
@@ -297,15 +301,21 @@ func (r *Runner) estimateBatchBytes() int64 {
 	return r.batchBytes
 }
 
-// evalReserve is the memory the cache budget leaves to evaluation: two
-// batches of sampled evaluation (none without evaluation, or for
-// inference alone, whose batches are the ones counted already).
+// evalReserve is the memory the cache budget leaves to evaluation: the
+// batches sampled evaluation holds at once (evalBuffers, beside the
+// training pipeline's, which stay allocated for the next epoch); none
+// without evaluation, or for inference alone, whose batches are the ones
+// counted already.
 func (r *Runner) evalReserve() int64 {
 	if r.cfg.SkipEval || r.inference {
 		return 0
 	}
-	return diskBuffers * r.evalBatchBytes()
+	return evalBuffers * r.evalBatchBytes()
 }
+
+// evalBuffers is the batches sampled evaluation holds at once: its
+// pipeline's two buffers and the one it prefetches (sampledEval).
+const evalBuffers = 3
 
 // evalBatchBytes estimates a sampled evaluation's batch (a training
 // batch of seeds, drawn with the evaluation fanouts, or the training

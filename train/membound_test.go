@@ -181,7 +181,7 @@ func TestInferenceFromDisk(t *testing.T) {
 }
 
 // TestCacheLeavesRoomForEvaluation: the automatic cache budget from disk
-// leaves two evaluation batches of room (drawn with the evaluation
+// leaves room for evaluation's batches (drawn with the evaluation
 // fanouts where given), none without evaluation: with the cache taking
 // that room, evaluation was killed by the memory cgroup.
 func TestCacheLeavesRoomForEvaluation(t *testing.T) {
@@ -192,11 +192,11 @@ func TestCacheLeavesRoomForEvaluation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := r.evalReserve(), int64(diskBuffers)*r.estimateBatchBytes(); got != want || got <= 0 {
-		t.Errorf("evaluation's reserve %d, want two training-sized batches, %d", got, want)
+	if got, want := r.evalReserve(), int64(evalBuffers)*r.estimateBatchBytes(); got != want || got <= 0 {
+		t.Errorf("evaluation's reserve %d, want %d training-sized batches, %d", got, evalBuffers, want)
 	}
 	r.cfg.EvalFanouts = []int{25, 25}
-	if got, small := r.evalReserve(), int64(diskBuffers)*r.estimateBatchBytes(); got <= small {
+	if got, small := r.evalReserve(), int64(evalBuffers)*r.estimateBatchBytes(); got <= small {
 		t.Errorf("larger evaluation fanouts reserve %d, not more than the training batches' %d", got, small)
 	}
 	r.cfg.SkipEval = true

@@ -78,7 +78,7 @@ func (r *Runner) sampledEval(ctx context.Context, m *nn.Model) (Evaluation, erro
 			continue
 		}
 		ld, err := pipeline.NewSampled(s, r.inferSource(), r.labels, sp.seeds, pipeline.SampledConfig{
-			BatchSize: max(1, batch), Seed: rng.Derive(r.cfg.Seed, 0xe7a1), SampleWorkers: r.cfg.Workers, Prefetch: 1, Buffers: 2})
+			BatchSize: max(1, batch), Seed: rng.Derive(r.cfg.Seed, 0xe7a1), SampleWorkers: r.cfg.Workers, Prefetch: 1, Buffers: evalBuffers - 1})
 		if err != nil {
 			return ev, err
 		}
