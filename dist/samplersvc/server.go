@@ -550,8 +550,10 @@ func (s *Server) Stream(st pb.Sampler_StreamServer) (err error) {
 					return status.Error(codes.InvalidArgument, "graphmill sampler: "+err.Error())
 				}
 			}
-		default:
+		case m.GetStart() != nil:
 			return status.Error(codes.InvalidArgument, "graphmill sampler: an EpochRequest in the middle of a stream")
+		default:
+			return status.Error(codes.InvalidArgument, "graphmill sampler: an empty client message (no credit, assign, release or start)")
 		}
 		return nil
 	}
