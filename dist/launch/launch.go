@@ -194,7 +194,13 @@ func Local(ctx context.Context, n, port int, grace time.Duration, args []string,
 					code = ee.ExitCode()
 				}
 			}
-			first = &ExitError{Code: code, msg: fmt.Sprintf("launch: rank %d failed (%v); stopped the other ranks", res.rank, res.err)}
+			// Its last error line says why, which the other ranks'
+			// "terminated" lines would bury.
+			why := ""
+			if l := procs[res.rank].Stderr.(*prefixWriter).lastLine(); l != "" {
+				why = ": " + l
+			}
+			first = &ExitError{Code: code, msg: fmt.Sprintf("launch: rank %d failed (%v%s); stopped the other ranks", res.rank, res.err, why)}
 			stop(syscall.SIGTERM)
 			startGrace()
 		case s := <-sigs:
@@ -242,6 +248,7 @@ type prefixWriter struct {
 	dst    io.Writer
 	mu     *sync.Mutex
 	buf    []byte
+	last   string // the last non-empty line
 }
 
 func (w *prefixWriter) Write(b []byte) (int, error) {
@@ -253,10 +260,20 @@ func (w *prefixWriter) Write(b []byte) (int, error) {
 		}
 		w.mu.Lock()
 		fmt.Fprintf(w.dst, "%s%s\n", w.prefix, w.buf[:i])
+		if l := strings.TrimSpace(string(w.buf[:i])); l != "" {
+			w.last = l
+		}
 		w.mu.Unlock()
 		w.buf = w.buf[i+1:]
 	}
 	return len(b), nil
+}
+
+// lastLine is the last non-empty line written so far.
+func (w *prefixWriter) lastLine() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
 }
 
 func (w *prefixWriter) flush() {

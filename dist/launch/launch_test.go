@@ -44,6 +44,7 @@ func helperRank(mode string) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		fmt.Println("failing")
+		fmt.Fprintln(os.Stderr, "helper: the reason it failed")
 		os.Exit(3)
 	}
 	sigs := make(chan os.Signal, 4)
@@ -244,6 +245,9 @@ func TestFailureStopsTheOthers(t *testing.T) {
 	err := l.wait(t, 20*time.Second)
 	if code := exitCode(t, err); code != 3 {
 		t.Errorf("exit status %d, want 3 (%v)", code, err)
+	}
+	if !strings.Contains(fmt.Sprint(err), "rank 1 failed (exit status 3: helper: the reason it failed)") {
+		t.Errorf("launch's error %q does not repeat the failed rank's last error line", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "rank-0")); err != nil || strings.TrimSpace(string(b)) != "terminated" {
 		t.Errorf("rank 0: got %q, %v; want SIGTERM\n%s", b, err, l.out.String())
