@@ -3,6 +3,7 @@ package diskbench
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -104,6 +105,11 @@ in each layout's order (page-aligned) against the original file.`,
 				fmt.Fprintf(w, ", %s in memory (vs_in_memory %.2f); losses equal: %v", units.Count(rep.InMemorySeeds), rep.VsInMemory, *rep.LossesEqual)
 			}
 			fmt.Fprintf(w, "\nread %s as training reports it, %s as the kernel counts it; cgroup peak %s\n", units.Bytes(rep.DiskReadBytes), units.Bytes(rep.KernelReadBytes), units.Bytes(rep.PeakCgroupBytes))
+			if len(rep.BarsMissed) == 0 {
+				fmt.Fprintln(w, "bars: all met")
+			} else {
+				fmt.Fprintf(w, "bars MISSED: %s\n", strings.Join(rep.BarsMissed, ", "))
+			}
 			for _, p := range rep.Policies {
 				fmt.Fprintf(w, "  policy %-18s hit rate %5.1f%%  reads %s\n", p.Policy, 100*p.HitRate, units.Bytes(p.ReadBytes))
 			}

@@ -112,6 +112,11 @@ type Report struct {
 	// LossesEqual says whether the losses from disk equal the in-memory
 	// run's (nil with Full, which has no in-memory run).
 	LossesEqual *bool `json:"losses_equal,omitempty"`
+	// BarsMissed names the bars of #25 this run missed (io_efficiency,
+	// read_amplification, fill_efficiency, time_to_first_batch,
+	// losses_equal), a bar not measured counting as missed; empty when
+	// every one was met.
+	BarsMissed []string `json:"bars_missed"`
 	// Policies compares cache policies at the run's cache budget on the
 	// same sampled epoch.
 	Policies []PolicyResult `json:"policies"`
@@ -242,6 +247,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if rep.Policies, rep.Layouts, err = ComparePolicies(ctx, dir, o, rep.CacheBytes); err != nil {
 		return nil, err
 	}
+	rep.BarsMissed = rep.missed()
 	return rep, nil
 }
 
@@ -398,4 +404,21 @@ func sameLosses(a, b *metrics) bool {
 		}
 	}
 	return true
+}
+
+// missed names the bars the report does not meet; one that was not
+// measured (0) is missed, never met by default.
+func (r *Report) missed() []string {
+	out := []string{}
+	bar := func(name string, ok bool) {
+		if !ok {
+			out = append(out, name)
+		}
+	}
+	bar("io_efficiency", r.IOEfficiency >= 0.6)
+	bar("read_amplification", r.ReadAmplification > 0 && r.ReadAmplification <= 1.3)
+	bar("fill_efficiency", r.FillEfficiency >= 0.7)
+	bar("time_to_first_batch", r.FirstBatch > 0 && r.FirstBatch <= r.FirstBatchBound)
+	bar("losses_equal", r.LossesEqual != nil && *r.LossesEqual)
+	return out
 }

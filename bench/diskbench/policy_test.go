@@ -34,3 +34,32 @@ func TestBelady(t *testing.T) {
 		})
 	}
 }
+
+// TestBarsMissed: every bar is judged, and one not measured (a zero) is
+// missed, never met by default.
+func TestBarsMissed(t *testing.T) {
+	yes, no := true, false
+	good := Report{IOEfficiency: 1, ReadAmplification: 1.01, FillEfficiency: 0.9, FirstBatch: 1, FirstBatchBound: 3, LossesEqual: &yes}
+	if m := good.missed(); len(m) != 0 {
+		t.Errorf("a run meeting every bar missed %v", m)
+	}
+	for _, c := range []struct {
+		edit func(*Report)
+		want string
+	}{
+		{func(r *Report) { r.IOEfficiency = 0.5 }, "io_efficiency"},
+		{func(r *Report) { r.ReadAmplification = 0 }, "read_amplification"},
+		{func(r *Report) { r.ReadAmplification = 1.4 }, "read_amplification"},
+		{func(r *Report) { r.FillEfficiency = 0 }, "fill_efficiency"},
+		{func(r *Report) { r.FirstBatch = 3.5 }, "time_to_first_batch"},
+		{func(r *Report) { r.FirstBatch = 0 }, "time_to_first_batch"},
+		{func(r *Report) { r.LossesEqual = &no }, "losses_equal"},
+		{func(r *Report) { r.LossesEqual = nil }, "losses_equal"},
+	} {
+		r := good
+		c.edit(&r)
+		if m := r.missed(); len(m) != 1 || m[0] != c.want {
+			t.Errorf("missed %v, want [%s]", m, c.want)
+		}
+	}
+}
