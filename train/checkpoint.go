@@ -79,19 +79,22 @@ func Load(ds *dataset.Dataset, path string, evalBatch int, maxMemory int64) (*Ru
 	cfg.Model, cfg.Mode, cfg.EvalBatchSize, cfg.MaxMemoryBytes = c.Model, Full, evalBatch, maxMemory
 	cfg.Fanouts = nil
 	cfg.NormalizeFeatures, cfg.FeatureDType = c.NormalizeFeatures, c.FeatureDType
-	if need, avail := inferBytes(c.Model, ds.Meta.NumNodes), memstat.Available(); avail > 0 && need > avail {
-		return nil, nil, fmt.Errorf("layer-wise inference holds every node's hidden rows: %s for %s nodes (%s, hidden %d), more than the %s of memory available",
-			units.Bytes(need), units.Count(ds.Meta.NumNodes), c.Model.Kind, c.Model.Hidden, units.Bytes(avail))
-	}
 	r, err := newRunner(ds, cfg, Hooks{}, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := r.NewModel()
+	m, err := r.NewModel() // first: a config its tensors do not match is that error
 	if err != nil {
+		r.Close()
 		return nil, nil, err
 	}
+	if need, avail := inferBytes(c.Model, ds.Meta.NumNodes), memstat.Available(); avail > 0 && need > avail {
+		r.Close()
+		return nil, nil, fmt.Errorf("layer-wise inference holds every node's hidden rows: %s for %s nodes (%s, hidden %d), more than the %s of memory available",
+			units.Bytes(need), units.Count(ds.Meta.NumNodes), c.Model.Kind, c.Model.Hidden, units.Bytes(avail))
+	}
 	if err := m.LoadParams(c.File, path); err != nil {
+		r.Close()
 		return nil, nil, err
 	}
 	return r, m, nil
