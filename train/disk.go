@@ -260,14 +260,13 @@ func (r *Runner) autoCacheBytes() int64 {
 	if avail <= 0 {
 		return 0
 	}
-	// The graph's pages: the available memory counts those read so far
-	// as free to take (MemAvailable; a cgroup's inactive file pages), so
-	// all of them are reserved (with a cgroup's active ones counted
-	// twice: left to sampling's page cache, which otherwise thrashed and
-	// doubled the kernel's reads). Without a cgroup, a thirty-second
-	// more is left to the kernel.
+	// The graph's pages: a cgroup's usage already counts those read so
+	// far; MemAvailable counts them as free to take. Without a cgroup,
+	// a thirty-second more is left to the kernel.
 	graph := r.g.Bytes()
-	if !cgroup {
+	if cgroup {
+		graph = max(0, graph-memstat.File())
+	} else {
 		graph += avail / 32
 	}
 	// A sixteenth more is slack for what no estimate counts (the

@@ -178,12 +178,12 @@ func cgroupMemory(cgroupFile, root string) (limit, used int64, ok bool) {
 		if len(parts) != 3 {
 			continue
 		}
-		var dir, limitName, usedName, inactiveName string
+		var dir, limitName, usedName string
 		switch {
 		case parts[0] == "0" && parts[1] == "": // v2
-			dir, limitName, usedName, inactiveName = root, "memory.max", "memory.current", "inactive_file"
+			dir, limitName, usedName = root, "memory.max", "memory.current"
 		case slices.Contains(strings.Split(parts[1], ","), "memory"): // v1
-			dir, limitName, usedName, inactiveName = filepath.Join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"
+			dir, limitName, usedName = filepath.Join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes"
 		default:
 			continue
 		}
@@ -191,12 +191,6 @@ func cgroupMemory(cgroupFile, root string) (limit, used int64, ok bool) {
 			l, err1 := readInt(filepath.Join(d, limitName))
 			u, err2 := readInt(filepath.Join(d, usedName))
 			if err1 == nil && err2 == nil && l > 0 && l < 1<<60 { // "max" or v1's near-2⁶³: no limit
-				// The inactive file pages are reclaimed before anything
-				// is killed (a container that has read its dataset holds
-				// them up to its limit): they are not used memory.
-				if in := statBytes(filepath.Join(d, "memory.stat"), inactiveName); in > 0 {
-					u = max(0, u-in)
-				}
 				return l, u, true
 			}
 		}
@@ -216,22 +210,6 @@ func readInt(path string) (int64, error) {
 func field(name string) int64 { return fieldOf("/proc/self/status", name) }
 
 // fieldOf reads a "Name: value kB" line of a /proc file, in bytes.
-// statBytes reads key's value, in bytes, from a cgroup's memory.stat
-// ("key value" lines); 0 if absent.
-func statBytes(path, key string) int64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 func fieldOf(path, name string) int64 {
 	f, err := os.Open(path)
 	if err != nil {

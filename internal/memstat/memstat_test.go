@@ -72,9 +72,6 @@ func TestCgroupMemory(t *testing.T) {
 		{"v2 unlimited", "0::/\n", map[string]string{"memory.max": "max\n", "memory.current": "5\n"}, 0, 0, false},
 		{"v1 own dir", "4:memory:/api/x\n3:cpu:/\n", map[string]string{"memory/api/x/memory.limit_in_bytes": "2147483648", "memory/api/x/memory.usage_in_bytes": "1"}, 2 << 30, 1, true},
 		{"v1 at the root", "9:cpuacct,memory:/docker/abc\n", map[string]string{"memory/memory.limit_in_bytes": "4096", "memory/memory.usage_in_bytes": "1024"}, 4096, 1024, true},
-		// Inactive file pages (reclaimable page cache) are not counted as used.
-		{"v2 page cache", "0::/job\n", map[string]string{"job/memory.max": "1000000\n", "job/memory.current": "900000\n", "job/memory.stat": "anon 100000\nfile 800000\nactive_file 50000\ninactive_file 750000\n"}, 1000000, 150000, true},
-		{"v1 page cache", "4:memory:/x\n", map[string]string{"memory/x/memory.limit_in_bytes": "1000000", "memory/x/memory.usage_in_bytes": "900000", "memory/x/memory.stat": "cache 800000\ninactive_file 1\ntotal_inactive_file 700000\n"}, 1000000, 200000, true},
 		{"v1 unlimited", "4:memory:/\n", map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712", "memory/memory.usage_in_bytes": "1"}, 0, 0, false},
 		{"no memory controller", "3:cpu:/\n", nil, 0, 0, false},
 	} {
