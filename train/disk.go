@@ -65,7 +65,10 @@ const perNodeBytes = 24
 // filled by one sequential pass over the file.
 func (r *Runner) openDisk(ctx context.Context) error {
 	start := time.Now()
-	avail := memstat.Available()
+	// The cgroup's clean page cache is room the cache may take (the
+	// kernel reclaims it first): a container that had read its dataset
+	// got a 0 B cache.
+	avail := memstat.Available() + memstat.CgroupReclaimable()
 	budget := r.cfg.FeatureCacheBytes
 	if budget == 0 {
 		budget = r.autoCacheBytes()
@@ -261,11 +264,17 @@ func (r *Runner) autoCacheBytes() int64 {
 		return 0
 	}
 	// The graph's pages: a cgroup's usage already counts those read so
-	// far; MemAvailable counts them as free to take. Without a cgroup,
-	// a thirty-second more is left to the kernel.
+	// far, unless they are inactive, and its inactive file pages are
+	// room (CgroupReclaimable), so then the whole graph is reserved;
+	// MemAvailable counts them as free to take. Without a cgroup, a
+	// thirty-second more is left to the kernel.
 	graph := r.g.Bytes()
 	if cgroup {
-		graph = max(0, graph-memstat.File())
+		if in := memstat.CgroupReclaimable(); in > 0 {
+			avail += in
+		} else {
+			graph = max(0, graph-memstat.File())
+		}
 	} else {
 		graph += avail / 32
 	}

@@ -67,7 +67,7 @@ func AvailableFrom() (avail int64, cgroup bool) {
 	if a <= 0 {
 		return 0, false
 	}
-	if limit, used, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok && limit-used < a {
+	if limit, used, _, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok && limit-used < a {
 		return max(limit-used, 0), true
 	}
 	return a, false
@@ -88,7 +88,7 @@ func Limit() int64 {
 // lower than the machine's memory (MemTotal), in bytes; else 0.
 func CgroupLimit() int64 {
 	t := fieldOf("/proc/meminfo", "MemTotal:")
-	if limit, _, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok && (t <= 0 || limit < t) {
+	if limit, _, _, ok := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup"); ok && (t <= 0 || limit < t) {
 		return limit
 	}
 	return 0
@@ -168,22 +168,22 @@ func readBytes(path string) int64 {
 // when there is no limit or it cannot be read. The cgroup's own directory
 // is tried first, then the mount's root (inside a container the root is
 // the container's cgroup).
-func cgroupMemory(cgroupFile, root string) (limit, used int64, ok bool) {
+func cgroupMemory(cgroupFile, root string) (limit, used, inactive int64, ok bool) {
 	b, err := os.ReadFile(cgroupFile)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
-		var dir, limitName, usedName string
+		var dir, limitName, usedName, inactiveName string
 		switch {
 		case parts[0] == "0" && parts[1] == "": // v2
-			dir, limitName, usedName = root, "memory.max", "memory.current"
+			dir, limitName, usedName, inactiveName = root, "memory.max", "memory.current", "inactive_file"
 		case slices.Contains(strings.Split(parts[1], ","), "memory"): // v1
-			dir, limitName, usedName = filepath.Join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes"
+			dir, limitName, usedName, inactiveName = filepath.Join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"
 		default:
 			continue
 		}
@@ -191,11 +191,38 @@ func cgroupMemory(cgroupFile, root string) (limit, used int64, ok bool) {
 			l, err1 := readInt(filepath.Join(d, limitName))
 			u, err2 := readInt(filepath.Join(d, usedName))
 			if err1 == nil && err2 == nil && l > 0 && l < 1<<60 { // "max" or v1's near-2⁶³: no limit
-				return l, u, true
+				return l, u, min(u, statBytes(filepath.Join(d, "memory.stat"), inactiveName)), true
 			}
 		}
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
+}
+
+// CgroupReclaimable returns the clean, inactive file pages charged to the
+// process's memory cgroup (memory.stat's inactive_file; v1's
+// total_inactive_file), which the kernel reclaims before it kills
+// anything, where a cgroup limit applies; else 0. Available counts them
+// as used: a container that has read its dataset holds them up to its
+// limit.
+func CgroupReclaimable() int64 {
+	_, _, in, _ := cgroupMemory("/proc/self/cgroup", "/sys/fs/cgroup")
+	return in
+}
+
+// statBytes reads key's value, in bytes, from a cgroup's memory.stat
+// ("key value" lines); 0 if absent.
+func statBytes(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // readInt reads a file holding one integer.

@@ -63,17 +63,19 @@ func TestRoom(t *testing.T) {
 // finds no limit where it is "max" or v1's unlimited value.
 func TestCgroupMemory(t *testing.T) {
 	for _, c := range []struct {
-		name, cgroup string
-		files        map[string]string
-		limit, used  int64
-		ok           bool
+		name, cgroup          string
+		files                 map[string]string
+		limit, used, inactive int64
+		ok                    bool
 	}{
-		{"v2", "0::/user.slice/job\n", map[string]string{"user.slice/job/memory.max": "1073741824\n", "user.slice/job/memory.current": "104857600\n"}, 1 << 30, 100 << 20, true},
-		{"v2 unlimited", "0::/\n", map[string]string{"memory.max": "max\n", "memory.current": "5\n"}, 0, 0, false},
-		{"v1 own dir", "4:memory:/api/x\n3:cpu:/\n", map[string]string{"memory/api/x/memory.limit_in_bytes": "2147483648", "memory/api/x/memory.usage_in_bytes": "1"}, 2 << 30, 1, true},
-		{"v1 at the root", "9:cpuacct,memory:/docker/abc\n", map[string]string{"memory/memory.limit_in_bytes": "4096", "memory/memory.usage_in_bytes": "1024"}, 4096, 1024, true},
-		{"v1 unlimited", "4:memory:/\n", map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712", "memory/memory.usage_in_bytes": "1"}, 0, 0, false},
-		{"no memory controller", "3:cpu:/\n", nil, 0, 0, false},
+		{"v2", "0::/user.slice/job\n", map[string]string{"user.slice/job/memory.max": "1073741824\n", "user.slice/job/memory.current": "104857600\n"}, 1 << 30, 100 << 20, 0, true},
+		{"v2 page cache", "0::/job\n", map[string]string{"job/memory.max": "1000000\n", "job/memory.current": "900000\n", "job/memory.stat": "anon 100000\nfile 800000\nactive_file 50000\ninactive_file 750000\n"}, 1000000, 900000, 750000, true},
+		{"v1 page cache", "4:memory:/x\n", map[string]string{"memory/x/memory.limit_in_bytes": "1000000", "memory/x/memory.usage_in_bytes": "900000", "memory/x/memory.stat": "cache 800000\ninactive_file 1\ntotal_inactive_file 700000\n"}, 1000000, 900000, 700000, true},
+		{"v2 unlimited", "0::/\n", map[string]string{"memory.max": "max\n", "memory.current": "5\n"}, 0, 0, 0, false},
+		{"v1 own dir", "4:memory:/api/x\n3:cpu:/\n", map[string]string{"memory/api/x/memory.limit_in_bytes": "2147483648", "memory/api/x/memory.usage_in_bytes": "1"}, 2 << 30, 1, 0, true},
+		{"v1 at the root", "9:cpuacct,memory:/docker/abc\n", map[string]string{"memory/memory.limit_in_bytes": "4096", "memory/memory.usage_in_bytes": "1024"}, 4096, 1024, 0, true},
+		{"v1 unlimited", "4:memory:/\n", map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712", "memory/memory.usage_in_bytes": "1"}, 0, 0, 0, false},
+		{"no memory controller", "3:cpu:/\n", nil, 0, 0, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -90,9 +92,9 @@ func TestCgroupMemory(t *testing.T) {
 			if err := os.WriteFile(cg, []byte(c.cgroup), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			limit, used, ok := cgroupMemory(cg, filepath.Join(dir, "fs"))
-			if limit != c.limit || used != c.used || ok != c.ok {
-				t.Fatalf("got %d, %d, %v; want %d, %d, %v", limit, used, ok, c.limit, c.used, c.ok)
+			limit, used, inactive, ok := cgroupMemory(cg, filepath.Join(dir, "fs"))
+			if limit != c.limit || used != c.used || inactive != c.inactive || ok != c.ok {
+				t.Fatalf("got %d, %d, %d, %v; want %d, %d, %d, %v", limit, used, inactive, ok, c.limit, c.used, c.inactive, c.ok)
 			}
 		})
 	}
