@@ -2,11 +2,9 @@ package job
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"github.com/graphmill/graphmill/internal/jsonnull"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/safetensors"
 	"github.com/graphmill/graphmill/train"
 )
 
@@ -37,16 +36,10 @@ type output struct {
 
 func (o Outputs) list() []output {
 	return []output{
-		{"--save", o.Save, "a safetensors checkpoint", isSafetensors},
+		{"--save", o.Save, "a safetensors checkpoint", safetensors.LooksLike},
 		{"--metrics-out", o.Metrics, "a JSON file", isJSON},
 		{"--plot", o.Plot, "a plot", isPlot},
 	}
-}
-
-// isSafetensors: an 8-byte little-endian header length, then the JSON
-// header.
-func isSafetensors(h []byte) bool {
-	return len(h) > 8 && binary.LittleEndian.Uint64(h) > 0 && h[8] == '{'
 }
 
 func isJSON(h []byte) bool {
@@ -114,7 +107,8 @@ func (o Outputs) Write(out io.Writer, res *Result) error {
 	if o.Plot != "" {
 		pts := make([]curves.Point, len(res.History))
 		for i, h := range res.History {
-			pts[i] = curves.Point{Epoch: h.Epoch, Loss: h.Loss, TrainAcc: h.TrainAcc, ValAcc: orNaN(h.ValAcc), TestAcc: orNaN(h.TestAcc)}
+			val, test := h.Accuracies()
+			pts[i] = curves.Point{Epoch: h.Epoch, Loss: h.Loss, TrainAcc: h.TrainAcc, ValAcc: val, TestAcc: test}
 		}
 		title := fmt.Sprintf("%s on %s (%s): test acc %.2f%%", res.Config.Model.Kind, res.Dataset, res.Config.Mode, 100*res.Summary.TestAcc)
 		if err := curves.Write(o.Plot, title, pts); err != nil {
@@ -124,13 +118,6 @@ func (o Outputs) Write(out io.Writer, res *Result) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func orNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
 }
 
 // checkpointMeta is what a checkpoint records beside the weights: the

@@ -183,6 +183,18 @@ type File struct {
 	Order []string
 }
 
+// LooksLike reports whether head, a file's first bytes, begins a
+// safetensors file: a header length (8 bytes, little-endian, within
+// maxHeader), then the JSON header's '{'. It is a cheap check of an
+// existing file's kind (one about to be replaced), not Read's validation.
+func LooksLike(head []byte) bool {
+	if len(head) < 9 {
+		return false
+	}
+	hl := binary.LittleEndian.Uint64(head)
+	return hl > 0 && hl <= maxHeader && head[8] == '{'
+}
+
 // Read parses the file at path, validating the header, offsets and dtypes.
 func Read(path string) (*File, error) {
 	f, err := os.Open(path)

@@ -24,6 +24,14 @@ func TestRoundTrip(t *testing.T) {
 	if err := Write(p, in, map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}
+	if b, _ := os.ReadFile(p); !LooksLike(b[:64]) {
+		t.Error("a written file does not look like safetensors")
+	}
+	for _, head := range []string{"", "\x93NUMPY\x01\x00v\x00{'descr'", "{\"a\": 1}", "\x10\x00\x00\x00\x00\x00\x00\x00[1]"} {
+		if LooksLike([]byte(head)) {
+			t.Errorf("%q looks like safetensors", head)
+		}
+	}
 	f, err := Read(p)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"time"
 
@@ -64,6 +65,19 @@ type EpochStats struct {
 	// about 80 µs, at most that often).
 	PeakHeapBytes int64 `json:"peak_heap_bytes"`
 	PeakRSSBytes  int64 `json:"peak_rss_bytes"`
+}
+
+// Accuracies returns the epoch's validation and test accuracies, NaN
+// where the epoch was not evaluated.
+func (s EpochStats) Accuracies() (val, test float64) {
+	val, test = math.NaN(), math.NaN()
+	if s.ValAcc != nil {
+		val = *s.ValAcc
+	}
+	if s.TestAcc != nil {
+		test = *s.TestAcc
+	}
+	return val, test
 }
 
 // Summary is the outcome of a run.

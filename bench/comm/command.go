@@ -18,6 +18,7 @@ import (
 
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/dist/launch"
+	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/internal/units"
 	"github.com/graphmill/graphmill/job"
 )
@@ -273,18 +274,12 @@ func printComm(out io.Writer, rep *commReport) {
 		fmt.Fprintln(out, rep.Note)
 		return
 	}
-	f := func(p *float64, format string) string {
-		if p == nil {
-			return "-"
-		}
-		return fmt.Sprintf(format, *p)
-	}
 	pinned := ""
 	if rep.LatencyRatio4KPinned != nil {
 		pinned = fmt.Sprintf(" (pinned %.2fx)", *rep.LatencyRatio4KPinned)
 	}
 	fmt.Fprintf(out, "pure Go / Open MPI: all-reduce bus bandwidth >= 1 MiB %s (smallest), all-to-all-v %s, all-reduce latency at 4 KiB %s%s\n",
-		f(rep.RatioVsMPI, "%.2f"), f(rep.A2AVRatioVsMPI, "%.2f"), f(rep.LatencyRatio4K, "%.2fx"), pinned)
+		cli.MeasuredPtr(rep.RatioVsMPI, "%.2f"), cli.MeasuredPtr(rep.A2AVRatioVsMPI, "%.2f"), cli.MeasuredPtr(rep.LatencyRatio4K, "%.2fx"), pinned)
 	if rep.Note != "" {
 		fmt.Fprintln(out, rep.Note)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/tensor"
 	"github.com/spf13/cobra"
 )
@@ -63,7 +64,7 @@ OpenBLAS: then nothing checks the products).`,
 					relErr = fmt.Sprintf("%.1e (%s)", *r.MaxRelErr, r.ErrPeer)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", r.Name, r.Op, r.Threads, r.Ours, r.Peak, r.RatioPeak,
-					opt(r.OpenBLAS, "%.1f"), opt(r.RatioOpenBLAS, "%.2f"), opt(r.Gonum, "%.1f"), opt(r.RatioGonum, "%.1f"), relErr)
+					cli.Measured(r.OpenBLAS, "%.1f"), cli.Measured(r.RatioOpenBLAS, "%.2f"), cli.Measured(r.Gonum, "%.1f"), cli.Measured(r.RatioGonum, "%.1f"), relErr)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -85,11 +86,4 @@ OpenBLAS: then nothing checks the products).`,
 	f.BoolVar(&noGonum, "no-gonum", false, "skip the gonum peer (it takes most of the time on large shapes)")
 	f.StringVar(&filter, "shape", "", "only measure shapes whose name contains this text, e.g. 4096x128 or wgrad")
 	return cmd
-}
-
-func opt(v float64, format string) string {
-	if v == 0 {
-		return "-"
-	}
-	return fmt.Sprintf(format, v)
 }

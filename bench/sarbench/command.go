@@ -129,15 +129,15 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 					fmt.Fprintf(w, "%s\t%d\tfailed: %s\t\t\t\t\t\t\t\t\t\n", r.Mode, r.Ranks, r.Error)
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Ranks, units.Bytes(r.PeakRSSBytes), ratioString(r.RSSRatio),
-					units.Bytes(r.StepTensorBytes), ratioString(r.TensorRatio), units.Bytes(r.BytesSent), minString(r.MinBytes), ratioString(r.BytesRatio),
+				fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Mode, r.Ranks, units.Bytes(r.PeakRSSBytes), cli.Measured(r.RSSRatio, "%.2f"),
+					units.Bytes(r.StepTensorBytes), cli.Measured(r.TensorRatio, "%.2f"), units.Bytes(r.BytesSent), minString(r.MinBytes), cli.Measured(r.BytesRatio, "%.2f"),
 					units.Duration(cli.Seconds(r.EpochSeconds)), units.Duration(cli.Seconds(r.ModelledSeconds)))
 			}
 			w.Flush()
 			// A ratio no run measured (no sar run, no run on several
 			// ranks, or a failed one) is "-", never 0.00 under its target.
 			fmt.Fprintf(out, "memory ratio (sar, worst N x per-rank peak RSS / one rank) %s (target <= 1.3); step tensors %s; bytes / analytic minimum %s (target <= 1.1)\n",
-				ratioString(rep.MemoryRatio), ratioString(rep.TensorRatio), ratioString(rep.BytesRatio))
+				cli.Measured(rep.MemoryRatio, "%.2f"), cli.Measured(rep.TensorRatio, "%.2f"), cli.Measured(rep.BytesRatio, "%.2f"))
 			fmt.Fprintf(out, "model: %.1f core-seconds per epoch, machines of %d cores, links of %s/s; total %s\n", rep.CoreSeconds, o.ModelCores, bitsString(o.ModelBandwidth), units.Duration(cli.Seconds(rep.Seconds)))
 			return runErr
 		},
@@ -224,14 +224,6 @@ func parseBandwidth(s string) (float64, error) {
 		return 0, fmt.Errorf("--model-bandwidth %q: want a bandwidth such as 25Gbit", s)
 	}
 	return v * mult, nil
-}
-
-// ratioString formats a ratio, or "-" where none was measured (0).
-func ratioString(x float64) string {
-	if x == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", x)
 }
 
 // minString formats an analytic minimum of bytes, or "-" where there is

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/sar"
 )
@@ -47,8 +48,8 @@ func TestBytesCheckNeedsAMinimum(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
 	}
-	if got := ratioString(0); got != "-" {
-		t.Errorf("ratioString(0) = %q", got)
+	if got := cli.Measured(0, "%.2f"); got != "-" {
+		t.Errorf("an unmeasured ratio prints %q", got)
 	}
 }
 

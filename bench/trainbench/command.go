@@ -154,12 +154,6 @@ func printGEMMShapes(w io.Writer, shapes []GEMMShape) {
 // kernel threads) of its own ideal; "-" for what was not measured.
 func printKernelEfficiency(w io.Writer, rep *Report) {
 	c, st := rep.Ceilings, rep.Step
-	ratio := func(x float64) string {
-		if x <= 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", x)
-	}
 	rate := func(x float64, unit string) string {
 		if x <= 0 {
 			return "- " + unit
@@ -177,12 +171,12 @@ func printKernelEfficiency(w io.Writer, rep *Report) {
 	}
 	cpu := "-"
 	if st.IdealSeconds > 0 && rep.CPUSecondsPerEpoch > 0 {
-		cpu = ratio(st.IdealSeconds / rep.CPUSecondsPerEpoch)
+		cpu = cli.Measured(st.IdealSeconds/rep.CPUSecondsPerEpoch, "%.2f")
 	}
 	fmt.Fprintf(w, "  kernel efficiency %s in CPU time: GEMM, aggregation and gather at the ceilings per CPU-second measured in this run (%s, %s, %s) would take %s of the epoch's %s CPU\n",
 		cpu, rate(c.GEMMGFlopsPerCPU, "GFLOP/s"), rate(c.AggregateValuesPerCPU, "values/s"), rate(c.GatherRowsPerCPU, "rows/s"),
 		dur(st.IdealSeconds), dur(rep.CPUSecondsPerEpoch))
 	fmt.Fprintf(w, "  kernel efficiency %s in wall time: at the wall-clock ceilings with the kernel threads (%s, %s, %s; gather on one goroutine) they would take %s of the epoch's %s\n",
-		ratio(rep.KernelEfficiencyWall), rate(c.GEMMGFlops, "GFLOP/s"), rate(c.AggregateValuesPerSec, "values/s"), rate(c.GatherRowsPerSec, "rows/s"),
+		cli.Measured(rep.KernelEfficiencyWall, "%.2f"), rate(c.GEMMGFlops, "GFLOP/s"), rate(c.AggregateValuesPerSec, "values/s"), rate(c.GatherRowsPerSec, "rows/s"),
 		dur(st.IdealWallSeconds), dur(rep.EpochSeconds))
 }

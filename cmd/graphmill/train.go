@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -396,16 +395,10 @@ func progressHooks(f *trainFlags, cfg train.Config, out io.Writer, bar **cli.Bar
 	return hooks
 }
 
-func orNaN(p *float64) float64 {
-	if p == nil {
-		return math.NaN()
-	}
-	return *p
-}
-
 func printEpoch(w io.Writer, s train.EpochStats) {
+	val, test := s.Accuracies()
 	fmt.Fprintf(w, "epoch %4d  loss %.4f  train %.2f%%  val %.2f%%  test %.2f%%  %s\n",
-		s.Epoch, s.Loss, 100*s.TrainAcc, 100*orNaN(s.ValAcc), 100*orNaN(s.TestAcc), units.Duration(cli.Seconds(s.Seconds)))
+		s.Epoch, s.Loss, 100*s.TrainAcc, 100*val, 100*test, units.Duration(cli.Seconds(s.Seconds)))
 }
 
 func printSummary2(w io.Writer, s train.Summary) {

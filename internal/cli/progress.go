@@ -195,6 +195,25 @@ func WriteJSON(w io.Writer, v any) error {
 	return err
 }
 
+// Measured formats a figure with format, or "-" where it was not
+// measured (x <= 0: a ratio, rate or size of a run that did not happen):
+// a report never prints a missing figure as a value.
+func Measured(x float64, format string) string {
+	if x <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, x)
+}
+
+// MeasuredPtr is Measured for a figure kept as a pointer (nil: not
+// measured).
+func MeasuredPtr(p *float64, format string) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
 // Seconds is s seconds as a Duration (for units.Duration).
 func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
