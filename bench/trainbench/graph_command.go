@@ -72,8 +72,8 @@ whose kernels are short, split into kernels and what lies outside them).`,
 				units.Duration(cli.Seconds(rep.GEMMSeconds)), units.Duration(cli.Seconds(rep.AggregateSeconds)), units.Duration(cli.Seconds(rep.ElementwiseSeconds)),
 				units.Duration(cli.Seconds(rep.OverheadMsPerEpoch/1000)))
 			printGEMMShapes(w, rep.GEMMShapes)
-			fmt.Fprintf(w, "  aggregation %s values/s: %.2f of random-row reads of %d values (%s values/s, measured in this run)\n",
-				units.Count(rep.AggregateValuesPerSec), rep.AggregateRatio, rep.CeilingWidth, units.Count(rep.CeilingValuesPerSec))
+			fmt.Fprintf(w, "  aggregation %s values/s: %.2f of random-row reads of %d values from %s rows (%s values/s, measured in this run)\n",
+				units.Count(rep.AggregateValuesPerSec), rep.AggregateRatio, rep.CeilingWidth, units.Count(rep.CeilingRows), units.Count(rep.CeilingValuesPerSec))
 			return nil
 		},
 	}
