@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync/atomic"
 
@@ -63,6 +64,10 @@ func checkIDs(n int, src, dst []int32, workers int) error {
 	return nil
 }
 
+// absoluteSlots is the most edges whose positions the scatter keeps as
+// absolute 32-bit slots (a variable for tests of the other path).
+var absoluteSlots int64 = math.MaxUint32
+
 type builder struct {
 	n        int
 	src, dst []int32
@@ -111,13 +116,21 @@ func (b *builder) run(ctx context.Context) (*CSC, error) {
 	}
 
 	// Pass 2: offsets. counts[w][v] becomes worker w's first slot within v's
-	// list, relative to Indptr[v].
+	// list: its position in Indices when every position fits in 32 bits
+	// (absolute), else relative to Indptr[v]. Absolute slots spare the
+	// scatter a random read of Indptr per edge (a third of its time on 10M
+	// edges, whose scattered writes miss the caches anyway).
+	absolute := int64(total)+loop*int64(n) <= absoluteSlots
 	indptr := make([]int64, n+1)
 	for v := 0; v < n; v++ {
 		rel := uint32(loop)
+		base := uint32(0)
+		if absolute {
+			base = uint32(indptr[v])
+		}
 		for w := range counts {
 			c := counts[w][v]
-			counts[w][v] = rel
+			counts[w][v] = base + rel
 			rel += c
 		}
 		indptr[v+1] = indptr[v] + int64(rel)
@@ -139,7 +152,10 @@ func (b *builder) run(ctx context.Context) (*CSC, error) {
 			if s == d && (skipLoops || k >= e) { // a self-loop is its own reverse
 				continue
 			}
-			p := indptr[d] + int64(c[d])
+			p := int64(c[d])
+			if !absolute {
+				p += indptr[d]
+			}
 			c[d]++
 			g.Indices[p] = s
 			if g.Weights != nil {

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -85,7 +86,18 @@ func randomEdges(r *rand.Rand, n, m int) (src, dst []int32, w []float32) {
 	return
 }
 
+// TestBuildMatchesReference compares every option with a sort-based
+// reference, with the scatter's slots absolute (the usual case) and
+// relative to Indptr (graphs of more than 4G positions).
 func TestBuildMatchesReference(t *testing.T) {
+	defer func(v int64) { absoluteSlots = v }(absoluteSlots)
+	for _, slots := range []int64{math.MaxUint32, 0} {
+		absoluteSlots = slots
+		buildMatchesReference(t)
+	}
+}
+
+func buildMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, size := range []struct{ n, m int }{{1, 3}, {5, 40}, {50, 400}, {300, 2000}, {7, 0}} {
 		src, dst, w := randomEdges(r, size.n, size.m)

@@ -6,14 +6,18 @@ package databench
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/graphmill/graphmill/bench/membench"
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
 	"github.com/graphmill/graphmill/internal/isa"
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/par"
 	"github.com/graphmill/graphmill/internal/rng"
+	"github.com/graphmill/graphmill/npy"
 	"github.com/graphmill/graphmill/synth"
 )
 
@@ -31,6 +35,13 @@ type Options struct {
 	// holds one of the requested size (then generation is not re-timed).
 	Dir     string
 	Workers int
+	// Python is the interpreter that runs the peer (scipy's COO-to-CSR
+	// conversions); "" picks python3 on PATH or /usr/bin/python3,
+	// whichever imports scipy; "none" skips the peer.
+	Python string
+	// Rounds is how many times each build runs, ours and the peer's in
+	// turn (the best time of each is reported); 0 means 3.
+	Rounds int
 	// Progress is told which step runs.
 	Progress func(step string)
 }
@@ -54,13 +65,24 @@ type BuildResult struct {
 	PeakPerEdge   float64 `json:"peak_bytes_per_input_edge"`
 	InputPerEdge  float64 `json:"input_bytes_per_edge"`
 	OutputPerEdge float64 `json:"output_bytes_per_input_edge"`
+	// PeerSeconds is the best time of the same build by scipy (one
+	// thread) on the same edge list, PeerOutputEdges what it stored, and
+	// VsPeer PeerSeconds / Seconds (nil when the peer did not run or
+	// stored another number of edges: not the same work).
+	PeerSeconds     float64  `json:"peer_seconds,omitempty"`
+	PeerOutputEdges int64    `json:"peer_output_edges,omitempty"`
+	VsPeer          *float64 `json:"speedup_vs_peer"`
 }
 
 // Report is the benchmark's result.
 type Report struct {
 	// Machine is the CPU measured on (isa.Describe).
-	Machine        isa.Machine   `json:"machine"`
-	Workers        int           `json:"workers"`
+	Machine isa.Machine `json:"machine"`
+	Workers int         `json:"workers"`
+	// Peer names the build's peer ("scipy 1.10.1, one thread"), or says
+	// why it did not run (PeerMissing).
+	Peer           string        `json:"peer,omitempty"`
+	PeerMissing    string        `json:"peer_missing,omitempty"`
 	Builds         []BuildResult `json:"builds"`
 	GenNodes       int           `json:"gen_nodes"`
 	GenEdges       int64         `json:"gen_edges"`
@@ -82,6 +104,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			o.Progress(s)
 		}
 	}
+	peer, err := findPeer(ctx, o.Python)
+	if err != nil {
+		rep.PeerMissing = err.Error()
+	} else {
+		rep.Peer = peer.name
+	}
 	for _, c := range []struct {
 		name string
 		opts graph.BuildOptions
@@ -89,8 +117,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		{"as-is", graph.BuildOptions{}},
 		{"symmetrize+dedup", graph.BuildOptions{Symmetrize: true, Dedup: true, SelfLoops: graph.RemoveSelfLoops}},
 	} {
-		step(fmt.Sprintf("building a %d-edge graph (%s)", o.BuildEdges, c.name))
-		b, err := measureBuild(ctx, o, c.name, c.opts)
+		step(fmt.Sprintf("building a %d-edge graph (%s), and scipy the same", o.BuildEdges, c.name))
+		b, err := measureBuild(ctx, o, c.name, c.opts, peer)
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +158,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, err
 }
 
-func measureBuild(ctx context.Context, o Options, name string, opts graph.BuildOptions) (BuildResult, error) {
+func measureBuild(ctx context.Context, o Options, name string, opts graph.BuildOptions, peer *scipyPeer) (BuildResult, error) {
 	n, m := o.BuildNodes, o.BuildEdges
 	src := make([]int32, m)
 	dst := make([]int32, m)
@@ -142,18 +170,66 @@ func measureBuild(ctx context.Context, o Options, name string, opts graph.BuildO
 		}
 	})
 	opts.Workers = o.Workers
-	memstat.ResetPeak()
-	t := time.Now()
-	g, err := graph.Build(ctx, n, src, dst, nil, opts)
-	if err != nil {
-		return BuildResult{}, err
+	res := BuildResult{Name: name, Nodes: n, InputEdges: m, InputPerEdge: 8}
+	var input string
+	if peer != nil {
+		dir, err := os.MkdirTemp("", "graphmill-bench-data-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		input = dir
+		if err := npy.WriteFile(filepath.Join(dir, "src.npy"), src, m); err != nil {
+			return res, err
+		}
+		if err := npy.WriteFile(filepath.Join(dir, "dst.npy"), dst, m); err != nil {
+			return res, err
+		}
 	}
-	secs := time.Since(t).Seconds()
-	peak := memstat.Peak()
-	res := BuildResult{
-		Name: name, Nodes: n, InputEdges: m, OutputEdges: g.NumEdges(), Seconds: secs,
-		EdgesPerSec: float64(m) / secs, PeakBytes: peak, PeakPerEdge: float64(peak) / float64(m),
-		InputPerEdge: 8, OutputPerEdge: float64(g.Bytes()) / float64(m),
+	rounds := o.Rounds
+	if rounds <= 0 {
+		rounds = 3
+	}
+	ours := func(round int) error {
+		memstat.ResetPeak()
+		t := time.Now()
+		g, err := graph.Build(ctx, n, src, dst, nil, opts)
+		if err != nil {
+			return err
+		}
+		secs := time.Since(t).Seconds()
+		if round == 0 || secs < res.Seconds {
+			res.Seconds = secs
+		}
+		if round == 0 {
+			res.PeakBytes = memstat.Peak()
+			res.OutputEdges = g.NumEdges()
+			res.OutputPerEdge = float64(g.Bytes()) / float64(m)
+		}
+		return nil
+	}
+	theirs := func(round int) error {
+		if peer == nil {
+			return nil
+		}
+		secs, edges, err := peer.build(ctx, input, n, opts.Symmetrize)
+		if err != nil {
+			return err
+		}
+		if round == 0 || secs < res.PeerSeconds {
+			res.PeerSeconds = secs
+		}
+		res.PeerOutputEdges = edges
+		return nil
+	}
+	if err := membench.Alternate(rounds, ours, theirs); err != nil {
+		return res, err
+	}
+	res.EdgesPerSec = float64(m) / res.Seconds
+	res.PeakPerEdge = float64(res.PeakBytes) / float64(m)
+	if res.PeerSeconds > 0 && res.PeerOutputEdges == res.OutputEdges {
+		v := res.PeerSeconds / res.Seconds
+		res.VsPeer = &v
 	}
 	return res, nil
 }
