@@ -105,6 +105,16 @@ func TestWriteRefusesExistingAndOverwritesAtomically(t *testing.T) {
 		t.Fatalf("overwrite: %v %v", err, d.Meta.Name)
 	}
 	d.Close()
+	// A file the user keeps in the dataset's folder stops --overwrite,
+	// which would delete it with the folder.
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("keep"), 0o666)
+	r.Name = "third"
+	if err := Write(context.Background(), dir, r, WriteOptions{Overwrite: true}); err == nil || !strings.Contains(err.Error(), "notes.txt") {
+		t.Fatalf("overwrite over the user's file: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "keep" {
+		t.Fatalf("the user's file: %q %v", b, err)
+	}
 }
 
 func TestRawValidate(t *testing.T) {

@@ -25,7 +25,25 @@ type Writer struct {
 
 // DirKind says what a dataset writer may replace: a graphmill dataset
 // (meta.json of this format). An empty directory is always accepted.
-var DirKind = atomicfile.Kind{Name: "graphmill dataset", Is: IsDataset}
+var DirKind = atomicfile.Kind{Name: "graphmill dataset", Is: IsDataset, Foreign: foreign}
+
+// foreign lists what dir holds besides meta.json and the arrays it names.
+func foreign(dir string) []string {
+	own := map[string]bool{"meta.json": true}
+	if b, err := os.ReadFile(filepath.Join(dir, "meta.json")); err == nil {
+		var m struct {
+			Arrays map[string]struct {
+				File string `json:"file"`
+			} `json:"arrays"`
+		}
+		if json.Unmarshal(b, &m) == nil {
+			for _, a := range m.Arrays {
+				own[a.File] = true
+			}
+		}
+	}
+	return atomicfile.Unlisted(dir, own)
+}
 
 // IsDataset reports whether dir holds a graphmill dataset's meta.json
 // (whatever the state of its arrays).

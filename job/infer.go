@@ -328,6 +328,8 @@ var PredictionsKind = atomicfile.Kind{Name: "graphmill predictions folder", Is: 
 		}
 	}
 	return true
+}, Foreign: func(dir string) []string {
+	return atomicfile.Unlisted(dir, map[string]bool{"predictions.json": true, "predictions.npy": true, "probabilities.npy": true, "node_ids.npy": true})
 }}
 
 // Write writes the predictions into dir: predictions.npy, probabilities.npy,

@@ -189,10 +189,11 @@ func parseDict(s string) (Header, error) {
 				if err != nil || d < 0 || d > 1<<48 {
 					return Header{}, fmt.Errorf("%w: bad dimension %q in shape", ErrFormat, f)
 				}
-				total *= max(d, 1)
-				if total > 1<<50 {
+				// Checked before multiplying: (65536, 2^48) would wrap to 0.
+				if total > (1<<50)/max(d, 1) {
 					return Header{}, fmt.Errorf("%w: shape too large", ErrFormat)
 				}
+				total *= max(d, 1)
 				h.Shape = append(h.Shape, int(d))
 			}
 			after, haveShape = after[end+1:], true

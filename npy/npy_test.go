@@ -134,6 +134,10 @@ func TestHeaderParse(t *testing.T) {
 		{"{'descr': '<f4', 'shape': (2, 3), }", Header{}, true},
 		{"{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3), }", Header{}, true},
 		{"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", Header{}, true},
+		// 65536 x 2^48 = 2^64 wrapped to 0 elements and was accepted.
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 281474976710656), }", Header{}, true},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (1024, 1024, 1024, 1024, 1024, 1024), }", Header{}, true},
+		{"{'descr': '<f4', 'fortran_order': False, 'shape': (0, 281474976710656), }", Header{DType: Float32, Shape: []int{0, 1 << 48}}, false},
 	}
 	for _, c := range cases {
 		h, err := parseDict(c.dict)

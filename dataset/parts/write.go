@@ -125,6 +125,24 @@ var DirKind = atomicfile.Kind{Name: "graphmill partitioned dataset", Is: func(di
 		Format string `json:"format"`
 	}
 	return json.Unmarshal(b, &bk) == nil && bk.Format == BookFormat
+}, Foreign: func(dir string) []string {
+	// The book, its arrays and the parts' folders.
+	own := map[string]bool{BookFile: true}
+	if b, err := os.ReadFile(filepath.Join(dir, BookFile)); err == nil {
+		var bk struct {
+			NumParts int               `json:"num_parts"`
+			Arrays   map[string]string `json:"arrays"`
+		}
+		if json.Unmarshal(b, &bk) == nil {
+			for _, f := range bk.Arrays {
+				own[f] = true
+			}
+			for p := range min(bk.NumParts, 1<<16) {
+				own[fmt.Sprintf("part%d", p)] = true
+			}
+		}
+	}
+	return atomicfile.Unlisted(dir, own)
 }}
 
 // Reorder returns the node numbering of a partitioned dataset: order[r] is

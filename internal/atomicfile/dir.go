@@ -27,6 +27,29 @@ type Kind struct {
 	// Is reports whether dir holds such a thing (and so may be replaced
 	// with overwrite).
 	Is func(dir string) bool
+	// Foreign, if set, lists the entries of dir (which Is accepted) that
+	// such a writer does not write: notes or runs a user keeps in the
+	// folder. Overwrite refuses while there are any, since replacing the
+	// folder would delete them.
+	Foreign func(dir string) []string
+}
+
+// Unlisted lists the entries of dir that are not among own (names of its
+// entries a writer writes); hidden entries (a leading dot) are the
+// writers' own temporaries and are not listed. A dir that cannot be read
+// gives nil.
+func Unlisted(dir string, own map[string]bool) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if n := e.Name(); !own[n] && !strings.HasPrefix(n, ".") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // OnLockWait, if set, is called when Begin finds another process writing
@@ -75,22 +98,40 @@ func CheckDest(path string, overwrite bool, k Kind) error {
 		if !overwrite {
 			return fmt.Errorf("%s already exists (use --overwrite to replace it)", path)
 		}
+		if k.Foreign != nil {
+			if f := k.Foreign(path); len(f) > 0 {
+				return fmt.Errorf("%s holds %s, which a %s does not; --overwrite replaces the whole folder and would delete %s: move %s out first, or choose another --out",
+					path, abbreviate(f), k.Name, them(len(f)), them(len(f)))
+			}
+		}
 		return nil
 	}
 	// Metadata files first: they tell best what the folder is.
 	sort.SliceStable(ents, func(i, j int) bool {
 		return strings.HasSuffix(ents[i].Name(), ".json") && !strings.HasSuffix(ents[j].Name(), ".json")
 	})
-	names := make([]string, 0, 3)
+	names := make([]string, len(ents))
 	for i, e := range ents {
-		if i == 3 {
-			names = append(names, fmt.Sprintf("... %d entries in all", len(ents)))
-			break
-		}
-		names = append(names, e.Name())
+		names[i] = e.Name()
 	}
 	return fmt.Errorf("%s exists and is not a %s (it holds %s); not replacing it (choose another --out, or remove it yourself)",
-		path, k.Name, strings.Join(names, ", "))
+		path, k.Name, abbreviate(names))
+}
+
+// abbreviate joins the first three names, saying how many there are in
+// all when there are more.
+func abbreviate(names []string) string {
+	if len(names) > 3 {
+		return strings.Join(names[:3], ", ") + fmt.Sprintf(", ... %d entries in all", len(names))
+	}
+	return strings.Join(names, ", ")
+}
+
+func them(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // Begin starts writing a directory of kind k at path. It takes path's lock

@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// testKind recognises directories holding a file "MINE".
+// testKind recognises directories holding a file "MINE", its only entry.
 var testKind = Kind{Name: "test output", Is: func(d string) bool {
 	_, err := os.Stat(filepath.Join(d, "MINE"))
 	return err == nil
-}}
+}, Foreign: func(d string) []string { return Unlisted(d, map[string]bool{"MINE": true}) }}
 
 func writeDir(t *testing.T, path string, overwrite bool, content string) error {
 	t.Helper()
@@ -79,6 +79,20 @@ func TestBeginCommitReplacesOnlyItsOwnKind(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "keep" {
 		t.Fatal("file replaced")
+	}
+	// An output the user added files to is not replaced: they would go.
+	os.WriteFile(filepath.Join(out, "notes.txt"), []byte("keep"), 0o666)
+	os.Mkdir(filepath.Join(out, "runs"), 0o777)
+	os.WriteFile(filepath.Join(out, ".hidden-temp"), nil, 0o666)
+	err = writeDir(t, out, true, "three")
+	if err == nil || !strings.Contains(err.Error(), "notes.txt, runs,") || strings.Contains(err.Error(), "hidden") {
+		t.Fatalf("output with the user's files: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "notes.txt")); string(b) != "keep" {
+		t.Fatal("user file lost")
+	}
+	for _, f := range []string{"notes.txt", "runs", ".hidden-temp"} {
+		os.RemoveAll(filepath.Join(out, f))
 	}
 	// An empty folder is used, even without overwrite.
 	empty := filepath.Join(root, "empty")
