@@ -36,7 +36,9 @@ type EdgeListOptions struct {
 	// Relabel chooses whether node ids are kept or renumbered densely.
 	Relabel Relabel
 	// NumNodes, if positive, is the node count, so that nodes without
-	// edges after the largest id exist; kept ids must be below it.
+	// edges after the largest id exist. With RelabelAuto it keeps the ids
+	// (a count given is an id space), and with RelabelNever too, every id
+	// must be below it; with RelabelAlways it pads the renumbered nodes.
 	NumNodes int
 	// Build is copied to Raw.Build. The zero value builds the graph from
 	// the edges as listed; set Symmetrize for a list of undirected edges
@@ -57,7 +59,8 @@ type EdgeListInfo struct {
 	// computed, as with RelabelNever).
 	Distinct int
 	// Relabelled says whether ids were renumbered; then OrigIDs[v] is the
-	// file's id of node v.
+	// file's id of node v (nodes after them, which NumNodes added, have
+	// none).
 	Relabelled bool
 	OrigIDs    []int64
 	// Weighted says whether the lines carry a third (weight) column.
@@ -291,12 +294,12 @@ func skipSep(b []byte, i int) (int, bool) {
 
 // relabelEdges fills r.NumNodes, r.Src and r.Dst from the int64 ids.
 func relabelEdges(r *dataset.Raw, edges *edgeStore, info *EdgeListInfo, opts EdgeListOptions) error {
-	keep := opts.Relabel == RelabelNever
-	if opts.Relabel == RelabelAuto && info.MaxID < maxNodes-1 {
+	// A node count given keeps the ids: renumbering them would move an
+	// edge "0 99" of 100 nodes onto node 1, or one "0 5" of 3 nodes into
+	// range.
+	keep := opts.Relabel == RelabelNever || opts.Relabel == RelabelAuto && opts.NumNodes > 0
+	if opts.Relabel == RelabelAuto && !keep && info.MaxID < maxNodes-1 {
 		span := info.MaxID + 1
-		if opts.NumNodes > 0 {
-			span = max(span, int64(opts.NumNodes))
-		}
 		// Count distinct ids with a bitmap when it is small.
 		if span <= 64*int64(edges.n)+64 {
 			seen := make([]uint64, (span+63)/64)
@@ -321,7 +324,7 @@ func relabelEdges(r *dataset.Raw, edges *edgeStore, info *EdgeListInfo, opts Edg
 		n := int(info.MaxID + 1)
 		if opts.NumNodes > 0 {
 			if n > opts.NumNodes {
-				return fmt.Errorf("node id %d out of range [0,%d) given by NumNodes", info.MaxID, opts.NumNodes)
+				return fmt.Errorf("node id %d is out of range: the node count given (--num-nodes) is %d, so ids are 0..%d", info.MaxID, opts.NumNodes, opts.NumNodes-1)
 			}
 			n = opts.NumNodes
 		}

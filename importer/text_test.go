@@ -91,7 +91,12 @@ func TestReadEdgeList(t *testing.T) {
 		{name: "wide id after narrow ones", in: "1 2\n2 1\n9000000000000 1\n", nodes: 3, src: []int32{0, 1, 2}, dst: []int32{1, 0, 0}, relabel: true},
 		{name: "long comment line", in: "# " + strings.Repeat("x", 3<<20) + "\n0,1\n", nodes: 2, src: []int32{0}, dst: []int32{1}},
 		{name: "num nodes", in: "0 1\n", opts: EdgeListOptions{NumNodes: 3}, nodes: 3, src: []int32{0}, dst: []int32{1}},
-		{name: "num nodes too small", in: "0 5\n", opts: EdgeListOptions{NumNodes: 3, Relabel: RelabelNever}, err: "out of range [0,3)"},
+		{name: "num nodes too small", in: "0 5\n", opts: EdgeListOptions{NumNodes: 3, Relabel: RelabelNever}, err: "ids are 0..2"},
+		// A node count keeps the ids under auto too: "0 5" was renumbered
+		// into 3 nodes, and "0 99" of 100 nodes landed on node 1.
+		{name: "num nodes too small, auto", in: "0 5\n", opts: EdgeListOptions{NumNodes: 3}, err: "ids are 0..2"},
+		{name: "num nodes keeps sparse ids", in: "0 99\n", opts: EdgeListOptions{NumNodes: 100}, nodes: 100, src: []int32{0}, dst: []int32{99}},
+		{name: "num nodes pads relabelled", in: "10 99\n", opts: EdgeListOptions{NumNodes: 5, Relabel: RelabelAlways}, nodes: 5, src: []int32{0}, dst: []int32{1}, relabel: true},
 		{name: "keep huge", in: "0 3000000000\n", opts: EdgeListOptions{Relabel: RelabelNever}, err: "too large to keep"},
 		{name: "negative", in: "0 1\n-1 2\n", err: "line 2: source \"-1 2\": negative id"},
 		{name: "negative dst", in: "0 -1\n", err: "line 1: destination \"0 -1\": negative id"},
@@ -124,7 +129,7 @@ func TestReadEdgeList(t *testing.T) {
 			if fmt.Sprint(r.EdgeWeights) != fmt.Sprint(tc.weights) || (tc.weights == nil) != (r.EdgeWeights == nil) {
 				t.Errorf("weights %v, want %v", r.EdgeWeights, tc.weights)
 			}
-			if info.Relabelled != tc.relabel || (tc.relabel && len(info.OrigIDs) != r.NumNodes) {
+			if info.Relabelled != tc.relabel || (tc.relabel && (len(info.OrigIDs) != info.Distinct || info.Distinct > r.NumNodes)) {
 				t.Errorf("relabelled %v (%d ids), want %v", info.Relabelled, len(info.OrigIDs), tc.relabel)
 			}
 			for v, orig := range info.OrigIDs {
