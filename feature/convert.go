@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/internal/half"
 	"github.com/graphmill/graphmill/internal/hugemem"
 	"github.com/graphmill/graphmill/npy"
 )
@@ -113,11 +114,22 @@ func encodeRows(ctx context.Context, out io.Writer, src *Store, dtype DType) err
 		switch dtype {
 		case Float32:
 			b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), len(x)*4)
-		case Float16:
-			EncodeF16(h[:len(x)], x)
-			b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(h))), len(x)*2)
-		case BFloat16:
-			EncodeBF16(h[:len(x)], x)
+		case Float16, BFloat16:
+			bf := dtype == BFloat16
+			if bf {
+				EncodeBF16(h[:len(x)], x)
+			} else {
+				EncodeF16(h[:len(x)], x)
+			}
+			// A finite value out of the type's range would be stored as
+			// infinity, which training turns into NaN losses.
+			if i := half.Overflow(h[:len(x)], x, bf); i >= 0 {
+				hint := "float16's largest value is 65504: keep float32, or use bfloat16 (float32's range)"
+				if bf {
+					hint = "keep float32"
+				}
+				return fmt.Errorf("node %d, column %d: %g is beyond %s's range (%s)", lo+i/src.dim, i%src.dim, x[i], dtype, hint)
+			}
 			b = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(h))), len(x)*2)
 		}
 		if _, err := out.Write(b); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
@@ -362,6 +363,34 @@ func TestGatherEach(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestConvertRefusesOverflow: a finite value beyond float16's (or
+// bfloat16's) range was stored as infinity without a word.
+func TestConvertRefusesOverflow(t *testing.T) {
+	const n, dim = 10, 4
+	for _, c := range []struct {
+		v     float32
+		dtype DType
+		err   string
+	}{
+		{1e5, Float16, "node 7, column 3: 100000 is beyond float16's range"},
+		{65504, Float16, ""},
+		{1e5, BFloat16, ""},
+		{math.MaxFloat32, BFloat16, "node 7, column 3"},
+		{float32(math.Inf(1)), Float16, ""}, // infinite already: not an overflow
+	} {
+		x := make([]float32, n*dim)
+		x[7*dim+3] = c.v
+		src, err := New(unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x)), Float32, n, dim, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Convert(context.Background(), src, c.dtype, Options{})
+		if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%g as %v: %v, want %q", c.v, c.dtype, err, c.err)
 		}
 	}
 }

@@ -119,6 +119,23 @@ func EncodeF16(dst []uint16, src []float32) {
 	}
 }
 
+// Overflow returns the first i where src[i] is finite but dst[i], its
+// float16 (bf false) or bfloat16 encoding, is infinite: a value beyond
+// the type's range (float16's largest is 65504); -1 when there is none.
+func Overflow(dst []uint16, src []float32, bf bool) int {
+	mask := uint16(0x7c00) // float16's exponent
+	if bf {
+		mask = 0x7f80
+	}
+	src = src[:len(dst)]
+	for i, h := range dst {
+		if h&mask == mask && !math.IsNaN(float64(src[i])) && !math.IsInf(float64(src[i]), 0) {
+			return i
+		}
+	}
+	return -1
+}
+
 // EncodeBF16 converts len(dst) float32 values from src to bfloat16.
 func EncodeBF16(dst []uint16, src []float32) {
 	src = src[:len(dst)]
