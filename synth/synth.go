@@ -460,6 +460,11 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 		}
 		free <- ck
 	}
+	if werr == nil {
+		// The producer may have stopped on cancellation before queueing
+		// a chunk: the arrays are short, and the cancellation is why.
+		werr = ctx.Err()
+	}
 	cancel()
 	for i := 0; i < workers; i++ {
 		<-done

@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -225,7 +226,8 @@ func BenchmarkGenerate(b *testing.B) {
 }
 
 // TestGenerateCancelledMidway cancels from the progress callback, while
-// chunks are in flight, many times: generation must stop with an error,
+// chunks are in flight, many times: generation must stop with the
+// context's error,
 // never hang, and leave nothing behind.
 func TestGenerateCancelledMidway(t *testing.T) {
 	for i := 0; i < 20; i++ {
@@ -233,8 +235,11 @@ func TestGenerateCancelledMidway(t *testing.T) {
 		parent := t.TempDir()
 		cfg := Config{Nodes: 200000, Edges: 400000, Classes: 2, FeatureDim: 2, Workers: 2,
 			Progress: func(done, total int64) { cancel() }}
-		if _, err := Generate(ctx, filepath.Join(parent, "x"), cfg, false); err == nil {
-			t.Fatal("cancelled generation succeeded")
+		// The cancellation itself, which the CLI turns into exit 130 (a
+		// producer that stopped before queueing its chunk left the writer
+		// to fail on a short array: "bytes short of the declared shape").
+		if _, err := Generate(ctx, filepath.Join(parent, "x"), cfg, false); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled generation: %v", err)
 		}
 		cancel()
 		if ents, _ := os.ReadDir(parent); len(ents) != 0 {
