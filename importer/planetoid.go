@@ -287,6 +287,23 @@ func assemblePlanetoid(p *planetoidParts, display func(string) string) (*dataset
 	for i := range r.Val {
 		r.Val[i] = int32(nTrain + i)
 	}
+	// Every node of the standard split needs its label: an all-zero
+	// one-hot row, named here by file and row.
+	for i, l := range trainLabels {
+		if l < 0 {
+			return nil, fmt.Errorf("%s: row %d is all zero, but node %d is in the standard training split", display("y"), i, i)
+		}
+	}
+	for _, v := range r.Val {
+		if r.Labels[v] < 0 {
+			return nil, fmt.Errorf("%s: row %d is all zero, but node %d is in the standard validation split (nodes %d..%d)", display("ally"), v, v, nTrain, nTrain+PlanetoidValCount-1)
+		}
+	}
+	for i, l := range testLabels {
+		if l < 0 {
+			return nil, fmt.Errorf("%s: row %d is all zero, but line %d of %s names node %d as a test node", display("ty"), i, i+1, display("test.index"), p.testIndex[i])
+		}
+	}
 	r.Test = make([]int32, nTest)
 	for i, t := range p.testIndex {
 		r.Test[i] = int32(t)
