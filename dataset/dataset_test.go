@@ -127,7 +127,11 @@ func TestRawValidate(t *testing.T) {
 		{"negative id", func(r *Raw) { r.Src[0] = -1 }, "edge 0 (-1 -> 1)"},
 		{"label range", func(r *Raw) { r.Labels[3] = 2 }, "label of node 3 is 2"},
 		{"label below -1", func(r *Raw) { r.Labels[3] = -2 }, "label of node 3 is -2"},
-		{"split range", func(r *Raw) { r.Test[0] = 9 }, "test split entry 0 is 9"},
+		{"split range", func(r *Raw) { r.Test[0] = 9 }, "test[0]=9 out of range [0,4)"},
+		{"split repeated", func(r *Raw) { r.Train = []int32{0, 1, 0} }, "train[2]=0 appears twice in train"},
+		{"splits share", func(r *Raw) { r.Val = []int32{1} }, "val[0]=1 is also in train"},
+		{"no training node labelled", func(r *Raw) { r.Labels[0], r.Labels[1] = -1, -1 }, "none of the 2 training nodes is labelled"},
+		{"weight NaN", func(r *Raw) { r.EdgeWeights = []float32{1, float32(math.NaN()), 1, 1} }, "edge 1: weight NaN is not finite"},
 		{"features", func(r *Raw) { r.Features = r.Features[:7] }, "7 feature values"},
 		{"labels len", func(r *Raw) { r.Labels = r.Labels[:3] }, "3 labels for 4 nodes"},
 		{"weights", func(r *Raw) { r.EdgeWeights = []float32{1} }, "1 edge weights"},
@@ -168,6 +172,17 @@ func TestOpenRejectsDamage(t *testing.T) {
 		{"split range", func(t *testing.T, dir string) {
 			npy.WriteFile(filepath.Join(dir, "test_idx.npy"), []int32{-3})
 		}, "test_idx[0] = -3"},
+		// Split nodes repeated, shared or (training) unlabelled: train ran
+		// on them and reported accuracies of nothing learnt.
+		{"split repeated", func(t *testing.T, dir string) {
+			npy.WriteFile(filepath.Join(dir, "train_idx.npy"), []int32{1, 1})
+		}, "splits: train[1]=1 appears twice in train"},
+		{"splits share", func(t *testing.T, dir string) {
+			npy.WriteFile(filepath.Join(dir, "test_idx.npy"), []int32{0})
+		}, "splits: test[0]=0 is also in train"},
+		{"no training node labelled", func(t *testing.T, dir string) {
+			npy.WriteFile(filepath.Join(dir, "labels.npy"), []int32{-1, -1, -1, 1})
+		}, "splits: none of the 2 training nodes is labelled"},
 		{"indptr", func(t *testing.T, dir string) {
 			npy.WriteFile(filepath.Join(dir, "indptr.npy"), []int64{0, 4, 2, 5, 6})
 		}, "indptr is invalid at node 1"},
@@ -416,5 +431,32 @@ func TestRawFeatures(t *testing.T) {
 			t.Errorf("pad %d: features %v at %d", pad, d.Features, d.FeatureArray.DataOffset)
 		}
 		d.Close()
+	}
+}
+
+// TestVerifyFindsNonFiniteWeights: a NaN edge weight on disk (Write
+// refuses one) is named by data verify.
+func TestVerifyFindsNonFiniteWeights(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	r := tiny()
+	r.Build.Dedup = false
+	r.EdgeWeights = []float32{1, 1, 1, 1}
+	if err := Write(context.Background(), dir, r, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := slices.Clone(d.Graph.Weights)
+	d.Close()
+	w[3] = float32(math.NaN())
+	npy.WriteFile(filepath.Join(dir, "edge_weight.npy"), w)
+	if d, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "edge weight 3 is NaN") {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package dataset
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/graphmill/graphmill/graph"
 )
@@ -19,7 +20,8 @@ type WriteOptions struct {
 }
 
 // Validate checks a Raw dataset's internal consistency: lengths, id and
-// label ranges. Importers call it before returning; Write calls it again.
+// label ranges, finite edge weights, and splits (CheckSplits). Importers
+// call it before returning; Write calls it again.
 func (r *Raw) Validate() error {
 	if r.NumNodes < 0 || r.NumNodes > graph.MaxNodes {
 		return fmt.Errorf("%s: %d nodes is outside [0, %d]", r.Name, r.NumNodes, graph.MaxNodes)
@@ -53,15 +55,13 @@ func (r *Raw) Validate() error {
 			return fmt.Errorf("%s: label of node %d is %d, outside [-1, %d)", r.Name, v, c, r.NumClasses)
 		}
 	}
-	for _, s := range []struct {
-		name string
-		ids  []int32
-	}{{"train", r.Train}, {"val", r.Val}, {"test", r.Test}} {
-		for i, v := range s.ids {
-			if v < 0 || v >= n {
-				return fmt.Errorf("%s: %s split entry %d is %d, not a node id in [0, %d)", r.Name, s.name, i, v, n)
-			}
+	for i, w := range r.EdgeWeights {
+		if math.IsNaN(float64(w)) || math.IsInf(float64(w), 0) {
+			return fmt.Errorf("%s: edge %d: weight %v is not finite", r.Name, i, w)
 		}
+	}
+	if err := CheckSplits(r.NumNodes, r.Labels, r.Train, r.Val, r.Test, false); err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
 	}
 	return nil
 }

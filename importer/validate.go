@@ -69,25 +69,5 @@ func validate(r *dataset.Raw) error {
 	} else if r.NumClasses != 0 {
 		return fmt.Errorf("%d classes but no labels", r.NumClasses)
 	}
-	// owner records which split holds each node: 0 none, 1 train, 2 val, 3 test.
-	owner := make([]uint8, n)
-	for s, split := range [][]int32{r.Train, r.Val, r.Test} {
-		name := [...]string{"train", "val", "test"}[s]
-		for i, v := range split {
-			if v < 0 || int(v) >= n {
-				return fmt.Errorf("%s[%d]=%d out of range [0,%d)", name, i, v, n)
-			}
-			if o := owner[v]; o != 0 {
-				if int(o) == s+1 {
-					return fmt.Errorf("%s[%d]=%d appears twice in %s", name, i, v, name)
-				}
-				return fmt.Errorf("%s[%d]=%d is also in %s", name, i, v, [...]string{"train", "val", "test"}[o-1])
-			}
-			owner[v] = uint8(s + 1)
-			if r.Labels != nil && r.Labels[v] < 0 {
-				return fmt.Errorf("%s[%d]=%d is unlabelled", name, i, v)
-			}
-		}
-	}
-	return nil
+	return dataset.CheckSplits(n, r.Labels, r.Train, r.Val, r.Test, true)
 }
