@@ -85,6 +85,13 @@ func runImport(cmd *cobra.Command, f *importFlags) error {
 	if f.format == "" || f.src == "" || f.out == "" {
 		return fmt.Errorf("--format, --src and --out are required (see 'graphmill data import --help')")
 	}
+	// A flag of another format would be ignored without a word.
+	for flag, format := range map[string]string{"relabel": "edgelist", "num-nodes": "edgelist", "split": "npz",
+		"train-per-class": "npz", "val": "npz", "test": "npz", "seed": "npz", "ogb-split": "ogb"} {
+		if cmd.Flags().Changed(flag) && f.format != format {
+			return fmt.Errorf("--%s applies to --format %s, not %s", flag, format, f.format)
+		}
+	}
 	// Checked before reading the input, which can take minutes.
 	if err := dataset.CheckDest(f.out, f.overwrite); err != nil {
 		return err

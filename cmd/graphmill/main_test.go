@@ -129,6 +129,24 @@ assert ip[0] == 0 and ip[-1] == m["num_edges"] and (np.diff(ip) >= 0).all()
 	}
 }
 
+// TestImportRefusesOtherFormatsFlags: a flag of another format was
+// ignored without a word (--split random on a Planetoid import).
+func TestImportRefusesOtherFormatsFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "planetoid", "--name", "cora", "--split", "random"}, "--split applies to --format npz, not planetoid"},
+		{[]string{"--format", "edgelist", "--seed", "3"}, "--seed applies to --format npz, not edgelist"},
+		{[]string{"--format", "npz", "--num-nodes", "5"}, "--num-nodes applies to --format edgelist, not npz"},
+	} {
+		_, err := run(t, append([]string{"data", "import", "--src", "x", "--out", filepath.Join(t.TempDir(), "o")}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
 func TestBadInputGivesOneLineError(t *testing.T) {
 	cases := [][]string{
 		{"data", "import", "--format", "nope", "--src", "x", "--out", filepath.Join(t.TempDir(), "o")},
