@@ -71,3 +71,40 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOpenFiles opens a valid dataset whose meta.json, features.npy and
+// train_idx.npy are replaced by arbitrary bytes (headers included: a
+// shape whose element count wrapped to 0 passed and made data verify and
+// data info panic). Open must fail with an error, or Summarize and
+// Verify must run without a panic. Seeds: the valid files.
+func FuzzOpenFiles(f *testing.F) {
+	base := filepath.Join(f.TempDir(), "ds")
+	if err := Write(context.Background(), base, tiny(), WriteOptions{}); err != nil {
+		f.Fatal(err)
+	}
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(base, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	meta, feats, train := read("meta.json"), read("features.npy"), read("train_idx.npy")
+	f.Add(meta, feats, train)
+	f.Add(meta, append(feats[:len(feats)-4:len(feats)-4], 0, 0, 0xc0, 0x7f), train) // NaN
+	f.Add(meta, feats, append(train[:len(train):len(train)], train[len(train)-4:]...))
+	f.Fuzz(func(t *testing.T, meta, feats, train []byte) {
+		for name, b := range map[string][]byte{"meta.json": meta, "features.npy": feats, "train_idx.npy": train} {
+			if err := os.WriteFile(filepath.Join(base, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := Open(base)
+		if err != nil {
+			return
+		}
+		defer d.Close()
+		d.Summarize()
+		d.Verify(context.Background())
+	})
+}

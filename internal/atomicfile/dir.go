@@ -84,6 +84,11 @@ func CheckDest(path string, overwrite bool, k Kind) error {
 	if err != nil {
 		return err
 	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		// The swap would replace the link, not what it names.
+		target, _ := filepath.EvalSymlinks(path)
+		return fmt.Errorf("%s is a symbolic link (to %s); give the folder itself as --out", path, target)
+	}
 	if !st.IsDir() {
 		return fmt.Errorf("%s exists and is a file, not a %s; not replacing it (choose another --out, or remove it yourself)", path, k.Name)
 	}

@@ -94,6 +94,13 @@ func TestBeginCommitReplacesOnlyItsOwnKind(t *testing.T) {
 	for _, f := range []string{"notes.txt", "runs", ".hidden-temp"} {
 		os.RemoveAll(filepath.Join(out, f))
 	}
+	// A link to an output is named as a link (it said "is a file").
+	link := filepath.Join(root, "link")
+	os.Symlink(out, link)
+	if err := writeDir(t, link, true, "x"); err == nil || !strings.Contains(err.Error(), "is a symbolic link (to "+out) {
+		t.Fatalf("link: %v", err)
+	}
+	os.Remove(link)
 	// An empty folder is used, even without overwrite.
 	empty := filepath.Join(root, "empty")
 	os.Mkdir(empty, 0o777)
