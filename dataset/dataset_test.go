@@ -134,6 +134,7 @@ func TestRawValidate(t *testing.T) {
 		{"weight NaN", func(r *Raw) { r.EdgeWeights = []float32{1, float32(math.NaN()), 1, 1} }, "edge 1: weight NaN is not finite"},
 		{"features", func(r *Raw) { r.Features = r.Features[:7] }, "7 feature values"},
 		{"labels len", func(r *Raw) { r.Labels = r.Labels[:3] }, "3 labels for 4 nodes"},
+		{"every label -1", func(r *Raw) { r.Labels, r.NumClasses = []int32{-1, -1, -1, -1}, 0 }, "every one of the 4 labels is -1"},
 		{"weights", func(r *Raw) { r.EdgeWeights = []float32{1} }, "1 edge weights"},
 	}
 	for _, c := range cases {

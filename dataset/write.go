@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/graphmill/graphmill/graph"
 )
@@ -43,6 +44,9 @@ func (r *Raw) Validate() error {
 	}
 	if r.FeatureDim > 0 && len(r.Features) != r.NumNodes*r.FeatureDim {
 		return fmt.Errorf("%s: %d feature values, want num_nodes*feature_dim = %d*%d", r.Name, len(r.Features), r.NumNodes, r.FeatureDim)
+	}
+	if r.Labels != nil && r.NumClasses == 0 && !slices.ContainsFunc(r.Labels, func(c int32) bool { return c >= 0 }) {
+		return fmt.Errorf("%s: every one of the %d labels is -1 (unlabelled): no class to learn (%s)", r.Name, len(r.Labels), r.Source)
 	}
 	if (r.Labels == nil) != (r.NumClasses == 0) {
 		return fmt.Errorf("%s: %d classes with %d labels", r.Name, r.NumClasses, len(r.Labels))
