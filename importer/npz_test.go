@@ -310,3 +310,23 @@ func TestNPZCSRShapesCheckedFirst(t *testing.T) {
 		t.Errorf("allocated %d MiB before refusing", grew>>20)
 	}
 }
+
+// TestNPZFloat16Features: a dense float16 attr_matrix is read as numpy
+// reads it (it was "unsupported dtype <f2").
+func TestNPZFloat16Features(t *testing.T) {
+	m := tinyNPZ()
+	for _, k := range []string{"attr_data", "attr_indices", "attr_indptr", "attr_shape"} {
+		delete(m, k)
+	}
+	// 0.5, -2, 65504 and 1/3 rounded (0x3555) as float16.
+	m["attr_matrix"] = npyBytes("<f2", "(3, 2)", le(uint16(0x3800), uint16(0xc000), uint16(0x7bff), uint16(0x3555), uint16(0), uint16(0)))
+	b := npzBytes(m)
+	r, err := ReadNPZ(bytes.NewReader(b), int64(len(b)), "t.npz", NPZOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{0.5, -2, 65504, 0.333251953125, 0, 0}
+	if r.FeatureDim != 2 || !slices.Equal(r.Features, want) {
+		t.Fatalf("features %v (dim %d), want %v", r.Features, r.FeatureDim, want)
+	}
+}

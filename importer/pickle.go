@@ -11,6 +11,8 @@ import (
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/types"
+
+	"github.com/graphmill/graphmill/internal/half"
 )
 
 // This file decodes the Python 2 pickles of the Planetoid files with
@@ -392,7 +394,7 @@ type dtypeKind struct {
 }
 
 var dtypeKinds = map[string]dtypeKind{
-	"f4": {'f', 4}, "f8": {'f', 8},
+	"f2": {'f', 2}, "f4": {'f', 4}, "f8": {'f', 8},
 	"i1": {'i', 1}, "i2": {'i', 2}, "i4": {'i', 4}, "i8": {'i', 8},
 	"u1": {'u', 1}, "u2": {'u', 2}, "u4": {'u', 4}, "u8": {'u', 8},
 	"b1": {'b', 1},
@@ -453,7 +455,10 @@ func (a *ndarray) float(i int) float64 {
 	switch a.kind.kind {
 	case 'f':
 		u := a.uint(i)
-		if a.kind.size == 4 {
+		switch a.kind.size {
+		case 2:
+			return float64(half.F16ToF32(uint16(u)))
+		case 4:
 			return float64(math.Float32frombits(uint32(u)))
 		}
 		return math.Float64frombits(u)
