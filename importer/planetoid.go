@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
@@ -60,6 +61,13 @@ type planetoidParts struct {
 func planetoid(fsys fs.FS, dir, name string) (*dataset.Raw, error) {
 	if name == "" || !fs.ValidPath(name) || path.Base(name) != name {
 		return nil, fmt.Errorf("planetoid: invalid dataset name %q", name)
+	}
+	// PyG spells them "Cora", "CiteSeer", "PubMed"; the files are
+	// ind.cora.* and so on.
+	if _, err := fs.Stat(fsys, "ind."+name+".graph"); err != nil {
+		if _, lerr := fs.Stat(fsys, "ind."+strings.ToLower(name)+".graph"); lerr == nil {
+			name = strings.ToLower(name)
+		}
 	}
 	display := func(suffix string) string {
 		f := "ind." + name + "." + suffix

@@ -63,6 +63,8 @@ func TestPlanetoid(t *testing.T) {
 	}{
 		{"cora", 2708, 1433, 7, 140, 500, 1000, 10556, []int{351, 217, 418, 818, 426, 298, 180}, 0},
 		{"citeseer", 3327, 3703, 6, 120, 500, 1000, 9104, []int{249, 590, 668, 701, 596, 508}, 15},
+		// PyG's spelling of the name finds the lower-case files.
+		{"CiteSeer", 3327, 3703, 6, 120, 500, 1000, 9104, []int{249, 590, 668, 701, 596, 508}, 15},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
