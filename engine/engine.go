@@ -189,6 +189,12 @@ func (e *Engine) Train(ctx context.Context, mb *batch.MiniBatch, st Step) (Resul
 	if err != nil {
 		return Result{}, err
 	}
+	if err := checkLabels(e.m, mb, v.labels); err != nil {
+		return Result{}, err
+	}
+	if err := checkDegrees(e.m, mb, v.ids); err != nil {
+		return Result{}, err
+	}
 	if st.InputDropped {
 		switch {
 		case !v.carried:
@@ -236,6 +242,9 @@ func (e *Engine) Infer(ctx context.Context, m *nn.Model, mb *batch.MiniBatch) (R
 	if err != nil {
 		return Result{}, err
 	}
+	if err := checkDegrees(m, mb, v.ids); err != nil {
+		return Result{}, err
+	}
 	var mark []int32
 	sp := e.splitter(m, &mark)
 	plan, err := sp.plan(v, false)
@@ -274,6 +283,9 @@ func (e *Engine) splitter(m *nn.Model, mark *[]int32) *splitter {
 
 // prepare checks mb's shape against the model and wraps it for a step.
 func (e *Engine) prepare(mb *batch.MiniBatch, labelledOnly bool) (*view, error) {
+	if e.m == nil || mb == nil {
+		return nil, errors.New("engine: no model or no batch")
+	}
 	L := len(e.m.Layers)
 	if len(mb.Blocks) != L {
 		return nil, fmt.Errorf("engine: batch of %d blocks for a model of %d layers", len(mb.Blocks), L)
@@ -317,6 +329,41 @@ func (e *Engine) prepare(mb *batch.MiniBatch, labelledOnly bool) (*view, error) 
 	}
 	v.blocks, err = nnBlocks(mb, ids, e.cfg.NodeDropout, e.cfg.KeyIDs)
 	return v, err
+}
+
+// checkLabels returns an error naming the first seed whose label is not
+// below m's class count (the loss would index past its logits);
+// negative labels are unlabelled seeds.
+func checkLabels(m *nn.Model, mb *batch.MiniBatch, labels []int32) error {
+	classes := int32(m.Layers[len(m.Layers)-1].OutDim())
+	for i, y := range labels {
+		if y >= classes {
+			return fmt.Errorf("engine: seed %d (node %d) has label %d, but the model predicts %d classes (labels 0 to %d; negative: unlabelled)", i, mb.Seeds[i], y, classes, classes-1)
+		}
+	}
+	return nil
+}
+
+// checkDegrees returns an error when m normalises by in-degrees and its
+// degree table does not cover the nodes the batch's blocks read (its input
+// nodes and history rows).
+func checkDegrees(m *nn.Model, mb *batch.MiniBatch, ids []int32) error {
+	if !m.NeedsDegrees() {
+		return nil
+	}
+	top := int64(-1)
+	for _, v := range ids {
+		top = max(top, int64(v))
+	}
+	for _, h := range mb.Halo {
+		for _, u := range h.Nodes {
+			top = max(top, u)
+		}
+	}
+	if top >= math.MaxInt32 {
+		return nil // not a local id: nnBlocks refuses it
+	}
+	return m.CheckDegrees(int(top) + 1)
 }
 
 // nnBlocks wraps mb's blocks for the layers: one shared nn.Block when

@@ -21,11 +21,17 @@ type Evaluation struct {
 // -1 the logits are the full-graph ones, so a distributed run evaluates
 // exactly.
 func ScoreBlocks(ctx context.Context, m *nn.Model, mb *batch.MiniBatch) (correct, total int, lossSum float64, err error) {
+	if m == nil || mb == nil {
+		return 0, 0, 0, fmt.Errorf("engine: no model or no batch")
+	}
 	if len(mb.Labels) != len(mb.Seeds) {
 		return 0, 0, 0, fmt.Errorf("engine: %d labels for %d seeds", len(mb.Labels), len(mb.Seeds))
 	}
 	if mb.Features.Empty() {
 		return 0, 0, 0, fmt.Errorf("engine: the batch carries no feature rows")
+	}
+	if err := checkLabels(m, mb, mb.Labels); err != nil {
+		return 0, 0, 0, err
 	}
 	res, err := New(m, nil, Config{}).Infer(ctx, m, mb)
 	if err != nil {

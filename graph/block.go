@@ -6,8 +6,9 @@ import (
 )
 
 // Block is one layer's message-flow graph (MFG), compressed over
-// destinations: the one block type that sampling produces, a minibatch
-// carries and the layers consume. It follows DGL's to_block convention:
+// destinations: the one block type that sampling produces and a minibatch
+// carries (the layers take an nn.Block, which engine.Blocks makes from
+// these, with the degrees their normalisation needs). It follows DGL's to_block convention:
 // the layer's source nodes start with its destination nodes, so
 // destination i is also source i. The in-edges of destination i are
 // Indices[Indptr[i]:Indptr[i+1]], each the local position of its source

@@ -12,7 +12,7 @@
 // neighbour list and optionally symmetrizing, removing duplicates and
 // removing or adding self-loops:
 //
-//	g, err := graph.Build(numNodes, src, dst, nil, graph.BuildOptions{Symmetrize: true, Dedup: true})
+//	g, err := graph.Build(ctx, numNodes, src, dst, nil, graph.BuildOptions{Symmetrize: true, Dedup: true})
 //	for _, u := range g.InNeighbors(v) { ... }
 //
 // Reverse gives the out-neighbour view (the CSC of the reversed graph).

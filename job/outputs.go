@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/graphmill/graphmill/internal/atomicfile"
@@ -120,21 +119,14 @@ func (o Outputs) Write(out io.Writer, res *Result) error {
 	return errors.Join(errs...)
 }
 
-// checkpointMeta is what a checkpoint records beside the weights: the
-// dataset, the feature handling eval must repeat, and the accuracies of
-// the saved weights (left out when they were never evaluated).
+// checkpointMeta is what a checkpoint records beside the weights
+// (train.CheckpointMeta), with the job's config (SAR's results carry none
+// of their own) and the dataset as the job named it.
 func checkpointMeta(res *Result) map[string]string {
-	meta := map[string]string{
-		"dataset":            res.Dataset,
-		"normalize_features": strconv.FormatBool(res.Config.NormalizeFeatures),
-	}
-	if res.Config.FeatureDType != "" {
-		meta["feature_dtype"] = res.Config.FeatureDType
-	}
-	if res.Summary.BestEpoch >= 0 {
-		meta["best_val_acc"] = strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64)
-		meta["test_acc"] = strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64)
-	}
+	r := *res.Result
+	r.Config = res.Config
+	meta := train.CheckpointMeta(&r)
+	meta[train.MetaDataset] = res.Dataset
 	return meta
 }
 

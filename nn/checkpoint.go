@@ -84,8 +84,16 @@ func torchShape(v *autograd.Var, name string, rows, cols int) []int {
 	return []int{rows, cols}
 }
 
+// WriterKey is the metadata key Save records ("graphmill"), beside the
+// config: a reader can tell a checkpoint graphmill wrote from one that
+// PyTorch code assembled with graphmill's config alone, and refuse the
+// first when it lacks metadata graphmill's trainers record (train.Save).
+const WriterKey = "graphmill_writer"
+
 // Save writes the model's parameters and config to a safetensors file,
-// atomically.
+// atomically, with the metadata extra. It knows nothing of how training
+// read the features (normalisation, dtype), which inference must repeat:
+// a trained model is saved with train.Save, which records them.
 func (m *Model) Save(path string, extra map[string]string) error {
 	names, ps := m.NamedTensors()
 	ts := make([]safetensors.Tensor, len(ps))
@@ -100,7 +108,7 @@ func (m *Model) Save(path string, extra map[string]string) error {
 	if err != nil {
 		return err
 	}
-	meta := map[string]string{"format": "pt", "graphmill_config": string(cfg)}
+	meta := map[string]string{"format": "pt", "graphmill_config": string(cfg), WriterKey: "graphmill"}
 	for k, v := range extra {
 		meta[k] = v
 	}

@@ -96,8 +96,8 @@ func ExampleRegister() {
 		Kind: "edge-gate", Help: "max and mean of the neighbours plus the root",
 		Build: func(ini *nn.Init, c *nn.Config, _ []float32) ([]nn.Layer, error) {
 			return nn.StackLayers(c, func(l, in, out int) nn.Layer {
-				p := fmt.Sprintf("convs.%d.", l)
-				return &EdgeGate{Lin: ini.Linear(p+"lin.", in, out, true), Root: ini.Linear(p+"root.", in, out, false)}
+				// Names within the layer: the model adds "convs.{l}.".
+				return &EdgeGate{Lin: ini.Linear("lin.", in, out, true), Root: ini.Linear("root.", in, out, false)}
 			}), nil
 		},
 	})
@@ -105,12 +105,15 @@ func ExampleRegister() {
 	if err != nil {
 		panic(err)
 	}
+	names, _ := m.NamedParams() // PyG's names: what checkpoints hold
+	fmt.Println(names)
 	fmt.Println("parameters:", m.NumParams())
 	// The bytes a training step on a block of 1,000 sources, 200
 	// destinations and 5,000 edges allocates, from dry runs of its ops.
 	s := nn.BlockShape{Src: 1000, Dst: 200, Edges: 5000, LoopEdges: 5200}
 	fmt.Println("plans a step:", m.StepBytes([]nn.BlockShape{s, {Src: 200, Dst: 50, Edges: 1000, LoopEdges: 1050}}, true) > 0)
 	// Output:
+	// [convs.0.lin.weight convs.0.lin.bias convs.0.root.weight convs.1.lin.weight convs.1.lin.bias convs.1.root.weight]
 	// parameters: 371
 	// plans a step: true
 }

@@ -57,8 +57,9 @@ func (in *Init) glorot(rows, cols, fanIn, fanOut int) tensor.Matrix {
 	return m
 }
 
-// Glorot returns a rows×cols parameter named name drawn from U(-a, a),
-// a = sqrt(6/(rows+cols)) (Glorot & Bengio 2010, PyG's glorot).
+// Glorot returns a rows×cols parameter named name (relative to its layer,
+// as Linear's) drawn from U(-a, a), a = sqrt(6/(rows+cols)) (Glorot &
+// Bengio 2010, PyG's glorot).
 func (in *Init) Glorot(name string, rows, cols int) *autograd.Var {
 	return autograd.NewParam(name, in.glorot(rows, cols, cols, rows))
 }
@@ -74,8 +75,11 @@ type Linear struct {
 	W, B *autograd.Var // B is nil without a bias
 }
 
-// NewLinear returns a Linear from in to out features whose tensors are
-// named prefix+"weight" and prefix+"bias".
+// Linear returns a Linear from inDim to outDim features whose tensors are
+// named prefix+"weight" and prefix+"bias". Names are relative to the
+// layer: the model prefixes every layer's tensors with "convs.{l}."
+// (NamedParams), so prefix is the path within the layer, PyG's attribute
+// name ("lin." gives convs.0.lin.weight), not "convs.0.lin.".
 func (in *Init) Linear(prefix string, inDim, outDim int, bias bool) *Linear {
 	l := &Linear{W: in.Glorot(prefix+"weight", outDim, inDim)}
 	if bias {

@@ -78,7 +78,8 @@ type Model struct {
 }
 
 // Clone returns a new model of m's config holding a copy of m's weights
-// (deg as NewModel's; a snapshot evaluated while training goes on).
+// (deg as NewModel's, usually m.Degrees(); a snapshot evaluated while
+// training goes on).
 func (m *Model) Clone(deg []float32) (*Model, error) {
 	c, err := NewModel(m.Config, deg)
 	if err != nil {
@@ -92,9 +93,14 @@ func (m *Model) Clone(deg []float32) (*Model, error) {
 	return c, nil
 }
 
-// NewModel builds a model. deg (every node's in-degree in the full graph)
-// is needed by GCN and APPNP (their symmetric normalisation) and may be
-// nil for SAGE and GAT.
+// NewModel builds a model. deg (every node's in-degree in the full graph,
+// indexed by node id) is needed by the kinds whose Spec sets NeedsDegrees
+// (GCN, APPNP, GCNII, GCN-JK, PNA: their normalisation or scalers) and may
+// be nil for the others. It must cover every node the model will run on:
+// NewModel cannot know the graph, so the engine and layer-wise inference
+// check it (CheckDegrees) before a step. An empty, non-nil table is for a
+// model whose blocks all carry a Remote that supplies the degrees (SAR's
+// shards); a step on a local block then fails with CheckDegrees' error.
 func NewModel(c Config, deg []float32) (*Model, error) {
 	if c.Layers < 1 || c.In < 1 || c.Out < 1 || (c.Layers > 1 && c.Hidden < 1) {
 		return nil, fmt.Errorf("nn: bad model shape: %d layers, in %d, hidden %d, out %d", c.Layers, c.In, c.Hidden, c.Out)
@@ -149,6 +155,30 @@ func NewModel(c Config, deg []float32) (*Model, error) {
 		return nil, err
 	}
 	return &Model{Config: c, Layers: layers, spec: spec, deg: deg}, nil
+}
+
+// Degrees returns the in-degree table the model was built with (NewModel's
+// deg; nil when it was given none). The model and its clones share it:
+// do not modify it. Clone(m.Degrees()) copies m with the same table.
+func (m *Model) Degrees() []float32 { return m.deg }
+
+// NeedsDegrees reports whether the model's kind normalises by the graph's
+// in-degrees (Spec.NeedsDegrees).
+func (m *Model) NeedsDegrees() bool { return m.spec.NeedsDegrees }
+
+// CheckDegrees returns an error when the model's kind needs the graph's
+// in-degrees and its degree table does not cover node ids [0, nodes): a
+// step on such a graph would index past the table. The engine checks the
+// ids of every batch's input nodes, layer-wise inference the graph's node
+// count.
+func (m *Model) CheckDegrees(nodes int) error {
+	if !m.spec.NeedsDegrees || len(m.deg) >= nodes {
+		return nil
+	}
+	if len(m.deg) == 0 {
+		return fmt.Errorf("nn: the %s model has no degree table (it was built for remote blocks, or cloned without one), and a step on local blocks needs every node's in-degree: build or clone it with the graph's in-degrees", m.Config.Kind)
+	}
+	return fmt.Errorf("nn: the %s model's degree table holds %d nodes, but it runs on node ids up to %d: build it with the in-degrees of the graph it runs on", m.Config.Kind, len(m.deg), nodes-1)
 }
 
 // memoryLimit is the memory the process may use, read once (tests

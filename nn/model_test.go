@@ -77,3 +77,33 @@ func TestNewModelRefusesBadDegrees(t *testing.T) {
 		t.Errorf("valid degrees: %v", err)
 	}
 }
+
+// TestCheckDegrees: a kind that normalises by in-degrees needs a table
+// covering every node it runs on; other kinds need none.
+func TestCheckDegrees(t *testing.T) {
+	for _, tc := range []struct {
+		kind  Kind
+		deg   []float32
+		nodes int
+		want  string // "" when it covers them
+	}{
+		{GCN, make([]float32, 8), 8, ""},
+		{GCN, make([]float32, 8), 9, "holds 8 nodes, but it runs on node ids up to 8"},
+		{APPNP, []float32{1, 2}, 8, "holds 2 nodes"},
+		{GCN, []float32{}, 1, "has no degree table"},
+		{SAGE, nil, 1000, ""},
+		{SAGE, []float32{1}, 1000, ""},
+	} {
+		m, err := NewModel(Config{Kind: tc.kind, In: 4, Hidden: 8, Out: 2, Layers: 2}, tc.deg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Degrees()) != len(tc.deg) || m.NeedsDegrees() != (tc.kind != SAGE) {
+			t.Errorf("%s: Degrees %d, NeedsDegrees %v", tc.kind, len(m.Degrees()), m.NeedsDegrees())
+		}
+		err = m.CheckDegrees(tc.nodes)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s, %d degrees, %d nodes: %v, want %q", tc.kind, len(tc.deg), tc.nodes, err, tc.want)
+		}
+	}
+}

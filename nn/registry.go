@@ -10,10 +10,13 @@ import (
 	"github.com/graphmill/graphmill/tensor/autograd"
 )
 
-// Spec describes a model kind. Each kind registers its Spec from the file
-// that defines its layers (sage.go, gcn.go, gat.go, appnp.go), so adding a
-// model is one file in nn plus its tests: the CLI's --model, NewModel, the
-// memory planner and the tests that iterate Kinds pick it up.
+// Spec describes a model kind. Each built-in kind registers its Spec from
+// the file that defines its layers (sage.go, gcn.go, gat.go, appnp.go);
+// a kind may as well be registered from a package outside this module
+// (examples/custom-layer), with nn's public ops. Either way NewModel,
+// every training mode, the memory planner and the tests that iterate
+// Kinds pick it up (graphmill's CLI offers the kinds registered in its
+// own binary).
 type Spec struct {
 	Kind Kind
 	// Help is a one-line description for --help.

@@ -14,8 +14,9 @@
 //   - bounded: at most Buffers batches are alive at once (being filled,
 //     queued, or held by the consumer), which bounds its memory; that is
 //     how training keeps its --max-memory plan;
-//   - cancellable: cancelling the context stops every goroutine, and
-//     Close waits for them;
+//   - cancellable: cancelling the context stops every goroutine, Next
+//     hands out no further batch (not even one already queued), and Close
+//     waits for them;
 //   - recycling: the consumer calls MiniBatch.Release when its step is
 //     done, and the pipeline refills that batch (its id arrays, blocks and
 //     gathered rows keep their capacity), so steady-state steps allocate
@@ -275,8 +276,9 @@ type job struct {
 }
 
 // Epoch starts preparing the n batches of epoch number epoch and returns
-// their iterator. Cancelling ctx stops it (Next then returns false and Err
-// returns ctx.Err()).
+// their iterator. Cancelling ctx stops it: Next then returns false at
+// once, batches already prepared included, and Err returns ctx.Err()
+// (unless every batch had been handed out).
 func (p *Pipeline) Epoch(ctx context.Context, epoch, n int) *Iter {
 	ctx, cancel := context.WithCancel(ctx)
 	it := &Iter{p: p, n: n, ctx: ctx, cancel: cancel, start: time.Now(), busy: make([]atomic.Int64, len(p.cfg.Stages)), cpu: make([]atomic.Int64, len(p.cfg.Stages))}
@@ -448,7 +450,9 @@ func (it *Iter) fail(err error) {
 // its Release; it may hold several at once (GNNAutoScale keeps batch i
 // until batch i+1 is ready), but Next fails when the consumer holds every
 // buffer, which would otherwise wait forever. It returns false at the end
-// of the epoch, on error and after Close.
+// of the epoch, on error, after Close, and once the epoch's context is
+// cancelled, even with batches still queued: a training loop stops at the
+// end of the step it is running (Err then returns the context's error).
 func (it *Iter) Next() bool {
 	now := time.Now()
 	if !it.lastRet.IsZero() {
@@ -464,6 +468,9 @@ func (it *Iter) Next() bool {
 	}
 	it.cur = nil
 	if it.done {
+		return false
+	}
+	if it.cancelled() {
 		return false
 	}
 	if h := int(it.held.Load()); h >= it.bufs && it.stats.Batches < it.n {
@@ -492,9 +499,31 @@ func (it *Iter) Next() bool {
 		it.stop()
 		return false
 	}
+	if it.ctx.Err() != nil {
+		// Cancelled while the batch was queued: it goes back unused.
+		it.free.put(mb)
+		it.cancelled()
+		return false
+	}
 	it.held.Add(1)
 	it.cur = mb
 	it.stats.Batches++
+	return true
+}
+
+// cancelled ends the epoch when its context is done (the caller's, not
+// Close's: Close sets done first), recording the context's error, and
+// reports whether it did.
+func (it *Iter) cancelled() bool {
+	err := it.ctx.Err()
+	if err == nil {
+		return false
+	}
+	it.done = true
+	if it.stats.Batches < it.n {
+		it.err = err
+	}
+	it.stop()
 	return true
 }
 

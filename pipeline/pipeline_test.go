@@ -290,3 +290,64 @@ func TestFreeListLIFO(t *testing.T) {
 		t.Fatalf("drain left %d tokens", len(f.avail))
 	}
 }
+
+// TestCancelStopsNext: once the epoch's context is cancelled Next hands
+// out no more batches, even with finished ones queued (a training loop
+// stops at the end of the step it is running), Err is the context's
+// error, and the queued batches go back to the pipeline.
+func TestCancelStopsNext(t *testing.T) {
+	base := runtime.NumGoroutine()
+	p, _ := New(Config{Prefetch: 4, Stages: []Stage{{Workers: 2, Run: fill}, {Run: func(context.Context, int, *batch.MiniBatch) error { return nil }}}})
+	for _, c := range []struct {
+		name    string
+		timeout bool
+	}{{"cancel", false}, {"deadline", true}} {
+		var ctx context.Context
+		var cancel context.CancelFunc
+		if c.timeout {
+			ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+		} else {
+			ctx, cancel = context.WithCancel(context.Background())
+		}
+		it := p.Epoch(ctx, 0, 100)
+		if !it.Next() {
+			t.Fatalf("%s: no first batch: %v", c.name, it.Err())
+		}
+		// The step: meanwhile the pipeline fills its queue.
+		deadline := time.Now().Add(5 * time.Second)
+		for len(it.out) < cap(it.out) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if len(it.out) == 0 {
+			t.Fatalf("%s: the queue did not fill", c.name)
+		}
+		it.Batch().Release()
+		if c.timeout {
+			<-ctx.Done()
+		} else {
+			cancel()
+		}
+		n := 0
+		for it.Next() {
+			n++
+			it.Batch().Release()
+		}
+		if n != 0 || !errors.Is(it.Err(), ctx.Err()) {
+			t.Errorf("%s: %d batches after cancellation, Err %v; want none and %v", c.name, n, it.Err(), ctx.Err())
+		}
+		it.Close()
+		cancel()
+	}
+	// The buffers came back: a fresh epoch runs to its end.
+	it := p.Epoch(context.Background(), 1, 20)
+	n := 0
+	for it.Next() {
+		it.Batch().Release()
+		n++
+	}
+	it.Close()
+	if n != 20 || it.Err() != nil {
+		t.Fatalf("epoch after a cancelled one: %d batches, err %v", n, it.Err())
+	}
+	waitGoroutines(t, base)
+}

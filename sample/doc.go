@@ -12,10 +12,13 @@
 //	for _, b := range mb.Blocks { ... }      // input layer first
 //	mb.InputNodes                            // nodes whose features the first layer reads
 //
-// Each Block is one layer's bipartite message-flow graph, compressed over
-// its destination nodes: the sampled in-edges of destination i are
-// Indices[Indptr[i]:Indptr[i+1]], and Indices holds LOCAL positions into
-// SrcNodes. The first NumDst source nodes are the destination nodes
+// Each Block (graph.Block) is one layer's bipartite message-flow graph,
+// compressed over its destination nodes: the sampled in-edges of
+// destination i are Indices[Indptr[i]:Indptr[i+1]], and Indices holds
+// LOCAL positions among the block's NumSrc sources. A block holds no node
+// ids: the first block's sources are mb.InputNodes, and every later
+// block's sources are the previous block's destinations. The first NumDst
+// source nodes are the destination nodes
 // themselves (DGL's to_block convention, PyG's "seeds first"), so a layer's
 // output rows line up with the next layer's input rows and a GNN can take
 // the destination's own features as h[:NumDst]. The last block's
@@ -25,7 +28,10 @@
 // holds each sampled edge's weight. A Block converts to the aggregation
 // kernels' tensor.CSR by copying the fields:
 //
-//	tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, Weights: b.Weights, NumSrc: b.NumSrc()}
+//	tensor.CSR{Indptr: b.Indptr, Indices: b.Indices, Weights: b.Weights, NumSrc: b.NumSrc}
+//
+// (a model's layers take an nn.Block, which engine.Blocks makes from a
+// minibatch's blocks with their sources' node ids).
 //
 // Sampling is uniform without replacement by default; Config.Replace draws
 // with replacement and Config.Weighted draws in proportion to the graph's

@@ -143,6 +143,13 @@ type Config struct {
 	// process-wide setting: the caller applies it (tensor.SetThreads), as
 	// graphmill train does; Run never changes process-wide settings.
 	Threads int `json:"threads"`
+	// FreeOSMemory has Run return the setup's garbage (partitioning,
+	// feature copies) to the operating system before the first epoch
+	// (runtime/debug.FreeOSMemory), so that the epochs' resident-set
+	// peaks show training alone. It forces a full collection and is felt
+	// process-wide, so it is off by default: a program that runs nothing
+	// else, such as graphmill train, may set it.
+	FreeOSMemory bool `json:"free_os_memory,omitempty"`
 	// Parallel, when set with more than one rank, trains data-parallel
 	// (sampled mode): BatchSize is the batch of each rank.
 	Parallel Parallel `json:"-"`

@@ -157,8 +157,10 @@ func (r *Runner) openFeatures(ctx context.Context) error {
 }
 
 // Close releases the feature store NewRunner opened (not a source given
-// with WithFeatures). The runner must not be used afterwards.
+// with WithFeatures). Run, Evaluate and Predict return an error
+// afterwards.
 func (r *Runner) Close() error {
+	r.closed = true
 	if r.owned != nil {
 		r.owned.Close()
 		r.owned = nil

@@ -292,6 +292,13 @@ func (s *gasStepper) run(ctx context.Context, epoch int, groups [][]int32, step 
 	return it.Stats(), finish()
 }
 
+// NumBatches is the number of groups of parts an epoch steps on (Loop's
+// Hooks.EpochStart).
+func (s *gasStepper) NumBatches() int {
+	per := s.r.cfg.PartsPerBatch
+	return (len(s.parts) + per - 1) / per
+}
+
 func (s *gasStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
 	if !s.filled {
@@ -301,9 +308,6 @@ func (s *gasStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 		s.filled = true
 	}
 	groups := s.groups(epoch)
-	if r.hooks.EpochStart != nil {
-		r.hooks.EpochStart(epoch, len(groups))
-	}
 	var st EpochStats
 	var lossSum float64
 	correct, total := 0, 0

@@ -114,6 +114,9 @@ func (o *matrixIO) output(l int, ids []int32, y tensor.Matrix) error {
 // memory bound, which counts a run's gathered rows).
 func inferLayers(ctx context.Context, m *nn.Model, g *graph.CSC, batchSize int, maxBytes int64, layers int, io layerIO) error {
 	n := g.NumNodes
+	if err := m.CheckDegrees(n); err != nil {
+		return fmt.Errorf("infer: %w", err)
+	}
 	if batchSize <= 0 || batchSize >= n {
 		batchSize = n
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/graphmill/graphmill/nn"
 )
@@ -75,5 +76,42 @@ func TestCancelledBeforeRun(t *testing.T) {
 			t.Errorf("%s: %v, want an error wrapping ErrInterrupted", mode, err)
 		}
 		r.Close()
+	}
+}
+
+// TestNoStepAfterCancel cancels the context from the Batch hook, the
+// step slower than the pipeline so that batches are queued: no step may
+// start after the cancellation (the pipeline's queued batches are not
+// handed out), with or without overlapped evaluation.
+func TestNoStepAfterCancel(t *testing.T) {
+	d := cora(t)
+	for _, c := range []struct {
+		mode    Mode
+		overlap bool
+	}{{Sampled, false}, {Sampled, true}, {GAS, false}} {
+		cfg := Defaults(nn.SAGE)
+		cfg.Mode, cfg.OverlapEval, cfg.BatchSize, cfg.Parts, cfg.PartsPerBatch = c.mode, c.overlap, 4, 40, 2
+		ctx, cancel := context.WithCancel(context.Background())
+		steps, after, cancelled := 0, 0, false
+		r, err := NewRunner(d, cfg, Hooks{Batch: func(_, _ int, _ float64) {
+			steps++
+			if cancelled {
+				after++
+			}
+			time.Sleep(5 * time.Millisecond) // a bigger model's step: the pipeline runs ahead
+			if steps == 5 {
+				cancel()
+				cancelled = true
+			}
+		}}, withTestParts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Run(ctx)
+		r.Close()
+		cancel()
+		if !errors.Is(err, ErrInterrupted) || after != 0 {
+			t.Errorf("%s (overlap %v): %d steps after the cancellation, error %v; want none and ErrInterrupted", c.mode, c.overlap, after, err)
+		}
 	}
 }

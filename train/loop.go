@@ -34,14 +34,18 @@ type Loop struct {
 	Model     *nn.Model
 	Optimizer nn.Optimizer
 	Stepper   Stepper
-	Hooks     Hooks
+	// Hooks: Loop calls EpochStart before each epoch (with the stepper's
+	// NumBatches() when it has that method, 1 otherwise: one full-graph
+	// step, as SAR's) and Epoch after it; Batch and Fill are the
+	// stepper's to call (the Runner's steppers do).
+	Hooks Hooks
 	// Summary describes the run (model, mode, dataset, ...); Loop adds the
 	// figures.
 	Summary Summary
 	// Seeds is the number of training seeds an epoch visits.
 	Seeds int
 	// Clone snapshots the weights for an evaluation (nil: Model.Clone
-	// without a degree table).
+	// with the model's own degree table, Model.Degrees).
 	Clone func(*nn.Model) *nn.Model
 	// Finalize, when set, adds the stepper's own figures to the summary.
 	Finalize func(*Summary)
@@ -57,14 +61,14 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 	clone := l.Clone
 	if clone == nil {
 		clone = func(m *nn.Model) *nn.Model {
-			c, err := m.Clone([]float32{})
+			c, err := m.Clone(m.Degrees())
 			if err != nil {
-				panic(err) // m was built from the same config
+				panic(err) // m was built from the same config and table
 			}
 			return c
 		}
 	}
-	res := &Result{Summary: l.Summary}
+	res := &Result{Summary: l.Summary, Config: cfg}
 	res.Summary.BestEpoch = -1
 	start := time.Now()
 	sel := NewSelection()
@@ -144,6 +148,9 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 			memstat.ResetPeak()
 			since = t0
 		}
+		if l.Hooks.EpochStart != nil {
+			l.Hooks.EpochStart(epoch, epochBatches(step))
+		}
 		st, err := step.Epoch(ctx, epoch)
 		if err != nil {
 			return interrupted(err)
@@ -211,6 +218,15 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	return finalize(), nil
+}
+
+// epochBatches is the number of batches a stepper's epoch runs, for
+// Hooks.EpochStart: its NumBatches() when it has one, else 1.
+func epochBatches(s Stepper) int {
+	if n, ok := s.(interface{ NumBatches() int }); ok {
+		return n.NumBatches()
+	}
+	return 1
 }
 
 // peakEvery is the least time between two readings of the resident-set

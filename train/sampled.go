@@ -124,11 +124,12 @@ func (r *Runner) sampledStepper(m *nn.Model, opt nn.Optimizer) (Stepper, error) 
 	return &sampledStepper{r: r, m: m, opt: opt, ld: ld, e: r.engine(m, opt), dropped: lc.Rows != nil}, nil
 }
 
+// NumBatches is the number of batches of an epoch (Loop's
+// Hooks.EpochStart).
+func (s *sampledStepper) NumBatches() int { return s.ld.NumBatches() }
+
 func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	r := s.r
-	if r.hooks.EpochStart != nil {
-		r.hooks.EpochStart(epoch, s.ld.NumBatches())
-	}
 	var failovers int64
 	fc, countsFailovers := s.ld.(failoverCounter)
 	if countsFailovers {

@@ -103,8 +103,9 @@ type Summary struct {
 	NumParams      int     `json:"num_params"`
 	// PeakHeapBytes and PeakRSSBytes are the largest over the epochs;
 	// BaseHeapBytes is the heap when training starts (features, model,
-	// optimiser state); HistoryBytes is the size of GAS's history tables
-	// (0 otherwise).
+	// optimiser state; and the setup's garbage not yet collected unless
+	// Config.FreeOSMemory); HistoryBytes is the size of GAS's history
+	// tables (0 otherwise).
 	BaseHeapBytes int64 `json:"base_heap_bytes"`
 	PeakHeapBytes int64 `json:"peak_heap_bytes"`
 	PeakRSSBytes  int64 `json:"peak_rss_bytes"`
@@ -184,18 +185,28 @@ type Traffic struct {
 }
 
 // Result is what Run returns: the history, the summary and the trained
-// model (with the best weights restored).
+// model (with the best weights restored). Save writes it as a checkpoint.
 type Result struct {
 	History []EpochStats `json:"history"`
 	Summary Summary      `json:"summary"`
 	Model   *nn.Model    `json:"-"`
+	// Config is the configuration the run trained with (Runner.Config:
+	// NormalizeFeatures as applied; Loop.Config), which Save records.
+	Config Config `json:"-"`
 }
 
-// Hooks receive progress; any may be nil.
+// Hooks receive progress; any may be nil. EpochStart, Batch and Epoch
+// are called on the goroutine that runs Run (Loop.Run), one at a time,
+// overlapped evaluation or not; Fill while NewRunner opens the features.
 type Hooks struct {
-	// EpochStart is called before each epoch with its number of batches.
+	// EpochStart is called before each epoch, in every mode, with its
+	// number of batches (training steps): 1 in full-graph mode.
 	EpochStart func(epoch, batches int)
-	// Batch is called after each training step with the running loss.
+	// Batch is called after each training step with the step's loss: the
+	// mean cross-entropy over that step's labelled seeds, not a running
+	// mean over the epoch (EpochStats.Loss is the epoch's mean). batch is
+	// the step's index in the epoch. Steps without labelled seeds are not
+	// reported.
 	Batch func(epoch, batch int, loss float64)
 	// Epoch is called after each epoch (after its evaluation, if any, is
 	// known; with overlapped evaluation that is one epoch later).
@@ -245,6 +256,7 @@ type Runner struct {
 	partitioner Partitioner
 	heapPeak    int64 // largest heap seen after a step in this epoch
 
+	closed      bool        // Close was called: the features are gone
 	inference   bool        // made by Load: no training
 	batches     BatchSource // WithBatches
 	evaluator   Evaluator   // WithEvaluator
@@ -298,6 +310,9 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	}
 	if spec, ok := nn.Lookup(cfg.Model.Kind); ok && spec.EdgeWeights && (ds.Graph == nil || ds.Graph.Weights == nil) {
 		return nil, fmt.Errorf("model %s aggregates by edge weights, and dataset %s has none (import one with them: an edge list with a third column, or an npz adjacency with weights)", cfg.Model.Kind, m.Name)
+	}
+	if err := checkSplits(ds, unlabelled); err != nil {
+		return nil, err
 	}
 	cfg.Model.In = m.FeatureDim
 	if !unlabelled {
@@ -355,6 +370,33 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	return r, nil
 }
 
+// checkSplits checks that every node of the dataset's training,
+// validation and test splits is a node of its graph and, when the dataset
+// is labelled, that the labels cover the graph and that no split node's
+// label reaches the class count (negative: unlabelled): a bad id or label
+// is an error naming it here, not an index out of range in a step or an
+// evaluation.
+func checkSplits(ds *dataset.Dataset, unlabelled bool) error {
+	n, classes := ds.Graph.NumNodes, ds.Meta.NumClasses
+	if !unlabelled && len(ds.Labels) < n {
+		return fmt.Errorf("dataset %s: %d labels for %d nodes", ds.Meta.Name, len(ds.Labels), n)
+	}
+	for _, sp := range []struct {
+		name string
+		ids  []int32
+	}{{"training", ds.Train}, {"validation", ds.Val}, {"test", ds.Test}} {
+		for i, v := range sp.ids {
+			if v < 0 || int(v) >= n {
+				return fmt.Errorf("dataset %s: node %d (position %d of the %s split) is not a node id in [0, %d)", ds.Meta.Name, v, i, sp.name, n)
+			}
+			if !unlabelled && int(ds.Labels[v]) >= classes {
+				return fmt.Errorf("dataset %s: node %d of the %s split has label %d, but the dataset has %d classes (labels 0 to %d; negative: unlabelled)", ds.Meta.Name, v, sp.name, ds.Labels[v], classes, classes-1)
+			}
+		}
+	}
+	return nil
+}
+
 // Config returns the effective configuration (with In and Out filled, and
 // NormalizeFeatures false when the features could not be normalised).
 func (r *Runner) Config() Config { return r.cfg }
@@ -389,8 +431,15 @@ func (r *Runner) trainStep(ctx context.Context, e *engine.Engine, mb *batch.Mini
 // (Dataset.Close clears its Graph).
 var errNoDataset = errors.New("train: no dataset, or a closed one")
 
-// fits checks that m takes the dataset's features and predicts its classes.
+// errClosed is the error of a Runner's methods after Close.
+var errClosed = errors.New("train: the runner is closed (Close released its features and graph)")
+
+// fits checks that the runner is open and that m takes the dataset's
+// features and predicts its classes.
 func (r *Runner) fits(m *nn.Model) error {
+	if r.closed {
+		return errClosed
+	}
 	if m == nil {
 		return errors.New("train: no model")
 	}
@@ -403,6 +452,11 @@ func (r *Runner) fits(m *nn.Model) error {
 
 // NewModel builds a freshly initialised model for the run.
 func (r *Runner) NewModel() (*nn.Model, error) { return nn.NewModel(r.cfg.Model, r.deg) }
+
+// Degrees returns the in-degree table the run's models normalise with
+// (the graph's, or WithDegrees'), indexed by node id: what nn.NewModel
+// and nn.Model.Clone take for a model of this run. Do not modify it.
+func (r *Runner) Degrees() []float32 { return r.deg }
 
 // Evaluation holds the metrics of one evaluation (engine.Evaluation, which
 // evaluators outside train, such as distributed sampling's, return).
@@ -460,6 +514,9 @@ type evalJob struct {
 // wrapping ErrInterrupted: with the result so far once an epoch has
 // started (Loop.Run), with none while the run is still being set up.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
+	if r.closed {
+		return nil, errClosed
+	}
 	cfg := r.cfg
 	model, err := r.NewModel()
 	if err != nil {
@@ -485,9 +542,10 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	}
 	defer step.Close()
 	// Setup (partitioning, feature copies) is over: return its garbage to
-	// the system so per-epoch peaks show training alone, and note the heap
-	// that training starts from.
-	debug.FreeOSMemory()
+	// the system so per-epoch peaks show training alone (Config.FreeOSMemory).
+	if cfg.FreeOSMemory {
+		freeOSMemory()
+	}
 	var historyBytes int64
 	if h, ok := step.(interface{ historyBytes() int64 }); ok {
 		historyBytes = h.historyBytes()
@@ -503,6 +561,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		Finalize: r.finalizeSummary,
 	}.Run(ctx)
 }
+
+// freeOSMemory is debug.FreeOSMemory (tests count the calls).
+var freeOSMemory = debug.FreeOSMemory
 
 // epochSeeds is the number of training seeds an epoch visits: the
 // dataset's split, or what a batch source says it visits (a distributed
@@ -520,6 +581,9 @@ type peakStepper struct {
 	r *Runner
 	Stepper
 }
+
+// NumBatches is the wrapped stepper's (see Loop's Hooks).
+func (p *peakStepper) NumBatches() int { return epochBatches(p.Stepper) }
 
 func (p *peakStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	p.r.heapPeak = memstat.HeapInUse()
@@ -708,6 +772,9 @@ func (r *Runner) trainLabels() []int32 {
 }
 
 func (s *fullStepper) Close() {}
+
+// NumBatches is 1: one step on the whole graph an epoch.
+func (s *fullStepper) NumBatches() int { return 1 }
 
 func (s *fullStepper) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	return s.r.Evaluate(ctx, m)

@@ -98,6 +98,7 @@ func RunGraph(ctx context.Context, o GraphOptions) (*GraphReport, error) {
 	}
 	defer d.Close()
 	cfg := train.Defaults(o.Model)
+	cfg.FreeOSMemory = true // as graphmill train: the epochs' memory alone
 	cfg.Mode, cfg.Epochs, cfg.SkipEval, cfg.Patience = o.Mode, o.Epochs, true, 0
 	cfg.NormalizeFeatures = false
 	cfg.Threads = o.Threads

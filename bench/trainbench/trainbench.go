@@ -304,6 +304,7 @@ func runRound(ctx context.Context, o Options) (*Report, error) {
 	defer d.Close()
 	d.AdviseHuge()
 	cfg := train.Defaults(nn.SAGE)
+	cfg.FreeOSMemory = true // as graphmill train: the epochs' memory alone
 	cfg.Model.Hidden = o.Hidden
 	cfg.Model.Dropout = o.Dropout
 	cfg.Model.Layers = len(o.Fanouts)

@@ -155,6 +155,7 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 		return train.Config{}, err
 	}
 	cfg := train.Defaults(kind)
+	cfg.FreeOSMemory = true // the summary's memory figures are the epochs'
 	fl := cmd.Flags()
 	set := func(name string) bool { return fl.Changed(name) }
 	if set("mode") {

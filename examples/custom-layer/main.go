@@ -1,7 +1,9 @@
 // Command custom-layer defines a GNN layer outside graphmill's nn package
 // and trains it through the library in every mode: full-graph, sampled
 // minibatches, GNNAutoScale and two-rank SAR (two ranks in this process,
-// over Cora split in two parts). It prints each mode's test accuracy.
+// over Cora split in two parts). It prints each mode's test accuracy, and
+// saves the full-graph model with train.Save and loads it back with
+// train.Load.
 //
 // The layer is GraphSAGE's pooling aggregator (Hamilton et al. 2017):
 //
@@ -21,8 +23,10 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"sync"
 
+	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
@@ -61,11 +65,12 @@ func init() {
 		Defaults: nn.Defaults{Hidden: 64, Dropout: 0.5, Epochs: 100, Note: "hidden 64, dropout 0.5, 100 epochs"},
 		Build: func(ini *nn.Init, c *nn.Config, _ []float32) ([]nn.Layer, error) {
 			return nn.StackLayers(c, func(l, in, out int) nn.Layer {
-				p := fmt.Sprintf("convs.%d.", l)
+				// Tensor names are relative to the layer: the model names
+				// them convs.{l}.pool.weight and so on, as PyG does.
 				return &SAGEPool{
-					Pool:  ini.Linear(p+"pool.", in, c.Hidden, true),
-					Self:  ini.Linear(p+"self.", in, out, true),
-					Neigh: ini.Linear(p+"neigh.", c.Hidden, out, false),
+					Pool:  ini.Linear("pool.", in, c.Hidden, true),
+					Self:  ini.Linear("self.", in, out, true),
+					Neigh: ini.Linear("neigh.", c.Hidden, out, false),
 				}
 			}), nil
 		},
@@ -79,7 +84,8 @@ func main() {
 }
 
 // run trains the layer in every mode, printing each test accuracy to w,
-// and returns them by mode.
+// and returns them by mode ("reloaded": the full-graph model saved with
+// train.Save and loaded back with train.Load).
 func run(ctx context.Context, w io.Writer) (map[string]float64, error) {
 	acc := map[string]float64{}
 	ds, err := builtin.Open(ctx, "cora")
@@ -87,6 +93,11 @@ func run(ctx context.Context, w io.Writer) (map[string]float64, error) {
 		return nil, err
 	}
 	defer ds.Close()
+	dir, err := os.MkdirTemp("", "custom-layer")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
 	for _, mode := range []train.Mode{train.Full, train.Sampled, train.GAS} {
 		cfg := train.Defaults(Kind)
 		cfg.Mode = mode
@@ -101,15 +112,21 @@ func run(ctx context.Context, w io.Writer) (map[string]float64, error) {
 		}
 		acc[string(mode)] = res.Summary.TestAcc
 		fmt.Fprintf(w, "%-8s test accuracy %.1f%%\n", mode, 100*res.Summary.TestAcc)
+		if mode == train.Full {
+			// Save the model with the feature handling it was trained
+			// with (train.Save, not Model.Save), and load it back.
+			names, _ := res.Model.NamedParams()
+			fmt.Fprintf(w, "         tensors %v ...\n", names[:3])
+			if acc["reloaded"], err = saveAndReload(ctx, ds, res, filepath.Join(dir, "sage-pool.safetensors")); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(w, "         saved and reloaded: test accuracy %.1f%%\n", 100*acc["reloaded"])
+		}
 	}
 
 	// SAR: Cora in two parts, two ranks in this process, each holding one
 	// part and fetching the other's boundary rows per layer.
-	dir, err := os.MkdirTemp("", "custom-layer-parts")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
+	dir = filepath.Join(dir, "parts")
 	g, err := partition.FromCSC(ctx, ds.Graph, 0)
 	if err != nil {
 		return nil, err
@@ -151,4 +168,20 @@ func run(ctx context.Context, w io.Writer) (map[string]float64, error) {
 	acc["sar"] = results[0].Summary.TestAcc
 	fmt.Fprintf(w, "%-8s test accuracy %.1f%% (2 ranks)\n", "sar", 100*results[0].Summary.TestAcc)
 	return acc, nil
+}
+
+// saveAndReload saves a run's model to path with train.Save (its weights,
+// config and the feature handling inference must repeat), loads it back
+// with train.Load and returns its test accuracy.
+func saveAndReload(ctx context.Context, ds *dataset.Dataset, res *train.Result, path string) (float64, error) {
+	if err := train.Save(path, res, nil); err != nil {
+		return 0, err
+	}
+	r, m, err := train.Load(ds, path, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	ev, err := r.Evaluate(ctx, m)
+	return ev.TestAcc, err
 }
