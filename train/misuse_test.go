@@ -28,13 +28,13 @@ func TestNewRunnerChecksSplits(t *testing.T) {
 		want string
 	}{
 		{"training node past the graph", func(ds *dataset.Dataset) { ds.Train = append([]int32{5000}, d.Train...) },
-			"node 5000 (position 0 of the training split) is not a node id in [0, 2708)"},
+			"train[0]=5000 out of range [0,2708)"},
 		{"negative training node", func(ds *dataset.Dataset) { ds.Train = append(append([]int32(nil), d.Train...), -1) },
-			"node -1 (position 140 of the training split)"},
+			"train[140]=-1 out of range"},
 		{"validation node past the graph", func(ds *dataset.Dataset) { ds.Val = append([]int32{2708}, d.Val...) },
-			"node 2708 (position 0 of the validation split)"},
+			"val[0]=2708 out of range"},
 		{"test node past the graph", func(ds *dataset.Dataset) { ds.Test = append([]int32{1 << 30}, d.Test...) },
-			"of the test split) is not a node id"},
+			"test[0]=1073741824 out of range"},
 		{"training label past the classes", func(ds *dataset.Dataset) { ds.Labels = labels(d.Train[0], 99) },
 			"of the training split has label 99, but the dataset has 7 classes"},
 		{"validation label = classes", func(ds *dataset.Dataset) { ds.Labels = labels(d.Val[3], 7) },
@@ -42,6 +42,7 @@ func TestNewRunnerChecksSplits(t *testing.T) {
 		{"short labels", func(ds *dataset.Dataset) { ds.Labels = d.Labels[:100] },
 			"100 labels for 2708 nodes"},
 		{"unlabelled node", func(ds *dataset.Dataset) { ds.Labels = labels(d.Train[0], -1) }, ""},
+		{"repeated training node", func(ds *dataset.Dataset) { ds.Train = append([]int32{d.Train[1]}, d.Train...) }, "appears twice in train"},
 	} {
 		for _, mode := range []Mode{Full, Sampled} {
 			ds := *d

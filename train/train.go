@@ -370,27 +370,30 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	return r, nil
 }
 
-// checkSplits checks that every node of the dataset's training,
-// validation and test splits is a node of its graph and, when the dataset
-// is labelled, that the labels cover the graph and that no split node's
-// label reaches the class count (negative: unlabelled): a bad id or label
-// is an error naming it here, not an index out of range in a step or an
-// evaluation.
+// checkSplits checks the dataset's splits (dataset.CheckSplits: ids in
+// the graph, none repeated or shared, some training node labelled) and,
+// when the dataset is labelled, that the labels cover the graph and that
+// no split node's label reaches the class count (negative: unlabelled):
+// a bad id or label in a dataset built in memory is an error naming it
+// here, not an index out of range in a step or an evaluation.
 func checkSplits(ds *dataset.Dataset, unlabelled bool) error {
 	n, classes := ds.Graph.NumNodes, ds.Meta.NumClasses
-	if !unlabelled && len(ds.Labels) < n {
-		return fmt.Errorf("dataset %s: %d labels for %d nodes", ds.Meta.Name, len(ds.Labels), n)
+	labels := ds.Labels
+	if unlabelled {
+		labels = nil
+	} else if len(labels) < n {
+		return fmt.Errorf("dataset %s: %d labels for %d nodes", ds.Meta.Name, len(labels), n)
+	}
+	if err := dataset.CheckSplits(n, labels, ds.Train, ds.Val, ds.Test, false); err != nil {
+		return fmt.Errorf("dataset %s: %w", ds.Meta.Name, err)
 	}
 	for _, sp := range []struct {
 		name string
 		ids  []int32
 	}{{"training", ds.Train}, {"validation", ds.Val}, {"test", ds.Test}} {
-		for i, v := range sp.ids {
-			if v < 0 || int(v) >= n {
-				return fmt.Errorf("dataset %s: node %d (position %d of the %s split) is not a node id in [0, %d)", ds.Meta.Name, v, i, sp.name, n)
-			}
-			if !unlabelled && int(ds.Labels[v]) >= classes {
-				return fmt.Errorf("dataset %s: node %d of the %s split has label %d, but the dataset has %d classes (labels 0 to %d; negative: unlabelled)", ds.Meta.Name, v, sp.name, ds.Labels[v], classes, classes-1)
+		for _, v := range sp.ids {
+			if labels != nil && int(labels[v]) >= classes {
+				return fmt.Errorf("dataset %s: node %d of the %s split has label %d, but the dataset has %d classes (labels 0 to %d; negative: unlabelled)", ds.Meta.Name, v, sp.name, labels[v], classes, classes-1)
 			}
 		}
 	}
