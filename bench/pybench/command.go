@@ -159,16 +159,15 @@ func printPyBench(w io.Writer, r *Report) {
 			p.Features, p.BatchesPerS, p.RatioToGoLoader, p.RatioToGoClient, p.FrameMiB, p.CopiesPerBatch)
 	}
 	if r.PyG != nil {
-		b, _ := json.Marshal(r.PyG)
-		fmt.Fprintf(w, "  PyG NeighborLoader                   %s\n", b)
+		fmt.Fprintf(w, "  PyG NeighborLoader                  %s\n", pygLine(r.PyG))
 	}
 	if r.NeighborLoader > 0 && r.VsPyGLoader == 0 {
 		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x go loader (PyG's loader cannot sample here)\n",
 			r.NeighborLoader, r.NeighborRatioToGoLoader)
 	}
 	if r.VsPyGLoader > 0 {
-		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader, %.2f x go loader; PyG GraphSAGE step %.2f x faster on it\n",
-			r.NeighborLoader, r.VsPyGLoader, r.NeighborRatioToGoLoader, r.VsPyGEpoch)
+		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader, %.2f x go loader; PyG GraphSAGE step %s on it\n",
+			r.NeighborLoader, r.VsPyGLoader, r.NeighborRatioToGoLoader, fasterOrSlower(r.VsPyGEpoch))
 	}
 	if len(r.DropInDevice) > 0 {
 		var d deviceDropIn
@@ -186,6 +185,32 @@ func printPyBench(w io.Writer, r *Report) {
 	}
 }
 
+// pygLine is the report's line on PyG's NeighborLoader from python -m
+// graphmill.bench's "pyg" object: its rate, or why it was skipped.
+func pygLine(v any) string {
+	m, _ := v.(map[string]any)
+	if s, ok := m["skipped"].(string); ok && s != "" {
+		return "skipped: " + s
+	}
+	if rate, ok := m["batches_per_s"].(float64); ok {
+		return fmt.Sprintf("%7.1f batches/s", rate)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// fasterOrSlower words a ratio of step times (the other loader's over
+// ours): "1.30 x faster" above 1, "1.39 x slower" (its inverse) below.
+func fasterOrSlower(ratio float64) string {
+	switch {
+	case ratio >= 1:
+		return fmt.Sprintf("%.2f x faster", ratio)
+	case ratio > 0:
+		return fmt.Sprintf("%.2f x slower", 1/ratio)
+	}
+	return "not measured"
+}
+
 func printDeviceDropIn(w io.Writer, d *deviceDropIn) {
 	if d.Skipped != "" {
 		fmt.Fprintf(w, "  on the device: skipped (%s)\n", d.Skipped)
@@ -200,7 +225,7 @@ func printDeviceDropIn(w io.Writer, d *deviceDropIn) {
 		fmt.Fprintf(w, "    graphmill.NeighborLoader, cache %-5s %7.1f batches/s, step %6.1f ms (%.2f x resident; %s)",
 			l.Cache, l.BatchesPerS, 1000*l.StepS, l.ComputeOverStep, hit)
 		if l.VsPyGLoader > 0 {
-			fmt.Fprintf(w, "; %.2f x PyG's loader, step %.2f x faster", l.VsPyGLoader, l.VsPyGEpoch)
+			fmt.Fprintf(w, "; %.2f x PyG's loader, step %s", l.VsPyGLoader, fasterOrSlower(l.VsPyGEpoch))
 		}
 		fmt.Fprintln(w)
 	}

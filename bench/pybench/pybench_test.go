@@ -1,10 +1,13 @@
 package pybench
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/graphmill/graphmill/synth"
@@ -18,6 +21,53 @@ func TestMedian(t *testing.T) {
 		if got := median(c.in); got != c.want {
 			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
 		}
+	}
+}
+
+// TestPrintPyBenchWording checks the text report's lines on PyG's loader:
+// its rate (not the raw JSON python -m graphmill.bench gives), why it was
+// skipped, and a slower step worded as slower (not "0.72 x faster").
+func TestPrintPyBenchWording(t *testing.T) {
+	for _, c := range []struct {
+		pyg       string
+		epoch     float64
+		want, not []string
+	}{
+		{`{"batches": 60, "batches_per_s": 12.5}`, 0.72,
+			[]string{"PyG NeighborLoader                     12.5 batches/s", "PyG GraphSAGE step 1.39 x slower on it"}, []string{"{", "x faster"}},
+		{`{"batches": 60, "batches_per_s": 12.5}`, 1.3, []string{"PyG GraphSAGE step 1.30 x faster on it"}, []string{"slower"}},
+		{`{"skipped": "PyG's NeighborLoader cannot sample here: no pyg-lib"}`, 0,
+			[]string{"PyG NeighborLoader                  skipped: PyG's NeighborLoader cannot sample here: no pyg-lib"}, []string{"{"}},
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(c.pyg), &v); err != nil {
+			t.Fatal(err)
+		}
+		r := &Report{PyG: v, NeighborLoader: 20, VsPyGLoader: 1.6, VsPyGEpoch: c.epoch, NeighborRatioToGoLoader: 0.5}
+		if c.epoch == 0 {
+			r.VsPyGLoader = 0
+		}
+		var b bytes.Buffer
+		printPyBench(&b, r)
+		out := b.String()
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("report lacks %q:\n%s", w, out)
+			}
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if !strings.Contains(line, "PyG") {
+				continue
+			}
+			for _, w := range c.not {
+				if strings.Contains(line, w) {
+					t.Errorf("report line %q holds %q", line, w)
+				}
+			}
+		}
+	}
+	if got := fasterOrSlower(0); got != "not measured" {
+		t.Errorf("fasterOrSlower(0) = %q", got)
 	}
 }
 

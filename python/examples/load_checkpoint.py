@@ -22,10 +22,12 @@ import tempfile
 
 import torch
 
-import graphmill
-import graphmill.torch as gt
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the package next to this example (python/), installed or not, and sage_pyg_style.py
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+import graphmill  # noqa: E402
+import graphmill.torch as gt  # noqa: E402
 from sage_pyg_style import SAGE, accuracy, normalize_rows  # noqa: E402
 
 

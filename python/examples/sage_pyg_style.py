@@ -19,14 +19,18 @@ prints `test accuracy: NN.N%`.
 
 import argparse
 import copy
+import os
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-import graphmill
-import graphmill.torch as gt
+# the package next to this example (python/), installed or not
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import graphmill  # noqa: E402
+import graphmill.torch as gt  # noqa: E402
 
 
 def mean_aggregate(x_src, edge_index, num_dst):
@@ -67,9 +71,9 @@ class SAGE(nn.Module):
         self.dropout = dropout
 
     def forward(self, x, adjs):
-        """adjs: [(edge_index, size)] per layer, input layer first (a
+        """adjs: [(edge_index, e_id, size)] per layer, input layer first (a
         graphmill batch's .adjs, or PyG NeighborSampler's)."""
-        for i, (edge_index, size) in enumerate(adjs):
+        for i, (edge_index, _, size) in enumerate(adjs):
             x = F.dropout(x, self.dropout, self.training)
             x = self.convs[i](x, edge_index, size)
             if i < len(self.convs) - 1:
@@ -80,7 +84,7 @@ class SAGE(nn.Module):
     def full_graph(self, x, edge_index):
         """Inference on the whole graph (every neighbour, every layer)."""
         n = x.shape[0]
-        return self.forward(x, [(edge_index, (n, n))] * len(self.convs))
+        return self.forward(x, [(edge_index, None, (n, n))] * len(self.convs))
 
 
 def normalize_rows(x):

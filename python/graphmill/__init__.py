@@ -15,6 +15,7 @@ from .errors import GraphmillError, ServiceError, WireError
 from .checkpoint import load_checkpoint, load_safetensors
 from .loader import Loader, presample_counts, train_loader_seed
 from .neighbor import NeighborLoader, SampledBatch
+from ._adjs import EdgeIndex
 from .wire import Block, MiniBatch, decode_batch, encode_batch
 from .dataset import (
     Dataset,
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Block",
     "Dataset",
+    "EdgeIndex",
     "Loader",
     "MiniBatch",
     "NeighborLoader",

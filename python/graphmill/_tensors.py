@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from .errors import GraphmillError
+from ._adjs import EdgeIndex
 
 
 def tensor(a, bfloat16=False):
@@ -96,14 +97,16 @@ class TorchBatch:
     feature rows), ``y`` (the seeds' labels, int32 as sent: call
     ``y.long()`` for PyTorch's losses), ``batch_size`` (seeds = the first
     batch_size nodes), ``blocks`` (TorchBlock per layer, input first) and
-    ``adjs`` ([(edge_index, size)] per layer)."""
+    ``adjs`` ([EdgeIndex(edge_index, e_id, size)] per layer, PyG
+    NeighborSampler's form; e_id the blocks' edge_ids, None unless
+    sent)."""
 
     __slots__ = ("n_id", "x", "y", "batch_size", "blocks", "sender", "epoch", "sequence",
                  "index", "feature_dtype", "halo", "raw", "cache_stats")
 
     @property
     def adjs(self):
-        return [(b.edge_index, b.size) for b in self.blocks]
+        return [EdgeIndex(b.edge_index, b.edge_ids, b.size) for b in self.blocks]
 
     @property
     def device(self):

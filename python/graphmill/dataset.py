@@ -112,7 +112,7 @@ class Dataset:
         if self.features is not None:
             want = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}.get(self.feature_dtype)
             if want is None:
-                raise GraphmillError(f"{mp}: feature_dtype {self.feature_dtype!r} is not float32, float16 or bfloat16")
+                raise GraphmillError(f"{self.dir}: meta.json: feature_dtype {self.feature_dtype!r} is not float32, float16 or bfloat16")
             if self.features.dtype == np.uint16 and self.feature_dtype == "float32":
                 self.feature_dtype = "bfloat16"  # uint16 features are bfloat16 bit patterns
                 want = np.uint16

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _cli
 from .errors import GraphmillError
-from .neighbor import SampledBatch, _from_data, _Graph, _scratch_dir, _write_dataset
+from .neighbor import SampledBatch, _dataset_bytes, _from_data, _Graph, _scratch_dir, _write_dataset
 
 __all__ = ["Loader", "partition"]
 
@@ -31,11 +31,12 @@ def partition(data, num_parts, seed=1, method="metis", binary=None, num_nodes=No
     g = data if isinstance(data, _Graph) else _from_data(data, num_nodes=num_nodes)
     if not 1 <= int(num_parts) <= g.num_nodes:
         raise ValueError(f"num_parts must be in [1, {g.num_nodes}], got {num_parts}")
-    dir = _scratch_dir()
+    seeds = np.arange(min(1, g.num_nodes), dtype=np.int32)
+    dir = _scratch_dir(_dataset_bytes(g, seeds) + 4 * g.num_nodes)  # and the assignment
     try:
         ds = os.path.join(dir, "graph")
         os.mkdir(ds)
-        _write_dataset(ds, g, np.arange(min(1, g.num_nodes), dtype=np.int32))
+        _write_dataset(ds, g, seeds)
         out = os.path.join(dir, "parts.npy")
         cmd = [_cli.find_binary(binary), "partition", "-k", str(int(num_parts)), "--method", method,
                "--seed", str(int(seed)), "--assignment", out, ds]
@@ -65,8 +66,9 @@ class Loader:
     """
 
     def __init__(self, data, num_parts, batch_size=1, shuffle=False, seed=1, x=None, y=None, num_nodes=None,
-                 parts=None, method="metis", binary=None):
+                 parts=None, method="metis", binary=None, gcn_norm=False):
         g = _from_data(data, x=x, y=y, num_nodes=num_nodes)
+        self.gcn_norm = bool(gcn_norm)
         self.graph = g
         self.num_nodes = g.num_nodes
         given = parts is not None
@@ -97,6 +99,18 @@ class Loader:
         self._torch = torch
         self._x = self._as(g.x)
         self._y = self._as(g.y)
+        self._dinv = self._gcn_dinv(g) if self.gcn_norm else None
+
+    @staticmethod
+    def _gcn_dinv(g):
+        """deg^-1/2 of every node over the whole graph, as PyG's gcn_norm
+        (add_remaining_self_loops, unit weights): its in-edges from other
+        nodes, plus one self-loop (float64)."""
+        indptr, indices = np.asarray(g.indptr), np.asarray(g.indices)
+        deg = np.diff(indptr).astype(np.float64)
+        dst = np.repeat(np.arange(g.num_nodes, dtype=np.int64), np.diff(indptr))
+        deg -= np.bincount(dst[indices == dst], minlength=g.num_nodes)  # the graph's own self-loops
+        return 1.0 / np.sqrt(deg + 1)
 
     def _as(self, a):
         if a is None or self._torch is None:
@@ -134,13 +148,25 @@ class Loader:
         n_id = np.concatenate([inner, halo])
         ei = np.stack([pos[src], np.repeat(np.arange(len(inner), dtype=np.int64), deg)])
         pos[n_id] = -1
+        ew = None
+        if self._dinv is not None:
+            # GCN's normalisation with the whole graph's degrees: the batch
+            # nodes' in-edges from others, then one self-loop each
+            ei = ei[:, ei[0] != ei[1]]
+            loops = np.arange(len(inner), dtype=np.int64)
+            ei = np.concatenate([ei, np.stack([loops, loops])], axis=1)
+            dinv = self._dinv[n_id]
+            ew = dinv[ei[0]] * dinv[ei[1]]
         n_x = n_y = n_id
         if g.ids is not None:  # a packed dataset: the user's ids are the original ones
             n_id, n_x, n_y = g.ids(n_id)
-        fields = dict(n_id=n_id, edge_index=ei, batch_size=len(inner), num_halo=len(halo))
+        if ew is not None:
+            ew = ew.astype(np.float64 if str(getattr(self._x, "dtype", "")) in ("float64", "torch.float64") else np.float32)
+        fields = dict(n_id=n_id, edge_index=ei, edge_weight=ew, batch_size=len(inner), num_halo=len(halo))
         if self._torch is not None:
             t = self._torch
             fields.update(n_id=t.from_numpy(n_id), edge_index=t.from_numpy(ei),
+                          edge_weight=t.from_numpy(ew) if ew is not None else None,
                           x=t.index_select(self._x, 0, t.from_numpy(n_x)) if self._x is not None else None,
                           y=t.index_select(self._y, 0, t.from_numpy(n_y)) if self._y is not None else None)
         else:
@@ -158,4 +184,5 @@ class Loader:
             yield self.batch(ids[i:i + self.batch_size])
 
     def __repr__(self):
-        return f"gas.Loader(nodes={self.num_nodes}, parts={self.num_parts}, batch_size={self.batch_size} parts, batches={len(self)})"
+        norm = ", gcn_norm=True" if self.gcn_norm else ""
+        return f"gas.Loader(nodes={self.num_nodes}, parts={self.num_parts}, batch_size={self.batch_size} parts, batches={len(self)}{norm})"

@@ -11,6 +11,7 @@ import concurrent.futures
 import hashlib
 import hmac
 import logging
+import operator
 import os
 import queue
 import re
@@ -119,14 +120,31 @@ def _secret(token, token_file):
     return env.encode() if env else None
 
 
-def _service_error(e, what):
+def _service_error(e, what, timeout=None):
+    """A ServiceError for the gRPC error e of a call to the sampler named
+    by what ("sampler host:port"), its message prefixed with it."""
     if isinstance(e, grpc.RpcError) and hasattr(e, "code"):
         code = e.code()
         msg = e.details() or str(code)
         if code == grpc.StatusCode.UNAVAILABLE:
-            msg = f"{what}: sampler unavailable: {msg}"
-        return ServiceError(msg, code)
+            msg = f"sampler unavailable: {msg}"
+        elif code == grpc.StatusCode.DEADLINE_EXCEEDED and timeout is not None:
+            msg = f"no answer in {timeout:g} s (is a graphmill sampler service listening there?): {msg}"
+        return ServiceError(f"{what}: {msg}", code)
     return ServiceError(f"{what}: {e}")
+
+
+def _uint(v, name, bits=64, lo=0):
+    """v as an int in [lo, 2**bits), else a ValueError naming it."""
+    try:
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError
+        i = operator.index(v)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer, got {v!r}") from None
+    if not lo <= i < 1 << bits:
+        raise ValueError(f"{name} must be in [{lo}, 2**{bits}), got {i}")
+    return i
 
 
 _M64 = (1 << 64) - 1
@@ -242,7 +260,9 @@ class Loader:
     ``close()`` (or at the end of a ``with`` block).
 
     Each ``for`` loop over the loader is one epoch (``epoch`` is the first;
-    it then counts up, or set it with ``set_epoch``). Batches are
+    it then counts up, or set it with ``set_epoch``). One at a time: a second
+    ``for`` while one is open (``zip(loader, loader)``) raises a
+    GraphmillError (they would share the shared-memory segment). Batches are
     ``graphmill.wire.MiniBatch`` values whose arrays are numpy views of the
     received message (no copy); ``batch.torch()`` shares that memory with
     PyTorch. With ``device="cuda"`` (or a ``torch.device``) the loader
@@ -312,12 +332,16 @@ class Loader:
                  input_labels=False, edge_ids=False):
         if addr is None and dataset is None:
             raise ValueError("Loader needs a sampler address or dataset= (a local sampler is started for it)")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        if credits < 1:
-            raise ValueError(f"credits must be positive, got {credits}")
+        batch_size = _uint(batch_size, "batch_size", 32, lo=1)
+        credits = _uint(credits, "credits", 32, lo=1)
+        seed, epoch = _uint(seed, "seed"), _uint(epoch, "epoch")
+        num_shards = _uint(num_shards, "num_shards", 32, lo=1)
+        shard = _uint(shard, "shard", 32)
+        if shard >= num_shards:
+            raise ValueError(f"shard must be in [0, num_shards={num_shards}), got {shard}")
         if ids not in ("original", "packed"):
             raise ValueError(f'ids must be "original" or "packed", got {ids!r}')
+        self._iterating = threading.Lock()  # held by the open iteration (one at a time: raw_frames)
         self.split = split
         self.fanouts = [int(f) for f in fanouts]
         self.batch_size = int(batch_size)
@@ -412,7 +436,7 @@ class Loader:
                 try:
                     info = info_rpc(pb.InfoRequest(), timeout=timeout, wait_for_ready=True, metadata=self._auth(_INFO))
                 except grpc.RpcError as e:
-                    err = _service_error(e, f"sampler {a}")
+                    err = _service_error(e, f"sampler {a}", timeout)
                     if self.server is not None:
                         err = ServiceError(f"{err} (server output: {self.server.tail()})", err.code)
                     raise err from None
@@ -492,7 +516,7 @@ class Loader:
 
     def set_epoch(self, epoch):
         """Sets the epoch the next iteration streams."""
-        self.epoch = int(epoch)
+        self.epoch = _uint(epoch, "epoch")
 
     # -- streaming -----------------------------------------------------------
 
@@ -550,9 +574,22 @@ class Loader:
         lost, said on the ``graphmill`` logger with where its batches went,
         and its unsent batches go to the others (``failovers``,
         ``stats()``); the epoch fails only when every sampler is lost. The
-        protocol is ``graphmill._stream.Receiver`` (Go's dist/stream)."""
+        protocol is ``graphmill._stream.Receiver`` (Go's dist/stream).
+
+        One iteration at a time: a second one started while another is
+        open (``zip(loader, loader)``) is refused with a GraphmillError,
+        since both would share the loader's shared-memory segment."""
         if not self._channels:
             raise GraphmillError("the loader is closed")
+        if not self._iterating.acquire(blocking=False):
+            raise GraphmillError("this loader is already iterating; finish or close that iteration first, "
+                                 "or make a second loader")
+        try:
+            yield from self._epoch_frames()
+        finally:
+            self._iterating.release()
+
+    def _epoch_frames(self):
         nb = len(self)
         epoch = self.epoch
         self.epoch += 1

@@ -19,6 +19,7 @@ import collections
 import concurrent.futures
 import contextlib
 import json
+import operator
 import os
 import shutil
 import tempfile
@@ -29,6 +30,7 @@ import weakref
 import numpy as np
 
 from . import _cli
+from ._adjs import EdgeIndex
 from .dataset import npy_header
 from .errors import GraphmillError
 from .loader import Loader
@@ -123,7 +125,8 @@ def _csc(edge_index, num_nodes, keep_order=False):
     """In-neighbour lists (CSC) of edges source edge_index[0] -> target
     edge_index[1]: int64 offsets per target and int32 sources, each
     target's edges in the order given (a stable sort, as PyG's CSC); with
-    keep_order, also the edge_index column of each CSC position (int64)."""
+    keep_order, also the edge_index column of each CSC position (int64;
+    None where they are the same)."""
     ei = _numpy(edge_index, "edge_index")
     if ei.ndim != 2 or ei.shape[0] != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(ei.shape)}")
@@ -145,12 +148,54 @@ def _csc(edge_index, num_nodes, keep_order=False):
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(dst, minlength=num_nodes), out=indptr[1:])
     if keep_order:
-        return indptr, indices, order.astype(np.int64, copy=False)
+        order = order.astype(np.int64, copy=False)
+        if len(order) and bool(np.all(order[1:] > order[:-1])):
+            order = None  # edge_index was in CSC order already: positions are columns
+        return indptr, indices, order
     return indptr, indices
 
 
-def _from_data(data, x=None, y=None, num_nodes=None):
-    """_Graph from whatever NeighborLoader was given."""
+def _adj_t_edge_index(adj_t, n):
+    """edge_index (int64 [2, E], sources in row 0) of a Data's adj_t: the
+    transposed adjacency (entry (i, j) is the edge j -> i), a torch sparse
+    tensor (COO or CSR) or a torch_sparse SparseTensor; edges in adj_t's
+    row-major order (its values are ignored)."""
+    t = _torch()
+    if t is not None and isinstance(adj_t, t.Tensor) and adj_t.layout == t.sparse_coo:
+        shape = tuple(adj_t.shape)
+        row, col = adj_t.coalesce().indices()
+    elif t is not None and isinstance(adj_t, t.Tensor) and adj_t.layout == t.sparse_csr:
+        shape = tuple(adj_t.shape)
+        crow, col = adj_t.crow_indices(), adj_t.col_indices()
+        row = t.repeat_interleave(t.arange(len(crow) - 1), crow[1:] - crow[:-1])
+    elif callable(getattr(adj_t, "coo", None)) and callable(getattr(adj_t, "sizes", None)):  # torch_sparse.SparseTensor
+        shape = tuple(adj_t.sizes())
+        row, col, _ = adj_t.coo()
+    else:
+        raise TypeError(f"adj_t must be a torch sparse tensor or a torch_sparse SparseTensor, not {type(adj_t).__name__}")
+    if shape != (n, n):
+        raise ValueError(f"adj_t has shape {list(shape)} for {n} nodes: want [{n}, {n}]")
+    return t.stack([col.cpu().long(), row.cpu().long()])
+
+
+def _from_data(data, x=None, y=None, num_nodes=None, edge_attrs=None):
+    """_Graph from whatever NeighborLoader was given; edge_attrs ({name:
+    per-edge array}) are added to the graph's, in the order of its edges
+    (edge_index's columns, a scipy matrix's tocoo() order, a dataset's CSC
+    positions)."""
+    g = _from_input(data, x=x, y=y, num_nodes=num_nodes)
+    for k, a in (edge_attrs or {}).items():
+        if a is None:
+            continue
+        if not hasattr(a, "shape") or len(a.shape) == 0:
+            a = np.asarray(a)
+        if len(a.shape) == 0 or a.shape[0] != len(g.indices):
+            raise ValueError(f"{k} has {a.shape[0] if len(a.shape) else 0} rows for {len(g.indices)} edges: give one per edge")
+        g.edge_attrs[k] = a
+    return g
+
+
+def _from_input(data, x=None, y=None, num_nodes=None):
     if isinstance(data, (str, os.PathLike)):
         from .dataset import Dataset
 
@@ -163,20 +208,29 @@ def _from_data(data, x=None, y=None, num_nodes=None):
             labels = np.asarray(d.labels, dtype=np.int64)  # class labels as torch's losses want them (stored int32)
         return _Graph(d.indptr, d.indices, d.num_nodes, feats, labels, d.edge_weight, files=files,
                       ids=None if d.orig_ids is None else _IdMap(d.orig_ids, x is None, y is None))
+    if hasattr(data, "node_types") and hasattr(data, "edge_types"):  # PyG HeteroData
+        raise ValueError("heterogeneous graphs (HeteroData) are not supported: give a homogeneous Data "
+                         "(HeteroData.to_homogeneous())")
     if hasattr(data, "edge_index") and hasattr(data, "num_nodes") and not isinstance(data, tuple):  # PyG Data
         n = int(data.num_nodes)
-        indptr, indices, order = _csc(data.edge_index, n, keep_order=True)
+        ei = data.edge_index
+        if ei is None:
+            adj_t = getattr(data, "adj_t", None)
+            if adj_t is None:
+                raise ValueError("the Data has neither edge_index nor adj_t: give it the graph's edges")
+            ei = _adj_t_edge_index(adj_t, n)
+        indptr, indices, order = _csc(ei, n, keep_order=True)
         node, edge = _pyg_attrs(data, n, len(indices))
         return _Graph(indptr, indices, n, x if x is not None else getattr(data, "x", None),
                       y if y is not None else getattr(data, "y", None), pyg=True, node_attrs=node,
-                      edge_attrs=edge, edge_order=order if edge else None)
-    if hasattr(data, "tocsc") and hasattr(data, "shape"):  # scipy sparse: entry (i, j) is the edge i -> j
-        if data.shape[0] != data.shape[1]:
+                      edge_attrs=edge, edge_order=order)
+    if hasattr(data, "tocoo") and hasattr(data, "shape"):  # scipy sparse: entry (i, j) is the edge i -> j
+        if len(data.shape) != 2 or data.shape[0] != data.shape[1]:
             raise ValueError(f"an adjacency matrix must be square, got {data.shape}")
-        c = data.tocsc()
-        c.sort_indices()
+        c = data.tocoo()  # its edges in this order (e_id), as PyG's from_scipy_sparse_matrix
         n = data.shape[0]
-        return _Graph(c.indptr.astype(np.int64), c.indices.astype(np.int32), n, x, y)
+        indptr, indices, order = _csc(np.stack([c.row.astype(np.int64), c.col.astype(np.int64)]), n, keep_order=True)
+        return _Graph(indptr, indices, n, x, y, edge_order=order)
     if isinstance(data, (tuple, list)) and 1 <= len(data) <= 3:
         edge_index = data[0]
         dx = data[1] if len(data) > 1 else None
@@ -193,8 +247,8 @@ def _from_data(data, x=None, y=None, num_nodes=None):
             else:
                 ei = _numpy(edge_index, "edge_index")
                 n = int(ei.max()) + 1 if ei.size else 0
-        indptr, indices = _csc(edge_index, int(n))
-        return _Graph(indptr, indices, n, dx, dy)
+        indptr, indices, order = _csc(edge_index, int(n), keep_order=True)
+        return _Graph(indptr, indices, n, dx, dy, edge_order=order)
     raise TypeError("data must be a torch_geometric Data, a tuple (edge_index, x[, y]), a scipy sparse adjacency "
                     f"or a graphmill dataset directory, not {type(data).__name__}")
 
@@ -313,9 +367,79 @@ def _shared_storage(t):
     return path, t.storage_offset() * t.element_size(), True
 
 
-def _scratch_dir():
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    return tempfile.mkdtemp(prefix="graphmill-neighbors-", dir=base)
+_SCRATCH = "graphmill-neighbors-"
+_SHM = "/dev/shm"
+
+
+def _pid_namespace():
+    """This process's PID namespace (the inode of /proc/self/ns/pid; 0
+    where unknown): a PID in a scratch directory's name means a process
+    only within the namespace that named it."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def _remove_stale_scratch(bases):
+    """Removes the scratch directories in bases left by processes of this
+    PID namespace that are dead (killed while making a loader, before
+    their own cleanup ran). Others' are left alone."""
+    ns = _pid_namespace()
+    mine = f"{_SCRATCH}{ns}-"
+    for base in bases:
+        try:
+            names = [n for n in os.listdir(base) if n.startswith(mine)]
+        except OSError:
+            continue
+        for name in names:
+            pid = name[len(mine):].split("-", 1)[0]
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                os.kill(int(pid), 0)
+                continue  # alive (or another user's: PermissionError below)
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue
+            path = os.path.join(base, name)
+            try:
+                if os.lstat(path).st_uid == os.getuid():
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:
+                pass
+
+
+def _scratch_dir(nbytes=0):
+    """A fresh directory for the dataset handed to the service: in
+    /dev/shm when it has room for nbytes (with a margin), else in the
+    temporary directory ($TMPDIR, /tmp): a small /dev/shm (Docker's 64
+    MB) would fault the writes. Named after this process
+    (graphmill-neighbors-NS-PID-...): directories that dead processes left
+    are removed here first."""
+    shm = _SHM if os.path.isdir(_SHM) and os.access(_SHM, os.W_OK) else None
+    _remove_stale_scratch([b for b in {shm, tempfile.gettempdir()} if b])
+    base = None
+    if shm is not None:
+        try:
+            st = os.statvfs(shm)
+            if st.f_bavail * st.f_frsize >= nbytes + (nbytes >> 3) + (64 << 20):
+                base = shm
+        except OSError:
+            pass
+    return tempfile.mkdtemp(prefix=f"{_SCRATCH}{_pid_namespace()}-{os.getpid()}-", dir=base)
+
+
+def _dataset_bytes(g, seeds, labels=None):
+    """Bytes _write_dataset writes for g (arrays g's files hold are linked)."""
+    have = g.files or {}
+    n = 0 if "indptr" in have else 8 * (g.num_nodes + 1)
+    n += 0 if "indices" in have else 4 * len(g.indices)
+    if g.edge_weight is not None and "edge_weight" not in have:
+        n += 4 * len(g.indices)
+    n += 4 * len(seeds) + (4 * g.num_nodes if labels is not None else 0)
+    return n + (1 << 20)
 
 
 def _service_labels(y):
@@ -430,7 +554,8 @@ class SampledBatch:
     seeds first), ``batch_size``, ``input_id`` (the seeds' positions in
     input_nodes), ``num_sampled_nodes`` and ``num_sampled_edges`` (per hop,
     for ``trim_to_layer``), and ``adjs``: PyG's older NeighborSampler form
-    ``[(edge_index, e_id, (num_src, num_dst)), ...]``, input layer first."""
+    ``[EdgeIndex(edge_index, e_id, (num_src, num_dst)), ...]``, input layer
+    first (named tuples with ``.to(device)``, as PyG's)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -447,7 +572,7 @@ class SampledBatch:
             if t is not None and isinstance(v, t.Tensor):
                 setattr(out, k, v.to(device, non_blocking=non_blocking))
         if getattr(self, "adjs", None) is not None:
-            out.adjs = [(ei.to(device, non_blocking=non_blocking), e, s) for ei, e, s in self.adjs]
+            out.adjs = [adj.to(device, non_blocking=non_blocking) for adj in self.adjs]
         return out
 
     def __repr__(self):
@@ -471,9 +596,16 @@ class NeighborLoader:
     or ``(edge_index, x, y)`` of numpy arrays or CPU tensors; a scipy
     sparse adjacency (entry (i, j) is the edge i -> j; give ``x=`` and
     ``y=``); or a graphmill dataset directory. ``x=``/``y=`` override the
-    data's. ``input_nodes``: node ids (any order, distinct) or a boolean
-    mask; None takes every node. ``num_neighbors``: per hop from the seeds,
-    -1 for all, 0 for none from that hop on. ``replace`` draws with replacement. ``num_workers``: the
+    data's. A ``Data`` may hold ``adj_t`` (a torch sparse tensor or a
+    torch_sparse ``SparseTensor``) instead of ``edge_index``; heterogeneous
+    graphs (``HeteroData``, a dict ``num_neighbors``) are not supported.
+    Batches carry ``e_id``, the edges' columns in the given edge_index
+    (positions in adj_t's row-major order, in a scipy matrix's ``tocoo()``
+    order, columns of a dataset's ``edge_index()``); a Data's per-edge
+    tensors, and ``edge_attr=``/``edge_weight=`` given here, come sliced
+    by it. ``input_nodes``: node ids (any order, distinct) or a boolean
+    mask; None takes every node. ``num_neighbors``: whole counts per hop
+    from the seeds, -1 for all, 0 for none from that hop on. ``replace`` draws with replacement. ``num_workers``: the
     sampler's threads (batches it prepares at once). ``seed``: iteration
     is deterministic per seed; each ``for`` loop is the next epoch (or
     ``set_epoch``). ``transform`` is applied to each batch.
@@ -505,13 +637,14 @@ class NeighborLoader:
     either, ``x`` is gathered in this process (not by the service).
 
     The service starts with the loader and stops with ``close()``, a
-    ``with`` block, or when the loader is collected.
+    ``with`` block, or when the loader is collected. One iteration at a
+    time: a second ``for`` while one is open raises a GraphmillError.
     """
 
     def __init__(self, data, num_neighbors, batch_size=1, input_nodes=None, shuffle=False, drop_last=False,
                  replace=False, num_workers=2, seed=0, x=None, y=None, num_nodes=None, transform=None,
                  gather_workers=2, binary=None, timeout=60.0, service_gather=True, device=None, feature_cache=None,
-                 **kwargs):
+                 edge_attr=None, edge_weight=None, **kwargs):
         for k in list(kwargs):
             if k in _PYG_IGNORED:
                 kwargs.pop(k)
@@ -523,9 +656,19 @@ class NeighborLoader:
             raise ValueError("only subgraph_type='directional' is supported")
         if kwargs:
             raise TypeError(f"graphmill.NeighborLoader got unsupported arguments: {', '.join(sorted(kwargs))}")
-        if isinstance(num_neighbors, (int, np.integer)):
-            raise TypeError(f"num_neighbors is a list of counts, one per hop (e.g. [25, 10]), got {num_neighbors}")
-        fan = [int(k) for k in num_neighbors]
+        if isinstance(num_neighbors, dict):
+            raise ValueError("num_neighbors as a dict (per edge type): heterogeneous graphs are not supported")
+        if isinstance(num_neighbors, (int, np.integer, str, bytes)):
+            raise TypeError(f"num_neighbors is a list of counts, one per hop (e.g. [25, 10]), got {num_neighbors!r}")
+        fan = []
+        for k in num_neighbors:
+            try:
+                if isinstance(k, (bool, np.bool_)):
+                    raise TypeError
+                fan.append(operator.index(k))
+            except TypeError:
+                raise TypeError(f"num_neighbors must hold whole numbers (counts per hop, -1 for all), got {k!r} "
+                                f"in {list(num_neighbors)}") from None
         if not fan or any(k < -1 for k in fan) or fan[0] == 0:
             raise ValueError(f"num_neighbors must be counts >= 0 or -1 per hop, the first not 0, got {list(num_neighbors)}")
         self.num_neighbors = fan
@@ -534,7 +677,7 @@ class NeighborLoader:
         # list the rest as empty.
         fan = fan[:fan.index(0)] if 0 in fan else fan
         self.transform = transform
-        g = _from_data(data, x=x, y=y, num_nodes=num_nodes)
+        g = _from_data(data, x=x, y=y, num_nodes=num_nodes, edge_attrs=dict(edge_attr=edge_attr, edge_weight=edge_weight))
         self.num_nodes = g.num_nodes
         self.pyg = g.pyg
         self.input_nodes = _seeds(input_nodes, g.num_nodes)
@@ -549,7 +692,7 @@ class NeighborLoader:
         self._y = self._tensor(g.y, "y")
         self._node_attrs = {k: self._tensor(a, k) for k, a in g.node_attrs.items()}
         self._edge_attrs = {k: self._tensor(a, k) for k, a in g.edge_attrs.items()}
-        self._edge_order = g.edge_order  # CSC position -> edge_index column (numpy), with edge attributes
+        self._edge_order = g.edge_order  # CSC position -> edge_index column (numpy; None: the same)
         self.device, self.feature_cache = self._placement(device, feature_cache, g)
         self._cuda = self.device is not None and self.device.type == "cuda"  # batches staged and copied on streams
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
@@ -578,7 +721,7 @@ class NeighborLoader:
         def start():
             """A local service on g (seeds as its train split), with x's rows
             in its payloads when self._x_file says where they are."""
-            dir = _scratch_dir()
+            dir = _scratch_dir(_dataset_bytes(g, seeds, labels))
             try:
                 _write_dataset(dir, g, seeds, self._x_file, None if self._x_file is None else tuple(self._x.shape), labels)
                 return Loader(dataset=dir, split="train", fanouts=fan, batch_size=batch_size, shuffle=shuffle,
@@ -586,7 +729,7 @@ class NeighborLoader:
                               timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
                               frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
                               edge_index=True, input_labels=self._y_service,
-                              edge_ids=bool(self._edge_attrs),  # e_id, to slice them by
+                              edge_ids=True,  # e_id (PyG's batches always carry it), to slice edge attributes by
                               # rows in the payloads: room for a consumer that keeps batches (a
                               # sparse file; at most half of /dev/shm's free space)
                               shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
@@ -696,7 +839,7 @@ class NeighborLoader:
         else:
             ei = ei_t.numpy() if ei_t is not None else np.empty((2, sum(ne)), dtype=np.int64)
             self._edge_index(mb, nd, ne, ei)
-        e_id = self._e_id(mb, ne, self._pinned_ids((sum(ne),)) if pinned else None) if self._edge_attrs else None
+        e_id = self._e_id(mb, ne, self._pinned_ids((sum(ne),)) if pinned else None)
         n_t = self._pinned_ids((len(mb.n_id),)) if pinned else None
         if n_t is not None:
             n_id = n_t.numpy()
@@ -778,19 +921,26 @@ class NeighborLoader:
         adjs = []
         for l in range(L + empty):
             hops = L + empty - l
-            adjs.append((ei[:, :sum(ne[:hops])], None if dev_e_id is None else dev_e_id[:sum(ne[:hops])],
-                         (sum(nsn[:hops + 1]), sum(nsn[:hops]))))
+            adjs.append(EdgeIndex(ei[:, :sum(ne[:hops])], None if dev_e_id is None else dev_e_id[:sum(ne[:hops])],
+                                  (sum(nsn[:hops + 1]), sum(nsn[:hops]))))
+        # a Data's other per-node tensors by n_id, the per-edge ones by e_id
+        extra = {}
+        for attrs, ids in ((self._node_attrs, n_id), (self._edge_attrs, e_id)):
+            for k, a in attrs.items():
+                if self._torch:
+                    v = torch.index_select(a, 0, ids.cpu())
+                    extra[k] = v.to(self.device) if self.device is not None else v
+                else:
+                    extra[k] = np.take(a, ids, axis=0)
         if self.pyg:
             from torch_geometric.data import Data
 
             out = Data(**{k: v for k, v in fields.items() if v is not None})
             out.adjs = adjs
-            for attrs, ids in ((self._node_attrs, n_id), (self._edge_attrs, e_id)):  # a PyG Data: torch is there
-                for k, a in attrs.items():
-                    v = torch.index_select(a, 0, ids.cpu())
-                    out[k] = v.to(self.device) if self.device is not None else v
+            for k, v in extra.items():
+                out[k] = v
         else:
-            out = SampledBatch(adjs=adjs, **fields)
+            out = SampledBatch(adjs=adjs, **fields, **extra)
         if ev is not None:
             # the consumer's stream waits for the copies; the tensors were
             # made on the side stream and are used on the consumer's
@@ -809,7 +959,14 @@ class NeighborLoader:
             if ids is None and ne[h]:
                 raise GraphmillError("the sampler service sent no edge ids (for the Data's per-edge attributes): it predates "
                                      "them; use a graphmill program as new as this client (GRAPHMILL_BIN)")
-            if ne[h]:
+            if ne[h] and self._edge_order is None:
+                e_id[e:e + ne[h]] = ids
+            elif ne[h] and self._torch:  # index_select: 1.1 ms for 214k ids into 6M, np.take 1.5
+                import torch
+
+                torch.index_select(torch.from_numpy(self._edge_order), 0, torch.from_numpy(np.asarray(ids, dtype=np.int64)),
+                                   out=torch.from_numpy(e_id[e:e + ne[h]]))
+            elif ne[h]:
                 np.take(self._edge_order, ids, out=e_id[e:e + ne[h]])
             e += ne[h]
         return pinned if pinned is not None else e_id

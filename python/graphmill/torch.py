@@ -327,14 +327,34 @@ class FeatureCache:
                 f"of {self.dim}x{self.feature_dtype} on {devs}, policy={self.policy}, hit rate {self.hit_rate:.1%})")
 
 
+# load_state_dict's tensor dtype per stored dtype: values kept exactly
+# (unsigned ones widened: torch lacks uint16 and up).
+_STATE_DTYPE = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float32, "BF16": torch.float32,
+                "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+                "U64": torch.int64, "U32": torch.int64, "U16": torch.int32, "U8": torch.uint8, "BOOL": torch.bool}
+
+
 def load_state_dict(path):
     """A graphmill checkpoint as a PyTorch state_dict (PyG's parameter
-    names, float32 tensors) and the model configuration: ``state, config =
-    load_state_dict(path); model.load_state_dict(state)``."""
-    from .checkpoint import load_checkpoint
+    names) and the model configuration: ``state, config =
+    load_state_dict(path); model.load_state_dict(state)``. Floating
+    tensors come as float32 (F16 and BF16 converted, F64 kept as float64),
+    integers and BOOL with their values (I8..I64 as stored, U8 as uint8,
+    U16 as int32, U32 and U64 as int64), each tensor a copy."""
+    from .checkpoint import _read_checkpoint
+    from .dataset import bf16_to_float32
 
-    state, cfg = load_checkpoint(path)
-    return {k: torch.from_numpy(np.array(v, dtype=np.float32)) for k, v in state.items()}, cfg
+    state, cfg, dtypes = _read_checkpoint(path)
+    out = {}
+    for k, v in state.items():
+        dt = dtypes[k]
+        if dt == "BF16":
+            v = bf16_to_float32(v)
+        elif dt == "U64" and v.size and int(v.max()) >= 1 << 63:
+            raise GraphmillError(f"{path}: tensor {k} (U64) holds {int(v.max())}, past int64: PyTorch cannot hold it")
+        want = _STATE_DTYPE[dt]
+        out[k] = torch.from_numpy(np.array(v, dtype=torch.empty(0, dtype=want).numpy().dtype))
+    return out, cfg
 
 
 class History:
@@ -411,8 +431,9 @@ def push_and_pull(history, x, batch_size=None, n_id=None, offset=None, count=Non
     """GNNAutoScale's one line in a layer's forward: pushes the first
     batch_size rows of x (the batch's own nodes, n_id[:batch_size]) to the
     history and returns x with the other rows (the halo) replaced by their
-    historical embeddings. Without n_id (full-graph inference) it pushes
-    every row and returns x unchanged."""
+    historical embeddings, moved to x's device and dtype (a history kept
+    elsewhere works). Without n_id (full-graph inference) it pushes every
+    row and returns x unchanged."""
     if n_id is None:
         history.push(x)
         return x
@@ -420,4 +441,6 @@ def push_and_pull(history, x, batch_size=None, n_id=None, offset=None, count=Non
         raise ValueError("push_and_pull needs batch_size with n_id")
     history.push(x[:batch_size], n_id[:batch_size], offset, count)
     halo = history.pull(n_id[batch_size:])
-    return torch.cat([x[:batch_size], halo.to(x.dtype)], dim=0)
+    # on x's device and in its dtype, whatever the history's
+    halo = halo.to(device=x.device, dtype=x.dtype, non_blocking=halo.device.type == "cpu" and halo.is_pinned())
+    return torch.cat([x[:batch_size], halo], dim=0)

@@ -11,6 +11,7 @@ import struct
 
 import numpy as np
 
+from ._adjs import EdgeIndex
 from .errors import WireError
 
 MAGIC = b"GMBF"
@@ -149,9 +150,10 @@ class MiniBatch:
 
     @property
     def adjs(self):
-        """[(edge_index, size), ...] per layer, input layer first: what PyG's
-        NeighborSampler yields as ``adjs`` (without e_id)."""
-        return [(b.edge_index(), b.size) for b in self.blocks]
+        """[EdgeIndex(edge_index, e_id, size), ...] per layer, input layer
+        first: what PyG's NeighborSampler yields as ``adjs`` (e_id: the
+        blocks' ``edge_ids``, None unless the loader asked for them)."""
+        return [EdgeIndex(b.edge_index(), b.edge_ids, b.size) for b in self.blocks]
 
     def x_float32(self):
         """The features as float32 (a view when stored as float32)."""

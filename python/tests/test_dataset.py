@@ -147,3 +147,15 @@ def test_errors(tmp_path, cora_dir):
     (bad / "meta.json").write_text(json.dumps(m))
     with pytest.raises(graphmill.GraphmillError, match="format version 99"):
         graphmill.open_dataset(str(bad))
+
+
+def test_bad_feature_dtype(tmp_path, cora_dir):
+    """A feature_dtype other than float32, float16 or bfloat16 in meta.json
+    is a clear error naming the dataset (it was a NameError)."""
+    bad = tmp_path / "bad"
+    shutil.copytree(cora_dir, bad)
+    m = json.loads((bad / "meta.json").read_text())
+    m["feature_dtype"] = "int8"
+    (bad / "meta.json").write_text(json.dumps(m))
+    with pytest.raises(graphmill.GraphmillError, match=f"{bad}: meta.json: feature_dtype 'int8' is not float32"):
+        graphmill.open_dataset(str(bad))

@@ -77,3 +77,83 @@ def test_gas_example_cora(gm):
     acc = {l.split(":")[0]: float(l.split(":")[1]) for l in out.stdout.splitlines() if "test accuracy:" in l}
     gas, full = acc["test accuracy"], acc["full-graph test accuracy"]
     assert 79 <= gas <= 86 and gas >= full - 1.5, out.stdout
+
+
+def test_gcn_norm_matches_full_graph_gcnconv():
+    """gcn_norm=True: PyG's GCNConv(normalize=False) on a batch's
+    edge_index and edge_weight gives the batch rows of GCNConv on the whole
+    graph (degrees of the whole graph, self-loops as gcn_norm adds them),
+    on a graph with self-loops and repeated edges; the second layer too
+    when the halo's rows are exact (as histories converge to)."""
+    nn = pytest.importorskip("torch_geometric.nn")
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    n = 300
+    ei = rng.integers(0, n, (2, 2000))
+    loops = rng.integers(0, n, 40)
+    ei = np.concatenate([ei, ei[:, :100], np.stack([loops, loops])], axis=1)  # repeats, self-loops (some twice)
+    ei = torch.from_numpy(ei)
+    x = torch.randn(n, 8)
+    parts = rng.permutation(np.arange(n) % 6)
+    convs = [nn.GCNConv(8, 5), nn.GCNConv(5, 4)]
+    mine = [nn.GCNConv(8, 5, normalize=False), nn.GCNConv(5, 4, normalize=False)]
+    for c, m in zip(convs, mine):
+        m.load_state_dict(c.state_dict())
+    with torch.no_grad():
+        h1 = convs[0](x, ei).relu()
+        h2 = convs[1](h1, ei)
+        ld = graphmill.gas.Loader((ei, x), num_parts=6, batch_size=2, parts=parts, gcn_norm=True)
+        seen = 0
+        for b in ld:
+            bs = b.batch_size
+            assert b.edge_weight.shape == (b.edge_index.shape[1],) and b.edge_weight.dtype == torch.float32
+            out1 = mine[0](b.x, b.edge_index, b.edge_weight).relu()
+            assert torch.allclose(out1[:bs], h1[b.n_id[:bs]], atol=1e-5)
+            h = torch.cat([out1[:bs], h1[b.n_id[bs:]]])  # exact halo rows
+            out2 = mine[1](h, b.edge_index, b.edge_weight)
+            assert torch.allclose(out2[:bs], h2[b.n_id[:bs]], atol=1e-5)
+            seen += bs
+        assert seen == n
+        # without it: the batch's own degrees, and GCNConv's rows are off
+        b = next(iter(graphmill.gas.Loader((ei, x), num_parts=6, batch_size=2, parts=parts)))
+        assert b.edge_weight is None
+        assert not torch.allclose(convs[0](b.x, b.edge_index).relu()[:b.batch_size], h1[b.n_id[:b.batch_size]], atol=1e-3)
+
+
+def test_push_and_pull_moves_halo_to_x_device():
+    """The pulled halo rows are moved to x's device (and dtype), whatever
+    the history's. Without a GPU the move is seen on a history whose rows
+    record what they are asked to become; on a GPU machine also x on CUDA
+    with a CPU history."""
+    asked = []
+
+    class Rows:
+        device = torch.device("cpu")
+
+        def __init__(self, n):
+            self.n = n
+
+        def is_pinned(self):
+            return False
+
+        def to(self, *args, **kw):
+            asked.append((args, kw))
+            return torch.ones(self.n, 3, dtype=torch.float16)
+
+    class ElsewhereHistory:
+        def push(self, x, n_id, offset=None, count=None):
+            pass
+
+        def pull(self, n_id):
+            return Rows(len(n_id))
+
+    x = torch.zeros(5, 3, dtype=torch.float16)
+    out = push_and_pull(ElsewhereHistory(), x, 2, torch.arange(5))
+    assert out.shape == (5, 3) and float(out[2:].sum()) == 9
+    assert len(asked) == 1 and asked[0][1].get("device") == x.device and asked[0][1].get("dtype") == x.dtype, asked
+    if torch.cuda.is_available():
+        h = History(10, 3)  # on the CPU
+        h.push(torch.full((3, 3), 2.0), torch.tensor([5, 6, 7]))
+        xc = torch.zeros(5, 3, device="cuda", dtype=torch.float16)
+        out = push_and_pull(h, xc, 2, torch.tensor([1, 2, 5, 6, 7]))
+        assert out.device == xc.device and out.dtype == torch.float16 and float(out[2:].sum()) == 18

@@ -81,6 +81,7 @@ def test_service_error_message(cora):
         with pytest.raises(graphmill.ServiceError, match="disk on fire") as ei:
             list(ld)
         assert ei.value.code.name == "INTERNAL"
+        assert str(ei.value).startswith(f"sampler {addr}: "), "the error names the service"
         ld.close()
     finally:
         srv.stop(0)
@@ -116,8 +117,26 @@ def test_silent_sampler_times_out(cora):
 
 
 def test_unreachable_address():
-    with pytest.raises(graphmill.ServiceError, match="unavailable|Deadline|deadline"):
+    with pytest.raises(graphmill.ServiceError, match="unavailable|Deadline|deadline") as ei:
         Loader("127.0.0.1:1", timeout=1.0)
+    assert str(ei.value).startswith("sampler 127.0.0.1:1: "), str(ei.value)
+
+
+def test_arguments_checked_up_front():
+    """Arguments the service's request cannot carry (uint64 seed and epoch,
+    at least one shard) are refused in __init__ with a clear message,
+    before any connection (not "Exception iterating requests!" or a
+    ZeroDivisionError from len())."""
+    for kw, msg in ((dict(seed=-1), r"seed must be in \[0, 2\*\*64\), got -1"),
+                    (dict(epoch=-1), r"epoch must be in \[0, 2\*\*64\), got -1"),
+                    (dict(seed=1 << 64), "seed must be in"),
+                    (dict(seed=1.5), "seed must be an integer"),
+                    (dict(num_shards=0), r"num_shards must be in \[1, 2\*\*32\), got 0"),
+                    (dict(shard=2, num_shards=2), r"shard must be in \[0, num_shards=2\), got 2"),
+                    (dict(batch_size=0), "batch_size must be in"),
+                    (dict(credits=0), "credits must be in")):
+        with pytest.raises(ValueError, match=msg):
+            Loader("127.0.0.1:1", timeout=0.1, **kw)
 
 
 def test_early_break_cancels(cora):

@@ -2,6 +2,7 @@
 graphmill's own sampler."""
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -522,3 +523,205 @@ def test_zero_hop_draws_nothing(gm):
             assert len(b.adjs) == 3 and b.adjs[-1][2] == (len(r.n_id), b.batch_size)
     with pytest.raises(ValueError, match="the first not 0"):
         graphmill.NeighborLoader((ei, x), [0, 3], batch_size=4)
+
+
+@pytest.mark.parametrize("service_gather", [True, False])
+def test_one_iteration_at_a_time(gm, service_gather):
+    """A second iteration while one is open (zip(ld, ld)) is refused with a
+    clear error, and the first goes on unharmed (both shared the loader's
+    shared memory: rows were mixed up or wrong, silently); once the first
+    is finished or closed a new one runs."""
+    ei, x, y = random_graph(n=2000, m=20000)
+    xt, yt = torch.from_numpy(x.copy()), torch.from_numpy(y)
+    with graphmill.NeighborLoader((ei, xt, yt), [10, 5], batch_size=64, shuffle=True,
+                                  service_gather=service_gather) as ld:
+        with pytest.raises(graphmill.GraphmillError, match="already iterating; finish or close that iteration first"):
+            for b1, b2 in zip(ld, ld):
+                pass
+        first = iter(ld)
+        n = 0
+        for b in first:
+            if n == 0:
+                with pytest.raises(graphmill.GraphmillError, match="already iterating"):
+                    next(iter(ld))
+            assert torch.equal(b.x, xt[b.n_id]) and torch.equal(b.y, yt[b.n_id])
+            n += 1
+        assert n == len(ld)
+        it = iter(ld)
+        next(it)
+        it.close()  # closed early: a new iteration may start
+        assert sum(1 for b in ld if torch.equal(b.x, xt[b.n_id])) == len(ld)
+
+
+SMALL_SHM_SCRIPT = r"""
+import os, sys, numpy as np, torch, graphmill
+n, m = 200_000, 3_000_000  # indices alone: 12 MB, more than this /dev/shm holds
+r = np.random.default_rng(0)
+ei = torch.from_numpy(r.integers(0, n, (2, m)))
+x = torch.randn(n, 4)
+with graphmill.NeighborLoader((ei, x), [5, 3], batch_size=256) as ld:
+    b = next(iter(ld))
+    assert torch.equal(b.x, x[b.n_id])
+print("ok", os.listdir("/dev/shm"))
+"""
+
+
+def test_small_dev_shm_falls_back_to_tmpdir(gm, tmp_path):
+    """With a /dev/shm too small for the graph (Docker's 64 MB; here 8 MB,
+    a private mount) the dataset for the service is written under $TMPDIR
+    instead, and nothing is left in either place."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare for a private /dev/shm")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cmd = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=8m tmpfs /dev/shm && exec "$@"', "sh",
+           sys.executable, "-c", SMALL_SHM_SCRIPT]
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=os.path.dirname(os.path.dirname(graphmill.__file__)))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    if r.returncode != 0 and "mount" in r.stderr and "graphmill" not in r.stderr:
+        pytest.skip(f"no private /dev/shm here: {r.stderr.strip()[-200:]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip() == "ok []", r.stdout
+    assert not [f for f in os.listdir(tmp) if f.startswith("graphmill-neighbors-")]
+
+
+def test_stale_scratch_of_dead_processes_removed(gm):
+    """A loader killed while being made (kill -9 before its cleanup) leaves
+    its scratch directory, named after its PID: the next loader made
+    removes it, and leaves those of live processes and of other PID
+    namespaces alone."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from graphmill.neighbor import _pid_namespace, _scratch_dir
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    dead = p.pid
+    ns = _pid_namespace()
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    stale = tempfile.mkdtemp(prefix=f"graphmill-neighbors-{ns}-{dead}-", dir=base)
+    with open(os.path.join(stale, "indices.npy"), "wb") as f:
+        f.write(b"\0" * 4096)
+    live = tempfile.mkdtemp(prefix=f"graphmill-neighbors-{ns}-{os.getppid()}-", dir=base)
+    other = tempfile.mkdtemp(prefix=f"graphmill-neighbors-{ns + 1}-{dead}-", dir=base)
+    try:
+        ei, x, y = random_graph(n=100, m=500)
+        with graphmill.NeighborLoader((ei, x), [3], batch_size=16) as ld:
+            next(iter(ld))
+        assert not os.path.exists(stale)
+        assert os.path.isdir(live) and os.path.isdir(other)
+        d = _scratch_dir()  # named after this process
+        assert os.path.basename(d).startswith(f"graphmill-neighbors-{ns}-{os.getpid()}-")
+        os.rmdir(d)
+    finally:
+        import shutil
+
+        for d in (stale, live, other):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def test_adj_t_hetero_and_num_neighbors_checked(gm):
+    """A PyG Data with adj_t instead of edge_index (torch sparse, COO or
+    CSR) gives the batches of the same graph as an edge_index; a Data with
+    neither, a HeteroData, a dict or non-integer num_neighbors get clear
+    errors."""
+    pyg_data = pytest.importorskip("torch_geometric.data")
+    ei, x, y = random_graph(n=500, m=4000)
+    ei = np.unique(ei[[1, 0]], axis=1)[[1, 0]]  # sorted by destination, then source: adj_t's order
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    adj_t = torch.sparse_coo_tensor(torch.from_numpy(ei[[1, 0]]), torch.ones(ei.shape[1]), (500, 500))
+    common = dict(num_neighbors=[5, 3], batch_size=64, shuffle=True, seed=2)
+
+    def run(data):
+        with graphmill.NeighborLoader(data, **common) as ld:
+            return [(b.n_id.tolist(), b.edge_index.tolist(), b.e_id.tolist()) for b in ld]
+
+    want = run(pyg_data.Data(x=xt, y=yt, edge_index=torch.from_numpy(ei)))
+    assert run(pyg_data.Data(x=xt, y=yt, adj_t=adj_t)) == want
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Sparse CSR tensor support is in beta state"
+        csr = adj_t.to_sparse_csr()
+    assert run(pyg_data.Data(x=xt, y=yt, adj_t=csr)) == want
+    with pytest.raises(ValueError, match="neither edge_index nor adj_t"):
+        graphmill.NeighborLoader(pyg_data.Data(x=xt), [5], batch_size=4)
+    with pytest.raises(ValueError, match=r"adj_t has shape \[500, 500\] for 600 nodes"):
+        graphmill.NeighborLoader(pyg_data.Data(x=torch.zeros(600, 2), adj_t=adj_t), [5], batch_size=4)
+    h = pyg_data.HeteroData()
+    h["paper"].x = xt
+    h["paper", "cites", "paper"].edge_index = torch.from_numpy(ei)
+    with pytest.raises(ValueError, match="heterogeneous graphs"):
+        graphmill.NeighborLoader(h, [5], batch_size=4)
+    with pytest.raises(ValueError, match="heterogeneous graphs are not supported"):
+        graphmill.NeighborLoader((ei, x), {("paper", "cites", "paper"): [5]}, batch_size=4)
+    with pytest.raises(TypeError, match=r"whole numbers .* got 2.7"):
+        graphmill.NeighborLoader((ei, x), [2.7], batch_size=4)
+    with pytest.raises(TypeError, match="one per hop"):
+        graphmill.NeighborLoader((ei, x), "25,10", batch_size=4)
+    with graphmill.NeighborLoader((ei, x), [np.int64(3), torch.tensor(2)], batch_size=4) as ld:
+        assert ld.num_neighbors == [3, 2]
+
+
+def test_e_id_always_and_edge_attributes_of_any_input(gm, cora_dir):
+    """Batches always carry e_id, as PyG's (a Data without edge attributes,
+    a tuple, a scipy matrix, a dataset directory): the columns of the
+    input's edges (edge_index; scipy's tocoo() order; the dataset's
+    edge_index()); edge_attr= and edge_weight= give per-edge tensors to
+    tuple and scipy inputs, sliced by it."""
+    sp = pytest.importorskip("scipy.sparse")
+    ei, x, y = random_graph(n=400, m=3000)
+    attr = np.random.default_rng(4).standard_normal((ei.shape[1], 3)).astype(np.float32)
+    w = np.arange(ei.shape[1], dtype=np.float32)
+    xt = torch.from_numpy(x)
+
+    def check(ld, edges, attrs=True):
+        for b in ld:
+            assert b.e_id.dtype == torch.int64 and len(b.e_id) == b.edge_index.shape[1]
+            assert torch.equal(torch.from_numpy(edges)[:, b.e_id], b.n_id[b.edge_index])
+            if attrs:
+                assert torch.equal(b.edge_attr, torch.from_numpy(attr)[b.e_id])
+                assert torch.equal(b.edge_weight, torch.from_numpy(w)[b.e_id])
+            for aei, ae, _ in b.adjs:
+                assert torch.equal(ae, b.e_id[:aei.shape[1]])
+
+    with graphmill.NeighborLoader((ei, xt), [4, 2], batch_size=64, edge_attr=attr, edge_weight=torch.from_numpy(w)) as ld:
+        check(ld, ei)
+    # already in CSC order (sorted by destination): e_id are CSC positions
+    order = np.argsort(ei[1], kind="stable")
+    with graphmill.NeighborLoader((ei[:, order], xt), [4, 2], batch_size=64, edge_attr=attr, edge_weight=w) as ld:
+        check(ld, ei[:, order])
+    coo = sp.coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])), shape=(400, 400))  # repeats kept, as tocoo()
+    with graphmill.NeighborLoader(coo, [4, 2], batch_size=64, x=xt, edge_attr=attr, edge_weight=w) as ld:
+        check(ld, np.stack([coo.row, coo.col]))
+    with pytest.raises(ValueError, match="edge_weight has 5 rows for 3000 edges"):
+        graphmill.NeighborLoader((ei, xt), [4], batch_size=64, edge_weight=w[:5])
+    ds = graphmill.open_dataset(cora_dir)
+    with graphmill.NeighborLoader(cora_dir, [4, 2], batch_size=512) as ld:
+        check(ld, ds.edge_index(), attrs=False)
+    pyg = pytest.importorskip("torch_geometric.data")
+    with graphmill.NeighborLoader(pyg.Data(x=xt, edge_index=torch.from_numpy(ei)), [4, 2], batch_size=64) as ld:
+        check(ld, ei, attrs=False)
+        assert "e_id" in next(iter(ld)).keys
+
+
+def test_adjs_are_pyg_edge_index_tuples(gm):
+    """adjs are named tuples (edge_index, e_id, size) with .to(device), as
+    PyG's NeighborSampler's EdgeIndex (its examples call adj.to(device))."""
+    ei, x, y = random_graph(n=300, m=3000)
+    with graphmill.NeighborLoader((torch.from_numpy(ei), torch.from_numpy(x)), [5, 3], batch_size=32) as ld:
+        b = next(iter(ld))
+        assert len(b.adjs) == 2
+        for adj in b.adjs:
+            assert isinstance(adj, graphmill.EdgeIndex) and isinstance(adj, tuple)
+            edge_index, e_id, size = adj
+            assert edge_index is adj.edge_index and e_id is adj.e_id and size == adj.size
+            moved = adj.to("cpu")
+            assert isinstance(moved, graphmill.EdgeIndex) and torch.equal(moved.edge_index, edge_index)
+            assert torch.equal(moved.e_id, e_id) and moved.size == size
+        moved = b.to("cpu")
+        assert all(isinstance(a, graphmill.EdgeIndex) and torch.equal(a.e_id, c.e_id) for a, c in zip(moved.adjs, b.adjs))

@@ -232,3 +232,38 @@ def test_packed_dataset_gives_original_batches(gm, cora, tmp_path):
         with graphmill.Loader(p.addr, local_dataset=packed, **kw) as q:
             bq = next(iter(q))
             assert np.array_equal(bq.x, cora.features[bq.n_id])
+
+
+def test_one_iteration_at_a_time(gm, cora):
+    """Loader: a second iteration while one is open is refused (they would
+    share the shared-memory segment); the open one is unharmed."""
+    feats = np.asarray(cora.features)
+    with graphmill.Loader(dataset=cora.dir, fanouts=[10, 5], batch_size=32) as ld:
+        it = iter(ld)
+        b = next(it)
+        with pytest.raises(graphmill.GraphmillError, match="already iterating; finish or close that iteration first"):
+            next(iter(ld))
+        got = [b] + list(it)
+        assert len(got) == len(ld) and all(np.array_equal(b.x, feats[b.n_id]) for b in got)
+        assert len(list(ld)) == len(ld)
+
+
+def test_adjs_are_pyg_edge_index_tuples(gm, cora):
+    """Loader batches (numpy and torch) give adjs as PyG NeighborSampler's
+    EdgeIndex: (edge_index, e_id, size), with .to(device)."""
+    import torch
+
+    with graphmill.Loader(dataset=cora.dir, fanouts=[5, 3], batch_size=32, edge_ids=True) as ld:
+        mb = next(iter(ld))
+        t = mb.torch()
+        for adjs, blocks in ((mb.adjs, mb.blocks), (t.adjs, t.blocks)):
+            assert len(adjs) == 2
+            for adj, blk in zip(adjs, blocks):
+                assert isinstance(adj, graphmill.EdgeIndex)
+                edge_index, e_id, size = adj
+                assert size == (blk.num_src, blk.num_dst) and e_id is blk.edge_ids and e_id is not None
+                m = adj.to("cpu")
+                assert isinstance(m.edge_index, torch.Tensor) and m.edge_index.tolist() == np.asarray(edge_index).tolist()
+                assert m.e_id.tolist() == np.asarray(e_id).tolist() and m.size == size
+    with graphmill.Loader(dataset=cora.dir, fanouts=[5], batch_size=32) as ld:
+        assert next(iter(ld)).torch().adjs[0].e_id is None  # not asked for

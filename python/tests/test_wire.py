@@ -63,7 +63,8 @@ def test_roundtrip_zero_copy(dtype):
 def test_pyg_edge_index():
     rng = np.random.default_rng(2)
     mb = wire.decode_batch(wire.encode_batch(**sample_batch(rng)))
-    for blk, (ei, size) in zip(mb.blocks, mb.adjs):
+    for blk, (ei, e_id, size) in zip(mb.blocks, mb.adjs):
+        assert e_id is blk.edge_ids
         assert ei.shape == (2, blk.num_edges) and ei.dtype == np.int64
         assert size == (blk.num_src, blk.num_dst)
         for i in range(blk.num_dst):
