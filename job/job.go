@@ -71,6 +71,15 @@ type Spec struct {
 	// settings (kernel threads, the runtime's memory limit) belong to the
 	// program: the library never changes them itself.
 	Setup func(cfg train.Config, goMemoryLimit int64) (restore func())
+	// StateFile, when set, is where the run writes its training state
+	// (train.WithState) after every StateEvery epochs (0: every epoch)
+	// and after the last. Resume, when set, is a state file to continue
+	// (train.ReadState, train.WithResume), which StateFile defaults to.
+	// An existing StateFile other than Resume is refused: it holds
+	// another run's progress. One process on a whole dataset only.
+	StateFile  string
+	StateEvery int
+	Resume     string
 }
 
 // Result is what a job returns: the run's (train.Result), the effective
@@ -89,6 +98,14 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
+	var resume *train.State
+	statePath := ""
+	if s.usesState() {
+		var err error
+		if resume, statePath, err = s.openState(); err != nil {
+			return nil, err
+		}
+	}
 	if s.Comm != nil {
 		if err := sameSettings(ctx, s.Comm, s.Config); err != nil {
 			return nil, err
@@ -102,6 +119,12 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		cfg.Parallel = dist.Trainer{Comm: s.Comm}
 	}
 	opts := []train.Option{train.WithPartitioner(partition.Assign), train.WithContext(ctx)}
+	if statePath != "" {
+		opts = append(opts, train.WithState(statePath, s.StateEvery))
+	}
+	if resume != nil {
+		opts = append(opts, train.WithResume(resume))
+	}
 	var ds *dataset.Dataset
 	var td *trainData
 	if IsPartitioned(s.Dataset) || len(s.Samplers) > 0 {
@@ -134,7 +157,16 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 	logf(s.Log, "training %s (%s mode) on %s: %d nodes, %d edges, %d features, %d classes; split %d/%d/%d\n",
 		cfg.Model.Kind, cfg.Mode, ds.Meta.Name, ds.Meta.NumNodes, ds.Meta.NumEdges, ds.Meta.FeatureDim, ds.Meta.NumClasses,
 		len(ds.Train), len(ds.Val), len(ds.Test))
+	if resume != nil {
+		logf(s.Log, "resuming %s: %d of %d epochs done (written %s)\n", resume.Path, resume.Epoch, resume.Config.Epochs, resume.Written.Local().Format("2006-01-02 15:04:05"))
+		if resume.Done {
+			logf(s.Log, "the run it holds has ended: nothing left to train\n")
+		}
+	}
 	res, err := r.Run(ctx)
+	if res != nil {
+		logState(s, statePath, res.Summary)
+	}
 	if err != nil && !(train.Stopped(err) && res != nil) {
 		return nil, err
 	}
@@ -149,9 +181,13 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 // ranks first calls it before), a Spec whose route cannot run: SAR's modes
 // on a dataset that is not partitioned or with data-parallel settings,
 // message-flow-graph steps outside them, sampler services for a
-// partitioned dataset, and a remote-row cache outside distributed
-// sampling.
+// partitioned dataset, a remote-row cache outside distributed
+// sampling, and training state (StateFile, Resume) on a partitioned
+// dataset.
 func (s Spec) Check() error {
+	if err := s.checkState(); err != nil {
+		return err
+	}
 	parted := IsPartitioned(s.Dataset)
 	if mode, err := sar.ParseMode(string(s.Config.Mode)); err == nil {
 		switch {

@@ -24,6 +24,10 @@ import (
 // its extension).
 type Outputs struct {
 	Save, Metrics, Plot string
+	// State is the training-state file (Spec.StateFile, or Spec.Resume
+	// when it is not given), which Check only keeps from naming another
+	// output's file or a file of another kind; Train writes it.
+	State string
 }
 
 // output is one of Outputs with its flag's name, what it is and how to
@@ -38,6 +42,7 @@ func (o Outputs) list() []output {
 		{"--save", o.Save, "a safetensors checkpoint", safetensors.LooksLike},
 		{"--metrics-out", o.Metrics, "a JSON file", isJSON},
 		{"--plot", o.Plot, "a plot", isPlot},
+		{"--state-file", o.State, "a training-state file", safetensors.LooksLike},
 	}
 }
 

@@ -95,15 +95,7 @@ const WriterKey = "graphmill_writer"
 // read the features (normalisation, dtype), which inference must repeat:
 // a trained model is saved with train.Save, which records them.
 func (m *Model) Save(path string, extra map[string]string) error {
-	names, ps := m.NamedTensors()
-	ts := make([]safetensors.Tensor, len(ps))
-	for i, p := range ps {
-		ts[i] = safetensors.Tensor{Name: names[i], Shape: torchShape(p, names[i], p.Value.Rows, p.Value.Cols), Data: p.Value.Data}
-	}
-	cnames, cs := m.namedConsts()
-	for i, c := range cs {
-		ts = append(ts, safetensors.Tensor{Name: cnames[i], Shape: []int{len(c.Value)}, Data: c.Value})
-	}
+	ts := m.Tensors()
 	cfg, err := json.Marshal(m.Config)
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@
 package safetensors
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"unsafe"
 
@@ -40,6 +42,12 @@ type Tensor struct {
 	// for F64 and for integers beyond 2^24 in magnitude). Write writes F32
 	// only and accepts "" for it.
 	DType string
+	// Rows, when set, makes Write stream the tensor instead of writing
+	// Data (which it ignores): Rows fills dst with the values of rows
+	// [row0, row0+len(dst)/width), width being the product of Shape[1:],
+	// a chunk of about 1 MiB at a time. It is for tables too large to
+	// copy whole first (GAS's history tables in a training state).
+	Rows func(row0 int, dst []float32) error
 }
 
 // dtypes maps the dtypes Read understands to their size in bytes.
@@ -132,7 +140,7 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		for _, d := range t.Shape {
 			n *= d
 		}
-		if n != len(t.Data) {
+		if t.Rows == nil && n != len(t.Data) {
 			return fmt.Errorf("safetensors: tensor %s has shape %v but %d values", t.Name, t.Shape, len(t.Data))
 		}
 		if t.DType != "" && t.DType != "F32" {
@@ -141,7 +149,7 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		if _, dup := header[t.Name]; dup || t.Name == "__metadata__" {
 			return fmt.Errorf("safetensors: duplicate or reserved tensor name %q", t.Name)
 		}
-		size := int64(len(t.Data)) * 4
+		size := int64(n) * 4
 		header[t.Name] = entry{DType: "F32", Shape: append([]int{}, t.Shape...), Offsets: [2]int64{off, off + size}}
 		off += size
 	}
@@ -156,23 +164,47 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 	var lenb [8]byte
 	binary.LittleEndian.PutUint64(lenb[:], uint64(len(hj)))
 	return atomicfile.Write(path, func(w io.Writer) error {
-		if _, err := w.Write(lenb[:]); err != nil {
-			return err
-		}
-		if _, err := w.Write(hj); err != nil {
-			return err
-		}
+		bw := bufio.NewWriterSize(w, 1<<20)
+		bw.Write(lenb[:])
+		bw.Write(hj)
+		var chunk []float32
 		for _, t := range tensors {
-			if len(t.Data) == 0 {
+			if t.Rows == nil {
+				if _, err := bw.Write(f32Bytes(t.Data)); err != nil {
+					return err
+				}
 				continue
 			}
-			b := unsafe.Slice((*byte)(unsafe.Pointer(&t.Data[0])), len(t.Data)*4)
-			if _, err := w.Write(b); err != nil {
-				return err
+			rows, width := 1, 1
+			if len(t.Shape) > 0 {
+				rows = t.Shape[0]
+				for _, d := range t.Shape[1:] {
+					width *= d
+				}
+			}
+			per := max(1, (1<<18)/max(width, 1))
+			for r0 := 0; r0 < rows; r0 += per {
+				c := slices.Grow(chunk[:0], min(per, rows-r0)*width)[:min(per, rows-r0)*width]
+				chunk = c
+				if err := t.Rows(r0, c); err != nil {
+					return fmt.Errorf("safetensors: tensor %s: %w", t.Name, err)
+				}
+				if _, err := bw.Write(f32Bytes(c)); err != nil {
+					return err
+				}
 			}
 		}
-		return nil
+		return bw.Flush()
 	})
+}
+
+// f32Bytes is vs's memory as bytes: little-endian float32s on the
+// little-endian machines graphmill runs on.
+func f32Bytes(vs []float32) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&vs[0])), 4*len(vs))
 }
 
 // File is a parsed safetensors file.

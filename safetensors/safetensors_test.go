@@ -17,9 +17,16 @@ import (
 func TestRoundTrip(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.safetensors")
 	in := []Tensor{
-		{"a.weight", []int{2, 3}, []float32{1, 2, 3, 4, 5, 6}, ""},
-		{"a.bias", []int{3}, []float32{-1, 0, 1}, ""},
-		{"empty", []int{0}, []float32{}, ""},
+		{Name: "a.weight", Shape: []int{2, 3}, Data: []float32{1, 2, 3, 4, 5, 6}},
+		{Name: "a.bias", Shape: []int{3}, Data: []float32{-1, 0, 1}},
+		{Name: "empty", Shape: []int{0}, Data: []float32{}},
+		// Streamed by rows, in chunks of 2^18 values: 3 chunks, the last short.
+		{Name: "streamed", Shape: []int{70000, 8}, Rows: func(row0 int, dst []float32) error {
+			for i := range dst {
+				dst[i] = float32(row0*8 + i)
+			}
+			return nil
+		}},
 	}
 	if err := Write(p, in, map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
@@ -38,7 +45,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, x := range in {
 		got := f.Tensors[x.Name]
-		if !reflect.DeepEqual(got.Shape, x.Shape) || !reflect.DeepEqual(got.Data, x.Data) {
+		want := x.Data
+		if x.Rows != nil {
+			want = make([]float32, x.Shape[0]*x.Shape[1])
+			x.Rows(0, want)
+		}
+		if !reflect.DeepEqual(got.Shape, x.Shape) || !reflect.DeepEqual(got.Data, want) {
 			t.Fatalf("%s: got %+v", x.Name, got)
 		}
 	}
@@ -149,10 +161,10 @@ func TestReadRefuses(t *testing.T) {
 
 func TestWriteRejects(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.safetensors")
-	if err := Write(p, []Tensor{{"x", []int{2}, []float32{1}, ""}}, nil); err == nil {
+	if err := Write(p, []Tensor{{Name: "x", Shape: []int{2}, Data: []float32{1}}}, nil); err == nil {
 		t.Fatal("shape/data mismatch accepted")
 	}
-	if err := Write(p, []Tensor{{"x", []int{1}, []float32{1}, ""}, {"x", []int{1}, []float32{1}, ""}}, nil); err == nil {
+	if err := Write(p, []Tensor{{Name: "x", Shape: []int{1}, Data: []float32{1}}, {Name: "x", Shape: []int{1}, Data: []float32{1}}}, nil); err == nil {
 		t.Fatal("duplicate accepted")
 	}
 	if err := Write(p, []Tensor{{Name: "n", Shape: []int{}, Data: []float32{3}, DType: "I64"}}, nil); err == nil || !strings.Contains(err.Error(), "F32 only") {
@@ -165,7 +177,7 @@ func TestWriteRejects(t *testing.T) {
 
 func TestCorrupt(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "m.safetensors")
-	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4}, ""}}, nil)
+	Write(p, []Tensor{{Name: "w", Shape: []int{2, 2}, Data: []float32{1, 2, 3, 4}}}, nil)
 	good, _ := os.ReadFile(p)
 	cases := map[string][]byte{
 		"empty":     {},
@@ -189,7 +201,7 @@ func TestTorchLoads(t *testing.T) {
 		t.Skip("numpy not installed for /usr/bin/python3")
 	}
 	p := filepath.Join(t.TempDir(), "m.safetensors")
-	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4.5}, ""}, {"b", []int{2}, []float32{7, 8}, ""}}, map[string]string{"format": "pt"})
+	Write(p, []Tensor{{Name: "w", Shape: []int{2, 2}, Data: []float32{1, 2, 3, 4.5}}, {Name: "b", Shape: []int{2}, Data: []float32{7, 8}}}, map[string]string{"format": "pt"})
 	script := `
 import json, struct, sys, numpy as np
 b = open(sys.argv[1], "rb").read()
@@ -211,7 +223,7 @@ except ImportError:
 
 func FuzzParse(f *testing.F) {
 	p := filepath.Join(f.TempDir(), "m.safetensors")
-	Write(p, []Tensor{{"w", []int{2, 2}, []float32{1, 2, 3, 4}, ""}, {"b", []int{2}, []float32{1, 2}, ""}}, map[string]string{"a": "b"})
+	Write(p, []Tensor{{Name: "w", Shape: []int{2, 2}, Data: []float32{1, 2, 3, 4}}, {Name: "b", Shape: []int{2}, Data: []float32{1, 2}}}, map[string]string{"a": "b"})
 	good, _ := os.ReadFile(p)
 	f.Add(good)
 	f.Add([]byte{})

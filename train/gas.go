@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/pipeline"
+	"github.com/graphmill/graphmill/safetensors"
 	"github.com/graphmill/graphmill/tensor"
 )
 
@@ -40,6 +41,63 @@ type gasStepper struct {
 	pos    []int32   // node -> position scratch of the build stage (all -1)
 	// groupBuf holds the nodes of every group of the current epoch.
 	groupBuf []int32
+	// assign is every node's part (the training state records it).
+	assign []int32
+}
+
+// stateTensors are the partition and the history tables (written a
+// chunk of rows at a time), which the training state must record: they
+// cannot be derived again.
+func (s *gasStepper) stateTensors() []safetensors.Tensor {
+	parts := make([]float32, len(s.assign))
+	for i, p := range s.assign {
+		parts[i] = float32(p)
+	}
+	ts := []safetensors.Tensor{{Name: "gas/parts", Shape: []int{len(parts)}, Data: parts}}
+	for l, h := range s.hist {
+		ids := []int32(nil)
+		ts = append(ts, safetensors.Tensor{Name: fmt.Sprintf("gas/history.%d", l), Shape: []int{h.Rows(), h.Dim()}, Rows: func(row0 int, dst []float32) error {
+			ids = ids[:0]
+			for v := row0; v < row0+len(dst)/h.Dim(); v++ {
+				ids = append(ids, int32(v))
+			}
+			return h.Pull(ids, dst)
+		}})
+	}
+	return ts
+}
+
+// restoreState fills the histories from the state (the parts were taken
+// from it when the stepper was made): the first epoch then does not fill
+// them by inference.
+func (s *gasStepper) restoreState(st *State) error {
+	for l, h := range s.hist {
+		name := fmt.Sprintf("gas/history.%d", l)
+		t, ok := st.file.Tensors[name]
+		if !ok {
+			return fmt.Errorf("%s: the training state has no tensor %s (GAS's history of layer %d)", st.Path, name, l)
+		}
+		if len(t.Shape) != 2 || t.Shape[0] != h.Rows() || t.Shape[1] != h.Dim() {
+			return fmt.Errorf("%s: tensor %s has shape %v, the run's history %d × %d", st.Path, name, t.Shape, h.Rows(), h.Dim())
+		}
+		const chunk = 1 << 14
+		ids := make([]int32, 0, chunk)
+		for lo := 0; lo < h.Rows(); lo += chunk {
+			hi := min(h.Rows(), lo+chunk)
+			ids = ids[:0]
+			for v := lo; v < hi; v++ {
+				ids = append(ids, int32(v))
+			}
+			if err := h.Push(ids, t.Data[lo*h.Dim():hi*h.Dim()]); err != nil {
+				return err
+			}
+		}
+	}
+	if _, ok := st.file.Tensors[fmt.Sprintf("gas/history.%d", len(s.hist))]; ok {
+		return fmt.Errorf("%s: the training state has more GAS histories than the run's %d", st.Path, len(s.hist))
+	}
+	s.filled = true
+	return nil
 }
 
 func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) (Stepper, error) {
@@ -48,17 +106,26 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 	if cfg.Parts > g.NumNodes {
 		return nil, fmt.Errorf("gas: %d parts for %d nodes", cfg.Parts, g.NumNodes)
 	}
-	if r.partitioner == nil {
-		return nil, fmt.Errorf("gas mode needs a partitioner (train.WithPartitioner); graphmill train supplies the multilevel one")
-	}
-	assign, err := r.partitioner(ctx, g, cfg.Parts, cfg.Seed, cfg.Workers)
-	if err != nil {
-		return nil, err
+	var assign []int32
+	var err error
+	if r.resume != nil {
+		// The resumed run's parts, which its histories were filled over
+		// (the partitioner's may depend on its workers).
+		if assign, err = r.resume.gasParts(g.NumNodes); err != nil {
+			return nil, err
+		}
+	} else {
+		if r.partitioner == nil {
+			return nil, fmt.Errorf("gas mode needs a partitioner (train.WithPartitioner); graphmill train supplies the multilevel one")
+		}
+		if assign, err = r.partitioner(ctx, g, cfg.Parts, cfg.Seed, cfg.Workers); err != nil {
+			return nil, err
+		}
 	}
 	if len(assign) != g.NumNodes {
 		return nil, fmt.Errorf("gas: the partitioner assigned %d nodes of %d", len(assign), g.NumNodes)
 	}
-	s := &gasStepper{r: r, m: m, opt: opt, parts: make([][]int32, cfg.Parts)}
+	s := &gasStepper{r: r, m: m, opt: opt, parts: make([][]int32, cfg.Parts), assign: assign}
 	for v, p := range assign {
 		if p < 0 || int(p) >= cfg.Parts {
 			return nil, fmt.Errorf("gas: the partitioner put node %d in part %d, not in [0, %d)", v, p, cfg.Parts)

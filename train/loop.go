@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -49,6 +50,24 @@ type Loop struct {
 	Clone func(*nn.Model) *nn.Model
 	// Finalize, when set, adds the stepper's own figures to the summary.
 	Finalize func(*Summary)
+	// StateFile, when set, is where Loop writes the training state (see
+	// ReadState) after every StateEvery epochs (< 1: every epoch) and
+	// after the last, atomically: a crash mid-write leaves the previous
+	// state whole. An overlapped evaluation (Config.OverlapEval) is
+	// waited for before a write, so that the state holds it. Interrupted
+	// between epochs, Loop also writes the last epoch's state if it has
+	// not. A failed write ends the run with its error; the previous state
+	// is still there to resume.
+	StateFile  string
+	StateEvery int
+	// Resume, when set, continues the run the state describes (ReadState)
+	// from its epoch: weights, optimiser state, best model, selection and
+	// early stopping, history and totals. Another configuration
+	// (Config.SharedHash) or another Dataset is refused (State.Check).
+	Resume *State
+	// Dataset identifies the dataset, recorded in the state and checked
+	// against Resume's.
+	Dataset DatasetID
 }
 
 // Run trains up to Config.Epochs epochs and returns the history, the
@@ -93,21 +112,57 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		}
 		return nil
 	}
-	var trainSecs, sampleS, gatherS, computeS, waitS float64
-	seeds, epochs := 0, 0
+	var acc progress // the totals, epochs done included
+	done := false    // a resumed run that had ended
+	if l.Resume != nil {
+		var err error
+		if bestModel, err = l.restore(l.Resume, sel, res, &acc, clone); err != nil {
+			return nil, err
+		}
+		done = l.Resume.Done
+	}
+	first, saved := acc.Epochs, acc.Epochs // saved: the epochs the state file holds
+	every := max(l.StateEvery, 1)
+	var historyJSON []json.RawMessage // the records' JSON written so far (saveState)
+	// writeState writes the state after acc.Epochs epochs, waiting for an
+	// overlapped evaluation first.
+	writeState := func(ended bool) error {
+		if pending != nil {
+			if err := finish(pending, pendingStats); err != nil {
+				return err
+			}
+			pending, pendingStats = nil, nil
+		}
+		t := time.Now()
+		ss := &saveState{l: &l, sel: sel, res: res, best: bestModel, acc: acc, epoch: acc.Epochs, done: ended, history: &historyJSON}
+		ss.acc.TotalSeconds += time.Since(start).Seconds()
+		if st, ok := step.(stateStepper); ok {
+			ss.stepState = st.stateTensors()
+		}
+		n, err := ss.write()
+		if err != nil {
+			return err
+		}
+		saved = acc.Epochs
+		res.Summary.StateWrites++
+		res.Summary.StateSeconds += time.Since(t).Seconds()
+		res.Summary.StateBytes = n
+		return nil
+	}
 	finalize := func() *Result {
 		if bestModel != nil {
 			model = bestModel
 		}
 		s := &res.Summary
+		epochs := acc.Epochs
 		s.Epochs = epochs
 		if epochs > 0 {
-			s.EpochSeconds = trainSecs / float64(epochs)
-			s.SampleSeconds, s.GatherSeconds = sampleS/float64(epochs), gatherS/float64(epochs)
-			s.ComputeSeconds, s.WaitSeconds = computeS/float64(epochs), waitS/float64(epochs)
-			s.SeedsPerSecond = float64(seeds) / trainSecs
+			s.EpochSeconds = acc.TrainSeconds / float64(epochs)
+			s.SampleSeconds, s.GatherSeconds = acc.SampleSeconds/float64(epochs), acc.GatherSeconds/float64(epochs)
+			s.ComputeSeconds, s.WaitSeconds = acc.ComputeSeconds/float64(epochs), acc.WaitSeconds/float64(epochs)
+			s.SeedsPerSecond = float64(acc.Seeds) / acc.TrainSeconds
 		}
-		s.TotalSeconds = time.Since(start).Seconds()
+		s.TotalSeconds = acc.TotalSeconds + time.Since(start).Seconds()
 		if l.Finalize != nil {
 			l.Finalize(s)
 		}
@@ -123,7 +178,7 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 			<-pending.done
 		}
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, epochs, cerr)
+			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, acc.Epochs, cerr)
 		}
 		if errors.Is(err, ErrDiverged) && bestModel != nil {
 			return finalize(), err // the best evaluated weights are still good
@@ -137,8 +192,15 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 	// mark was last reset, zero once it has been read.
 	var peak int64
 	var since time.Time
-	for epoch := 0; epoch < cfg.Epochs; epoch++ {
+	for epoch := first; epoch < cfg.Epochs && !done; epoch++ {
 		if err := ctx.Err(); err != nil {
+			if l.StateFile != "" && saved < acc.Epochs && pending == nil {
+				// Between epochs: the weights are the last epoch's.
+				if serr := writeState(false); serr != nil {
+					res, _ := interrupted(err)
+					return res, fmt.Errorf("%w after %d epochs: %w; and writing the training state: %w", ErrInterrupted, acc.Epochs, err, serr)
+				}
+			}
 			return interrupted(err)
 		}
 		lr := cfg.LR(epoch)
@@ -166,13 +228,13 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		res.Summary.PeakRSSBytes = max(res.Summary.PeakRSSBytes, st.PeakRSSBytes)
 		st.Epoch, st.LR = epoch, lr
 		st.Seconds = time.Since(t0).Seconds()
-		trainSecs += st.Seconds
-		sampleS += st.SampleSeconds
-		gatherS += st.GatherSeconds
-		computeS += st.ComputeSeconds
-		waitS += st.WaitSeconds
-		seeds += l.Seeds
-		epochs++
+		acc.TrainSeconds += st.Seconds
+		acc.SampleSeconds += st.SampleSeconds
+		acc.GatherSeconds += st.GatherSeconds
+		acc.ComputeSeconds += st.ComputeSeconds
+		acc.WaitSeconds += st.WaitSeconds
+		acc.Seeds += int64(l.Seeds)
+		acc.Epochs++
 		res.Summary.Batches += st.Batches
 		res.Summary.MicroBatches += st.MicroBatches
 		// The previous epoch's overlapped evaluation has finished running
@@ -207,8 +269,17 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 				l.Hooks.Epoch(st)
 			}
 		}
-		if sel.Exhausted(cfg.Patience) {
+		stop := sel.Exhausted(cfg.Patience)
+		if stop {
 			res.Summary.StoppedEarly = true
+		}
+		// The last epoch's state is always written: it marks the run done.
+		if last := stop || epoch == cfg.Epochs-1; l.StateFile != "" && (last || (epoch+1)%every == 0) {
+			if err := writeState(last); err != nil {
+				return interrupted(err)
+			}
+		}
+		if stop {
 			break
 		}
 	}

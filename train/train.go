@@ -16,6 +16,7 @@ import (
 	"github.com/graphmill/graphmill/internal/memstat"
 	"github.com/graphmill/graphmill/internal/rng"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/safetensors"
 	"github.com/graphmill/graphmill/tensor"
 )
 
@@ -161,6 +162,14 @@ type Summary struct {
 	// Traffic is what the ranks of a distributed full-graph run (package
 	// sar) sent; nil in the other modes.
 	Traffic *Traffic `json:"traffic,omitempty"`
+	// ResumedFrom is the number of epochs a resumed run found done
+	// (Loop.Resume; 0: started afresh). StateWrites, StateSeconds and
+	// StateBytes are this process's writes of the training-state file
+	// (Loop.StateFile), their time in all, and the file's size.
+	ResumedFrom  int     `json:"resumed_from,omitempty"`
+	StateWrites  int     `json:"state_writes,omitempty"`
+	StateSeconds float64 `json:"state_seconds,omitempty"`
+	StateBytes   int64   `json:"state_bytes,omitempty"`
 }
 
 // Traffic is what the ranks of a distributed full-graph run sent, in
@@ -261,6 +270,10 @@ type Runner struct {
 	batches     BatchSource // WithBatches
 	evaluator   Evaluator   // WithEvaluator
 	degOverride []float32   // WithDegrees
+	// statePath and stateEvery are WithState's, resume WithResume's.
+	statePath  string
+	stateEvery int
+	resume     *State
 
 	// ws holds every step's activations, gradients and scratch (reset at
 	// the start of each forward-backward piece), so steady-state steps
@@ -521,6 +534,22 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		return nil, errClosed
 	}
 	cfg := r.cfg
+	var id DatasetID
+	if r.statePath != "" || r.resume != nil {
+		if cfg.Parallel != nil && cfg.Parallel.Size() > 1 {
+			return nil, fmt.Errorf("training state (a state file, resuming) is not supported in data-parallel training over %d ranks", cfg.Parallel.Size())
+		}
+		var err error
+		if id, err = r.DatasetID(ctx); err != nil {
+			return nil, err
+		}
+		if r.resume != nil {
+			// Refused before the setup's work (GAS's partitioning).
+			if err := r.resume.Check(cfg, id); err != nil {
+				return nil, err
+			}
+		}
+	}
 	model, err := r.NewModel()
 	if err != nil {
 		return nil, err
@@ -559,9 +588,10 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			Model: string(cfg.Model.Kind), Mode: string(cfg.Mode), Dataset: r.ds.Meta.Name,
 			NumParams: model.NumParams(), Seed: cfg.Seed, Threads: tensor.Threads(), HistoryBytes: historyBytes, BaseHeapBytes: memstat.HeapInUse(),
 		},
-		Seeds:    r.epochSeeds(),
-		Clone:    func(m *nn.Model) *nn.Model { return cloneModel(m, r) },
-		Finalize: r.finalizeSummary,
+		Seeds:     r.epochSeeds(),
+		Clone:     func(m *nn.Model) *nn.Model { return cloneModel(m, r) },
+		Finalize:  r.finalizeSummary,
+		StateFile: r.statePath, StateEvery: r.stateEvery, Resume: r.resume, Dataset: id,
 	}.Run(ctx)
 }
 
@@ -587,6 +617,22 @@ type peakStepper struct {
 
 // NumBatches is the wrapped stepper's (see Loop's Hooks).
 func (p *peakStepper) NumBatches() int { return epochBatches(p.Stepper) }
+
+// stateTensors and restoreState are the wrapped stepper's (stateStepper),
+// or nothing.
+func (p *peakStepper) stateTensors() []safetensors.Tensor {
+	if s, ok := p.Stepper.(stateStepper); ok {
+		return s.stateTensors()
+	}
+	return nil
+}
+
+func (p *peakStepper) restoreState(st *State) error {
+	if s, ok := p.Stepper.(stateStepper); ok {
+		return s.restoreState(st)
+	}
+	return nil
+}
 
 func (p *peakStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {
 	p.r.heapPeak = memstat.HeapInUse()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,8 @@ type trainFlags struct {
 	parts, partsPerBatch              int
 	seed                              uint64
 	metricsOut, plotOut, save         string
+	stateFile, resume                 string
+	stateEvery                        int
 	maxMemory                         string
 	featureCache, featureDType        string
 	cachePolicy, graphOnDisk          string
@@ -69,7 +72,8 @@ through the same command when linked in (see examples/custom-layer).
 
 Output paths (--save, --metrics-out, --plot) are checked before training starts. Ctrl-C
 stops at the end of the current step, writes the best model so far (--save) and the
-metrics (--metrics-out) if they were asked for, and exits with status 130.
+metrics (--metrics-out) if they were asked for, and exits with status 130. --state-file
+saves the whole training state every epoch; --resume continues from it exactly.
 
 The model with the best validation accuracy is kept (and saved with --save); the test
 accuracy reported is that model's.
@@ -137,6 +141,9 @@ each layer on the training nodes' receptive field only.`,
 	fl.StringVar(&f.metricsOut, "metrics-out", "", "write the per-epoch history and the summary as JSON to this file")
 	fl.StringVar(&f.plotOut, "plot", "", "draw loss and accuracy curves to this file (.png, .svg or .pdf)")
 	fl.StringVar(&f.save, "save", "", "save the best model to this safetensors file (loadable by PyTorch)")
+	fl.StringVar(&f.stateFile, "state-file", "", "write the training state (weights, optimiser, epoch, best model, history) to this file after every --state-every epochs, atomically, so that a run killed or crashed continues with --resume (see docs/cli.md); an existing file is refused unless resumed")
+	fl.StringVar(&f.resume, "resume", "", "continue the run whose training state this file holds (written by --state-file) from its last epoch, with the same settings and dataset (others are refused); the state goes on being written to it unless --state-file names another file")
+	cli.PositiveVar(fl, &f.stateEvery, "state-every", 0, "write the training state every k epochs, and after the last (default 1)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the final summary")
 	f.dist.Add(fl)
 	f.ds.add(fl)
@@ -278,7 +285,8 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 			}
 		}
 	}
-	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.Backend(), MFG: f.mfg, Setup: applyProcessSettings}
+	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.Backend(), MFG: f.mfg, Setup: applyProcessSettings,
+		StateFile: f.stateFile, StateEvery: f.stateEvery, Resume: f.resume}
 	if spec.Samplers, spec.ConnectTimeout, spec.Security, spec.RemoteCacheBytes, err = f.ds.parse(&f.dist); err != nil {
 		return err
 	}
@@ -286,7 +294,7 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	if err := spec.Check(); err != nil {
 		return err
 	}
-	outs := job.Outputs{Save: f.save, Metrics: f.metricsOut, Plot: f.plotOut}
+	outs := job.Outputs{Save: f.save, Metrics: f.metricsOut, Plot: f.plotOut, State: cmp.Or(f.stateFile, f.resume)}
 	if err := outs.Check(); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package jsonnull
+package jsonnull_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graphmill/graphmill/internal/jsonnull"
 	"github.com/graphmill/graphmill/train"
 )
 
@@ -51,7 +52,7 @@ func TestMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := MarshalIndent(v, "", "  ")
+		got, err := jsonnull.MarshalIndent(v, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	nan := math.NaN()
-	ind, err := MarshalIndent(sample{inner: inner{A: math.Inf(1)}, P: &nan, F32: float32(math.Inf(-1)), M: map[string]float64{"n": nan}, Arr: [2]float64{nan, 1}}, "", " ")
+	ind, err := jsonnull.MarshalIndent(sample{inner: inner{A: math.Inf(1)}, P: &nan, F32: float32(math.Inf(-1)), M: map[string]float64{"n": nan}, Arr: [2]float64{nan, 1}}, "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,355 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/safetensors"
+)
+
+// runTo trains cfg on d, writing the training state to path every every
+// epochs (path "": none), resuming from resume (nil: afresh), and
+// cancelling the run after epoch stopAfter's record (-1: never), as a
+// signal would.
+func runTo(t *testing.T, d *dataset.Dataset, cfg Config, path string, every int, resume *State, stopAfter int) (*Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hooks := Hooks{Epoch: func(s EpochStats) {
+		if s.Epoch == stopAfter {
+			cancel()
+		}
+	}}
+	opts := []Option{withTestParts}
+	if path != "" {
+		opts = append(opts, WithState(path, every))
+	}
+	if resume != nil {
+		opts = append(opts, WithResume(resume))
+	}
+	r, err := NewRunner(d, cfg, hooks, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	return r.Run(ctx)
+}
+
+// sameBits reports whether a and b are the same float64, bit for bit.
+func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// ptrBits is sameBits for the optional metrics (nil: not evaluated).
+func ptrBits(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return sameBits(*a, *b)
+}
+
+// sameTraining fails unless got's history, selection and weights are
+// want's, bit for bit.
+func sameTraining(t *testing.T, want, got *Result) {
+	t.Helper()
+	if len(got.History) != len(want.History) {
+		t.Fatalf("%d epochs in the resumed history, %d uninterrupted", len(got.History), len(want.History))
+	}
+	for i, w := range want.History {
+		g := got.History[i]
+		if g.Epoch != w.Epoch || !sameBits(g.Loss, w.Loss) || !sameBits(g.TrainAcc, w.TrainAcc) || !sameBits(g.LR, w.LR) ||
+			!ptrBits(g.ValAcc, w.ValAcc) || !ptrBits(g.TestAcc, w.TestAcc) || !ptrBits(g.ValLoss, w.ValLoss) || g.Batches != w.Batches {
+			gv, _ := g.Accuracies()
+			wv, _ := w.Accuracies()
+			t.Fatalf("epoch %d: resumed loss %v train %v val %v, uninterrupted loss %v train %v val %v",
+				w.Epoch, g.Loss, g.TrainAcc, gv, w.Loss, w.TrainAcc, wv)
+		}
+	}
+	ws, gs := want.Summary, got.Summary
+	if gs.BestEpoch != ws.BestEpoch || !sameBits(gs.BestValAcc, ws.BestValAcc) || !sameBits(gs.TestAcc, ws.TestAcc) ||
+		gs.Epochs != ws.Epochs || gs.StoppedEarly != ws.StoppedEarly || gs.Batches != ws.Batches {
+		t.Fatalf("resumed summary: best epoch %d val %v test %v, %d epochs (early %v), %d batches; uninterrupted: %d %v %v, %d (%v), %d",
+			gs.BestEpoch, gs.BestValAcc, gs.TestAcc, gs.Epochs, gs.StoppedEarly, gs.Batches, ws.BestEpoch, ws.BestValAcc, ws.TestAcc, ws.Epochs, ws.StoppedEarly, ws.Batches)
+	}
+	wt, gt := want.Model.Tensors(), got.Model.Tensors()
+	for i := range wt {
+		for j := range wt[i].Data {
+			if math.Float32bits(wt[i].Data[j]) != math.Float32bits(gt[i].Data[j]) {
+				t.Fatalf("kept model's %s[%d]: resumed %v, uninterrupted %v", wt[i].Name, j, gt[i].Data[j], wt[i].Data[j])
+			}
+		}
+	}
+}
+
+// TestResumeIsExact trains N epochs straight, and the same run stopped
+// (as by a signal) after N/2 epochs and resumed from its training-state
+// file to N: every epoch's loss and accuracies, the kept model and its
+// scores must be the same bit for bit, in every mode, with Adam's and
+// SGD's state, batch normalisation's statistics, overlapped evaluation,
+// GAS's histories (float32 and float16), a state written every few epochs,
+// and early stopping.
+func TestResumeIsExact(t *testing.T) {
+	d := cora(t)
+	cases := []struct {
+		name  string
+		kind  nn.Kind
+		mode  Mode
+		every int
+		set   func(*Config)
+	}{
+		{"full", nn.GCN, Full, 1, nil},
+		{"full-eval-every-3-state-every-3", nn.GCN, Full, 3, func(c *Config) { c.EvalEvery = 3 }},
+		{"full-no-eval", nn.GCN, Full, 1, func(c *Config) { c.SkipEval = true }},
+		{"full-sgd-momentum", nn.GCN, Full, 1, func(c *Config) { c.Optimizer = nn.OptimConfig{Name: "sgd", LR: 0.2, Momentum: 0.9, WeightDecay: 5e-4} }},
+		{"full-overlap-cosine", nn.GAT, Full, 1, func(c *Config) {
+			c.OverlapEval = true
+			c.Schedule = nn.Schedule{Kind: "cosine", Base: c.Optimizer.LR, Epochs: c.Epochs}
+		}},
+		{"sampled", nn.SAGE, Sampled, 1, nil},
+		{"sampled-gin-every-2", nn.GIN, Sampled, 2, nil},
+		{"gas", nn.GCN, GAS, 1, nil},
+		{"gas-half-history", nn.SAGE, GAS, 1, func(c *Config) { c.HalfHistory = true }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Defaults(c.kind)
+			cfg.Mode, cfg.Epochs = c.mode, 8
+			if c.mode == Sampled {
+				cfg.BatchSize = 256
+			}
+			if c.set != nil {
+				c.set(&cfg)
+			}
+			want, err := runTo(t, d, cfg, "", 0, nil, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "run.state")
+			part, err := runTo(t, d, cfg, path, c.every, nil, 3)
+			if !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("first half: %v, want an interruption", err)
+			}
+			st, err := ReadState(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Stopped after epoch 3's record: 4 epochs done, or the last
+			// state written before (every few epochs; overlapped
+			// evaluation reports an epoch late).
+			if st.Done || st.Epoch < 2 || st.Epoch > 4 || len(st.History) != st.Epoch || part.Summary.StateWrites == 0 {
+				t.Fatalf("state after the first half: %d epochs (done %v), %d records, %d writes", st.Epoch, st.Done, len(st.History), part.Summary.StateWrites)
+			}
+			if c.every == 3 && st.Epoch != 4 {
+				// Epoch 3's state was written; the interruption, between
+				// epochs, writes epoch 4's.
+				t.Errorf("interrupted after 4 epochs, the state holds %d", st.Epoch)
+			}
+			got, err := runTo(t, d, cfg, path, c.every, st, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Summary.ResumedFrom != st.Epoch {
+				t.Errorf("resumed from %d, the state had %d", got.Summary.ResumedFrom, st.Epoch)
+			}
+			sameTraining(t, want, got)
+			// The final state is marked done: resuming it again trains
+			// nothing and returns the same result.
+			end, err := ReadState(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !end.Done || end.Epoch != cfg.Epochs {
+				t.Fatalf("final state: %d epochs, done %v", end.Epoch, end.Done)
+			}
+			again, err := runTo(t, d, cfg, "", 0, end, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameTraining(t, want, again)
+		})
+	}
+}
+
+// TestResumeEarlyStopped: a run that stopped early (patience) resumes as
+// done, and a run stopped before it stops early at the same epoch.
+func TestResumeEarlyStopped(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs, cfg.Patience, cfg.Optimizer.LR = 60, 3, 0.05
+	want, err := runTo(t, d, cfg, "", 0, nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !want.Summary.StoppedEarly || len(want.History) < 8 {
+		t.Fatalf("the run did not stop early after a few epochs: %d epochs, early %v", len(want.History), want.Summary.StoppedEarly)
+	}
+	path := filepath.Join(t.TempDir(), "run.state")
+	stop := len(want.History) - 3
+	if _, err := runTo(t, d, cfg, path, 1, nil, stop); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("first part: %v", err)
+	}
+	st, err := ReadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := runTo(t, d, cfg, path, 1, st, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTraining(t, want, got)
+}
+
+// TestResumeRefusesOtherRuns: a state is refused with an error naming
+// what differs when resumed with other settings or on another dataset,
+// and a model checkpoint, a damaged file or a tampered record is an
+// error, not a panic.
+func TestResumeRefusesOtherRuns(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs = 3
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.state")
+	res, err := runTo(t, d, cfg, path, 1, nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ReadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Model.Hidden = 32 }, "model.hidden 16 there, 32 here"},
+		{func(c *Config) { c.Optimizer.LR = 0.02 }, "optimizer.lr 0.01 there, 0.02 here"},
+		{func(c *Config) { c.Epochs = 10 }, "epochs 3 there, 10 here"},
+		{func(c *Config) { c.Seed = 7 }, "seed 0 there, 7 here"},
+		{func(c *Config) { c.Mode = Sampled }, "mode \"full\" there, \"sampled\" here"},
+	} {
+		other := cfg
+		c.set(&other)
+		r, err := NewRunner(d, other, Hooks{}, WithResume(st), withTestParts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Run(context.Background())
+		r.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "other settings") {
+			t.Errorf("resumed with other settings: %v, want an error naming %q", err, c.want)
+		}
+	}
+	// Settings outside the hash may change.
+	other := cfg
+	other.Threads, other.Prefetch = 1, 1
+	if _, err := runTo(t, d, other, "", 0, st, -1); err != nil {
+		t.Errorf("resumed with other threads: %v", err)
+	}
+
+	// Another dataset: Cora with one training node fewer, then with one
+	// label changed (same sizes).
+	fewer := *d
+	fewer.Train = d.Train[1:]
+	r, err := NewRunner(&fewer, cfg, Hooks{}, WithResume(st), withTestParts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(context.Background())
+	r.Close()
+	if err == nil || !strings.Contains(err.Error(), "another dataset") || !strings.Contains(err.Error(), "training nodes 140 there, 139 here") {
+		t.Errorf("resumed on another split: %v", err)
+	}
+	relabelled := *d
+	relabelled.Labels = append([]int32(nil), d.Labels...)
+	relabelled.Labels[d.Train[0]] = (relabelled.Labels[d.Train[0]] + 1) % int32(d.Meta.NumClasses)
+	r, err = NewRunner(&relabelled, cfg, Hooks{}, WithResume(st), withTestParts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Run(context.Background())
+	r.Close()
+	if err == nil || !strings.Contains(err.Error(), "other edges, labels, splits or features") {
+		t.Errorf("resumed on other labels: %v", err)
+	}
+
+	// Files that are not training states.
+	ck := filepath.Join(dir, "m.safetensors")
+	if err := Save(ck, res, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadState(ck); err == nil || !strings.Contains(err.Error(), "model checkpoint") {
+		t.Errorf("a checkpoint read as a state: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.state")
+	os.WriteFile(cut, b[:len(b)/2], 0o644)
+	if _, err := ReadState(cut); err == nil {
+		t.Error("a truncated state read")
+	}
+	if _, err := ReadState(dir); err == nil {
+		t.Error("a directory read as a state")
+	}
+	// A tampered record or tensor set: errors from ReadState or Run.
+	f, err := safetensors.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := f.Metadata[StateKey]
+	for name, edit := range map[string]func(ts []safetensors.Tensor, meta map[string]string) []safetensors.Tensor{
+		"bad json": func(ts []safetensors.Tensor, m map[string]string) []safetensors.Tensor {
+			m[StateKey] = rec[:len(rec)/2]
+			return ts
+		},
+		"epochs": func(ts []safetensors.Tensor, m map[string]string) []safetensors.Tensor {
+			m[StateKey] = strings.Replace(rec, `"epoch":3`, `"epoch":9`, 1)
+			return ts
+		},
+		"missing tensor": func(ts []safetensors.Tensor, m map[string]string) []safetensors.Tensor { return ts[1:] },
+		"extra tensor": func(ts []safetensors.Tensor, m map[string]string) []safetensors.Tensor {
+			return append(ts, safetensors.Tensor{Name: "optimizer/nothing/exp_avg", Shape: []int{1}, Data: []float32{0}})
+		},
+		"bad shape": func(ts []safetensors.Tensor, m map[string]string) []safetensors.Tensor {
+			for i := range ts {
+				if strings.HasPrefix(ts[i].Name, "optimizer/") {
+					ts[i].Data, ts[i].Shape = ts[i].Data[1:], []int{len(ts[i].Data) - 1}
+					break
+				}
+			}
+			return ts
+		},
+	} {
+		var ts []safetensors.Tensor
+		for _, n := range f.Order {
+			ts = append(ts, f.Tensors[n])
+		}
+		meta := map[string]string{}
+		for k, v := range f.Metadata {
+			meta[k] = v
+		}
+		ts = edit(ts, meta)
+		p := filepath.Join(dir, "tampered.state")
+		if err := safetensors.Write(p, ts, meta); err != nil {
+			t.Fatal(err)
+		}
+		st, err := ReadState(p)
+		if err == nil {
+			r, nerr := NewRunner(d, cfg, Hooks{}, WithResume(st), withTestParts)
+			if nerr != nil {
+				t.Fatal(nerr)
+			}
+			_, err = r.Run(context.Background())
+			r.Close()
+		}
+		if err == nil {
+			t.Errorf("%s: resumed without an error", name)
+		}
+	}
+}
