@@ -130,8 +130,7 @@ func TestRawValidate(t *testing.T) {
 		{"split range", func(r *Raw) { r.Test[0] = 9 }, "test[0]=9 out of range [0,4)"},
 		{"split repeated", func(r *Raw) { r.Train = []int32{0, 1, 0} }, "train[2]=0 appears twice in train"},
 		{"splits share", func(r *Raw) { r.Val = []int32{1} }, "val[0]=1 is also in train"},
-		{"no training node labelled", func(r *Raw) { r.Labels[0], r.Labels[1] = -1, -1 }, "none of the 2 training nodes is labelled"},
-		{"weight NaN", func(r *Raw) { r.EdgeWeights = []float32{1, float32(math.NaN()), 1, 1} }, "edge 1: weight NaN is not finite"},
+		{"weight NaN", func(r *Raw) { r.EdgeWeights = []float32{1, float32(math.NaN()), 1, 1} }, "edge weight 1 is NaN, not finite"},
 		{"features", func(r *Raw) { r.Features = r.Features[:7] }, "7 feature values"},
 		{"labels len", func(r *Raw) { r.Labels = r.Labels[:3] }, "3 labels for 4 nodes"},
 		{"every label -1", func(r *Raw) { r.Labels, r.NumClasses = []int32{-1, -1, -1, -1}, 0 }, "every one of the 4 labels is -1"},
@@ -173,17 +172,6 @@ func TestOpenRejectsDamage(t *testing.T) {
 		{"split range", func(t *testing.T, dir string) {
 			npy.WriteFile(filepath.Join(dir, "test_idx.npy"), []int32{-3})
 		}, "test_idx[0] = -3"},
-		// Split nodes repeated, shared or (training) unlabelled: train ran
-		// on them and reported accuracies of nothing learnt.
-		{"split repeated", func(t *testing.T, dir string) {
-			npy.WriteFile(filepath.Join(dir, "train_idx.npy"), []int32{1, 1})
-		}, "splits: train[1]=1 appears twice in train"},
-		{"splits share", func(t *testing.T, dir string) {
-			npy.WriteFile(filepath.Join(dir, "test_idx.npy"), []int32{0})
-		}, "splits: test[0]=0 is also in train"},
-		{"no training node labelled", func(t *testing.T, dir string) {
-			npy.WriteFile(filepath.Join(dir, "labels.npy"), []int32{-1, -1, -1, 1})
-		}, "splits: none of the 2 training nodes is labelled"},
 		{"indptr", func(t *testing.T, dir string) {
 			npy.WriteFile(filepath.Join(dir, "indptr.npy"), []int64{0, 4, 2, 5, 6})
 		}, "indptr is invalid at node 1"},
@@ -459,5 +447,33 @@ func TestVerifyFindsNonFiniteWeights(t *testing.T) {
 	defer d.Close()
 	if err := d.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "edge weight 3 is NaN") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestVerifyFindsBadSplits: repeated or shared split nodes open (as
+// before: Open checks their range) but data verify names them.
+func TestVerifyFindsBadSplits(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		ids  []int32
+		want string
+	}{
+		{"train_idx.npy", []int32{1, 1}, "splits: train[1]=1 appears twice in train"},
+		{"test_idx.npy", []int32{0}, "splits: test[0]=0 is also in train"},
+	} {
+		dir := filepath.Join(t.TempDir(), "ds")
+		if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		npy.WriteFile(filepath.Join(dir, c.file), c.ids)
+		d, err := Open(dir)
+		if err != nil {
+			t.Fatalf("%v: %v", c.ids, err)
+		}
+		err = d.Verify(context.Background())
+		d.Close()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.ids, err, c.want)
+		}
 	}
 }

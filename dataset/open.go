@@ -207,11 +207,6 @@ func Open(dir string) (_ *Dataset, err error) {
 			}
 		}
 	}
-	// Repeated, shared or unlabelled split nodes: training on them ran and
-	// reported accuracies of nothing learnt (every training node -1: 22 %).
-	if err := CheckSplits(m.NumNodes, d.Labels, d.Train, d.Val, d.Test, false); err != nil {
-		return nil, fmt.Errorf("%s: splits: %w", dir, err)
-	}
 	return d, nil
 }
 
@@ -313,19 +308,22 @@ func checkIndices(ctx context.Context, dir string, indptr []int64, indices []int
 		dir, first, indices[first], v, n)
 }
 
-// Verify checks every edge (as Open does), every edge weight and every
-// feature value: NaN and Inf are errors naming the edge, or the node and
-// column. It reads the whole dataset
+// Verify checks every edge (as Open does), every edge weight, the splits
+// (CheckSplits) and every feature value: NaN and Inf are errors naming
+// the edge, or the node and column. It reads the whole dataset
 // (use it after copying one, or in 'graphmill data verify').
 func (d *Dataset) Verify(ctx context.Context) error {
 	g := d.Graph
 	if err := checkIndices(ctx, d.Dir, g.Indptr, g.Indices, g.NumNodes); err != nil {
 		return err
 	}
-	for i, w := range g.Weights {
-		if math.IsNaN(float64(w)) || math.IsInf(float64(w), 0) {
-			return fmt.Errorf("%s: edge weight %d is %v, not finite", d.Dir, i, w)
-		}
+	if err := CheckWeights(g.Weights); err != nil {
+		return fmt.Errorf("%s: %w", d.Dir, err)
+	}
+	// Repeated or shared split nodes (Open checks their range only: a
+	// dataset an older version or another tool wrote still opens).
+	if err := CheckSplits(g.NumNodes, d.Labels, d.Train, d.Val, d.Test, false); err != nil {
+		return fmt.Errorf("%s: splits: %w", d.Dir, err)
 	}
 	return d.checkFinite(ctx)
 }

@@ -1,21 +1,21 @@
 package dataset
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // CheckSplits checks the train, val and test splits of a graph of n nodes:
 // every id in [0, n), none twice in a split, no node in two splits, and,
-// when labels is not nil, some training node labelled (label >= 0: with
-// none, training learns nothing and reports accuracies all the same), and
-// with allLabelled every split node (without it, unlabelled split nodes
-// are skipped by the loss and the scores, as a test split whose labels
-// are withheld). It uses two bits per node (n/4 bytes), not a copy of the
-// splits.
+// with allLabelled (and labels not nil), every split node labelled (label
+// >= 0; without it unlabelled split nodes are allowed: the loss and the
+// scores skip them, as a test split whose labels are withheld). It uses
+// two bits per node (n/4 bytes), not a copy of the splits.
 func CheckSplits(n int, labels []int32, train, val, test []int32, allLabelled bool) error {
 	names := [...]string{"train", "val", "test"}
 	// owner holds each node's split in two bits: 0 none, 1 train, 2 val,
 	// 3 test.
 	owner := make([]uint8, (n+3)/4)
-	labelledTrain := 0
 	for s, split := range [][]int32{train, val, test} {
 		name := names[s]
 		for i, v := range split {
@@ -33,13 +33,17 @@ func CheckSplits(n int, labels []int32, train, val, test []int32, allLabelled bo
 			if labels != nil && labels[v] < 0 && allLabelled {
 				return fmt.Errorf("%s[%d]=%d is unlabelled", name, i, v)
 			}
-			if s == 0 && labels != nil && labels[v] >= 0 {
-				labelledTrain++
-			}
 		}
 	}
-	if labels != nil && len(train) > 0 && labelledTrain == 0 {
-		return fmt.Errorf("none of the %d training nodes is labelled (every label is -1)", len(train))
+	return nil
+}
+
+// CheckWeights reports the first edge weight that is NaN or infinite.
+func CheckWeights(w []float32) error {
+	for i, x := range w {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("edge weight %d is %v, not finite", i, x)
+		}
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package dataset
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/graphmill/graphmill/graph"
@@ -59,10 +58,8 @@ func (r *Raw) Validate() error {
 			return fmt.Errorf("%s: label of node %d is %d, outside [-1, %d)", r.Name, v, c, r.NumClasses)
 		}
 	}
-	for i, w := range r.EdgeWeights {
-		if math.IsNaN(float64(w)) || math.IsInf(float64(w), 0) {
-			return fmt.Errorf("%s: edge %d: weight %v is not finite", r.Name, i, w)
-		}
+	if err := CheckWeights(r.EdgeWeights); err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
 	}
 	if err := CheckSplits(r.NumNodes, r.Labels, r.Train, r.Val, r.Test, false); err != nil {
 		return fmt.Errorf("%s: %w", r.Name, err)

@@ -39,10 +39,8 @@ func validate(r *dataset.Raw) error {
 		if len(r.EdgeWeights) != len(r.Src) {
 			return fmt.Errorf("%d edge weights for %d edges", len(r.EdgeWeights), len(r.Src))
 		}
-		for i, w := range r.EdgeWeights {
-			if math.IsNaN(float64(w)) || math.IsInf(float64(w), 0) {
-				return fmt.Errorf("edge %d: weight %v is not finite", i, w)
-			}
+		if err := dataset.CheckWeights(r.EdgeWeights); err != nil {
+			return err
 		}
 	}
 	if r.FeatureDim < 0 {

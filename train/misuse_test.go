@@ -43,6 +43,13 @@ func TestNewRunnerChecksSplits(t *testing.T) {
 			"100 labels for 2708 nodes"},
 		{"unlabelled node", func(ds *dataset.Dataset) { ds.Labels = labels(d.Train[0], -1) }, ""},
 		{"repeated training node", func(ds *dataset.Dataset) { ds.Train = append([]int32{d.Train[1]}, d.Train...) }, "appears twice in train"},
+		{"no training node labelled", func(ds *dataset.Dataset) {
+			l := append([]int32(nil), d.Labels...)
+			for _, v := range d.Train {
+				l[v] = -1
+			}
+			ds.Labels = l
+		}, "none of the 140 training nodes is labelled"},
 	} {
 		for _, mode := range []Mode{Full, Sampled} {
 			ds := *d

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/graphmill/graphmill/batch"
@@ -324,7 +325,10 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	if spec, ok := nn.Lookup(cfg.Model.Kind); ok && spec.EdgeWeights && (ds.Graph == nil || ds.Graph.Weights == nil) {
 		return nil, fmt.Errorf("model %s aggregates by edge weights, and dataset %s has none (import one with them: an edge list with a third column, or an npz adjacency with weights)", cfg.Model.Kind, m.Name)
 	}
-	if err := checkSplits(ds, unlabelled); err != nil {
+	// One rank's part may hold only unlabelled training nodes; the whole
+	// run may not (checked where the data is whole).
+	whole := cfg.Parallel == nil || cfg.Parallel.Size() <= 1
+	if err := checkSplits(ds, unlabelled, !inference && whole); err != nil {
 		return nil, err
 	}
 	cfg.Model.In = m.FeatureDim
@@ -384,12 +388,14 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 }
 
 // checkSplits checks the dataset's splits (dataset.CheckSplits: ids in
-// the graph, none repeated or shared, some training node labelled) and,
-// when the dataset is labelled, that the labels cover the graph and that
-// no split node's label reaches the class count (negative: unlabelled):
-// a bad id or label in a dataset built in memory is an error naming it
-// here, not an index out of range in a step or an evaluation.
-func checkSplits(ds *dataset.Dataset, unlabelled bool) error {
+// the graph, none repeated or shared) and, when the dataset is labelled,
+// that the labels cover the graph, that no split node's label reaches the
+// class count (negative: unlabelled) and, with needLabelled, that some
+// training node is labelled (with none, training learnt nothing and
+// reported accuracies all the same): a bad id or label in a dataset built
+// in memory is an error naming it here, not an index out of range in a
+// step or an evaluation.
+func checkSplits(ds *dataset.Dataset, unlabelled, needLabelled bool) error {
 	n, classes := ds.Graph.NumNodes, ds.Meta.NumClasses
 	labels := ds.Labels
 	if unlabelled {
@@ -400,15 +406,21 @@ func checkSplits(ds *dataset.Dataset, unlabelled bool) error {
 	if err := dataset.CheckSplits(n, labels, ds.Train, ds.Val, ds.Test, false); err != nil {
 		return fmt.Errorf("dataset %s: %w", ds.Meta.Name, err)
 	}
+	if labels == nil {
+		return nil
+	}
 	for _, sp := range []struct {
 		name string
 		ids  []int32
 	}{{"training", ds.Train}, {"validation", ds.Val}, {"test", ds.Test}} {
 		for _, v := range sp.ids {
-			if labels != nil && int(labels[v]) >= classes {
+			if int(labels[v]) >= classes {
 				return fmt.Errorf("dataset %s: node %d of the %s split has label %d, but the dataset has %d classes (labels 0 to %d; negative: unlabelled)", ds.Meta.Name, v, sp.name, labels[v], classes, classes-1)
 			}
 		}
+	}
+	if needLabelled && len(ds.Train) > 0 && !slices.ContainsFunc(ds.Train, func(v int32) bool { return labels[v] >= 0 }) {
+		return fmt.Errorf("dataset %s: none of the %d training nodes is labelled (every label is -1): there is nothing to learn", ds.Meta.Name, len(ds.Train))
 	}
 	return nil
 }
