@@ -276,7 +276,10 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		// The last epoch's state is always written: it marks the run done.
 		if last := stop || epoch == cfg.Epochs-1; l.StateFile != "" && (last || (epoch+1)%every == 0) {
 			if err := writeState(last); err != nil {
-				return interrupted(err)
+				if pending != nil {
+					<-pending.done // it reads the runner's graph and features
+				}
+				return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrStateWrite, acc.Epochs, err)
 			}
 		}
 		if stop {

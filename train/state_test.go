@@ -353,3 +353,34 @@ func TestResumeRefusesOtherRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestStateWriteFailureKeepsTheRun: a state write that fails (its folder
+// gone: a full disk is the usual cause) stops the run with ErrStateWrite
+// and the result so far, which Stopped recognises, so that the trained
+// model is still saved (the run and its model were lost).
+func TestStateWriteFailureKeepsTheRun(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs = 6
+	dir := filepath.Join(t.TempDir(), "states")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hooks := Hooks{Epoch: func(s EpochStats) {
+		if s.Epoch == 2 {
+			os.RemoveAll(dir)
+		}
+	}}
+	r, err := NewRunner(d, cfg, hooks, WithState(filepath.Join(dir, "run.state"), 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := r.Run(context.Background())
+	if !errors.Is(err, ErrStateWrite) || !Stopped(err) {
+		t.Fatalf("error %v, want ErrStateWrite", err)
+	}
+	if res == nil || res.Model == nil || res.Summary.Epochs != 3 {
+		t.Fatalf("result %+v: want the model after 3 epochs", res)
+	}
+}

@@ -702,11 +702,17 @@ var ErrInterrupted = errors.New("training interrupted")
 // interrupted.
 var ErrDiverged = engine.ErrDiverged
 
+// ErrStateWrite is returned, wrapped with the cause, when writing the
+// training state (Loop.StateFile) fails (a full disk): Run stops and
+// returns the result so far with it, so that the model is not lost with
+// the state.
+var ErrStateWrite = errors.New("writing the training state failed")
+
 // Stopped reports whether err is a run's early stop that comes with the
-// result so far (ErrInterrupted, ErrDiverged): the caller can still save
+// result so far (ErrInterrupted, ErrDiverged, ErrStateWrite): the caller can still save
 // its model.
 func Stopped(err error) bool {
-	return errors.Is(err, ErrInterrupted) || errors.Is(err, ErrDiverged)
+	return errors.Is(err, ErrInterrupted) || errors.Is(err, ErrDiverged) || errors.Is(err, ErrStateWrite)
 }
 
 // cloneModel returns a copy of m's weights in a new model (the snapshot an

@@ -333,6 +333,8 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		why := "interrupted"
 		if errors.Is(err, train.ErrDiverged) {
 			why = "the loss diverged"
+		} else if errors.Is(err, train.ErrStateWrite) {
+			why = "the training state could not be written"
 		}
 		keep := "keeping the best model so far"
 		if res.Summary.BestEpoch < 0 {
