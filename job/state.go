@@ -71,7 +71,7 @@ func (s Spec) openState() (*train.State, string, error) {
 	if s.Resume == "" || !samePath(path, s.Resume) {
 		if _, err := os.Stat(path); err == nil {
 			what := "is not a training-state file: not replacing it (remove it, or give another --state-file)"
-			if old, rerr := train.ReadState(path); rerr == nil {
+			if old, rerr := train.PeekState(path); rerr == nil {
 				what = fmt.Sprintf("holds the state of another run (%s on %s, %d of %d epochs done): give --resume %s to continue it, or remove it (or give another --state-file) to start afresh",
 					old.Config.Model.Kind, old.Dataset.Name, old.Epoch, old.Config.Epochs, path)
 			}

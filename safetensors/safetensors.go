@@ -228,6 +228,37 @@ func LooksLike(head []byte) bool {
 }
 
 // Read parses the file at path, validating the header, offsets and dtypes.
+// ReadMetadata reads the "__metadata__" map of the safetensors file at
+// path from its header alone, without reading (or checking) its tensors:
+// a cheap look at what a file is.
+func ReadMetadata(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lenb [8]byte
+	if _, err := io.ReadFull(f, lenb[:]); err != nil {
+		return nil, fmt.Errorf("%s: %w: too short for a header length", path, ErrFormat)
+	}
+	hl := binary.LittleEndian.Uint64(lenb[:])
+	if hl > maxHeader {
+		return nil, fmt.Errorf("%s: %w: header length %d", path, ErrFormat, hl)
+	}
+	hj := make([]byte, hl)
+	if _, err := io.ReadFull(f, hj); err != nil {
+		return nil, fmt.Errorf("%s: %w: truncated header", path, ErrFormat)
+	}
+	var h struct {
+		Metadata map[string]string `json:"__metadata__"`
+	}
+	if err := json.Unmarshal(hj, &h); err != nil {
+		return nil, fmt.Errorf("%s: %w: header: %v", path, ErrFormat, err)
+	}
+	return h.Metadata, nil
+}
+
+// Read reads and checks the safetensors file at path.
 func Read(path string) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {

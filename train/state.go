@@ -55,7 +55,8 @@ func WithState(path string, every int) Option {
 	return func(r *Runner) { r.statePath, r.stateEvery = path, every }
 }
 
-// WithResume makes Run continue the run st describes (ReadState) instead
+// WithResume makes Run continue the run st describes (ReadState; a State
+// resumes one run: its tensors are released once restored) instead
 // of starting afresh: it refuses other settings (Config.SharedHash) or
 // another dataset (DatasetID) with an error naming what differs.
 func WithResume(st *State) Option { return func(r *Runner) { r.resume = st } }
@@ -268,13 +269,25 @@ type State struct {
 // ReadState reads a training-state file (written by Loop.StateFile,
 // WithState or 'graphmill train --state-file'). A model checkpoint from
 // --save, or any other file, is an error saying what it is.
-func ReadState(path string) (*State, error) {
+func ReadState(path string) (*State, error) { return readState(path, false) }
+
+// PeekState is ReadState without the tensors (the header alone): what a
+// state file is, for messages; it cannot be resumed.
+func PeekState(path string) (*State, error) { return readState(path, true) }
+
+func readState(path string, headerOnly bool) (*State, error) {
 	if st, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("training state: %w", err)
 	} else if st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a training-state file (written by 'graphmill train --state-file')", path)
 	}
-	f, err := safetensors.Read(path)
+	f := &safetensors.File{}
+	var err error
+	if headerOnly {
+		f.Metadata, err = safetensors.ReadMetadata(path)
+	} else {
+		f, err = safetensors.Read(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a training-state file: %w", path, err)
 	}
@@ -608,6 +621,10 @@ func (l *Loop) restore(st *State, sel *Selection, res *Result, acc *progress, cl
 	s.PeakHeapBytes, s.PeakRSSBytes = max(s.PeakHeapBytes, rec.PeakHeapBytes), max(s.PeakRSSBytes, rec.PeakRSSBytes)
 	s.ResumedFrom = rec.Epoch
 	*acc = rec.Progress
+	// Copied into the model, the optimiser and the stepper: the file's
+	// tensors (GAS's histories among them, as float32) are not held for
+	// the rest of the run. A State resumes one run.
+	f.Tensors = nil
 	return best, nil
 }
 

@@ -384,3 +384,29 @@ func TestStateWriteFailureKeepsTheRun(t *testing.T) {
 		t.Fatalf("result %+v: want the model after 3 epochs", res)
 	}
 }
+
+// TestPeekState: the header alone says what a state file holds, as
+// ReadState does, without reading its tensors.
+func TestPeekState(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs = 4
+	path := filepath.Join(t.TempDir(), "run.state")
+	if _, err := runTo(t, d, cfg, path, 1, nil, 1); !errors.Is(err, ErrInterrupted) {
+		t.Fatal(err)
+	}
+	full, err := ReadState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peek, err := PeekState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peek.Epoch != 2 || peek.Epoch != full.Epoch || peek.ConfigHash != full.ConfigHash || len(peek.History) != 2 || peek.file.Tensors != nil || len(full.file.Tensors) == 0 {
+		t.Fatalf("peek: epoch %d hash %d, %d tensors; read: epoch %d hash %d", peek.Epoch, peek.ConfigHash, len(peek.file.Tensors), full.Epoch, full.ConfigHash)
+	}
+	if _, err := PeekState(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Fatal("a missing file peeked")
+	}
+}
