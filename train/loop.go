@@ -114,6 +114,10 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 	}
 	var acc progress // the totals, epochs done included
 	done := false    // a resumed run that had ended
+	if _, ok := l.Optimizer.(nn.StatefulOptimizer); !ok && l.StateFile != "" {
+		// Found before an epoch's work, not at the first write.
+		return nil, fmt.Errorf("training state: the optimiser (%T) cannot give its state (nn.StatefulOptimizer)", l.Optimizer)
+	}
 	if l.Resume != nil {
 		var err error
 		if bestModel, err = l.restore(l.Resume, sel, res, &acc, clone); err != nil {
