@@ -345,25 +345,25 @@ func (s *Selection) Exhausted(patience int) bool {
 // caches, prefetching, memory bounds and where the graph and features are
 // read from may differ per process, and are left out.
 func (c Config) SharedHash() uint64 {
-	b, err := json.Marshal(struct {
-		Model                                  nn.Config
-		Mode                                   Mode
-		Epochs, EvalEvery, Patience            int
-		Optimizer                              nn.OptimConfig
-		DecayFirstLayerOnly, SkipEval, Overlap bool
-		Schedule                               nn.Schedule
-		Normalize, HalfHistory                 bool
-		Fanouts, EvalFanouts                   []int
-		BatchSize, Parts, PartsPerBatch        int
-		FeatureDType                           string
-		Seed                                   uint64
-	}{c.Model, c.Mode, c.Epochs, c.EvalEvery, c.Patience, c.Optimizer, c.DecayFirstLayerOnly, c.SkipEval, c.OverlapEval,
-		c.Schedule, c.NormalizeFeatures, c.HalfHistory, c.Fanouts, c.EvalFanouts, c.BatchSize, c.Parts, c.PartsPerBatch,
-		c.FeatureDType, c.Seed})
-	if err != nil { // a NaN setting: refused by validate before any run
+	// A map marshals with its keys in sorted order. An error is a NaN
+	// setting, which validate refuses before any run.
+	b, err := json.Marshal(c.sharedFields())
+	if err != nil {
 		return 0
 	}
 	h := fnv.New64a()
 	h.Write(b)
 	return h.Sum64()
+}
+
+// sharedFields are the settings SharedHash covers, by name (the names a
+// resumed run's refusal gives for what differs: configDifferences).
+func (c Config) sharedFields() map[string]any {
+	return map[string]any{
+		"model": c.Model, "mode": c.Mode, "epochs": c.Epochs, "eval_every": c.EvalEvery, "patience": c.Patience,
+		"optimizer": c.Optimizer, "decay_first_layer_only": c.DecayFirstLayerOnly, "no_eval": c.SkipEval,
+		"overlap_eval": c.OverlapEval, "schedule": c.Schedule, "normalize_features": c.NormalizeFeatures,
+		"half_history": c.HalfHistory, "fanouts": c.Fanouts, "eval_fanouts": c.EvalFanouts, "batch": c.BatchSize,
+		"parts": c.Parts, "parts_per_batch": c.PartsPerBatch, "feature_dtype": c.FeatureDType, "seed": c.Seed,
+	}
 }

@@ -340,9 +340,11 @@ func (s *State) Check(cfg Config, id DatasetID) error {
 		return errors.New("train: no training state")
 	}
 	if h := cfg.SharedHash(); h != s.ConfigHash {
-		if d := configDifferences(s.Config, cfg); d != "" {
-			return fmt.Errorf("%s was written by a run with other settings (%s): resume with the settings it was written with, or give another --state-file to start afresh", s.Path, d)
+		d := configDifferences(s.Config, cfg)
+		if d == "" {
+			d = "their hashes differ" // a setting the record does not show
 		}
+		return fmt.Errorf("%s was written by a run with other settings (%s): resume with the settings it was written with, or give another --state-file to start afresh", s.Path, d)
 	}
 	if d := s.Dataset.differences(id); d != "" {
 		return fmt.Errorf("%s was written by a run on another dataset (%s): resume on dataset %s, or give another --state-file to start afresh", s.Path, d, s.Dataset.Name)
@@ -350,16 +352,10 @@ func (s *State) Check(cfg Config, id DatasetID) error {
 	return nil
 }
 
-// sharedView is what Config.SharedHash hashes, with names for the
-// differences Check reports.
+// sharedView is what Config.SharedHash hashes (Config.sharedFields),
+// flattened into names for the differences Check reports.
 func sharedView(c Config) map[string]any {
-	v := map[string]any{
-		"model": c.Model, "mode": c.Mode, "epochs": c.Epochs, "eval_every": c.EvalEvery, "patience": c.Patience,
-		"optimizer": c.Optimizer, "decay_first_layer_only": c.DecayFirstLayerOnly, "no_eval": c.SkipEval,
-		"overlap_eval": c.OverlapEval, "schedule": c.Schedule, "normalize_features": c.NormalizeFeatures,
-		"half_history": c.HalfHistory, "fanouts": c.Fanouts, "eval_fanouts": c.EvalFanouts, "batch": c.BatchSize,
-		"parts": c.Parts, "parts_per_batch": c.PartsPerBatch, "feature_dtype": c.FeatureDType, "seed": c.Seed,
-	}
+	v := c.sharedFields()
 	out := map[string]any{}
 	for k, x := range v {
 		b, err := json.Marshal(x)
