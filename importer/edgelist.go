@@ -345,6 +345,8 @@ func relabelEdges(r *dataset.Raw, edges *edgeStore, info *EdgeListInfo, opts Edg
 	r.NumNodes = len(ids)
 	if opts.NumNodes > len(ids) {
 		r.NumNodes = opts.NumNodes
+	} else if opts.NumNodes > 0 && opts.NumNodes < len(ids) {
+		return fmt.Errorf("%d distinct node ids, more than the node count given (--num-nodes) of %d", len(ids), opts.NumNodes)
 	}
 	lookup := func(v int64) int32 {
 		k, _ := slices.BinarySearch(ids, v)

@@ -355,10 +355,9 @@ func readNPZ(r io.ReaderAt, size int64, name string, opts NPZOptions) (*dataset.
 		members[strings.TrimSuffix(f.Name, ".npy")] = f
 	}
 	cache := map[string]*npyArray{}
-	load := func(key string) (*npyArray, error) {
-		if a, ok := cache[key]; ok {
-			return a, nil
-		}
+	// read reads member key's first limit bytes (all of it: -1) and
+	// parses them with parse, wrapping errors with the member's name.
+	read := func(key string, limit int64, parse func([]byte) (*npyArray, error)) (*npyArray, error) {
 		f, ok := members[key]
 		if !ok {
 			return nil, fmt.Errorf("no member %s.npy: %w", key, fs.ErrNotExist)
@@ -368,16 +367,36 @@ func readNPZ(r io.ReaderAt, size int64, name string, opts NPZOptions) (*dataset.
 			return nil, fmt.Errorf("%s.npy: %w", key, err)
 		}
 		defer rc.Close()
-		b, err := io.ReadAll(io.LimitReader(rc, 1<<40))
+		var b []byte
+		if limit < 0 {
+			b, err = io.ReadAll(io.LimitReader(rc, 1<<40))
+		} else {
+			b = make([]byte, min(f.UncompressedSize64, uint64(limit)))
+			var k int
+			k, err = io.ReadFull(rc, b)
+			b = b[:k]
+			if err == io.ErrUnexpectedEOF {
+				err = nil
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s.npy: %w", key, err)
 		}
-		a, err := parseNPY(b)
+		a, err := parse(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s.npy: %w", key, err)
 		}
-		cache[key] = a
 		return a, nil
+	}
+	load := func(key string) (*npyArray, error) {
+		if a, ok := cache[key]; ok {
+			return a, nil
+		}
+		a, err := read(key, -1, parseNPY)
+		if err == nil {
+			cache[key] = a
+		}
+		return a, err
 	}
 	has := func(key string) bool { _, ok := members[key]; return ok }
 	// peek reads a member's header alone: a CSR matrix's arrays are
@@ -388,25 +407,7 @@ func readNPZ(r io.ReaderAt, size int64, name string, opts NPZOptions) (*dataset.
 		if a, ok := cache[key]; ok {
 			return a, nil
 		}
-		f, ok := members[key]
-		if !ok {
-			return nil, fmt.Errorf("no member %s.npy: %w", key, fs.ErrNotExist)
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return nil, fmt.Errorf("%s.npy: %w", key, err)
-		}
-		defer rc.Close()
-		b := make([]byte, min(f.UncompressedSize64, 1<<17))
-		k, err := io.ReadFull(rc, b)
-		if err != nil && err != io.ErrUnexpectedEOF {
-			return nil, fmt.Errorf("%s.npy: %w", key, err)
-		}
-		a, err := parseNPYAt(b[:k], true)
-		if err != nil {
-			return nil, fmt.Errorf("%s.npy: %w", key, err)
-		}
-		return a, nil
+		return read(key, 1<<17, func(b []byte) (*npyArray, error) { return parseNPYAt(b, true) })
 	}
 
 	adj, err := loadCSR(load, peek, has, "adj")

@@ -96,6 +96,7 @@ func TestReadEdgeList(t *testing.T) {
 		// into 3 nodes, and "0 99" of 100 nodes landed on node 1.
 		{name: "num nodes too small, auto", in: "0 5\n", opts: EdgeListOptions{NumNodes: 3}, err: "ids are 0..2"},
 		{name: "num nodes keeps sparse ids", in: "0 99\n", opts: EdgeListOptions{NumNodes: 100}, nodes: 100, src: []int32{0}, dst: []int32{99}},
+		{name: "num nodes below the relabelled ids", in: "10 99\n7 8\n", opts: EdgeListOptions{NumNodes: 3, Relabel: RelabelAlways}, err: "4 distinct node ids, more than the node count given (--num-nodes) of 3"},
 		{name: "num nodes pads relabelled", in: "10 99\n", opts: EdgeListOptions{NumNodes: 5, Relabel: RelabelAlways}, nodes: 5, src: []int32{0}, dst: []int32{1}, relabel: true},
 		{name: "keep huge", in: "0 3000000000\n", opts: EdgeListOptions{Relabel: RelabelNever}, err: "too large to keep"},
 		{name: "negative", in: "0 1\n-1 2\n", err: "line 2: source \"-1 2\": negative id"},
