@@ -125,8 +125,9 @@ def _csc(edge_index, num_nodes, keep_order=False):
     """In-neighbour lists (CSC) of edges source edge_index[0] -> target
     edge_index[1]: int64 offsets per target and int32 sources, each
     target's edges in the order given (a stable sort, as PyG's CSC); with
-    keep_order, also the edge_index column of each CSC position (int64;
-    None where they are the same)."""
+    keep_order, also the edge_index column of each CSC position (int32
+    below 2^31 edges, int64 beyond: it lives as long as the loader; None
+    where they are the same)."""
     ei = _numpy(edge_index, "edge_index")
     if ei.ndim != 2 or ei.shape[0] != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(ei.shape)}")
@@ -148,7 +149,7 @@ def _csc(edge_index, num_nodes, keep_order=False):
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(dst, minlength=num_nodes), out=indptr[1:])
     if keep_order:
-        order = order.astype(np.int64, copy=False)
+        order = order.astype(np.int32 if len(order) < 1 << 31 else np.int64, copy=False)
         if len(order) and bool(np.all(order[1:] > order[:-1])):
             order = None  # edge_index was in CSC order already: positions are columns
         return indptr, indices, order
@@ -964,10 +965,10 @@ class NeighborLoader:
             elif ne[h] and self._torch:  # index_select: 1.1 ms for 214k ids into 6M, np.take 1.5
                 import torch
 
-                torch.index_select(torch.from_numpy(self._edge_order), 0, torch.from_numpy(np.asarray(ids, dtype=np.int64)),
-                                   out=torch.from_numpy(e_id[e:e + ne[h]]))
+                e_id[e:e + ne[h]] = torch.index_select(torch.from_numpy(self._edge_order), 0,
+                                                       torch.from_numpy(np.asarray(ids, dtype=np.int64))).numpy()
             elif ne[h]:
-                np.take(self._edge_order, ids, out=e_id[e:e + ne[h]])
+                e_id[e:e + ne[h]] = np.take(self._edge_order, ids)
             e += ne[h]
         return pinned if pinned is not None else e_id
 
