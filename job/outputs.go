@@ -2,6 +2,7 @@ package job
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,9 @@ type Outputs struct {
 	// State is the training-state file (Spec.StateFile, or Spec.Resume
 	// when it is not given), which Check only keeps from naming another
 	// output's file or a file of another kind; Train writes it.
-	State string
+	// StateFlag names the flag it came from in messages ("--state-file"
+	// when empty).
+	State, StateFlag string
 }
 
 // output is one of Outputs with its flag's name, what it is and how to
@@ -42,7 +45,7 @@ func (o Outputs) list() []output {
 		{"--save", o.Save, "a safetensors checkpoint", safetensors.LooksLike},
 		{"--metrics-out", o.Metrics, "a JSON file", isJSON},
 		{"--plot", o.Plot, "a plot", isPlot},
-		{"--state-file", o.State, "a training-state file", safetensors.LooksLike},
+		{cmp.Or(o.StateFlag, "--state-file"), o.State, "a training-state file", safetensors.LooksLike},
 	}
 }
 

@@ -61,6 +61,13 @@ func (s Spec) openState() (*train.State, string, error) {
 	if path == "" {
 		path = s.Resume
 	}
+	// Temporaries a killed writer left beside the state (tens of MiB for
+	// GAS), whether or not this run writes there.
+	for _, p := range []string{s.StateFile, s.Resume} {
+		if p != "" {
+			atomicfile.RemoveStale(p)
+		}
+	}
 	var st *train.State
 	if s.Resume != "" {
 		var err error

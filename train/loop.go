@@ -173,6 +173,14 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		res.Model = model
 		return res
 	}
+	// unscored records epochs whose evaluation an interruption cut short,
+	// without their scores.
+	unscored := func(sts ...EpochStats) {
+		for _, st := range sts {
+			st.ValAcc, st.TestAcc, st.ValLoss = nil, nil, nil
+			res.History = append(res.History, st)
+		}
+	}
 	// interrupted returns the result so far when err is the context's
 	// cancellation, and err alone otherwise.
 	interrupted := func(err error) (*Result, error) {
@@ -245,6 +253,11 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		// alongside this epoch: account for it first.
 		if pending != nil {
 			if err := finish(pending, pendingStats); err != nil {
+				// Interrupted during that evaluation: both epochs were
+				// trained, neither scored (the history has every epoch
+				// the summary counts).
+				unscored(*pendingStats, st)
+				pending = nil
 				return interrupted(err)
 			}
 			pending, pendingStats = nil, nil
@@ -264,6 +277,7 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 			} else {
 				run()
 				if err := finish(j, &stc); err != nil {
+					unscored(stc)
 					return interrupted(err)
 				}
 			}

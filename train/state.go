@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc64"
+	"log/slog"
 	"math"
 	"os"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"github.com/graphmill/graphmill/internal/jsonnull"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/safetensors"
+	"github.com/graphmill/graphmill/tensor"
 )
 
 // A training-state file ('graphmill train --state-file', Loop.StateFile)
@@ -210,6 +212,10 @@ type stateRecord struct {
 	ConfigHash string    `json:"config_hash"`
 	Config     Config    `json:"config"`
 	Dataset    DatasetID `json:"dataset"`
+	// Threads is the kernels' goroutines the run used (tensor.Threads):
+	// another count changes how sums are split, so a sampled or GAS run
+	// resumed with it no longer matches the uninterrupted one bit for bit.
+	Threads int `json:"threads_used,omitempty"`
 	// The summary so far.
 	BestValAcc    exactFloat `json:"best_val_acc"`
 	BestValLoss   exactFloat `json:"best_val_loss"`
@@ -276,7 +282,9 @@ func ReadState(path string) (*State, error) { return readState(path, false) }
 func PeekState(path string) (*State, error) { return readState(path, true) }
 
 func readState(path string, headerOnly bool) (*State, error) {
-	if st, err := os.Stat(path); err != nil {
+	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no training-state file %s (written by 'graphmill train --state-file')", path)
+	} else if err != nil {
 		return nil, fmt.Errorf("training state: %w", err)
 	} else if st.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a training-state file (written by 'graphmill train --state-file')", path)
@@ -339,15 +347,17 @@ func (s *State) Check(cfg Config, id DatasetID) error {
 	if s == nil {
 		return errors.New("train: no training state")
 	}
+	// The dataset first: another one changes the model's sizes too, which
+	// would be blamed on the settings.
+	if d := s.Dataset.differences(id); d != "" {
+		return fmt.Errorf("%s was written by a run on another dataset (%s): resume on dataset %s, or give another --state-file to start afresh", s.Path, d, s.Dataset.Name)
+	}
 	if h := cfg.SharedHash(); h != s.ConfigHash {
 		d := configDifferences(s.Config, cfg)
 		if d == "" {
 			d = "their hashes differ" // a setting the record does not show
 		}
 		return fmt.Errorf("%s was written by a run with other settings (%s): resume with the settings it was written with, or give another --state-file to start afresh", s.Path, d)
-	}
-	if d := s.Dataset.differences(id); d != "" {
-		return fmt.Errorf("%s was written by a run on another dataset (%s): resume on dataset %s, or give another --state-file to start afresh", s.Path, d, s.Dataset.Name)
 	}
 	return nil
 }
@@ -503,7 +513,7 @@ func (s *saveState) write() (int64, error) {
 	}
 	rec := stateRecord{Version: stateVersion, Epoch: s.epoch, Done: s.done, Written: time.Now().UTC(),
 		ConfigHash: strconv.FormatUint(l.Config.SharedHash(), 10), Config: l.Config, Dataset: l.Dataset,
-		Progress: s.acc, Steps: map[string]int{}}
+		Progress: s.acc, Steps: map[string]int{}, Threads: tensor.Threads()}
 	var err error
 	if rec.History, err = s.historyJSON(); err != nil {
 		return 0, fmt.Errorf("training state: %w", err)
@@ -542,6 +552,17 @@ func (l *Loop) restore(st *State, sel *Selection, res *Result, acc *progress, cl
 		return nil, err
 	}
 	f, rec := st.file, &st.rec
+	// Allowed, but not exact: said, not refused (threads follow the
+	// machine's cores by default; a smaller memory bound resumes after an
+	// out-of-memory kill).
+	if n := tensor.Threads(); rec.Threads != 0 && rec.Threads != n {
+		slog.Warn("graphmill: resuming with another number of kernel threads: the run continues, but no longer bit for bit as it would have (sums split otherwise)",
+			"written_with", rec.Threads, "now", n, "state", st.Path)
+	}
+	if a, b := rec.Config.MaxMemoryBytes, l.Config.MaxMemoryBytes; a != b {
+		slog.Warn("graphmill: resuming under another memory bound: steps split into other micro-batches, with their own dropout draws, so the run no longer continues bit for bit",
+			"written_with", a, "now", b, "state", st.Path)
+	}
 	used := map[string]bool{}
 	load := func(prefix string, m *nn.Model) error {
 		sub := &safetensors.File{Tensors: map[string]safetensors.Tensor{}}

@@ -410,3 +410,36 @@ func TestPeekState(t *testing.T) {
 		t.Fatal("a missing file peeked")
 	}
 }
+
+// TestInterruptedEvaluationKeepsTheEpochs: a signal during an evaluation
+// (where sampled runs spend most of their time) left the history an
+// epoch or two short of the epochs the summary counted.
+func TestInterruptedEvaluationKeepsTheEpochs(t *testing.T) {
+	d := cora(t)
+	for _, overlap := range []bool{false, true} {
+		cfg := Defaults(nn.GCN)
+		cfg.Epochs, cfg.EvalEvery, cfg.OverlapEval = 10, 1, overlap
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := 0
+		r, err := NewRunner(d, cfg, Hooks{}, WithEvaluator(func(ctx context.Context, m *nn.Model) (Evaluation, error) {
+			if calls++; calls == 3 {
+				cancel()
+				return Evaluation{}, ctx.Err()
+			}
+			return Evaluation{ValAcc: 0.5, TestAcc: 0.5}, nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(ctx)
+		r.Close()
+		cancel()
+		if !errors.Is(err, ErrInterrupted) || res == nil {
+			t.Fatalf("overlap %v: %v", overlap, err)
+		}
+		if len(res.History) != res.Summary.Epochs || res.History[len(res.History)-1].ValAcc != nil {
+			t.Errorf("overlap %v: %d epochs in the history, %d in the summary; the last scored: %v",
+				overlap, len(res.History), res.Summary.Epochs, res.History[len(res.History)-1].ValAcc != nil)
+		}
+	}
+}

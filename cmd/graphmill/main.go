@@ -95,11 +95,21 @@ func signalContext() context.Context {
 		fmt.Fprintf(os.Stderr, "\ngraphmill: %v: stopping (send it again to quit at once)\n", s)
 		cancel()
 		// Every phase checks the context within a fraction of a second;
-		// should one not (a system call on a stalled disk), quit anyway.
-		select {
-		case s = <-sigs:
-		case <-time.After(stopGrace):
-			fmt.Fprintf(os.Stderr, "graphmill: still running %v after %v: quit\n", stopGrace, s)
+		// should one not (a system call on a stalled disk), quit anyway,
+		// unless an output is being written (a large training state takes
+		// seconds: quitting lost it), for up to writeGrace.
+		start, tick := time.Now(), time.NewTicker(100*time.Millisecond)
+	wait:
+		for {
+			select {
+			case s = <-sigs:
+				break wait
+			case <-tick.C:
+				if d := time.Since(start); d >= stopGrace && (atomicfile.Writing() == 0 || d >= writeGrace) {
+					fmt.Fprintf(os.Stderr, "graphmill: still running %v after %v: quit\n", d.Round(100*time.Millisecond), s)
+					break wait
+				}
+			}
 		}
 		stopProfiles()
 		atomicfile.CleanupTemps()
@@ -112,6 +122,9 @@ func signalContext() context.Context {
 // stopGrace is how long the first SIGINT or SIGTERM leaves the command to
 // stop on its own before the process quits.
 const stopGrace = 1500 * time.Millisecond
+
+// writeGrace is how long it waits while an output is being written.
+const writeGrace = 60 * time.Second
 
 // signalExitCode is the shell's convention for a process ended by signal s.
 func signalExitCode(s os.Signal) int {

@@ -295,6 +295,9 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 		return err
 	}
 	outs := job.Outputs{Save: f.save, Metrics: f.metricsOut, Plot: f.plotOut, State: cmp.Or(f.stateFile, f.resume)}
+	if f.stateFile == "" && f.resume != "" {
+		outs.StateFlag = "--resume"
+	}
 	if err := outs.Check(); err != nil {
 		return err
 	}
@@ -364,13 +367,11 @@ func progressHooks(f *trainFlags, cfg train.Config, out io.Writer, bar **cli.Bar
 			logEvery = 1
 		}
 	}
-	evals := 0
+	// Every logEvery-th evaluation, counted from the epoch (a resumed run
+	// prints the same lines as the run left alone).
 	logEpoch := func(s train.EpochStats) {
-		if s.ValAcc != nil {
-			evals++
-			if evals%logEvery == 0 {
-				printEpoch(out, s)
-			}
+		if s.ValAcc != nil && ((s.Epoch+1)/max(cfg.EvalEvery, 1))%logEvery == 0 {
+			printEpoch(out, s)
 		}
 	}
 	if cfg.Mode != train.Sampled {

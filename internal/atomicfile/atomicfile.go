@@ -53,6 +53,14 @@ func unregister(p string) {
 	temps.Unlock()
 }
 
+// Writing reports how many temporary files or directories this process is
+// writing now (a signal handler lets such a write finish).
+func Writing() int {
+	temps.Lock()
+	defer temps.Unlock()
+	return len(temps.m)
+}
+
 // CleanupTemps removes every temporary file or directory this process is
 // writing and returns their paths. It is for signal handlers, just before
 // the process exits: the writers themselves are not told.

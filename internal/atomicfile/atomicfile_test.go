@@ -95,3 +95,20 @@ func TestReplaceDir(t *testing.T) {
 		t.Fatal("replaced without overwrite")
 	}
 }
+
+// TestWritingCountsWritesInProgress: a signal handler waits while a
+// write is in progress (Writing > 0) and not after it.
+func TestWritingCountsWritesInProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	during := -1
+	if err := Write(path, func(w io.Writer) error {
+		during = Writing()
+		_, err := w.Write([]byte("x"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if during != 1 || Writing() != 0 {
+		t.Fatalf("writing %d during the write, %d after", during, Writing())
+	}
+}
