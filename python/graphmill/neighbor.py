@@ -600,7 +600,8 @@ class NeighborLoader:
     data's. A ``Data`` may hold ``adj_t`` (a torch sparse tensor or a
     torch_sparse ``SparseTensor``) instead of ``edge_index``; heterogeneous
     graphs (``HeteroData``, a dict ``num_neighbors``) are not supported.
-    Batches carry ``e_id``, the edges' columns in the given edge_index
+    Batches carry ``e_id`` (when the data has per-edge attributes, or with
+    ``e_id=True``: mapping it costs time per batch), the edges' columns in the given edge_index
     (positions in adj_t's row-major order, in a scipy matrix's ``tocoo()``
     order, columns of a dataset's ``edge_index()``); a Data's per-edge
     tensors, and ``edge_attr=``/``edge_weight=`` given here, come sliced
@@ -645,7 +646,7 @@ class NeighborLoader:
     def __init__(self, data, num_neighbors, batch_size=1, input_nodes=None, shuffle=False, drop_last=False,
                  replace=False, num_workers=2, seed=0, x=None, y=None, num_nodes=None, transform=None,
                  gather_workers=2, binary=None, timeout=60.0, service_gather=True, device=None, feature_cache=None,
-                 edge_attr=None, edge_weight=None, **kwargs):
+                 edge_attr=None, edge_weight=None, e_id=None, **kwargs):
         for k in list(kwargs):
             if k in _PYG_IGNORED:
                 kwargs.pop(k)
@@ -694,6 +695,12 @@ class NeighborLoader:
         self._node_attrs = {k: self._tensor(a, k) for k, a in g.node_attrs.items()}
         self._edge_attrs = {k: self._tensor(a, k) for k, a in g.edge_attrs.items()}
         self._edge_order = g.edge_order  # CSC position -> edge_index column (numpy; None: the same)
+        # e_id costs a mapping per batch when edge_index is not sorted by
+        # destination (a third of the loader's batches/s on 2M random
+        # edges): by default only where per-edge attributes need it.
+        self._want_e_id = bool(self._edge_attrs) if e_id is None else bool(e_id)
+        if self._edge_attrs and not self._want_e_id:
+            raise ValueError("e_id=False, but the data has per-edge attributes, which batches slice by e_id")
         self.device, self.feature_cache = self._placement(device, feature_cache, g)
         self._cuda = self.device is not None and self.device.type == "cuda"  # batches staged and copied on streams
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
@@ -730,7 +737,7 @@ class NeighborLoader:
                               timeout=timeout, server_args=("--workers", str(max(1, int(num_workers)))),
                               frontier=True, replace=replace, ids="packed",  # mapped here (_IdMap)
                               edge_index=True, input_labels=self._y_service,
-                              edge_ids=True,  # e_id (PyG's batches always carry it), to slice edge attributes by
+                              edge_ids=self._want_e_id,  # e_id, to slice edge attributes by
                               # rows in the payloads: room for a consumer that keeps batches (a
                               # sparse file; at most half of /dev/shm's free space)
                               shm_bytes=(4 << 30) if self._x_file is not None else (1 << 30))
@@ -840,7 +847,7 @@ class NeighborLoader:
         else:
             ei = ei_t.numpy() if ei_t is not None else np.empty((2, sum(ne)), dtype=np.int64)
             self._edge_index(mb, nd, ne, ei)
-        e_id = self._e_id(mb, ne, self._pinned_ids((sum(ne),)) if pinned else None)
+        e_id = self._e_id(mb, ne, self._pinned_ids((sum(ne),)) if pinned else None) if self._want_e_id else None
         n_t = self._pinned_ids((len(mb.n_id),)) if pinned else None
         if n_t is not None:
             n_id = n_t.numpy()

@@ -636,7 +636,7 @@ def test_adj_t_hetero_and_num_neighbors_checked(gm):
     ei = np.unique(ei[[1, 0]], axis=1)[[1, 0]]  # sorted by destination, then source: adj_t's order
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     adj_t = torch.sparse_coo_tensor(torch.from_numpy(ei[[1, 0]]), torch.ones(ei.shape[1]), (500, 500))
-    common = dict(num_neighbors=[5, 3], batch_size=64, shuffle=True, seed=2)
+    common = dict(num_neighbors=[5, 3], batch_size=64, shuffle=True, seed=2, e_id=True)
 
     def run(data):
         with graphmill.NeighborLoader(data, **common) as ld:
@@ -668,8 +668,9 @@ def test_adj_t_hetero_and_num_neighbors_checked(gm):
 
 
 def test_e_id_always_and_edge_attributes_of_any_input(gm, cora_dir):
-    """Batches always carry e_id, as PyG's (a Data without edge attributes,
-    a tuple, a scipy matrix, a dataset directory): the columns of the
+    """Batches carry e_id with per-edge attributes, or asked (e_id=True; a
+    Data without edge attributes, a tuple, a scipy matrix, a dataset
+    directory), and not otherwise (it costs time per batch): the columns of the
     input's edges (edge_index; scipy's tocoo() order; the dataset's
     edge_index()); edge_attr= and edge_weight= give per-edge tensors to
     tuple and scipy inputs, sliced by it."""
@@ -701,10 +702,15 @@ def test_e_id_always_and_edge_attributes_of_any_input(gm, cora_dir):
     with pytest.raises(ValueError, match="edge_weight has 5 rows for 3000 edges"):
         graphmill.NeighborLoader((ei, xt), [4], batch_size=64, edge_weight=w[:5])
     ds = graphmill.open_dataset(cora_dir)
-    with graphmill.NeighborLoader(cora_dir, [4, 2], batch_size=512) as ld:
+    with graphmill.NeighborLoader(cora_dir, [4, 2], batch_size=512, e_id=True) as ld:
         check(ld, ds.edge_index(), attrs=False)
+    with graphmill.NeighborLoader((ei, xt), [4, 2], batch_size=64) as ld:
+        b = next(iter(ld))
+        assert getattr(b, "e_id", None) is None and all(a.e_id is None for a in b.adjs)
+    with pytest.raises(ValueError, match="e_id=False, but the data has per-edge attributes"):
+        graphmill.NeighborLoader((ei, xt), [4], batch_size=64, edge_attr=attr, e_id=False)
     pyg = pytest.importorskip("torch_geometric.data")
-    with graphmill.NeighborLoader(pyg.Data(x=xt, edge_index=torch.from_numpy(ei)), [4, 2], batch_size=64) as ld:
+    with graphmill.NeighborLoader(pyg.Data(x=xt, edge_index=torch.from_numpy(ei)), [4, 2], batch_size=64, e_id=True) as ld:
         check(ld, ei, attrs=False)
         assert "e_id" in next(iter(ld)).keys
 
@@ -713,7 +719,7 @@ def test_adjs_are_pyg_edge_index_tuples(gm):
     """adjs are named tuples (edge_index, e_id, size) with .to(device), as
     PyG's NeighborSampler's EdgeIndex (its examples call adj.to(device))."""
     ei, x, y = random_graph(n=300, m=3000)
-    with graphmill.NeighborLoader((torch.from_numpy(ei), torch.from_numpy(x)), [5, 3], batch_size=32) as ld:
+    with graphmill.NeighborLoader((torch.from_numpy(ei), torch.from_numpy(x)), [5, 3], batch_size=32, e_id=True) as ld:
         b = next(iter(ld))
         assert len(b.adjs) == 2
         for adj in b.adjs:
