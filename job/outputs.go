@@ -75,12 +75,9 @@ func (o Outputs) Check() error {
 				return fmt.Errorf("--plot: %w", err)
 			}
 		}
-		abs, err := filepath.Abs(x.path)
+		abs, err := canonical(x.path)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", x.flag, x.path, err)
-		}
-		if p, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = p
 		}
 		if prev, ok := seen[abs]; ok {
 			return fmt.Errorf("%s and %s name the same file (%s): one would overwrite the other", prev, x.flag, x.path)
@@ -94,6 +91,19 @@ func (o Outputs) Check() error {
 		}
 	}
 	return nil
+}
+
+// canonical is path made absolute, its links resolved where it exists:
+// one string per file, to tell two names of the same file.
+func canonical(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if p, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = p
+	}
+	return abs, nil
 }
 
 // Write writes res's outputs, the model first (it is what a failed write

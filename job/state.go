@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/graphmill/graphmill/internal/atomicfile"
@@ -36,16 +35,9 @@ func (s Spec) checkState() error {
 
 // samePath reports whether a and b name the same file.
 func samePath(a, b string) bool {
-	abs := func(p string) string {
-		if q, err := filepath.Abs(p); err == nil {
-			p = q
-		}
-		if q, err := filepath.EvalSymlinks(p); err == nil {
-			p = q
-		}
-		return p
-	}
-	return abs(a) == abs(b)
+	ca, erra := canonical(a)
+	cb, errb := canonical(b)
+	return erra == nil && errb == nil && ca == cb
 }
 
 // openState reads the state to resume (Resume), and checks the state file

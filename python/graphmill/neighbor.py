@@ -694,13 +694,15 @@ class NeighborLoader:
         self._y = self._tensor(g.y, "y")
         self._node_attrs = {k: self._tensor(a, k) for k, a in g.node_attrs.items()}
         self._edge_attrs = {k: self._tensor(a, k) for k, a in g.edge_attrs.items()}
-        self._edge_order = g.edge_order  # CSC position -> edge_index column (numpy; None: the same)
         # e_id costs a mapping per batch when edge_index is not sorted by
         # destination (a third of the loader's batches/s on 2M random
         # edges): by default only where per-edge attributes need it.
         self._want_e_id = bool(self._edge_attrs) if e_id is None else bool(e_id)
         if self._edge_attrs and not self._want_e_id:
             raise ValueError("e_id=False, but the data has per-edge attributes, which batches slice by e_id")
+        # CSC position -> edge_index column (numpy; None: the same), kept
+        # only where e_id is mapped (4 bytes per edge for the loader's life)
+        self._edge_order = g.edge_order if self._want_e_id else None
         self.device, self.feature_cache = self._placement(device, feature_cache, g)
         self._cuda = self.device is not None and self.device.type == "cuda"  # batches staged and copied on streams
         self._pos = None  # node -> position in input_nodes (input_id), built on first use
