@@ -158,9 +158,15 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		cfg.Model.Kind, cfg.Mode, ds.Meta.Name, ds.Meta.NumNodes, ds.Meta.NumEdges, ds.Meta.FeatureDim, ds.Meta.NumClasses,
 		len(ds.Train), len(ds.Val), len(ds.Test))
 	if resume != nil {
+		if err := r.CheckResume(ctx); err != nil {
+			return nil, err
+		}
 		logf(s.Log, "resuming %s: %d of %d epochs done (written %s)\n", resume.Path, resume.Epoch, resume.Config.Epochs, resume.Written.Local().Format("2006-01-02 15:04:05"))
-		if resume.Done {
+		switch {
+		case resume.Ended(cfg):
 			logf(s.Log, "the run it holds has ended: nothing left to train\n")
+		case cfg.Epochs != resume.Config.Epochs:
+			logf(s.Log, "continuing to %d epochs\n", cfg.Epochs)
 		}
 	}
 	res, err := r.Run(ctx)

@@ -216,6 +216,21 @@ func (s Schedule) LR(epoch int) float64 {
 	return s.Base
 }
 
+// Same reports whether s and o give the same rate at every epoch (the
+// fields their kind does not read aside).
+func (s Schedule) Same(o Schedule) bool {
+	if s.Kind != o.Kind || s.Base != o.Base {
+		return false
+	}
+	switch s.Kind {
+	case "step":
+		return s.StepSize == o.StepSize && s.Gamma == o.Gamma
+	case "cosine":
+		return s.Epochs == o.Epochs
+	}
+	return true
+}
+
 // ParseSchedule validates a schedule name.
 func ParseSchedule(s string) error {
 	switch s {

@@ -63,7 +63,8 @@ type Loop struct {
 	// Resume, when set, continues the run the state describes (ReadState)
 	// from its epoch: weights, optimiser state, best model, selection and
 	// early stopping, history and totals. Another configuration
-	// (Config.SharedHash) or another Dataset is refused (State.Check).
+	// (Config.SharedHash) or another Dataset is refused (State.Check),
+	// except another number of epochs under a constant learning rate.
 	Resume *State
 	// Dataset identifies the dataset, recorded in the state and checked
 	// against Resume's.
@@ -123,7 +124,7 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		if bestModel, err = l.restore(l.Resume, sel, res, &acc, clone); err != nil {
 			return nil, err
 		}
-		done = l.Resume.Done
+		done = l.Resume.Ended(cfg)
 	}
 	first, saved := acc.Epochs, acc.Epochs // saved: the epochs the state file holds
 	every := max(l.StateEvery, 1)

@@ -81,6 +81,32 @@ type DatasetID struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
+// CheckResume refuses, before any training, the state given to
+// WithResume if the run cannot continue it (State.Check); without one it
+// returns nil. Run checks it too.
+func (r *Runner) CheckResume(ctx context.Context) error {
+	if r.resume == nil {
+		return nil
+	}
+	id, err := r.datasetID(ctx)
+	if err != nil {
+		return err
+	}
+	return r.resume.Check(r.cfg, id)
+}
+
+// datasetID is DatasetID, computed once (it reads the whole degree table).
+func (r *Runner) datasetID(ctx context.Context) (DatasetID, error) {
+	if r.id == nil {
+		id, err := r.DatasetID(ctx)
+		if err != nil {
+			return id, err
+		}
+		r.id = &id
+	}
+	return *r.id, nil
+}
+
 // DatasetID returns the identity of the run's dataset (see DatasetID).
 func (r *Runner) DatasetID(ctx context.Context) (DatasetID, error) {
 	if r.closed {
@@ -251,7 +277,8 @@ type State struct {
 	Path string
 	// Epoch is the number of epochs done: the run continues with epoch
 	// Epoch (numbered from 0). Done says it has ended (its last epoch, or
-	// stopped early): resuming it trains nothing and returns its result.
+	// stopped early): resuming it trains nothing and returns its result,
+	// unless the resumed run asks for more epochs (Ended).
 	Epoch int
 	Done  bool
 	// Written is when the file was written.
@@ -339,8 +366,10 @@ func readState(path string, headerOnly bool) (*State, error) {
 // Check refuses to continue the run with cfg on the dataset id: another
 // configuration (a different Config.SharedHash: model, mode, epochs,
 // optimiser, schedule, evaluation, fanouts, batch, feature handling, GAS
-// parts, seed) or another dataset is an error naming what differs.
-// Settings outside the hash (threads, workers, caches, prefetching,
+// parts, seed) or another dataset is an error naming what differs,
+// except another number of epochs (no fewer than are done) under a
+// constant learning rate: the run then continues to cfg.Epochs. Settings
+// outside the hash (threads, workers, caches, prefetching,
 // where the graph and features are read from, the memory bound) may
 // change.
 func (s *State) Check(cfg Config, id DatasetID) error {
@@ -352,14 +381,44 @@ func (s *State) Check(cfg Config, id DatasetID) error {
 	if d := s.Dataset.differences(id); d != "" {
 		return fmt.Errorf("%s was written by a run on another dataset (%s): resume on dataset %s, or give another --state-file to start afresh", s.Path, d, s.Dataset.Name)
 	}
-	if h := cfg.SharedHash(); h != s.ConfigHash {
+	if h := cfg.SharedHash(); h != s.ConfigHash && !s.extends(cfg) {
 		d := configDifferences(s.Config, cfg)
 		if d == "" {
 			d = "their hashes differ" // a setting the record does not show
 		}
+		if k := s.Config.Schedule.Kind; k == cfg.Schedule.Kind && k != "constant" && s.Config.Epochs != cfg.Epochs {
+			d += fmt.Sprintf(" (a %s schedule follows --epochs: only a constant learning rate lets a resumed run change its epochs)", k)
+		}
 		return fmt.Errorf("%s was written by a run with other settings (%s): resume with the settings it was written with, or give another --state-file to start afresh", s.Path, d)
 	}
+	if cfg.Epochs < s.Epoch {
+		return fmt.Errorf("%s has %d epochs done, more than the %d asked: give --epochs %d or more to resume it", s.Path, s.Epoch, cfg.Epochs, s.Epoch)
+	}
 	return nil
+}
+
+// extends says whether cfg differs from the state's settings in its
+// number of epochs alone (a learning-rate schedule that gives the same
+// rate every epoch counts as the same): the run then continues to
+// cfg.Epochs, more or fewer than it was started with, as a run started
+// with cfg.Epochs would, except for the evaluation the first run made at
+// its last epoch.
+func (s *State) extends(cfg Config) bool {
+	c := s.Config
+	if c.SharedHash() != s.ConfigHash {
+		return false // a record this version reads otherwise
+	}
+	c.Epochs = cfg.Epochs
+	if c.Schedule.Same(cfg.Schedule) {
+		c.Schedule = cfg.Schedule
+	}
+	return c.SharedHash() == cfg.SharedHash()
+}
+
+// Ended says whether resuming the state with cfg trains nothing: the run
+// it holds stopped early, or has done cfg.Epochs epochs.
+func (s *State) Ended(cfg Config) bool {
+	return s.Done && (s.rec.StoppedEarly || s.Epoch >= cfg.Epochs)
 }
 
 // sharedView is what Config.SharedHash hashes (Config.sharedFields),

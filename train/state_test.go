@@ -204,6 +204,106 @@ func TestResumeEarlyStopped(t *testing.T) {
 	sameTraining(t, want, got)
 }
 
+// TestResumeChangesEpochs: under a constant learning rate a state resumed
+// with more epochs (a finished run) or fewer (no fewer than are done)
+// continues as a run started with them, bit for bit; fewer epochs than
+// are done, or another number under a schedule that follows them, is
+// refused; a run that stopped early stays done.
+func TestResumeChangesEpochs(t *testing.T) {
+	d := cora(t)
+	for _, mode := range []Mode{Full, Sampled} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := Defaults(nn.SAGE)
+			cfg.Mode, cfg.BatchSize = mode, 256
+			at := func(epochs int) Config { c := cfg; c.Epochs = epochs; return c }
+			want10, err := runTo(t, d, at(10), "", 0, nil, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want6, err := runTo(t, d, at(6), "", 0, nil, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Longer: a finished 5-epoch run resumed to 10.
+			path := filepath.Join(t.TempDir(), "run.state")
+			if _, err := runTo(t, d, at(5), path, 1, nil, -1); err != nil {
+				t.Fatal(err)
+			}
+			st, err := ReadState(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Done || !st.Ended(at(5)) || st.Ended(at(10)) {
+				t.Fatalf("finished 5-epoch state: done %v, ended at 5 %v, at 10 %v", st.Done, st.Ended(at(5)), st.Ended(at(10)))
+			}
+			got, err := runTo(t, d, at(10), path, 1, st, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameTraining(t, want10, got)
+			if end, err := ReadState(path); err != nil || !end.Done || end.Epoch != 10 || end.Config.Epochs != 10 {
+				t.Fatalf("state after the longer run: %+v, %v", end, err)
+			}
+			// Shorter: a 10-epoch run stopped after 3 epochs, resumed to 6.
+			path = filepath.Join(t.TempDir(), "run.state")
+			if _, err := runTo(t, d, at(10), path, 1, nil, 2); !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("first part: %v", err)
+			}
+			if st, err = ReadState(path); err != nil {
+				t.Fatal(err)
+			}
+			if got, err = runTo(t, d, at(6), path, 1, st, -1); err != nil {
+				t.Fatal(err)
+			}
+			sameTraining(t, want6, got)
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		cfg := Defaults(nn.GCN)
+		cfg.Epochs = 4
+		cfg.Schedule = nn.Schedule{Kind: "cosine", Base: cfg.Optimizer.LR, Epochs: 4}
+		path := filepath.Join(t.TempDir(), "run.state")
+		if _, err := runTo(t, d, cfg, path, 1, nil, -1); err != nil {
+			t.Fatal(err)
+		}
+		st, err := ReadState(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		more := cfg
+		more.Epochs, more.Schedule.Epochs = 8, 8
+		if err := st.Check(more, st.Dataset); err == nil || !strings.Contains(err.Error(), "a cosine schedule follows --epochs") {
+			t.Errorf("cosine schedule resumed with more epochs: %v", err)
+		}
+		// A constant schedule's unread fields do not count.
+		flat := Defaults(nn.GCN)
+		flat.Epochs, flat.Schedule.StepSize = 4, 1
+		if err := (&State{Config: Defaults(nn.GCN), ConfigHash: Defaults(nn.GCN).SharedHash()}).Check(flat, DatasetID{}); err != nil {
+			t.Errorf("constant schedule with another step size: %v", err)
+		}
+	})
+	t.Run("early-stopped", func(t *testing.T) {
+		cfg := Defaults(nn.GCN)
+		cfg.Epochs, cfg.Patience, cfg.Optimizer.LR = 60, 3, 0.05
+		path := filepath.Join(t.TempDir(), "run.state")
+		want, err := runTo(t, d, cfg, path, 1, nil, -1)
+		if err != nil || !want.Summary.StoppedEarly {
+			t.Fatalf("the run did not stop early: %v", err)
+		}
+		st, err := ReadState(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		more := cfg
+		more.Epochs = 100
+		got, err := runTo(t, d, more, "", 0, st, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameTraining(t, want, got)
+	})
+}
+
 // TestResumeRefusesOtherRuns: a state is refused with an error naming
 // what differs when resumed with other settings or on another dataset,
 // and a model checkpoint, a damaged file or a tampered record is an
@@ -228,7 +328,8 @@ func TestResumeRefusesOtherRuns(t *testing.T) {
 	}{
 		{func(c *Config) { c.Model.Hidden = 32 }, "model.hidden 16 there, 32 here"},
 		{func(c *Config) { c.Optimizer.LR = 0.02 }, "optimizer.lr 0.01 there, 0.02 here"},
-		{func(c *Config) { c.Epochs = 10 }, "epochs 3 there, 10 here"},
+		{func(c *Config) { c.Epochs = 2 }, "has 3 epochs done, more than the 2 asked"},
+		{func(c *Config) { c.Epochs, c.EvalEvery = 10, 2 }, "eval_every 1 there, 2 here"},
 		{func(c *Config) { c.Seed = 7 }, "seed 0 there, 7 here"},
 		{func(c *Config) { c.Mode = Sampled }, "mode \"full\" there, \"sampled\" here"},
 	} {
@@ -240,7 +341,7 @@ func TestResumeRefusesOtherRuns(t *testing.T) {
 		}
 		_, err = r.Run(context.Background())
 		r.Close()
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "other settings") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "other settings") && other.Epochs >= st.Epoch {
 			t.Errorf("resumed with other settings: %v, want an error naming %q", err, c.want)
 		}
 	}

@@ -275,6 +275,7 @@ type Runner struct {
 	statePath  string
 	stateEvery int
 	resume     *State
+	id         *DatasetID // the dataset's identity, once computed (datasetID)
 
 	// ws holds every step's activations, gradients and scratch (reset at
 	// the start of each forward-backward piece), so steady-state steps
@@ -552,14 +553,12 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("training state (a state file, resuming) is not supported in data-parallel training over %d ranks", cfg.Parallel.Size())
 		}
 		var err error
-		if id, err = r.DatasetID(ctx); err != nil {
+		if id, err = r.datasetID(ctx); err != nil {
 			return nil, err
 		}
-		if r.resume != nil {
-			// Refused before the setup's work (GAS's partitioning).
-			if err := r.resume.Check(cfg, id); err != nil {
-				return nil, err
-			}
+		// Refused before the setup's work (GAS's partitioning).
+		if err := r.CheckResume(ctx); err != nil {
+			return nil, err
 		}
 	}
 	model, err := r.NewModel()
