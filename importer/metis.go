@@ -182,7 +182,11 @@ func ReadMETIS(rd io.Reader, name string) (*dataset.Raw, error) {
 		}
 	}
 	if vertex < n {
-		return nil, fmt.Errorf("%s: truncated: %d vertex lines, header says n = %d", name, vertex, n)
+		hint := ""
+		if lead > 0 {
+			hint = fmt.Sprintf(" (fmt %03d: every vertex line starts with %d vertex size/weight number(s); a line without them has its first neighbours read as weights)", format, lead)
+		}
+		return nil, fmt.Errorf("%s: truncated: %d vertex lines, header says n = %d%s", name, vertex, n, hint)
 	}
 	if int64(len(r.Src)) != want {
 		return nil, fmt.Errorf("%s: %d adjacency entries, but header m = %d needs 2m = %d", name, len(r.Src), m, want)

@@ -81,7 +81,8 @@ func TestReadEdgeList(t *testing.T) {
 		{name: "csv with weights", in: "0,1,0.5\n1, 2 ,2e1\n", nodes: 3, src: []int32{0, 1}, dst: []int32{1, 2}, weights: []float32{0.5, 20}},
 		{name: "no final newline", in: "1 2", nodes: 3, src: []int32{1}, dst: []int32{2}},
 		{name: "trailing comment", in: "0 1 # note\n", nodes: 2, src: []int32{0}, dst: []int32{1}},
-		{name: "empty", in: "# nothing\n", nodes: 0},
+		{name: "empty", in: "# nothing\n", err: "no nodes and no edges: nothing to import"},
+		{name: "empty with a node count", in: "# nothing\n", opts: EdgeListOptions{NumNodes: 3}, nodes: 3},
 		{name: "sparse ids relabelled", in: "10 1000000\n1000000 5\n", nodes: 3, src: []int32{1, 2}, dst: []int32{2, 0}, relabel: true},
 		{name: "huge ids relabelled", in: "9000000000000 7\n", nodes: 2, src: []int32{1}, dst: []int32{0}, relabel: true},
 		{name: "relabel always", in: "4 2\n", opts: EdgeListOptions{Relabel: RelabelAlways}, nodes: 2, src: []int32{1}, dst: []int32{0}, relabel: true},
@@ -213,6 +214,8 @@ func TestReadMETIS(t *testing.T) {
 		{name: "too many edges", in: "2 0\n2\n1\n", err: "more than 2m = 0"},
 		{name: "truncated", in: "3 1\n2\n1\n", err: "truncated: 2 vertex lines, header says n = 3"},
 		{name: "extra lines", in: "2 1\n2\n1\n1\n", err: "data after the 2 vertex lines"},
+		{name: "vertex weights missing", in: "3 2 10 1\n2 3\n1 3\n", err: "header says n = 3 (fmt 010: every vertex line starts with 1 vertex size/weight number(s)"},
+		{name: "empty graph", in: "0 0\n", err: "no nodes and no edges: nothing to import"},
 		{name: "missing weight", in: "2 1 1\n2\n1 1\n", err: "neighbour without edge weight"},
 		{name: "garbage", in: "2 1\n2x\n1\n", err: "\"2x\": not an integer"},
 	}

@@ -22,6 +22,10 @@ func validate(r *dataset.Raw) error {
 	if n < 0 || n > maxNodes {
 		return fmt.Errorf("node count %d out of range [0,%d]", n, maxNodes)
 	}
+	if n == 0 {
+		// An empty or all-comment file: a 0-node dataset trains nothing.
+		return fmt.Errorf("no nodes and no edges: nothing to import")
+	}
 	if len(r.Src) != len(r.Dst) {
 		return fmt.Errorf("%d edge sources but %d edge destinations", len(r.Src), len(r.Dst))
 	}
