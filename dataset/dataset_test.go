@@ -259,7 +259,7 @@ func TestVerifyFindsNonFiniteFeatures(t *testing.T) {
 	if err := Write(context.Background(), dir, tiny(), WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	npy.WriteFileDType(filepath.Join(dir, "features.npy"), npy.Float16, []uint16{0, 0, 0, 0x7c00, 0, 0, 0, 0}, 4, 2)
+	npy.WriteFileDType(filepath.Join(dir, "features.npy"), npy.Float16, []uint16{0x3c00, 0, 0, 0x7c00, 0, 0, 0, 0}, 4, 2)
 	editMeta(t, dir, func(m *Meta) {
 		a := m.Arrays[ArrayFeatures]
 		a.DType = npy.Float16
@@ -273,6 +273,10 @@ func TestVerifyFindsNonFiniteFeatures(t *testing.T) {
 	defer d.Close()
 	if err := d.Verify(context.Background()); err == nil || !strings.Contains(err.Error(), "features[1, 1]") {
 		t.Fatalf("float16: got %v", err)
+	}
+	// data info's statistics decode the half rows: 1.0 and one Inf.
+	if f := d.Summarize().Features; f == nil || f.NonFinite != 1 || f.Max != 1 || f.Rows != 4 {
+		t.Fatalf("float16 feature statistics: %+v, want 1 non-finite value, max 1, 4 rows", f)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	"github.com/graphmill/graphmill/graph"
+	"github.com/graphmill/graphmill/internal/half"
+	"github.com/graphmill/graphmill/npy"
 )
 
 // Summary is what 'graphmill data info' reports about a dataset. Its JSON
@@ -79,8 +81,8 @@ func (d *Dataset) Summarize() Summary {
 			s.FeatureDType = m.FeatureDType // bfloat16 is stored as uint16
 		}
 	}
-	if d.Features != nil && m.NumNodes > 0 && m.FeatureDim > 0 {
-		s.Features = featureStats(d.Features, m.NumNodes, m.FeatureDim)
+	if row := d.featureRow(); row != nil && m.NumNodes > 0 {
+		s.Features = featureStats(row, m.NumNodes)
 	}
 	if d.Labels != nil {
 		s.LabelCounts = make([]int, m.NumClasses)
@@ -108,14 +110,43 @@ func degSummary(st graph.DegreeStats) DegreeSummary {
 	return DegreeSummary{Min: st.Min, Max: st.Max, Mean: st.Mean, Median: st.Median, Isolated: st.Zero}
 }
 
-func featureStats(x []float32, n, f int) *FeatureStats {
+// featureRow returns a function giving feature row v as float32 (float16
+// and bfloat16 rows decoded into one buffer it reuses), or nil without
+// features.
+func (d *Dataset) featureRow() func(v int) []float32 {
+	a, f := d.FeatureArray, d.Meta.FeatureDim
+	if f == 0 {
+		return nil
+	}
+	if d.Features != nil {
+		return func(v int) []float32 { return d.Features[v*f : (v+1)*f] }
+	}
+	if a == nil || a.DType != npy.Float16 && a.DType != npy.Uint16 {
+		return nil
+	}
+	x, err := npy.View[uint16](a)
+	if err != nil {
+		return nil
+	}
+	decode := half.DecodeF16
+	if a.DType == npy.Uint16 {
+		decode = half.DecodeBF16
+	}
+	buf := make([]float32, f)
+	return func(v int) []float32 {
+		decode(buf, x[v*f:(v+1)*f])
+		return buf
+	}
+}
+
+func featureStats(row func(v int) []float32, n int) *FeatureStats {
 	step := max(1, n/maxStatRows)
 	st := &FeatureStats{Min: float32(math.Inf(1)), Max: float32(math.Inf(-1))}
 	var sum, sum2 float64
 	var nz, cnt int
 	for v := 0; v < n; v += step {
 		st.Rows++
-		for _, x := range x[v*f : (v+1)*f] {
+		for _, x := range row(v) {
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 				st.NonFinite++
 				continue
