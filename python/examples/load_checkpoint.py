@@ -52,7 +52,13 @@ def main(argv=None):
 
     ds = graphmill.open_dataset(a.dataset)
     x = gt.features(ds)
-    if cfg["_metadata"].get("normalize_features", "false") == "true":
+    # graphmill train --save records how training read the features; a
+    # checkpoint without the key gets GraphSAGE's default (row-normalised),
+    # as graphmill's own loader assumes.
+    norm = cfg["_metadata"].get("normalize_features")
+    if norm is None:
+        print(f"{a.checkpoint} does not record normalize_features: assuming GraphSAGE's default (true)", file=sys.stderr)
+    if norm in (None, "true"):
         x = normalize_rows(x)
     logits = model.full_graph(x.float(), torch.from_numpy(ds.edge_index()))
     y = gt.tensor(ds.labels).long()
