@@ -47,8 +47,15 @@ func NewOptimizer(c OptimConfig) (Optimizer, error) {
 	if !finite(c.Momentum) || !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) || !(c.Eps >= 0) || !finite(c.Eps) {
 		return nil, fmt.Errorf("momentum %g, beta1 %g, beta2 %g, eps %g: want finite numbers, the betas in [0, 1) and eps >= 0", c.Momentum, c.Beta1, c.Beta2, c.Eps)
 	}
+	if c.Momentum < 0 {
+		return nil, fmt.Errorf("momentum must be >= 0, got %g", c.Momentum)
+	}
 	switch strings.ToLower(c.Name) {
 	case "adam", "adamw":
+		if c.Momentum != 0 {
+			// Ignoring it would train otherwise than asked.
+			return nil, fmt.Errorf("momentum %g is SGD's: %s keeps moments of its own (beta1, beta2)", c.Momentum, c.Name)
+		}
 		if c.Beta1 == 0 {
 			c.Beta1 = 0.9
 		}

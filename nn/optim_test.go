@@ -59,7 +59,11 @@ func TestOptimizers(t *testing.T) {
 		for i := range w0 {
 			p.Value.Data[i], p.Grad.Data[i] = float32(w0[i]), float32(g[i])
 		}
-		opt, err := NewOptimizer(OptimConfig{Name: c.name, LR: 0.01, WeightDecay: 0.1, Momentum: 0.9})
+		cfg := OptimConfig{Name: c.name, LR: 0.01, WeightDecay: 0.1}
+		if c.name == "sgd" {
+			cfg.Momentum = 0.9
+		}
+		opt, err := NewOptimizer(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +79,8 @@ func TestOptimizers(t *testing.T) {
 }
 
 func TestOptimizerErrors(t *testing.T) {
-	for _, c := range []OptimConfig{{Name: "adam", LR: 0}, {Name: "adam", LR: 0.1, WeightDecay: -1}, {Name: "lbfgs", LR: 0.1}} {
+	for _, c := range []OptimConfig{{Name: "adam", LR: 0}, {Name: "adam", LR: 0.1, WeightDecay: -1}, {Name: "lbfgs", LR: 0.1},
+		{Name: "adam", LR: 0.1, Momentum: 0.9}, {Name: "sgd", LR: 0.1, Momentum: -0.5}} {
 		if _, err := NewOptimizer(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}

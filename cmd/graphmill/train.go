@@ -28,7 +28,7 @@ import (
 type trainFlags struct {
 	dataset, model, mode              string
 	epochs, hidden, layers, heads     int
-	lr, wd, dropout, attnDropout      float64
+	lr, wd, dropout, attnDropout, mom float64
 	optimizer, schedule               string
 	evalFanouts                       string
 	fanouts                           sample.Fanouts
@@ -112,6 +112,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.Float64Var(&f.dropout, "dropout", -1, "dropout on each layer's input (default per model, see --model)")
 	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "dropout on attention coefficients (gat; default per model)")
 	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
+	fl.Float64Var(&f.mom, "momentum", 0, "SGD's momentum (with --optimizer sgd)")
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
 	job.FanoutsFlag(fl, &f.fanouts, []int{25, 10}, "sampled mode")
 	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
@@ -192,7 +193,7 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 	if set("attn-dropout") {
 		cfg.Model.AttnDropout = f.attnDropout
 	}
-	cfg.Optimizer.Name = f.optimizer
+	cfg.Optimizer.Name, cfg.Optimizer.Momentum = f.optimizer, f.mom
 	if err := nn.ParseSchedule(f.schedule); err != nil {
 		return cfg, err
 	}
