@@ -198,6 +198,12 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		}
 		return nil, err
 	}
+	if done && l.StateFile != "" && l.StateFile != l.Resume.Path {
+		// A finished run given another state file: it gets the state too.
+		if err := writeState(true); err != nil {
+			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrStateWrite, acc.Epochs, err)
+		}
+	}
 	// The resident-set mark is reset before an epoch and read after it,
 	// through /proc (about 80 µs): over epochs shorter than peakEvery
 	// (full-graph Cora's take 2-3 ms) once per peakEvery instead, an

@@ -158,7 +158,8 @@ func TestResumeIsExact(t *testing.T) {
 			}
 			sameTraining(t, want, got)
 			// The final state is marked done: resuming it again trains
-			// nothing and returns the same result.
+			// nothing and returns the same result; given another state
+			// file, it writes the state there too, which resumes the same.
 			end, err := ReadState(path)
 			if err != nil {
 				t.Fatal(err)
@@ -166,8 +167,17 @@ func TestResumeIsExact(t *testing.T) {
 			if !end.Done || end.Epoch != cfg.Epochs {
 				t.Fatalf("final state: %d epochs, done %v", end.Epoch, end.Done)
 			}
-			again, err := runTo(t, d, cfg, "", 0, end, -1)
+			other := filepath.Join(t.TempDir(), "copy.state")
+			again, err := runTo(t, d, cfg, other, 1, end, -1)
 			if err != nil {
+				t.Fatal(err)
+			}
+			sameTraining(t, want, again)
+			cp, err := ReadState(other)
+			if err != nil || !cp.Done || cp.Epoch != cfg.Epochs {
+				t.Fatalf("the finished run's state written to another file: %+v, %v", cp, err)
+			}
+			if again, err = runTo(t, d, cfg, "", 0, cp, -1); err != nil {
 				t.Fatal(err)
 			}
 			sameTraining(t, want, again)
