@@ -102,6 +102,9 @@ func (s *Store) Rows() int { return s.n }
 // Dim returns the width of a row.
 func (s *Store) Dim() int { return s.dim }
 
+// Half reports whether rows are stored as float16.
+func (s *Store) Half() bool { return s.half }
+
 // Bytes returns the table's size in bytes.
 func (s *Store) Bytes() int64 { return int64(s.n) * int64(s.rowBytes()) }
 

@@ -105,6 +105,7 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		if resume, statePath, err = s.openState(); err != nil {
 			return nil, err
 		}
+		defer resume.Close()
 	}
 	if s.Comm != nil {
 		if err := sameSettings(ctx, s.Comm, s.Config); err != nil {

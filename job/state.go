@@ -67,6 +67,10 @@ func (s Spec) openState() (*train.State, string, error) {
 			return nil, "", fmt.Errorf("--resume: %w", err)
 		}
 	}
+	refuse := func(err error) (*train.State, string, error) {
+		st.Close()
+		return nil, "", err
+	}
 	if s.Resume == "" || !samePath(path, s.Resume) {
 		if _, err := os.Stat(path); err == nil {
 			what := "is not a training-state file: not replacing it (remove it, or give another --state-file)"
@@ -74,13 +78,13 @@ func (s Spec) openState() (*train.State, string, error) {
 				what = fmt.Sprintf("holds the state of another run (%s on %s, %d of %d epochs done): give --resume %s to continue it, or remove it (or give another --state-file) to start afresh",
 					old.Config.Model.Kind, old.Dataset.Name, old.Epoch, old.Config.Epochs, path)
 			}
-			return nil, "", fmt.Errorf("--state-file %s %s", path, what)
+			return refuse(fmt.Errorf("--state-file %s %s", path, what))
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("--state-file: %w", err)
+			return refuse(fmt.Errorf("--state-file: %w", err))
 		}
 	}
 	if err := atomicfile.CheckWritable(path); err != nil {
-		return nil, "", fmt.Errorf("--state-file %s: %w", path, err)
+		return refuse(fmt.Errorf("--state-file %s: %w", path, err))
 	}
 	return st, path, nil
 }

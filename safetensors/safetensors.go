@@ -5,8 +5,9 @@
 // the raw little-endian tensor bytes.
 //
 // graphmill implements it itself because the format is a page of code and
-// no maintained Go module for it is reachable from our module proxy. Only
-// float32 ("F32") tensors are written. Read understands the other standard
+// no maintained Go module for it is reachable from our module proxy.
+// Tensors are written as float32 ("F32"), or rounded to F16 or BF16 where
+// Tensor.DType asks (a table of half values, kept at its size). Read understands the other standard
 // dtypes too (F64, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL),
 // as a PyTorch state_dict holds them (BatchNorm's num_batches_tracked is
 // an I64 scalar): it converts their values to float32 and records the
@@ -29,6 +30,7 @@ import (
 	"unsafe"
 
 	"github.com/graphmill/graphmill/internal/atomicfile"
+	"github.com/graphmill/graphmill/internal/half"
 )
 
 // Tensor is one named tensor, its values as float32.
@@ -39,14 +41,15 @@ type Tensor struct {
 	// DType is the element type stored in the file ("F32", "I64", ...):
 	// Read sets it and converts the values to Data (exactly for F32, F16,
 	// BF16, BOOL and the integers of at most 16 bits; rounded to float32
-	// for F64 and for integers beyond 2^24 in magnitude). Write writes F32
-	// only and accepts "" for it.
+	// for F64 and for integers beyond 2^24 in magnitude). Write writes
+	// F32 ("" too), F16 or BF16 (rounding the values to nearest even).
 	DType string
 	// Rows, when set, makes Write stream the tensor instead of writing
 	// Data (which it ignores): Rows fills dst with the values of rows
 	// [row0, row0+len(dst)/width), width being the product of Shape[1:],
 	// a chunk of about 1 MiB at a time. It is for tables too large to
-	// copy whole first (GAS's history tables in a training state).
+	// copy whole first (GAS's history tables in a training state). A
+	// tensor Open left in the file has Rows, reading from it, and no Data.
 	Rows func(row0 int, dst []float32) error
 }
 
@@ -66,9 +69,9 @@ func decode(dt string, b []byte, out []float32) {
 		case "F64":
 			v = float32(math.Float64frombits(le.Uint64(b[8*i:])))
 		case "F16":
-			v = halfToFloat(le.Uint16(b[2*i:]))
+			v = half.F16ToF32(le.Uint16(b[2*i:]))
 		case "BF16":
-			v = math.Float32frombits(uint32(le.Uint16(b[2*i:])) << 16)
+			v = half.BF16ToF32(le.Uint16(b[2*i:]))
 		case "I64":
 			v = float32(int64(le.Uint64(b[8*i:])))
 		case "I32":
@@ -92,27 +95,6 @@ func decode(dt string, b []byte, out []float32) {
 		}
 		out[i] = v
 	}
-}
-
-// halfToFloat converts an IEEE 754 half-precision value to float32
-// (exactly: subnormals, infinities and NaNs included).
-func halfToFloat(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // Inf, NaN
-		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
-	case exp == 0 && frac == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: frac·2^-24
-		v := float32(frac) * (1.0 / (1 << 24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
 }
 
 type entry struct {
@@ -143,14 +125,19 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		if t.Rows == nil && n != len(t.Data) {
 			return fmt.Errorf("safetensors: tensor %s has shape %v but %d values", t.Name, t.Shape, len(t.Data))
 		}
-		if t.DType != "" && t.DType != "F32" {
-			return fmt.Errorf("safetensors: tensor %s has dtype %s; Write writes F32 only", t.Name, t.DType)
+		dt := t.DType
+		switch dt {
+		case "":
+			dt = "F32"
+		case "F32", "F16", "BF16":
+		default:
+			return fmt.Errorf("safetensors: tensor %s has dtype %s; Write writes F32, F16 and BF16", t.Name, t.DType)
 		}
 		if _, dup := header[t.Name]; dup || t.Name == "__metadata__" {
 			return fmt.Errorf("safetensors: duplicate or reserved tensor name %q", t.Name)
 		}
-		size := int64(n) * 4
-		header[t.Name] = entry{DType: "F32", Shape: append([]int{}, t.Shape...), Offsets: [2]int64{off, off + size}}
+		size := int64(n) * dtypes[dt]
+		header[t.Name] = entry{DType: dt, Shape: append([]int{}, t.Shape...), Offsets: [2]int64{off, off + size}}
 		off += size
 	}
 	hj, err := json.Marshal(header)
@@ -168,10 +155,28 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		bw.Write(lenb[:])
 		bw.Write(hj)
 		var chunk []float32
+		var halves []uint16
+		// put writes vs as t's dtype.
+		put := func(t Tensor, vs []float32) error {
+			if t.DType == "" || t.DType == "F32" {
+				_, err := bw.Write(f32Bytes(vs))
+				return err
+			}
+			halves = slices.Grow(halves[:0], len(vs))[:len(vs)]
+			if t.DType == "F16" {
+				half.EncodeF16(halves, vs)
+			} else {
+				half.EncodeBF16(halves, vs)
+			}
+			_, err := bw.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(halves))), 2*len(halves)))
+			return err
+		}
 		for _, t := range tensors {
 			if t.Rows == nil {
-				if _, err := bw.Write(f32Bytes(t.Data)); err != nil {
-					return err
+				for lo := 0; lo < len(t.Data); lo += 1 << 18 {
+					if err := put(t, t.Data[lo:min(len(t.Data), lo+1<<18)]); err != nil {
+						return err
+					}
 				}
 				continue
 			}
@@ -189,7 +194,7 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 				if err := t.Rows(r0, c); err != nil {
 					return fmt.Errorf("safetensors: tensor %s: %w", t.Name, err)
 				}
-				if _, err := bw.Write(f32Bytes(c)); err != nil {
+				if err := put(t, c); err != nil {
 					return err
 				}
 			}
@@ -213,6 +218,19 @@ type File struct {
 	Metadata map[string]string
 	// Order lists tensor names by data offset.
 	Order []string
+	// file is the open file of Open's tensors left in it (Rows).
+	file *os.File
+}
+
+// Close closes the file Open kept for the tensors left in it; their Rows
+// fail afterwards. It is a no-op for a File Read returned.
+func (f *File) Close() error {
+	if f == nil || f.file == nil {
+		return nil
+	}
+	err := f.file.Close()
+	f.file = nil
+	return err
 }
 
 // LooksLike reports whether head, a file's first bytes, begins a
@@ -259,24 +277,69 @@ func ReadMetadata(path string) (map[string]string, error) {
 }
 
 // Read reads and checks the safetensors file at path.
-func Read(path string) (*File, error) {
+func Read(path string) (*File, error) { return Open(path, nil) }
+
+// Open is Read, except that the tensors for which lazy (if not nil) is
+// true stay in the file: their Rows read a range of rows from it when
+// asked (a table larger than the memory left, read a chunk at a time),
+// until Close, which the caller must call.
+func Open(path string, lazy func(name string) bool) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
-	out, err := parse(f, st.Size())
+	out, err := parse(f, st.Size(), lazy)
 	if err != nil {
+		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	for _, t := range out.Tensors {
+		if t.Rows != nil {
+			out.file = f
+			return out, nil
+		}
+	}
+	f.Close()
 	return out, nil
 }
 
-func parse(r io.ReaderAt, size int64) (*File, error) {
+// rowsFrom returns a Rows function reading the tensor e holds (elements
+// of size bytes, from byte base of r).
+func rowsFrom(r io.ReaderAt, name string, e entry, size, base int64) func(int, []float32) error {
+	width := int64(1)
+	for _, d := range e.Shape[min(1, len(e.Shape)):] {
+		width *= int64(d)
+	}
+	n := (e.Offsets[1] - e.Offsets[0]) / size
+	var buf []byte
+	return func(row0 int, dst []float32) error {
+		lo := int64(row0) * width
+		if row0 < 0 || lo+int64(len(dst)) > n {
+			return fmt.Errorf("tensor %s: values [%d, %d) outside its %d", name, lo, lo+int64(len(dst)), n)
+		}
+		var b []byte
+		if e.DType == "F32" {
+			b = f32Bytes(dst)
+		} else {
+			buf = slices.Grow(buf[:0], len(dst)*int(size))[:len(dst)*int(size)]
+			b = buf
+		}
+		if _, err := r.ReadAt(b, base+lo*size); err != nil {
+			return fmt.Errorf("tensor %s: %w", name, err)
+		}
+		if e.DType != "F32" {
+			decode(e.DType, b, dst)
+		}
+		return nil
+	}
+}
+
+func parse(r io.ReaderAt, size int64, lazy func(string) bool) (*File, error) {
 	var lenb [8]byte
 	if _, err := r.ReadAt(lenb[:], 0); err != nil {
 		return nil, fmt.Errorf("%w: too short for a header length", ErrFormat)
@@ -329,6 +392,11 @@ func parse(r io.ReaderAt, size int64) (*File, error) {
 		if lo < 0 || hi < lo || hi > data || hi-lo != size*n {
 			return nil, fmt.Errorf("%w: tensor %s: offsets [%d, %d) do not hold shape %v within %d data bytes", ErrFormat, name, lo, hi, e.Shape, data)
 		}
+		spans = append(spans, span{name, lo, hi})
+		if lazy != nil && lazy(name) {
+			out.Tensors[name] = Tensor{Name: name, Shape: e.Shape, DType: e.DType, Rows: rowsFrom(r, name, e, size, 8+int64(hl)+lo)}
+			continue
+		}
 		vals := make([]float32, n)
 		if n > 0 {
 			var b []byte
@@ -345,7 +413,6 @@ func parse(r io.ReaderAt, size int64) (*File, error) {
 			}
 		}
 		out.Tensors[name] = Tensor{Name: name, Shape: e.Shape, Data: vals, DType: e.DType}
-		spans = append(spans, span{name, lo, hi})
 	}
 	sort.Slice(spans, func(i, j int) bool {
 		return spans[i].lo < spans[j].lo || spans[i].lo == spans[j].lo && spans[i].name < spans[j].name

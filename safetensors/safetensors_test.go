@@ -59,6 +59,90 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestHalfAndLazy writes F16 and BF16 tensors (from Data and streamed by
+// Rows) and reads them back whole (Read) and a range of rows at a time
+// from the file (Open's lazy tensors, Rows), which Close ends.
+func TestHalfAndLazy(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.safetensors")
+	rows := func(row0 int, dst []float32) error {
+		for i := range dst {
+			dst[i] = float32((row0*4+i)%2048) * 0.25 // exact in F16; in BF16 below 64
+		}
+		return nil
+	}
+	in := []Tensor{
+		{Name: "f16", Shape: []int{3, 2}, Data: []float32{1, -2.5, 0.1, 65504, 1e-7, 70000}, DType: "F16"},
+		{Name: "bf16", Shape: []int{2}, Data: []float32{1, 3.140625}, DType: "BF16"},
+		{Name: "streamed", Shape: []int{70000, 4}, Rows: rows, DType: "F16"},
+		{Name: "small", Shape: []int{64, 4}, Rows: rows, DType: "BF16"},
+		{Name: "f32", Shape: []int{2}, Data: []float32{0.1, 2}},
+	}
+	if err := Write(p, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]float32{
+		// F16 rounds: 0.1 to 0.0999755859375, 1e-7 to the subnormal
+		// 1.1920929e-07, 70000 to +Inf.
+		"f16":  {1, -2.5, 0.0999755859375, 65504, 1.1920929e-07, float32(math.Inf(1))},
+		"bf16": {1, 3.140625},
+		"f32":  {0.1, 2},
+	}
+	for _, n := range []string{"streamed", "small"} {
+		x := make([]float32, in[0].Shape[0])
+		for _, tt := range in {
+			if tt.Name == n {
+				x = make([]float32, tt.Shape[0]*tt.Shape[1])
+			}
+		}
+		rows(0, x)
+		want[n] = x
+	}
+	f, err := Read(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if got := f.Tensors[name]; !reflect.DeepEqual(got.Data, w) || got.DType != map[string]string{"f16": "F16", "bf16": "BF16", "streamed": "F16", "small": "BF16", "f32": "F32"}[name] {
+			t.Fatalf("%s: %v %v, want %v", name, got.DType, got.Data[:min(8, len(got.Data))], w[:min(8, len(w))])
+		}
+	}
+	if st, _ := os.Stat(p); st.Size() > 70000*4*2+4096 {
+		t.Errorf("file of %d bytes: the F16 table is not stored at 2 bytes a value", st.Size())
+	}
+	lf, err := Open(p, func(name string) bool { return name != "f32" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := lf.Tensors["f32"]; x.Rows != nil || !reflect.DeepEqual(x.Data, want["f32"]) {
+		t.Fatalf("eager tensor: %+v", x)
+	}
+	for name, w := range want {
+		x := lf.Tensors[name]
+		if name == "f32" {
+			continue
+		}
+		if x.Data != nil || x.Rows == nil {
+			t.Fatalf("%s read, not left in the file", name)
+		}
+		width := len(w) / x.Shape[0]
+		for _, r := range [][2]int{{0, x.Shape[0]}, {1, 2}, {x.Shape[0] - 1, x.Shape[0]}} {
+			got := make([]float32, (r[1]-r[0])*width)
+			if err := x.Rows(r[0], got); err != nil || !reflect.DeepEqual(got, w[r[0]*width:r[1]*width]) {
+				t.Fatalf("%s rows %v: %v, %v", name, r, err, got)
+			}
+		}
+		if err := x.Rows(x.Shape[0], make([]float32, width)); err == nil {
+			t.Errorf("%s: a row past the end read", name)
+		}
+	}
+	if err := lf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lf.Tensors["f16"].Rows(0, make([]float32, 2)); err == nil {
+		t.Error("a lazy tensor read after Close")
+	}
+}
+
 // rawFile builds a safetensors file of one tensor of the given dtype,
 // shape and raw little-endian bytes, as PyTorch's safetensors writes.
 func rawFile(dtype string, shape []int, data []byte) []byte {
@@ -107,7 +191,7 @@ func TestReadDTypes(t *testing.T) {
 	} {
 		t.Run(tc.dtype, func(t *testing.T) {
 			b := rawFile(tc.dtype, tc.shape, tc.data)
-			f, err := parse(bytes.NewReader(b), int64(len(b)))
+			f, err := parse(bytes.NewReader(b), int64(len(b)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +208,7 @@ func TestReadDTypes(t *testing.T) {
 	}
 	// F16 NaN stays NaN.
 	b := rawFile("F16", []int{1}, u16s(0x7E00))
-	if f, err := parse(bytes.NewReader(b), int64(len(b))); err != nil || !math.IsNaN(float64(f.Tensors["t"].Data[0])) {
+	if f, err := parse(bytes.NewReader(b), int64(len(b)), nil); err != nil || !math.IsNaN(float64(f.Tensors["t"].Data[0])) {
 		t.Errorf("F16 NaN: %v, %v", f, err)
 	}
 }
@@ -153,7 +237,7 @@ func TestReadRefuses(t *testing.T) {
 		{"I32 of 2 bytes", "I32", []int{}, []byte{1, 0}, "offsets [0, 2) do not hold shape []"},
 	} {
 		b := rawFile(tc.dtype, tc.shape, tc.data)
-		if _, err := parse(bytes.NewReader(b), int64(len(b))); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := parse(bytes.NewReader(b), int64(len(b)), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}
@@ -167,7 +251,7 @@ func TestWriteRejects(t *testing.T) {
 	if err := Write(p, []Tensor{{Name: "x", Shape: []int{1}, Data: []float32{1}}, {Name: "x", Shape: []int{1}, Data: []float32{1}}}, nil); err == nil {
 		t.Fatal("duplicate accepted")
 	}
-	if err := Write(p, []Tensor{{Name: "n", Shape: []int{}, Data: []float32{3}, DType: "I64"}}, nil); err == nil || !strings.Contains(err.Error(), "F32 only") {
+	if err := Write(p, []Tensor{{Name: "n", Shape: []int{}, Data: []float32{3}, DType: "I64"}}, nil); err == nil || !strings.Contains(err.Error(), "Write writes F32, F16 and BF16") {
 		t.Fatalf("I64 written: %v", err)
 	}
 	if _, err := os.Stat(p); err == nil {
@@ -187,7 +271,7 @@ func TestCorrupt(t *testing.T) {
 		"bad json":  append(binary.LittleEndian.AppendUint64(nil, 2), []byte("{x")...),
 	}
 	for name, b := range cases {
-		if _, err := parse(bytes.NewReader(b), int64(len(b))); err == nil || !errors.Is(err, ErrFormat) {
+		if _, err := parse(bytes.NewReader(b), int64(len(b)), nil); err == nil || !errors.Is(err, ErrFormat) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}
@@ -228,7 +312,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, err := parse(bytes.NewReader(b), int64(len(b)))
+		out, err := parse(bytes.NewReader(b), int64(len(b)), nil)
 		if err != nil {
 			return
 		}

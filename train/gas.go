@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/graphmill/graphmill/batch"
@@ -46,8 +47,8 @@ type gasStepper struct {
 }
 
 // stateTensors are the partition and the history tables (written a
-// chunk of rows at a time), which the training state must record: they
-// cannot be derived again.
+// chunk of rows at a time, float16 tables as F16), which the training
+// state must record: they cannot be derived again.
 func (s *gasStepper) stateTensors() []safetensors.Tensor {
 	parts := make([]float32, len(s.assign))
 	for i, p := range s.assign {
@@ -56,7 +57,11 @@ func (s *gasStepper) stateTensors() []safetensors.Tensor {
 	ts := []safetensors.Tensor{{Name: "gas/parts", Shape: []int{len(parts)}, Data: parts}}
 	for l, h := range s.hist {
 		ids := []int32(nil)
-		ts = append(ts, safetensors.Tensor{Name: fmt.Sprintf("gas/history.%d", l), Shape: []int{h.Rows(), h.Dim()}, Rows: func(row0 int, dst []float32) error {
+		dt := "F32"
+		if h.Half() {
+			dt = "F16" // exact: the values are float16s
+		}
+		ts = append(ts, safetensors.Tensor{Name: fmt.Sprintf("gas/history.%d", l), Shape: []int{h.Rows(), h.Dim()}, DType: dt, Rows: func(row0 int, dst []float32) error {
 			ids = ids[:0]
 			for v := row0; v < row0+len(dst)/h.Dim(); v++ {
 				ids = append(ids, int32(v))
@@ -80,15 +85,28 @@ func (s *gasStepper) restoreState(st *State) error {
 		if len(t.Shape) != 2 || t.Shape[0] != h.Rows() || t.Shape[1] != h.Dim() {
 			return fmt.Errorf("%s: tensor %s has shape %v, the run's history %d × %d", st.Path, name, t.Shape, h.Rows(), h.Dim())
 		}
-		const chunk = 1 << 14
+		// Read from the file a chunk at a time (ReadState leaves the
+		// tables there): the resume does not hold a second copy.
+		chunk := max(1, (1<<18)/max(h.Dim(), 1))
 		ids := make([]int32, 0, chunk)
+		var buf []float32
 		for lo := 0; lo < h.Rows(); lo += chunk {
 			hi := min(h.Rows(), lo+chunk)
 			ids = ids[:0]
 			for v := lo; v < hi; v++ {
 				ids = append(ids, int32(v))
 			}
-			if err := h.Push(ids, t.Data[lo*h.Dim():hi*h.Dim()]); err != nil {
+			var rows []float32
+			if t.Rows == nil {
+				rows = t.Data[lo*h.Dim() : hi*h.Dim()]
+			} else {
+				buf = slices.Grow(buf[:0], (hi-lo)*h.Dim())[:(hi-lo)*h.Dim()]
+				if err := t.Rows(lo, buf); err != nil {
+					return fmt.Errorf("%s: %w", st.Path, err)
+				}
+				rows = buf
+			}
+			if err := h.Push(ids, rows); err != nil {
 				return err
 			}
 		}

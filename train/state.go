@@ -301,7 +301,9 @@ type State struct {
 
 // ReadState reads a training-state file (written by Loop.StateFile,
 // WithState or 'graphmill train --state-file'). A model checkpoint from
-// --save, or any other file, is an error saying what it is.
+// --save, or any other file, is an error saying what it is. GAS's
+// history tables are left in the file, which stays open until the run
+// resumed from the State restores them, or Close.
 func ReadState(path string) (*State, error) { return readState(path, false) }
 
 // PeekState is ReadState without the tensors (the header alone): what a
@@ -321,11 +323,19 @@ func readState(path string, headerOnly bool) (*State, error) {
 	if headerOnly {
 		f.Metadata, err = safetensors.ReadMetadata(path)
 	} else {
-		f, err = safetensors.Read(path)
+		// GAS's history tables stay in the file until restored, a chunk
+		// at a time (they can be most of the memory the run has).
+		f, err = safetensors.Open(path, func(name string) bool { return strings.HasPrefix(name, "gas/history.") })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a training-state file: %w", path, err)
 	}
+	kept := false
+	defer func() {
+		if !kept {
+			f.Close()
+		}
+	}()
 	js, ok := f.Metadata[StateKey]
 	if !ok {
 		what := "a safetensors file"
@@ -359,6 +369,7 @@ func readState(path string, headerOnly bool) (*State, error) {
 	case !rec.Done && rec.Epoch == rec.Config.Epochs:
 		return nil, fmt.Errorf("%s: the training state has all %d epochs done but is not marked done", path, rec.Epoch)
 	}
+	kept = true
 	return &State{Path: path, Epoch: rec.Epoch, Done: rec.Done, Written: rec.Written, Config: rec.Config, ConfigHash: hash,
 		Dataset: rec.Dataset, History: history, BestEpoch: rec.BestEpoch, BestValAcc: float64(rec.BestValAcc), rec: rec, file: f}, nil
 }
@@ -698,10 +709,19 @@ func (l *Loop) restore(st *State, sel *Selection, res *Result, acc *progress, cl
 	s.ResumedFrom = rec.Epoch
 	*acc = rec.Progress
 	// Copied into the model, the optimiser and the stepper: the file's
-	// tensors (GAS's histories among them, as float32) are not held for
-	// the rest of the run. A State resumes one run.
+	// tensors are not held for the rest of the run. A State resumes one
+	// run.
 	f.Tensors = nil
-	return best, nil
+	return best, st.Close()
+}
+
+// Close closes the training-state file ReadState kept open for GAS's
+// history tables (read when the run is resumed, which closes it too).
+func (s *State) Close() error {
+	if s == nil || s.file == nil {
+		return nil
+	}
+	return s.file.Close()
 }
 
 // gasParts returns the GAS partition the state records, checked against

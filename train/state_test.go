@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -182,6 +183,68 @@ func TestResumeIsExact(t *testing.T) {
 			}
 			sameTraining(t, want, again)
 		})
+	}
+}
+
+// TestResumeLeavesHistoriesInTheFile: a GAS state stores float16 history
+// tables as F16 (half the bytes), and ReadState leaves the tables in the
+// file, so that reading a state allocates far less than the tables
+// (restore reads them a chunk at a time).
+func TestResumeLeavesHistoriesInTheFile(t *testing.T) {
+	d := cora(t)
+	for _, halfHist := range []bool{false, true} {
+		cfg := Defaults(nn.SAGE)
+		cfg.Mode, cfg.Epochs, cfg.HalfHistory, cfg.Model.Hidden, cfg.Model.Layers = GAS, 2, halfHist, 256, 3
+		path := filepath.Join(t.TempDir(), "run.state")
+		want, err := runTo(t, d, cfg, path, 1, nil, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := safetensors.Open(path, func(string) bool { return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables := int64(0)
+		for name, x := range raw.Tensors {
+			if !strings.HasPrefix(name, "gas/history.") {
+				continue
+			}
+			if wantDT := map[bool]string{false: "F32", true: "F16"}[halfHist]; x.DType != wantDT {
+				t.Errorf("half %v: %s stored as %s, want %s", halfHist, name, x.DType, wantDT)
+			}
+			tables += int64(x.Shape[0]*x.Shape[1]) * 4
+		}
+		raw.Close()
+		if tables < 2*2708*256*4 {
+			t.Fatalf("%d bytes of history tables, want two of 2708 x 256", tables)
+		}
+		allocs := func(read func()) int64 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			read()
+			runtime.ReadMemStats(&after)
+			return int64(after.TotalAlloc - before.TotalAlloc)
+		}
+		whole := allocs(func() {
+			if _, err := safetensors.Read(path); err != nil {
+				t.Fatal(err)
+			}
+		})
+		var st *State
+		lazy := allocs(func() {
+			if st, err = ReadState(path); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if whole-lazy < tables*9/10 {
+			t.Errorf("half %v: reading the state allocated %d bytes, reading the whole file %d: the %d bytes of history tables were read too", halfHist, lazy, whole, tables)
+		}
+		// The finished run resumed: same result, tables read back whole.
+		got, err := runTo(t, d, cfg, "", 0, st, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameTraining(t, want, got)
 	}
 }
 
