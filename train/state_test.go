@@ -617,3 +617,63 @@ func TestInterruptedEvaluationKeepsTheEpochs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStateRecord reads training-state files whose JSON record is
+// damaged or tampered with, and resumes those ReadState accepts: an
+// error, never a panic.
+func FuzzStateRecord(f *testing.F) {
+	d := cora(f)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs = 2
+	path := filepath.Join(f.TempDir(), "run.state")
+	r, err := NewRunner(d, cfg, Hooks{}, WithState(path, 1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, err = r.Run(context.Background())
+	r.Close()
+	if err != nil {
+		f.Fatal(err)
+	}
+	good, err := safetensors.Read(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec := good.Metadata[StateKey]
+	f.Add([]byte(rec))
+	for _, edit := range [][2]string{
+		{`"epoch":2`, `"epoch":1`}, {`"done":true`, `"done":false`}, {`"best_epoch":`, `"best_epoch":-7,"x":`},
+		{`"optimizer_steps":{`, `"optimizer_steps":{"nope":3,`}, {`"since_best":0`, `"since_best":-5`},
+		{`"history":[`, `"history":[{"epoch":-3},`}, {`"epochs":2`, `"epochs":0`}, {`"version":`, `"version":9`},
+	} {
+		f.Add([]byte(strings.Replace(rec, edit[0], edit[1], 1)))
+	}
+	var tensors []safetensors.Tensor
+	for _, name := range good.Order {
+		tensors = append(tensors, good.Tensors[name])
+	}
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		p := filepath.Join(t.TempDir(), "run.state")
+		meta := map[string]string{}
+		for k, v := range good.Metadata {
+			meta[k] = v
+		}
+		meta[StateKey] = string(rec)
+		if err := safetensors.Write(p, tensors, meta); err != nil {
+			return // not valid UTF-8 JSON for the header
+		}
+		st, err := ReadState(p)
+		if err != nil {
+			return
+		}
+		defer st.Close()
+		more := cfg
+		more.Epochs = 3
+		r, err := NewRunner(d, more, Hooks{}, WithResume(st))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.Run(context.Background())
+	})
+}

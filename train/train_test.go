@@ -20,7 +20,7 @@ import (
 	"github.com/graphmill/graphmill/tensor"
 )
 
-func cora(t *testing.T) *dataset.Dataset {
+func cora(t testing.TB) *dataset.Dataset {
 	t.Helper()
 	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
 	d, err := builtin.Open(context.Background(), "cora")
