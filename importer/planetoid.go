@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -67,6 +68,18 @@ func planetoid(fsys fs.FS, dir, name string) (*dataset.Raw, error) {
 	if _, err := fs.Stat(fsys, "ind."+name+".graph"); err != nil {
 		if _, lerr := fs.Stat(fsys, "ind."+strings.ToLower(name)+".graph"); lerr == nil {
 			name = strings.ToLower(name)
+		}
+	}
+	if _, err := fs.Stat(fsys, "ind."+name+".graph"); errors.Is(err, fs.ErrNotExist) {
+		// Say what --src holds instead: a mistyped name or directory.
+		found, _ := fs.Glob(fsys, "ind.*.graph")
+		for i, f := range found {
+			found[i] = strings.TrimSuffix(strings.TrimPrefix(f, "ind."), ".graph")
+		}
+		if _, derr := fs.Stat(fsys, "."); derr != nil {
+			return nil, fmt.Errorf("planetoid: no directory %s", dir)
+		} else if len(found) > 0 {
+			return nil, fmt.Errorf("planetoid %s: no ind.%s.* files in %s; it holds %s", name, name, cmp.Or(dir, "."), strings.Join(found, ", "))
 		}
 	}
 	display := func(suffix string) string {

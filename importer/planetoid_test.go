@@ -155,6 +155,19 @@ func TestPlanetoidPubMedMissingAllx(t *testing.T) {
 	}
 }
 
+// TestPlanetoidWrongNameOrDir: a mistyped name lists the datasets --src
+// holds, a missing directory is named as such (both read "missing file
+// ind.corra.x" before).
+func TestPlanetoidWrongNameOrDir(t *testing.T) {
+	needDir(t, planetoidDir)
+	if _, err := Planetoid(planetoidDir, "corra"); err == nil || !strings.Contains(err.Error(), "no ind.corra.* files") || !strings.Contains(err.Error(), "citeseer, cora, pubmed") {
+		t.Errorf("mistyped name: %v", err)
+	}
+	if _, err := Planetoid(filepath.Join(t.TempDir(), "nope"), "cora"); err == nil || !strings.Contains(err.Error(), "no directory") {
+		t.Errorf("missing directory: %v", err)
+	}
+}
+
 // corruptFS returns the cora files with one of them replaced.
 func corruptFS(t *testing.T, suffix string, edit func([]byte) []byte) fstest.MapFS {
 	t.Helper()

@@ -2,10 +2,12 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,7 +47,7 @@ func openDistSampled(ctx context.Context, s Spec, cfg *train.Config) (*trainData
 		if src == "" {
 			src = "the original dataset"
 		}
-		return nil, fmt.Errorf("%s is a partitioned dataset of %d parts: train on it under a launcher with one rank per part (graphmill launch -n %d -- graphmill train --dataset %s ...), or give the whole dataset (%s), or one part, which is a dataset of its nodes and halo (%s)",
+		return nil, fmt.Errorf("%s is a partitioned dataset of %d parts: train on it under a launcher with one rank per part (graphmill launch -n %d -- graphmill train --dataset %s --mode sampled, or --mode sar for full-graph steps), or give the whole dataset (%s), or one part, which is a dataset of its nodes and halo (%s)",
 			s.Dataset, book.NumParts, book.NumParts, s.Dataset, src, filepath.Join(s.Dataset, book.Parts[0].Dir))
 	}
 	if cfg.Mode != train.Sampled {
@@ -55,7 +57,14 @@ func openDistSampled(ctx context.Context, s Spec, cfg *train.Config) (*trainData
 		return nil, fmt.Errorf("--overlap-eval: distributed evaluation is a collective and cannot overlap training")
 	}
 	if spec, _ := nn.Lookup(cfg.Model.Kind); spec.EdgeWeights {
-		return nil, fmt.Errorf("model %s aggregates by edge weights, which distributed sampling does not carry: train on the whole dataset, or with --engine sar", cfg.Model.Kind)
+		return nil, fmt.Errorf("model %s aggregates by edge weights, which distributed sampling does not carry: train on the whole dataset, or with --mode sar", cfg.Model.Kind)
+	}
+	// Each rank reads its part's features as stored, in memory.
+	switch {
+	case cfg.FeatureDType != "":
+		return nil, fmt.Errorf("--feature-dtype %s: distributed sampling reads each part's features as stored; convert the dataset first ('graphmill data convert'), then partition it", cfg.FeatureDType)
+	case slices.ContainsFunc([]string{cfg.FeaturesInMemory, cfg.GraphInMemory, cfg.GraphOnDisk}, func(v string) bool { return v != "" && v != "auto" }) || cfg.FeatureCacheBytes != 0:
+		return nil, errors.New("--features-in-memory, --feature-cache, --graph-in-memory and --graph-on-disk do not apply to distributed sampling: each rank holds its part in memory")
 	}
 	if s.Backend != "tcp" {
 		return nil, fmt.Errorf("distributed sampling needs the tcp backend (its point-to-point messages run beside collectives); --dist-backend %s", s.Backend)
@@ -198,12 +207,15 @@ func openSamplerService(ctx context.Context, s Spec, cfg *train.Config) (*trainD
 		ds.Close()
 		return nil, err
 	}
-	fp := samplersvc.Fingerprint(ds.Graph)
-	if c.Info().Fingerprint != fp {
+	fp := samplersvc.Fingerprint(ds)
+	if in := c.Info(); in.Fingerprint != fp {
 		c.Close()
 		ds.Close()
-		return nil, fmt.Errorf("the samplers serve %s (%d nodes, %d edges), not --dataset %s (%d nodes, %d edges): give both the same dataset",
-			c.Info().Name, c.Info().NumNodes, c.Info().NumEdges, s.Dataset, ds.Meta.NumNodes, ds.Meta.NumEdges)
+		what := fmt.Sprintf("%s (%d nodes, %d edges), not --dataset %s (%d nodes, %d edges)", in.Name, in.NumNodes, in.NumEdges, s.Dataset, ds.Meta.NumNodes, ds.Meta.NumEdges)
+		if int(in.NumNodes) == ds.Meta.NumNodes && in.NumEdges == ds.Meta.NumEdges {
+			what = fmt.Sprintf("%s, whose sizes are --dataset %s's but not its edges, labels, splits or features", in.Name, s.Dataset)
+		}
+		return nil, fmt.Errorf("the samplers serve %s: give both the same dataset", what)
 	}
 	spec := samplersvc.EpochSpec{Split: "train", Fanouts: cfg.Fanouts, BatchSize: cfg.BatchSize, Seed: train.LoaderSeed(*cfg),
 		Shuffle: true, Features: true, Labels: true, NormalizeFeatures: cfg.NormalizeFeatures, Shards: 1, Fingerprint: fp}

@@ -16,7 +16,9 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,6 +28,8 @@ import (
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
+	"github.com/graphmill/graphmill/dist/samplersvc"
+	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/sar"
 	"github.com/graphmill/graphmill/train"
@@ -108,8 +112,18 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		defer resume.Close()
 	}
 	if s.Comm != nil {
-		if err := sameSettings(ctx, s.Comm, s.Config); err != nil {
+		if err := sameSettings(ctx, s.Comm, s.Config, s.MFG); err != nil {
 			return nil, err
+		}
+		if IsPartitioned(s.Dataset) {
+			book, err := parts.ReadBook(s.Dataset)
+			if err != nil {
+				return nil, err
+			}
+			b, _ := json.Marshal(book) // a struct of plain fields
+			if err := sameData(ctx, s.Comm, hashBytes(b), "partitioned dataset"); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if mode, err := sar.ParseMode(string(s.Config.Mode)); err == nil {
@@ -118,6 +132,9 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 	cfg := s.Config
 	if s.Comm != nil {
 		cfg.Parallel = dist.Trainer{Comm: s.Comm}
+		if cfg.Model.Kind == nn.GIN {
+			logf(s.Log, "note: GIN's batch norm normalises with each rank's share of the batch, so %d ranks do not train as one process with %d times the batch\n", s.Comm.Size(), s.Comm.Size())
+		}
 	}
 	opts := []train.Option{train.WithPartitioner(partition.Assign), train.WithContext(ctx)}
 	if statePath != "" {
@@ -140,6 +157,13 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 			return nil, err
 		}
 		td = &trainData{ds: ds, close: func(bool) { ds.Close() }}
+		if s.Comm != nil {
+			// Data-parallel ranks each read the whole dataset.
+			if err := sameData(ctx, s.Comm, samplersvc.Fingerprint(ds), "dataset"); err != nil {
+				ds.Close()
+				return nil, err
+			}
+		}
 	}
 	ok := false
 	defer func() { td.close(ok) }()
@@ -255,17 +279,46 @@ func OpenDataset(ctx context.Context, nameOrDir, what string) (*dataset.Dataset,
 }
 
 // sameSettings fails unless every rank trains with the same settings
-// (train.Config.SharedHash): ranks with another learning rate or seed
-// drifted apart silently, and ranks with another epoch count or batch
-// failed later, blaming a rank that had only finished.
-func sameSettings(ctx context.Context, comm dist.Comm, cfg train.Config) error {
-	h := int64(cfg.SharedHash() >> 1) // 63 bits, so that -h fits
-	v := []int64{h, -h}
+// (train.Config.SharedHash, and SAR's message-flow graphs): ranks with
+// another learning rate or seed drifted apart silently, ranks with
+// another epoch count or batch failed later, blaming a rank that had only
+// finished, and SAR ranks with and without --mfg waited for each other's
+// collectives until --op-timeout.
+func sameSettings(ctx context.Context, comm dist.Comm, cfg train.Config, mfg bool) error {
+	h := cfg.SharedHash()
+	if mfg {
+		h = ^h
+	}
+	same, err := agree(ctx, comm, h)
+	if err == nil && !same {
+		err = fmt.Errorf("rank %d: the ranks train with different settings (model, epochs, learning rate, batch, fanouts, seed, --mfg, ...): give every rank the same training flags", comm.Rank())
+	}
+	return err
+}
+
+// sameData fails unless every rank reads the same data (h its
+// fingerprint): ranks on datasets of the same sizes but other contents
+// (a stale copy on one machine) trained on without a word.
+func sameData(ctx context.Context, comm dist.Comm, h uint64, what string) error {
+	same, err := agree(ctx, comm, h)
+	if err == nil && !same {
+		err = fmt.Errorf("rank %d: the ranks read different data: give every rank the same %s (the same files, or copies made by the same command)", comm.Rank(), what)
+	}
+	return err
+}
+
+// agree reports whether every rank gave the same h (a collective).
+func agree(ctx context.Context, comm dist.Comm, h uint64) (bool, error) {
+	v := []int64{int64(h >> 1), -int64(h >> 1)} // 63 bits, so that -h fits
 	if err := comm.AllReduce(ctx, v, dist.Max); err != nil {
-		return err
+		return false, err
 	}
-	if v[0] != -v[1] {
-		return fmt.Errorf("rank %d: the ranks train with different settings (model, epochs, learning rate, batch, fanouts, seed, ...): give every rank the same training flags", comm.Rank())
-	}
-	return nil
+	return v[0] == -v[1], nil
+}
+
+// hashBytes is FNV-1a of b.
+func hashBytes(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
 }

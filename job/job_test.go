@@ -52,12 +52,16 @@ func TestRanksMustShareSettings(t *testing.T) {
 		name string
 		cfg1 train.Config
 		ok   bool
+		mfg1 bool
+		data uint64 // rank 1's data fingerprint (rank 0's is 1)
 	}{
-		{"same", base, true},
-		{"threads", other(func(c *train.Config) { c.Threads = 7 }), true},
-		{"lr", other(func(c *train.Config) { c.Optimizer.LR *= 2 }), false},
-		{"epochs", other(func(c *train.Config) { c.Epochs++ }), false},
-		{"fanouts", other(func(c *train.Config) { c.Fanouts = []int{5, 5} }), false},
+		{"same", base, true, false, 1},
+		{"mfg", base, false, true, 1},
+		{"data", base, false, false, 2},
+		{"threads", other(func(c *train.Config) { c.Threads = 7 }), true, false, 1},
+		{"lr", other(func(c *train.Config) { c.Optimizer.LR *= 2 }), false, false, 1},
+		{"epochs", other(func(c *train.Config) { c.Epochs++ }), false, false, 1},
+		{"fanouts", other(func(c *train.Config) { c.Fanouts = []int{5, 5} }), false, false, 1},
 	} {
 		gs, err := dist.LocalGroup(context.Background(), 2, dist.Options{})
 		if err != nil {
@@ -69,12 +73,19 @@ func TestRanksMustShareSettings(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[r] = sameSettings(context.Background(), gs[r], cfg)
+				mfg, data := false, uint64(1)
+				if r == 1 {
+					mfg, data = c.mfg1, c.data
+				}
+				errs[r] = sameSettings(context.Background(), gs[r], cfg, mfg)
+				if errs[r] == nil {
+					errs[r] = sameData(context.Background(), gs[r], data, "dataset")
+				}
 			}()
 		}
 		wg.Wait()
 		for r, err := range errs {
-			if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), "different settings")) {
+			if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), map[bool]string{true: "different data", false: "different settings"}[c.data != 1])) {
 				t.Errorf("%s: rank %d: %v", c.name, r, err)
 			}
 			gs[r].Close()

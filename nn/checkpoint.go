@@ -90,6 +90,11 @@ func torchShape(v *autograd.Var, name string, rows, cols int) []int {
 // first when it lacks metadata graphmill's trainers record (train.Save).
 const WriterKey = "graphmill_writer"
 
+// StateKey is the metadata key of a training-state file's JSON record
+// (train.StateKey): such a file holds a checkpoint's weights and more, but
+// is not one.
+const StateKey = "graphmill_training_state"
+
 // Save writes the model's parameters and config to a safetensors file,
 // atomically, with the metadata extra. It knows nothing of how training
 // read the features (normalisation, dtype), which inference must repeat:
@@ -115,7 +120,9 @@ func ReadConfig(path string) (Config, *safetensors.File, error) {
 	}
 	var c Config
 	s, ok := f.Metadata["graphmill_config"]
-	if !ok {
+	if _, state := f.Metadata[StateKey]; state {
+		return Config{}, nil, fmt.Errorf("%s is a training-state file ('graphmill train --state-file'), not a model checkpoint: continue the run with 'graphmill train --resume %s', or load the checkpoint 'graphmill train --save' wrote", path, path)
+	} else if !ok {
 		return Config{}, nil, fmt.Errorf("%s: no graphmill_config in the metadata: not a graphmill checkpoint", path)
 	}
 	if err := json.Unmarshal([]byte(s), &c); err != nil {

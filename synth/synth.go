@@ -13,7 +13,7 @@
 //
 // Generate streams the result into the native dataset format chunk by
 // chunk: nodes are generated in parallel chunks, each with its own random
-// stream, and written in order, so memory stays at about 20 bytes per node
+// stream, and written in order, so memory stays at about 65 bytes per node (measured; plus about 60 MiB)
 // whatever the edge and feature sizes, and the output is the same for a
 // seed whatever the number of workers.
 package synth

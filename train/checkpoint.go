@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 
@@ -42,9 +43,10 @@ func CheckpointMeta(res *Result) map[string]string {
 	if res.Config.FeatureDType != "" {
 		meta[MetaFeatureDType] = res.Config.FeatureDType
 	}
-	if res.Summary.BestEpoch >= 0 {
-		meta[MetaBestValAcc] = strconv.FormatFloat(res.Summary.BestValAcc, 'f', 4, 64)
-		meta[MetaTestAcc] = strconv.FormatFloat(res.Summary.TestAcc, 'f', 4, 64)
+	for k, v := range map[string]float64{MetaBestValAcc: res.Summary.BestValAcc, MetaTestAcc: res.Summary.TestAcc} {
+		if res.Summary.BestEpoch >= 0 && !math.IsNaN(v) { // NaN: a split without nodes
+			meta[k] = strconv.FormatFloat(v, 'f', 4, 64)
+		}
 	}
 	return meta
 }

@@ -202,8 +202,12 @@ func or[T int | float64](v, def T) T {
 // MLP counts as a layer).
 func (c *Config) numLayers() int { return nn.NumLayers(c.Model) }
 
-// validate checks the configuration.
-func (c *Config) validate() error {
+// Validate checks the configuration (NewRunner does; a program may call
+// it before opening the dataset).
+func (c *Config) Validate() error {
+	if _, err := nn.NewOptimizer(c.Optimizer); err != nil {
+		return err
+	}
 	switch {
 	case c.Mode != Full && c.Mode != Sampled && c.Mode != GAS:
 		return fmt.Errorf("unknown mode %q: want full, sampled or gas", c.Mode)
@@ -245,7 +249,7 @@ func (c *Config) validate() error {
 	case c.Mode == Sampled && c.BatchSize < 1:
 		return fmt.Errorf("batch size must be >= 1, got %d", c.BatchSize)
 	case c.Mode == Sampled && len(c.Fanouts) != c.numLayers():
-		return fmt.Errorf("%d fanouts for %d layers: give one fanout per layer", len(c.Fanouts), c.numLayers())
+		return fmt.Errorf("%d fanout(s) for a model of %d sampled layers: give one fanout per layer", len(c.Fanouts), c.numLayers())
 	case c.Mode == Sampled && sample.CheckFanouts(c.Fanouts) != nil:
 		return sample.CheckFanouts(c.Fanouts)
 	case c.EvalFanouts != nil && len(c.EvalFanouts) != c.numLayers():
@@ -317,8 +321,15 @@ func NewSelection() *Selection {
 }
 
 // Observe counts one evaluation and reports whether its model is the best
-// so far (the one to keep).
+// so far (the one to keep). An evaluation without a validation accuracy
+// (NaN: no validation nodes) always is.
 func (s *Selection) Observe(ev Evaluation) bool {
+	if math.IsNaN(ev.ValAcc) {
+		// No validation nodes: the latest evaluated model is kept, and
+		// patience never runs out.
+		s.sinceBest = 0
+		return true
+	}
 	if ev.ValAcc >= s.best || ev.ValLoss <= s.lowestLoss {
 		s.sinceBest = 0
 	} else {

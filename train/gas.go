@@ -122,7 +122,7 @@ func (r *Runner) gasStepper(ctx context.Context, m *nn.Model, opt nn.Optimizer) 
 	cfg := r.cfg
 	g := r.g
 	if cfg.Parts > g.NumNodes {
-		return nil, fmt.Errorf("gas: %d parts for %d nodes", cfg.Parts, g.NumNodes)
+		return nil, fmt.Errorf("gas: %d parts for %d nodes: give --parts at most the node count", cfg.Parts, g.NumNodes)
 	}
 	var assign []int32
 	var err error

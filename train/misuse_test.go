@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -258,5 +259,34 @@ func TestFreeOSMemoryOptIn(t *testing.T) {
 		if want := map[bool]int{false: 0, true: 1}[free]; calls != want {
 			t.Errorf("FreeOSMemory %v: %d calls, want %d", free, calls, want)
 		}
+	}
+}
+
+// TestSplitsWithoutNodes: without validation nodes the last evaluated
+// model is kept (not epoch 0's, scored 0 % by an empty split) and patience
+// does not stop the run; without test nodes the test accuracy is NaN (n/a),
+// not 0, and neither goes into a checkpoint's metadata.
+func TestSplitsWithoutNodes(t *testing.T) {
+	d := cora(t)
+	cfg := Defaults(nn.GCN)
+	cfg.Epochs, cfg.Patience = 30, 2
+	noVal := *d
+	noVal.Val = nil
+	res := run(t, &noVal, cfg)
+	last := res.History[len(res.History)-1]
+	if res.Summary.BestEpoch != cfg.Epochs-1 || !math.IsNaN(res.Summary.BestValAcc) || res.Summary.StoppedEarly {
+		t.Fatalf("no validation split: kept epoch %d (val %v, stopped early %v), want the last, %d", res.Summary.BestEpoch, res.Summary.BestValAcc, res.Summary.StoppedEarly, cfg.Epochs-1)
+	}
+	if last.TestAcc == nil || res.Summary.TestAcc != *last.TestAcc || res.Summary.TestAcc < 0.6 {
+		t.Fatalf("no validation split: test accuracy %v, the last epoch's %v", res.Summary.TestAcc, last.TestAcc)
+	}
+	noTest := *d
+	noTest.Test = nil
+	res = run(t, &noTest, cfg)
+	if !math.IsNaN(res.Summary.TestAcc) || math.IsNaN(res.Summary.BestValAcc) || res.Summary.BestValAcc < 0.6 {
+		t.Fatalf("no test split: test accuracy %v (want NaN), validation %v", res.Summary.TestAcc, res.Summary.BestValAcc)
+	}
+	if meta := CheckpointMeta(res); meta[MetaTestAcc] != "" || meta[MetaBestValAcc] == "" {
+		t.Fatalf("no test split: checkpoint metadata %v", meta)
 	}
 }

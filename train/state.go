@@ -46,7 +46,7 @@ import (
 // drawn per piece.
 
 // StateKey is the metadata key of a training-state file's JSON record.
-const StateKey = "graphmill_training_state"
+const StateKey = nn.StateKey
 
 // stateVersion is the version of the record's layout.
 const stateVersion = 1

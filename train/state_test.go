@@ -583,6 +583,11 @@ func TestPeekState(t *testing.T) {
 	if _, err := PeekState(filepath.Join(t.TempDir(), "none")); err == nil {
 		t.Fatal("a missing file peeked")
 	}
+	// Given where a checkpoint goes (eval, predict --load), it says what
+	// it is.
+	if _, err := ReadCheckpoint(path); err == nil || !strings.Contains(err.Error(), "is a training-state file") {
+		t.Fatalf("a state file loaded as a checkpoint: %v", err)
+	}
 }
 
 // TestInterruptedEvaluationKeepsTheEpochs: a signal during an evaluation

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -306,7 +307,7 @@ func NewRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, opts ...Option) (*R
 // labels or training split, and without labels the model's class count
 // is the config's.
 func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opts ...Option) (*Runner, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if ds == nil || ds.Graph == nil {
@@ -348,6 +349,9 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	// sampler's part may own none of the training nodes.
 	if len(ds.Train) == 0 && !inference && r.batches == nil {
 		return nil, fmt.Errorf("dataset %s has an empty training split", m.Name)
+	}
+	if !inference && !cfg.SkipEval && r.batches == nil && r.evaluator == nil && ds.Labels != nil && !labelled(ds.Labels, ds.Val) {
+		slog.Warn("graphmill: the dataset has no labelled validation node: the last evaluated epoch's model is kept (no model selection) and patience cannot stop the run", "dataset", m.Name)
 	}
 	ctx := r.setupCtx
 	if ctx == nil {
@@ -643,6 +647,29 @@ func (p *peakStepper) restoreState(st *State) error {
 		return s.restoreState(st)
 	}
 	return nil
+}
+
+// Evaluate is the wrapped stepper's, with the scores of a split without a
+// labelled node NaN (not 0): the run's own splits (not a distributed
+// rank's part) without validation nodes keep the last evaluated model
+// (Selection.Observe), and the summary says n/a where there is nothing
+// to score.
+func (p *peakStepper) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
+	ev, err := p.Stepper.Evaluate(ctx, m)
+	if r := p.r; err == nil && r.batches == nil && r.evaluator == nil {
+		if !labelled(r.labels, r.ds.Val) {
+			ev.ValAcc, ev.ValLoss = math.NaN(), math.NaN()
+		}
+		if !labelled(r.labels, r.ds.Test) {
+			ev.TestAcc = math.NaN()
+		}
+	}
+	return ev, err
+}
+
+// labelled says whether one of ids has a label.
+func labelled(labels, ids []int32) bool {
+	return labels != nil && slices.ContainsFunc(ids, func(v int32) bool { return labels[v] >= 0 })
 }
 
 func (p *peakStepper) Epoch(ctx context.Context, epoch int) (EpochStats, error) {

@@ -367,7 +367,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"features", func(c *Config) { c.Model.In = 100 }, "does not match the dataset's 1433 features"},
 		{"classes", func(c *Config) { c.Model.Out = 3 }, "does not match the dataset's 7 classes"},
-		{"fanouts", func(c *Config) { c.Mode = Sampled; c.Fanouts = []int{5} }, "1 fanouts for 2 layers"},
+		{"fanouts", func(c *Config) { c.Mode = Sampled; c.Fanouts = []int{5} }, "1 fanout(s) for a model of 2 sampled layers"},
 		{"epochs", func(c *Config) { c.Epochs = 0 }, "epochs must be"},
 		{"mode", func(c *Config) { c.Mode = "x" }, "unknown mode"},
 		{"features in memory", func(c *Config) { c.FeaturesInMemory = "maybe" }, `features in memory "maybe": want auto, yes, no or mapped`},

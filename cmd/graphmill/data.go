@@ -42,7 +42,7 @@ func newInfoCmd() *cobra.Command {
 (over at most 100,000 evenly spaced rows), the label distribution and the split sizes.
 DIR is a native dataset directory, or "cora" for the built-in dataset; on a
 partitioned dataset (from 'graphmill partition') it shows the partition book.`,
-		Args: cobra.ExactArgs(1),
+		Args: cli.OneArg("DATASET (a dataset directory, or cora)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if job.IsPartitioned(args[0]) {
 				book, err := parts.ReadBook(args[0])
@@ -77,7 +77,7 @@ func newVerifyCmd() *cobra.Command {
 		Use:   "verify DIR",
 		Short: "Check every array of a dataset, including every edge",
 		Long:  "Open the dataset (which checks shapes, dtypes, offsets, labels and splits) and then check that every edge's source id is a node.\n\nA partitioned dataset ('graphmill partition') is checked part by part, and across the parts: every node owned by one part, every halo node the node its owner holds.",
-		Args:  cobra.ExactArgs(1),
+		Args:  cli.OneArg("DATASET (a dataset directory, or cora)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if job.IsPartitioned(args[0]) {
 				if err := parts.Verify(cmd.Context(), args[0], func(p, n int) { fmt.Fprintf(cli.Stderr, "checking part %d of %d\n", p+1, n) }); err != nil {
@@ -112,10 +112,10 @@ func newGenerateCmd() *cobra.Command {
 		Short: "Write a synthetic power-law community graph with learnable features",
 		Long: `Generate a synthetic dataset: power-law in- and out-degrees, one community per
 class with homophilous edges, features = class centroid + Gaussian noise.
-The output is streamed to disk (memory ~20 bytes per node) and is the same for a
+The output is streamed to disk (memory ~65 bytes per node) and is the same for a
 seed whatever the number of workers. Counts accept suffixes: 10M, 200M, 1.5k.`,
 		Example: "  graphmill data generate --nodes 10M --edges 200M --feature-dim 128 --out /data/syn10m",
-		Args:    cobra.NoArgs,
+		Args:    cli.NoArgs("give the output directory with --out DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := units.ParseCount(nodes)
 			if err != nil {
@@ -235,7 +235,7 @@ bfloat16 take half of float32's bytes, on disk and in memory, so features that d
 float32 may as half precision, and features read from disk read half the bytes. The other arrays are
 copied unchanged; the copy is written atomically.`,
 		Example: "  graphmill data convert /data/big --feature-dtype float16 --out /data/big-f16",
-		Args:    cobra.ExactArgs(1),
+		Args:    cli.OneArg("DATASET (a dataset directory, or cora)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			to, err := feature.ParseDType(dtype)
 			if err != nil {

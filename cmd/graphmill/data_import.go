@@ -57,7 +57,7 @@ removed, as PyG does); --symmetrize, --dedup and --self-loops override it.
 The output is written atomically: a failed import leaves nothing (or the old dataset) behind.`,
 		Example: `  graphmill data import --format planetoid --src ../shared/data/planetoid --name cora --out data/cora
   graphmill data import --format metis --src ../shared/data/structure-only/wave.graph.bz2 --out data/wave`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs("give the input with --src PATH"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runImport(cmd, &f) },
 	}
 	fl := c.Flags()

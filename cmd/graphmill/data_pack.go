@@ -42,7 +42,7 @@ The renumbering is invisible: the copy keeps every node's original id (orig_ids.
 the Python loaders' n_id) and go in are the original ones. 'bench disk' measures the pages each layout
 reads. The copy is written atomically; the source's rows are read with many reads in flight.`,
 		Example: "  graphmill data pack /data/big --out /data/big-packed\n  graphmill train --dataset /data/big-packed --features-in-memory no",
-		Args:    cobra.ExactArgs(1),
+		Args:    cli.OneArg("DATASET (a dataset directory, or cora)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := layout.ParseMethod(method)
 			if err != nil {

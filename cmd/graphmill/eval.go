@@ -69,7 +69,7 @@ func newEvalCmd() *cobra.Command {
 On a partitioned dataset ('graphmill partition'), under any launcher (or alone), the ranks share the
 parts and run the layers across them (package sar); rank 0 prints the accuracies over all nodes:
   graphmill launch -n 4 -- graphmill eval --load gcn.safetensors --dataset data/cs-4`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs("give the dataset with --dataset DIR and the checkpoint with --load FILE"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, done, err := f.spec(cmd)
 			if err != nil {
@@ -103,7 +103,7 @@ parts and run the layers across them (package sar); rank 0 prints the accuracies
 // percent formats an accuracy; NaN (a split without nodes) is "n/a".
 func percent(x float64) string {
 	if math.IsNaN(x) {
-		return "n/a (no nodes)"
+		return "n/a"
 	}
 	return fmt.Sprintf("%.2f%%", 100*x)
 }
@@ -127,7 +127,7 @@ empty, or an earlier predict output (which is replaced); anything else is refuse
 On a partitioned dataset ('graphmill partition'), under any launcher (or alone), every rank
 writes the nodes of its parts into --out/rank-R (R zero-padded): the same three files for those
 nodes in original node order, and node_ids.npy, their original ids.`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs("give the dataset with --dataset DIR and the checkpoint with --load FILE"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.load == "" || out == "" {
 				return fmt.Errorf("--load and --out are required")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +29,13 @@ launch waits --grace for them, then kills them, and exits 128+signal; a second s
 them at once.`,
 		Example: `  graphmill launch -n 2 -- graphmill train --model sage
   graphmill launch -n 4 -- python3 my_torch_script.py`,
-		Args: cobra.MinimumNArgs(1),
+		Args: cobra.ArbitraryArgs, // none: launch.Local says what to give
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if self, err := os.Executable(); err == nil && len(args) > 0 && args[0] == "graphmill" {
+				if _, err := exec.LookPath("graphmill"); err != nil {
+					args[0] = self // this one, when none is on PATH
+				}
+			}
 			return launch.Local(cmd.Context(), n, port, grace, args, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

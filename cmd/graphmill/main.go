@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -138,14 +139,17 @@ func signalExitCode(s os.Signal) int {
 // SIGTERM cancels (signalContext), so long operations stop cleanly and
 // atomic writes leave no partial output.
 func main() {
+	cli.RefuseUnknown(rootCmd)
 	err := rootCmd.ExecuteContext(signalContext())
 	stopProfiles()
 	if err == nil {
 		return
 	}
-	if s, ok := caught.Load().(os.Signal); ok && errors.Is(err, context.Canceled) {
+	if s, ok := caught.Load().(os.Signal); ok {
+		// Whatever the command was doing (training, waiting for a
+		// sampler) ended because of the signal.
 		atomicfile.CleanupTemps()
-		fmt.Fprintf(os.Stderr, "graphmill: interrupted (%v): %v\n", s, err)
+		fmt.Fprintf(os.Stderr, "graphmill: interrupted (%v): %s\n", s, strings.TrimSuffix(err.Error(), ": "+context.Canceled.Error()))
 		os.Exit(signalExitCode(s))
 	}
 	fmt.Fprintln(os.Stderr, "graphmill:", err)

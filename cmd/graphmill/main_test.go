@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/graphmill/graphmill/internal/shareddata"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/graphmill/graphmill/internal/cli"
+	"github.com/graphmill/graphmill/internal/shareddata"
 )
 
 // run executes the CLI in-process with args and returns stdout and the error.
@@ -22,6 +24,7 @@ func run(t *testing.T, args ...string) (string, error) {
 	rootCmd.SetOut(&out)
 	rootCmd.SetErr(&out)
 	rootCmd.SetArgs(args)
+	cli.RefuseUnknown(rootCmd) // as main does
 	// Cobra keeps flag values between executions: reset the ones we set.
 	defer resetFlags()
 	err := rootCmd.ExecuteContext(context.Background())
@@ -179,6 +182,12 @@ func TestBadInputGivesOneLineError(t *testing.T) {
 		{"data", "generate", "--nodes", "100", "--edges", "400", "--train-frac", "NaN", "--out", filepath.Join(t.TempDir(), "o")},
 		// --mode was silently ignored on a dataset that is not partitioned.
 		{"eval", "--load", "m.safetensors", "--mode", "sa"},
+		// A mistyped subcommand printed its group's help and succeeded.
+		{"data", "imprt"}, {"bench", "foo"}, {"serve", "samplr"},
+		// Flags the mode does not read were ignored (full-graph GCN trained).
+		{"train", "--fanouts", "10,5", "--epochs", "1"}, {"train", "--model", "sage", "--parts", "4", "--epochs", "1"},
+		// Momentum is SGD's: Adam ignored it.
+		{"train", "--momentum", "0.9", "--epochs", "1"},
 	}
 	for _, args := range cases {
 		_, err := run(t, args...)

@@ -64,7 +64,7 @@ memory left would not hold them (slower, same partition). Where the
 memory left (the system's or the cgroup's) would not hold its coarse
 levels, it keeps fewer of them for refinement (a partition refined on
 fewer levels, instead of the process being killed).`,
-		Args: cobra.ExactArgs(1),
+		Args: cli.OneArg("DATASET (a dataset directory, or cora)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if (out == "") == (assign == "") {

@@ -51,7 +51,7 @@ until SIGINT or SIGTERM.`,
 		Example: `  graphmill serve sampler --dataset data/products --listen 127.0.0.1:7070
   GRAPHMILL_DIST_TOKEN=s3cret graphmill serve sampler --dataset data/products --listen 0.0.0.0:7070
   graphmill train --dataset data/products --model sage --sampler host1:7070,host2:7070`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs("give the dataset with --dataset DIR"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var eof io.Reader
 			if stopAtEOF {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -79,7 +80,8 @@ The model with the best validation accuracy is kept (and saved with --save); the
 accuracy reported is that model's.
 
 Under a launcher (graphmill launch, torchrun, mpirun, srun, a Kubeflow PyTorchJob or a
-Kubernetes Indexed Job) it trains data-parallel in sampled mode: rank 0's weights are
+Kubernetes Indexed Job) it trains data-parallel, in sampled mode only (--mode sampled, or a
+model sampled by default such as sage; GIN's batch norm keeps per-rank statistics): rank 0's weights are
 broadcast, each rank trains on its share of every batch (--batch seeds per rank), gradients
 are all-reduced, and only rank 0 prints, writes metrics and saves checkpoints.
 
@@ -96,7 +98,7 @@ each layer on the training nodes' receptive field only.`,
   graphmill launch -n 4 -- graphmill train --model sage
   graphmill partition --parts 4 data/citeseer --out data/citeseer-4
   graphmill launch -n 4 -- graphmill train --model gcn --mode sar --dataset data/citeseer-4`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs("give the dataset with --dataset DIR (default: the built-in cora)"),
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTrain(cmd, &f) },
 	}
 	fl := c.Flags()
@@ -115,7 +117,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.Float64Var(&f.mom, "momentum", 0, "SGD's momentum (with --optimizer sgd)")
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, step (x0.5 every epochs/4) or cosine")
 	job.FanoutsFlag(fl, &f.fanouts, []int{25, 10}, "sampled mode")
-	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64 on small graphs)")
+	fl.IntVar(&f.batch, "batch", 0, "sampled mode: seed nodes per minibatch (default 64)")
 	fl.IntVar(&f.prefetch, "prefetch", 4, "sampled mode: minibatches prepared ahead of training")
 	cli.CountVar(fl, &f.workers, "workers", 0, "sampled mode: sampling goroutines (0 = all cores)")
 	fl.IntVar(&f.parts, "parts", 40, "gas mode: number of graph parts (multilevel partitioner)")
@@ -135,7 +137,7 @@ each layer on the training nodes' receptive field only.`,
 	fl.StringVar(&f.evalFanouts, "eval-fanouts", "", "evaluate on neighbourhoods sampled with these fanouts (-1 or all = every neighbour: the same scores) instead of layer-wise inference, which holds every node's hidden rows in memory (default: layer-wise; from disk, the training fanouts when those rows would not fit)")
 	fl.BoolVar(&f.noEval, "no-eval", false, "train without any evaluation (throughput and memory benchmarks); the last epoch's weights are kept")
 	fl.IntVar(&f.patience, "patience", -1, "stop after this many evaluations in a row that neither match the best validation accuracy nor the lowest validation loss so far (as the GAT authors' code; 0 = never; default per model, see --model)")
-	cli.CountVar(fl, &f.logEvery, "log-every", 0, "print a line every k evaluations (default: 10 in full mode, 1 in sampled mode)")
+	cli.CountVar(fl, &f.logEvery, "log-every", 0, "print a line every k evaluations (default: 10 in full and GAS mode, 1 in sampled mode)")
 	fl.BoolVar(&f.overlap, "overlap-eval", false, "evaluate epoch k on a snapshot of the weights while epoch k+1 trains")
 	fl.BoolVar(&f.normalize, "normalize-features", false, "row-normalise the features (PyG's NormalizeFeatures), as the published Planetoid settings do (default per model: yes but for gin)")
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed (initialisation, dropout, shuffling, sampling)")
@@ -277,13 +279,26 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	mode, sarErr := sar.ParseMode(string(cfg.Mode))
+	_, sarErr := sar.ParseMode(string(cfg.Mode))
 	isSAR := sarErr == nil
+	// The flags a mode does not read: refused rather than ignored.
+	notFor, why := map[train.Mode][]string{
+		train.Full:    {"fanouts", "batch", "prefetch", "parts", "parts-per-batch", "half-history", "superbatch"},
+		train.Sampled: {"parts", "parts-per-batch", "half-history"},
+		train.GAS:     {"fanouts", "superbatch"},
+	}[cfg.Mode], ""
 	if isSAR {
-		for _, name := range []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "cache-policy", "superbatch", "graph-on-disk", "graph-in-memory", "feature-dtype", "overlap-eval", "sampler", "remote-cache", "eval-fanouts", "features-in-memory"} {
-			if cmd.Flags().Changed(name) {
-				return fmt.Errorf("--%s does not apply to --mode %s (full-graph steps over the ranks' parts)", name, mode)
-			}
+		notFor, why = []string{"fanouts", "batch", "prefetch", "workers", "parts", "parts-per-batch", "half-history", "max-memory", "feature-cache", "cache-policy", "superbatch", "graph-on-disk", "graph-in-memory", "feature-dtype", "overlap-eval", "sampler", "remote-cache", "eval-fanouts", "features-in-memory"}, " (full-graph steps over the ranks' parts)"
+	}
+	if !cmd.Flags().Changed("mode") {
+		why = fmt.Sprintf(" (%s's default; --mode picks another)", cfg.Model.Kind)
+	}
+	if err := cfg.Validate(); err != nil && !isSAR { // before the dataset is opened
+		return err
+	}
+	for _, name := range notFor {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s does not apply to --mode %s%s", name, cfg.Mode, why)
 		}
 	}
 	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.Backend(), MFG: f.mfg, Setup: applyProcessSettings,
@@ -410,8 +425,8 @@ func progressHooks(f *trainFlags, cfg train.Config, out io.Writer, bar **cli.Bar
 
 func printEpoch(w io.Writer, s train.EpochStats) {
 	val, test := s.Accuracies()
-	fmt.Fprintf(w, "epoch %4d  loss %.4f  train %.2f%%  val %.2f%%  test %.2f%%  %s\n",
-		s.Epoch, s.Loss, 100*s.TrainAcc, 100*val, 100*test, units.Duration(cli.Seconds(s.Seconds)))
+	fmt.Fprintf(w, "epoch %4d  loss %.4f  train %.2f%%  val %s  test %s  %s\n",
+		s.Epoch, s.Loss, 100*s.TrainAcc, percent(val), percent(test), units.Duration(cli.Seconds(s.Seconds)))
 }
 
 func printSummary2(w io.Writer, s train.Summary) {
@@ -422,8 +437,12 @@ func printSummary2(w io.Writer, s train.Summary) {
 	if s.BestEpoch < 0 {
 		fmt.Fprintf(w, "%d epochs, not evaluated\n", s.Epochs)
 	} else {
-		fmt.Fprintf(w, "best validation accuracy %.2f%% at epoch %d (%d epochs%s)\n", 100*s.BestValAcc, s.BestEpoch, s.Epochs, stop)
-		fmt.Fprintf(w, "test accuracy %.2f%%\n", 100*s.TestAcc)
+		if math.IsNaN(s.BestValAcc) {
+			fmt.Fprintf(w, "no validation nodes: the model of the last evaluated epoch, %d, is kept (%d epochs)\n", s.BestEpoch, s.Epochs)
+		} else {
+			fmt.Fprintf(w, "best validation accuracy %s at epoch %d (%d epochs%s)\n", percent(s.BestValAcc), s.BestEpoch, s.Epochs, stop)
+		}
+		fmt.Fprintf(w, "test accuracy %s\n", percent(s.TestAcc))
 	}
 	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; %s in all after setup\n",
 		units.Duration(cli.Seconds(s.EpochSeconds)), units.Duration(cli.Seconds(s.SampleSeconds)), units.Duration(cli.Seconds(s.GatherSeconds)),

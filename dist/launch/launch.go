@@ -88,7 +88,10 @@ func Local(ctx context.Context, n, port int, grace time.Duration, args []string,
 		return fmt.Errorf("launch: master port %d: want a port in [1, 65535], or 0 for a free one", port)
 	}
 	if len(args) == 0 {
-		return errors.New("launch: no program to run")
+		return errors.New("launch: no program to run: give it after --, e.g. graphmill launch -n 2 -- graphmill train --model sage")
+	}
+	if grace < 0 {
+		return fmt.Errorf("launch: grace %v: want a duration >= 0", grace)
 	}
 	prog, err := exec.LookPath(args[0])
 	if err != nil {

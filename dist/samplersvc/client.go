@@ -66,8 +66,12 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	for _, a := range cfg.Addrs {
 		// A malformed address is known now, not after the connect
 		// timeout (gRPC's resolver retries it until then).
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+		_, port, err := net.SplitHostPort(a)
+		if err != nil || port == "" {
 			return nil, fmt.Errorf("samplersvc: sampler address %q is not HOST:PORT (e.g. 127.0.0.1:7070)", a)
+		}
+		if n, err := net.LookupPort("tcp", port); err != nil || n < 1 {
+			return nil, fmt.Errorf("samplersvc: sampler address %q: port %q is not a port (1..65535)", a, port)
 		}
 	}
 	if cfg.ConnectTimeout <= 0 {

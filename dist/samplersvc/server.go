@@ -94,7 +94,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = func(string) {}
 	}
-	s := &Server{cfg: cfg, fp: Fingerprint(cfg.Dataset.Graph), g: cfg.Dataset.Graph, free: func() {}}
+	s := &Server{cfg: cfg, fp: Fingerprint(cfg.Dataset), g: cfg.Dataset.Graph, free: func() {}}
 	if cfg.GraphInMemory {
 		s.g, s.free = cfg.Dataset.GraphInMemory()
 	}
@@ -125,9 +125,12 @@ func (s *Server) Active() (streams int, heldBytes int64) {
 	return int(s.active.Load()), s.held.Load()
 }
 
-// Fingerprint returns a fingerprint of a graph's structure: its node and
-// edge counts and up to 4,096 evenly spaced entries of each CSC array.
-func Fingerprint(g *graph.CSC) uint64 {
+// Fingerprint returns a fingerprint of what a sampler serves from d: the
+// graph's node and edge counts and up to 4,096 evenly spaced entries of
+// each CSC array, of the labels and of each split, and 64 evenly spaced
+// feature rows as stored. A trainer on the same sizes but other edges,
+// labels, splits or features gets another one.
+func Fingerprint(d *dataset.Dataset) uint64 {
 	h := fnv.New64a()
 	var b [8]byte
 	put := func(v uint64) {
@@ -136,13 +139,26 @@ func Fingerprint(g *graph.CSC) uint64 {
 		}
 		h.Write(b[:])
 	}
-	put(uint64(g.NumNodes))
-	put(uint64(len(g.Indices)))
-	for i := 0; i < len(g.Indptr); i += max(1, len(g.Indptr)/4096) {
-		put(uint64(g.Indptr[i]))
+	sampled := func(n int, at func(i int) uint64) {
+		put(uint64(n))
+		for i := 0; i < n; i += max(1, n/4096) {
+			put(at(i))
+		}
 	}
-	for i := 0; i < len(g.Indices); i += max(1, len(g.Indices)/4096) {
-		put(uint64(g.Indices[i]))
+	g := d.Graph
+	put(uint64(g.NumNodes))
+	sampled(len(g.Indptr), func(i int) uint64 { return uint64(g.Indptr[i]) })
+	sampled(len(g.Indices), func(i int) uint64 { return uint64(g.Indices[i]) })
+	for _, a := range [][]int32{d.Labels, d.Train, d.Val, d.Test} {
+		sampled(len(a), func(i int) uint64 { return uint64(uint32(a[i])) })
+	}
+	if a, n := d.FeatureArray, d.Meta.NumNodes; a != nil && n > 0 {
+		row := len(a.Data) / n
+		h.Write([]byte(a.DType))
+		for i := 0; i < 64; i++ {
+			v := int(int64(i) * int64(n) / 64)
+			h.Write(a.Data[v*row : (v+1)*row])
+		}
 	}
 	return h.Sum64() | 1 // never 0, which means "no check"
 }
@@ -289,7 +305,7 @@ func (s *Server) plan(ctx context.Context, req *pb.EpochRequest) (*plan, error) 
 		return nil, fmt.Errorf("dataset %s has an empty %s split", d.Meta.Name, req.Split)
 	}
 	if req.Fingerprint != 0 && req.Fingerprint != s.fp {
-		return nil, fmt.Errorf("this sampler serves %s (fingerprint %016x), not the trainer's graph (fingerprint %016x): give the trainer and the sampler the same dataset", d.Meta.Name, s.fp, req.Fingerprint)
+		return nil, fmt.Errorf("this sampler serves %s (fingerprint %016x), not the trainer's dataset (fingerprint %016x: other edges, labels, splits or features): give the trainer and the sampler the same dataset", d.Meta.Name, s.fp, req.Fingerprint)
 	}
 	if req.BatchSize < 1 {
 		return nil, fmt.Errorf("batch size %d; must be positive", req.BatchSize)

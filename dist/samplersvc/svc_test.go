@@ -409,7 +409,7 @@ func TestAuthAndErrors(t *testing.T) {
 	}{
 		{EpochSpec{Split: "nope", Fanouts: []int{5}, BatchSize: 4}, `unknown split "nope"`},
 		{EpochSpec{Split: "train", Fanouts: []int{0}, BatchSize: 4}, "fanout 0"},
-		{EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 4, Fingerprint: 12345}, "not the trainer's graph"},
+		{EpochSpec{Split: "train", Fanouts: []int{5}, BatchSize: 4, Fingerprint: 12345}, "not the trainer's dataset"},
 	} {
 		it := source(t, c, tc.spec, len(d.Train)).Epoch(context.Background(), 0)
 		for it.Next() {
@@ -809,6 +809,48 @@ func TestCreditWhileWaiting(t *testing.T) {
 				t.Fatalf("batch %d sent where %d was due", fr.Batch, n)
 			}
 			n++
+		}
+	}
+}
+
+// TestFingerprintCoversTheData: a trainer's dataset with the sampler's
+// sizes but one edge, label, split entry or feature byte changed has
+// another fingerprint (the trainer would train on the sampler's data and
+// evaluate on its own).
+func TestFingerprintCoversTheData(t *testing.T) {
+	d := cora(t)
+	base := Fingerprint(d)
+	edges, labels, split, feats := *d, *d, *d, *d
+	g := *d.Graph
+	g.Indices = slices.Clone(g.Indices)
+	g.Indices[0]++
+	edges.Graph = &g
+	labels.Labels = slices.Clone(d.Labels)
+	labels.Labels[7] = (labels.Labels[7] + 1) % int32(d.Meta.NumClasses)
+	split.Val = slices.Clone(d.Val)
+	split.Val[3]++
+	fa := *d.FeatureArray
+	fa.Data = slices.Clone(fa.Data)
+	fa.Data[1] ^= 1
+	feats.FeatureArray = &fa
+	for name, x := range map[string]*dataset.Dataset{"edges": &edges, "labels": &labels, "split": &split, "features": &feats} {
+		if Fingerprint(x) == base {
+			t.Errorf("another %s, the same fingerprint", name)
+		}
+	}
+	if Fingerprint(d) != base {
+		t.Error("the fingerprint of one dataset changed")
+	}
+}
+
+// TestBadAddressRefusedAtOnce: an address without a valid port is an
+// error before dialling, not after the whole connect timeout.
+func TestBadAddressRefusedAtOnce(t *testing.T) {
+	for _, a := range []string{"127.0.0.1:99999", "127.0.0.1:-5", "127.0.0.1:0", "127.0.0.1:nosuchservice", "nohost"} {
+		start := time.Now()
+		_, err := Dial(context.Background(), ClientConfig{Addrs: []string{a}, ConnectTimeout: time.Minute})
+		if err == nil || !strings.Contains(err.Error(), a) || time.Since(start) > 5*time.Second {
+			t.Errorf("%s: %v after %v", a, err, time.Since(start))
 		}
 	}
 }
