@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/graphmill/graphmill/dataset"
+	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/engine"
 	"github.com/graphmill/graphmill/internal/atomicfile"
@@ -192,6 +194,8 @@ func openSAR(ctx context.Context, s InferSpec) (*sar.Engine, *nn.Model, func(), 
 			return nil, nil, nil, err
 		}
 		comm, done = gs[0], func() { gs[0].Close() }
+	} else if err := sameInference(ctx, comm, s.Dataset, mode, ck); err != nil {
+		return nil, nil, nil, err
 	}
 	sh, err := sar.Open(ctx, comm, s.Dataset, sar.ShardOptions{Normalize: ck.NormalizeFeatures})
 	if err != nil {
@@ -362,4 +366,34 @@ func (p *Predictions) Write(dir string) error {
 		return fmt.Errorf("writing %s/predictions.json: %w", dir, err)
 	}
 	return o.Commit()
+}
+
+// sameInference fails unless every rank runs the same mode and checkpoint
+// (its config, feature handling and weights) over the same partition:
+// ranks with other checkpoints reported a blend of their accuracies, and
+// ranks in other modes waited for each other's collectives until
+// --op-timeout.
+func sameInference(ctx context.Context, comm dist.Comm, dataset string, mode sar.Mode, ck *train.Checkpoint) error {
+	book, err := parts.ReadBook(dataset)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(struct { // plain fields
+		Mode      sar.Mode
+		Model     nn.Config
+		Normalize bool
+		DType     string
+		Book      *parts.Book
+	}{mode, ck.Model, ck.NormalizeFeatures, ck.FeatureDType, book})
+	for _, name := range ck.File.Order {
+		b = append(b, name...)
+		for _, v := range ck.File.Tensors[name].Data {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+	}
+	same, err := agree(ctx, comm, hashBytes(b))
+	if err == nil && !same {
+		err = fmt.Errorf("rank %d: the ranks run different checkpoints, --mode or partitioned datasets: give every rank the same ones", comm.Rank())
+	}
+	return err
 }

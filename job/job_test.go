@@ -2,12 +2,17 @@ package job
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/graphmill/graphmill/dataset/builtin"
+	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
 	"github.com/graphmill/graphmill/nn"
+	"github.com/graphmill/graphmill/safetensors"
+	"github.com/graphmill/graphmill/sar"
 	"github.com/graphmill/graphmill/train"
 )
 
@@ -86,6 +91,61 @@ func TestRanksMustShareSettings(t *testing.T) {
 		wg.Wait()
 		for r, err := range errs {
 			if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), map[bool]string{true: "different data", false: "different settings"}[c.data != 1])) {
+				t.Errorf("%s: rank %d: %v", c.name, r, err)
+			}
+			gs[r].Close()
+		}
+	}
+}
+
+// TestInferenceRanksMustAgree: eval and predict ranks with another
+// checkpoint (a blend of two models' accuracies was reported) or another
+// --mode (a wait until --op-timeout) are refused on every rank.
+func TestInferenceRanksMustAgree(t *testing.T) {
+	t.Setenv("GRAPHMILL_CACHE", t.TempDir())
+	ctx := context.Background()
+	d, err := builtin.Open(ctx, "cora")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer d.Close()
+	assign := make([]int32, d.Meta.NumNodes)
+	for i := range assign {
+		assign[i] = int32(i % 2)
+	}
+	dir := filepath.Join(t.TempDir(), "cora2")
+	if _, err := parts.Write(ctx, d, assign, 2, dir, parts.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ck := func(w float32) *train.Checkpoint {
+		return &train.Checkpoint{Model: nn.Config{Kind: nn.GCN}, File: &safetensors.File{Order: []string{"w"}, Tensors: map[string]safetensors.Tensor{"w": {Data: []float32{w}}}}}
+	}
+	for _, c := range []struct {
+		name string
+		mode sar.Mode
+		w    float32
+		ok   bool
+	}{{"same", sar.SAR, 1, true}, {"weights", sar.SAR, 2, false}, {"mode", sar.OneShot, 1, false}} {
+		gs, err := dist.LocalGroup(ctx, 2, dist.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for r := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				mode, w := sar.SAR, float32(1)
+				if r == 1 {
+					mode, w = c.mode, c.w
+				}
+				errs[r] = sameInference(ctx, gs[r], dir, mode, ck(w))
+			}()
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "different checkpoints, --mode") {
 				t.Errorf("%s: rank %d: %v", c.name, r, err)
 			}
 			gs[r].Close()
