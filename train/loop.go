@@ -165,6 +165,7 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 			s.EpochSeconds = acc.TrainSeconds / float64(epochs)
 			s.SampleSeconds, s.GatherSeconds = acc.SampleSeconds/float64(epochs), acc.GatherSeconds/float64(epochs)
 			s.ComputeSeconds, s.WaitSeconds = acc.ComputeSeconds/float64(epochs), acc.WaitSeconds/float64(epochs)
+			s.FirstWaitSeconds = acc.FirstWait / float64(epochs)
 			s.SeedsPerSecond = float64(acc.Seeds) / acc.TrainSeconds
 		}
 		s.TotalSeconds = acc.TotalSeconds + time.Since(start).Seconds()
@@ -252,6 +253,7 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 		acc.GatherSeconds += st.GatherSeconds
 		acc.ComputeSeconds += st.ComputeSeconds
 		acc.WaitSeconds += st.WaitSeconds
+		acc.FirstWait += st.FirstWaitSeconds
 		acc.Seeds += int64(l.Seeds)
 		acc.Epochs++
 		res.Summary.Batches += st.Batches

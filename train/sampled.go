@@ -165,7 +165,7 @@ func (s *sampledStepper) Epoch(ctx context.Context, epoch int) (EpochStats, erro
 	st.TrainAcc = float64(correct) / float64(max(total, 1))
 	st.SampleSeconds, st.SampleCPUSeconds = ls.Stage("sample").Seconds(), ls.StageCPU("sample").Seconds()
 	st.GatherSeconds, st.GatherCPUSeconds = ls.Stage("gather").Seconds(), ls.StageCPU("gather").Seconds()
-	st.WaitSeconds = ls.Wait.Seconds()
+	st.WaitSeconds, st.FirstWaitSeconds = ls.Wait.Seconds(), ls.FirstWait.Seconds()
 	st.GatheredRows = ls.Rows
 	st.Buffers = ls.Buffers
 	st.ComputeSeconds = compute.Seconds()

@@ -222,6 +222,7 @@ type progress struct {
 	GatherSeconds  float64 `json:"gather_seconds"`
 	ComputeSeconds float64 `json:"compute_seconds"`
 	WaitSeconds    float64 `json:"wait_seconds"`
+	FirstWait      float64 `json:"first_wait_seconds,omitempty"`
 	TotalSeconds   float64 `json:"total_seconds"`
 	Seeds          int64   `json:"seeds"`
 	Epochs         int     `json:"epochs"`

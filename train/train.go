@@ -39,11 +39,14 @@ type EpochStats struct {
 	Seconds      float64 `json:"seconds"`
 	// The epoch's time split: sampling and gathering (done by the pipeline's
 	// goroutines, so they overlap compute), compute (forward, backward,
-	// optimiser) and waiting for the pipeline.
-	SampleSeconds  float64 `json:"sample_seconds"`
-	GatherSeconds  float64 `json:"gather_seconds"`
-	ComputeSeconds float64 `json:"compute_seconds"`
-	WaitSeconds    float64 `json:"wait_seconds"`
+	// optimiser) and waiting for the pipeline: for the epoch's first batch
+	// (the pipeline filling; with sampler services, the streams starting)
+	// in FirstWaitSeconds, for the others in WaitSeconds.
+	SampleSeconds    float64 `json:"sample_seconds"`
+	GatherSeconds    float64 `json:"gather_seconds"`
+	ComputeSeconds   float64 `json:"compute_seconds"`
+	WaitSeconds      float64 `json:"wait_seconds"`
+	FirstWaitSeconds float64 `json:"first_wait_seconds,omitempty"`
 	// GatheredRows is the number of feature rows the loader gathered
 	// (sampled training), GatherCPUSeconds the gathering's CPU time (its
 	// thread's: without the time it waited for a core).
@@ -101,9 +104,11 @@ type Summary struct {
 	GatherSeconds  float64 `json:"gather_seconds"`
 	ComputeSeconds float64 `json:"compute_seconds"`
 	WaitSeconds    float64 `json:"wait_seconds"`
-	SeedsPerSecond float64 `json:"seeds_per_second"`
-	TotalSeconds   float64 `json:"total_seconds"`
-	NumParams      int     `json:"num_params"`
+	// FirstWaitSeconds is the mean wait for an epoch's first batch.
+	FirstWaitSeconds float64 `json:"first_wait_seconds,omitempty"`
+	SeedsPerSecond   float64 `json:"seeds_per_second"`
+	TotalSeconds     float64 `json:"total_seconds"`
+	NumParams        int     `json:"num_params"`
 	// PeakHeapBytes and PeakRSSBytes are the largest over the epochs;
 	// BaseHeapBytes is the heap when training starts (features, model,
 	// optimiser state; and the setup's garbage not yet collected unless

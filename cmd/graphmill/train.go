@@ -444,9 +444,9 @@ func printSummary2(w io.Writer, s train.Summary) {
 		}
 		fmt.Fprintf(w, "test accuracy %s\n", percent(s.TestAcc))
 	}
-	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s; %s seeds/s; %s in all after setup\n",
-		units.Duration(cli.Seconds(s.EpochSeconds)), units.Duration(cli.Seconds(s.SampleSeconds)), units.Duration(cli.Seconds(s.GatherSeconds)),
-		units.Duration(cli.Seconds(s.ComputeSeconds)), units.Duration(cli.Seconds(s.WaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(cli.Seconds(s.TotalSeconds)))
+	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s (and %s for the first batch); %s seeds/s; %s in all after setup\n",
+		units.Duration(cli.Seconds(s.EpochSeconds)), units.Duration(cli.Seconds(s.SampleSeconds)), units.Duration(cli.Seconds(s.GatherSeconds)), units.Duration(cli.Seconds(s.ComputeSeconds)),
+		units.Duration(cli.Seconds(s.WaitSeconds)), units.Duration(cli.Seconds(s.FirstWaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(cli.Seconds(s.TotalSeconds)))
 	hist := ""
 	if s.HistoryBytes > 0 {
 		hist = ", of which histories " + units.Bytes(s.HistoryBytes)
