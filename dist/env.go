@@ -81,6 +81,11 @@ func Resolve(getenv func(string) string, o Overrides) (Info, bool, error) {
 	}
 	if in.Launcher == "" && given {
 		in.Launcher = "flags"
+		if o.Rank < 0 && in.Size > 1 {
+			// Every process would be rank 0 (the second failed binding
+			// the store's port).
+			return in, false, fmt.Errorf("flags: --world-size %d without --rank: give each process its --rank (0 to %d), or start them with 'graphmill launch'", in.Size, in.Size-1)
+		}
 	}
 	if in.Launcher == "" {
 		return Info{Rank: 0, Size: 1}, false, nil

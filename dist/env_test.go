@@ -72,6 +72,7 @@ func TestResolveErrors(t *testing.T) {
 		{envOf("OMPI_COMM_WORLD_RANK", "1", "OMPI_COMM_WORLD_SIZE", "8", "OMPI_COMM_WORLD_LOCAL_SIZE", "4"), NoOverrides(), "MASTER_ADDR"},
 		{envOf("JOB_COMPLETION_INDEX", "1"), NoOverrides(), "--world-size"},
 		{envOf("SLURM_PROCID", "0", "SLURM_NTASKS", "2", "SLURM_STEP_NODELIST", "n[1-"), NoOverrides(), "unmatched"},
+		{envOf(), func() Overrides { o := NoOverrides(); o.Size, o.MasterAddr = 2, "h"; return o }(), "--world-size 2 without --rank"},
 	}
 	for _, tc := range cases {
 		_, _, err := Resolve(tc.env, tc.o)
