@@ -25,7 +25,8 @@ var dataCmd = &cobra.Command{
 "graphmill data import" converts Planetoid, npz, OGB, edge-list and METIS files;
 "graphmill data generate" writes synthetic graphs of any size;
 "graphmill data pack" renumbers nodes so that rows read together share disk pages;
-"graphmill data info" summarises a dataset.`,
+"graphmill data convert" stores the features as float16 or bfloat16;
+"graphmill data info" summarises a dataset and "graphmill data verify" checks every array.`,
 }
 
 func init() {
@@ -108,7 +109,7 @@ func newGenerateCmd() *cobra.Command {
 		overwrite, quiet bool
 	)
 	c := &cobra.Command{
-		Use:   "generate --nodes N --edges M --out DIR",
+		Use:   "generate [--nodes N] [--edges M] --out DIR",
 		Short: "Write a synthetic power-law community graph with learnable features",
 		Long: `Generate a synthetic dataset: power-law in- and out-degrees, one community per
 class with homophilous edges, features = class centroid + Gaussian noise.

@@ -69,7 +69,7 @@ The output is written atomically: a failed import leaves nothing (or the old dat
 	fl.BoolVar(&f.symmetrize, "symmetrize", false, "add the reverse of every edge (overrides the format's default)")
 	fl.BoolVar(&f.dedup, "dedup", false, "remove duplicate edges (overrides the format's default)")
 	fl.StringVar(&f.selfLoops, "self-loops", "", "self-loop policy: keep, remove or add (overrides the format's default)")
-	fl.StringVar(&f.relabel, "relabel", "auto", "edgelist: renumber node ids densely: auto, always or never")
+	fl.StringVar(&f.relabel, "relabel", "auto", "edgelist: renumber node ids densely: always, never, or auto (keep the ids when at least half of 0..max occur)")
 	fl.IntVar(&f.numNodes, "num-nodes", 0, "edgelist: number of nodes (ids are then kept, each below it; trailing isolated nodes are included)")
 	fl.StringVar(&f.split, "split", "none", "npz: 'random' draws a per-class train split plus val/test; 'none' stores no split")
 	cli.PositiveVar(fl, &f.trainPerClass, "train-per-class", 20, "npz --split random: training nodes per class")

@@ -110,7 +110,7 @@ each layer on the training nodes' receptive field only.`,
 	cli.PositiveVar(fl, &f.layers, "layers", 0, "number of message-passing layers (appnp: propagation steps K) (default per model, see --model)")
 	cli.PositiveVar(fl, &f.heads, "heads", 0, "attention heads in hidden layers (gat; default per model)")
 	fl.Float64Var(&f.lr, "lr", 0, "learning rate (default per model, see --model)")
-	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default per model: 5e-4, on the layers the model's paper decays)")
+	fl.Float64Var(&f.wd, "weight-decay", -1, "weight decay (default per model, on the layers its paper decays: 5e-4 for most, see --model)")
 	fl.Float64Var(&f.dropout, "dropout", -1, "dropout on each layer's input (default per model, see --model)")
 	fl.Float64Var(&f.attnDropout, "attn-dropout", -1, "dropout on attention coefficients (gat; default per model)")
 	fl.StringVar(&f.optimizer, "optimizer", "adam", "optimizer: adam, adamw or sgd")
