@@ -12,6 +12,7 @@ import (
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/internal/diskio"
 	"github.com/graphmill/graphmill/internal/hugemem"
+	"github.com/graphmill/graphmill/internal/prefetch"
 	"github.com/graphmill/graphmill/npy"
 )
 
@@ -417,7 +418,34 @@ func (s *Disk) gather(ctx context.Context, ids []int32, out []float32, next []in
 	defer s.scratch.Put(sc)
 	miss := sc.miss[:0]
 	hits := 0
+	// The cached rows are prefetched a few KiB ahead of the copy, with
+	// the output rows, as Store's gather does (rowPrefetcher): a copy
+	// from a cache of every row ran at 0.3x the in-memory store's speed.
+	ahead, group := prefetch.RowsAhead(s.rowB)
+	var slots [prefetch.MaxRowsAhead]int32
+	fetch := func(lo, hi int) {
+		n := 0
+		for _, v := range ids[lo:hi] {
+			if uint32(v) < uint32(s.n) && s.slot[v] >= 0 {
+				slots[n] = s.slot[v]
+				n++
+			}
+		}
+		prefetch.Rows(s.cache, s.rowB, slots[:n])
+		prefetch.Floats(out[lo*s.dim : hi*s.dim])
+	}
+	at := len(ids) // the next row whose group is prefetched
+	if s.slot != nil {
+		fetch(0, min(ahead, len(ids)))
+		at = 0
+	}
 	for i, v := range ids {
+		if i == at {
+			at += group
+			if a := i + ahead; a < len(ids) {
+				fetch(a, min(a+group, len(ids)))
+			}
+		}
 		if uint32(v) >= uint32(s.n) {
 			return fmt.Errorf("feature: id %d (position %d) is not a row in [0, %d)", v, i, s.n)
 		}

@@ -87,6 +87,7 @@ func (r *Runner) openDisk(ctx context.Context) error {
 		}
 	}
 	r.orderTime = time.Since(t)
+	r.cacheAll = budget >= int64(len(r.ds.FeatureArray.Data))
 	// Presampling's garbage goes back to the system before the cache
 	// fills.
 	debug.FreeOSMemory()
@@ -209,8 +210,8 @@ func (r *Runner) graphInMemory() bool {
 // superbatch is the number of batches the disk cache plans ahead (0:
 // none): Config.Superbatch in sampled mode.
 func (r *Runner) superbatch() int {
-	if r.cfg.Mode != Sampled {
-		return 0
+	if r.cfg.Mode != Sampled || r.cacheAll {
+		return 0 // a cache of every row never misses
 	}
 	return r.cfg.Superbatch
 }
@@ -287,6 +288,9 @@ func (r *Runner) autoCacheBytes() int64 {
 		// Ranks on one machine start at once, each seeing the same
 		// available memory (as featurePlace counts them).
 		budget /= int64(p.Size())
+	}
+	if size := int64(len(r.ds.FeatureArray.Data)); budget >= size {
+		return size // every row: nothing to plan (superbatch)
 	}
 	if r.superbatch() > 0 {
 		// Its rank and next use, and about one heap entry, per cached row.

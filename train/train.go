@@ -281,6 +281,7 @@ type Runner struct {
 	statePath  string
 	stateEvery int
 	resume     *State
+	cacheAll   bool       // the disk cache holds every feature row (openDisk)
 	id         *DatasetID // the dataset's identity, once computed (datasetID)
 
 	// ws holds every step's activations, gradients and scratch (reset at

@@ -49,7 +49,7 @@ func run(t *testing.T, d *dataset.Dataset, cfg Config) *Result {
 func stripTimes(res *Result) []EpochStats {
 	out := make([]EpochStats, len(res.History))
 	for i, h := range res.History {
-		h.Seconds, h.SampleSeconds, h.SampleCPUSeconds, h.GatherSeconds, h.GatherCPUSeconds, h.ComputeSeconds, h.WaitSeconds, h.EvalSeconds = 0, 0, 0, 0, 0, 0, 0, 0
+		h.Seconds, h.SampleSeconds, h.SampleCPUSeconds, h.GatherSeconds, h.GatherCPUSeconds, h.ComputeSeconds, h.WaitSeconds, h.FirstWaitSeconds, h.EvalSeconds = 0, 0, 0, 0, 0, 0, 0, 0, 0
 		h.PeakHeapBytes, h.PeakRSSBytes = 0, 0
 		h.Buffers = 0 // how the pipeline ran: sized from measured times
 		out[i] = h
@@ -287,6 +287,7 @@ func TestFeaturesInMemory(t *testing.T) {
 		{"yes", func(c *Config) { c.FeaturesInMemory = FeaturesMemory }, true, true},
 		{"from disk", func(c *Config) { c.FeaturesInMemory = FeaturesDisk }, false, true},
 		{"from disk with a feature cache", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesDisk, 1<<20 }, false, true},
+		{"from disk with every row cached", func(c *Config) { c.FeaturesInMemory, c.FeatureCacheBytes = FeaturesDisk, copyBytes }, false, true},
 		{"auto under a memory bound", func(c *Config) { c.MaxMemoryBytes = 64 << 20 }, false, false},
 		{"auto with a feature cache", func(c *Config) { c.FeatureCacheBytes = 1 << 20 }, false, false},
 		{"auto converting", func(c *Config) { c.FeatureDType = "float16" }, false, false},
@@ -307,6 +308,11 @@ func TestFeaturesInMemory(t *testing.T) {
 			}
 			if fromDisk := strings.HasPrefix(c.name, "from disk"); (res.Summary.Disk != nil) != fromDisk || fromDisk && res.Summary.DiskReadBytes == 0 {
 				t.Fatalf("read from disk: %+v (%d bytes), want %v", res.Summary.Disk, res.Summary.DiskReadBytes, fromDisk)
+			}
+			// A cache of every row plans nothing (superbatch); a part of
+			// them plans ahead.
+			if dk := res.Summary.Disk; dk != nil && (dk.Superbatch == 0) != (dk.CacheBytes == copyBytes) {
+				t.Fatalf("a cache of %d of %d bytes planned %d batches ahead (%d planned reads)", dk.CacheBytes, copyBytes, dk.Superbatch, dk.Planned)
 			}
 			if c.compare && !reflect.DeepEqual(stripTimes(res), stripTimes(mapped)) {
 				t.Fatalf("in memory and mapped, different histories:\n%+v\n%+v", stripTimes(res), stripTimes(mapped))
