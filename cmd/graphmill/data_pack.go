@@ -91,7 +91,7 @@ reads. The copy is written atomically; the source's rows are read with many read
 	f.StringVar(&out, "out", "", "output dataset directory (required)")
 	f.StringVar(&method, "method", string(layout.Sample), fmt.Sprintf("how nodes are ordered: %v", layout.Methods))
 	job.FanoutsFlag(f, &fanouts, []int{25, 10}, "sample, partition: the training the layout is for")
-	cli.PositiveVar(f, &cfg.BatchSize, "batch", 1024, "sample, partition: the batch size of that training")
+	cli.PositiveVar(f, &cfg.BatchSize, "batch", 1024, "sample, partition: the batch size of that training (give the --batch you train with; train's default is 64)")
 	cli.PositiveVar(f, &cfg.Epochs, "epochs", 1, "sample, partition: sampled epochs counted")
 	f.IntVar(&cfg.Parts, "parts", 0, "partition: number of parts (0: one per 65,536 nodes)")
 	f.Uint64Var(&cfg.Seed, "seed", 0, "random seed of the sampled epochs and the partition")
