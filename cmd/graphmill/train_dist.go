@@ -17,13 +17,13 @@ import (
 type distSampleFlags struct {
 	remoteCache string
 	sampler     string
-	connectWait string
+	connectWait time.Duration
 }
 
 func (f *distSampleFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.remoteCache, "remote-cache", "", "partitioned dataset under a launcher: keep the feature rows of other ranks' nodes that sampling touches most (estimated by presampling one epoch) in memory, up to this size, e.g. 512MiB; the hit rate is reported (default: no cache)")
 	fl.StringVar(&f.sampler, "sampler", "", "train from remote sampler services ('graphmill serve sampler') at these addresses, HOST:PORT[,HOST:PORT...], instead of sampling locally; --dataset must be the dataset they serve")
-	fl.StringVar(&f.connectWait, "connect-timeout", "60s", "with --sampler: how long to wait for the sampler services to answer before giving up")
+	fl.DurationVar(&f.connectWait, "connect-timeout", time.Minute, "with --sampler: how long to wait for the sampler services to answer before giving up")
 }
 
 // parse returns the sampler addresses, their connection timeout and
@@ -42,8 +42,8 @@ func (f *distSampleFlags) parse(d *job.DistFlags) (addrs []string, wait time.Dur
 	if len(addrs) == 0 {
 		return nil, 0, nil, cache, nil
 	}
-	if wait, err = time.ParseDuration(f.connectWait); err != nil || wait <= 0 {
-		return nil, 0, nil, 0, fmt.Errorf("--connect-timeout %q: want a duration such as 60s", f.connectWait)
+	if wait = f.connectWait; wait <= 0 {
+		return nil, 0, nil, 0, fmt.Errorf("--connect-timeout %v: want a duration > 0, such as 60s", wait)
 	}
 	sec, err = d.Security()
 	return addrs, wait, sec, cache, err
