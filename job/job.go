@@ -17,6 +17,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -303,6 +304,24 @@ func sameData(ctx context.Context, comm dist.Comm, h uint64, what string) error 
 	same, err := agree(ctx, comm, h)
 	if err == nil && !same {
 		err = fmt.Errorf("rank %d: the ranks read different data: give every rank the same %s (the same files, or copies made by the same command)", comm.Rank(), what)
+	}
+	return err
+}
+
+// PeersReady fails on every rank when one of them failed its checks (err:
+// this rank's) before its first collective, naming that rank: the others
+// waited for it until a timeout, blaming a rank that "never arrived".
+func PeersReady(ctx context.Context, comm dist.Comm, err error) error {
+	failed := int64(-1)
+	if err != nil {
+		failed = int64(comm.Rank())
+	}
+	v := []int64{failed}
+	if aerr := comm.AllReduce(ctx, v, dist.Max); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	if err == nil && v[0] >= 0 {
+		err = fmt.Errorf("rank %d failed its checks before training (its output says why); rank %d stops with it", v[0], comm.Rank())
 	}
 	return err
 }

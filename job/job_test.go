@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -147,6 +148,40 @@ func TestInferenceRanksMustAgree(t *testing.T) {
 		for r, err := range errs {
 			if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "different checkpoints, --mode") {
 				t.Errorf("%s: rank %d: %v", c.name, r, err)
+			}
+			gs[r].Close()
+		}
+	}
+}
+
+// TestPeersReady: a rank whose checks failed makes every rank fail at
+// once, the others naming it; with none failed, every rank goes on.
+func TestPeersReady(t *testing.T) {
+	for _, bad := range []int{-1, 1} {
+		gs, err := dist.LocalGroup(context.Background(), 3, dist.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for r := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var mine error
+				if r == bad {
+					mine = errors.New("--max-memory does not apply")
+				}
+				errs[r] = PeersReady(context.Background(), gs[r], mine)
+			}()
+		}
+		wg.Wait()
+		for r, err := range errs {
+			switch {
+			case bad < 0 && err != nil, bad >= 0 && err == nil:
+				t.Errorf("rank %d of 3 (rank %d failed): %v", r, bad, err)
+			case r == bad && !strings.Contains(err.Error(), "--max-memory"), r != bad && bad >= 0 && !strings.Contains(err.Error(), "rank 1 failed its checks"):
+				t.Errorf("rank %d: %v", r, err)
 			}
 			gs[r].Close()
 		}

@@ -274,13 +274,14 @@ const inferMemoryHelp = `bound on the memory of one layer-wise inference batch (
 
 const maxMemoryHelp = `bound on the memory a training step adds on top of what training starts from (activations, gradients, the batch's gathered rows and index arrays), e.g. 2GiB or 512M; a batch over it is split into micro-batches whose gradients are accumulated (the same gradients), and layer-wise inference batches shrink to fit. Not counted: what the process holds before the first step (the dataset's memory-mapped files, the feature cache, the --feature-dtype or --features-in-memory copy, GAS histories), so the resident set is this bound plus those (see README, "--max-memory") (default: no bound)`
 
-func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
-	cfg, err := buildConfig(cmd, f)
-	if err != nil {
-		return err
+// prepareTrain builds the run from the flags and refuses, before any
+// work, what cannot run: the route, then the output paths.
+func prepareTrain(cmd *cobra.Command, f *trainFlags) (cfg train.Config, spec job.Spec, outs job.Outputs, isSAR bool, err error) {
+	if cfg, err = buildConfig(cmd, f); err != nil {
+		return
 	}
 	_, sarErr := sar.ParseMode(string(cfg.Mode))
-	isSAR := sarErr == nil
+	isSAR = sarErr == nil
 	// The flags a mode does not read: refused rather than ignored.
 	notFor, why := map[train.Mode][]string{
 		train.Full:    {"fanouts", "batch", "prefetch", "parts", "parts-per-batch", "half-history", "superbatch"},
@@ -293,37 +294,44 @@ func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
 	if !cmd.Flags().Changed("mode") {
 		why = fmt.Sprintf(" (%s's default; --mode picks another)", cfg.Model.Kind)
 	}
-	if err := cfg.Validate(); err != nil && !isSAR { // before the dataset is opened
-		return err
+	if verr := cfg.Validate(); verr != nil && !isSAR { // before the dataset is opened
+		return cfg, spec, outs, isSAR, verr
 	}
 	for _, name := range notFor {
 		if cmd.Flags().Changed(name) {
-			return fmt.Errorf("--%s does not apply to --mode %s%s", name, cfg.Mode, why)
+			return cfg, spec, outs, isSAR, fmt.Errorf("--%s does not apply to --mode %s%s", name, cfg.Mode, why)
 		}
 	}
-	spec := job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.Backend(), MFG: f.mfg, Setup: applyProcessSettings,
+	spec = job.Spec{Dataset: f.dataset, Config: cfg, Backend: f.dist.Backend(), MFG: f.mfg, Setup: applyProcessSettings,
 		StateFile: f.stateFile, StateEvery: f.stateEvery, Resume: f.resume}
 	if spec.Samplers, spec.ConnectTimeout, spec.Security, spec.RemoteCacheBytes, err = f.ds.parse(&f.dist); err != nil {
-		return err
+		return
 	}
-	// Refused before any work: the route, then the output paths.
-	if err := spec.Check(); err != nil {
-		return err
+	if err = spec.Check(); err != nil {
+		return
 	}
-	outs := job.Outputs{Save: f.save, Metrics: f.metricsOut, Plot: f.plotOut, State: cmp.Or(f.stateFile, f.resume)}
+	outs = job.Outputs{Save: f.save, Metrics: f.metricsOut, Plot: f.plotOut, State: cmp.Or(f.stateFile, f.resume)}
 	if f.stateFile == "" && f.resume != "" {
 		outs.StateFlag = "--resume"
 	}
-	if err := outs.Check(); err != nil {
-		return err
-	}
+	err = outs.Check()
+	return
+}
+
+func runTrain(cmd *cobra.Command, f *trainFlags) (err error) {
+	cfg, spec, outs, isSAR, verr := prepareTrain(cmd, f)
+	// A rank whose flags fail still joins, so that the others fail with
+	// it instead of waiting for it until the rendezvous timeout.
 	comm, info, err := f.dist.Join(cmd.Context())
-	if err != nil {
-		return err
+	if err != nil || comm == nil && verr != nil {
+		return errors.Join(verr, err)
 	}
 	out := cmd.OutOrStdout()
 	if comm != nil {
 		defer comm.Close()
+		if err := job.PeersReady(cmd.Context(), comm, verr); err != nil {
+			return err
+		}
 		spec.Comm = comm
 		if info.Rank != 0 { // rank 0 alone reports and writes
 			f.quiet, outs, out = true, job.Outputs{}, io.Discard
