@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -305,7 +306,11 @@ func (e *Epoch) lose(s int, cause error) error {
 		return fmt.Errorf("%s refused the epoch: %s", e.name(s), msg)
 	}
 	e.c.failovers.Add(1)
-	e.c.cfg.Log(fmt.Sprintf("%s lost: %s; its unsent batches go to the others", e.name(s), msg))
+	rest := "no sampler is left"
+	if slices.Contains(e.dead, false) {
+		rest = "its unsent batches go to the others"
+	}
+	e.c.cfg.Log(fmt.Sprintf("%s lost: %s; %s", e.name(s), msg, rest))
 	e.c.mu.Lock()
 	e.c.alive[e.addrs[s]] = false
 	e.c.mu.Unlock()
