@@ -383,8 +383,8 @@ func sameInference(ctx context.Context, comm dist.Comm, dataset string, mode sar
 		Model     nn.Config
 		Normalize bool
 		DType     string
-		Book      *parts.Book
-	}{mode, ck.Model, ck.NormalizeFeatures, ck.FeatureDType, book})
+		Book      uint64
+	}{mode, ck.Model, ck.NormalizeFeatures, ck.FeatureDType, bookHash(book)})
 	for _, name := range ck.File.Order {
 		b = append(b, name...)
 		for _, v := range ck.File.Tensors[name].Data {

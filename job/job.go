@@ -121,8 +121,7 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			b, _ := json.Marshal(book) // a struct of plain fields
-			if err := sameData(ctx, s.Comm, hashBytes(b), "partitioned dataset"); err != nil {
+			if err := sameData(ctx, s.Comm, bookHash(book), "partitioned dataset"); err != nil {
 				return nil, err
 			}
 		}
@@ -333,6 +332,15 @@ func agree(ctx context.Context, comm dist.Comm, h uint64) (bool, error) {
 		return false, err
 	}
 	return v[0] == -v[1], nil
+}
+
+// bookHash is a hash of a partition's book without where its dataset
+// came from (Source: copies on other machines have other paths).
+func bookHash(book *parts.Book) uint64 {
+	c := *book
+	c.Source = ""
+	b, _ := json.Marshal(c) // a struct of plain fields
+	return hashBytes(b)
 }
 
 // hashBytes is FNV-1a of b.
