@@ -188,8 +188,12 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 	interrupted := func(err error) (*Result, error) {
 		if pending != nil {
 			// An overlapped evaluation still reads the runner's graph and
-			// features, which the caller frees once this returns.
-			<-pending.done
+			// features, which the caller frees once this returns. Its
+			// epoch is recorded, scored if it ended before the signal.
+			if ferr := finish(pending, pendingStats); ferr != nil {
+				unscored(*pendingStats)
+			}
+			pending, pendingStats = nil, nil
 		}
 		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
 			return finalize(), fmt.Errorf("%w after %d epochs: %w", ErrInterrupted, acc.Epochs, cerr)
@@ -315,7 +319,7 @@ func (l Loop) Run(ctx context.Context) (*Result, error) {
 	}
 	if pending != nil {
 		if err := finish(pending, pendingStats); err != nil {
-			return interrupted(err)
+			return interrupted(err) // which records its epoch, unscored
 		}
 	}
 	return finalize(), nil
