@@ -165,17 +165,17 @@ func TestInferenceFromDisk(t *testing.T) {
 		t.Fatal("nothing read from disk")
 	}
 	// A user's cache budget: at most the file; refused over the memory
-	// available.
+	// available, or over the room the automatic budget leaves.
 	for _, c := range []struct {
-		budget, size, avail, want int64
-		ok                        bool
+		budget, size, avail, room, want int64
+		ok                              bool
 	}{
-		{100, 1000, 500, 100, true}, {2000, 1000, 5000, 1000, true}, {2000, 1000, 0, 1000, true},
-		{800, 1000, 500, 0, false}, {5000, 1000, 500, 0, false},
+		{100, 1000, 500, 300, 100, true}, {2000, 1000, 5000, 1000, 1000, true}, {2000, 1000, 0, 0, 1000, true},
+		{800, 1000, 500, 300, 0, false}, {5000, 1000, 500, 300, 0, false}, {400, 1000, 500, 300, 0, false},
 	} {
-		got, err := cacheBudget(c.budget, c.size, c.avail)
+		got, err := cacheBudget(c.budget, c.size, c.avail, c.room)
 		if got != c.want || (err == nil) != c.ok {
-			t.Errorf("cacheBudget(%d, %d, %d) = %d, %v", c.budget, c.size, c.avail, got, err)
+			t.Errorf("cacheBudget(%d, %d, %d, %d) = %d, %v", c.budget, c.size, c.avail, c.room, got, err)
 		}
 	}
 }
