@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -368,17 +369,32 @@ func (r *Runner) sampleBatchBytes(fanouts []int) int64 {
 }
 
 // GoMemoryLimit is the soft memory limit the Go runtime should keep to
-// (debug.SetMemoryLimit) when the features are read from disk: what the
+// (debug.SetMemoryLimit): when the features are read from disk, what the
 // runtime held when the features were opened plus what was available
 // then (cgroup-aware) less the cache, which lives outside the Go heap,
-// and the graph's pages, which sampling needs in the page cache. 0 when
-// the features are not read from disk or the available memory is
-// unknown. Setting it is the caller's: it is a process-wide setting.
+// and the graph's pages, which sampling needs in the page cache; under a
+// memory bound (Config.MaxMemoryBytes), at least what the runtime holds
+// now plus the bound and the batches the pipeline holds ready, which
+// the bound does not count (without them the heap sat above the limit
+// and the collector ran without pause: 2,704 collections an epoch
+// against 14, twice the epoch's time). 0 when neither applies or the
+// available memory is unknown. Setting it is the caller's: it is a
+// process-wide setting.
 func (r *Runner) GoMemoryLimit() int64 {
-	if r.disk == nil {
-		return 0
+	var limit int64
+	if r.disk != nil {
+		limit = r.goLimit
 	}
-	return r.goLimit
+	if b := r.cfg.MaxMemoryBytes; b > 0 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		var ready int64
+		if r.cfg.Mode == Sampled {
+			ready = int64(r.cfg.Prefetch+2) * r.estimateBatchBytes()
+		}
+		limit = max(limit, int64(ms.Sys-ms.HeapReleased)+b+ready)
+	}
+	return limit
 }
 
 // DiskSummary describes a run's reads of features from disk.

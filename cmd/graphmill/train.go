@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -246,21 +245,16 @@ func buildConfig(cmd *cobra.Command, f *trainFlags) (train.Config, error) {
 // applyProcessSettings applies the run's process-wide settings, which the
 // library never changes itself: the kernels' threads, and the Go
 // runtime's soft memory limit, so the collector keeps the heap within it
-// instead of letting it grow to twice the live heap: under a memory
-// bound, the bound above what the process holds now; otherwise goLimit
-// when set (train.Runner.GoMemoryLimit: features read from disk). It
-// returns a function that restores them.
+// instead of letting it grow to twice the live heap: goLimit when set
+// (train.Runner.GoMemoryLimit: under a memory bound, features read from
+// disk). It returns a function that restores them.
 func applyProcessSettings(cfg train.Config, goLimit int64) func() {
 	prevThreads := tensor.Threads()
 	if cfg.Threads > 0 {
 		tensor.SetThreads(cfg.Threads)
 	}
 	prevLimit := debug.SetMemoryLimit(-1)
-	if cfg.MaxMemoryBytes > 0 {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + cfg.MaxMemoryBytes)
-	} else if goLimit > 0 {
+	if goLimit > 0 {
 		debug.SetMemoryLimit(goLimit)
 	}
 	return func() {
