@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/graphmill/graphmill/dataset"
 	"github.com/graphmill/graphmill/graph"
@@ -143,14 +144,20 @@ type gen struct {
 
 // Ensure makes dir hold the dataset cfg describes: a dataset already there
 // with the same node, edge and feature counts is reused (reused is true),
-// anything else is replaced by a freshly generated one. Benchmarks use it
-// to generate their graphs once.
+// another generated one is replaced by a freshly generated one, and any
+// other dataset is an error. Benchmarks use it to generate their graphs
+// once.
 func Ensure(ctx context.Context, dir string, cfg Config) (reused bool, err error) {
 	if d, err := dataset.Open(dir); err == nil {
 		m := d.Meta
 		d.Close()
 		if m.NumNodes == cfg.Nodes && m.NumEdges == cfg.Edges && m.FeatureDim == cfg.FeatureDim && featureNPYType(m.FeatureDType) == featureNPYType(cfg.FeatureDType) {
 			return true, nil
+		}
+		if !strings.HasPrefix(m.Source, "synthetic:") {
+			// A user's dataset (a benchmark's --dir given a copy of Cora
+			// replaced it): only a generated one is replaced.
+			return false, fmt.Errorf("%s holds the dataset %s, which was not generated: give a directory for the benchmark's synthetic graph", dir, m.Name)
 		}
 	}
 	_, err = Generate(ctx, dir, cfg, true)

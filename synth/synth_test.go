@@ -273,6 +273,20 @@ func TestEnsureReusesOnlyAMatchingDataset(t *testing.T) {
 	if d.Meta.NumNodes != 600 {
 		t.Fatalf("%d nodes after regenerating with 600", d.Meta.NumNodes)
 	}
+	// A dataset that was not generated (a user's, given as a benchmark's
+	// --dir) is not replaced.
+	other := filepath.Join(t.TempDir(), "mine")
+	if err := dataset.Write(context.Background(), other, &dataset.Raw{Name: "mine", Source: "edges.txt", NumNodes: 3, Src: []int32{0, 1}, Dst: []int32{1, 2}}, dataset.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Ensure(context.Background(), other, cfg); err == nil || !strings.Contains(err.Error(), "was not generated") {
+		t.Fatalf("a user's dataset replaced: %v", err)
+	}
+	if d, err := dataset.Open(other); err != nil || d.Meta.Name != "mine" {
+		t.Fatalf("the user's dataset after Ensure: %v", err)
+	} else {
+		d.Close()
+	}
 }
 
 // TestGenerateHalfFeatures: float16 and bfloat16 features are the float32

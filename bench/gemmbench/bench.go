@@ -106,11 +106,13 @@ type GemmResult struct {
 // GemmReport is the full output of RunGemm.
 type GemmReport struct {
 	// Machine is the CPU measured on (isa.Describe).
-	Machine    isa.Machine  `json:"machine"`
-	Kernel     string       `json:"kernel"` // tensor.Kernel() used
-	GOMAXPROCS int          `json:"gomaxprocs"`
-	OpenBLAS   bool         `json:"openblas"` // whether OpenBLAS was built in
-	Results    []GemmResult `json:"results"`
+	Machine    isa.Machine `json:"machine"`
+	Kernel     string      `json:"kernel"` // tensor.Kernel() used
+	GOMAXPROCS int         `json:"gomaxprocs"`
+	OpenBLAS   bool        `json:"openblas"` // whether OpenBLAS was built in
+	// OpenBLASCore is the kernel set OpenBLAS ran (openblas_get_corename).
+	OpenBLASCore string       `json:"openblas_core,omitempty"`
+	Results      []GemmResult `json:"results"`
 	// MinRatioOpenBLAS is the smallest Ours/OpenBLAS over all results (0
 	// without OpenBLAS): the figure the ≥ 0.6 target is about.
 	MinRatioOpenBLAS float64 `json:"min_ratio_vs_openblas,omitempty"`
@@ -140,7 +142,8 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 		// more blocks cost more than their calls.)
 		minTime, minReps, blocks, blockReps = 250*time.Millisecond, 2, 5, 1
 	}
-	rep := &GemmReport{Machine: isa.Describe(), Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available}
+	rep := &GemmReport{Machine: isa.Describe(), Kernel: tensor.Kernel(), GOMAXPROCS: runtime.GOMAXPROCS(0), OpenBLAS: openblas.Available,
+		OpenBLASCore: openblas.CoreName()}
 	rng := rand.New(rand.NewPCG(7, 7))
 	for _, s := range cfg.Shapes {
 		if !strings.Contains(s.Name, cfg.Filter) {
@@ -215,6 +218,9 @@ func RunGemm(cfg GemmConfig) (*GemmReport, error) {
 				rep.MinRatioOpenBLAS = r.RatioOpenBLAS
 			}
 		}
+	}
+	if len(rep.Results) == 0 {
+		return nil, fmt.Errorf("bench: no shape's name contains %q", cfg.Filter)
 	}
 	return rep, nil
 }

@@ -114,3 +114,17 @@ func TestErrPeer(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerCore: OpenBLAS is set to the ISA of our kernels where its own
+// choice differs (AVX2 kernels on an AVX-512 CPU it does not know), and
+// left alone where it matches or where there is no OpenBLAS.
+func TestPeerCore(t *testing.T) {
+	for _, c := range []struct{ kernel, core, want string }{
+		{"avx512", "Haswell", "SkylakeX"}, {"avx512", "Zen", "SkylakeX"}, {"avx512", "SkylakeX", ""}, {"avx512", "SapphireRapids", ""},
+		{"avx2", "SkylakeX", "Haswell"}, {"avx2", "Haswell", ""}, {"avx2", "Zen", ""}, {"generic", "Haswell", ""}, {"avx512", "", ""},
+	} {
+		if got := peerCore(c.kernel, c.core); got != c.want {
+			t.Errorf("kernel %s, OpenBLAS %s: %q, want %q", c.kernel, c.core, got, c.want)
+		}
+	}
+}

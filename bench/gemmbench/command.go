@@ -2,12 +2,17 @@ package gemmbench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/graphmill/graphmill/internal/cli"
 	"github.com/graphmill/graphmill/tensor"
+	"github.com/graphmill/graphmill/tensor/openblas"
 	"github.com/spf13/cobra"
 )
 
@@ -46,6 +51,9 @@ OpenBLAS: then nothing checks the products).`,
 					return err
 				}
 			}
+			if err := matchPeer(tensor.Kernel()); err != nil {
+				return err
+			}
 			rep, err := RunGemm(GemmConfig{Threads: threads, Quick: quick, NoGonum: noGonum, Filter: filter})
 			if err != nil {
 				return err
@@ -55,7 +63,7 @@ OpenBLAS: then nothing checks the products).`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}
-			fmt.Printf("machine: %s\nkernel %s, GOMAXPROCS %d, OpenBLAS built in: %v\n", rep.Machine, rep.Kernel, rep.GOMAXPROCS, rep.OpenBLAS)
+			fmt.Printf("machine: %s\nkernel %s, GOMAXPROCS %d, OpenBLAS built in: %v %s\n", rep.Machine, rep.Kernel, rep.GOMAXPROCS, rep.OpenBLAS, rep.OpenBLASCore)
 			tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "shape\top\tthreads\tours GF/s\tkernel peak GF/s\tours/peak\topenblas GF/s\tours/openblas\tgonum GF/s\tours/gonum\trel err\t")
 			for _, r := range rep.Results {
@@ -86,4 +94,54 @@ OpenBLAS: then nothing checks the products).`,
 	f.BoolVar(&noGonum, "no-gonum", false, "skip the gonum peer (it takes most of the time on large shapes)")
 	f.StringVar(&filter, "shape", "", "only measure shapes whose name contains this text, e.g. 4096x128 or wgrad")
 	return cmd
+}
+
+// matchPeer makes OpenBLAS run the kernels of the ISA ours run (kernel):
+// where its own choice is narrower or wider, it runs the command again
+// with OPENBLAS_CORETYPE set, which OpenBLAS reads only as it loads. A
+// user's OPENBLAS_CORETYPE is kept, with a note where it runs another
+// ISA's kernels (these machines' environment sets Haswell, AVX2: ours
+// on AVX-512 read 2.2x OpenBLAS on a shape where its own choice,
+// Cooperlake, gives 1.1x).
+func matchPeer(kernel string) error {
+	want := peerCore(kernel, openblas.CoreName())
+	if want == "" {
+		return nil
+	}
+	if set := os.Getenv("OPENBLAS_CORETYPE"); set != "" {
+		fmt.Fprintf(os.Stderr, "note: OPENBLAS_CORETYPE=%s runs OpenBLAS's %s kernels against ours (%s): the ratios compare two ISAs (unset it to match them)\n", set, openblas.CoreName(), kernel)
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "OpenBLAS chose %s kernels; running again with OPENBLAS_CORETYPE=%s to match ours (%s)\n", openblas.CoreName(), want, kernel)
+	c := exec.Command(exe, os.Args[1:]...)
+	c.Env = append(os.Environ(), "OPENBLAS_CORETYPE="+want)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	var ee *exec.ExitError
+	if err := c.Run(); errors.As(err, &ee) {
+		os.Exit(ee.ExitCode())
+	} else if err != nil {
+		return err
+	}
+	os.Exit(0)
+	return nil
+}
+
+// peerCore is the OPENBLAS_CORETYPE whose ISA matches our kernel set
+// where OpenBLAS's core does not, or "".
+func peerCore(kernel, core string) string {
+	if core == "" {
+		return "" // no OpenBLAS
+	}
+	wide := slices.Contains([]string{"skylakex", "cooperlake", "sapphirerapids"}, strings.ToLower(core))
+	switch {
+	case kernel == "avx512" && !wide:
+		return "SkylakeX"
+	case kernel == "avx2" && wide:
+		return "Haswell"
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -61,6 +62,11 @@ into --dir and reused.`,
 			}
 			if modes != "" {
 				o.Modes = strings.Split(modes, ",")
+				for _, m := range o.Modes {
+					if !slices.Contains([]string{"full", "bounded", "sampled", "gas", "gas-bounded"}, m) {
+						return fmt.Errorf("--modes: unknown configuration %q (want full, bounded, sampled, gas or gas-bounded)", m)
+					}
+				}
 			}
 			o.Dir = dir
 			if o.Dir == "" {

@@ -339,6 +339,9 @@ func Measure(ctx context.Context, c Config) (*Report, error) {
 			}
 		}
 		srcs = keep
+		if len(srcs) == 0 {
+			return nil, fmt.Errorf("no graph's name starts with %s (graphs: wave, email-Enron, cora, citeseer, synthetic)", strings.Join(c.Graphs, " or "))
+		}
 	}
 	tmp, err := os.MkdirTemp("", "partbench-")
 	if err != nil {

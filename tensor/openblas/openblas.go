@@ -7,6 +7,7 @@ package openblas
 #include <cblas.h>
 
 void openblas_set_num_threads(int num_threads);
+char* openblas_get_corename(void);
 */
 import "C"
 
@@ -19,6 +20,11 @@ import (
 const Available = true
 
 var mu sync.Mutex
+
+// CoreName is the kernel set OpenBLAS chose for this CPU (or was told to
+// use by OPENBLAS_CORETYPE), e.g. "Haswell" (AVX2) or "SkylakeX"
+// (AVX-512).
+func CoreName() string { return C.GoString(C.openblas_get_corename()) }
 
 // Sgemm computes C = alpha*op(A)*op(B) + beta*C for row-major matrices with
 // OpenBLAS (cblas_sgemm), after openblas_set_num_threads(threads). op(A) is
