@@ -51,7 +51,9 @@ NeighborLoader are then timed on the same PyG Data and seeds, alternating after 
 batches each, with the go loader timed again at the start of each round (the Python side idle):
 batches/s of each loader alone (vs_pyg_loader and neighbor_ratio_to_go_loader, the medians of
 the rounds' ratios) and the time per training step of the same PyG GraphSAGE (2 x 256,
-trim_to_layer) on each (vs_pyg_epoch: PyG's time over ours).
+trim_to_layer) on each (vs_pyg_epoch: PyG's time over ours). PyG's loader runs with its default
+num_workers=0 (batches made in the timed thread), ours with the service's --workers preparing
+batches ahead: the ratios include that parallelism, as a user of either gets it by default.
 The Data's x is a tensor in memory, as a PyG user loads it (graphmill's loader moves it into
 shared memory, where its service gathers the rows).
 Every Python process runs with glibc's allocator tuned as PyG's timings need to be fair
@@ -166,8 +168,8 @@ func printPyBench(w io.Writer, r *Report) {
 			r.NeighborLoader, r.NeighborRatioToGoLoader)
 	}
 	if r.VsPyGLoader > 0 {
-		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader, %.2f x go loader; PyG GraphSAGE step %s on it\n",
-			r.NeighborLoader, r.VsPyGLoader, r.NeighborRatioToGoLoader, fasterOrSlower(r.VsPyGEpoch))
+		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader (ours %d workers ahead, PyG's num_workers=0), %.2f x go loader; PyG GraphSAGE step %s on it\n",
+			r.NeighborLoader, r.VsPyGLoader, r.Workers, r.NeighborRatioToGoLoader, fasterOrSlower(r.VsPyGEpoch))
 	}
 	if len(r.DropInDevice) > 0 {
 		var d deviceDropIn
