@@ -161,15 +161,15 @@ func printPyBench(w io.Writer, r *Report) {
 			p.Features, p.BatchesPerS, p.RatioToGoLoader, p.RatioToGoClient, p.FrameMiB, p.CopiesPerBatch)
 	}
 	if r.PyG != nil {
-		fmt.Fprintf(w, "  PyG NeighborLoader                  %s\n", pygLine(r.PyG))
+		fmt.Fprintf(w, "  PyG NeighborLoader (a run alone)    %s\n", pygLine(r.PyG))
 	}
 	if r.NeighborLoader > 0 && r.VsPyGLoader == 0 {
 		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x go loader (PyG's loader cannot sample here)\n",
 			r.NeighborLoader, r.NeighborRatioToGoLoader)
 	}
 	if r.VsPyGLoader > 0 {
-		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader (ours %d workers ahead, PyG's num_workers=0), %.2f x go loader; PyG GraphSAGE step %s on it\n",
-			r.NeighborLoader, r.VsPyGLoader, r.Workers, r.NeighborRatioToGoLoader, fasterOrSlower(r.VsPyGEpoch))
+		fmt.Fprintf(w, "  graphmill.NeighborLoader            %7.1f batches/s  = %.2f x PyG's NeighborLoader (%.1f batches/s in the same rounds; ours %d workers ahead, PyG's num_workers=0), %.2f x go loader; PyG GraphSAGE step %s on it\n",
+			r.NeighborLoader, r.VsPyGLoader, r.PyGNeighborLoader, r.Workers, r.NeighborRatioToGoLoader, fasterOrSlower(r.VsPyGEpoch))
 	}
 	if len(r.DropInDevice) > 0 {
 		var d deviceDropIn

@@ -149,11 +149,14 @@ type Report struct {
 	// (VsPyGEpoch: PyG's over ours), and NeighborLoader's batches/s over
 	// the Go loader's (NeighborRatioToGoLoader: the median over the rounds
 	// of each round's ratio, the Go loader timed at the round's start).
-	DropIn                  json.RawMessage `json:"dropin,omitempty"`
-	VsPyGLoader             float64         `json:"vs_pyg_loader,omitempty"`
-	VsPyGEpoch              float64         `json:"vs_pyg_epoch,omitempty"`
-	NeighborLoader          float64         `json:"neighbor_loader_batches_per_s,omitempty"`
-	NeighborRatioToGoLoader float64         `json:"neighbor_ratio_to_go_loader,omitempty"`
+	DropIn         json.RawMessage `json:"dropin,omitempty"`
+	VsPyGLoader    float64         `json:"vs_pyg_loader,omitempty"`
+	VsPyGEpoch     float64         `json:"vs_pyg_epoch,omitempty"`
+	NeighborLoader float64         `json:"neighbor_loader_batches_per_s,omitempty"`
+	// PyGNeighborLoader is PyG's loader in the drop-in rounds, against
+	// which VsPyGLoader is taken (PyG, above, is a run of its own).
+	PyGNeighborLoader       float64 `json:"pyg_neighbor_loader_batches_per_s,omitempty"`
+	NeighborRatioToGoLoader float64 `json:"neighbor_ratio_to_go_loader,omitempty"`
 	// DropInDevice is the comparison on Config.Device (python -m
 	// graphmill.bench --dropin --device): per loader (no cache, then each
 	// FeatureCache budget) batches/s, the training step's time, the
@@ -745,7 +748,7 @@ func dropIn(ctx context.Context, cfg Config, rep *Report, progress func(string),
 		progress("drop-in comparison skipped: " + r.Skipped)
 		return nil
 	}
-	rep.VsPyGLoader, rep.VsPyGEpoch, rep.NeighborLoader = r.VsPyGLoader, r.VsPyGEpoch, r.Ours
+	rep.VsPyGLoader, rep.VsPyGEpoch, rep.NeighborLoader, rep.PyGNeighborLoader = r.VsPyGLoader, r.VsPyGEpoch, r.Ours, r.PyG
 	rep.NeighborRatioToGoLoader = r.VsGoLoader
 	if r.PyGSkipped.Skipped != "" { // ours alone: PyG cannot sample here
 		progress(fmt.Sprintf("graphmill.NeighborLoader %.1f batches/s (%.2fx the go loader); %s",

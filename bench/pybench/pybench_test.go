@@ -34,10 +34,10 @@ func TestPrintPyBenchWording(t *testing.T) {
 		want, not []string
 	}{
 		{`{"batches": 60, "batches_per_s": 12.5}`, 0.72,
-			[]string{"PyG NeighborLoader                     12.5 batches/s", "PyG GraphSAGE step 1.39 x slower on it"}, []string{"{", "x faster"}},
+			[]string{"PyG NeighborLoader (a run alone)       12.5 batches/s", "PyG GraphSAGE step 1.39 x slower on it"}, []string{"{", "x faster"}},
 		{`{"batches": 60, "batches_per_s": 12.5}`, 1.3, []string{"PyG GraphSAGE step 1.30 x faster on it"}, []string{"slower"}},
 		{`{"skipped": "PyG's NeighborLoader cannot sample here: no pyg-lib"}`, 0,
-			[]string{"PyG NeighborLoader                  skipped: PyG's NeighborLoader cannot sample here: no pyg-lib"}, []string{"{"}},
+			[]string{"PyG NeighborLoader (a run alone)    skipped: PyG's NeighborLoader cannot sample here: no pyg-lib"}, []string{"{"}},
 	} {
 		var v any
 		if err := json.Unmarshal([]byte(c.pyg), &v); err != nil {
