@@ -68,6 +68,9 @@ all-reduce bus-bandwidth ratio over sizes >= 1 MiB.`,
 			if err != nil {
 				return err
 			}
+			if budget < 0 {
+				return fmt.Errorf("--time %v: want a duration > 0", budget)
+			}
 			if budget == 0 {
 				budget = 300 * time.Millisecond
 				if quick {

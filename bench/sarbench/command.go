@@ -204,8 +204,13 @@ the ranks inherit; more without); --nodes, --hidden and --ranks size it down.`,
 }
 
 // parseBandwidth parses a link bandwidth in bits per second: "25Gbit",
-// "100Gbit/s", "400Mbit", "10G" or a plain number.
+// "100Gbit/s", "400Mbit", "10G" or a plain number; a capital B is bytes
+// ("3.125GB/s" is 25 Gbit/s; "25GB" was read as 25 Gbit).
 func parseBandwidth(s string) (float64, error) {
+	perByte := 1.0
+	if strings.HasSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(s), "/s"), "ps"), "B") {
+		perByte = 8
+	}
 	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToLower(strings.TrimSpace(s)), "/s"), "ps")
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "bit"), "b")
 	mult := 1.0
@@ -223,7 +228,7 @@ func parseBandwidth(s string) (float64, error) {
 	if err != nil || !(v > 0) {
 		return 0, fmt.Errorf("--model-bandwidth %q: want a bandwidth such as 25Gbit", s)
 	}
-	return v * mult, nil
+	return v * mult * perByte, nil
 }
 
 // minString formats an analytic minimum of bytes, or "-" where there is
