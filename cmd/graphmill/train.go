@@ -446,9 +446,13 @@ func printSummary2(w io.Writer, s train.Summary) {
 		}
 		fmt.Fprintf(w, "test accuracy %s\n", percent(s.TestAcc))
 	}
-	fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s (and %s for the first batch); %s seeds/s; %s in all after setup\n",
-		units.Duration(cli.Seconds(s.EpochSeconds)), units.Duration(cli.Seconds(s.SampleSeconds)), units.Duration(cli.Seconds(s.GatherSeconds)), units.Duration(cli.Seconds(s.ComputeSeconds)),
-		units.Duration(cli.Seconds(s.WaitSeconds)), units.Duration(cli.Seconds(s.FirstWaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(cli.Seconds(s.TotalSeconds)))
+	if s.Epochs == 0 { // stopped in its first epoch: no epoch's time to give
+		fmt.Fprintf(w, "no epoch finished; %s in all after setup\n", units.Duration(cli.Seconds(s.TotalSeconds)))
+	} else {
+		fmt.Fprintf(w, "epoch time %s: sample %s, gather %s, compute %s, waiting %s (and %s for the first batch); %s seeds/s; %s in all after setup\n",
+			units.Duration(cli.Seconds(s.EpochSeconds)), units.Duration(cli.Seconds(s.SampleSeconds)), units.Duration(cli.Seconds(s.GatherSeconds)), units.Duration(cli.Seconds(s.ComputeSeconds)),
+			units.Duration(cli.Seconds(s.WaitSeconds)), units.Duration(cli.Seconds(s.FirstWaitSeconds)), units.Count(s.SeedsPerSecond), units.Duration(cli.Seconds(s.TotalSeconds)))
+	}
 	hist := ""
 	if s.HistoryBytes > 0 {
 		hist = ", of which histories " + units.Bytes(s.HistoryBytes)
