@@ -483,6 +483,9 @@ func printSummary2(w io.Writer, s train.Summary) {
 		budget := "--feature-cache"
 		if d.AutoCache {
 			budget = "chosen from the available memory"
+			if d.CacheBudget == 0 {
+				budget = "none fits beside the graph, the batches and evaluation; --no-eval or smaller --eval-fanouts leave room"
+			}
 		}
 		ranked := ""
 		if d.Policy != "" {
