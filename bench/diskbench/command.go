@@ -97,7 +97,7 @@ in each layout's order (page-aligned) against the original file.`,
 			if rep.ReadAmplification > 0 {
 				ra = fmt.Sprintf("%.2f", rep.ReadAmplification)
 			}
-			fmt.Fprintf(w, "io_efficiency %.2f (bar >= 0.6)   read_amplification %s (bar <= 1.3)   fill_efficiency %.2f (bar >= 0.7)\n",
+			fmt.Fprintf(w, "io_efficiency %.3f (bar >= 0.6)   read_amplification %s (bar <= 1.3)   fill_efficiency %.3f (bar >= 0.7)\n",
 				rep.IOEfficiency, ra, rep.FillEfficiency)
 			fmt.Fprintf(w, "first batch after %.1fs (bar %.1fs); epoch %s; %s seeds/s from disk", rep.FirstBatch, rep.FirstBatchBound,
 				units.Duration(cli.Seconds(rep.EpochSeconds)), units.Count(rep.DiskSeeds))
