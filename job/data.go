@@ -207,7 +207,7 @@ func openSamplerService(ctx context.Context, s Spec, cfg *train.Config) (*trainD
 		ds.Close()
 		return nil, err
 	}
-	fp := samplersvc.Fingerprint(ds)
+	fp := ds.Fingerprint()
 	if in := c.Info(); in.Fingerprint != fp {
 		c.Close()
 		ds.Close()

@@ -29,7 +29,6 @@ import (
 	"github.com/graphmill/graphmill/dataset/builtin"
 	"github.com/graphmill/graphmill/dataset/parts"
 	"github.com/graphmill/graphmill/dist"
-	"github.com/graphmill/graphmill/dist/samplersvc"
 	"github.com/graphmill/graphmill/nn"
 	"github.com/graphmill/graphmill/partition"
 	"github.com/graphmill/graphmill/sar"
@@ -159,7 +158,7 @@ func Train(ctx context.Context, s Spec) (*Result, error) {
 		td = &trainData{ds: ds, close: func(bool) { ds.Close() }}
 		if s.Comm != nil {
 			// Data-parallel ranks each read the whole dataset.
-			if err := sameData(ctx, s.Comm, samplersvc.Fingerprint(ds), "dataset"); err != nil {
+			if err := sameData(ctx, s.Comm, ds.Fingerprint(), "dataset"); err != nil {
 				ds.Close()
 				return nil, err
 			}

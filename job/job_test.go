@@ -44,6 +44,30 @@ func TestRoutesRefused(t *testing.T) {
 	}
 }
 
+// onRanks runs f on every rank of a local group of n and returns each
+// rank's error.
+func onRanks(t *testing.T, n int, f func(r int, c dist.Comm) error) []error {
+	t.Helper()
+	gs, err := dist.LocalGroup(context.Background(), n, dist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[r] = f(r, gs[r])
+		}()
+	}
+	wg.Wait()
+	for _, g := range gs {
+		g.Close()
+	}
+	return errs
+}
+
 // TestRanksMustShareSettings: ranks given another learning rate (which
 // trained silently apart) or epoch count are refused on every rank;
 // settings that may differ per process (threads) are not.
@@ -69,32 +93,20 @@ func TestRanksMustShareSettings(t *testing.T) {
 		{"epochs", other(func(c *train.Config) { c.Epochs++ }), false, false, 1},
 		{"fanouts", other(func(c *train.Config) { c.Fanouts = []int{5, 5} }), false, false, 1},
 	} {
-		gs, err := dist.LocalGroup(context.Background(), 2, dist.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for r, cfg := range []train.Config{base, c.cfg1} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				mfg, data := false, uint64(1)
-				if r == 1 {
-					mfg, data = c.mfg1, c.data
-				}
-				errs[r] = sameSettings(context.Background(), gs[r], cfg, mfg)
-				if errs[r] == nil {
-					errs[r] = sameData(context.Background(), gs[r], data, "dataset")
-				}
-			}()
-		}
-		wg.Wait()
+		errs := onRanks(t, 2, func(r int, g dist.Comm) error {
+			cfg, mfg, data := base, false, uint64(1)
+			if r == 1 {
+				cfg, mfg, data = c.cfg1, c.mfg1, c.data
+			}
+			if err := sameSettings(context.Background(), g, cfg, mfg); err != nil {
+				return err
+			}
+			return sameData(context.Background(), g, data, "dataset")
+		})
 		for r, err := range errs {
 			if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), map[bool]string{true: "different data", false: "different settings"}[c.data != 1])) {
 				t.Errorf("%s: rank %d: %v", c.name, r, err)
 			}
-			gs[r].Close()
 		}
 	}
 }
@@ -127,29 +139,17 @@ func TestInferenceRanksMustAgree(t *testing.T) {
 		w    float32
 		ok   bool
 	}{{"same", sar.SAR, 1, true}, {"weights", sar.SAR, 2, false}, {"mode", sar.OneShot, 1, false}} {
-		gs, err := dist.LocalGroup(ctx, 2, dist.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		errs := make([]error, 2)
-		var wg sync.WaitGroup
-		for r := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				mode, w := sar.SAR, float32(1)
-				if r == 1 {
-					mode, w = c.mode, c.w
-				}
-				errs[r] = sameInference(ctx, gs[r], dir, mode, ck(w))
-			}()
-		}
-		wg.Wait()
+		errs := onRanks(t, 2, func(r int, g dist.Comm) error {
+			mode, w := sar.SAR, float32(1)
+			if r == 1 {
+				mode, w = c.mode, c.w
+			}
+			return sameInference(ctx, g, dir, mode, ck(w))
+		})
 		for r, err := range errs {
 			if (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "different checkpoints, --mode") {
 				t.Errorf("%s: rank %d: %v", c.name, r, err)
 			}
-			gs[r].Close()
 		}
 	}
 }
@@ -158,24 +158,13 @@ func TestInferenceRanksMustAgree(t *testing.T) {
 // once, the others naming it; with none failed, every rank goes on.
 func TestPeersReady(t *testing.T) {
 	for _, bad := range []int{-1, 1} {
-		gs, err := dist.LocalGroup(context.Background(), 3, dist.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		errs := make([]error, 3)
-		var wg sync.WaitGroup
-		for r := range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var mine error
-				if r == bad {
-					mine = errors.New("--max-memory does not apply")
-				}
-				errs[r] = PeersReady(context.Background(), gs[r], mine)
-			}()
-		}
-		wg.Wait()
+		errs := onRanks(t, 3, func(r int, g dist.Comm) error {
+			var mine error
+			if r == bad {
+				mine = errors.New("--max-memory does not apply")
+			}
+			return PeersReady(context.Background(), g, mine)
+		})
 		for r, err := range errs {
 			switch {
 			case bad < 0 && err != nil, bad >= 0 && err == nil:
@@ -183,7 +172,6 @@ func TestPeersReady(t *testing.T) {
 			case r == bad && !strings.Contains(err.Error(), "--max-memory"), r != bad && bad >= 0 && !strings.Contains(err.Error(), "rank 1 failed its checks"):
 				t.Errorf("rank %d: %v", r, err)
 			}
-			gs[r].Close()
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
 	"sync"
@@ -94,7 +93,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = func(string) {}
 	}
-	s := &Server{cfg: cfg, fp: Fingerprint(cfg.Dataset), g: cfg.Dataset.Graph, free: func() {}}
+	s := &Server{cfg: cfg, fp: cfg.Dataset.Fingerprint(), g: cfg.Dataset.Graph, free: func() {}}
 	if cfg.GraphInMemory {
 		s.g, s.free = cfg.Dataset.GraphInMemory()
 	}
@@ -123,44 +122,6 @@ func (s *Server) Close() {
 // disconnects frees its stream's memory).
 func (s *Server) Active() (streams int, heldBytes int64) {
 	return int(s.active.Load()), s.held.Load()
-}
-
-// Fingerprint returns a fingerprint of what a sampler serves from d: the
-// graph's node and edge counts and up to 4,096 evenly spaced entries of
-// each CSC array, of the labels and of each split, and 64 evenly spaced
-// feature rows as stored. A trainer on the same sizes but other edges,
-// labels, splits or features gets another one.
-func Fingerprint(d *dataset.Dataset) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
-	put := func(v uint64) {
-		for i := range b {
-			b[i] = byte(v >> (8 * i))
-		}
-		h.Write(b[:])
-	}
-	sampled := func(n int, at func(i int) uint64) {
-		put(uint64(n))
-		for i := 0; i < n; i += max(1, n/4096) {
-			put(at(i))
-		}
-	}
-	g := d.Graph
-	put(uint64(g.NumNodes))
-	sampled(len(g.Indptr), func(i int) uint64 { return uint64(g.Indptr[i]) })
-	sampled(len(g.Indices), func(i int) uint64 { return uint64(g.Indices[i]) })
-	for _, a := range [][]int32{d.Labels, d.Train, d.Val, d.Test} {
-		sampled(len(a), func(i int) uint64 { return uint64(uint32(a[i])) })
-	}
-	if a, n := d.FeatureArray, d.Meta.NumNodes; a != nil && n > 0 {
-		row := len(a.Data) / n
-		h.Write([]byte(a.DType))
-		for i := 0; i < 64; i++ {
-			v := int(int64(i) * int64(n) / 64)
-			h.Write(a.Data[v*row : (v+1)*row])
-		}
-	}
-	return h.Sum64() | 1 // never 0, which means "no check"
 }
 
 // ServerOptions returns the grpc.Server options of a sampler server:

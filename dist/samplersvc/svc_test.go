@@ -813,36 +813,6 @@ func TestCreditWhileWaiting(t *testing.T) {
 	}
 }
 
-// TestFingerprintCoversTheData: a trainer's dataset with the sampler's
-// sizes but one edge, label, split entry or feature byte changed has
-// another fingerprint (the trainer would train on the sampler's data and
-// evaluate on its own).
-func TestFingerprintCoversTheData(t *testing.T) {
-	d := cora(t)
-	base := Fingerprint(d)
-	edges, labels, split, feats := *d, *d, *d, *d
-	g := *d.Graph
-	g.Indices = slices.Clone(g.Indices)
-	g.Indices[0]++
-	edges.Graph = &g
-	labels.Labels = slices.Clone(d.Labels)
-	labels.Labels[7] = (labels.Labels[7] + 1) % int32(d.Meta.NumClasses)
-	split.Val = slices.Clone(d.Val)
-	split.Val[3]++
-	fa := *d.FeatureArray
-	fa.Data = slices.Clone(fa.Data)
-	fa.Data[1] ^= 1
-	feats.FeatureArray = &fa
-	for name, x := range map[string]*dataset.Dataset{"edges": &edges, "labels": &labels, "split": &split, "features": &feats} {
-		if Fingerprint(x) == base {
-			t.Errorf("another %s, the same fingerprint", name)
-		}
-	}
-	if Fingerprint(d) != base {
-		t.Error("the fingerprint of one dataset changed")
-	}
-}
-
 // TestBadAddressRefusedAtOnce: an address without a valid port is an
 // error before dialling, not after the whole connect timeout.
 func TestBadAddressRefusedAtOnce(t *testing.T) {
