@@ -59,6 +59,23 @@ type planetoidParts struct {
 	testIndex   []int64
 }
 
+// planetoidMissing says what fsys (the directory dir) holds when it has
+// no ind.NAME.* files: a mistyped name or directory (nil where there is
+// nothing better to say than the missing file).
+func planetoidMissing(fsys fs.FS, dir, name string) error {
+	if _, err := fs.Stat(fsys, "."); err != nil {
+		return fmt.Errorf("planetoid: no directory %s", dir)
+	}
+	found, _ := fs.Glob(fsys, "ind.*.graph")
+	if len(found) == 0 {
+		return nil
+	}
+	for i, f := range found {
+		found[i] = strings.TrimSuffix(strings.TrimPrefix(f, "ind."), ".graph")
+	}
+	return fmt.Errorf("planetoid %s: no ind.%s.* files in %s; it holds %s", name, name, cmp.Or(dir, "."), strings.Join(found, ", "))
+}
+
 func planetoid(fsys fs.FS, dir, name string) (*dataset.Raw, error) {
 	if name == "" || !fs.ValidPath(name) || path.Base(name) != name {
 		return nil, fmt.Errorf("planetoid: invalid dataset name %q", name)
@@ -68,18 +85,8 @@ func planetoid(fsys fs.FS, dir, name string) (*dataset.Raw, error) {
 	if _, err := fs.Stat(fsys, "ind."+name+".graph"); err != nil {
 		if _, lerr := fs.Stat(fsys, "ind."+strings.ToLower(name)+".graph"); lerr == nil {
 			name = strings.ToLower(name)
-		}
-	}
-	if _, err := fs.Stat(fsys, "ind."+name+".graph"); errors.Is(err, fs.ErrNotExist) {
-		// Say what --src holds instead: a mistyped name or directory.
-		found, _ := fs.Glob(fsys, "ind.*.graph")
-		for i, f := range found {
-			found[i] = strings.TrimSuffix(strings.TrimPrefix(f, "ind."), ".graph")
-		}
-		if _, derr := fs.Stat(fsys, "."); derr != nil {
-			return nil, fmt.Errorf("planetoid: no directory %s", dir)
-		} else if len(found) > 0 {
-			return nil, fmt.Errorf("planetoid %s: no ind.%s.* files in %s; it holds %s", name, name, cmp.Or(dir, "."), strings.Join(found, ", "))
+		} else if merr := planetoidMissing(fsys, dir, name); errors.Is(err, fs.ErrNotExist) && merr != nil {
+			return nil, merr
 		}
 	}
 	display := func(suffix string) string {

@@ -2,9 +2,9 @@ package job
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
 	"path/filepath"
@@ -385,13 +385,13 @@ func sameInference(ctx context.Context, comm dist.Comm, dataset string, mode sar
 		DType     string
 		Book      uint64
 	}{mode, ck.Model, ck.NormalizeFeatures, ck.FeatureDType, bookHash(book)})
+	h := fnv.New64a() // streamed: the weights are not copied
+	h.Write(b)
 	for _, name := range ck.File.Order {
-		b = append(b, name...)
-		for _, v := range ck.File.Tensors[name].Data {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		}
+		h.Write([]byte(name))
+		h.Write(npy.AsBytes(ck.File.Tensors[name].Data))
 	}
-	same, err := agree(ctx, comm, hashBytes(b))
+	same, err := agree(ctx, comm, h.Sum64())
 	if err == nil && !same {
 		err = fmt.Errorf("rank %d: the ranks run different checkpoints, --mode or partitioned datasets: give every rank the same ones", comm.Rank())
 	}

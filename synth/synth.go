@@ -142,6 +142,10 @@ type gen struct {
 	centroids []float32 // Classes x FeatureDim
 }
 
+// sourcePrefix begins the Source of every dataset Generate writes (how
+// Ensure tells them from a user's).
+const sourcePrefix = "synthetic:"
+
 // Ensure makes dir hold the dataset cfg describes: a dataset already there
 // with the same node, edge and feature counts is reused (reused is true),
 // another generated one is replaced by a freshly generated one, and any
@@ -154,7 +158,7 @@ func Ensure(ctx context.Context, dir string, cfg Config) (reused bool, err error
 		if m.NumNodes == cfg.Nodes && m.NumEdges == cfg.Edges && m.FeatureDim == cfg.FeatureDim && featureNPYType(m.FeatureDType) == featureNPYType(cfg.FeatureDType) {
 			return true, nil
 		}
-		if !strings.HasPrefix(m.Source, "synthetic:") {
+		if !strings.HasPrefix(m.Source, sourcePrefix) {
 			// A user's dataset (a benchmark's --dir given a copy of Cora
 			// replaced it): only a generated one is replaced.
 			return false, fmt.Errorf("%s holds the dataset %s, which was not generated: give a directory for the benchmark's synthetic graph", dir, m.Name)
@@ -492,7 +496,7 @@ func (g *gen) write(ctx context.Context, w *dataset.Writer) (dataset.Meta, error
 	}
 	splits := g.splits()
 	meta := dataset.Meta{
-		Name: c.Name, Source: fmt.Sprintf("synthetic: seed %d, homophily %g, exponent %g, signal %g", c.Seed, c.Homophily, c.Exponent, c.Signal),
+		Name: c.Name, Source: fmt.Sprintf(sourcePrefix+" seed %d, homophily %g, exponent %g, signal %g", c.Seed, c.Homophily, c.Exponent, c.Signal),
 		NumNodes: n, NumEdges: c.Edges, FeatureDim: c.FeatureDim, NumClasses: c.Classes, FeatureDType: c.FeatureDType,
 		Graph:  dataset.GraphMeta{SelfLoops: graph.RemoveSelfLoops.String(), Dedup: true},
 		Splits: map[string]int{},

@@ -281,8 +281,11 @@ type Runner struct {
 	statePath  string
 	stateEvery int
 	resume     *State
-	cacheAll   bool       // the disk cache holds every feature row (openDisk)
-	id         *DatasetID // the dataset's identity, once computed (datasetID)
+	cacheAll   bool // the disk cache holds every feature row (openDisk)
+	// noVal and noTest say the run's own validation or test split has no
+	// labelled node (its scores are NaN: peakStepper.Evaluate).
+	noVal, noTest bool
+	id            *DatasetID // the dataset's identity, once computed (datasetID)
 
 	// ws holds every step's activations, gradients and scratch (reset at
 	// the start of each forward-backward piece), so steady-state steps
@@ -356,7 +359,11 @@ func newRunner(ds *dataset.Dataset, cfg Config, hooks Hooks, inference bool, opt
 	if len(ds.Train) == 0 && !inference && r.batches == nil {
 		return nil, fmt.Errorf("dataset %s has an empty training split", m.Name)
 	}
-	if !inference && !cfg.SkipEval && r.batches == nil && r.evaluator == nil && ds.Labels != nil && !labelled(ds.Labels, ds.Val) {
+	if r.batches == nil && r.evaluator == nil {
+		// The run's own splits (not a distributed rank's part).
+		r.noVal, r.noTest = !labelled(r.labels, ds.Val), !labelled(r.labels, ds.Test)
+	}
+	if !inference && !cfg.SkipEval && r.noVal && ds.Labels != nil {
 		slog.Warn("graphmill: the dataset has no labelled validation node: the last evaluated epoch's model is kept (no model selection) and patience cannot stop the run", "dataset", m.Name)
 	}
 	ctx := r.setupCtx
@@ -662,13 +669,11 @@ func (p *peakStepper) restoreState(st *State) error {
 // to score.
 func (p *peakStepper) Evaluate(ctx context.Context, m *nn.Model) (Evaluation, error) {
 	ev, err := p.Stepper.Evaluate(ctx, m)
-	if r := p.r; err == nil && r.batches == nil && r.evaluator == nil {
-		if !labelled(r.labels, r.ds.Val) {
-			ev.ValAcc, ev.ValLoss = math.NaN(), math.NaN()
-		}
-		if !labelled(r.labels, r.ds.Test) {
-			ev.TestAcc = math.NaN()
-		}
+	if err == nil && p.r.noVal {
+		ev.ValAcc, ev.ValLoss = math.NaN(), math.NaN()
+	}
+	if err == nil && p.r.noTest {
+		ev.TestAcc = math.NaN()
 	}
 	return ev, err
 }
